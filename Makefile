@@ -1,0 +1,34 @@
+# Two entry points for a fresh machine with Python 3.11 and git: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-fast bench soak clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q -e '.[test,graphiti]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/run_demo.py
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 tests
+
+# Skip the slow tests (crash injection, fuzzing, graphiti) while developing.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -m 'not slow' tests
+
+bench: $(STAMP)
+	$(BIN)/python -m tests.bench
+
+soak: $(STAMP)
+	GUARDKIT_SOAK=1 $(BIN)/python -m pytest -n 2 tests/reliability
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,3 @@
+from guardkit_state.cli import main
+
+main()

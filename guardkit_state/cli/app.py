@@ -1,0 +1,74 @@
+"""Argument parsing, command registry, and the one place errors become exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from ..errors import GuardkitStateError, InputError, LockedError
+from .output import Output
+
+#: Command modules, in ``--help`` order. Each has ``register(subparsers) -> None``.
+COMMAND_MODULES: tuple[str, ...] = (
+    # one line per command module (cli/cmd_<name>.py); keep each on its own line
+)
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="guardkit-state",
+        description="File-first, git-native memory for Player/Coach coding loops.",
+        epilog="Run 'guardkit-state COMMAND --help' for a command's options and an example.",
+    )
+    parser.add_argument("--version", action="version", version=f"guardkit-state {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for unexpected errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        importlib.import_module(f".cmd_{name}", __package__).register(sub)
+    return parser
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv``, run the command, and map every outcome to an exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return EXIT_USAGE
+    out = Output.for_args(args)
+    logging.getLogger("guardkit_state").addHandler(logging.NullHandler())
+    try:
+        return int(args.handler(args, out) or 0)
+    except KeyboardInterrupt:
+        out.error("interrupted")
+        return EXIT_INTERRUPTED
+    except (InputError, LockedError) as exc:
+        out.error_from(exc)
+        return EXIT_USAGE
+    except GuardkitStateError as exc:
+        out.error_from(exc)
+        return EXIT_FAILED
+    except Exception as exc:  # noqa: BLE001 - the one place unexpected errors are shown
+        if args.debug:
+            raise
+        out.error(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        return EXIT_FAILED
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    sys.exit(run(argv))

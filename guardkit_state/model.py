@@ -1,0 +1,454 @@
+"""The records guardkit-state reads and writes.
+
+Each record is a dataclass built from the *canonical* dict shape (what ``schemas.py`` returns after
+validation and normalisation of legacy aliases) and turned back into it by ``to_dict``. Unknown
+fields that producers add are kept in ``extra`` and written back unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Literal
+
+SCHEMA_VERSION = 1
+
+Decision = Literal["approve", "feedback", "reject", "error"]
+CriterionState = Literal["verified", "rejected", "pending"]
+
+
+class TurnMode(str, Enum):
+    """How a turn started (seed 001's mode tracking)."""
+
+    FRESH_START = "fresh_start"
+    CONTINUING_WORK = "continuing_work"
+    RECOVERING_STATE = "recovering_state"
+
+
+class Outcome(str, Enum):
+    """How a loop ended, and the task status each outcome sets (seed 004)."""
+
+    APPROVED = "approved"
+    MAX_TURNS_EXCEEDED = "max_turns_exceeded"
+    UNRECOVERABLE_STALL = "unrecoverable_stall"
+
+    @property
+    def task_status(self) -> str:
+        return "in_review" if self is Outcome.APPROVED else "blocked"
+
+
+def text_hash(text: str) -> str:
+    """Short stable hash of a criterion's text (whitespace-normalised), to notice edits."""
+    normal = " ".join(text.split())
+    return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:12]
+
+
+def _pop_known(data: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k not in names}
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One acceptance criterion of a task: ``AC-001`` and its text."""
+
+    id: str
+    text: str
+    checked: bool = False
+
+    @property
+    def text_hash(self) -> str:
+        return text_hash(self.text)
+
+
+@dataclass
+class CompletionPromise:
+    criterion_id: str
+    criterion_text: str = ""
+    status: Literal["complete", "partial", "incomplete"] = "incomplete"
+    evidence: str = ""
+    test_file: str | None = None
+    implementation_files: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _KNOWN = ("criterion_id", "criterion_text", "status", "evidence", "test_file", "implementation_files")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CompletionPromise:
+        return cls(
+            criterion_id=data["criterion_id"],
+            criterion_text=data.get("criterion_text") or "",
+            status=data.get("status", "incomplete"),
+            evidence=data.get("evidence") or "",
+            test_file=data.get("test_file"),
+            implementation_files=list(data.get("implementation_files") or []),
+            extra=_pop_known(data, cls._KNOWN),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"criterion_id": self.criterion_id, "criterion_text": self.criterion_text,
+                               "status": self.status, "evidence": self.evidence}
+        if self.test_file is not None:
+            out["test_file"] = self.test_file
+        if self.implementation_files:
+            out["implementation_files"] = list(self.implementation_files)
+        out.update(self.extra)
+        return out
+
+
+@dataclass
+class PlayerReport:
+    """The Player's report for one turn (``player_turn_N.json``)."""
+
+    task_id: str
+    turn: int
+    files_modified: list[str] = field(default_factory=list)
+    files_created: list[str] = field(default_factory=list)
+    tests_written: list[str] = field(default_factory=list)
+    tests_run: bool = False
+    tests_passed: bool = False
+    implementation_notes: str = ""
+    concerns: list[str] = field(default_factory=list)
+    requirements_addressed: list[str] = field(default_factory=list)
+    requirements_remaining: list[str] = field(default_factory=list)
+    completion_promises: list[CompletionPromise] | None = None
+    summary: str | None = None
+    test_output_summary: str | None = None
+    tests_passed_count: int | None = None
+    tests_failed_count: int | None = None
+    coverage: float | None = None
+    lessons: list[str] = field(default_factory=list)
+    blockers: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _LISTS = ("files_modified", "files_created", "tests_written", "concerns",
+              "requirements_addressed", "requirements_remaining", "lessons", "blockers")
+    _SCALARS = ("summary", "test_output_summary", "tests_passed_count", "tests_failed_count", "coverage")
+    _KNOWN = ("schema_version", "task_id", "turn", "tests_run", "tests_passed", "implementation_notes",
+              "completion_promises") + _LISTS + _SCALARS
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PlayerReport:
+        promises = data.get("completion_promises")
+        return cls(
+            task_id=data["task_id"],
+            turn=int(data["turn"]),
+            tests_run=bool(data.get("tests_run", False)),
+            tests_passed=bool(data.get("tests_passed", False)),
+            implementation_notes=data.get("implementation_notes") or "",
+            completion_promises=None if promises is None else [CompletionPromise.from_dict(p) for p in promises],
+            extra=_pop_known(data, cls._KNOWN),
+            **{name: list(data.get(name) or []) for name in cls._LISTS},
+            **{name: data.get(name) for name in cls._SCALARS},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "task_id": self.task_id, "turn": self.turn}
+        for name in ("files_modified", "files_created", "tests_written"):
+            out[name] = list(getattr(self, name))
+        out["tests_run"] = self.tests_run
+        out["tests_passed"] = self.tests_passed
+        out["implementation_notes"] = self.implementation_notes
+        for name in ("concerns", "requirements_addressed", "requirements_remaining"):
+            out[name] = list(getattr(self, name))
+        if self.completion_promises is not None:
+            out["completion_promises"] = [p.to_dict() for p in self.completion_promises]
+        for name in self._SCALARS:
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        for name in ("lessons", "blockers"):
+            if getattr(self, name):
+                out[name] = list(getattr(self, name))
+        out.update(self.extra)
+        return out
+
+    @property
+    def headline(self) -> str:
+        """One-line summary: ``summary`` if given, else the first sentence of the notes."""
+        if self.summary:
+            return self.summary.strip()
+        notes = self.implementation_notes.strip()
+        if not notes:
+            changed = self.files_created + self.files_modified
+            return f"Changed {len(changed)} file(s): {', '.join(changed[:3])}" if changed else ""
+        first = notes.split("\n", 1)[0]
+        for stop in (". ", ": "):
+            if stop in first:
+                first = first.split(stop, 1)[0] + ("." if stop == ". " else "")
+                break
+        return first[:300]
+
+
+@dataclass
+class CriterionVerification:
+    criterion_id: str
+    result: Literal["verified", "rejected"]
+    notes: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CriterionVerification:
+        return cls(data["criterion_id"], data["result"], data.get("notes") or "",
+                   _pop_known(data, ("criterion_id", "result", "notes")))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"criterion_id": self.criterion_id, "result": self.result, "notes": self.notes, **self.extra}
+
+
+@dataclass
+class CoachDecision:
+    """The Coach's decision for one turn (``coach_turn_N.json``)."""
+
+    task_id: str
+    turn: int
+    decision: Literal["approve", "feedback", "reject"]
+    issues: list[dict[str, Any]] = field(default_factory=list)
+    criteria_verification: list[CriterionVerification] = field(default_factory=list)
+    validation_results: dict[str, Any] = field(default_factory=dict)
+    rationale: str = ""
+    feedback: str | None = None
+    what_to_try_next: str | None = None
+    lessons: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _KNOWN = ("schema_version", "task_id", "turn", "decision", "issues", "criteria_verification",
+              "validation_results", "rationale", "feedback", "what_to_try_next", "lessons")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CoachDecision:
+        return cls(
+            task_id=data["task_id"],
+            turn=int(data["turn"]),
+            decision=data["decision"],
+            issues=list(data.get("issues") or []),
+            criteria_verification=[CriterionVerification.from_dict(c) for c in data.get("criteria_verification") or []],
+            validation_results=dict(data.get("validation_results") or {}),
+            rationale=data.get("rationale") or "",
+            feedback=data.get("feedback"),
+            what_to_try_next=data.get("what_to_try_next"),
+            lessons=list(data.get("lessons") or []),
+            extra=_pop_known(data, cls._KNOWN),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION, "task_id": self.task_id, "turn": self.turn,
+            "decision": self.decision, "issues": list(self.issues),
+            "criteria_verification": [c.to_dict() for c in self.criteria_verification],
+            "validation_results": dict(self.validation_results), "rationale": self.rationale,
+        }
+        for name in ("feedback", "what_to_try_next"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.lessons:
+            out["lessons"] = list(self.lessons)
+        out.update(self.extra)
+        return out
+
+    @property
+    def feedback_text(self) -> str | None:
+        """What the Player must hear: explicit feedback, else the blocking issues, else the rationale."""
+        if self.decision == "approve":
+            return None
+        if self.feedback:
+            return self.feedback
+        issue_lines = [f"- {i.get('description') or i.get('message') or i}" for i in self.issues
+                       if str(i.get("severity", "must_fix")) in ("must_fix", "error", "critical", "high")]
+        if issue_lines:
+            return "\n".join(issue_lines)
+        return self.rationale or None
+
+
+@dataclass
+class TurnEntry:
+    """One item of ``autobuild_state.turns`` in the task frontmatter: a readable summary."""
+
+    turn: int
+    decision: str
+    feedback: str | None = None
+    timestamp: str | None = None
+    player_summary: str | None = None
+    player_success: bool | None = None
+    coach_success: bool | None = None
+    mode: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _KNOWN = ("turn", "decision", "feedback", "timestamp", "player_summary", "player_success",
+              "coach_success", "mode")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TurnEntry:
+        decision = data.get("decision", data.get("coach_decision"))
+        return cls(
+            turn=int(data["turn"]),
+            decision=str(decision) if decision is not None else "feedback",
+            feedback=data.get("feedback"),
+            timestamp=None if data.get("timestamp") is None else str(data["timestamp"]),
+            player_summary=data.get("player_summary"),
+            player_success=data.get("player_success"),
+            coach_success=data.get("coach_success"),
+            mode=data.get("mode"),
+            extra=_pop_known(data, cls._KNOWN + ("coach_decision",)),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Key order follows GuardKit's own entries, then ours, so files stay familiar."""
+        out: dict[str, Any] = {"turn": self.turn}
+        if self.mode is not None:
+            out["mode"] = self.mode
+        out["decision"] = self.decision
+        out["feedback"] = self.feedback
+        out["timestamp"] = self.timestamp
+        out["player_summary"] = self.player_summary
+        out["player_success"] = self.player_success
+        out["coach_success"] = self.coach_success
+        out.update(self.extra)
+        return out
+
+
+@dataclass
+class AutobuildState:
+    """The ``autobuild_state`` (or legacy ``feature_build``) block of a task's frontmatter."""
+
+    key: str = "autobuild_state"
+    current_turn: int = 0
+    max_turns: int | None = None
+    worktree_path: str | None = None
+    base_branch: str | None = None
+    started_at: str | None = None
+    last_updated: str | None = None
+    criteria: dict[str, str] = field(default_factory=dict)
+    turns: list[TurnEntry] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _KNOWN = ("current_turn", "max_turns", "worktree_path", "base_branch", "started_at", "last_updated",
+              "criteria", "turns")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None, *, key: str = "autobuild_state") -> AutobuildState:
+        data = data or {}
+        return cls(
+            key=key,
+            current_turn=int(data.get("current_turn") or 0),
+            max_turns=data.get("max_turns"),
+            worktree_path=data.get("worktree_path"),
+            base_branch=data.get("base_branch"),
+            started_at=None if data.get("started_at") is None else str(data["started_at"]),
+            last_updated=None if data.get("last_updated") is None else str(data["last_updated"]),
+            criteria={str(k): str(v) for k, v in (data.get("criteria") or {}).items()},
+            turns=[TurnEntry.from_dict(t) for t in data.get("turns") or []],
+            extra=_pop_known(data, cls._KNOWN),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"current_turn": self.current_turn, "max_turns": self.max_turns,
+                               "worktree_path": self.worktree_path, "base_branch": self.base_branch,
+                               "started_at": self.started_at, "last_updated": self.last_updated}
+        out.update(self.extra)
+        if self.criteria:
+            out["criteria"] = dict(self.criteria)
+        out["turns"] = [t.to_dict() for t in self.turns]
+        return out
+
+    @property
+    def next_turn(self) -> int:
+        """GuardKit's own resume rule: the turn after the last recorded one."""
+        return len(self.turns) + 1
+
+    @property
+    def last_feedback(self) -> str | None:
+        return self.turns[-1].feedback if self.turns else None
+
+
+@dataclass
+class LedgerEntry:
+    """The cumulative status of one criterion, and which turn set it."""
+
+    criterion_id: str
+    status: CriterionState = "pending"
+    set_by_turn: int | None = None
+    text_hash: str | None = None
+    notes: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "set_by_turn": self.set_by_turn, "text_hash": self.text_hash,
+                "notes": self.notes}
+
+
+@dataclass
+class GateResult:
+    """One quality gate's verdict on a turn (filled by ``config``; see issue 6)."""
+
+    gate: str
+    passed: bool | None
+    actual: float | int | bool | None
+    threshold: float | int | bool | None
+    source: str = "built-in"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gate": self.gate, "passed": self.passed, "actual": self.actual,
+                "threshold": self.threshold, "source": self.source}
+
+
+@dataclass
+class TurnState:
+    """The assembled state of one finished turn (seeds 000/001), ``turn_state_turn_N.json``."""
+
+    id: str
+    feature_id: str | None
+    task_id: str
+    turn_number: int
+    mode: str
+    player_summary: str
+    player_decision: Literal["implemented", "failed", "blocked"]
+    coach_decision: Literal["approved", "feedback", "rejected", "error"]
+    coach_feedback: str | None
+    blockers_found: list[str] = field(default_factory=list)
+    progress_summary: str = ""
+    acceptance_criteria_status: dict[str, str] = field(default_factory=dict)
+    criteria_provenance: dict[str, dict[str, Any]] = field(default_factory=dict)
+    files_modified: list[str] = field(default_factory=list)
+    tests_passed: int | None = None
+    tests_failed: int | None = None
+    coverage: float | None = None
+    arch_score: float | None = None
+    started_at: str | None = None
+    completed_at: str | None = None
+    duration_seconds: float | None = None
+    lessons_from_turn: list[str] = field(default_factory=list)
+    what_to_try_next: str | None = None
+    feedback_signature: str | None = None
+    verified_count: int = 0
+    gate_results: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = ("id", "feature_id", "task_id", "turn_number", "mode", "player_summary", "player_decision",
+               "coach_decision", "coach_feedback", "blockers_found", "progress_summary",
+               "acceptance_criteria_status", "criteria_provenance", "files_modified", "tests_passed",
+               "tests_failed", "coverage", "arch_score", "started_at", "completed_at", "duration_seconds",
+               "lessons_from_turn", "what_to_try_next", "feedback_signature", "verified_count",
+               "gate_results", "error")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TurnState:
+        known = {name: data[name] for name in cls._FIELDS if name in data}
+        for name in ("blockers_found", "files_modified", "lessons_from_turn", "gate_results"):
+            known[name] = list(known.get(name) or [])
+        for name in ("acceptance_criteria_status", "criteria_provenance"):
+            known[name] = dict(known.get(name) or {})
+        known.setdefault("progress_summary", "")
+        known["verified_count"] = int(known.get("verified_count") or 0)
+        return cls(**known, extra=_pop_known(data, cls._FIELDS + ("schema_version",)))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
+        for name in self._FIELDS:
+            out[name] = getattr(self, name)
+        out.update(self.extra)
+        return out
+
+
+def turn_state_id(feature_id: str | None, task_id: str, turn: int) -> str:
+    """``TURN-{feature_id}-{task_id}-T{n}`` (seed 002); tasks without a feature use ``NOFEAT``."""
+    return f"TURN-{feature_id or 'NOFEAT'}-{task_id}-T{turn}"

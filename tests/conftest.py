@@ -1,0 +1,60 @@
+"""Shared fixtures: the real GuardKit corpus (read in place), clean git environments."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CORPUS = REPO_ROOT.parent / "shared" / "corpus" / "guardkit"
+
+
+@pytest.fixture(autouse=True)
+def _clean_git_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inherited GIT_* variables (from a hook or an outer git) must not leak into test repos."""
+    for name in list(os.environ):
+        if name.startswith("GIT_"):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Author")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.com")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test Author")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@example.com")
+    monkeypatch.setenv("GRAPHITI_TELEMETRY_ENABLED", "false")
+    monkeypatch.delenv("GUARDKIT_STATE_CRASH_AT", raising=False)
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    """``../shared/corpus/guardkit`` read in place; tests using it skip when it is absent."""
+    if not CORPUS.is_dir():
+        pytest.skip(f"GuardKit corpus not found at {CORPUS} (it sits beside the clone in CI)")
+    return CORPUS
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Path:
+    """A fresh git repository with one commit on ``main``."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    run_git(root, "init", "-q", "-b", "main")
+    (root / "README.md").write_text("# test project\n")
+    run_git(root, "add", "README.md")
+    run_git(root, "commit", "-q", "-m", "initial")
+    return root
+
+
+def run_git(cwd: Path, *args: str) -> str:
+    """Run git in ``cwd`` and return stdout; fails the test on a non-zero exit."""
+    result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, f"git {' '.join(args)} failed: {result.stderr}"
+    return result.stdout
+
+
+def copy_tree(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
