@@ -227,3 +227,16 @@ def _describe_os_error(exc: OSError, action: str) -> str:
     }
     reason = reasons.get(exc.errno or 0, exc.strerror or str(exc))
     return f"cannot {action} file: {reason}"
+
+
+def ensure_private_dir(directory: Path) -> Path:
+    """Create ``directory`` with a ``.gitignore`` of ``*`` so git never sees what we keep there.
+
+    Used for scratch, logs and caches inside a user's checkout: ``git status`` must not change
+    because guardkit-state ran.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    marker = directory / ".gitignore"
+    if not marker.exists():
+        atomic_write_text(marker, "*\n")
+    return directory

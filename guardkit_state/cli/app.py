@@ -15,6 +15,16 @@ from .output import Output
 #: Command modules, in ``--help`` order. Each has ``register(subparsers) -> None``.
 COMMAND_MODULES: tuple[str, ...] = (
     # one line per command module (cli/cmd_<name>.py); keep each on its own line
+    "record",
+    "feature-build",
+    "show",
+    "context",
+    "status",
+    "worktrees",
+    "log",
+    "diff",
+    "config",
+    "suggest_mode",
 )
 
 EXIT_OK = 0
@@ -39,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks for unexpected errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
-        importlib.import_module(f".cmd_{name}", __package__).register(sub)
+        importlib.import_module(f".cmd_{name.replace('-', '_')}", __package__).register(sub)
     return parser
 
 

@@ -1,0 +1,144 @@
+"""Players and Coaches: external commands or Python callables behind one protocol.
+
+An agent receives a :class:`TurnRequest` (the turn's files and environment) and returns its JSON
+report as a dict. Whatever goes wrong — a non-zero exit, a timeout, no report, invalid JSON — is an
+:class:`AgentError` with a precise reason; the loop records it as a turn with decision ``error``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from .errors import AgentError, GuardkitStateError
+from .jsonio import load_json
+
+#: How much of an agent's stderr is quoted in an error reason.
+STDERR_TAIL = 400
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """Everything an agent needs for one turn; ``env()`` is the command protocol's environment."""
+
+    role: str  # "player" | "coach"
+    task_id: str
+    turn: int
+    mode: str
+    workdir: Path
+    task_file: Path
+    context_file: Path
+    report_file: Path
+    prompt_file: Path | None = None
+    player_report_file: Path | None = None
+    timeout: float | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def env(self) -> dict[str, str]:
+        env = {
+            "GUARDKIT_TASK_ID": self.task_id,
+            "GUARDKIT_TURN": str(self.turn),
+            "GUARDKIT_MODE": self.mode,
+            "GUARDKIT_ROLE": self.role,
+            "GUARDKIT_TASK_FILE": str(self.task_file),
+            "GUARDKIT_CONTEXT_FILE": str(self.context_file),
+            "GUARDKIT_REPORT_FILE": str(self.report_file),
+        }
+        if self.prompt_file is not None:
+            env["GUARDKIT_PROMPT_FILE"] = str(self.prompt_file)
+        if self.player_report_file is not None:
+            env["GUARDKIT_PLAYER_REPORT_FILE"] = str(self.player_report_file)
+        env.update(self.extra_env)
+        return env
+
+
+class Agent(Protocol):
+    """A Player or a Coach: run one turn and return the JSON report."""
+
+    def run(self, request: TurnRequest) -> dict[str, Any]: ...
+
+
+class CallableAgent:
+    """An in-process agent: ``fn(request) -> report dict``. Exceptions become :class:`AgentError`."""
+
+    def __init__(self, fn: Callable[[TurnRequest], dict[str, Any]], name: str | None = None) -> None:
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", "agent")
+
+    def run(self, request: TurnRequest) -> dict[str, Any]:
+        try:
+            report = self.fn(request)
+        except (AgentError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001 - an agent's own failure is a turn error, not a crash
+            raise AgentError(f"{request.role} {self.name} raised {type(exc).__name__}: {exc}",
+                             task_id=request.task_id, turn=request.turn) from exc
+        if not isinstance(report, dict):
+            raise AgentError(f"{request.role} {self.name} returned {type(report).__name__}, not a report dict",
+                             task_id=request.task_id, turn=request.turn, expected="a JSON object")
+        return report
+
+
+class CommandAgent:
+    """An external agent: a shell command run in the worktree with the protocol's environment."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def run(self, request: TurnRequest) -> dict[str, Any]:
+        role = request.role.capitalize()
+        with contextlib.suppress(FileNotFoundError):
+            request.report_file.unlink()  # a stale report from an interrupted run must not count
+        env = {**os.environ, **request.env()}
+        # A session of its own: Ctrl+C in the terminal reaches the loop, which stops the agent
+        # itself, and a timeout kills the agent's whole process tree.
+        proc = subprocess.Popen(self.command, shell=True, cwd=request.workdir, env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=request.timeout)
+        except subprocess.TimeoutExpired:
+            _kill_tree(proc)
+            raise AgentError(f"{role} timed out after {request.timeout:g}s (--turn-timeout)",
+                             task_id=request.task_id, turn=request.turn) from None
+        except BaseException:
+            _kill_tree(proc)
+            raise
+        if proc.returncode != 0:
+            tail = _tail(stderr) or _tail(stdout)
+            raise AgentError(f"{role} exited with status {proc.returncode}" + (f": {tail}" if tail else ""),
+                             task_id=request.task_id, turn=request.turn)
+        if not request.report_file.is_file():
+            raise AgentError(f"{role} exited 0 but wrote no report to {request.report_file}",
+                             task_id=request.task_id, turn=request.turn, expected="a JSON report file")
+        try:
+            report = load_json(request.report_file)
+        except GuardkitStateError as exc:
+            raise AgentError(f"{role} wrote an invalid report: {exc}", task_id=request.task_id,
+                             turn=request.turn) from exc
+        if not isinstance(report, dict):
+            raise AgentError(f"{role} report is a JSON {type(report).__name__}, not an object",
+                             path=request.report_file, task_id=request.task_id, turn=request.turn)
+        return report
+
+
+def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(Exception):
+        proc.communicate(timeout=5)
+
+
+def _tail(data: bytes | None) -> str:
+    text = (data or b"").decode("utf-8", "replace").strip()
+    if not text:
+        return ""
+    last = text.splitlines()[-3:]
+    joined = " | ".join(line.strip() for line in last)
+    return joined[-STDERR_TAIL:]

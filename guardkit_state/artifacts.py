@@ -1,0 +1,118 @@
+"""The per-task artifact store: ``.guardkit/autobuild/TASK-ID/{player_turn,coach_turn,turn_state_turn}_N.json``.
+
+Reports are validated on write and on read, written atomically, and immutable once their turn is
+recorded in the task's frontmatter (the commit point): rewriting a recorded turn is an error, while
+the files of an interrupted, unrecorded turn may be replaced by a re-run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from .errors import TurnAlreadyRecordedError
+from .fsio import atomic_write_text
+from .jsonio import dump_json, load_record
+from .model import CoachDecision, CompletionPromise, PlayerReport, TurnState
+from .schemas import check_record
+
+log = logging.getLogger("guardkit_state.artifacts")
+
+FILE_PATTERNS = {
+    "player_turn": "player_turn_{n}.json",
+    "coach_turn": "coach_turn_{n}.json",
+    "turn_state": "turn_state_turn_{n}.json",
+}
+_FILE_RE = re.compile(r"^(player_turn|coach_turn|turn_state_turn)_(\d+)\.json$")
+
+
+def artifacts_dir(checkout_root: Path, task_id: str) -> Path:
+    """Where a task's per-turn files live inside a checkout (main or worktree)."""
+    return Path(checkout_root) / ".guardkit" / "autobuild" / task_id
+
+
+class TurnStore:
+    """Read and write one task's per-turn JSON files."""
+
+    def __init__(self, directory: Path, task_id: str) -> None:
+        self.directory = Path(directory)
+        self.task_id = task_id
+
+    def path(self, kind: str, turn: int) -> Path:
+        return self.directory / FILE_PATTERNS[kind].format(n=turn)
+
+    def exists(self, kind: str, turn: int) -> bool:
+        return self.path(kind, turn).is_file()
+
+    def write(self, kind: str, turn: int, data: dict[str, Any], *, recorded_turns: int) -> Path:
+        """Validate ``data`` against its schema and write it atomically.
+
+        Raises:
+            TurnAlreadyRecordedError: ``turn`` is already recorded in the frontmatter.
+            SchemaError: ``data`` is not a valid ``kind`` record (nothing is written).
+        """
+        if turn <= recorded_turns:
+            raise TurnAlreadyRecordedError(
+                f"turn {turn} is already recorded; its files are immutable",
+                path=self.path(kind, turn), task_id=self.task_id, turn=turn,
+                expected=f"turn {recorded_turns + 1}",
+            )
+        path = self.path(kind, turn)
+        check_record(kind, data, path=path)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, dump_json(data))
+        return path
+
+    def read(self, kind: str, turn: int) -> dict[str, Any] | None:
+        """The validated, normalised record, or ``None`` when the file does not exist."""
+        path = self.path(kind, turn)
+        if not path.is_file():
+            return None
+        return load_record(kind, path)
+
+    def read_player(self, turn: int) -> PlayerReport | None:
+        data = self.read("player_turn", turn)
+        return None if data is None else PlayerReport.from_dict(data)
+
+    def read_coach(self, turn: int) -> CoachDecision | None:
+        data = self.read("coach_turn", turn)
+        return None if data is None else CoachDecision.from_dict(data)
+
+    def read_turn_state(self, turn: int) -> TurnState | None:
+        data = self.read("turn_state", turn)
+        return None if data is None else TurnState.from_dict(data)
+
+    def turns_with(self, kind: str) -> list[int]:
+        """Turn numbers that have a ``kind`` file, ascending."""
+        stem = "turn_state_turn" if kind == "turn_state" else kind
+        found: list[int] = []
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return []
+        for name in names:
+            match = _FILE_RE.match(name)
+            if match and match.group(1) == stem:
+                found.append(int(match.group(2)))
+        return sorted(found)
+
+    def recover_promises(self, turn: int) -> tuple[int, list[CompletionPromise]] | None:
+        """The most recent earlier Player report's ``completion_promises`` (seed 003's fallback).
+
+        Logs the exact INFO line of seed 003 when it finds some.
+        """
+        for earlier in range(turn - 1, 0, -1):
+            if not self.exists("player_turn", earlier):
+                continue
+            try:
+                report = self.read_player(earlier)
+            except Exception as exc:  # noqa: BLE001 - an unreadable old report just isn't a source
+                log.warning("skipping unreadable %s: %s", self.path("player_turn", earlier).name, exc)
+                continue
+            if report is not None and report.completion_promises:
+                log.info("No completion_promises in current turn — recovered from player_turn_%d.json", earlier)
+                return earlier, report.completion_promises
+        return None

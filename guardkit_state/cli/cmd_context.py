@@ -1,0 +1,50 @@
+"""``guardkit-state context``: the continuation context a turn's Player receives."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .output import Output, safe
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser(
+        "context",
+        help="print the continuation context for a turn (what the Player is told)",
+        description="Render, from the files, the markdown summary of the previous turn and the "
+        "cumulative criteria that turn N's Player receives in GUARDKIT_CONTEXT_FILE.",
+        epilog="Example:\n  guardkit-state context TASK-AUTH-001            # the next turn\n"
+        "  guardkit-state context TASK-AUTH-001 --turn 2",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("task_id", metavar="TASK-ID")
+    parser.add_argument("--turn", type=int, metavar="N", help="the turn to build the context for (default: next)")
+    parser.add_argument("--repo", type=Path, default=Path.cwd(), metavar="DIR", help="repository root (default: .)")
+    parser.add_argument("--json", action="store_true", help="print {turn, context} as JSON")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    from ..errors import InputError
+    from ..locate import locate_task
+    from ..turns import TurnLifecycle
+
+    location = locate_task(args.repo, args.task_id)
+    task, _ = location.load()
+    lifecycle = TurnLifecycle(task, root=location.checkout)
+    turn = args.turn or lifecycle.recorded_turns + 1
+    if turn < 1 or turn > lifecycle.recorded_turns + 1:
+        raise InputError(f"turn {turn} is out of range", task_id=args.task_id,
+                         expected=f"1..{lifecycle.recorded_turns + 1}")
+    text = lifecycle.context_for(turn)
+    if args.json:
+        out.json({"task_id": args.task_id, "turn": turn, "context": text})
+    else:
+        out.stdout.write(safe_markdown(text))
+    return 0
+
+
+def safe_markdown(text: str) -> str:
+    """Context text with control characters neutralised, line by line (newlines kept)."""
+    return "\n".join(safe(line) for line in text.split("\n"))

@@ -1,0 +1,80 @@
+"""``guardkit-state record``: record one turn from two report files (for loops driven by other tools)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from typing import TYPE_CHECKING
+
+from .output import Output, safe
+
+if TYPE_CHECKING:
+    from ..turns import TurnRecord
+
+# Library imports happen inside ``run``: ``guardkit-state --help`` must stay fast.
+MODES = ("fresh_start", "continuing_work", "recovering_state")
+
+EXIT_RECORDED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser(
+        "record",
+        help="record one turn from a Player report and a Coach decision",
+        description="Validate two report files, update the criteria ledger, check for a stall, write "
+        "turn_state_turn_N.json and append the turn to the task's frontmatter. Nothing is written "
+        "when either report is invalid.",
+        epilog="Example:\n  guardkit-state record TASK-AUTH-001 --player player.json --coach coach.json\n\n"
+        "Exit codes: 0 recorded, 1 rejected input (nothing written), 2 usage error.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("task_id", metavar="TASK-ID")
+    parser.add_argument("--player", required=True, type=Path, metavar="FILE", help="the Player's JSON report")
+    parser.add_argument("--coach", required=True, type=Path, metavar="FILE", help="the Coach's JSON decision")
+    parser.add_argument("--mode", choices=MODES, help="how the turn started")
+    parser.add_argument("--max-turns", type=int, help="turn budget (default: the task's, else 5)")
+    parser.add_argument("--repo", type=Path, default=Path.cwd(), metavar="DIR", help="checkout root (default: .)")
+    parser.add_argument("--json", action="store_true", help="print the recorded turn as JSON")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    from ..errors import InputError, TaskNotFoundError
+    from ..jsonio import load_json
+    from ..turns import record_turn
+
+    for name in ("player", "coach"):
+        if not getattr(args, name).is_file():
+            out.error(f"--{name} {getattr(args, name)}: no such file")
+            return EXIT_USAGE
+    try:
+        player, coach = load_json(args.player), load_json(args.coach)
+        record = record_turn(args.repo, args.task_id, player, coach, mode=args.mode, max_turns=args.max_turns)
+    except TaskNotFoundError as exc:
+        out.error_from(exc)
+        return EXIT_USAGE
+    except InputError as exc:
+        out.error_from(exc)
+        return EXIT_REJECTED
+    if args.json:
+        out.json(record.to_dict())
+    else:
+        render(record, out)
+    return EXIT_RECORDED
+
+
+def render(record: TurnRecord, out: Output) -> None:
+    state = record.turn_state
+    total = len(record.ledger.entries)
+    delta = " ".join(record.ledger.delta(record.ledger_before))
+    out.line(f"Recorded turn {state.turn_number} of {state.task_id}: "
+             f"{out.style(record.entry.decision, 'bold')} — {record.ledger.verified_count}/{total} criteria verified"
+             + (f" ({delta})" if delta else ""))
+    if state.coach_feedback:
+        out.line(f"  feedback: {safe(state.coach_feedback.splitlines()[0])}")
+    if record.outcome:
+        reason = f": {record.stall.reason}" if record.stall else ""
+        out.line(f"  loop outcome: {record.outcome.value} (task status {record.outcome.task_status}){reason}")
+    note = f" — {record.splice.reason}" if record.splice.reason else ""
+    out.line(f"  frontmatter: {record.splice.method}{note}")

@@ -1,0 +1,92 @@
+"""``guardkit-state show``: a task's loop at a glance — status, turns, criteria, resume point."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from .output import Output, safe
+
+ICON_STYLE = {"verified": ("✓", "green"), "rejected": ("✗", "red"), "pending": ("○", "dim")}
+DECISION_STYLE = {"approve": "green", "feedback": "yellow", "reject": "red", "error": "red"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser(
+        "show",
+        help="show a task's loop: status, turns, criteria, resume point",
+        description="Show the loop state of one task, read from its files (the running loop's "
+        "worktree copy when there is one).",
+        epilog="Example:\n  guardkit-state show TASK-AUTH-001\n  guardkit-state show TASK-AUTH-001 --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("task_id", metavar="TASK-ID")
+    parser.add_argument("--repo", type=Path, default=Path.cwd(), metavar="DIR", help="repository root (default: .)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(handler=run)
+
+
+def collect(repo: Path, task_id: str) -> dict[str, Any]:
+    """Everything ``show`` prints, as data (the ``--json`` output)."""
+    from ..criteria import CriteriaLedger
+    from ..locate import locate_task
+    from ..resume import resume_point
+
+    location = locate_task(repo, task_id)
+    task, store = location.load()
+    state = task.state
+    point = resume_point(task, store)
+    ledger_statuses = state.criteria if state else {}
+    last_state = store.read_turn_state(len(state.turns)) if state and state.turns and store.exists("turn_state", len(state.turns)) else None
+    provenance = last_state.criteria_provenance if last_state else {}
+    ledger = CriteriaLedger.start(task.criteria, provenance or {k: {"status": v} for k, v in ledger_statuses.items()})
+    return {
+        "task_id": task_id,
+        "title": task.title,
+        "path": str(location.task_path),
+        "in_worktree": location.in_worktree,
+        "status": task.status,
+        "max_turns": state.max_turns if state else None,
+        "outcome": state.extra.get("outcome") if state else None,
+        "turns": [t.to_dict() for t in state.turns] if state else [],
+        "criteria": [
+            {"id": e.criterion_id, "text": next((c.text for c in task.criteria if c.id == e.criterion_id), ""),
+             "status": e.status, "set_by_turn": e.set_by_turn}
+            for e in ledger.entries
+        ],
+        "resume": point.to_dict(),
+    }
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    data = collect(args.repo, args.task_id)
+    if args.json:
+        out.json(data)
+        return 0
+    verified = sum(1 for c in data["criteria"] if c["status"] == "verified")
+    out.line(out.style(f"{data['task_id']}: {safe(data['title'] or '')}", "bold"))
+    out.line(f"status {data['status']} · {len(data['turns'])} turn(s) of {data['max_turns'] or '?'}"
+             f" · criteria {verified}/{len(data['criteria'])} verified"
+             + (f" · outcome {data['outcome']}" if data["outcome"] else ""))
+    out.line(out.style(("worktree copy: " if data["in_worktree"] else "file: ") + data["path"], "dim"))
+    if data["turns"]:
+        out.line("")
+        out.line(out.style("turn  mode              decision  feedback", "bold"))
+        for turn in data["turns"]:
+            decision = turn.get("decision") or "?"
+            feedback = safe((turn.get("feedback") or "").replace("\n", " "))
+            if len(feedback) > 70:
+                feedback = feedback[:69] + "…"
+            out.line(f"{turn['turn']:>4}  {str(turn.get('mode') or '-'):<16}  "
+                     f"{out.style(f'{decision:<8}', DECISION_STYLE.get(decision, 'dim'))}  {feedback}")
+    if data["criteria"]:
+        out.line("")
+        out.line(out.style("criteria", "bold"))
+        for c in data["criteria"]:
+            icon, colour = ICON_STYLE.get(c["status"], ("○", "dim"))
+            by = f" (turn {c['set_by_turn']})" if c["set_by_turn"] else ""
+            out.line(f"  {out.style(icon, colour)} {c['id']}: {safe(c['text'])}: {c['status']}{by}")
+    out.line("")
+    out.line(f"next: {data['resume']['description']}")
+    return 0

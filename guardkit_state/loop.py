@@ -1,0 +1,354 @@
+"""The feature-build loop: Player, Coach, record, commit — until approved, stalled or out of turns.
+
+All state is in files, so the loop can be stopped at any instant (Ctrl+C, SIGTERM, SIGKILL) and
+continued with ``resume=True``: it rolls forward from the resume point (DESIGN.md section 3) and
+never redoes a finished turn or a report that is already on disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import signal
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .agents import Agent, TurnRequest
+from .artifacts import artifacts_dir
+from .config import ResolvedConfig, load_config, render_coach_prompt, render_player_role_section
+from .errors import AgentError, GuardkitStateError, InputError, ResumeError
+from .fsio import atomic_write_text, ensure_private_dir, remove_stale_temp_files, validate_task_id
+from .gitstore import CommitResult, GitRepo, commit_turn
+from .model import Outcome, TurnMode
+from .resume import ResumePoint, resume_point
+from .taskfile import TaskFile, find_task
+from .turns import TurnLifecycle, TurnRecord
+
+log = logging.getLogger("guardkit_state.loop")
+
+LOG_FILE = Path(".guardkit/logs/autobuild.log")
+WORK_DIR = ".work"  # per-task scratch: context, prompt, incoming reports (ignored by git)
+
+Event = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass
+class LoopOptions:
+    max_turns: int | None = None
+    resume: bool = False
+    use_worktree: bool = True
+    turn_timeout: float | None = None
+    base_branch: str | None = None
+    index_budget: float = 2.0
+
+
+@dataclass
+class LoopResult:
+    """How a run of the loop ended."""
+
+    task_id: str
+    outcome: Outcome | None
+    reason: str
+    turns: list[TurnRecord] = field(default_factory=list)
+    commits: list[CommitResult] = field(default_factory=list)
+    resumed_from: ResumePoint | None = None
+    checkout: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.outcome is Outcome.APPROVED else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "outcome": self.outcome.value if self.outcome else None,
+            "reason": self.reason,
+            "exit_code": self.exit_code,
+            "checkout": str(self.checkout) if self.checkout else None,
+            "resumed_from": self.resumed_from.to_dict() if self.resumed_from else None,
+            "turns": [t.to_dict() for t in self.turns],
+            "commits": [c.to_dict() for c in self.commits],
+            "notes": self.notes,
+        }
+
+
+def feature_build(
+    repo_root: Path,
+    task_id: str,
+    player: Agent,
+    coach: Agent,
+    options: LoopOptions | None = None,
+    *,
+    on_event: Event | None = None,
+) -> LoopResult:
+    """Run the Player/Coach loop on ``task_id`` until it ends; see the module docstring.
+
+    Raises:
+        ResumeError: ``resume`` with nothing to resume, or a fresh start over recorded turns.
+        ConfigError: a malformed configuration file (the loop refuses to start).
+        LockedError: another process is running this task's loop.
+        KeyboardInterrupt: Ctrl+C / SIGTERM; the files are consistent and ``resume=True`` continues.
+    """
+    options = options or LoopOptions()
+    emit = on_event or (lambda kind, data: None)
+    repo_root = Path(repo_root).resolve()
+    validate_task_id(task_id)
+    config = load_config(repo_root)
+    with _log_to_file(repo_root / LOG_FILE), _interrupts_as_exceptions():
+        return _Run(repo_root, task_id, player, coach, options, config, emit).run()
+
+
+class _Run:
+    """One invocation of the loop (kept as an object so each step stays a small method)."""
+
+    def __init__(self, repo_root: Path, task_id: str, player: Agent, coach: Agent, options: LoopOptions,
+                 config: ResolvedConfig, emit: Event) -> None:
+        self.repo_root = repo_root
+        self.task_id = task_id
+        self.player = player
+        self.coach = coach
+        self.options = options
+        self.config = config
+        self.emit = emit
+        self.result = LoopResult(task_id, None, "")
+        self.git: GitRepo | None = None
+        self.managed_worktree = False
+        self.worktree_rel: str | None = None
+        self.base_branch: str | None = None
+
+    def note(self, text: str) -> None:
+        self.result.notes.append(text)
+        log.info("%s", text)
+        self.emit("note", {"text": text})
+
+    # -- setup -----------------------------------------------------------------------------
+    def run(self) -> LoopResult:
+        main_task_path = find_task(self.repo_root, self.task_id)
+        main_task = TaskFile.load(main_task_path)
+        checkout = self._checkout(main_task)
+        self.result.checkout = checkout
+        task_path = checkout / main_task_path.relative_to(self.repo_root)
+        if not task_path.exists():
+            task_path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(main_task_path, task_path)
+            self.note(f"task file is not committed on the base branch; copied it into {checkout}")
+        lifecycle = TurnLifecycle(TaskFile.load(task_path), root=checkout, max_turns=self.options.max_turns)
+        advice = self.config.suggest_mode(lifecycle.task.complexity)
+        if advice is not None:
+            self.emit("advice", {"text": advice.render()})
+        with lifecycle.locked():
+            self._tidy(lifecycle, checkout)
+            point = resume_point(lifecycle.task, lifecycle.store)
+            self._check_start(point)
+            if point.action == "finished":
+                self.result.outcome = Outcome(point.outcome) if point.outcome in Outcome._value2member_map_ else Outcome.APPROVED
+                self.result.reason = point.describe()
+                return self.result
+            self._commit_pending(lifecycle)
+            self._loop(lifecycle, checkout, point)
+        return self.result
+
+    def _checkout(self, task: TaskFile) -> Path:
+        self.git = GitRepo.discover(self.repo_root)
+        if self.git is None:
+            self.note("not a git repository (or git is not installed): turns are recorded without commits")
+            return self.repo_root
+        if not self.options.use_worktree:
+            return self.repo_root
+        from .worktrees import WorktreeManager
+
+        manager = WorktreeManager(self.git)
+        recorded = task.state.worktree_path if task.state else None
+        if self.options.resume:
+            worktree, how = manager.find(self.task_id, recorded)
+            if worktree is None:
+                worktree = manager.create(self.task_id, self.options.base_branch)
+            elif how:
+                self.note(how)
+        else:
+            worktree = manager.create(self.task_id, self.options.base_branch)
+        for text in worktree.notes:
+            self.note(text)
+        self.git = worktree.repo()
+        self.managed_worktree = True
+        self.base_branch = worktree.base_branch
+        with contextlib.suppress(ValueError):
+            self.worktree_rel = str(worktree.path.relative_to(self.repo_root))
+        self.emit("worktree", {"path": str(worktree.path), "branch": worktree.branch})
+        return worktree.path
+
+    def _tidy(self, lifecycle: TurnLifecycle, checkout: Path) -> None:
+        removed = remove_stale_temp_files(lifecycle.store.directory) + remove_stale_temp_files(lifecycle.task.path.parent)
+        if removed:
+            self.note(f"removed {len(removed)} temp file(s) left by an interrupted write")
+        if self.git is not None:
+            for lock in self.git.remove_stale_index_lock():
+                self.note(f"removed stale git lock {lock} (no git process held it)")
+
+    def _check_start(self, point: ResumePoint) -> None:
+        if self.options.resume:
+            if point.action == "start":
+                raise ResumeError(
+                    f"{self.task_id} has no loop state to resume; start it with "
+                    f"'guardkit-state feature-build {self.task_id} --player CMD --coach CMD'",
+                    task_id=self.task_id)
+            self.result.resumed_from = point
+            self.emit("resume", point.to_dict())
+            log.info("resume %s: %s", self.task_id, point.describe())
+            for text in point.notes:
+                self.note(text)
+        elif point.recorded_turns > 0 or point.action in ("complete_from_reports", "rerun_coach"):
+            raise ResumeError(
+                f"{self.task_id} already has {point.recorded_turns} recorded turn(s); continue it with "
+                f"'guardkit-state feature-build {self.task_id} ... --resume'", task_id=self.task_id)
+
+    def _commit_pending(self, lifecycle: TurnLifecycle) -> None:
+        """A kill between the frontmatter append and the git commit leaves a turn to commit."""
+        if self.git is None or not self.managed_worktree or lifecycle.task.state is None:
+            return
+        last = lifecycle.task.state.turns[-1] if lifecycle.task.state.turns else None
+        if last is None or self.git.find_turn_commit(self.task_id, last.turn):
+            return
+        result = commit_turn(self.git, task_id=self.task_id, turn=last.turn, decision=last.decision,
+                             mode=last.mode or "recovering_state", managed_worktree=True)
+        if result.sha:
+            self.note(f"committed turn {last.turn}, which was recorded but not committed before the interruption")
+
+    # -- the loop --------------------------------------------------------------------------
+    def _loop(self, lifecycle: TurnLifecycle, checkout: Path, point: ResumePoint) -> None:
+        first = True
+        while True:
+            number = lifecycle.recorded_turns + 1
+            if number > lifecycle.max_turns:
+                self._finish(lifecycle, Outcome.MAX_TURNS_EXCEEDED,
+                             f"the Coach did not approve within {lifecycle.max_turns} turns")
+                return
+            action = point.action if first else "run_turn"
+            mode = point.mode if first and self.options.resume else None
+            first = False
+            record = self._turn(lifecycle, checkout, number, action, mode)
+            self.result.turns.append(record)
+            self._after_turn(lifecycle, record)
+            if record.outcome is not None:
+                reason = {
+                    Outcome.APPROVED: f"approved by the Coach in turn {number}",
+                    Outcome.UNRECOVERABLE_STALL: record.stall.reason if record.stall else "stalled",
+                    Outcome.MAX_TURNS_EXCEEDED: f"the Coach did not approve within {lifecycle.max_turns} turns",
+                }[record.outcome]
+                self.result.outcome, self.result.reason = record.outcome, reason
+                return
+
+    def _turn(self, lifecycle: TurnLifecycle, checkout: Path, number: int, action: str,
+              mode: TurnMode | None) -> TurnRecord:
+        active = lifecycle.begin_turn(mode)
+        self.emit("turn", {"turn": number, "mode": active.mode.value, "action": action})
+        work = ensure_private_dir(lifecycle.store.directory / WORK_DIR)
+        context_file = work / f"context_turn_{number}.md"
+        prompt_file = work / f"coach_prompt_turn_{number}.md"
+        atomic_write_text(context_file, lifecycle.context_for(number, role_section=render_player_role_section(self.config)))
+        task = lifecycle.task
+        previous = lifecycle.previous_turn_state(number)
+        atomic_write_text(prompt_file, render_coach_prompt(
+            self.config, task_id=self.task_id, title=task.title or self.task_id, task_type=task.task_type,
+            complexity=task.complexity, criteria=task.criteria, previous_turn=previous, turn=number))
+        base = dict(task_id=self.task_id, turn=number, mode=active.mode.value, workdir=checkout,
+                    task_file=task.path, context_file=context_file, timeout=self.options.turn_timeout)
+        error: str | None = None
+        if action == "complete_from_reports":
+            self.emit("reuse", {"turn": number, "files": ["player", "coach"]})
+        else:
+            try:
+                if action == "rerun_coach":
+                    self.emit("reuse", {"turn": number, "files": ["player"]})
+                else:
+                    self.emit("agent", {"turn": number, "role": "player"})
+                    report = self.player.run(TurnRequest(role="player", report_file=work / f"player_report_{number}.json", **base))
+                    lifecycle.record_player(report)
+                self.emit("agent", {"turn": number, "role": "coach"})
+                decision = self.coach.run(TurnRequest(
+                    role="coach", report_file=work / f"coach_report_{number}.json", prompt_file=prompt_file,
+                    player_report_file=lifecycle.store.path("player_turn", number), **base))
+                lifecycle.record_coach(decision)
+            except (AgentError, InputError) as exc:
+                error = _agent_reason(exc)
+                log.warning("turn %d of %s: %s", number, self.task_id, error)
+        profile = self.config.gate_profile(task.task_type, task.complexity)
+        return lifecycle.complete_turn(error=error, gate_profile=profile, worktree_path=self._worktree_value(checkout),
+                                       base_branch=self.base_branch)
+
+    def _worktree_value(self, checkout: Path) -> str | None:
+        return self.worktree_rel if self.managed_worktree else None
+
+    def _after_turn(self, lifecycle: TurnLifecycle, record: TurnRecord) -> None:
+        number = record.turn_state.turn_number
+        if self.git is not None:
+            paths = None if self.managed_worktree else [str(p) for p in record.written]
+            commit = commit_turn(self.git, task_id=self.task_id, turn=number, decision=record.entry.decision,
+                                 mode=record.turn_state.mode, paths=paths, managed_worktree=self.managed_worktree)
+            self.result.commits.append(commit)
+            if commit.error:
+                self.note(f"turn {number} recorded but not committed: {commit.error}")
+        self.emit("recorded", record.to_dict() | {"commit": self.result.commits[-1].to_dict() if self.git else None})
+        self._index(lifecycle, number)
+
+    def _index(self, lifecycle: TurnLifecycle, number: int) -> None:
+        try:
+            from .index.hook import index_turn_best_effort
+        except ImportError:
+            return
+        started = time.monotonic()
+        outcome = index_turn_best_effort(self.repo_root, lifecycle.store.path("turn_state", number),
+                                         budget_seconds=self.options.index_budget)
+        log.info("index turn %d of %s: %s (%.2fs)", number, self.task_id, outcome, time.monotonic() - started)
+
+    def _finish(self, lifecycle: TurnLifecycle, outcome: Outcome, reason: str) -> None:
+        lifecycle.mark_outcome(outcome, reason=reason)
+        self.result.outcome, self.result.reason = outcome, reason
+
+
+def _agent_reason(exc: GuardkitStateError) -> str:
+    if isinstance(exc, AgentError):
+        return exc.message
+    return f"invalid report: {exc}"
+
+
+@contextlib.contextmanager
+def _interrupts_as_exceptions() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl+C: a KeyboardInterrupt the loop turns into a saved, resumable stop."""
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _log_to_file(path: Path) -> Iterator[None]:
+    """Append the library's log to ``.guardkit/logs/autobuild.log`` for the duration of the loop."""
+    ensure_private_dir(path.parent)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.INFO)
+    root = logging.getLogger("guardkit_state")
+    old_level = root.level
+    root.addHandler(handler)
+    if root.level == logging.NOTSET or root.level > logging.INFO:
+        root.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+        handler.close()

@@ -1,0 +1,86 @@
+"""Stall detection (DESIGN.md 3.2): the same feedback again and again with no progress.
+
+A port of GuardKit's feedback-stall rule, with one decisive change: progress is the criteria
+*ledger's* cumulative verified count, so a Player whose early work met the criteria is not declared
+stalled because later reports omitted their promises. The window is rebuilt from the turn-state
+files by the caller, so it survives ``--resume``. Pure functions only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: Same signature this many turns in a row with nothing verified is a stall.
+ZERO_PROGRESS_WINDOW = 3
+#: Same signature this many turns in a row with an unchanged non-zero count is a stall.
+NO_CHANGE_WINDOW = 5
+
+# Order matters: paths before numbers, test ids before line numbers.
+_NORMALISERS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\S*\.guardkit/worktrees/[^\s/]+"), "<worktree>"),
+    (re.compile(r"\S+\.py::\S+"), "<test>"),
+    (re.compile(r"\btest_\w+"), "<test>"),
+    (re.compile(r"\blines? \d+(?:-\d+)?"), "line <n>"),
+    (re.compile(r"(?<=\.py):\d+(?::\d+)?"), ":<n>"),
+    (re.compile(r"\d+(?:\.\d+)?\s?%"), "<pct>"),
+    (re.compile(r"\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|minutes)\b"), "<dur>"),
+    (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
+)
+
+
+def normalise_feedback(text: str | None) -> str:
+    """Feedback with the parts that vary between otherwise identical reports blanked out."""
+    if not text:
+        return ""
+    out = text.lower()
+    for pattern, token in _NORMALISERS:
+        out = pattern.sub(token, out)
+    return " ".join(out.split())
+
+
+def feedback_signature(text: str | None) -> str | None:
+    """A short signature of normalised feedback; ``None`` when there is no feedback."""
+    normal = normalise_feedback(text)
+    if not normal:
+        return None
+    return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class TurnSignal:
+    """What the detector needs from one recorded turn."""
+
+    turn: int
+    signature: str | None
+    verified_count: int
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A detected stall: the turns it spans and why."""
+
+    turns: tuple[int, ...]
+    reason: str
+
+
+def detect_stall(history: Sequence[TurnSignal]) -> Stall | None:
+    """Return a :class:`Stall` when the most recent turns show one, else ``None``."""
+    for window, wanted in ((ZERO_PROGRESS_WINDOW, "zero"), (NO_CHANGE_WINDOW, "flat")):
+        if len(history) < window:
+            continue
+        recent = history[-window:]
+        signature = recent[0].signature
+        if signature is None or any(t.signature != signature for t in recent):
+            continue
+        counts = {t.verified_count for t in recent}
+        turns = tuple(t.turn for t in recent)
+        if wanted == "zero" and counts == {0}:
+            return Stall(turns, f"the same feedback {window} turns in a row with no criteria verified "
+                                f"(turns {turns[0]}-{turns[-1]})")
+        if wanted == "flat" and len(counts) == 1 and 0 not in counts:
+            return Stall(turns, f"the same feedback {window} turns in a row with {counts.pop()} criteria "
+                                f"verified and no change (turns {turns[0]}-{turns[-1]})")
+    return None

@@ -1,0 +1,139 @@
+"""One line per task with loop state: the data behind ``guardkit-state status``.
+
+Repositories hold thousands of task files and most have no loop state, so the scan first checks
+the raw text for a state block before parsing anything, and keeps a cache of summaries keyed by
+each file's size and mtime in ``.guardkit/cache/status.json``. The cache is rebuildable at any
+time and never trusted over the files: an entry is used only while its file is unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import GuardkitStateError
+from .fsio import atomic_write_text, ensure_private_dir
+from .locate import WORKTREES_DIR
+from .taskfile import TaskFile
+
+CACHE_FILE = Path(".guardkit/cache/status.json")
+CACHE_VERSION = 1
+_MARKERS = (b"\nautobuild_state:", b"\nfeature_build:")
+
+
+@dataclass
+class TaskSummary:
+    task_id: str
+    path: str
+    status: str | None
+    turns: int
+    last_decision: str | None
+    verified: int
+    total: int
+    outcome: str | None
+    in_worktree: bool = False
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def summarise(task: TaskFile, *, relpath: str, in_worktree: bool = False) -> TaskSummary | None:
+    """The one-line summary of ``task``, or ``None`` when it has no loop state."""
+    state = task.state
+    if state is None:
+        return None
+    total = len(task.criteria) or len(state.criteria)
+    verified = sum(1 for status in state.criteria.values() if status == "verified")
+    return TaskSummary(
+        task_id=task.task_id or Path(relpath).stem, path=relpath, status=task.status, turns=len(state.turns),
+        last_decision=state.turns[-1].decision if state.turns else None, verified=verified, total=total,
+        outcome=state.extra.get("outcome"), in_worktree=in_worktree,
+    )
+
+
+def repo_status(repo_root: Path, *, use_cache: bool = True) -> list[TaskSummary]:
+    """Summaries of every task with loop state under ``tasks/`` (worktree copies win), sorted by id."""
+    root = Path(repo_root).resolve()
+    cache = _load_cache(root) if use_cache else {}
+    fresh: dict[str, Any] = {}
+    summaries: dict[str, TaskSummary] = {}
+    for path, relpath, in_worktree in _task_files(root):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        key = str(path.relative_to(root))
+        signature = [stat.st_size, stat.st_mtime_ns]
+        hit = cache.get(key)
+        if hit is not None and hit.get("sig") == signature:
+            data = hit.get("summary")
+        else:
+            data = _summarise_file(path, relpath, in_worktree)
+        fresh[key] = {"sig": signature, "summary": data}
+        if data is None:
+            continue
+        summary = TaskSummary(**data)
+        if in_worktree or summary.task_id not in summaries:
+            summaries[summary.task_id] = summary
+    if use_cache and fresh != cache:
+        with contextlib.suppress(GuardkitStateError, OSError):
+            ensure_private_dir((root / CACHE_FILE).parent)
+            atomic_write_text(root / CACHE_FILE, json.dumps({"version": CACHE_VERSION, "files": fresh}))
+    return [summaries[k] for k in sorted(summaries)]
+
+
+def _summarise_file(path: Path, relpath: str, in_worktree: bool) -> dict[str, Any] | None:
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    if not any(marker in raw for marker in _MARKERS):
+        return None
+    try:
+        summary = summarise(TaskFile.load(path), relpath=relpath, in_worktree=in_worktree)
+    except GuardkitStateError as exc:
+        return TaskSummary(path.stem, relpath, None, 0, None, 0, 0, None, in_worktree, str(exc)).to_dict()
+    return summary.to_dict() if summary else None
+
+
+def _task_files(root: Path) -> Iterator[tuple[Path, str, bool]]:
+    for path in _walk_md(root / "tasks"):
+        yield path, str(path.relative_to(root)), False
+    worktrees = root / WORKTREES_DIR
+    with contextlib.suppress(FileNotFoundError):
+        for entry in sorted(os.scandir(worktrees), key=lambda e: e.name):
+            if entry.is_dir(follow_symlinks=False):
+                base = Path(entry.path)
+                for path in _walk_md(base / "tasks"):
+                    yield path, str(path.relative_to(base)), True
+
+
+def _walk_md(top: Path) -> Iterator[Path]:
+    stack = [top]
+    while stack:
+        directory = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+            elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                yield Path(entry.path)
+
+
+def _load_cache(root: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((root / CACHE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or not isinstance(data.get("files"), dict):
+        return {}
+    return data["files"]
