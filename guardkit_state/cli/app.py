@@ -25,6 +25,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "diff",
     "config",
     "suggest_mode",
+    "validate",
+    "graphiti",
+    "search",
 )
 
 EXIT_OK = 0

@@ -1,0 +1,38 @@
+"""``guardkit-state diff TASK-ID --turn N``: the commit of one turn (code and state)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..review import turn_diff
+from .output import Output, safe
+
+EXAMPLE = """\
+Example:
+  guardkit-state diff TASK-AUTH-001 --turn 2
+  guardkit-state diff TASK-AUTH-001 --turn 2 --stat
+  guardkit-state diff TASK-AUTH-001 --turn 2 --state-only
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "diff", help="show what one turn changed (its commit)",
+        description="Show the commit of one turn: the Player's code changes and the turn's state files.",
+        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("task_id", metavar="TASK-ID", help="exact task id")
+    parser.add_argument("--turn", type=int, required=True, metavar="N", help="turn number")
+    parser.add_argument("--stat", action="store_true", help="diffstat instead of the patch")
+    parser.add_argument("--state-only", action="store_true",
+                        help="only the task file and .guardkit/autobuild/TASK-ID/")
+    parser.add_argument("--repo", type=Path, default=Path("."), help="repository (default: current directory)")
+    parser.set_defaults(handler=show_diff)
+
+
+def show_diff(args: argparse.Namespace, out: Output) -> int:
+    text = turn_diff(args.repo, args.task_id, args.turn, stat=args.stat, state_only=args.state_only)
+    for line in text.splitlines():
+        out.line(safe(line))
+    return 0

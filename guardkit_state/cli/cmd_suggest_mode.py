@@ -1,0 +1,61 @@
+"""``guardkit-state suggest-mode TASK-ID``: the advisory implementation mode for a task."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from .output import Output, safe
+
+EXAMPLE = """\
+Example:
+  guardkit-state suggest-mode TASK-AUTH-001
+  guardkit-state suggest-mode TASK-AUTH-001 --json
+  guardkit-state suggest-mode --complexity 7
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "suggest-mode", help="suggest direct, task_work or autobuild for a task (advisory)",
+        description="Suggest an implementation mode from the task's complexity: direct (1-3), "
+                    "task_work (3-7) or autobuild (5-10). Where ranges overlap, the mode whose range "
+                    "is centred nearest wins (a tie goes to less ceremony). Advice only: nothing is "
+                    "changed or blocked.",
+        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("task_id", metavar="TASK-ID", nargs="?", help="exact task id")
+    parser.add_argument("--complexity", type=int, metavar="N",
+                        help="use this complexity (1-10) instead of reading the task")
+    parser.add_argument("--repo", type=Path, default=Path("."), help="repository (default: current directory)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(handler=suggest)
+
+
+def suggest(args: argparse.Namespace, out: Output) -> int:
+    from ..config import load_config  # imported here: building the parser stays light
+    from ..taskfile import TaskFile, find_task
+
+    if args.task_id is None and args.complexity is None:
+        raise InputError("give a TASK-ID or --complexity N", expected="guardkit-state suggest-mode TASK-ID")
+    complexity: int | None = args.complexity
+    shown: object = complexity
+    source = "--complexity"
+    if complexity is None:
+        task = TaskFile.load(find_task(args.repo, args.task_id))
+        complexity, shown, source = task.complexity, task.data.get("complexity"), str(task.path)
+    advice = load_config(args.repo).suggest_mode(complexity)
+    if args.json:
+        out.json({"task_id": args.task_id, "complexity": shown, "complexity_source": source,
+                  "advice": advice.to_dict() if advice else None})
+        return 0
+    if advice is None:
+        out.line(f"No suggestion: complexity {safe(repr(shown))} (from {safe(source)}) is not an "
+                 "estimate in 1-10.")
+        return 0
+    out.line(safe(advice.render()))
+    out.note(safe(f"(complexity {advice.complexity} from {source}; {advice.reason})"))
+    for note in advice.notes:
+        out.note(safe(note))
+    return 0

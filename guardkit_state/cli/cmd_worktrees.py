@@ -1,0 +1,101 @@
+"""``guardkit-state worktrees [prune]``: list loop worktrees, remove finished ones."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..errors import GitError
+from ..gitstore import GitRepo
+from ..worktrees import WorktreeInfo, WorktreeManager
+from .output import Output, safe
+
+LIST_EXAMPLE = """\
+Example:
+  guardkit-state worktrees
+  guardkit-state worktrees --json
+  guardkit-state worktrees prune --dry-run
+"""
+
+PRUNE_EXAMPLE = """\
+Example:
+  guardkit-state worktrees prune --dry-run     # show what would go
+  guardkit-state worktrees prune               # remove merged, clean worktrees
+  guardkit-state worktrees prune --force       # also unmerged/dirty ones (discards their work)
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "worktrees", help="list loop worktrees (.guardkit/worktrees/*) and their state",
+        description="List the worktrees of autobuild loops: branch, base, ahead/behind, merged, dirty.",
+        epilog=LIST_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", type=Path, default=Path("."), help="repository (default: current directory)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(handler=list_worktrees)
+    actions = parser.add_subparsers(dest="worktrees_action", metavar="ACTION", parser_class=type(parser))
+    prune = actions.add_parser(
+        "prune", help="remove finished (merged and clean) worktrees",
+        description="Remove worktrees whose turn commits are merged into their base and that have no "
+                    "uncommitted changes, with their merged branches. Unmerged work is kept unless --force.",
+        epilog=PRUNE_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # SUPPRESS: values given before 'prune' are not overwritten by the subparser's defaults.
+    prune.add_argument("--repo", type=Path, default=argparse.SUPPRESS, help="repository (default: current directory)")
+    prune.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
+    prune.add_argument("--force", action="store_true", help="also remove unmerged or dirty worktrees (loses work)")
+    prune.add_argument("--dry-run", action="store_true", help="only show what would be removed")
+    prune.set_defaults(handler=prune_worktrees)
+
+
+def _manager(repo_dir: Path) -> WorktreeManager:
+    repo = GitRepo.discover(repo_dir)
+    if repo is None:
+        raise GitError("not a git repository (or git is not installed)", path=repo_dir,
+                       expected="a git repository; use --repo DIR")
+    return WorktreeManager(repo)
+
+
+def _row(info: WorktreeInfo) -> str:
+    if info.missing:
+        state = "missing (deleted by hand)"
+    elif info.merged:
+        state = "merged"
+    else:
+        state = f"{info.ahead} ahead" if info.ahead is not None else "unknown base"
+    if info.behind:
+        state += f", base moved {info.behind}"
+    if info.dirty:
+        state += ", dirty"
+    return f"{safe(info.task_id):<24} {safe(info.branch or '-'):<32} {safe(info.base_branch or '-'):<12} {state}"
+
+
+def list_worktrees(args: argparse.Namespace, out: Output) -> int:
+    infos = _manager(args.repo).list()
+    if args.json:
+        out.json([i.to_dict() for i in infos])
+        return 0
+    if not infos:
+        out.note("no loop worktrees")
+        return 0
+    out.line(out.style(f"{'TASK':<24} {'BRANCH':<32} {'BASE':<12} STATE", "bold"))
+    for info in infos:
+        out.line(_row(info))
+    return 0
+
+
+def prune_worktrees(args: argparse.Namespace, out: Output) -> int:
+    result = _manager(args.repo).prune(force=args.force, dry_run=args.dry_run)
+    if getattr(args, "json", False):
+        out.json(result.to_dict())
+        return 0
+    verb = "would remove" if args.dry_run else "removed"
+    for info in result.removed:
+        out.line(f"{verb} {safe(info.task_id)} ({safe(info.path)})")
+    for info, reason in result.kept:
+        out.line(f"kept {safe(info.task_id)}: {safe(reason)}")
+    for note in result.notes:
+        out.note(safe(note))
+    if not result.removed and not result.kept:
+        out.note("no loop worktrees")
+    return 0

@@ -1,0 +1,571 @@
+"""Git behind one small module: one short function per question, failures turned into advice.
+
+Every git call guardkit-state makes goes through :class:`GitRepo`, which runs the git CLI through
+GitPython's command wrapper (it honours hooks and the user's config; GitPython's index API is 4x
+slower and is not used). ``-z`` output is parsed by the pure helpers at the bottom of the module.
+
+A turn commit (:func:`commit_turn`) never raises for a git failure: the turn's files are already
+written when it is called, so a failing hook or a locked index is *returned* in
+:class:`CommitResult` for the caller to report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from .errors import GitError, InputError, UnsafePathError
+from .fsio import TEMP_PREFIX, validate_task_id
+
+log = logging.getLogger("guardkit_state.gitstore")
+
+#: The identity used when the user has none configured, so a missing identity never fails a turn.
+FALLBACK_NAME = "guardkit-state"
+FALLBACK_EMAIL = "autobuild@localhost"
+
+#: How many recent commits are searched for an existing commit of the same turn (resume after a
+#: kill). The interrupted turn's commit, when it exists, is HEAD or very near it.
+DEDUPE_DEPTH = 64
+
+#: Without /proc a lock older than this is considered abandoned.
+STALE_LOCK_SECONDS = 300.0
+
+TRAILER_KEYS = ("Task", "Turn", "Decision", "Mode")
+
+#: Pathspecs ``commit_all`` leaves out: the local search index and atomic-write temp files.
+#: User paths are never read as pathspec magic (a file named ``:(glob)*`` is just a file).
+_LITERAL = ("--literal-pathspecs",)
+_NEVER_COMMIT = (":(exclude).guardkit/index", f":(exclude,glob)**/{TEMP_PREFIX}*")
+
+_ADVICE = "Is git installed, and is this a git repository?"
+
+
+def branch_for(task_id: str) -> str:
+    """The branch a task's loop runs on: ``autobuild/TASK-ID``."""
+    return f"autobuild/{task_id}"
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What a turn commit did: ``sha`` when committed, else ``skipped`` or ``error`` says why."""
+
+    sha: str | None
+    error: str | None = None
+    skipped: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def committed(self) -> bool:
+        return self.sha is not None and self.skipped is None and self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sha": self.sha, "error": self.error, "skipped": self.skipped, "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class StatusEntry:
+    """One line of ``git status --porcelain -z``."""
+
+    code: str
+    path: str
+    orig_path: str | None = None
+
+
+class GitRepo:
+    """A git working tree (the main checkout or a linked worktree), queried through the git CLI.
+
+    Build one with :meth:`discover`. ``root`` is the working tree's top level, ``git_dir`` its own
+    admin directory (``.git`` or ``.git/worktrees/NAME``) and ``common_dir`` the shared one.
+    """
+
+    def __init__(self, root: Path, git_dir: Path, common_dir: Path) -> None:
+        self.root = root
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self._identity_args: list[str] | None = None
+        self._cmd = _git_module().cmd.Git(str(root))
+
+    def __repr__(self) -> str:
+        return f"GitRepo({str(self.root)!r})"
+
+    # -- discovery -------------------------------------------------------------------------
+
+    @classmethod
+    def discover(cls, path: str | Path) -> GitRepo | None:
+        """The working tree containing ``path``; None when git is missing or there is no repo.
+
+        The caller then works without commits and says so once.
+        """
+        start = Path(path)
+        if start.is_file():
+            start = start.parent
+        try:
+            gitmod = _git_module()
+        except GitError as exc:
+            log.info("git is not available: %s", exc.message)
+            return None
+        if not start.is_dir():
+            return None
+        try:
+            status, out, _err = gitmod.cmd.Git(str(start)).execute(
+                ["git", "rev-parse", "--path-format=absolute", "--show-toplevel", "--absolute-git-dir",
+                 "--git-common-dir"],
+                with_extended_output=True, with_exceptions=False,
+            )
+        except (gitmod.exc.GitCommandNotFound, OSError) as exc:
+            log.info("git is not available: %s", exc)
+            return None
+        lines = out.splitlines()
+        if status != 0 or len(lines) != 3:
+            return None  # not inside a working tree (or inside a bare repo / .git itself)
+        return cls(Path(lines[0]), Path(lines[1]), Path(lines[2]))
+
+    # -- the one place git runs ------------------------------------------------------------
+
+    def run(self, *args: str, cwd: Path | None = None, check: bool = True, stdin: bytes | None = None,
+            pre: Sequence[str] = ()) -> tuple[int, bytes, str]:
+        """Run ``git [pre] args`` in the working tree; raise :class:`GitError` on failure when ``check``."""
+        command = ["git", *pre, *args]
+        runner = self._cmd if cwd is None else _git_module().cmd.Git(str(cwd))
+        gitmod = _git_module()
+        istream = None
+        try:
+            if stdin is not None:
+                istream = tempfile.TemporaryFile()
+                istream.write(stdin)
+                istream.seek(0)
+            status, out, err = runner.execute(
+                command, istream=istream, with_extended_output=True, with_exceptions=False,
+                stdout_as_string=False, strip_newline_in_stdout=False,
+            )
+        except gitmod.exc.GitCommandNotFound as exc:
+            raise GitError(f"git is not installed or not on PATH. {_ADVICE}", command=command) from exc
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc}", command=command, path=self.root) from exc
+        finally:
+            if istream is not None:
+                istream.close()
+        stderr = err.decode("utf-8", "replace") if isinstance(err, bytes) else str(err or "")
+        stdout = out if isinstance(out, bytes) else str(out or "").encode()
+        if check and status != 0:
+            # Some failures ("nothing to commit") are reported on stdout only.
+            detail = stderr if stderr.strip() else stdout.decode("utf-8", "replace")
+            raise _git_error(command, status, detail, self.root)
+        return status, stdout, stderr
+
+    def text(self, *args: str, cwd: Path | None = None) -> str:
+        """stdout of a git command that must succeed, decoded, without the trailing newline."""
+        return self.run(*args, cwd=cwd)[1].decode("utf-8", "replace").rstrip("\n")
+
+    def ok(self, *args: str, cwd: Path | None = None) -> bool:
+        """True when a git command exits 0 (for yes/no questions)."""
+        return self.run(*args, cwd=cwd, check=False)[0] == 0
+
+    # -- questions -------------------------------------------------------------------------
+
+    def head_sha(self) -> str | None:
+        """The commit HEAD points at; None on an unborn branch."""
+        status, out, _ = self.run("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
+        return out.decode().strip() if status == 0 else None
+
+    def current_branch(self) -> str | None:
+        """The checked-out branch's short name; None when HEAD is detached."""
+        status, out, _ = self.run("symbolic-ref", "-q", "--short", "HEAD", check=False)
+        return out.decode().strip() if status == 0 else None
+
+    def branch_exists(self, name: str) -> bool:
+        return self.ok("rev-parse", "-q", "--verify", f"refs/heads/{name}")
+
+    def resolve(self, rev: str) -> str | None:
+        """The commit sha ``rev`` names, or None."""
+        status, out, _ = self.run("rev-parse", "-q", "--verify", f"{rev}^{{commit}}", check=False)
+        return out.decode().strip() if status == 0 else None
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        return self.ok("merge-base", "--is-ancestor", older, newer)
+
+    def count_commits(self, range_spec: str) -> int:
+        return int(self.text("rev-list", "--count", range_spec) or 0)
+
+    def upstream_of(self, branch: str) -> str | None:
+        """The local branch ``branch`` tracks (its recorded base), or None."""
+        status, out, _ = self.run("rev-parse", "-q", "--abbrev-ref", f"{branch}@{{upstream}}", check=False)
+        return out.decode().strip() or None if status == 0 else None
+
+    def status(self, paths: Iterable[str | Path] | None = None, *, cwd: Path | None = None) -> list[StatusEntry]:
+        """``git status`` entries (untracked files included), limited to ``paths`` when given."""
+        args = ["status", "--porcelain", "-z", "--untracked-files=all"]
+        if paths is not None:
+            args += ["--", *(str(p) for p in paths)]
+        return parse_status_z(self.run(*args, cwd=cwd)[1])
+
+    def is_dirty(self, paths: Iterable[str | Path] | None = None, *, cwd: Path | None = None) -> bool:
+        """True when the working tree (or just ``paths``) has changes or untracked files."""
+        return bool(self.status(paths, cwd=cwd))
+
+    def identity_args(self) -> list[str]:
+        """``-c user.name=... -c user.email=...`` for whatever identity the user has not configured."""
+        if self._identity_args is None:
+            _, out, _ = self.run("config", "-z", "--get-regexp", r"^(user|author|committer)\.(name|email)$",
+                                 check=False)
+            keys = {entry.split("\n", 1)[0].lower() for entry in out.decode("utf-8", "replace").split("\0") if entry}
+            args: list[str] = []
+            for part, fallback in (("name", FALLBACK_NAME), ("email", FALLBACK_EMAIL)):
+                env_set = os.environ.get(f"GIT_AUTHOR_{part.upper()}") and os.environ.get(
+                    f"GIT_COMMITTER_{part.upper()}")
+                if not env_set and f"user.{part}" not in keys and not (
+                        {f"author.{part}", f"committer.{part}"} <= keys):
+                    args += ["-c", f"user.{part}={fallback}"]
+            if args:
+                log.info("no git identity configured in %s; committing as %s <%s>", self.root,
+                         FALLBACK_NAME, FALLBACK_EMAIL)
+            self._identity_args = args
+        return list(self._identity_args)
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def commit_paths(self, paths: Sequence[str | Path], message: str) -> str:
+        """Commit exactly ``paths`` (new, changed or deleted) and nothing else; return the sha.
+
+        Other staged or dirty files of the user stay as they were. On failure the paths are
+        unstaged again so the user's next ``git commit`` does not pick them up.
+        """
+        rel = [self._relative(p) for p in paths]
+        present = [p for p in rel if (self.root / p).exists() or (self.root / p).is_symlink()]
+        missing = [p for p in rel if p not in present]
+        if missing:  # a deleted file can be committed only if git knows it
+            tracked = self.run("ls-files", "-z", "--", *missing, pre=_LITERAL)[1].decode().split("\0")
+            missing = [p for p in missing if p in tracked]
+        if present:
+            self._add(present)  # drops paths the user's .gitignore excludes
+        targets = present + missing
+        if not targets:
+            raise GitError("nothing to commit: none of the given paths exist or are committable",
+                           command=["commit"])
+        try:
+            self._commit("-m", message, "--", *targets, literal=True)
+        except GitError:
+            with contextlib.suppress(GitError):
+                self.run("reset", "-q", "--", *present, pre=_LITERAL)
+            raise
+        return self.text("rev-parse", "HEAD")
+
+    def commit_all(self, message: str) -> str:
+        """Commit every change in a *managed* worktree, untracked files included; return the sha.
+
+        The local index data (``.guardkit/index/``) and temp files of interrupted atomic writes are
+        never committed.
+        """
+        self.run("add", "-A", "--", ".", *_NEVER_COMMIT)
+        self._commit("-m", message)
+        return self.text("rev-parse", "HEAD")
+
+    def _commit(self, *args: str, literal: bool = False) -> None:
+        try:
+            self.run("commit", "-q", "--no-edit", *args,
+                     pre=[*(_LITERAL if literal else ()), *self.identity_args()])
+        except GitError as exc:
+            hooks = [] if _nothing_to_commit(exc) or ".lock'" in exc.stderr else self._commit_hooks()
+            if not hooks:
+                raise
+            raise GitError(f"{exc.message} — the {'/'.join(hooks)} hook rejected the commit (git hooks run as "
+                           "configured; fix what it reports, or commit the turn yourself)",
+                           command=exc.command, returncode=exc.returncode, stderr=exc.stderr, path=exc.path) from exc
+
+    def _commit_hooks(self) -> list[str]:
+        """The commit hooks that would run here (``core.hooksPath`` honoured)."""
+        hooks = Path(self.text("rev-parse", "--git-path", "hooks"))
+        hooks = hooks if hooks.is_absolute() else self.root / hooks
+        return [n for n in ("pre-commit", "prepare-commit-msg", "commit-msg")
+                if (hooks / n).is_file() and os.access(hooks / n, os.X_OK)]
+
+    def _add(self, paths: list[str]) -> None:
+        try:
+            self.run("add", "--", *paths, pre=_LITERAL)
+        except GitError as exc:
+            if "ignored by one of your .gitignore" not in exc.stderr:
+                raise
+            # Respect the user's ignore rules: commit what is not ignored, say what was left out.
+            ignored = set(self.run("check-ignore", "-z", "--", *paths, check=False, pre=_LITERAL)[1]
+                          .decode().split("\0"))
+            keep = [p for p in paths if p not in ignored]
+            log.warning("not committing ignored paths: %s", ", ".join(sorted(ignored - {""})))
+            if keep:
+                self.run("add", "--", *keep, pre=_LITERAL)
+            paths[:] = keep
+
+    def _relative(self, path: str | Path) -> str:
+        p = Path(path)
+        if p.is_absolute():
+            try:
+                p = p.relative_to(self.root)
+            except ValueError:
+                try:
+                    p = Path(os.path.realpath(p)).relative_to(os.path.realpath(self.root))
+                except ValueError:
+                    raise UnsafePathError("path is outside the repository", path=path,
+                                          expected=f"a path inside {self.root}") from None
+        return p.as_posix()
+
+    # -- locks -----------------------------------------------------------------------------
+
+    def remove_stale_index_lock(self) -> list[Path]:
+        """Remove lock files a killed git command left behind; return what was removed.
+
+        Looks at ``index.lock`` and ``HEAD.lock`` of this working tree and the current branch's
+        ref lock. A lock is stale when no live git process works in this repository (checked
+        through /proc); without /proc, when it is older than :data:`STALE_LOCK_SECONDS`.
+        """
+        candidates = [self.git_dir / "index.lock", self.git_dir / "HEAD.lock"]
+        branch = self.current_branch()
+        if branch:
+            candidates.append(self.common_dir / "refs" / "heads" / f"{branch}.lock")
+        present = [p for p in candidates if p.exists()]
+        if not present or _live_git_process_in(self.root, self.common_dir):
+            return []
+        removed: list[Path] = []
+        for lock in present:
+            if not Path("/proc/self").exists():
+                with contextlib.suppress(OSError):
+                    if time.time() - lock.stat().st_mtime < STALE_LOCK_SECONDS:
+                        continue
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()
+                removed.append(lock)
+                log.warning("removed stale git lock %s (no git process holds it)", lock)
+        return removed
+
+    # -- turn commits ----------------------------------------------------------------------
+
+    def find_turn_commit(self, task_id: str, turn: int, *, rev: str = "HEAD",
+                         depth: int | None = DEDUPE_DEPTH) -> str | None:
+        """The newest commit on ``rev`` whose trailers say ``Task: task_id`` and ``Turn: turn``."""
+        for commit in self.turn_commits(task_id, rev=rev, depth=depth):
+            if commit.turn == turn:
+                return commit.sha
+        return None
+
+    def turn_commits(self, task_id: str, *, rev: str = "HEAD", depth: int | None = None) -> list[TurnCommit]:
+        """Turn commits of ``task_id`` reachable from ``rev``, newest first (by trailers).
+
+        ``depth`` looks only at the newest ``depth`` commits (git's ``--grep`` with
+        ``--max-count`` would still walk the whole history when nothing matches).
+        """
+        args = ["log", f"--format={_LOG_FORMAT}"]
+        if depth is None:
+            args += ["-E", f"--grep=^Task: {re.escape(task_id)}$"]
+        else:
+            args.append(f"--max-count={depth}")
+        status, out, stderr = self.run(*args, rev, "--", check=False)
+        if status != 0:
+            if "unknown revision" in stderr or "bad revision" in stderr or "does not have any commits" in stderr:
+                return []
+            raise _git_error(["git", *args, rev], status, stderr, self.root)
+        return [c for c in parse_turn_log(out.decode("utf-8", "replace")) if c.task_id == task_id]
+
+
+@dataclass(frozen=True)
+class TurnCommit:
+    """A commit made by :func:`commit_turn`, read back from its trailers."""
+
+    sha: str
+    date: str
+    subject: str
+    task_id: str
+    turn: int
+    decision: str | None
+    mode: str | None
+
+
+def commit_turn(
+    repo: GitRepo | None,
+    *,
+    task_id: str,
+    turn: int,
+    decision: str | Enum,
+    mode: str | Enum,
+    paths: Sequence[str | Path] | None = None,
+    managed_worktree: bool,
+) -> CommitResult:
+    """Make the one commit of a completed turn; never raises for a git failure.
+
+    In a managed worktree (``managed_worktree=True``) every change is committed, untracked files
+    included; elsewhere only ``paths`` (required) are. The message is
+    ``autobuild(TASK): turn N <decision>`` with ``Task:``/``Turn:``/``Decision:``/``Mode:``
+    trailers. If a commit for this Task and Turn already exists near HEAD (resume after a kill),
+    nothing is committed and ``skipped`` says so. A stale ``index.lock`` is removed and the commit
+    retried once. Raises :class:`InputError` only for misuse (bad id, no paths outside a worktree).
+    """
+    validate_task_id(task_id)
+    if repo is None:
+        return CommitResult(None, skipped="not a git repository (or git is not installed): turn not committed")
+    if not managed_worktree and not paths:
+        raise InputError("outside a managed worktree the paths to commit must be given",
+                         task_id=task_id, turn=turn, expected="paths=[...]")
+    decision_s, mode_s = _value(decision), _value(mode)
+    message = turn_message(task_id, turn, decision_s, mode_s)
+    notes: list[str] = []
+    try:
+        existing = repo.find_turn_commit(task_id, turn)
+        if existing:
+            return CommitResult(existing, skipped=f"turn {turn} of {task_id} is already committed as {existing[:12]}")
+        for attempt in (1, 2):
+            try:
+                sha = repo.commit_all(message) if managed_worktree else repo.commit_paths(list(paths or []), message)
+                break
+            except GitError as exc:
+                if attempt == 1 and ".lock': File exists" in exc.stderr:
+                    removed = repo.remove_stale_index_lock()
+                    if removed:
+                        notes.append("removed stale git lock " + ", ".join(str(p) for p in removed))
+                        continue
+                if _nothing_to_commit(exc):
+                    return CommitResult(None, skipped="nothing to commit", notes=tuple(notes))
+                raise
+    except GitError as exc:
+        log.warning("turn %s of %s not committed: %s", turn, task_id, exc)
+        return CommitResult(None, error=_one_line(exc), notes=tuple(notes))
+    if repo.identity_args():
+        notes.append(f"no git identity configured; committed as {FALLBACK_NAME} <{FALLBACK_EMAIL}>")
+    return CommitResult(sha, notes=tuple(notes))
+
+
+def turn_message(task_id: str, turn: int, decision: str, mode: str) -> str:
+    """The commit message of a turn: subject, blank line, one trailer block git can parse."""
+    trailers = {"Task": task_id, "Turn": str(turn), "Decision": decision, "Mode": mode}
+    for key, value in trailers.items():
+        if not value or "\n" in value or "\r" in value:
+            raise InputError(f"invalid trailer value for {key}: {value!r}", task_id=task_id, turn=turn,
+                             expected="a non-empty single-line value")
+    block = "\n".join(f"{k}: {v}" for k, v in trailers.items())
+    return f"autobuild({task_id}): turn {turn} {decision}\n\n{block}\n"
+
+
+# -- pure helpers ---------------------------------------------------------------------------
+
+_FIELD, _RECORD = "\x1f", "\x1e"
+_LOG_FORMAT = _FIELD.join(
+    ["%H", "%cI", "%s", *(f"%(trailers:key={k},valueonly,separator=%x2C)" for k in TRAILER_KEYS)]
+).replace("\x1f", "%x1f") + "%x1e"
+
+
+def parse_turn_log(text: str) -> list[TurnCommit]:
+    """Parse ``git log --format=_LOG_FORMAT`` output into turn commits (bad records skipped)."""
+    commits: list[TurnCommit] = []
+    for record in text.split(_RECORD):
+        fields = record.strip("\n").split(_FIELD)
+        if len(fields) != 3 + len(TRAILER_KEYS):
+            continue
+        sha, date, subject, task, turn, decision, mode = (f.strip() for f in fields)
+        if not turn.isdigit():
+            continue
+        commits.append(TurnCommit(sha, date, subject, task, int(turn), decision or None, mode or None))
+    return commits
+
+
+def parse_status_z(data: bytes) -> list[StatusEntry]:
+    """Parse ``git status --porcelain -z``: ``XY path\\0`` (renames add ``orig\\0``)."""
+    entries: list[StatusEntry] = []
+    parts = data.decode("utf-8", "surrogateescape").split("\0")
+    i = 0
+    while i < len(parts):
+        item = parts[i]
+        i += 1
+        if len(item) < 4:
+            continue
+        code, path = item[:2], item[3:]
+        orig = None
+        if code[0] in "RC" or code[1] in "RC":
+            orig = parts[i] if i < len(parts) else None
+            i += 1
+        entries.append(StatusEntry(code, path, orig))
+    return entries
+
+
+def parse_worktree_list_z(data: bytes) -> list[dict[str, str]]:
+    """Parse ``git worktree list --porcelain -z`` into one dict per worktree.
+
+    Keys: ``worktree``, ``HEAD``, ``branch`` (full ref), and flags ``bare``, ``detached``,
+    ``locked``, ``prunable`` (value = reason or ``""``).
+    """
+    result: list[dict[str, str]] = []
+    current: dict[str, str] = {}
+    for item in data.decode("utf-8", "surrogateescape").split("\0"):
+        if not item:
+            if current:
+                result.append(current)
+                current = {}
+            continue
+        key, _, value = item.partition(" ")
+        current[key] = value
+    if current:
+        result.append(current)
+    return result
+
+
+def _value(v: str | Enum) -> str:
+    return str(v.value) if isinstance(v, Enum) else str(v)
+
+
+def _nothing_to_commit(exc: GitError) -> bool:
+    text = (exc.stderr or "") + " " + exc.message
+    return "nothing to commit" in text or "no changes added to commit" in text or "nothing added to commit" in text
+
+
+def _one_line(exc: GitError) -> str:
+    return " ".join(str(exc).split())
+
+
+def _git_error(command: list[str], status: int, stderr: str, root: Path) -> GitError:
+    detail = stderr.strip().splitlines()
+    first = next((line for line in detail if line.startswith(("fatal:", "error:"))), detail[-1] if detail else "")
+    shown = " ".join(command[:4])
+    message = f"'{shown}' failed (exit {status})" + (f": {first}" if first else "")
+    if "index.lock" in stderr:
+        message += " — another git process is running, or a killed one left a lock behind"
+    return GitError(message, command=command, returncode=status, stderr=stderr, path=root)
+
+
+def _live_git_process_in(root: Path, common_dir: Path) -> bool:
+    """True when a running git process has its cwd inside ``root`` or ``common_dir`` (Linux /proc)."""
+    proc = Path("/proc")
+    if not (proc / "self").exists():
+        return False
+    roots = [os.path.realpath(root), os.path.realpath(common_dir)]
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv0 = (entry / "cmdline").read_bytes().split(b"\0", 1)[0].decode("utf-8", "replace")
+            if os.path.basename(argv0) != "git" and not os.path.basename(argv0).startswith("git-"):
+                continue
+            cwd = os.path.realpath(os.readlink(entry / "cwd"))
+        except OSError:
+            continue
+        if any(cwd == r or cwd.startswith(r + os.sep) for r in roots):
+            return True
+    return False
+
+
+_GIT_MODULE: Any = None
+
+
+def _git_module() -> Any:
+    """Import GitPython lazily; a missing git executable becomes a :class:`GitError`."""
+    global _GIT_MODULE
+    if _GIT_MODULE is None:
+        try:
+            import git  # noqa: PLC0415 - lazy: importing fails when the git executable is missing
+        except ImportError as exc:
+            raise GitError(f"git is not available ({str(exc).splitlines()[0]}). {_ADVICE}") from exc
+        _GIT_MODULE = git
+    return _GIT_MODULE

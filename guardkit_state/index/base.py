@@ -1,0 +1,107 @@
+"""The index protocol and the small result records every backend returns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from .records import IndexRecord
+from .text import field_score, overlap_score, query_terms
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result: which record, how well it matched, and a readable line."""
+
+    key: str
+    kind: str
+    group_id: str
+    score: float
+    summary: str
+    task_id: str | None = None
+    turn_number: int | None = None
+    source_path: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SearchResult:
+    """Hits plus which backend answered (``graphiti`` or ``files``) and, for a fallback, why."""
+
+    backend: str
+    hits: list[SearchHit]
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"backend": self.backend, "note": self.note, "hits": [h.to_dict() for h in self.hits]}
+
+
+@dataclass
+class SyncReport:
+    """What a seed/sync/rebuild/prune did (or, for a dry run, would do), by record key."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    pruned_by_retention: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"changed": self.changed}
+
+
+@dataclass
+class IndexStatus:
+    """Where the index lives, what it holds per group, and how far it is from the files."""
+
+    backend: str
+    location: str
+    groups: dict[str, int]
+    entities: int = 0
+    facts: int = 0
+    files: int = 0
+    stale: int = 0
+    missing: int = 0
+    extra: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@runtime_checkable
+class SearchIndex(Protocol):
+    """What every index backend offers. The file scan implements search only."""
+
+    name: str
+
+    def search(self, query: str, *, groups: Sequence[str] | None = None, limit: int = 10) -> list[SearchHit]:
+        """Records matching ``query``, best first, at most ``limit``."""
+        ...
+
+
+def rank(query: str, records: Sequence[IndexRecord], *, limit: int) -> list[SearchHit]:
+    """Score ``records`` against ``query`` with the shared local rule; keep positive scores.
+
+    Ties break by key and turn so results are stable across backends and runs.
+    """
+    terms = query_terms(query)
+    scored: list[SearchHit] = []
+    for record in records:
+        score = overlap_score(terms, record.search_text) + field_score(query, record.fields)
+        if score > 0:
+            scored.append(SearchHit(key=record.key, kind=record.kind, group_id=record.group_id,
+                                    score=round(score, 4), summary=record.summary, task_id=record.task_id,
+                                    turn_number=record.turn_number, source_path=record.source_path))
+    scored.sort(key=lambda h: (-h.score, h.task_id or "", h.turn_number or 0, h.key))
+    return scored[:limit]

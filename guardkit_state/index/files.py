@@ -1,0 +1,47 @@
+"""The always-available index: scan the turn state files (and the configuration) and rank them.
+
+No database and no extra: it reads ``turn_state_turn_N.json`` files (worktree copies win) and
+the configuration entities, and ranks them with the same local rule the Graphiti backend uses to
+rerank, so ``guardkit-state search`` answers the same way with or without Graphiti. Scanning 200
+turn files takes a few tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from .base import SearchHit, rank
+from .records import IndexRecord, load_system_records, load_turn_state_records, resolve_group
+
+log = logging.getLogger("guardkit_state.index")
+
+
+class FileIndex:
+    """Search by scanning the files; nothing to build, nothing to go stale."""
+
+    name = "files"
+
+    def __init__(self, repo_root: Path) -> None:
+        self.repo_root = Path(repo_root)
+
+    def records(self, groups: Sequence[str] | None = None) -> list[IndexRecord]:
+        """Every record the files define, optionally only those of ``groups``."""
+        wanted = {resolve_group(g, self.repo_root) for g in groups} if groups else None
+        records = list(load_turn_state_records(self.repo_root).records)
+        try:
+            system, reason = load_system_records(self.repo_root)
+        except Exception as exc:  # noqa: BLE001 - config trouble must not break turn search
+            log.warning("configuration not searchable: %s", exc)
+            system, reason = [], str(exc)
+        if reason:
+            log.debug("system groups: %s", reason)
+        records.extend(system)
+        if wanted is not None:
+            records = [r for r in records if r.group_id in wanted]
+        return records
+
+    def search(self, query: str, *, groups: Sequence[str] | None = None, limit: int = 10) -> list[SearchHit]:
+        """Records matching ``query``, best first."""
+        return rank(query, self.records(groups), limit=limit)

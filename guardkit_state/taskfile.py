@@ -1,0 +1,488 @@
+"""The task file store: read a task's frontmatter, state and criteria; write the state surgically.
+
+A :class:`TaskFile` is loaded once (capped read, strict parse) and then updated in memory by each
+:meth:`TaskFile.apply`, which splices the file's text and writes it atomically. Just before the
+write the file is re-read: if an editor saved it meanwhile, the splice is redone on the new text,
+so no user edit is lost. Cross-process locking is the caller's job (the turn lifecycle).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import fsio
+from .errors import (
+    AmbiguousTaskError,
+    FrontmatterError,
+    GuardkitStateError,
+    TaskNotFoundError,
+    UnsafePathError,
+)
+from .frontmatter import (
+    STATE_KEY,
+    STATE_KEYS,
+    FrontmatterSplit,
+    SpliceResult,
+    StateUpdate,
+    apply_update_to_block,
+    parse_frontmatter,
+    splice_state,
+    split_frontmatter,
+)
+from .model import AutobuildState, Criterion, TurnEntry
+
+log = logging.getLogger("guardkit_state.taskfile")
+
+TASKS_DIR = "tasks"
+
+_ID_SEGMENT = re.compile(r"^[A-Z0-9][A-Z0-9.]*$")
+_TASK_FILE_NAME = re.compile(r"^[A-Z][A-Z0-9]*-[A-Za-z0-9.]+.*\.md$")
+_ID_LINE = re.compile(r"^id:[ \t]*['\"]?([^'\"\s#]+)", re.M)
+
+
+@dataclass
+class TaskFile:
+    """One task file: its text, frontmatter data, body, state block and acceptance criteria.
+
+    Attributes:
+        path: the file.
+        text: the whole file as text (kept in step with every :meth:`apply`).
+        data: the frontmatter mapping (``{}`` when the file has none).
+        body: the markdown after the frontmatter.
+        task_id: the frontmatter ``id``, else the id at the start of the file name.
+        state: the ``autobuild_state`` (or legacy ``feature_build``) block, None when absent.
+        state_key: the key the state lives under (``autobuild_state`` for a new block).
+        criteria: the acceptance criteria, ``AC-001`` ... in order.
+    """
+
+    path: Path
+    text: str
+    data: dict[str, Any]
+    body: str
+    task_id: str
+    state: AutobuildState | None
+    state_key: str
+    criteria: list[Criterion]
+    split: FrontmatterSplit
+    _raw: bytes = field(repr=False, default=b"")
+
+    # ------------------------------------------------------------------ reading
+
+    @classmethod
+    def load(cls, path: Path | str) -> TaskFile:
+        """Read and strictly parse a task file.
+
+        Raises:
+            FileTooLargeError, ParseError (bad UTF-8), FrontmatterError, DuplicateKeyError,
+            GuardkitStateError (the file cannot be read).
+        """
+        path = Path(path)
+        raw = fsio.read_bytes_capped(path)
+        return cls.from_bytes(raw, path)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, path: Path) -> TaskFile:
+        """Build a TaskFile from a file's bytes (as read from ``path``)."""
+        text = fsio.decode_utf8(raw, path)
+        parsed = parse_frontmatter(text, path=path)
+        data = parsed.data
+        key = parsed.state_key
+        state: AutobuildState | None = None
+        if key is not None:
+            try:
+                state = AutobuildState.from_dict(data[key], key=key)
+            except (TypeError, ValueError, KeyError, AttributeError) as exc:
+                raise FrontmatterError(
+                    f"'{key}' has an unexpected shape: {exc}",
+                    path=path,
+                    line=parsed.line_of(key),
+                    pointer=f"$.{key}",
+                    expected="current_turn: int and turns: a list of {turn: int, decision: ...}",
+                ) from exc
+        task_id = data.get("id")
+        if not isinstance(task_id, str) or not task_id.strip():
+            task_id = task_id_from_filename(path.name)
+        return cls(
+            path=path,
+            text=text,
+            data=data,
+            body=parsed.split.body,
+            task_id=task_id.strip(),
+            state=state,
+            state_key=key or STATE_KEY,
+            criteria=extract_criteria(data, parsed.split.body),
+            split=parsed.split,
+            _raw=raw,
+        )
+
+    @property
+    def title(self) -> str | None:
+        return _str_or_none(self.data.get("title"))
+
+    @property
+    def status(self) -> str | None:
+        return _str_or_none(self.data.get("status"))
+
+    @property
+    def task_type(self) -> str | None:
+        return _str_or_none(self.data.get("task_type"))
+
+    @property
+    def complexity(self) -> int | None:
+        value = self.data.get("complexity")
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value.strip())
+        return None
+
+    @property
+    def feature_id(self) -> str | None:
+        return _str_or_none(self.data.get("feature_id"))
+
+    @property
+    def has_frontmatter(self) -> bool:
+        return self.split.has_frontmatter
+
+    def is_stale(self) -> bool:
+        """True when the file on disk is no longer the text this object holds."""
+        try:
+            return fsio.read_bytes_capped(self.path) != self._raw
+        except GuardkitStateError:
+            return True
+
+    # ------------------------------------------------------------------ writing
+
+    def apply(self, update: StateUpdate) -> SpliceResult:
+        """Splice ``update`` into the file and write it atomically (nothing is written for a no-op).
+
+        The state goes to the key the file already has. Just before replacing the file it is
+        re-read; if it changed since it was loaded (an editor saved it), the new text is parsed
+        and the splice re-applied to it. Afterwards this object reflects the new text and state.
+
+        Raises:
+            FrontmatterError, DuplicateKeyError: the file (or its new version) cannot be spliced.
+            GuardkitStateError: the write failed (the original file is untouched).
+        """
+        update = self._for_this_file(update)
+        result = splice_state(self.text, update, path=self.path)
+        if result.method == "noop":
+            return result
+        current = fsio.read_bytes_capped(self.path)
+        if current != self._raw:
+            log.info("%s changed on disk since it was read; re-applying the update to it", self.path)
+            self._adopt(TaskFile.from_bytes(current, self.path))
+            update = self._for_this_file(update)
+            result = splice_state(self.text, update, path=self.path)
+            if result.method == "noop":
+                return result
+        fsio.crash_point("taskfile.before_write")
+        fsio.atomic_write_text(self.path, result.text)
+        self._after_write(result.text, update)
+        return result
+
+    def _for_this_file(self, update: StateUpdate) -> StateUpdate:
+        if update.key == self.state_key:
+            return update
+        return StateUpdate(
+            key=self.state_key,
+            block_scalars=update.block_scalars,
+            criteria=update.criteria,
+            append_turns=update.append_turns,
+            top_level=update.top_level,
+        )
+
+    def _adopt(self, other: TaskFile) -> None:
+        for name in ("text", "data", "body", "task_id", "state", "state_key", "criteria", "split", "_raw"):
+            setattr(self, name, getattr(other, name))
+
+    def _after_write(self, text: str, update: StateUpdate) -> None:
+        """Bring the in-memory view up to date without re-parsing the file."""
+        had_frontmatter = self.split.has_frontmatter
+        self.text = text
+        self._raw = text.encode("utf-8")
+        self.split = split_frontmatter(text, path=self.path)
+        self.body = self.split.body
+        for key, value in update.top_level.items():
+            self.data[key] = value
+        if not update.touches_state:
+            return
+        block = self.data.get(update.key)
+        self.data[update.key] = apply_update_to_block(block if isinstance(block, dict) else None, update)
+        self.state_key = update.key
+        if self.state is None:
+            self.state = AutobuildState.from_dict(self.data[update.key], key=update.key)
+        else:
+            _update_state(self.state, update)
+        if not had_frontmatter:
+            self.criteria = extract_criteria(self.data, self.body)
+
+
+def _update_state(state: AutobuildState, update: StateUpdate) -> None:
+    known = set(AutobuildState._KNOWN)
+    for key, value in update.block_scalars.items():
+        if key == "current_turn":
+            state.current_turn = int(value or 0)
+        elif key in ("started_at", "last_updated"):
+            setattr(state, key, None if value is None else str(value))
+        elif key in known:
+            setattr(state, key, value)
+        else:
+            state.extra[key] = value
+    if update.criteria is not None:
+        state.criteria = {str(k): str(v) for k, v in update.criteria.items()}
+    state.turns.extend(TurnEntry.from_dict(turn) for turn in update.append_turns)
+
+
+def _str_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    return str(value)
+
+
+def task_id_from_filename(name: str) -> str:
+    """``TASK-SFT-009-quality-gate-update.md`` -> ``TASK-SFT-009`` (upper-case segments)."""
+    stem = name[:-3] if name.endswith(".md") else name
+    segments = stem.split("-")
+    taken = [segments[0]]
+    for segment in segments[1:]:
+        if not _ID_SEGMENT.match(segment):
+            break
+        taken.append(segment)
+    return "-".join(taken)
+
+
+# --------------------------------------------------------------------------- criteria
+
+_AC_HEADING = re.compile(r"^(#{2,3})[ \t]+acceptance criteria\b", re.I)
+_ANY_HEADING = re.compile(r"^(#{1,6})[ \t]+\S")
+_FENCE = re.compile(r"^[ \t]*(```|~~~)")
+_CHECKBOX = re.compile(r"^([ \t]*)[-*+][ \t]+\[([ xX])\][ \t]+(.*\S)?[ \t]*$")
+_LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+(.*\S)[ \t]*$")
+
+
+def extract_criteria(data: dict[str, Any], body: str) -> list[Criterion]:
+    """The task's acceptance criteria, numbered ``AC-001``... in order (GuardKit's ids).
+
+    From the body's ``## Acceptance Criteria`` section (sub-headings inside it included, up to
+    the next heading of the same or a higher level): its checkbox items ``- [ ]``/``* [x]`` at
+    any depth, each with its continuation lines; a section without checkboxes gives its
+    top-level list items. Without such a section, a frontmatter ``acceptance_criteria`` list
+    (strings, or dicts with ``text``/``description``/``criterion``).
+    """
+    section = _criteria_section(body)
+    texts: list[tuple[str, bool]] = []
+    if section:
+        texts = _checkbox_items(section) or [(text, False) for text in _list_items(section)]
+    if not texts:
+        texts = [(text, False) for text in _frontmatter_criteria(data.get("acceptance_criteria"))]
+    return [Criterion(id=f"AC-{index:03d}", text=text, checked=checked)
+            for index, (text, checked) in enumerate(texts, start=1)]
+
+
+def _criteria_section(body: str) -> list[str]:
+    """The lines of the first acceptance-criteria section (level 2 preferred, else level 3)."""
+    lines = body.splitlines()
+    for wanted in ("##", "###"):
+        in_fence = False
+        for index, line in enumerate(lines):
+            if _FENCE.match(line):
+                in_fence = not in_fence
+                continue
+            heading = None if in_fence else _AC_HEADING.match(line)
+            if heading and heading.group(1) == wanted:
+                return _until_next_heading(lines, index + 1, len(wanted))
+    return []
+
+
+def _until_next_heading(lines: list[str], start: int, level: int) -> list[str]:
+    out: list[str] = []
+    in_fence = False
+    for line in lines[start:]:
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        elif not in_fence:
+            heading = _ANY_HEADING.match(line)
+            if heading and len(heading.group(1)) <= level:
+                break
+        out.append(line)
+    return out
+
+
+def _without_fences(lines: list[str]) -> list[str]:
+    out: list[str] = []
+    in_fence = False
+    for line in lines:
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            out.append("")
+            continue
+        out.append("" if in_fence else line)
+    return out
+
+
+def _checkbox_items(section: list[str]) -> list[tuple[str, bool]]:
+    """Each checkbox line with its continuation lines (deeper, not a checkbox, not a heading)."""
+    items: list[tuple[str, bool]] = []
+    lines = _without_fences(section)
+    index = 0
+    while index < len(lines):
+        match = _CHECKBOX.match(lines[index])
+        index += 1
+        if match is None:
+            continue
+        depth = _width(match.group(1))
+        parts = [match.group(3) or ""]
+        while index < len(lines):
+            line = lines[index]
+            if not line.strip():
+                following = next((n for n in lines[index + 1 :] if n.strip()), "")
+                if following and _width(following) > depth and not _CHECKBOX.match(following):
+                    index += 1
+                    continue
+                break
+            if _CHECKBOX.match(line) or _width(line) <= depth or _ANY_HEADING.match(line):
+                break
+            parts.append(line.strip())
+            index += 1
+        text = "\n".join(part for part in parts if part)
+        items.append((text, match.group(2) in "xX"))
+    return items
+
+
+def _list_items(section: list[str]) -> list[str]:
+    """Top-level list items (the shallowest bullets or numbers) of a section without checkboxes."""
+    found = [(_width(m.group(1)), m.group(2)) for m in map(_LIST_ITEM.match, _without_fences(section)) if m]
+    if not found:
+        return []
+    top = min(depth for depth, _ in found)
+    return [text for depth, text in found if depth == top]
+
+
+def _frontmatter_criteria(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    texts: list[str] = []
+    for item in value:
+        if isinstance(item, dict):
+            item = item.get("text") or item.get("description") or item.get("criterion")
+        if item is not None and str(item).strip():
+            texts.append(str(item).strip())
+    return texts
+
+
+def _width(line: str) -> int:
+    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
+
+
+# --------------------------------------------------------------------------- finding tasks
+
+
+def find_task(repo_root: Path | str, task_id: str) -> Path:
+    """The task file for ``task_id`` under ``repo_root/tasks``: ``<id>.md`` or ``<id>-<slug>.md``.
+
+    The id must match exactly (``TASK-ABC-1`` never finds ``TASK-ABC-10-x.md``); a slug file
+    whose frontmatter names another id (``TASK-ABC-1-2-x.md`` with ``id: TASK-ABC-1-2``) does not
+    count. Symlinks resolving outside the repository are skipped.
+
+    Raises:
+        InvalidTaskIdError: ``task_id`` is not an id.
+        TaskNotFoundError: no file matches (says where it looked).
+        AmbiguousTaskError: several files match (lists them).
+    """
+    task_id = fsio.validate_task_id(task_id)
+    root = Path(repo_root)
+    tasks = root / TASKS_DIR
+    matches = [path for path in _walk_markdown(root, tasks) if _names_task(path, task_id)]
+    if not matches:
+        raise TaskNotFoundError(
+            f"no task file for {task_id} under {tasks}",
+            path=tasks,
+            task_id=task_id,
+            expected=f"tasks/**/{task_id}.md or tasks/**/{task_id}-<slug>.md",
+        )
+    if len(matches) > 1:
+        listed = ", ".join(str(path.relative_to(root)) for path in matches)
+        raise AmbiguousTaskError(
+            f"{len(matches)} task files for {task_id}: {listed}",
+            path=tasks,
+            task_id=task_id,
+            expected="exactly one file per task id",
+        )
+    return matches[0]
+
+
+def iter_task_files(repo_root: Path | str) -> Iterator[Path]:
+    """Every task-like markdown file under ``repo_root/tasks`` (``PREFIX-...md``), sorted.
+
+    READMEs and guides are skipped by name; symlinks leaving the repository are skipped.
+    """
+    root = Path(repo_root)
+    for path in _walk_markdown(root, root / TASKS_DIR):
+        if _TASK_FILE_NAME.match(path.name):
+            yield path
+
+
+def _walk_markdown(root: Path, directory: Path) -> Iterator[Path]:
+    """``*.md`` files below ``directory`` in sorted order; symlinked dirs are not followed."""
+    if not directory.is_dir():
+        return
+    for current, dirs, files in os.walk(directory, followlinks=False):
+        dirs.sort()
+        for name in sorted(files):
+            if not name.endswith(".md"):
+                continue
+            path = Path(current) / name
+            if path.is_symlink():
+                try:
+                    fsio.resolve_inside(root, path)
+                except UnsafePathError:
+                    log.warning("skipping %s: symlink leaves the repository", path)
+                    continue
+                if not path.is_file():
+                    continue
+            yield path
+
+
+def _names_task(path: Path, task_id: str) -> bool:
+    name = path.name
+    if name == f"{task_id}.md":
+        return True
+    if not name.startswith(f"{task_id}-"):
+        return False
+    # TASK-ABC-1-2-x.md starts with "TASK-ABC-1-" too: trust the file's own id when it has one.
+    declared = _declared_id(path)
+    return declared is None or declared == task_id
+
+
+def _declared_id(path: Path) -> str | None:
+    """The ``id:`` of a file's frontmatter by a cheap scan of its head (no YAML parse)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8192).decode("utf-8", "replace")
+    except OSError:
+        return None
+    try:
+        split = split_frontmatter(head + "\n---\n")
+    except FrontmatterError:
+        return None
+    match = _ID_LINE.search(split.yaml_text) if split.has_frontmatter else None
+    return match.group(1) if match else None
+
+
+__all__ = [
+    "STATE_KEYS",
+    "TaskFile",
+    "extract_criteria",
+    "find_task",
+    "iter_task_files",
+    "task_id_from_filename",
+]

@@ -1,0 +1,276 @@
+"""One git worktree per loop: ``.guardkit/worktrees/TASK-ID`` on branch ``autobuild/TASK-ID``.
+
+The manager creates, finds (and restores), lists and prunes them. Worktrees are kept when a loop
+fails and are never deleted while they hold unmerged or uncommitted work unless forced. A
+``.gitignore`` containing ``*`` inside ``.guardkit/worktrees/`` keeps them out of the main
+checkout's ``git status``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import GitError
+from .fsio import atomic_write_text, validate_task_id
+from .gitstore import GitRepo, branch_for, parse_worktree_list_z
+
+log = logging.getLogger("guardkit_state.worktrees")
+
+WORKTREES_DIR = Path(".guardkit") / "worktrees"
+_BRANCH_PREFIX = "refs/heads/autobuild/"
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """A loop's worktree, as created or found; ``notes`` say what was reused or repaired."""
+
+    task_id: str
+    path: Path
+    branch: str
+    base_branch: str | None
+    notes: tuple[str, ...] = ()
+
+    def repo(self) -> GitRepo:
+        """The worktree as a :class:`GitRepo` (for :func:`~guardkit_state.gitstore.commit_turn`)."""
+        found = GitRepo.discover(self.path)
+        if found is None:
+            raise GitError(f"worktree {self.path} is not a git working tree", path=self.path, task_id=self.task_id)
+        return found
+
+
+@dataclass(frozen=True)
+class WorktreeInfo:
+    """One managed worktree in :meth:`WorktreeManager.list`."""
+
+    task_id: str
+    path: Path
+    branch: str | None
+    head: str | None
+    base_branch: str | None
+    ahead: int | None
+    behind: int | None
+    merged: bool
+    dirty: bool
+    missing: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["path"] = str(self.path)
+        return data
+
+
+@dataclass
+class PruneResult:
+    """What :meth:`WorktreeManager.prune` removed (or would remove) and what it kept, with reasons."""
+
+    removed: list[WorktreeInfo] = field(default_factory=list)
+    kept: list[tuple[WorktreeInfo, str]] = field(default_factory=list)
+    dry_run: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "removed": [w.to_dict() for w in self.removed],
+            "kept": [{**w.to_dict(), "reason": why} for w, why in self.kept],
+            "notes": self.notes,
+        }
+
+
+class WorktreeManager:
+    """Creates and tracks loop worktrees of one repository (any of its working trees may be given)."""
+
+    def __init__(self, repo: GitRepo) -> None:
+        self.repo = repo
+        self.root = self._main_root(repo)
+        self.main = repo if repo.root == self.root else GitRepo(self.root, repo.common_dir, repo.common_dir)
+
+    def path_for(self, task_id: str) -> Path:
+        """The conventional worktree path of a task."""
+        return self.root / WORKTREES_DIR / validate_task_id(task_id)
+
+    # -- create / find ---------------------------------------------------------------------
+
+    def create(self, task_id: str, base_branch: str | None = None) -> Worktree:
+        """Create (or reuse) the worktree of ``task_id`` on branch ``autobuild/TASK-ID``.
+
+        The base defaults to the current branch, or HEAD's commit when detached. An existing
+        branch is reused (its turns continue; nothing is reset) and a worktree that is already
+        there is returned as is; ``notes`` say which. Raises :class:`GitError` when git refuses
+        (e.g. the branch is checked out elsewhere, or the base does not exist).
+        """
+        path = self.path_for(task_id)
+        branch = branch_for(task_id)
+        found, note = self.find(task_id, restore=False)
+        if found is not None:
+            return found
+        notes: list[str] = [n for n in note.split("; ") if "deleted by hand" in n]
+        if self.main.is_dirty():
+            notes.append("the main checkout has uncommitted changes; they are not part of the worktree")
+        if self.main.branch_exists(branch):
+            return self._add_from_branch(task_id, notes)
+        self._ensure_ignored()
+        base = base_branch or self.main.current_branch()
+        start: str
+        if base is None:
+            head = self.main.head_sha()
+            if head is None:
+                raise GitError("the repository has no commits yet; make a first commit before a loop",
+                               path=self.root, task_id=task_id, expected="a commit to branch from")
+            start = head
+            notes.append(f"HEAD is detached; branching from commit {head[:12]}")
+        else:
+            if self.main.resolve(base) is None:
+                raise GitError(f"base branch {base!r} does not exist", path=self.root, task_id=task_id,
+                               expected="an existing branch or commit")
+            start = base
+        track = ["--track"] if base is not None and self.main.branch_exists(base) else []
+        # --track records the base as the branch's upstream, so list/prune know where it merges.
+        self.main.run("worktree", "add", "-q", *track, "-b", branch, str(path), start)
+        log.info("created worktree %s on %s from %s", path, branch, start)
+        return Worktree(task_id, path, branch, base if track else None, tuple(notes))
+
+    def find(self, task_id: str, recorded_path: str | Path | None = None, *,
+             restore: bool = True) -> tuple[Worktree | None, str]:
+        """Locate the worktree of ``task_id``; return it (or None) and a note saying how.
+
+        ``recorded_path`` is the task's ``autobuild_state.worktree_path``: relative to the repo
+        root, or absolute (possibly from another machine). When it does not exist here, the
+        conventional path is used and the note says so. A worktree deleted by hand is pruned
+        from git's records and, with ``restore``, re-created from its branch.
+        """
+        branch = branch_for(validate_task_id(task_id))
+        notes: list[str] = []
+        registered = {Path(w["worktree"]): w for w in self._worktree_records()}
+        candidates: list[Path] = []
+        if recorded_path:
+            recorded = Path(recorded_path)
+            recorded = recorded if recorded.is_absolute() else self.root / recorded
+            candidates.append(recorded)
+            parts = recorded.parts
+            if ".guardkit" in parts and not recorded.exists():
+                # A path from another machine: keep its tail (.guardkit/worktrees/NAME) under our root.
+                i = len(parts) - 1 - parts[::-1].index(".guardkit")
+                candidates.append(self.root.joinpath(*parts[i:]))
+        conventional = self.path_for(task_id)
+        candidates.append(conventional)
+        for candidate in candidates:
+            record = registered.get(candidate)
+            if record is not None and candidate.is_dir() and "prunable" not in record:
+                if recorded_path and candidate != candidates[0]:
+                    notes.append(f"recorded worktree path {recorded_path} does not exist here; using {candidate}")
+                base = self.main.upstream_of(branch)
+                return Worktree(task_id, candidate, _short(record.get("branch")) or branch, base,
+                                tuple(notes)), "; ".join(notes) or f"worktree at {candidate}"
+        if recorded_path and not candidates[0].exists():
+            notes.append(f"recorded worktree path {recorded_path} does not exist here; looked at {conventional}")
+        stale = [p for p, w in registered.items() if "prunable" in w or (p == conventional and not p.exists())]
+        if stale:
+            self.main.run("worktree", "prune")
+            notes.append(f"worktree {', '.join(map(str, stale))} was deleted by hand; pruned git's record of it")
+        if not self.main.branch_exists(branch):
+            notes.append(f"no worktree and no branch {branch} for {task_id}")
+            return None, "; ".join(notes)
+        if not restore:
+            notes.append(f"branch {branch} exists; resuming re-creates the worktree from it")
+            return None, "; ".join(notes)
+        worktree = self._add_from_branch(task_id, notes)
+        return worktree, "; ".join(worktree.notes)
+
+    def _add_from_branch(self, task_id: str, notes: list[str]) -> Worktree:
+        """Check out the existing ``autobuild/TASK-ID`` at the conventional path (resume: nothing reset)."""
+        path, branch = self.path_for(task_id), branch_for(task_id)
+        self._ensure_ignored()
+        count = len(self.main.turn_commits(task_id, rev=branch))
+        self.main.run("worktree", "add", "-q", str(path), branch)
+        notes.append(f"branch {branch} already exists ({count} turn commit(s)); "
+                     f"reusing it in a re-created worktree {path}")
+        log.info("re-created worktree %s from existing branch %s", path, branch)
+        return Worktree(task_id, path, branch, self.main.upstream_of(branch), tuple(notes))
+
+    # -- list / prune ----------------------------------------------------------------------
+
+    def list(self) -> list[WorktreeInfo]:
+        """Every loop worktree (branch ``autobuild/*`` or under ``.guardkit/worktrees/``)."""
+        infos: list[WorktreeInfo] = []
+        managed_dir = self.root / WORKTREES_DIR
+        default_base = self.main.current_branch()
+        for record in self._worktree_records():
+            path = Path(record["worktree"])
+            ref = record.get("branch")
+            if not ((ref or "").startswith(_BRANCH_PREFIX) or path.parent == managed_dir):
+                continue
+            branch = _short(ref)
+            task_id = branch.split("/", 1)[1] if branch and branch.startswith("autobuild/") else path.name
+            missing = not path.is_dir()
+            base = (self.main.upstream_of(branch) if branch else None) or default_base
+            ahead = behind = None
+            merged = False
+            if branch and base and self.main.resolve(base):
+                behind_s, ahead_s = self.main.text("rev-list", "--left-right", "--count",
+                                                   f"{base}...{branch}").split()
+                ahead, behind = int(ahead_s), int(behind_s)
+                # Finished = its turn commits are all in the base (a fresh branch has none yet).
+                merged = ahead == 0 and bool(self.main.turn_commits(task_id, rev=branch, depth=1))
+            dirty = False if missing else self.main.is_dirty(cwd=path)
+            infos.append(WorktreeInfo(task_id, path, branch, record.get("HEAD"), base, ahead, behind,
+                                      merged, dirty, missing))
+        return sorted(infos, key=lambda w: w.task_id)
+
+    def prune(self, force: bool = False, *, dry_run: bool = False) -> PruneResult:
+        """Remove finished worktrees (merged into their base and clean) and their merged branches.
+
+        Unmerged or dirty worktrees are kept unless ``force`` (which discards their work).
+        Worktrees deleted by hand are dropped from git's records. ``dry_run`` only reports.
+        """
+        result = PruneResult(dry_run=dry_run)
+        for info in self.list():
+            reason = None
+            if not force:
+                if info.dirty:
+                    reason = "has uncommitted changes"
+                elif not info.merged:
+                    reason = ("not merged into " + (info.base_branch or "its base")
+                              + (f" ({info.ahead} commit(s) ahead)" if info.ahead else " (no turn commits yet)"))
+            if reason:
+                result.kept.append((info, reason))
+                continue
+            result.removed.append(info)
+            if dry_run:
+                continue
+            if not info.missing:
+                self.main.run("worktree", "remove", *(["--force"] if force else []), str(info.path))
+            if info.branch:
+                deleted = self.main.run("branch", "-D" if force else "-d", "-q", info.branch, check=False)
+                if deleted[0] != 0:
+                    result.notes.append(f"kept branch {info.branch}: {deleted[2].strip()}")
+        if not dry_run:
+            self.main.run("worktree", "prune")
+        return result
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _worktree_records(self) -> list[dict[str, str]]:
+        return parse_worktree_list_z(self.repo.run("worktree", "list", "--porcelain", "-z")[1])
+
+    def _ensure_ignored(self) -> None:
+        """``.guardkit/worktrees/.gitignore`` = ``*``: worktrees never show in the main ``git status``."""
+        directory = self.root / WORKTREES_DIR
+        directory.mkdir(parents=True, exist_ok=True)
+        ignore = directory / ".gitignore"
+        if not ignore.exists():
+            atomic_write_text(ignore, "# managed by guardkit-state: loop worktrees are not part of this checkout\n*\n")
+
+    @staticmethod
+    def _main_root(repo: GitRepo) -> Path:
+        records = parse_worktree_list_z(repo.run("worktree", "list", "--porcelain", "-z")[1])
+        if records and "bare" not in records[0]:
+            return Path(records[0]["worktree"])
+        return repo.root
+
+
+def _short(ref: str | None) -> str | None:
+    return ref[len("refs/heads/"):] if ref and ref.startswith("refs/heads/") else ref

@@ -1,0 +1,122 @@
+"""The file-scan search, records and groups: everything that works without the graphiti extra."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.index_helpers import keys, seed001_project, write_turn
+
+from guardkit_state.cli.app import run
+from guardkit_state.errors import InputError
+from guardkit_state.index import FileIndex, search
+from guardkit_state.index.hook import index_turn_best_effort
+from guardkit_state.index.records import (
+    discover_turn_state_files,
+    load_turn_state_records,
+    project_group_id,
+    resolve_group,
+    sanitize_group_part,
+    stable_uuid,
+    turn_record,
+)
+
+T = "TURN-FEAT-AUTH-TASK-AUTH-001-T"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return seed001_project(tmp_path / "my-app.v2")
+
+
+def test_turn_query_returns_exactly_that_tasks_turns(project: Path) -> None:
+    hits = FileIndex(project).search("turn TASK-AUTH-001", groups=["turn_states"])
+    assert keys(hits) == [f"{T}1", f"{T}2", f"{T}3"]  # not TASK-AUTH-0010
+
+
+def test_coach_decision_query_returns_rejected_turns(project: Path) -> None:
+    hits = FileIndex(project).search("coach_decision rejected", groups=["turn_states"])
+    assert sorted(keys(hits)) == [f"{T}2", "TURN-FEAT-AUTH-TASK-AUTH-0010-T1"]
+
+
+def test_blockers_query_ranks_the_blocked_turn_first(project: Path) -> None:
+    hits = FileIndex(project).search("blockers TASK-CACHE-002", groups=["turn_states"])
+    assert keys(hits)[0] == "TURN-FEAT-CACHE-TASK-CACHE-002-T1"
+    assert all(h.task_id == "TASK-CACHE-002" for h in hits)
+
+
+def test_search_falls_back_to_files_and_says_why(project: Path) -> None:
+    result = search(project, "turn TASK-AUTH-001")
+    assert result.backend == "files"
+    assert result.note and "scanned the files" in result.note
+    assert keys(result.hits)[:3] == [f"{T}1", f"{T}2", f"{T}3"]
+
+
+def test_worktree_copy_wins_over_main_checkout(tmp_path: Path) -> None:
+    write_turn(tmp_path, "FEAT-X", "TASK-X-001", 1, "feedback", player_summary="old main copy")
+    newer = write_turn(tmp_path, "FEAT-X", "TASK-X-001", 1, "approved", worktree=True,
+                       player_summary="worktree copy")
+    assert discover_turn_state_files(tmp_path) == {("TASK-X-001", 1): newer}
+    (record,) = load_turn_state_records(tmp_path).records
+    assert record.fields["coach_decision"] == "approved"
+
+
+def test_unreadable_turn_file_is_reported_not_fatal(tmp_path: Path) -> None:
+    write_turn(tmp_path, "FEAT-X", "TASK-X-001", 1, "feedback")
+    bad = tmp_path / ".guardkit" / "autobuild" / "TASK-X-001" / "turn_state_turn_2.json"
+    bad.write_text("{not json")
+    loaded = load_turn_state_records(tmp_path)
+    assert [r.turn_number for r in loaded.records] == [1]
+    assert loaded.problems[0].path == bad and loaded.problems[0].line == 1
+
+
+def test_group_ids_use_only_word_characters(project: Path) -> None:
+    assert project_group_id(project) == "my_app_v2__turn_states"
+    assert sanitize_group_part("--") == "project"
+    assert resolve_group("turn_states", project) == "my_app_v2__turn_states"
+    with pytest.raises(InputError):
+        resolve_group("bad-group", project)
+
+
+def test_ids_are_stable_and_task_scoped(project: Path) -> None:
+    data = json.loads((project / ".guardkit/autobuild/TASK-AUTH-001/turn_state_turn_2.json").read_text())
+    data["id"] = "TURN-FEAT-AUTH-2"  # GuardKit's colliding id stays in the content only
+    one, two = turn_record(data, "g"), turn_record(dict(data), "g")
+    assert one.key == f"{T}2" and one.uuid == two.uuid == stable_uuid("g", f"{T}2")
+    assert one.owned_uuids() == two.owned_uuids() and one.content == two.content
+    assert turn_record(data, "other").uuid != one.uuid
+
+
+def test_cli_search_files_backend_json(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = run(["search", "coach_decision rejected", "--repo", str(project), "--backend", "files", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["backend"] == "files"
+    assert {h["key"] for h in out["hits"]} == {f"{T}2", "TURN-FEAT-AUTH-TASK-AUTH-0010-T1"}
+
+
+def test_cli_search_text_names_the_backend(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["search", "turn TASK-AUTH-001", "--repo", str(project), "--backend", "files"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == "Found 3 results for 'turn TASK-AUTH-001' (backend: files):"
+
+
+def test_cli_rejects_bad_group(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["search", "x", "--repo", str(project), "--group", "a-b", "--backend", "files"]) == 2
+    assert "invalid group" in capsys.readouterr().err
+
+
+def test_hook_skips_without_an_index(project: Path) -> None:
+    path = project / ".guardkit/autobuild/TASK-AUTH-001/turn_state_turn_1.json"
+    result = index_turn_best_effort(project, path, budget_seconds=1.0)
+    assert result.startswith("skipped:")
+    assert not (project / ".guardkit" / "index").exists()
+
+
+def test_help_does_not_import_graphiti() -> None:
+    code = ("import sys\nfrom guardkit_state.cli.app import build_parser\nbuild_parser()\n"
+            "print('graphiti_core' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"

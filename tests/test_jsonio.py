@@ -1,0 +1,119 @@
+"""Strict JSON reading and canonical writing, on real files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from guardkit_state.errors import FileTooLargeError, GuardkitStateError, ParseError, SchemaError
+from guardkit_state.jsonio import MAX_DEPTH, dump_json, dump_record, load_json, load_record
+
+
+def _write(tmp_path: Path, name: str, data: bytes | str) -> Path:
+    path = tmp_path / name
+    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    return path
+
+
+REFUSALS = [
+    # name, bytes, line, message fragment
+    ("dup.json", '{\n  "a": 1,\n  "b": {\n    "x": 1,\n    "x": 2\n  }\n}\n', 5,
+     'duplicate key "x" (column 5; first defined on line 4)'),
+    ("dup_top.json", '{"turn": 1,\n"turn": 2}', 2, 'duplicate key "turn"'),
+    ("nan.json", '{\n  "coverage": NaN\n}', 2, "NaN is not valid JSON (column 15)"),
+    ("inf.json", '{"a": "NaN in a string is fine",\n "b": [1, -Infinity]}', 2, "-Infinity is not valid JSON"),
+    ("pinf.json", '[Infinity]', 1, "Infinity is not valid JSON"),
+    ("deep.json", "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), 1, f"nested deeper than {MAX_DEPTH} levels"),
+    ("very_deep.json", '{"a":\n' + "[" * 100_000 + "]" * 100_000 + "}", 2, "nested deeper than"),
+    ("syntax.json", '{\n  "a": 1,\n}\n', 3, "Expecting property name enclosed in double quotes (column 1)"),
+    ("empty.json", "", 1, "Expecting value"),
+    ("truncated.json", '{"a": [1, 2', 1, "Expecting"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "line", "fragment"), REFUSALS, ids=[r[0] for r in REFUSALS])
+def test_load_json_refuses_with_file_and_line(tmp_path: Path, name: str, text: str, line: int, fragment: str) -> None:
+    path = _write(tmp_path, name, text)
+    with pytest.raises(ParseError) as info:
+        load_json(path)
+    assert info.value.path == path
+    assert info.value.line == line
+    assert fragment in info.value.message
+    assert str(info.value).startswith(f"{path}:{line}: ")
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(tmp_path: Path) -> None:
+    text = json.dumps({"notes": "[" * 500 + '{"x": "\\"[[["}'})
+    assert load_json(_write(tmp_path, "strings.json", text))["notes"].startswith("[[[")
+
+
+def test_nesting_at_the_limit_is_accepted(tmp_path: Path) -> None:
+    path = _write(tmp_path, "limit.json", "[" * MAX_DEPTH + "]" * MAX_DEPTH)
+    assert load_json(path) is not None
+
+
+def test_bad_utf8_names_file_and_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, "latin1.json", b'{\n  "notes": "caf\xe9"\n}\n')
+    with pytest.raises(ParseError) as info:
+        load_json(path)
+    assert (info.value.path, info.value.line) == (path, 2)
+    assert "invalid UTF-8 byte 0xe9" in str(info.value)
+
+
+def test_over_the_size_cap_is_refused_before_parsing(tmp_path: Path) -> None:
+    path = _write(tmp_path, "big.json", '{"a": "' + "x" * 2000 + '"}')
+    with pytest.raises(FileTooLargeError) as info:
+        load_json(path, limit=1000)
+    assert info.value.path == path
+    assert "over the 1000-byte limit" in str(info.value)
+
+
+def test_integer_over_python_digit_limit_is_a_parse_error(tmp_path: Path) -> None:
+    path = _write(tmp_path, "digits.json", '{"n": ' + "9" * 5000 + "}")
+    with pytest.raises(ParseError, match="invalid JSON value") as info:
+        load_json(path)
+    assert info.value.path == path
+
+
+def test_missing_file_is_a_guardkit_error(tmp_path: Path) -> None:
+    with pytest.raises(GuardkitStateError, match="no such file"):
+        load_json(tmp_path / "absent.json")
+
+
+def test_byte_order_mark_is_accepted(tmp_path: Path) -> None:
+    assert load_json(_write(tmp_path, "bom.json", b'\xef\xbb\xbf{"a": 1}')) == {"a": 1}
+
+
+def test_valid_json_round_trips_exactly(tmp_path: Path) -> None:
+    data = {"task_id": "TASK-Ü-1", "turn": 1, "nested": {"list": [1, 2.5, None, True, "é ✓"]}, "empty": {}}
+    text = dump_json(data)
+    assert text.endswith("}\n") and "é ✓" in text and '\n  "turn": 1,' in text
+    assert load_json(_write(tmp_path, "ok.json", text)) == data
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), {1, 2}, object()])
+def test_dump_json_refuses_what_json_cannot_hold(value: object) -> None:
+    with pytest.raises(SchemaError, match="cannot be written as JSON"):
+        dump_json({"value": value})
+
+
+def test_load_record_names_file_and_json_path(tmp_path: Path) -> None:
+    path = _write(tmp_path, "coach_turn_1.json", json.dumps({"task_id": "TASK-A-1", "turn": 1, "decision": "ok"}))
+    with pytest.raises(SchemaError) as info:
+        load_record("coach_turn", path)
+    assert str(info.value).startswith(f"{path}: $.decision: \"ok\" is not allowed")
+
+
+def test_load_record_returns_normalised_record(tmp_path: Path) -> None:
+    raw = {"task_id": "TASK-A-1", "turn": 2, "verdict": "approve", "findings": []}
+    path = _write(tmp_path, "coach_turn_2.json", json.dumps(raw))
+    assert load_record("coach_turn", path)["decision"] == "approve"
+
+
+def test_dump_record_checks_before_writing() -> None:
+    with pytest.raises(SchemaError) as info:
+        dump_record("player_turn", {"task_id": "TASK-A-1", "turn": 0})
+    assert info.value.pointer == "$.turn"
+    assert json.loads(dump_record("player_turn", {"task_id": "TASK-A-1", "turn": 1}))["turn"] == 1
