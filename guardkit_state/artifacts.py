@@ -41,6 +41,15 @@ class TurnStore:
         self.directory = Path(directory)
         self.task_id = task_id
 
+    @property
+    def work_dir(self) -> Path:
+        """Scratch for the loop (context, prompt, incoming reports); ignored by git, never the truth."""
+        return self.directory / ".work"
+
+    def context_path(self, turn: int) -> Path:
+        """The context file of ``turn``; it is written first, so it also marks a turn as begun."""
+        return self.work_dir / f"context_turn_{turn}.md"
+
     def path(self, kind: str, turn: int) -> Path:
         return self.directory / FILE_PATTERNS[kind].format(n=turn)
 

@@ -745,16 +745,10 @@ def _content_end(fm: str, lo: int, hi: int, indent: int) -> int:
 
 def _first_content_indent(fm: str, lo: int, hi: int) -> int | None:
     """Indent of the first non-blank, non-comment line in ``fm[lo:hi]``, or None."""
-    pos = lo
-    while pos < hi:
-        newline = fm.find("\n", pos, hi)
-        end = hi if newline < 0 else newline + 1
-        line = fm[pos:end].rstrip("\r\n")
-        body = line.lstrip(" ")
-        if body and not body.startswith("#"):
-            return len(line) - len(body)
-        pos = end
-    return None
+    start = _line_start(fm, lo, hi)
+    if start >= hi:
+        return None
+    return len(fm[start:hi]) - len(fm[start:hi].lstrip(" "))
 
 
 def _above_comments(fm: str, pos: int, indent: int) -> int:
@@ -802,7 +796,7 @@ def _line(fm: str, pos: int, line_offset: int) -> int:
 
 
 def _strip_comment(rest: str) -> str:
-    """The value text of a key line without a trailing comment (good enough for the tests we make)."""
+    """A key line's value text without a trailing comment; only used to classify the value."""
     if rest.startswith("#"):
         return ""
     if rest[:1] in ("'", '"'):

@@ -31,7 +31,6 @@ from .turns import TurnLifecycle, TurnRecord
 log = logging.getLogger("guardkit_state.loop")
 
 LOG_FILE = Path(".guardkit/logs/autobuild.log")
-WORK_DIR = ".work"  # per-task scratch: context, prompt, incoming reports (ignored by git)
 
 Event = Callable[[str, dict[str, Any]], None]
 
@@ -140,7 +139,9 @@ class _Run:
         lifecycle = TurnLifecycle(TaskFile.load(task_path), root=checkout, max_turns=self.options.max_turns)
         advice = self.config.suggest_mode(lifecycle.task.complexity)
         if advice is not None:
-            self.emit("advice", {"text": advice.render()})
+            # One advisory line; the full advice (with GuardKit's own pitfalls) is `suggest-mode`'s job.
+            self.emit("advice", {"text": f"suggested mode for complexity {advice.complexity}: "
+                                         f"{advice.mode.mode} ({advice.mode.ceremony_level} ceremony; advisory)"})
         with lifecycle.locked():
             self._tidy(lifecycle, checkout)
             point = resume_point(lifecycle.task, lifecycle.store)
@@ -168,8 +169,8 @@ class _Run:
             worktree, how = manager.find(self.task_id, recorded)
             if worktree is None:
                 worktree = manager.create(self.task_id, self.options.base_branch)
-            elif how:
-                self.note(how)
+            elif worktree.notes == () and how:
+                log.info("%s", how)
         else:
             worktree = manager.create(self.task_id, self.options.base_branch)
         for text in worktree.notes:
@@ -247,8 +248,8 @@ class _Run:
               mode: TurnMode | None) -> TurnRecord:
         active = lifecycle.begin_turn(mode)
         self.emit("turn", {"turn": number, "mode": active.mode.value, "action": action})
-        work = ensure_private_dir(lifecycle.store.directory / WORK_DIR)
-        context_file = work / f"context_turn_{number}.md"
+        work = ensure_private_dir(lifecycle.store.work_dir)
+        context_file = lifecycle.store.context_path(number)
         prompt_file = work / f"coach_prompt_turn_{number}.md"
         atomic_write_text(context_file, lifecycle.context_for(number, role_section=render_player_role_section(self.config)))
         task = lifecycle.task

@@ -79,7 +79,9 @@ def resume_point(task: TaskFile, store: TurnStore) -> ResumePoint:
     elif player_ok:
         point.action = "rerun_coach"
         point.reusable = [store.path("player_turn", number).name]
-    elif not store.exists("player_turn", number) and not store.exists("coach_turn", number):
+    elif not store.exists("player_turn", number) and not store.exists("coach_turn", number) \
+            and not store.context_path(number).exists():
+        # Nothing of turn N was begun: a clean boundary between turns.
         point.action = "start" if recorded == 0 else "run_turn"
         point.mode = TurnMode.FRESH_START if recorded == 0 else TurnMode.CONTINUING_WORK
     return point

@@ -26,12 +26,12 @@ from .errors import (
 )
 from .frontmatter import (
     STATE_KEY,
-    STATE_KEYS,
     FrontmatterSplit,
     SpliceResult,
     StateUpdate,
     apply_update_to_block,
     parse_frontmatter,
+    plain_data,
     splice_state,
     split_frontmatter,
 )
@@ -212,7 +212,7 @@ class TaskFile:
         self.split = split_frontmatter(text, path=self.path)
         self.body = self.split.body
         for key, value in update.top_level.items():
-            self.data[key] = value
+            self.data[key] = plain_data(value)
         if not update.touches_state:
             return
         block = self.data.get(update.key)
@@ -479,7 +479,6 @@ def _declared_id(path: Path) -> str | None:
 
 
 __all__ = [
-    "STATE_KEYS",
     "TaskFile",
     "extract_criteria",
     "find_task",

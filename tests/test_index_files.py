@@ -120,3 +120,18 @@ def test_help_does_not_import_graphiti() -> None:
             "print('graphiti_core' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+@pytest.mark.corpus
+def test_real_guardkit_turn_states_are_searchable(corpus_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    target = tmp_path / "repo" / ".guardkit" / "autobuild"
+    for task in ("TASK-HARV-002", "TASK-HARV-004"):
+        shutil.copytree(corpus_dir / "autobuild" / task, target / task)
+    loaded = load_turn_state_records(tmp_path / "repo")
+    assert len(loaded.records) == 10, [str(p) for p in loaded.problems]
+    # GuardKit's ids collide across tasks (TURN-FEAT-HARV-1); ours are task-scoped.
+    assert len({r.key for r in loaded.records}) == 10
+    hits = FileIndex(tmp_path / "repo").search("turn TASK-HARV-004", groups=["turn_states"])
+    assert {h.task_id for h in hits} == {"TASK-HARV-004"} and len(hits) == 5

@@ -57,8 +57,6 @@ def test_seed001_queries_and_idempotent_sync(project: Path) -> None:
 
 
 def test_facts_are_found_by_graphiti_search(project: Path) -> None:
-    import asyncio
-
     with open_graphiti(project) as index:
         index.sync()
 
@@ -71,7 +69,6 @@ def test_facts_are_found_by_graphiti_search(project: Path) -> None:
             return [e.fact for e in await scoped.search("refresh window blocker", group_ids=[GROUP])]
 
         found = index._run(facts)
-    assert asyncio.get_event_loop_policy() is not None
     assert any("Blocker in TASK-AUTH-001 turn 2: Unclear refresh window size" == f for f in found)
 
 

@@ -73,6 +73,7 @@ from .offline import OverlapCrossEncoder, RefusingLLMClient, make_embedder
 from .records import (
     SYSTEM_GROUPS,
     Entity,
+    discover_turn_state_files,
     IndexRecord,
     load_system_records,
     load_turn_state_records,
@@ -441,10 +442,11 @@ class GraphitiIndex:
             return list(found.values())
 
         records = self._run(work)
-        by_key = {r.key: r for r in load_turn_state_records(self.repo_root).records}
+        paths = discover_turn_state_files(self.repo_root)
         for record in records:  # the file path is local knowledge, not index content
-            if record.key in by_key:
-                record.source_path = by_key[record.key].source_path
+            path = paths.get((record.task_id or "", record.turn_number or 0))
+            if path is not None:
+                record.source_path = str(path.relative_to(self.repo_root))
         return rank(query, records, limit=limit)
 
     def status(self) -> IndexStatus:
@@ -482,14 +484,21 @@ class GraphitiIndex:
                            files=len(loaded.records), stale=stale, missing=missing, extra=extra, notes=notes)
 
 
+#: Graphs whose indexes this process already built (location, graph name): skip the ~20 queries.
+_INDEXED: set[tuple[str, str]] = set()
+
+
 async def _settle_init(driver: GraphDriver) -> None:
+    """Build the graph's indexes once per process; never leave FalkorDriver's own task running."""
     task = getattr(driver, "_init_task", None)
+    key = (repr(getattr(getattr(driver, "client", None), "connection", None)), str(getattr(driver, "_database", "")))
     if task is not None:
+        if key in _INDEXED and not task.done():
+            task.cancel()  # not started yet (no await since creation): cancelling is clean
         await asyncio.gather(task, return_exceptions=True)
         driver._init_task = None  # type: ignore[attr-defined]
-    elif driver.provider == GraphProvider.FALKORDB and not getattr(driver, "_gks_indexed", False):
-        await driver.build_indices_and_constraints()
-    driver.__dict__["_gks_indexed"] = True
+        if not task.cancelled():
+            _INDEXED.add(key)
 
 
 def delete_embedded_index(repo_root: Path) -> None:
