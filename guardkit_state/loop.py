@@ -21,7 +21,8 @@ from .agents import Agent, TurnRequest
 from .artifacts import artifacts_dir
 from .config import ResolvedConfig, load_config, render_coach_prompt, render_player_role_section
 from .errors import AgentError, GuardkitStateError, InputError, ResumeError
-from .fsio import atomic_write_text, ensure_private_dir, remove_stale_temp_files, validate_task_id
+from .fsio import (atomic_write_text, crash_point, ensure_private_dir, remove_stale_temp_files,
+                   validate_task_id)
 from .gitstore import CommitResult, GitRepo, commit_turn
 from .model import Outcome, TurnMode
 from .resume import ResumePoint, resume_point
@@ -233,6 +234,7 @@ class _Run:
             mode = point.mode if first and self.options.resume else None
             first = False
             record = self._turn(lifecycle, checkout, number, action, mode)
+            crash_point("loop.before_commit")  # turn recorded in the frontmatter, not yet committed
             self.result.turns.append(record)
             self._after_turn(lifecycle, record)
             if record.outcome is not None:
@@ -270,6 +272,7 @@ class _Run:
                     self.emit("agent", {"turn": number, "role": "player"})
                     report = self.player.run(TurnRequest(role="player", report_file=work / f"player_report_{number}.json", **base))
                     lifecycle.record_player(report)
+                    crash_point("loop.after_player")
                 self.emit("agent", {"turn": number, "role": "coach"})
                 decision = self.coach.run(TurnRequest(
                     role="coach", report_file=work / f"coach_report_{number}.json", prompt_file=prompt_file,

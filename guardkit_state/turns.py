@@ -22,7 +22,7 @@ from .criteria import CriteriaLedger
 from .config import GateProfile, check_gates, gates_verdict
 from .errors import InputError, TurnError
 from .frontmatter import SpliceResult, StateUpdate
-from .fsio import exclusive_lock, validate_task_id
+from .fsio import crash_point, exclusive_lock, validate_task_id
 from .model import (
     CoachDecision,
     GateResult,
@@ -273,6 +273,7 @@ class TurnLifecycle:
             player_summary=_one_line(state.player_summary), player_success=player is not None,
             coach_success=coach is not None and not error, mode=active.mode.value,
         )
+        crash_point("turn.before_frontmatter")  # turn state written, turn not yet committed
         splice = self.task.apply(self._state_update(entry, ledger, outcome, worktree_path, base_branch, active))
         written.append(self.task.path)
         if player is not None and self.store.exists("player_turn", number):
