@@ -147,11 +147,13 @@ class _Run:
             self._tidy(lifecycle, checkout)
             point = resume_point(lifecycle.task, lifecycle.store)
             self._check_start(point)
+            # Before the "finished" exit: a kill after the approving turn's append but before its
+            # commit must still get that turn committed on resume.
+            self._commit_pending(lifecycle)
             if point.action == "finished":
                 self.result.outcome = Outcome(point.outcome) if point.outcome in Outcome._value2member_map_ else Outcome.APPROVED
                 self.result.reason = point.describe()
                 return self.result
-            self._commit_pending(lifecycle)
             self._loop(lifecycle, checkout, point)
         return self.result
 

@@ -138,3 +138,27 @@ def test_gate_thresholds_from_config_change_the_verdict(git_repo: Path) -> None:
     gates = {g["gate"]: g for g in result.turns[0].turn_state.gate_results}
     assert gates["coverage"]["passed"] is False
     assert "coverage" in result.turns[0].turn_state.coach_feedback
+
+
+def test_editing_quality_gates_yaml_changes_the_loop_verdict(git_repo: Path) -> None:
+    from importlib.resources import files
+
+    root = _repo(git_repo)
+    default = files("guardkit_state.config").joinpath("quality-gates.default.yaml").read_text()
+    lowered = default.replace("arch_review_threshold: 60\n      coverage_required: true\n      coverage_threshold: 0.80",
+                              "arch_review_threshold: 60\n      coverage_required: true\n      coverage_threshold: 0.65")
+    assert lowered != default
+    config = root / ".guardkit/config/quality-gates.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text(lowered)
+
+    def coach(request: TurnRequest) -> dict[str, Any]:
+        return {"decision": "approve", "criteria_verification": [], "issues": [], "rationale": "fine",
+                "validation_results": {"tests_passed_count": 5, "tests_failed_count": 0, "coverage": 70.0}}
+    result = feature_build(root, TASK, CallableAgent(scripted_player), CallableAgent(coach),
+                           LoopOptions(max_turns=1, use_worktree=False))
+    turn = result.turns[0]
+    gates = {g["gate"]: g for g in turn.turn_state.gate_results}
+    assert gates["coverage"]["passed"] is True
+    assert gates["coverage"]["source"] == ".guardkit/config/quality-gates.yaml"
+    assert turn.entry.decision == "approve" and result.outcome is Outcome.APPROVED
