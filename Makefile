@@ -26,11 +26,16 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -m 'not slow' tests
 
+# The LangGraph peer (SqliteSaver) is installed for the benchmark only; the table skips it if absent.
 bench: $(STAMP)
+	-$(BIN)/python -m pip install -q langgraph-checkpoint-sqlite
 	$(BIN)/python -m tests.bench
 
+# 5,000+ kill points and 10x the fuzzing; GUARDKIT_SOAK=N sets N kill points. Figures: build/reliability/.
 soak: $(STAMP)
-	GUARDKIT_SOAK=1 $(BIN)/python -m pytest -n 2 tests/reliability
+	rm -rf build/reliability
+	GUARDKIT_SOAK=$${GUARDKIT_SOAK:-1} $(BIN)/python -m pytest -n 2 tests/reliability
+	$(BIN)/python -m tests.reliability.summary
 
 clean:
 	rm -rf $(VENV) build *.egg-info

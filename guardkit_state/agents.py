@@ -8,6 +8,7 @@ report as a dict. Whatever goes wrong — a non-zero exit, a timeout, no report,
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .errors import AgentError, GuardkitStateError
+from .fsio import atomic_write_text
 from .jsonio import load_json
 
 #: How much of an agent's stderr is quoted in an error reason.
@@ -101,7 +103,11 @@ class CommandAgent:
         proc = subprocess.Popen(self.command, shell=True, cwd=request.workdir, env=env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True)
+        pid_file = agent_pid_file(request.report_file)
         try:
+            # Its own session means a SIGKILLed loop cannot take the agent with it: the pid file
+            # lets the next run stop an agent left running (stop_orphaned_agents).
+            _record_agent(pid_file, proc, request)
             stdout, stderr = proc.communicate(timeout=request.timeout)
         except subprocess.TimeoutExpired:
             _kill_tree(proc)
@@ -110,6 +116,9 @@ class CommandAgent:
         except BaseException:
             _kill_tree(proc)
             raise
+        finally:
+            with contextlib.suppress(OSError):
+                pid_file.unlink()
         if proc.returncode != 0:
             tail = _tail(stderr) or _tail(stdout)
             raise AgentError(f"{role} exited with status {proc.returncode}" + (f": {tail}" if tail else ""),
@@ -126,6 +135,51 @@ class CommandAgent:
             raise AgentError(f"{role} report is a JSON {type(report).__name__}, not an object",
                              path=request.report_file, task_id=request.task_id, turn=request.turn)
         return report
+
+
+def agent_pid_file(report_file: Path) -> Path:
+    """Where a running agent's process group is recorded: next to its report, ``*.agent.json``."""
+    return report_file.with_name(report_file.stem + ".agent.json")
+
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (Linux ``/proc``): tells a process from a later one with its pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def _record_agent(pid_file: Path, proc: subprocess.Popen[bytes], request: TurnRequest) -> None:
+    info = {"pgid": proc.pid, "start": _start_time(proc.pid), "role": request.role, "turn": request.turn}
+    with contextlib.suppress(GuardkitStateError, OSError):  # best effort: it only serves the clean-up
+        atomic_write_text(pid_file, json.dumps(info) + "\n")
+
+
+def stop_orphaned_agents(work_dir: Path) -> list[str]:
+    """Kill agents that a killed loop left running (their pid files outlive it); return one note each.
+
+    Call it only while holding the task's lock: then no live loop owns these agents. A process
+    group is killed only when its leader still has the recorded start time, so a pid reused by
+    an unrelated process is never touched (where ``/proc`` is missing nothing is killed).
+    """
+    notes: list[str] = []
+    for pid_file in sorted(Path(work_dir).glob("*.agent.json")):
+        try:
+            info = json.loads(pid_file.read_text(encoding="utf-8"))
+            pgid, start = int(info["pgid"]), info.get("start")
+        except (OSError, ValueError, KeyError, TypeError):
+            info, pgid, start = {}, 0, None
+        if pgid > 0 and start is not None and _start_time(pgid) == start:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+                notes.append(f"stopped the {info.get('role', 'agent')} of turn {info.get('turn', '?')} "
+                             f"(process group {pgid}) left running by the interrupted loop")
+        with contextlib.suppress(OSError):
+            pid_file.unlink()
+    return notes
 
 
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:

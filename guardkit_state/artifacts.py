@@ -3,10 +3,17 @@
 Reports are validated on write and on read, written atomically, and immutable once their turn is
 recorded in the task's frontmatter (the commit point): rewriting a recorded turn is an error, while
 the files of an interrupted, unrecorded turn may be replaced by a re-run.
+
+A long-lived store (one loop) reads the same earlier turn states on every turn (the ledger, the
+stall window, the promise fallback). Each validated record is therefore kept in memory, as its
+canonical JSON text, keyed on the file's identity (inode, size, mtime and ctime in ns): a hit is a
+``json.loads`` instead of a parse and a schema validation, and any change to the file — an atomic
+replace makes a new inode — is a miss. A new store (a new process, ``--resume``) starts empty.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -17,7 +24,7 @@ from .errors import TurnAlreadyRecordedError
 from .fsio import atomic_write_text
 from .jsonio import dump_json, load_record
 from .model import CoachDecision, CompletionPromise, PlayerReport, TurnState
-from .schemas import check_record
+from .schemas import check_record, normalise
 
 log = logging.getLogger("guardkit_state.artifacts")
 
@@ -40,6 +47,7 @@ class TurnStore:
     def __init__(self, directory: Path, task_id: str) -> None:
         self.directory = Path(directory)
         self.task_id = task_id
+        self._cache: dict[Path, tuple[tuple[int, int, int, int], str]] = {}
 
     @property
     def work_dir(self) -> Path:
@@ -72,15 +80,39 @@ class TurnStore:
         path = self.path(kind, turn)
         check_record(kind, data, path=path)
         self.directory.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, dump_json(data))
+        self._cache.pop(path, None)
+        text = dump_json(data)
+        atomic_write_text(path, text)
+        # What read() would return for these bytes (already validated above): the next turn reads it.
+        self._remember(path, json.dumps(normalise(kind, json.loads(text), owned=True)[0], ensure_ascii=False))
         return path
 
+    def _remember(self, path: Path, canonical: str) -> None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return
+        self._cache[path] = ((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns), canonical)
+
     def read(self, kind: str, turn: int) -> dict[str, Any] | None:
-        """The validated, normalised record, or ``None`` when the file does not exist."""
+        """The validated, normalised record, or ``None`` when the file does not exist.
+
+        Served from memory while the file is unchanged since this store last validated it.
+        """
         path = self.path(kind, turn)
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
         if not path.is_file():
             return None
-        return load_record(kind, path)
+        identity = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        hit = self._cache.get(path)
+        if hit is not None and hit[0] == identity:
+            return json.loads(hit[1])  # a fresh copy: callers may mutate what they get
+        data = load_record(kind, path)
+        self._cache[path] = (identity, json.dumps(data, ensure_ascii=False))
+        return data
 
     def read_player(self, turn: int) -> PlayerReport | None:
         data = self.read("player_turn", turn)

@@ -433,6 +433,10 @@ def splice_state(text: str, update: StateUpdate, *, path: Path | str | None = No
         return _create_frontmatter(split, update)
     fm = split.yaml_text
     nl = split.newline
+    if _first_content_indent(fm, 0, len(fm)) not in (None, 0):
+        # An indented top-level mapping: a block spliced in at column 0 would not parse.
+        raise FrontmatterError("the frontmatter mapping is indented; the state block cannot be spliced into it",
+                               path=path, line=split.line_offset + 1, expected="top-level keys at column 0")
     edits = _Edits()
     top = _group(_scan_entries(fm, 0, len(fm), 0, strict=False), path, fm, split.line_offset)
     present = [key for key in STATE_KEYS if key in top]

@@ -15,7 +15,7 @@ import re
 import signal
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .errors import (
@@ -67,12 +67,16 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
-    """Replace ``path`` with ``data`` atomically and durably.
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None,
+                       precondition: Callable[[], bool] | None = None) -> bool:
+    """Replace ``path`` with ``data`` atomically and durably; returns True when replaced.
 
     The file's current permission bits are kept (``mkstemp`` would make it 0600); a new file gets
     ``mode`` or 0644 less the umask. Raises :class:`GuardkitStateError` (with the path) on
     ENOSPC, EROFS, EACCES and friends, after removing the temp file, so the original is untouched.
+    ``precondition`` is called after the fsync, just before the rename: when it returns False the
+    temp file is removed, nothing is replaced and False is returned (the caller re-reads and
+    retries; this keeps the window for a concurrent editor save to microseconds, not an fsync).
     """
     path = Path(path)
     directory = path.parent
@@ -98,6 +102,9 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> N
         finally:
             os.close(fd)
         crash_point("write.before_replace")
+        if precondition is not None and not precondition():
+            os.unlink(tmp)
+            return False
         os.replace(tmp, path)
         crash_point("write.after_replace")
         fsync_directory(directory)
@@ -105,11 +112,13 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> N
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise GuardkitStateError(_describe_os_error(exc, "write"), path=path) from exc
+    return True
 
 
-def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None:
+def atomic_write_text(path: Path, text: str, *, mode: int | None = None,
+                      precondition: Callable[[], bool] | None = None) -> bool:
     """:func:`atomic_write_bytes` for UTF-8 text (newlines are written exactly as given)."""
-    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+    return atomic_write_bytes(path, text.encode("utf-8"), mode=mode, precondition=precondition)
 
 
 def remove_stale_temp_files(directory: Path) -> list[Path]:
@@ -159,8 +168,11 @@ def exclusive_lock(lock_path: Path, *, wait: float = 0.0, holder: str = "") -> I
     The lock dies with its process, so a SIGKILLed writer never leaves a stale lock behind.
     The file records the holder's pid and ``holder`` text so the error can say who has it.
     """
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # a read-only or full file system: say so, naming the lock file
+        raise GuardkitStateError(_describe_os_error(exc, "create lock"), path=lock_path) from exc
     try:
         deadline = time.monotonic() + wait
         while True:

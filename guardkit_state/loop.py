@@ -13,17 +13,18 @@ import shutil
 import signal
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .agents import Agent, TurnRequest
+from .agents import Agent, TurnRequest, stop_orphaned_agents
 from .artifacts import artifacts_dir
 from .config import ResolvedConfig, load_config, render_coach_prompt, render_player_role_section
 from .errors import AgentError, GuardkitStateError, InputError, ResumeError
 from .fsio import (atomic_write_text, crash_point, ensure_private_dir, remove_stale_temp_files,
                    validate_task_id)
 from .gitstore import CommitResult, GitRepo, commit_turn
+from .jsonio import load_json
 from .model import Outcome, TurnMode
 from .resume import ResumePoint, resume_point
 from .taskfile import TaskFile, find_task
@@ -170,6 +171,12 @@ class _Run:
         recorded = task.state.worktree_path if task.state else None
         if self.options.resume:
             worktree, how = manager.find(self.task_id, recorded)
+            if worktree is None and not (task.state and task.state.turns):
+                # No worktree, no branch, no recorded turn: nothing to resume, so create nothing.
+                raise ResumeError(
+                    f"{self.task_id} has no loop state to resume; start it with "
+                    f"'guardkit-state feature-build {self.task_id} --player CMD --coach CMD'",
+                    task_id=self.task_id)
             if worktree is None:
                 worktree = manager.create(self.task_id, self.options.base_branch)
             elif worktree.notes == () and how:
@@ -187,9 +194,14 @@ class _Run:
         return worktree.path
 
     def _tidy(self, lifecycle: TurnLifecycle, checkout: Path) -> None:
-        removed = remove_stale_temp_files(lifecycle.store.directory) + remove_stale_temp_files(lifecycle.task.path.parent)
+        # Every directory the loop writes into atomically: the store, its scratch, the task's, the log's.
+        removed = [path for directory in (lifecycle.store.directory, lifecycle.store.work_dir,
+                                          lifecycle.task.path.parent, (self.repo_root / LOG_FILE).parent)
+                   for path in remove_stale_temp_files(directory)]
         if removed:
             self.note(f"removed {len(removed)} temp file(s) left by an interrupted write")
+        for text in stop_orphaned_agents(lifecycle.store.work_dir):
+            self.note(text)
         if self.git is not None:
             for lock in self.git.remove_stale_index_lock():
                 self.note(f"removed stale git lock {lock} (no git process held it)")
@@ -213,13 +225,18 @@ class _Run:
 
     def _commit_pending(self, lifecycle: TurnLifecycle) -> None:
         """A kill between the frontmatter append and the git commit leaves a turn to commit."""
-        if self.git is None or not self.managed_worktree or lifecycle.task.state is None:
+        if self.git is None or lifecycle.task.state is None:
             return
         last = lifecycle.task.state.turns[-1] if lifecycle.task.state.turns else None
         if last is None or self.git.find_turn_commit(self.task_id, last.turn):
             return
+        # Outside a managed worktree only the exact files of that turn are committed.
+        paths = None if self.managed_worktree else [
+            str(p) for p in (*(lifecycle.store.path(kind, last.turn) for kind in ("player_turn", "coach_turn", "turn_state")),
+                             lifecycle.task.path) if p.exists()]
         result = commit_turn(self.git, task_id=self.task_id, turn=last.turn, decision=last.decision,
-                             mode=last.mode or "recovering_state", managed_worktree=True)
+                             mode=last.mode or "recovering_state", paths=paths,
+                             managed_worktree=self.managed_worktree)
         if result.sha:
             self.note(f"committed turn {last.turn}, which was recorded but not committed before the interruption")
 
@@ -261,8 +278,12 @@ class _Run:
         atomic_write_text(prompt_file, render_coach_prompt(
             self.config, task_id=self.task_id, title=task.title or self.task_id, task_type=task.task_type,
             complexity=task.complexity, criteria=task.criteria, previous_turn=previous, turn=number))
-        base = dict(task_id=self.task_id, turn=number, mode=active.mode.value, workdir=checkout,
-                    task_file=task.path, context_file=context_file, timeout=self.options.turn_timeout)
+        player_raw, coach_raw = work / f"player_report_{number}.json", work / f"coach_report_{number}.json"
+        player_request = TurnRequest(role="player", task_id=self.task_id, turn=number, mode=active.mode.value,
+                                     workdir=checkout, task_file=task.path, context_file=context_file,
+                                     report_file=player_raw, timeout=self.options.turn_timeout)
+        coach_request = replace(player_request, role="coach", report_file=coach_raw, prompt_file=prompt_file,
+                                player_report_file=lifecycle.store.path("player_turn", number))
         error: str | None = None
         if action == "complete_from_reports":
             self.emit("reuse", {"turn": number, "files": ["player", "coach"]})
@@ -270,22 +291,46 @@ class _Run:
             try:
                 if action == "rerun_coach":
                     self.emit("reuse", {"turn": number, "files": ["player"]})
+                elif action == "rerun_turn" and self._adopt_report(lifecycle, "player", player_raw, number):
+                    self.emit("reuse", {"turn": number, "files": ["player"]})
                 else:
+                    action = "run_turn"  # a fresh Player report: an earlier Coach report no longer applies
                     self.emit("agent", {"turn": number, "role": "player"})
-                    report = self.player.run(TurnRequest(role="player", report_file=work / f"player_report_{number}.json", **base))
+                    report = self.player.run(player_request)
                     lifecycle.record_player(report)
                     crash_point("loop.after_player")
-                self.emit("agent", {"turn": number, "role": "coach"})
-                decision = self.coach.run(TurnRequest(
-                    role="coach", report_file=work / f"coach_report_{number}.json", prompt_file=prompt_file,
-                    player_report_file=lifecycle.store.path("player_turn", number), **base))
-                lifecycle.record_coach(decision)
+                if action in ("rerun_turn", "rerun_coach") and self._adopt_report(lifecycle, "coach", coach_raw, number):
+                    self.emit("reuse", {"turn": number, "files": ["coach"]})
+                else:
+                    self.emit("agent", {"turn": number, "role": "coach"})
+                    decision = self.coach.run(coach_request)
+                    lifecycle.record_coach(decision)
             except (AgentError, InputError) as exc:
                 error = _agent_reason(exc)
                 log.warning("turn %d of %s: %s", number, self.task_id, error)
         profile = self.config.gate_profile(task.task_type, task.complexity)
         return lifecycle.complete_turn(error=error, gate_profile=profile, worktree_path=self._worktree_value(checkout),
                                        base_branch=self.base_branch)
+
+    def _adopt_report(self, lifecycle: TurnLifecycle, role: str, raw: Path, number: int) -> bool:
+        """On resume, record the report an agent finished before the kill instead of running it again.
+
+        The agent's own report file (``.work/<role>_report_N.json``) survives a kill that lands
+        between the agent's exit and the store's write; a valid one is that agent's finished work.
+        An invalid or missing one is ignored (the agent runs again).
+        """
+        if not raw.is_file():
+            return False
+        try:
+            data = load_json(raw)
+            if not isinstance(data, dict):
+                return False
+            (lifecycle.record_player if role == "player" else lifecycle.record_coach)(data)
+        except GuardkitStateError as exc:
+            log.info("turn %d of %s: %s report %s not reused (%s)", number, self.task_id, role, raw, exc)
+            return False
+        self.note(f"turn {number}: reused the {role.capitalize()}'s report {raw.name}, finished before the interruption")
+        return True
 
     def _worktree_value(self, checkout: Path) -> str | None:
         return self.worktree_rel if self.managed_worktree else None
@@ -325,19 +370,25 @@ def _agent_reason(exc: GuardkitStateError) -> str:
 
 @contextlib.contextmanager
 def _interrupts_as_exceptions() -> Iterator[None]:
-    """SIGTERM behaves like Ctrl+C: a KeyboardInterrupt the loop turns into a saved, resumable stop."""
+    """SIGTERM and SIGHUP behave like Ctrl+C: a KeyboardInterrupt the loop turns into a saved stop.
+
+    SIGHUP (a closed terminal, a dropped SSH session) would otherwise kill the loop without
+    stopping its agent, which runs in a session of its own and would be left working unattended.
+    """
     def handler(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
+    signums = [signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        previous = {signum: signal.signal(signum, handler) for signum in signums}
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, old in previous.items():
+            signal.signal(signum, old)
 
 
 @contextlib.contextmanager

@@ -138,8 +138,8 @@ class PlayerReport:
             implementation_notes=data.get("implementation_notes") or "",
             completion_promises=None if promises is None else [CompletionPromise.from_dict(p) for p in promises],
             extra=_pop_known(data, cls._KNOWN),
-            **{name: list(data.get(name) or []) for name in cls._LISTS},
-            **{name: data.get(name) for name in cls._SCALARS},
+            **{name: list(data.get(name) or []) for name in cls._LISTS},  # type: ignore[arg-type]
+            **{name: data.get(name) for name in cls._SCALARS},  # type: ignore[arg-type]
         )
 
     def to_dict(self) -> dict[str, Any]:

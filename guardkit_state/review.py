@@ -73,9 +73,9 @@ def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
     root = Path(repo_root)
     repo = GitRepo.discover(root)
     if repo is None:
-        states = _states_from_files(_state_dir_on_disk(root, task_id))
+        on_disk = _states_from_files(_state_dir_on_disk(root, task_id))
         result = TurnLog(task_id, "files", notes=["not a git repository (or no git): turns read from files only"])
-        result.entries = _entries(task_id, [], states)
+        result.entries = _entries(task_id, [], on_disk)
         return result
     rev, source = _log_rev(repo, task_id)
     commits = _oldest_first_unique(repo.turn_commits(task_id, rev=rev))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from .errors import (
     FrontmatterError,
     GuardkitStateError,
     TaskNotFoundError,
+    TurnError,
     UnsafePathError,
 )
 from .frontmatter import (
@@ -176,18 +178,78 @@ class TaskFile:
         result = splice_state(self.text, update, path=self.path)
         if result.method == "noop":
             return result
-        current = fsio.read_bytes_capped(self.path)
-        if current != self._raw:
-            log.info("%s changed on disk since it was read; re-applying the update to it", self.path)
-            self._adopt(TaskFile.from_bytes(current, self.path))
-            update = self._for_this_file(update)
-            result = splice_state(self.text, update, path=self.path)
-            if result.method == "noop":
+        for _attempt in range(REAPPLY_ATTEMPTS):
+            current = fsio.read_bytes_capped(self.path)
+            if current != self._raw:
+                # An editor saved meanwhile (perhaps in place, still writing): wait until the file
+                # settles, then redo the splice on its text so neither the edit nor the turn is lost.
+                current = read_settled(self.path, current)
+                log.info("%s changed on disk since it was read; re-applying the update to it", self.path)
+                self._adopt(TaskFile.from_bytes(current, self.path))
+                update = self._without_present_turns(self._for_this_file(update))
+                result = splice_state(self.text, update, path=self.path)
+                if result.method == "noop":
+                    return result
+            fsio.crash_point("taskfile.before_write")
+            base = self._raw
+            # Checked again after the fsync, just before the rename: an editor save during the
+            # (slow) fsync is caught and re-applied instead of being replaced.
+            if not fsio.atomic_write_text(self.path, result.text, precondition=lambda: _holds(self.path, base)):
+                continue
+            self._after_write(result.text, update)
+            # An editor that checked the file just before our rename saves its stale copy just
+            # after it: look once more, and put the update back on top of that save if it is gone.
+            time.sleep(VERIFY_PAUSE)
+            current = fsio.read_bytes_capped(self.path)
+            if current == self._raw:
                 return result
-        fsio.crash_point("taskfile.before_write")
-        fsio.atomic_write_text(self.path, result.text)
-        self._after_write(result.text, update)
-        return result
+            current = read_settled(self.path, current)
+            other = TaskFile.from_bytes(current, self.path)
+            if other._contains(update):
+                self._adopt(other)
+                return result
+            log.warning("%s was overwritten by a copy older than this update; re-applying it", self.path)
+            self._adopt(other)
+            update = self._without_present_turns(self._for_this_file(update))
+            result = splice_state(self.text, update, path=self.path)
+        raise GuardkitStateError(
+            f"the task file kept changing while the update was written ({REAPPLY_ATTEMPTS} attempts); "
+            "nothing was overwritten", path=self.path, expected="a moment without other writers")
+
+    def _contains(self, update: StateUpdate) -> bool:
+        """True when this text already holds ``update`` (its turns, scalars and top-level keys)."""
+        block = self.data.get(self.state_key)
+        if not isinstance(block, dict):
+            return not update.touches_state and all(
+                self.data.get(k) == plain_data(v) for k, v in update.top_level.items())
+        turns = {t.get("turn") for t in block.get("turns") or [] if isinstance(t, dict)}
+        if any(t.get("turn") not in turns for t in update.append_turns):
+            return False
+        if any(block.get(k) != plain_data(v) for k, v in update.block_scalars.items()):
+            return False
+        return all(self.data.get(k) == plain_data(v) for k, v in update.top_level.items())
+
+    def _without_present_turns(self, update: StateUpdate) -> StateUpdate:
+        """``update`` minus turns this text already lists; a *different* entry of the same turn is a conflict.
+
+        Re-applying onto a changed file must never list a turn twice (resume counts the turns).
+        """
+        block = self.data.get(self.state_key)
+        listed = {t.get("turn"): t for t in (block.get("turns") or []) if isinstance(t, dict)} \
+            if isinstance(block, dict) else {}
+        keep = []
+        for entry in update.append_turns:
+            present = listed.get(entry.get("turn"))
+            if present is None:
+                keep.append(entry)
+            elif present.get("timestamp") != entry.get("timestamp"):
+                raise TurnError(f"turn {entry.get('turn')} was recorded in {self.path.name} by another writer "
+                                "meanwhile; nothing was written", path=self.path, turn=entry.get("turn"),
+                                expected="one writer per task")
+        if len(keep) == len(update.append_turns):
+            return update
+        return StateUpdate(key=update.key, block_scalars=update.block_scalars, criteria=update.criteria,
+                           append_turns=keep, top_level=update.top_level)
 
     def _for_this_file(self, update: StateUpdate) -> StateUpdate:
         if update.key == self.state_key:
@@ -224,6 +286,35 @@ class TaskFile:
             _update_state(self.state, update)
         if not had_frontmatter:
             self.criteria = extract_criteria(self.data, self.body)
+
+
+#: How often :meth:`TaskFile.apply` re-reads and re-applies when other writers keep saving the file.
+REAPPLY_ATTEMPTS = 50
+#: An in-place save is over when two reads this far apart agree (bounded by SETTLE_LIMIT seconds).
+SETTLE_PAUSE = 0.002
+SETTLE_LIMIT = 2.0
+#: How long after its rename a task-file write is checked for a stale editor save on top of it.
+VERIFY_PAUSE = 0.002
+
+
+def read_settled(path: Path, data: bytes | None = None) -> bytes:
+    """The file's bytes once two reads :data:`SETTLE_PAUSE` apart agree (an in-place save is done)."""
+    data = fsio.read_bytes_capped(path) if data is None else data
+    deadline = time.monotonic() + SETTLE_LIMIT
+    while True:
+        time.sleep(SETTLE_PAUSE)
+        again = fsio.read_bytes_capped(path)
+        if again == data or time.monotonic() > deadline:
+            return again
+        data = again
+
+
+def _holds(path: Path, expected: bytes) -> bool:
+    """True when ``path`` still holds ``expected`` (a missing or unreadable file does not)."""
+    try:
+        return fsio.read_bytes_capped(path) == expected
+    except GuardkitStateError:
+        return False
 
 
 def _update_state(state: AutobuildState, update: StateUpdate) -> None:

@@ -34,7 +34,7 @@ from .model import (
     turn_state_id,
 )
 from .stall import NO_CHANGE_WINDOW, Stall, TurnSignal, detect_stall, feedback_signature
-from .taskfile import TaskFile, find_task
+from .taskfile import TaskFile, find_task, read_settled
 
 log = logging.getLogger("guardkit_state.turns")
 
@@ -196,7 +196,7 @@ class TurnLifecycle:
     def record_player(self, report: PlayerReport | dict[str, Any]) -> PlayerReport:
         """Validate and write the Player's report for the active turn."""
         active = self._require_active()
-        player = report if isinstance(report, PlayerReport) else PlayerReport.from_dict(_with_ids(report, self.task_id, active.number))
+        player = report if isinstance(report, PlayerReport) else PlayerReport.from_dict(_with_ids(report, self.task_id, active.number, kind="player_turn"))
         self._check_ids(player.task_id, player.turn, active.number, "player report")
         self.store.write("player_turn", active.number, player.to_dict(), recorded_turns=self.recorded_turns)
         active.player = player
@@ -205,19 +205,20 @@ class TurnLifecycle:
     def record_coach(self, decision: CoachDecision | dict[str, Any]) -> CoachDecision:
         """Validate and write the Coach's decision for the active turn."""
         active = self._require_active()
-        coach = decision if isinstance(decision, CoachDecision) else CoachDecision.from_dict(_with_ids(decision, self.task_id, active.number))
+        coach = decision if isinstance(decision, CoachDecision) else CoachDecision.from_dict(_with_ids(decision, self.task_id, active.number, kind="coach_turn"))
         self._check_ids(coach.task_id, coach.turn, active.number, "coach decision")
         self.store.write("coach_turn", active.number, coach.to_dict(), recorded_turns=self.recorded_turns)
         active.coach = coach
         return coach
 
-    def _check_ids(self, task_id: str, turn: int, expected_turn: int, what: str) -> None:
+    def _check_ids(self, task_id: str, turn: int, expected_turn: int, what: str, path: Path | None = None) -> None:
         if task_id != self.task_id:
-            raise InputError(f"{what} is for task {task_id}, not {self.task_id}", pointer="$.task_id",
+            raise InputError(f"{what} is for task {task_id}, not {self.task_id}", path=path, pointer="$.task_id",
                              task_id=self.task_id, expected=self.task_id)
         if turn != expected_turn:
             raise InputError(f"{what} is for turn {turn}, but the next turn of {self.task_id} is {expected_turn}",
-                             pointer="$.turn", task_id=self.task_id, turn=turn, expected=str(expected_turn))
+                             path=path, pointer="$.turn", task_id=self.task_id, turn=turn,
+                             expected=str(expected_turn))
 
     def complete_turn(
         self,
@@ -322,13 +323,18 @@ class TurnLifecycle:
                                            criteria=None, append_turns=[], top_level={"status": outcome.task_status}))
 
 
-def _with_ids(data: dict[str, Any], task_id: str, turn: int) -> dict[str, Any]:
-    """Validate an agent's raw report and fill in ids it may leave out."""
+def _with_ids(data: dict[str, Any], task_id: str, turn: int, *, path: Path | None = None,
+              kind: str | None = None) -> dict[str, Any]:
+    """Validate an agent's raw report and fill in ids it may leave out (errors name ``path``)."""
+    from .errors import SchemaError
     from .schemas import validate_record  # local: record shape validation lives in schemas
 
-    kind = "coach_turn" if "decision" in data or "verdict" in data else "player_turn"
+    if not isinstance(data, dict):
+        raise SchemaError(f"a report must be a JSON object, not {type(data).__name__}", path=path, pointer="$",
+                          task_id=task_id, turn=turn, expected="a JSON object")
+    kind = kind or ("coach_turn" if "decision" in data or "verdict" in data else "player_turn")
     filled = {"task_id": task_id, "turn": turn, **data}
-    return validate_record(kind, filled)
+    return validate_record(kind, filled, path=path)
 
 
 def _fresh(task: TaskFile) -> TaskFile:
@@ -337,7 +343,10 @@ def _fresh(task: TaskFile) -> TaskFile:
         current = task.path.read_bytes()
     except FileNotFoundError:
         return TaskFile.load(task.path)  # raises the proper error naming the file
-    return task if current == task.text.encode("utf-8") else TaskFile.load(task.path)
+    if current == task.text.encode("utf-8"):
+        return task
+    # Changed since it was read (an editor save, perhaps still being written in place).
+    return TaskFile.from_bytes(read_settled(task.path, current), task.path)
 
 
 def _started_at(active: ActiveTurn, store: TurnStore, number: int) -> str:
@@ -500,18 +509,30 @@ def record_turn(
     *,
     mode: TurnMode | str | None = None,
     max_turns: int | None = None,
+    player_path: Path | None = None,
+    coach_path: Path | None = None,
 ) -> TurnRecord:
     """Record one whole turn from two reports, for loops driven by other tools.
 
-    Validation happens before anything is written: a bad report leaves every file as it was.
+    Validation happens before anything is written (before the lock file is even created): a bad
+    report leaves every file as it was. ``player_path``/``coach_path`` name the reports' files in
+    errors.
     """
     lifecycle = TurnLifecycle.open(root, task_id, max_turns=max_turns)
+
+    def checked(number: int) -> tuple[PlayerReport, CoachDecision]:
+        player_rec = player if isinstance(player, PlayerReport) else PlayerReport.from_dict(
+            _with_ids(player, task_id, number, path=player_path, kind="player_turn"))
+        coach_rec = coach if isinstance(coach, CoachDecision) else CoachDecision.from_dict(
+            _with_ids(coach, task_id, number, path=coach_path, kind="coach_turn"))
+        lifecycle._check_ids(player_rec.task_id, player_rec.turn, number, "player report", player_path)
+        lifecycle._check_ids(coach_rec.task_id, coach_rec.turn, number, "coach decision", coach_path)
+        return player_rec, coach_rec
+
+    checked(lifecycle.recorded_turns + 1)  # refuse bad input before touching the disk
     with lifecycle.locked():
         number = lifecycle.recorded_turns + 1
-        player_rec = player if isinstance(player, PlayerReport) else PlayerReport.from_dict(_with_ids(player, task_id, number))
-        coach_rec = coach if isinstance(coach, CoachDecision) else CoachDecision.from_dict(_with_ids(coach, task_id, number))
-        lifecycle._check_ids(player_rec.task_id, player_rec.turn, number, "player report")
-        lifecycle._check_ids(coach_rec.task_id, coach_rec.turn, number, "coach decision")
+        player_rec, coach_rec = checked(number)
         lifecycle.begin_turn(mode)
         lifecycle.record_player(player_rec)
         lifecycle.record_coach(coach_rec)

@@ -8,7 +8,10 @@ checkout's ``git status``.
 
 from __future__ import annotations
 
+import builtins
+
 import logging
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,6 +163,12 @@ class WorktreeManager:
         for candidate in candidates:
             record = registered.get(candidate)
             if record is not None and candidate.is_dir() and "prunable" not in record:
+                # git marks a worktree "locked: initializing" until `worktree add` has checked it out.
+                if "initializing" in record.get("locked", "") or not self.main.ok(
+                        "rev-parse", "-q", "--verify", "HEAD^{commit}", cwd=candidate):
+                    notes.append(self._discard_half_created(candidate))
+                    registered.pop(candidate, None)
+                    continue
                 if recorded_path and candidate != candidates[0]:
                     notes.append(f"recorded worktree path {recorded_path} does not exist here; using {candidate}")
                 base = self.main.upstream_of(branch)
@@ -179,6 +188,18 @@ class WorktreeManager:
             return None, "; ".join(notes)
         worktree = self._add_from_branch(task_id, notes)
         return worktree, "; ".join(worktree.notes)
+
+    def _discard_half_created(self, path: Path) -> str:
+        """Remove a worktree whose ``git worktree add`` was killed before it set HEAD.
+
+        Nothing can have been recorded in it (a loop starts only once the worktree exists), so
+        its files are a partial checkout of the branch; the branch itself is kept and re-used.
+        """
+        self.main.run("worktree", "unlock", str(path), check=False)  # prune skips locked records
+        shutil.rmtree(path, ignore_errors=True)
+        self.main.run("worktree", "prune")
+        log.warning("removed half-created worktree %s (its creation was interrupted)", path)
+        return f"worktree {path} was left half-created by an interrupted run; removed it to re-create it"
 
     def _add_from_branch(self, task_id: str, notes: list[str]) -> Worktree:
         """Check out the existing ``autobuild/TASK-ID`` at the conventional path (resume: nothing reset)."""
@@ -253,7 +274,7 @@ class WorktreeManager:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _worktree_records(self) -> list[dict[str, str]]:
+    def _worktree_records(self) -> builtins.list[dict[str, str]]:
         return parse_worktree_list_z(self.repo.run("worktree", "list", "--porcelain", "-z")[1])
 
     def _ensure_ignored(self) -> None:

@@ -26,6 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
+    from ..config import load_config, render_player_role_section
     from ..errors import InputError
     from ..locate import locate_task
     from ..turns import TurnLifecycle
@@ -37,7 +38,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if turn < 1 or turn > lifecycle.recorded_turns + 1:
         raise InputError(f"turn {turn} is out of range", task_id=args.task_id,
                          expected=f"1..{lifecycle.recorded_turns + 1}")
-    text = lifecycle.context_for(turn)
+    # The same text the loop writes to GUARDKIT_CONTEXT_FILE, Player role section included.
+    role_section = render_player_role_section(load_config(Path(args.repo).resolve()))
+    text = lifecycle.context_for(turn, role_section=role_section)
     if args.json:
         out.json({"task_id": args.task_id, "turn": turn, "context": text})
     else:

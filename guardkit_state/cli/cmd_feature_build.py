@@ -9,6 +9,7 @@ from typing import Any
 
 from .output import Output, safe
 
+EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
@@ -47,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace, out: Output) -> int:
     from ..agents import CommandAgent
+    from ..errors import AmbiguousTaskError, ResumeError, TaskNotFoundError
     from ..loop import LoopOptions, feature_build
 
     if args.max_turns is not None and args.max_turns < 1:
@@ -66,6 +68,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.error(f"interrupted{progress.where()}: state saved; continue with "
                   f"'guardkit-state feature-build {args.task_id} --player ... --coach ... --resume'")
         return EXIT_INTERRUPTED
+    except (ResumeError, TaskNotFoundError, AmbiguousTaskError) as exc:
+        # Usage errors of this command (README: exit 2 for bad arguments and an unknown task).
+        out.error_from(exc)
+        return EXIT_USAGE
     if args.json:
         out.json(result.to_dict())
     else:

@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "turn_state_turn_N.json and append the turn to the task's frontmatter. Nothing is written "
         "when either report is invalid.",
         epilog="Example:\n  guardkit-state record TASK-AUTH-001 --player player.json --coach coach.json\n\n"
-        "Exit codes: 0 recorded, 1 rejected input (nothing written), 2 usage error.",
+        "Exit codes: 0 recorded, 1 the turn could not be written, 2 invalid input or usage error\n"
+        "(nothing written).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("task_id", metavar="TASK-ID")
@@ -50,13 +51,14 @@ def run(args: argparse.Namespace, out: Output) -> int:
             return EXIT_USAGE
     try:
         player, coach = load_json(args.player), load_json(args.coach)
-        record = record_turn(args.repo, args.task_id, player, coach, mode=args.mode, max_turns=args.max_turns)
+        record = record_turn(args.repo, args.task_id, player, coach, mode=args.mode, max_turns=args.max_turns,
+                             player_path=args.player, coach_path=args.coach)
     except TaskNotFoundError as exc:
         out.error_from(exc)
         return EXIT_USAGE
-    except InputError as exc:
+    except InputError as exc:  # bad input, nothing written: exit 2 like every command (cli/app.py)
         out.error_from(exc)
-        return EXIT_REJECTED
+        return EXIT_USAGE
     if args.json:
         out.json(record.to_dict())
     else:

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from ..errors import GuardkitStateError
 
+_C1 = re.compile(r"[\x80-\x9f]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 
 STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "blue": "34", "cyan": "36"}
@@ -57,7 +58,9 @@ class Output:
         self.stdout.write(text + "\n")
 
     def json(self, data: Any) -> None:
-        self.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+        text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+        # json escapes C0 controls but not C1 ones (U+0080-U+009F; U+009B is a CSI to some terminals).
+        self.stdout.write(_C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
 
     def note(self, text: str) -> None:
         """Progress and remarks: stderr, so stdout stays clean for pipes and ``--json``."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GuardkitStateError, InputError, ParseError
-from ..fsio import decode_utf8, read_bytes_capped
+from ..jsonio import load_record
 from ..model import TurnState, turn_state_id
 
 log = logging.getLogger("guardkit_state.index")
@@ -243,37 +243,12 @@ def discover_turn_state_files(repo_root: Path) -> dict[tuple[str, int], Path]:
 
 
 def load_turn_state_dict(path: Path) -> dict[str, Any]:
-    """Read one turn state file as its canonical dict.
-
-    Uses the strict record loader (``guardkit_state.jsonio``) when it is available, else plain
-    JSON checked by ``TurnState.from_dict``.
+    """Read one turn state file as its canonical dict (strict JSON, validated and normalised).
 
     Raises:
-        ParseError: the file is not a JSON object or lacks the identity fields.
+        ParseError, SchemaError: the file is not a valid turn state.
     """
-    try:
-        from .. import jsonio  # type: ignore[attr-defined]
-    except ImportError:
-        jsonio = None
-    if jsonio is not None and hasattr(jsonio, "load_record"):
-        loaded = jsonio.load_record("turn_state", path)
-        return loaded.to_dict() if hasattr(loaded, "to_dict") else dict(loaded)
-    text = decode_utf8(read_bytes_capped(path), path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno,
-                         expected="a turn_state JSON object") from exc
-    if not isinstance(data, dict):
-        raise ParseError("not a JSON object", path=path, pointer="$", expected="a turn_state JSON object")
-    for name in ("task_id", "turn_number"):
-        if name not in data:
-            raise ParseError(f"missing field {name!r}", path=path, pointer=f"$.{name}",
-                             expected="a turn_state with task_id and turn_number")
-    try:
-        return TurnState.from_dict(data).to_dict()
-    except (TypeError, ValueError) as exc:
-        raise ParseError(f"not a turn state: {exc}", path=path, pointer="$") from exc
+    return TurnState.from_dict(load_record("turn_state", path)).to_dict()
 
 
 @dataclass

@@ -40,21 +40,25 @@ class LangGraphThread:
         self.turns: list[dict[str, Any]] = []
         self.step = 0
         self._empty = empty_checkpoint
+        self._put_checkpoint()  # the input checkpoint a graph run starts from (step -1)
 
-    def run_step(self, turn: dict[str, Any]) -> None:
-        """Record one turn the way a graph step does: the node's writes, then the full checkpoint."""
+    def _put_checkpoint(self) -> None:
         from langgraph.checkpoint.base.id import uuid6
 
-        self.step += 1
-        self.turns.append(turn)
         checkpoint = self._empty()
         checkpoint["id"] = str(uuid6(clock_seq=self.step))
         checkpoint["channel_values"] = {"task_id": self.task_id, "turns": list(self.turns)}
-        checkpoint["channel_versions"] = {"task_id": 1, "turns": self.step}
-        checkpoint["versions_seen"] = {"loop": {"turns": self.step - 1}}
-        self.saver.put_writes(self.config, [("turns", turn)], task_id=str(uuid.uuid4()))
+        checkpoint["channel_versions"] = {"task_id": 1, "turns": self.step + 1}
+        checkpoint["versions_seen"] = {"loop": {"turns": self.step}}
         self.config = self.saver.put(self.config, checkpoint, {"source": "loop", "step": self.step, "parents": {}},
-                                     {"turns": self.step})
+                                     {"turns": self.step + 1})
+
+    def run_step(self, turn: dict[str, Any]) -> None:
+        """Record one turn the way a graph step does: the node's writes, then the full checkpoint."""
+        self.saver.put_writes(self.config, [("turns", turn)], task_id=str(uuid.uuid4()))
+        self.step += 1
+        self.turns.append(turn)
+        self._put_checkpoint()
 
     def close(self) -> None:
         self.conn.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 
@@ -31,6 +32,15 @@ def main() -> int:
     }
     if promises:
         report["completion_promises"] = promises
+    task_file = Path(os.environ["GUARDKIT_TASK_FILE"])
+    if os.environ.get("RELIABILITY_PLAYER_DELETE_TASK") == str(turn):
+        task_file.unlink()  # a user deleting the task file mid-loop
+    if os.environ.get("RELIABILITY_PLAYER_MOVE_TASK") == str(turn):
+        target = task_file.parent.parent / "in_progress" / task_file.name
+        target.parent.mkdir(exist_ok=True)
+        task_file.rename(target)  # a user moving the task to another status folder mid-loop
+    if os.environ.get("RELIABILITY_PLAYER_SLEEP") and turn == 1:
+        time.sleep(float(os.environ["RELIABILITY_PLAYER_SLEEP"]))  # keep the loop busy (lock tests)
     Path(os.environ["GUARDKIT_REPORT_FILE"]).write_text(json.dumps(report), encoding="utf-8")
     return 0
 

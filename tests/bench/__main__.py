@@ -1,0 +1,131 @@
+"""Run every benchmark, print one table, write the results as JSON (``make bench``).
+
+Usage::
+
+    python -m tests.bench                      # full sizes, bench-results.json
+    python -m tests.bench --quick --out x.json # tiny sizes (the smoke test)
+    python -m tests.bench --only record,resume --repeat 25
+
+Every number is a median over repeated runs after warm-up; ratios are against the floor (the same
+bytes written or read the cheapest durable way) and against LangGraph's SqliteSaver when installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import bench_status, bench_turns
+from .common import machine
+from .report import render_table
+
+CASES = ("record", "resume", "storage", "status", "startup", "git", "index")
+
+
+def _corpus() -> Path | None:
+    """The GuardKit corpus beside the repository (``../shared/corpus/guardkit``), if present."""
+    env = os.environ.get("GUARDKIT_CORPUS")
+    candidates = [Path(env)] if env else []
+    here = Path(__file__).resolve().parents[2]
+    candidates += [here.parent / "shared" / "corpus" / "guardkit", here / "shared" / "corpus" / "guardkit"]
+    return next((c for c in candidates if (c / "tasks").is_dir()), None)
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=Path("bench-results.json"), help="JSON results file")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the runner, not the speed")
+    parser.add_argument("--only", default=",".join(CASES), help=f"comma-separated cases from {','.join(CASES)}")
+    parser.add_argument("--repeat", type=int, default=None, help="timed repetitions per case (after warm-up)")
+    parser.add_argument("--status-files", type=int, default=None, help="task files for the status case")
+    parser.add_argument("--no-langgraph", action="store_true", help="leave out the LangGraph columns")
+    args = parser.parse_args(argv)
+    unknown = set(args.only.split(",")) - set(CASES)
+    if unknown:
+        parser.error(f"unknown case(s): {', '.join(sorted(unknown))}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    only = set(args.only.split(","))
+    quick = args.quick
+    repeat = args.repeat or (3 if quick else 25)
+    results: dict[str, Any] = {"machine": machine(), "quick": quick, "repeat": repeat, "cases": {}, "notes": []}
+    corpus = _corpus()
+
+    def case(name: str, fn: Callable[[], Any]) -> None:
+        if name not in only and name != "turns":
+            return
+        print(f"  running {name} ...", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        try:
+            results["cases"][name] = fn()
+        except Exception as exc:  # noqa: BLE001 - one failing case must not hide the others
+            results["cases"][name] = {"error": f"{type(exc).__name__}: {exc}"}
+            traceback.print_exc()
+        results.setdefault("seconds", {})[name] = round(time.perf_counter() - start, 1)
+
+    if only & {"record", "resume", "storage"}:
+        turns_result: dict[str, Any] = {}
+
+        def turns() -> dict[str, Any]:
+            turns_result.update(bench_turns.run(
+                record_at=((1, 10) if quick else bench_turns.RECORD_AT) if "record" in only else (),
+                resume_at=((1, 3) if quick else bench_turns.RESUME_AT) if "resume" in only else (),
+                storage_at=(5 if quick else bench_turns.STORAGE_AT) if "storage" in only else None,
+                repeat=repeat, langgraph=not args.no_langgraph))
+            return turns_result
+
+        case("turns", turns)
+        got = results["cases"].pop("turns")
+        for name in ("record", "resume", "storage"):
+            if name in only:
+                results["cases"][name] = got.get(name) if "error" not in got else got
+        if got.get("langgraph") and got["langgraph"] != "langgraph-checkpoint-sqlite":
+            results["notes"].append(f"LangGraph columns skipped: {got['langgraph']}")
+    case("status", lambda: bench_status.run_status(
+        files=args.status_files or (200 if quick else bench_status.DEFAULT_FILES),
+        repeat=2 if quick else 5, corpus=corpus))
+    case("startup", lambda: bench_status.run_startup(repeat=2 if quick else 15))
+    case("git", lambda: _git(3 if quick else 20))
+    case("index", lambda: _index(results["notes"]))
+
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(render_table(results))
+    print(f"\nresults written to {args.out}")
+    return 0
+
+
+def _git(repeat: int) -> dict[str, Any]:
+    from . import bench_git
+
+    return bench_git.run(repeat)
+
+
+def _index(notes: list[str]) -> dict[str, Any]:
+    """The Graphiti index benchmark when graphiti-core and its embedded backend are installed."""
+    try:
+        import graphiti_core  # noqa: F401
+
+        from . import bench_index
+    except ImportError as exc:
+        notes.append(f"Graphiti index skipped: {exc} (pip install 'guardkit-state[graphiti]')")
+        return {"skipped": str(exc)}
+    if not hasattr(bench_index, "run"):
+        notes.append("Graphiti index skipped: tests/bench/bench_index.py has no run() yet")
+        return {"skipped": "bench_index.run() missing"}
+    return bench_index.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""Benchmark: recording a turn and resuming a loop, next to the disk's floor and LangGraph's SqliteSaver.
+
+For each history length a task repository is built through the library (so its files are the real
+thing), then:
+
+* **record** — ``repeat`` more turns through one long-lived :class:`TurnLifecycle`, as a loop uses it
+  (``begin_turn``, ``record_player``, ``record_coach``, ``complete_turn``: validate, write the three
+  JSON files and splice the frontmatter, all atomic with fsync). Interleaved with each turn:
+  the **floor** (the same four files' bytes written with temp + fsync + replace + directory fsync,
+  nothing parsed or validated) and a **LangGraph step** (``put_writes`` + ``put`` of a checkpoint
+  holding the same state, in a database holding the same history).
+* **resume** — a new process's work: ``TurnLifecycle.open`` + ``resume_point`` + ``context_for``,
+  next to ``SqliteSaver.get_tuple`` (connection opened, latest checkpoint loaded) and to reading the
+  bytes resume reads (the task file and the last turn state).
+* **storage** — bytes on disk after 50 turns: ours (the task's turn files plus what the turns added
+  to the task file) and SqliteSaver's database, against the turns' own bytes (the canonical JSON of the
+  three reports per turn plus the turn's frontmatter entry).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from guardkit_state.artifacts import FILE_PATTERNS
+from guardkit_state.resume import resume_point
+from guardkit_state.turns import TurnLifecycle
+
+from . import peer_langgraph
+from .common import (
+    TASK_ID,
+    coach_decision,
+    floor_write,
+    make_task_repo,
+    median_ms,
+    player_report,
+    read_all,
+    ratio,
+    timed_ms,
+)
+
+RECORD_AT = (1, 10, 25, 50, 200)  # 25: where the LangGraph target is set
+RESUME_AT = (1, 25, 200)
+STORAGE_AT = 50
+WARMUP = 2
+
+
+class History:
+    """A task repository with ``turns`` recorded turns, and its LangGraph twin."""
+
+    def __init__(self, root: Path, turns: int, *, langgraph: bool) -> None:
+        self.root = root
+        self.task_path = make_task_repo(root)
+        self.initial_task_bytes = self.task_path.stat().st_size
+        self.lifecycle = TurnLifecycle.open(root, TASK_ID, max_turns=100_000)
+        self.peer = peer_langgraph.LangGraphThread(root / "langgraph.sqlite", TASK_ID) if langgraph else None
+        self.floor_dir = root / "floor"
+        (self.floor_dir / "tasks").mkdir(parents=True)
+        (self.floor_dir / "autobuild").mkdir()
+        for _ in range(turns):
+            self.record()
+            if self.peer is not None:
+                self.peer.run_step(self.turn_content(self.lifecycle.recorded_turns))
+
+    def record(self) -> None:
+        """One turn, as a loop records it."""
+        lifecycle = self.lifecycle
+        active = lifecycle.begin_turn()
+        lifecycle.record_player(player_report(active.number))
+        lifecycle.record_coach(coach_decision(active.number))
+        lifecycle.complete_turn()
+
+    def turn_files(self, turn: int) -> list[Path]:
+        store = self.lifecycle.store
+        return [store.path(kind, turn) for kind in FILE_PATTERNS]
+
+    def turn_content(self, turn: int) -> dict[str, Any]:
+        """The turn's three records as dicts: the state a LangGraph user would keep for it."""
+        store = self.lifecycle.store
+        return {kind: json.loads(store.path(kind, turn).read_bytes()) for kind in FILE_PATTERNS}
+
+    def floor(self, turn: int) -> float:
+        """Write the bytes of ``turn``'s four files the cheapest durable way; returns ms."""
+        blobs = [(self.floor_dir / "autobuild" / p.name, p.read_bytes()) for p in self.turn_files(turn)]
+        blobs.append((self.floor_dir / "tasks" / self.task_path.name, self.task_path.read_bytes()))
+        return timed_ms(lambda: [floor_write(path, data) for path, data in blobs])
+
+    def own_bytes(self) -> int:
+        """The turns' own content: canonical JSON of the three records + each frontmatter entry."""
+        import yaml
+
+        total = sum(p.stat().st_size for n in range(1, self.lifecycle.recorded_turns + 1) for p in self.turn_files(n))
+        state = self.lifecycle.task.state
+        assert state is not None
+        for entry in state.turns:
+            total += len(yaml.safe_dump([entry.to_dict()], sort_keys=False, allow_unicode=True).encode())
+        return total
+
+    def our_disk_bytes(self) -> int:
+        """Everything the turns put on disk: the artifact directory and the task file's growth."""
+        files = [p for p in self.lifecycle.store.directory.rglob("*") if p.is_file()]
+        return sum(p.stat().st_size for p in files) + self.task_path.stat().st_size - self.initial_task_bytes
+
+    def close(self) -> None:
+        if self.peer is not None:
+            self.peer.close()
+
+
+def _resume(root: Path) -> str:
+    lifecycle = TurnLifecycle.open(root, TASK_ID)
+    point = resume_point(lifecycle.task, lifecycle.store)
+    assert point.next_turn == lifecycle.recorded_turns + 1
+    return lifecycle.context_for(point.next_turn)
+
+
+def run(*, record_at: tuple[int, ...] = RECORD_AT, resume_at: tuple[int, ...] = RESUME_AT,
+        storage_at: int | None = STORAGE_AT, repeat: int = 15, langgraph: bool = True) -> dict[str, Any]:
+    """Run the record, resume and storage cases; medians (ms) and ratios."""
+    skipped = peer_langgraph.available() if langgraph else "disabled"
+    use_peer = skipped is None
+    result: dict[str, Any] = {"record": [], "resume": [], "storage": None, "repeat": repeat,
+                              "langgraph": skipped or "langgraph-checkpoint-sqlite"}
+    with tempfile.TemporaryDirectory(prefix="gks-bench-turns-") as tmp:
+        if storage_at:
+            history = History(Path(tmp) / "storage", storage_at, langgraph=use_peer)
+            try:
+                result["storage"] = _storage(history)
+            finally:
+                history.close()
+        for turns in sorted(set(record_at) | set(resume_at)):
+            history = History(Path(tmp) / f"h{turns}", turns, langgraph=use_peer)
+            try:
+                if turns in resume_at:
+                    result["resume"].append(_resume_case(history, turns, repeat))
+                if turns in record_at:
+                    result["record"].append(_record_case(history, turns, repeat))
+            finally:
+                history.close()
+    return result
+
+
+def _record_case(history: History, turns: int, repeat: int) -> dict[str, Any]:
+    ours: list[float] = []
+    floor: list[float] = []
+    peer: list[float] = []
+    for i in range(WARMUP + repeat):
+        sample = timed_ms(history.record)
+        number = history.lifecycle.recorded_turns
+        floor_sample = history.floor(number)
+        peer_sample = None
+        if history.peer is not None:
+            content = history.turn_content(number)  # building the dicts is not LangGraph's cost
+            peer_sample = timed_ms(lambda: history.peer.run_step(content))
+        if i < WARMUP:
+            continue
+        ours.append(sample)
+        floor.append(floor_sample)
+        if peer_sample is not None:
+            peer.append(peer_sample)
+    row: dict[str, Any] = {"prior_turns": turns, "ours_ms": median_ms(ours), "floor_ms": median_ms(floor),
+                           "langgraph_ms": median_ms(peer) if peer else None}
+    row["ours/floor"] = ratio(row["ours_ms"], row["floor_ms"])
+    row["ours/langgraph"] = ratio(row["ours_ms"], row["langgraph_ms"])
+    return row
+
+
+def _resume_case(history: History, turns: int, repeat: int) -> dict[str, Any]:
+    root = history.root
+    store = history.lifecycle.store
+    read_paths = [history.task_path, store.path("turn_state", turns)]
+    ours: list[float] = []
+    floor: list[float] = []
+    peer: list[float] = []
+    for i in range(WARMUP + repeat):
+        sample = timed_ms(lambda: _resume(root))
+        floor_sample = timed_ms(lambda: read_all(read_paths))
+        peer_sample = timed_ms(lambda: peer_langgraph.get_tuple(history.peer.db_path, TASK_ID)) \
+            if history.peer is not None else None
+        if i < WARMUP:
+            continue
+        ours.append(sample)
+        floor.append(floor_sample)
+        if peer_sample is not None:
+            peer.append(peer_sample)
+    row: dict[str, Any] = {"turns": turns, "ours_ms": median_ms(ours), "floor_ms": median_ms(floor),
+                           "langgraph_ms": median_ms(peer) if peer else None}
+    row["ours/floor"] = ratio(row["ours_ms"], row["floor_ms"])
+    row["ours/langgraph"] = ratio(row["ours_ms"], row["langgraph_ms"])
+    return row
+
+
+def _storage(history: History) -> dict[str, Any]:
+    own = history.own_bytes()
+    ours = history.our_disk_bytes()
+    row: dict[str, Any] = {"turns": history.lifecycle.recorded_turns, "own_bytes": own, "ours_bytes": ours,
+                           "langgraph_bytes": None}
+    if history.peer is not None:
+        # Closed first: SQLite folds its WAL into the database on the last close, the state a user keeps.
+        history.peer.close()
+        row["langgraph_bytes"] = history.peer.disk_bytes()
+        history.peer = None
+    row["ours/own"] = ratio(ours, own)
+    row["langgraph/own"] = ratio(row["langgraph_bytes"], own)
+    return row
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(), indent=2))

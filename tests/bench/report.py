@@ -1,0 +1,135 @@
+"""The one results table (markdown), with each target and whether it was met."""
+
+from __future__ import annotations
+
+from typing import Any
+
+HEADER = ("Case", "guardkit-state", "Floor", "x floor", "LangGraph SqliteSaver", "x LangGraph", "Target", "Met")
+
+
+def _ms(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.2f} ms" if value < 100 else f"{value:.0f} ms"
+
+
+def _x(value: Any) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _bytes(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value / 1024:.0f} KiB" if value < 10 * 1024 * 1024 else f"{value / 1024 / 1024:.1f} MiB"
+
+
+def _met(ok: bool | None) -> str:
+    return "-" if ok is None else ("yes" if ok else "**no**")
+
+
+def _le(value: Any, limit: float) -> bool | None:
+    return None if value is None else value <= limit
+
+
+def _rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
+    cases = results.get("cases", {})
+    rows: list[tuple[str, ...]] = []
+    record = cases.get("record")
+    if isinstance(record, list) and record:
+        first = record[0]["ours_ms"]
+        for row in record:
+            at25 = row["prior_turns"] == 25  # where the LangGraph target is set
+            target = "<= 2x floor" + ("; <= 3x LangGraph" if at25 and row.get("langgraph_ms") else "")
+            ok = _le(row["ours/floor"], 2.0)
+            if at25 and row.get("ours/langgraph") is not None:
+                ok = bool(ok) and row["ours/langgraph"] <= 3.0
+            rows.append((f"Record a turn, {row['prior_turns']} prior turns", _ms(row["ours_ms"]),
+                         _ms(row["floor_ms"]), _x(row["ours/floor"]), _ms(row.get("langgraph_ms")),
+                         _x(row.get("ours/langgraph")), target, _met(ok)))
+        last = record[-1]
+        flat = round(last["ours_ms"] / first, 2) if first else None
+        rows.append((f"Record: {last['prior_turns']} prior turns vs {record[0]['prior_turns']}", _x(flat), "", "",
+                     _x(round(last["langgraph_ms"] / record[0]["langgraph_ms"], 2))
+                     if last.get("langgraph_ms") and record[0].get("langgraph_ms") else "-", "",
+                     "<= 1.5x", _met(_le(flat, 1.5))))
+        over_first = first - record[0]["floor_ms"]
+        over_last = last["ours_ms"] - last["floor_ms"]
+        rows.append((f"Record: time above the floor, {last['prior_turns']} vs {record[0]['prior_turns']} prior turns",
+                     f"{over_last:.2f} vs {over_first:.2f} ms",
+                     f"floor {_x(round(last['floor_ms'] / record[0]['floor_ms'], 2))}", "", "", "", "flat", "-"))
+    elif isinstance(record, dict):
+        rows.append(("Record a turn", "error", "", "", "", "", "", record.get("error", "")))
+    resume = cases.get("resume")
+    if isinstance(resume, list):
+        for row in resume:
+            limit = {25: 10.0, 200: 60.0}.get(row["turns"])
+            rows.append((f"Resume at {row['turns']} turns (open + resume point + context)", _ms(row["ours_ms"]),
+                         _ms(row["floor_ms"]), _x(row["ours/floor"]), _ms(row.get("langgraph_ms")),
+                         _x(row.get("ours/langgraph")), f"<= {limit:.0f} ms" if limit else "",
+                         _met(_le(row["ours_ms"], limit)) if limit else "-"))
+    storage = cases.get("storage")
+    if isinstance(storage, dict) and "own_bytes" in storage:
+        rows.append((f"Bytes on disk after {storage['turns']} turns (floor = the turns' own bytes*)",
+                     _bytes(storage["ours_bytes"]), _bytes(storage["own_bytes"]), _x(storage["ours/own"]),
+                     _bytes(storage.get("langgraph_bytes")), _x(storage.get("langgraph/own")) + " own",
+                     "<= 1.5x own", _met(_le(storage["ours/own"], 1.5))))
+    status = cases.get("status")
+    if isinstance(status, dict) and "cold_ms" in status:
+        label = f"{status['files']:,} task files, {status['with_state']:,} with state"
+        rows.append((f"status --json, cold ({label})", _ms(status["cold_ms"]), _ms(status["floor_ms"]),
+                     _x(status["cold/floor"]), "", "", "<= 3 s", _met(_le(status["cold_ms"], 3000))))
+        rows.append(("status --json, warm (nothing changed)", _ms(status["warm_ms"]), _ms(status["floor_ms"]),
+                     _x(status["warm/floor"]), "", "", "<= 0.3 s", _met(_le(status["warm_ms"], 300))))
+        rows.append(("status --json, peak memory (max RSS)", f"{status['peak_rss_mb']:.0f} MB", "", "", "", "",
+                     "<= 200 MB", _met(_le(status["peak_rss_mb"], 200))))
+    startup = cases.get("startup")
+    if isinstance(startup, dict) and "help_ms" in startup:
+        rows.append(("guardkit-state --help (floor: python -c pass)", _ms(startup["help_ms"]),
+                     _ms(startup["python_pass_ms"]), _x(startup["help/python"]), "", "", "<= 4x",
+                     _met(_le(startup["help/python"], 4.0))))
+        rows.append(("guardkit-state show TASK-ID", _ms(startup["show_ms"]), _ms(startup["python_pass_ms"]),
+                     _x(startup["show/python"]), "", "", "", "-"))
+    git = cases.get("git")
+    if isinstance(git, dict) and "median_ms" in git:
+        med = git["median_ms"]
+        rows.append((f"Turn commit, paths ({git['repo_files']:,}-file repo; floor: git add + commit)",
+                     _ms(med["commit_turn_paths"]), _ms(med["floor_add_commit"]),
+                     _x(git["ratio"]["commit_turn_paths/floor_add_commit"]), "", "", "", "-"))
+        rows.append(("Turn commit, managed worktree (add -A + commit)", _ms(med["commit_turn_managed"]),
+                     _ms(med["floor_add_commit"]), _x(git["ratio"]["commit_turn_managed/floor_add_commit"]),
+                     "", "", "", "-"))
+    index = cases.get("index")
+    if isinstance(index, dict) and "sync_200_ms" in index:
+        rows.append(("Graphiti index: sync 200 turn states (embedded FalkorDB)", _ms(index["sync_200_ms"]),
+                     "", "", "", "", "off the turn's path", "-"))
+        rows.append(("Graphiti index: re-sync, nothing changed", _ms(index.get("resync_200_ms")), "", "", "", "",
+                     "", "-"))
+        rows.append(("Graphiti search (floor: file scan)", _ms(index.get("search_ms")),
+                     _ms(index.get("files_search_ms")), _x(index.get("search_ratio_vs_files")), "", "", "", "-"))
+    for name in ("status", "startup", "git", "index"):
+        value = cases.get(name)
+        if isinstance(value, dict) and ("error" in value or "skipped" in value):
+            rows.append((name, value.get("error") or f"skipped: {value['skipped']}", "", "", "", "", "", "-"))
+    return rows
+
+
+def render_table(results: dict[str, Any]) -> str:
+    """Markdown: the machine, the table, and the notes (definitions, skipped columns)."""
+    m = results.get("machine", {})
+    lines = [f"Machine: {m.get('cpu_count')} CPUs ({m.get('cpu', 'unknown CPU')}), Python {m.get('python')}, "
+             f"{m.get('platform')}, disk {m.get('disk')}. Medians of {results.get('repeat')} runs after warm-up"
+             + (" (--quick: tiny sizes, not a measurement)." if results.get("quick") else "."), ""]
+    lines.append("| " + " | ".join(HEADER) + " |")
+    lines.append("|" + "|".join("---" for _ in HEADER) + "|")
+    for row in _rows(results):
+        lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "Floors: record = the same four files' bytes (3 JSON + task file) written with temp + fsync + "
+              "replace + directory fsync, nothing parsed or validated; resume = reading the task file and the "
+              "last turn state; status = a Python subprocess reading every task file. "
+              "LangGraph step = put_writes + put of a checkpoint holding the same state (every turn's three "
+              "records), SqliteSaver defaults (WAL, synchronous=FULL); resume = get_tuple on a new connection.",
+              "*Own bytes: the canonical JSON of the three records per turn plus each turn's frontmatter entry "
+              "(YAML). Ours: the task's turn files plus what the turns added to the task file; SqliteSaver: the "
+              "database file after closing (WAL folded in)."]
+    lines += [f"Note: {note}" for note in results.get("notes", [])]
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Reliability campaign: crash injection, concurrent writers, faults, fuzzing, hostile input."""

@@ -1,0 +1,80 @@
+"""CommandAgent's pid file and stop_orphaned_agents: agents a SIGKILLed loop leaves running."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from guardkit_state.agents import CommandAgent, TurnRequest, agent_pid_file, stop_orphaned_agents
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+
+
+def _request(tmp_path: Path, turn: int = 1) -> TurnRequest:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    return TurnRequest(role="player", task_id="TASK-AGT-001", turn=turn, mode="fresh_start", workdir=tmp_path,
+                       task_file=tmp_path / "task.md", context_file=work / "context.md",
+                       report_file=work / f"player_report_{turn}.json")
+
+
+def _start_time(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    yield proc
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def test_command_agent_removes_its_pid_file_after_the_run(tmp_path: Path) -> None:
+    request = _request(tmp_path)
+    seen = tmp_path / "seen"
+    command = f"ls {request.report_file.parent} > {seen}; echo '{{}}' > \"$GUARDKIT_REPORT_FILE\""
+    assert CommandAgent(command).run(request) == {}
+    assert "player_report_1.agent.json" in seen.read_text()  # present while the agent ran
+    assert not agent_pid_file(request.report_file).exists()
+
+
+def test_stop_orphaned_agents_kills_a_recorded_live_group(tmp_path: Path, sleeper: subprocess.Popen[bytes]) -> None:
+    pid_file = agent_pid_file(_request(tmp_path, turn=2).report_file)
+    pid_file.write_text(json.dumps({"pgid": sleeper.pid, "start": _start_time(sleeper.pid), "role": "player",
+                                    "turn": 2}))
+    notes = stop_orphaned_agents(pid_file.parent)
+    assert notes == [f"stopped the player of turn 2 (process group {sleeper.pid}) left running by the "
+                     "interrupted loop"]
+    assert sleeper.wait(timeout=10) == -signal.SIGKILL
+    assert not pid_file.exists()
+
+
+@pytest.mark.parametrize("content", ["not json", '{"pgid": "x"}', "[]", None])
+def test_stop_orphaned_agents_never_kills_an_unproven_process(tmp_path: Path, sleeper: subprocess.Popen[bytes],
+                                                             content: str | None) -> None:
+    pid_file = agent_pid_file(_request(tmp_path).report_file)
+    # None: the right pid with another start time, as when the pid was reused by a new process.
+    pid_file.write_text(content if content is not None
+                        else json.dumps({"pgid": sleeper.pid, "start": "1", "role": "player", "turn": 1}))
+    assert stop_orphaned_agents(pid_file.parent) == []
+    time.sleep(0.05)  # give a wrongly sent SIGKILL time to land before checking
+    assert _alive(sleeper.pid)
+    assert not pid_file.exists()
