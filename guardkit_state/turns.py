@@ -182,6 +182,12 @@ class TurnLifecycle:
     def begin_turn(self, mode: TurnMode | str | None = None) -> ActiveTurn:
         """Start the next turn; ``mode`` defaults to fresh_start for turn 1, else continuing_work."""
         number = self.recorded_turns + 1
+        if self.store.exists("turn_state", number + 1) or self.store.exists("player_turn", number + 1):
+            # Files of a later turn exist: this view of the task file is older than the store
+            # (read mid-save, or entries dropped by a stale copy). Never overwrite a turn's files.
+            raise TurnError(f"{self.task.path.name} lists {number - 1} turn(s) but turn {number + 1} has files; "
+                            "re-read it (was it being saved?) — nothing was written", path=self.task.path,
+                            task_id=self.task_id, turn=number, expected=f"at least {number} recorded turns")
         if mode is None:
             mode = TurnMode.FRESH_START if number == 1 else TurnMode.CONTINUING_WORK
         self._active = ActiveTurn(number, TurnMode(mode), utc_now())
@@ -343,10 +349,12 @@ def _fresh(task: TaskFile) -> TaskFile:
         current = task.path.read_bytes()
     except FileNotFoundError:
         return TaskFile.load(task.path)  # raises the proper error naming the file
+    # Settled: an editor saving in place (truncate, then write) must not be caught half-way,
+    # since the turn number is taken from what is read here.
+    current = read_settled(task.path, current)
     if current == task.text.encode("utf-8"):
         return task
-    # Changed since it was read (an editor save, perhaps still being written in place).
-    return TaskFile.from_bytes(read_settled(task.path, current), task.path)
+    return TaskFile.from_bytes(current, task.path)
 
 
 def _started_at(active: ActiveTurn, store: TurnStore, number: int) -> str:

