@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .errors import AgentError, GuardkitStateError
-from .fsio import atomic_write_text
+from .fsio import TEMP_PREFIX
 from .jsonio import load_json
 
 #: How much of an agent's stderr is quoted in an error reason.
@@ -100,14 +100,13 @@ class CommandAgent:
         env = {**os.environ, **request.env()}
         # A session of its own: Ctrl+C in the terminal reaches the loop, which stops the agent
         # itself, and a timeout kills the agent's whole process tree.
+        # Its own session means a SIGKILLed loop cannot take the agent with it: the pid file, which
+        # the child writes before the agent starts, lets the next run stop an agent left running.
+        pid_file = agent_pid_file(request.report_file)
         proc = subprocess.Popen(self.command, shell=True, cwd=request.workdir, env=env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
-        pid_file = agent_pid_file(request.report_file)
+                                start_new_session=True, preexec_fn=_announcer(pid_file, request))
         try:
-            # Its own session means a SIGKILLed loop cannot take the agent with it: the pid file
-            # lets the next run stop an agent left running (stop_orphaned_agents).
-            _record_agent(pid_file, proc, request)
             stdout, stderr = proc.communicate(timeout=request.timeout)
         except subprocess.TimeoutExpired:
             _kill_tree(proc)
@@ -152,10 +151,30 @@ def _start_time(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
-def _record_agent(pid_file: Path, proc: subprocess.Popen[bytes], request: TurnRequest) -> None:
-    info = {"pgid": proc.pid, "start": _start_time(proc.pid), "role": request.role, "turn": request.turn}
-    with contextlib.suppress(GuardkitStateError, OSError):  # best effort: it only serves the clean-up
-        atomic_write_text(pid_file, json.dumps(info) + "\n")
+def _announcer(pid_file: Path, request: TurnRequest) -> Callable[[], None]:
+    """The agent process's first act (in the child, before exec): record its own process group.
+
+    Written by the child itself, the file exists before the agent runs a single instruction, so
+    there is no window in which a killed loop leaves an agent nobody knows about.
+    """
+    role, turn = request.role, request.turn
+    target = str(pid_file)
+
+    def announce() -> None:
+        try:  # best effort: it only serves the clean-up, and must never stop the agent starting
+            pid = os.getpid()
+            data = json.dumps({"pgid": pid, "start": _start_time(pid), "role": role, "turn": turn}) + "\n"
+            tmp = os.path.join(os.path.dirname(target), f"{TEMP_PREFIX}{os.path.basename(target)}.{pid}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.write(fd, data.encode())
+            finally:
+                os.close(fd)
+            os.replace(tmp, target)
+        except Exception:  # noqa: BLE001
+            pass
+
+    return announce
 
 
 def stop_orphaned_agents(work_dir: Path) -> list[str]:

@@ -244,15 +244,18 @@ class _Run:
     def _loop(self, lifecycle: TurnLifecycle, checkout: Path, point: ResumePoint) -> None:
         first = True
         while True:
+            # Every turn starts from what the files say, not from what this process remembers: a
+            # turn complete on disk but not listed (a stale editor save dropped it) is completed
+            # from its reports instead of being run again.
+            if not first:
+                point = resume_point(lifecycle.task, lifecycle.store)
+            first = False
             number = lifecycle.recorded_turns + 1
             if number > lifecycle.max_turns:
                 self._finish(lifecycle, Outcome.MAX_TURNS_EXCEEDED,
                              f"the Coach did not approve within {lifecycle.max_turns} turns")
                 return
-            action = point.action if first else "run_turn"
-            mode = point.mode if first and self.options.resume else None
-            first = False
-            record = self._turn(lifecycle, checkout, number, action, mode)
+            record = self._turn(lifecycle, checkout, number, point.action, point.mode)
             crash_point("loop.before_commit")  # turn recorded in the frontmatter, not yet committed
             self.result.turns.append(record)
             self._after_turn(lifecycle, record)

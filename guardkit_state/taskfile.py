@@ -154,6 +154,18 @@ class TaskFile:
     def has_frontmatter(self) -> bool:
         return self.split.has_frontmatter
 
+    def refreshed(self) -> TaskFile:
+        """This object, or a fresh load when the file changed on disk since it was read.
+
+        A changed file is read once it has settled (an editor saving in place must not be caught
+        half-way), and the path is remembered as contended: see :meth:`apply`.
+        """
+        current = fsio.read_bytes_capped(self.path)
+        if current == self._raw:
+            return self
+        _CONTENDED.add(self.path)
+        return TaskFile.from_bytes(read_settled(self.path, current), self.path)
+
     def is_stale(self) -> bool:
         """True when the file on disk is no longer the text this object holds."""
         try:
@@ -174,19 +186,21 @@ class TaskFile:
             FrontmatterError, DuplicateKeyError: the file (or its new version) cannot be spliced.
             GuardkitStateError: the write failed (the original file is untouched).
         """
-        update = self._for_this_file(update)
+        wanted = self._for_this_file(update)
+        update = self._without_present_turns(wanted)
         result = splice_state(self.text, update, path=self.path)
         if result.method == "noop":
             return result
         for _attempt in range(REAPPLY_ATTEMPTS):
             current = fsio.read_bytes_capped(self.path)
             if current != self._raw:
+                _CONTENDED.add(self.path)
                 # An editor saved meanwhile (perhaps in place, still writing): wait until the file
                 # settles, then redo the splice on its text so neither the edit nor the turn is lost.
                 current = read_settled(self.path, current)
                 log.info("%s changed on disk since it was read; re-applying the update to it", self.path)
                 self._adopt(TaskFile.from_bytes(current, self.path))
-                update = self._without_present_turns(self._for_this_file(update))
+                update = self._without_present_turns(wanted)
                 result = splice_state(self.text, update, path=self.path)
                 if result.method == "noop":
                     return result
@@ -199,7 +213,10 @@ class TaskFile:
             self._after_write(result.text, update)
             # An editor that checked the file just before our rename saves its stale copy just
             # after it: look once more, and put the update back on top of that save if it is gone.
-            time.sleep(VERIFY_PAUSE)
+            # Only a file another writer has been seen changing is worth waiting for; an
+            # uncontended write (a loop with nobody editing) is checked at once and costs no pause.
+            if self.path in _CONTENDED:
+                time.sleep(VERIFY_PAUSE)
             current = fsio.read_bytes_capped(self.path)
             if current == self._raw:
                 return result
@@ -210,7 +227,7 @@ class TaskFile:
                 return result
             log.warning("%s was overwritten by a copy older than this update; re-applying it", self.path)
             self._adopt(other)
-            update = self._without_present_turns(self._for_this_file(update))
+            update = self._without_present_turns(wanted)
             result = splice_state(self.text, update, path=self.path)
         raise GuardkitStateError(
             f"the task file kept changing while the update was written ({REAPPLY_ATTEMPTS} attempts); "
@@ -246,6 +263,14 @@ class TaskFile:
                 raise TurnError(f"turn {entry.get('turn')} was recorded in {self.path.name} by another writer "
                                 "meanwhile; nothing was written", path=self.path, turn=entry.get("turn"),
                                 expected="one writer per task")
+        last = max((n for n in listed if isinstance(n, int)), default=0)
+        numbers = [entry.get("turn") for entry in keep]
+        if numbers and numbers != list(range(last + 1, last + 1 + len(numbers))):
+            # Never write a gap: the turns are the history, and resume counts them.
+            raise TurnError(f"{self.path.name} lists turns up to {last} but this update would add turn(s) "
+                            f"{', '.join(map(str, numbers))}: entries were dropped by another writer; "
+                            "nothing was written (resume rebuilds them from their files)",
+                            path=self.path, turn=numbers[0], expected=f"turn {last + 1} next")
         if len(keep) == len(update.append_turns):
             return update
         return StateUpdate(key=update.key, block_scalars=update.block_scalars, criteria=update.criteria,
@@ -293,8 +318,11 @@ REAPPLY_ATTEMPTS = 50
 #: An in-place save is over when two reads this far apart agree (bounded by SETTLE_LIMIT seconds).
 SETTLE_PAUSE = 0.002
 SETTLE_LIMIT = 2.0
-#: How long after its rename a task-file write is checked for a stale editor save on top of it.
+#: How long after its rename a write to a contended task file is checked for a stale editor save.
 VERIFY_PAUSE = 0.002
+
+#: Task files another writer was seen changing in this process (they pay :data:`VERIFY_PAUSE`).
+_CONTENDED: set[Path] = set()
 
 
 def read_settled(path: Path, data: bytes | None = None) -> bytes:

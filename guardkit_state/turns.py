@@ -34,11 +34,14 @@ from .model import (
     turn_state_id,
 )
 from .stall import NO_CHANGE_WINDOW, Stall, TurnSignal, detect_stall, feedback_signature
-from .taskfile import TaskFile, find_task, read_settled
+from .resume import resume_point
+from .taskfile import TaskFile, find_task
 
 log = logging.getLogger("guardkit_state.turns")
 
 DEFAULT_MAX_TURNS = 5
+#: How many recently recorded turn entries a write re-asserts (restored if a stale save dropped them).
+RESTORABLE_TURNS = 2
 _COACH_TO_STATE = {"approve": "approved", "feedback": "feedback", "reject": "rejected", "error": "error"}
 
 
@@ -176,8 +179,27 @@ class TurnLifecycle:
     def locked(self, *, wait: float = 0.0) -> Iterator[TurnLifecycle]:
         """Hold the task's lock (one writer per task, across worktrees)."""
         with exclusive_lock(shared_lock_path(self.root, self.task_id), wait=wait, holder=self.task_id):
-            self.task = _fresh(self.task)
+            self.task = self.task.refreshed()
             yield self
+
+    def completable_turn(self) -> int | None:
+        """The next, unrecorded turn if both its reports are on disk and valid, else ``None``.
+
+        That is a turn interrupted between the Coach's report and the frontmatter append (or one
+        whose entry a stale editor save dropped): it is completed from its files, never re-run.
+        """
+        point = resume_point(self.task, self.store)
+        return point.next_turn if point.action == "complete_from_reports" else None
+
+    def roll_forward(self) -> TurnRecord | None:
+        """Complete a :meth:`completable_turn` from its files (no agent is called); ``None`` if none."""
+        number = self.completable_turn()
+        if number is None:
+            return None
+        log.info("turn %d of %s has both reports but is not recorded: completing it from its files",
+                 number, self.task_id)
+        self.begin_turn(TurnMode.RECOVERING_STATE)
+        return self.complete_turn()
 
     def begin_turn(self, mode: TurnMode | str | None = None) -> ActiveTurn:
         """Start the next turn; ``mode`` defaults to fresh_start for turn 1, else continuing_work."""
@@ -316,7 +338,10 @@ class TurnLifecycle:
             key=self.task.state_key or "autobuild_state",
             block_scalars=scalars,
             criteria=ledger.statuses() or None,
-            append_turns=[entry.to_dict()],
+            # The last turns this process knows are recorded ride along: TaskFile.apply drops those
+            # the file lists, and puts back any a stale editor save dropped since they were written.
+            append_turns=[*(t.to_dict() for t in (state.turns[-RESTORABLE_TURNS:] if state else [])),
+                          entry.to_dict()],
             top_level={"status": status},
         )
 
@@ -341,20 +366,6 @@ def _with_ids(data: dict[str, Any], task_id: str, turn: int, *, path: Path | Non
     kind = kind or ("coach_turn" if "decision" in data or "verdict" in data else "player_turn")
     filled = {"task_id": task_id, "turn": turn, **data}
     return validate_record(kind, filled, path=path)
-
-
-def _fresh(task: TaskFile) -> TaskFile:
-    """``task`` itself, or a fresh load when the file changed on disk since it was read."""
-    try:
-        current = task.path.read_bytes()
-    except FileNotFoundError:
-        return TaskFile.load(task.path)  # raises the proper error naming the file
-    # Settled: an editor saving in place (truncate, then write) must not be caught half-way,
-    # since the turn number is taken from what is read here.
-    current = read_settled(task.path, current)
-    if current == task.text.encode("utf-8"):
-        return task
-    return TaskFile.from_bytes(current, task.path)
 
 
 def _started_at(active: ActiveTurn, store: TurnStore, number: int) -> str:
@@ -537,8 +548,11 @@ def record_turn(
         lifecycle._check_ids(coach_rec.task_id, coach_rec.turn, number, "coach decision", coach_path)
         return player_rec, coach_rec
 
-    checked(lifecycle.recorded_turns + 1)  # refuse bad input before touching the disk
+    # Refuse bad input before touching the disk. The reports are for the turn after any turn that
+    # is already complete on disk but not yet recorded (it is rolled forward first).
+    checked(lifecycle.recorded_turns + 1 + (lifecycle.completable_turn() is not None))
     with lifecycle.locked():
+        lifecycle.roll_forward()
         number = lifecycle.recorded_turns + 1
         player_rec, coach_rec = checked(number)
         lifecycle.begin_turn(mode)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from .output import Output, safe
 
 if TYPE_CHECKING:
+    from ..errors import InputError
     from ..turns import TurnRecord
 
 # Library imports happen inside ``run``: ``guardkit-state --help`` must stay fast.
@@ -26,8 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "turn_state_turn_N.json and append the turn to the task's frontmatter. Nothing is written "
         "when either report is invalid.",
         epilog="Example:\n  guardkit-state record TASK-AUTH-001 --player player.json --coach coach.json\n\n"
-        "Exit codes: 0 recorded, 1 the turn could not be written, 2 invalid input or usage error\n"
-        "(nothing written).",
+        "Exit codes: 0 recorded; 1 a report was rejected (schema, wrong task or turn: nothing\n"
+        "written); 2 usage error: unreadable or non-JSON report file, bad task id or task file.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("task_id", metavar="TASK-ID")
@@ -53,10 +54,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
         player, coach = load_json(args.player), load_json(args.coach)
         record = record_turn(args.repo, args.task_id, player, coach, mode=args.mode, max_turns=args.max_turns,
                              player_path=args.player, coach_path=args.coach)
-    except TaskNotFoundError as exc:
+    except InputError as exc:
         out.error_from(exc)
-        return EXIT_USAGE
-    except InputError as exc:  # bad input, nothing written: exit 2 like every command (cli/app.py)
+        return exit_code_for(exc)
+    except TaskNotFoundError as exc:
         out.error_from(exc)
         return EXIT_USAGE
     if args.json:
@@ -64,6 +65,22 @@ def run(args: argparse.Namespace, out: Output) -> int:
     else:
         render(record, out)
     return EXIT_RECORDED
+
+
+def exit_code_for(exc: InputError) -> int:
+    """1 for a readable report that is rejected (nothing written); 2 for anything that is not one.
+
+    Issue #3's contract: a report failing its schema, or naming another task or turn, is rejected
+    input (exit 1). A file that is not JSON at all, an oversized file, a bad task id or an
+    unreadable task file is a usage error (exit 2), as in every other command.
+    """
+    from ..errors import FileTooLargeError, ParseError, SchemaError
+
+    if isinstance(exc, SchemaError):
+        return EXIT_REJECTED
+    if isinstance(exc, (ParseError, FileTooLargeError)):
+        return EXIT_USAGE
+    return EXIT_REJECTED if exc.pointer else EXIT_USAGE
 
 
 def render(record: TurnRecord, out: Output) -> None:

@@ -57,19 +57,21 @@ TASK_CASES: list[tuple[str, bytes, str]] = [
 ]
 
 #: name, player-report text (or bytes), where
-REPORT_CASES: list[tuple[str, bytes, str]] = [
-    ("json-nan", b'{"files_modified": [], "coverage": NaN}', "player.json:1"),
-    ("json-infinity", b'{"coverage": -Infinity}', "player.json:1"),
-    ("json-duplicate-key", b'{"turn": 1,\n "turn": 2}', "player.json:2"),
-    ("json-deep", b"[" * 5000 + b"]" * 5000, "player.json"),
-    ("json-truncated", b'{"files_modified": ["a"', "player.json:1"),
-    ("json-not-object", b"[1, 2, 3]", "player.json"),
-    ("json-non-utf8", b'{"implementation_notes": "caf\xe9"}', "player.json:1"),
-    ("json-wrong-type", b'{"files_modified": "not a list"}', "$.files_modified"),
-    ("json-other-task", b'{"task_id": "TASK-OTHER-001"}', "$.task_id"),
-    ("json-other-turn", b'{"turn": 7}', "$.turn"),
-    ("json-huge-number", b'{"tests_passed_count": ' + b"9" * 5000 + b"}", "player.json"),
-    ("json-newer-schema", b'{"schema_version": 99}', "player.json"),
+# (name, report bytes, where the error must point, exit code). `record` exits 2 for a file that is
+# not a readable JSON report and 1 for a readable report it rejects (issue #3's contract).
+REPORT_CASES: list[tuple[str, bytes, str, int]] = [
+    ("json-nan", b'{"files_modified": [], "coverage": NaN}', "player.json:1", 2),
+    ("json-infinity", b'{"coverage": -Infinity}', "player.json:1", 2),
+    ("json-duplicate-key", b'{"turn": 1,\n "turn": 2}', "player.json:2", 2),
+    ("json-deep", b"[" * 5000 + b"]" * 5000, "player.json", 2),
+    ("json-truncated", b'{"files_modified": ["a"', "player.json:1", 2),
+    ("json-not-object", b"[1, 2, 3]", "player.json", 1),
+    ("json-non-utf8", b'{"implementation_notes": "caf\xe9"}', "player.json:1", 2),
+    ("json-wrong-type", b'{"files_modified": "not a list"}', "$.files_modified", 1),
+    ("json-other-task", b'{"task_id": "TASK-OTHER-001"}', "$.task_id", 1),
+    ("json-other-turn", b'{"turn": 7}', "$.turn", 1),
+    ("json-huge-number", b'{"tests_passed_count": ' + b"9" * 5000 + b"}", "player.json", 2),
+    ("json-newer-schema", b'{"schema_version": 99}', "player.json", 1),
 ]
 
 BAD_IDS = ["../etc/passwd", "TASK-1/../../x", "TASK-A\x00B", "TASK-A/B", "..", "TASK-..-1", "task with space",
@@ -132,15 +134,15 @@ def test_hostile_task_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], n
     assert not (root / ".guardkit" / "autobuild").exists()
 
 
-@pytest.mark.parametrize(("name", "data", "where"), REPORT_CASES, ids=[c[0] for c in REPORT_CASES])
+@pytest.mark.parametrize(("name", "data", "where", "exit_code"), REPORT_CASES, ids=[c[0] for c in REPORT_CASES])
 def test_hostile_report(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, data: bytes,
-                        where: str) -> None:
+                        where: str, exit_code: int) -> None:
     root = _project(tmp_path)
     player, coach = _reports(root, data)
     before = _snapshot(root)
     code, out, err = _cli(capsys, "record", TASK_ID, "--player", str(player), "--coach", str(coach),
                           "--repo", str(root))
-    assert code == 2, err
+    assert code == exit_code, err
     _one_error_line(err, where)
     assert _snapshot(root) == before
 
