@@ -548,17 +548,27 @@ def record_turn(
         lifecycle._check_ids(coach_rec.task_id, coach_rec.turn, number, "coach decision", coach_path)
         return player_rec, coach_rec
 
-    # Refuse bad input before touching the disk. The reports are for the turn after any turn that
-    # is already complete on disk but not yet recorded (it is rolled forward first).
-    checked(lifecycle.recorded_turns + 1 + (lifecycle.completable_turn() is not None))
+    # Refuse bad input before touching the disk. Reports that name the turn after one already
+    # complete on disk but not listed (a dropped entry) roll that turn forward first; otherwise
+    # they are for the next turn, replacing the files of an attempt that failed before its commit
+    # point (an orchestrator retrying the same `record`).
+    checked(lifecycle.recorded_turns + 1 + _follows_completable(lifecycle, player))
     with lifecycle.locked():
-        lifecycle.roll_forward()
+        if _follows_completable(lifecycle, player):
+            lifecycle.roll_forward()
         number = lifecycle.recorded_turns + 1
         player_rec, coach_rec = checked(number)
         lifecycle.begin_turn(mode)
         lifecycle.record_player(player_rec)
         lifecycle.record_coach(coach_rec)
         return lifecycle.complete_turn()
+
+
+def _follows_completable(lifecycle: TurnLifecycle, player: dict[str, Any] | PlayerReport) -> bool:
+    """True when ``player`` explicitly names the turn after a completable (unlisted) turn."""
+    pending = lifecycle.completable_turn()
+    turn = player.turn if isinstance(player, PlayerReport) else player.get("turn") if isinstance(player, dict) else None
+    return pending is not None and turn == pending + 1
 
 
 __all__ = ["ActiveTurn", "TurnLifecycle", "TurnRecord", "assemble_turn_state",

@@ -74,18 +74,22 @@ def test_editor_save_landing_after_the_write_is_merged(tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo", Setup(git=False))
     path = next(root.glob("tasks/backlog/*.md"))
     task = TaskFile.load(path)
+    # The editor has been saving this file: it changed once since the store read it ...
+    path.write_text(path.read_text().replace("status: backlog", "status: backlog\nreviewer: ann"))
     stale = path.read_text().replace("status: backlog", "status: backlog\nowner: editor")
     update = StateUpdate(block_scalars={"current_turn": 1},
                          append_turns=[{"turn": 1, "decision": "feedback", "timestamp": "2026-01-01T00:00:00+00:00"}])
     import guardkit_state.taskfile as taskfile_module
 
     real_sleep = taskfile_module.time.sleep
-    calls = {"n": 0}
+    calls = {"saved": 0}
 
     def editor_saves_during_pause(seconds: float) -> None:
-        calls["n"] += 1
-        if calls["n"] == 1:
-            path.write_text(stale)  # the editor's stale save, right after our rename
+        # ... so the store checks its write once more after a pause; during that pause the editor
+        # saves its stale copy (read before our rename) right over the store's write.
+        if not calls["saved"] and "- turn: 1" in path.read_text():
+            calls["saved"] += 1
+            path.write_text(stale)
         real_sleep(seconds)
 
     taskfile_module.time.sleep = editor_saves_during_pause  # type: ignore[assignment]
@@ -94,5 +98,6 @@ def test_editor_save_landing_after_the_write_is_merged(tmp_path: Path) -> None:
     finally:
         taskfile_module.time.sleep = real_sleep  # type: ignore[assignment]
     final = TaskFile.load(path)
-    assert final.data.get("owner") == "editor"
+    assert calls["saved"] == 1
+    assert final.data.get("owner") == "editor" and final.data.get("reviewer") == "ann"
     assert [t.turn for t in final.state.turns] == [1]  # type: ignore[union-attr]
