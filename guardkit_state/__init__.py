@@ -22,7 +22,7 @@ _EXPORTS: dict[str, str] = {
     "PlayerReport": "model", "TurnEntry": "model", "TurnMode": "model", "TurnState": "model",
     # task files and turn files
     "TaskFile": "taskfile", "find_task": "taskfile", "extract_criteria": "taskfile",
-    "StateUpdate": "frontmatter", "SpliceResult": "frontmatter",
+    "StateUpdate": "splice", "SpliceResult": "splice",
     "TurnStore": "artifacts",
     "TaskLocation": "locate", "locate_task": "locate",
     "validate_record": "schemas", "load_record": "jsonio",

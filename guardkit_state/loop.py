@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from .agents import Agent, TurnRequest, stop_orphaned_agents
-from .artifacts import artifacts_dir
 from .config import ResolvedConfig, load_config, render_coach_prompt, render_player_role_section
 from .errors import AgentError, GuardkitStateError, InputError, ResumeError
 from .fsio import (atomic_write_text, crash_point, ensure_private_dir, remove_stale_temp_files,

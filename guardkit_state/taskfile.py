@@ -26,17 +26,8 @@ from .errors import (
     TurnError,
     UnsafePathError,
 )
-from .frontmatter import (
-    STATE_KEY,
-    FrontmatterSplit,
-    SpliceResult,
-    StateUpdate,
-    apply_update_to_block,
-    parse_frontmatter,
-    plain_data,
-    splice_state,
-    split_frontmatter,
-)
+from .frontmatter import STATE_KEY, FrontmatterSplit, parse_frontmatter, split_frontmatter
+from .splice import SpliceResult, StateUpdate, apply_update_to_block, plain_data, splice_state
 from .model import AutobuildState, Criterion, TurnEntry
 
 log = logging.getLogger("guardkit_state.taskfile")

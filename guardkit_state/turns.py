@@ -21,7 +21,7 @@ from .context import render_continuation_context
 from .criteria import CriteriaLedger
 from .config import GateProfile, check_gates, gates_verdict
 from .errors import InputError, TurnError
-from .frontmatter import SpliceResult, StateUpdate
+from .splice import SpliceResult, StateUpdate
 from .fsio import crash_point, exclusive_lock, validate_task_id
 from .model import (
     CoachDecision,

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from guardkit_state.errors import DuplicateKeyError, FrontmatterError, GuardkitStateError
-from guardkit_state.frontmatter import StateUpdate, parse_frontmatter
+from guardkit_state.frontmatter import parse_frontmatter
+from guardkit_state.splice import StateUpdate
 from guardkit_state.taskfile import TaskFile
 
 from .conftest import run_git

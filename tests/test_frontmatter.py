@@ -7,16 +7,10 @@ from typing import Any
 
 import pytest
 
-from guardkit_state import frontmatter
+from guardkit_state import splice
 from guardkit_state.errors import DuplicateKeyError, FrontmatterError
-from guardkit_state.frontmatter import (
-    StateUpdate,
-    apply_update_to_block,
-    parse_frontmatter,
-    render_yaml,
-    splice_state,
-    split_frontmatter,
-)
+from guardkit_state.frontmatter import parse_frontmatter, split_frontmatter
+from guardkit_state.splice import StateUpdate, apply_update_to_block, render_yaml, splice_state
 
 BASIC = """\
 ---
@@ -531,13 +525,13 @@ def test_splice_state_parses_only_small_fragments(monkeypatch: pytest.MonkeyPatc
     big = splice_state(BASIC, StateUpdate(append_turns=many)).text
     assert len(big) > 150_000
     sizes: list[int] = []
-    real = frontmatter.parse_yaml
+    real = splice.parse_yaml
 
     def spy(text: str, **kwargs: Any) -> Any:
         sizes.append(len(text))
         return real(text, **kwargs)
 
-    monkeypatch.setattr(frontmatter, "parse_yaml", spy)
+    monkeypatch.setattr(splice, "parse_yaml", spy)
     update = StateUpdate(
         block_scalars={"current_turn": 202, "last_updated": "2026-11-22T00:00:00+00:00"},
         criteria={"AC-001": "verified"},

@@ -13,7 +13,7 @@ from guardkit_state.errors import ConfigError, LockedError, ResumeError
 from guardkit_state.loop import LoopOptions, feature_build
 from guardkit_state.model import Outcome
 from guardkit_state.taskfile import TaskFile
-from guardkit_state.turns import TurnLifecycle, shared_lock_path
+from guardkit_state.turns import shared_lock_path
 from guardkit_state.fsio import exclusive_lock
 
 from .conftest import run_git

@@ -18,7 +18,8 @@ from guardkit_state.errors import (
     ParseError,
     TaskNotFoundError,
 )
-from guardkit_state.frontmatter import StateUpdate, parse_frontmatter
+from guardkit_state.frontmatter import parse_frontmatter
+from guardkit_state.splice import StateUpdate
 from guardkit_state.model import Criterion
 from guardkit_state.taskfile import (
     TaskFile,

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.frontmatter import STATE_KEY, StateUpdate, parse_frontmatter, splice_state
+from guardkit_state.frontmatter import STATE_KEY, parse_frontmatter
+from guardkit_state.splice import StateUpdate, splice_state
 from guardkit_state.jsonio import parse_json
 from guardkit_state.schemas import validate_record
 from guardkit_state.taskfile import TaskFile

@@ -8,7 +8,6 @@ the CLI with one ``error:`` line on stderr, and not one byte changed on disk.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Callable
 

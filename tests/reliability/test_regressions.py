@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.errors import FrontmatterError
-from guardkit_state.frontmatter import StateUpdate, splice_state
+from guardkit_state.splice import StateUpdate, splice_state
 from guardkit_state.gitstore import GitRepo
 from guardkit_state.taskfile import TaskFile
 from guardkit_state.turns import TurnLifecycle
