@@ -137,8 +137,8 @@ def test_suggest_mode_for_task_without_complexity(repo: Path, capsys: pytest.Cap
     assert capsys.readouterr().out.startswith("No suggestion: complexity 0 (from ")
 
 
-def test_suggest_mode_unknown_task_exits_1(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(["suggest-mode", "TASK-NOPE-1", "--repo", str(repo)]) == 1
+def test_suggest_mode_unknown_task_exits_2(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["suggest-mode", "TASK-NOPE-1", "--repo", str(repo)]) == 2  # a usage error, as everywhere
     assert "no task file for TASK-NOPE-1" in capsys.readouterr().err
 
 

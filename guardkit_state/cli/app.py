@@ -5,11 +5,20 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from ..errors import GuardkitStateError, InputError, LockedError
+from ..errors import (
+    AmbiguousTaskError,
+    GuardkitStateError,
+    InputError,
+    LockedError,
+    ResumeError,
+    TaskNotFoundError,
+)
+from .options import resolve_repo
 from .output import Output
 
 #: Command modules, in ``--help`` order. Each has ``register(subparsers) -> None``.
@@ -29,6 +38,10 @@ COMMAND_MODULES: tuple[str, ...] = (
     "graphiti",
     "search",
 )
+
+#: Errors that mean "the command cannot run as asked": bad input, an unknown or ambiguous task,
+#: nothing to resume, the task locked by another run. Exit 2; nothing on disk was changed.
+USAGE_ERRORS = (InputError, LockedError, TaskNotFoundError, AmbiguousTaskError, ResumeError)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -63,14 +76,19 @@ def run(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return EXIT_USAGE
+    resolve_repo(args)
     out = Output.for_args(args)
     logging.getLogger("guardkit_state").addHandler(logging.NullHandler())
     try:
         return int(args.handler(args, out) or 0)
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and keep Python from complaining at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except KeyboardInterrupt:
         out.error("interrupted")
         return EXIT_INTERRUPTED
-    except (InputError, LockedError) as exc:
+    except USAGE_ERRORS as exc:
         out.error_from(exc)
         return EXIT_USAGE
     except GuardkitStateError as exc:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .options import add_repo_option, add_json_option
 from .output import Output, safe
 
 if TYPE_CHECKING:
@@ -39,8 +39,8 @@ def register(subparsers: Any) -> None:
                     "(built-in, the config file, or 'override: <file>').",
         epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     show.add_argument("section", nargs="?", choices=SECTIONS, help="only this section")
-    show.add_argument("--repo", type=Path, default=Path("."), help="repository (default: current directory)")
-    show.add_argument("--json", action="store_true", help="machine-readable output")
+    add_repo_option(show)
+    add_json_option(show)
     show.set_defaults(handler=show_config)
     parser.set_defaults(handler=lambda args, out: _usage(parser))
 

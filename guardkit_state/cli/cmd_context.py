@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .options import add_repo_option, add_json_option
 from .output import Output, safe
 
 
@@ -20,8 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     parser.add_argument("task_id", metavar="TASK-ID")
     parser.add_argument("--turn", type=int, metavar="N", help="the turn to build the context for (default: next)")
-    parser.add_argument("--repo", type=Path, default=Path.cwd(), metavar="DIR", help="repository root (default: .)")
-    parser.add_argument("--json", action="store_true", help="print {turn, context} as JSON")
+    add_repo_option(parser)
+    add_json_option(parser, "print {turn, context} as JSON")
     parser.set_defaults(handler=run)
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from ..review import turn_diff
+from .options import add_repo_option
 from .output import Output, safe
 
 EXAMPLE = """\
@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--stat", action="store_true", help="diffstat instead of the patch")
     parser.add_argument("--state-only", action="store_true",
                         help="only the task file and .guardkit/autobuild/TASK-ID/")
-    parser.add_argument("--repo", type=Path, default=Path("."), help="repository (default: current directory)")
+    add_repo_option(parser)
     parser.set_defaults(handler=show_diff)
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-from pathlib import Path
 from typing import Any
 
+from .options import add_repo_option, add_json_option
 from .output import Output, safe
 
 EXIT_USAGE = 2
@@ -37,18 +37,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--coach", required=True, metavar="CMD", help="the Coach command (run through the shell)")
     parser.add_argument("--max-turns", type=int, metavar="N", help="turn budget (default: the task's, else 5)")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted loop from its files")
-    parser.add_argument("--repo", type=Path, default=Path.cwd(), metavar="DIR", help="repository root (default: .)")
+    add_repo_option(parser)
     parser.add_argument("--no-worktree", action="store_true", help="work in the checkout itself, not a worktree")
     parser.add_argument("--base-branch", metavar="BRANCH", help="branch the worktree starts from (default: current)")
     parser.add_argument("--turn-timeout", type=float, metavar="SECONDS", help="kill an agent running longer than this")
     parser.add_argument("--verbose", "-v", action="store_true", help="also show the autobuild log on the terminal")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON at the end")
+    add_json_option(parser, "print the result as JSON at the end")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     from ..agents import CommandAgent
-    from ..errors import AmbiguousTaskError, ResumeError, TaskNotFoundError
     from ..loop import LoopOptions, feature_build
 
     if args.max_turns is not None and args.max_turns < 1:
@@ -68,10 +67,6 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.error(f"interrupted{progress.where()}: state saved; continue with "
                   f"'guardkit-state feature-build {args.task_id} --player ... --coach ... --resume'")
         return EXIT_INTERRUPTED
-    except (ResumeError, TaskNotFoundError, AmbiguousTaskError) as exc:
-        # Usage errors of this command (README: exit 2 for bad arguments and an unknown task).
-        out.error_from(exc)
-        return EXIT_USAGE
     if args.json:
         out.json(result.to_dict())
     else:

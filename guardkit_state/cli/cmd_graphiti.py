@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from .options import add_repo_option, add_json_option
 from .output import Output, safe
 
 SUBCOMMANDS = ("seed", "sync", "rebuild", "status", "prune", "search")
@@ -40,12 +40,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
             add_search_arguments(action)
         else:
-            action.add_argument("--repo", type=Path, default=Path.cwd(), metavar="DIR",
-                                help="repository root (default: .)")
+            add_repo_option(action)
             action.add_argument("--uri", default=None, help="Graphiti server URI (or GUARDKIT_GRAPHITI_URI)")
             action.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing",
                                 help="embedder (default: hashing, offline)")
-            action.add_argument("--json", action="store_true", help="machine-readable output")
+            add_json_option(action)
         if name == "status":
             action.add_argument("--verbose", action="store_true", help="list every group with its count")
         if name in ("prune", "sync"):

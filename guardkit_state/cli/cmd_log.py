@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from ..review import read_turn_log
+from .options import add_repo_option, add_json_option
 from .output import Output, safe
 
 EXAMPLE = """\
@@ -23,8 +23,8 @@ def register(subparsers: Any) -> None:
                     "current branch after a merge) and its turn_state files.",
         epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("task_id", metavar="TASK-ID", help="exact task id")
-    parser.add_argument("--repo", type=Path, default=Path("."), help="repository (default: current directory)")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_repo_option(parser)
+    add_json_option(parser)
     parser.set_defaults(handler=show_log)
 
 

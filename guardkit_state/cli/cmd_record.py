@@ -7,6 +7,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
+from .options import add_repo_option, add_json_option
 from .output import Output, safe
 
 if TYPE_CHECKING:
@@ -36,13 +37,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--coach", required=True, type=Path, metavar="FILE", help="the Coach's JSON decision")
     parser.add_argument("--mode", choices=MODES, help="how the turn started")
     parser.add_argument("--max-turns", type=int, help="turn budget (default: the task's, else 5)")
-    parser.add_argument("--repo", type=Path, default=Path.cwd(), metavar="DIR", help="checkout root (default: .)")
-    parser.add_argument("--json", action="store_true", help="print the recorded turn as JSON")
+    add_repo_option(parser)
+    add_json_option(parser, "print the recorded turn as JSON")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from ..errors import InputError, TaskNotFoundError
+    from ..errors import InputError
     from ..jsonio import load_json
     from ..turns import record_turn
 
@@ -57,9 +58,6 @@ def run(args: argparse.Namespace, out: Output) -> int:
     except InputError as exc:
         out.error_from(exc)
         return exit_code_for(exc)
-    except TaskNotFoundError as exc:
-        out.error_from(exc)
-        return EXIT_USAGE
     if args.json:
         out.json(record.to_dict())
     else:

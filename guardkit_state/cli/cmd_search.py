@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from .options import add_repo_option, add_json_option
 from .output import Output, safe
 
 
@@ -31,11 +31,11 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
                         help="limit to a group (turn_states, role_constraints, quality_gate_configs, "
                         "implementation_modes); repeatable")
     parser.add_argument("--limit", type=int, default=10, metavar="N", help="at most N results (default 10)")
-    parser.add_argument("--repo", type=Path, default=Path.cwd(), metavar="DIR", help="repository root (default: .)")
+    add_repo_option(parser)
     parser.add_argument("--uri", default=None, help="Graphiti server URI (or GUARDKIT_GRAPHITI_URI)")
     parser.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing",
                         help="query embedder for the Graphiti backend (default: hashing)")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json_option(parser)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:

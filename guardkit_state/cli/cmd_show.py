@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .options import add_repo_option, add_json_option
 from .output import Output, safe
 
 ICON_STYLE = {"verified": ("✓", "green"), "rejected": ("✗", "red"), "pending": ("○", "dim")}
@@ -22,8 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("task_id", metavar="TASK-ID")
-    parser.add_argument("--repo", type=Path, default=Path.cwd(), metavar="DIR", help="repository root (default: .)")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_repo_option(parser)
+    add_json_option(parser)
     parser.set_defaults(handler=run)
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from .options import add_repo_option, add_json_option
 from .output import Output, safe
 
 DECISION_STYLE = {"approve": "green", "feedback": "yellow", "reject": "red", "error": "red"}
@@ -20,9 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         epilog="Example:\n  guardkit-state status\n  guardkit-state status --json | jq '.[] | select(.last_decision==\"error\")'",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--repo", type=Path, default=Path.cwd(), metavar="DIR", help="repository root (default: .)")
+    add_repo_option(parser)
     parser.add_argument("--no-cache", action="store_true", help="ignore and do not write the summary cache")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json_option(parser)
     parser.set_defaults(handler=run)
 
 

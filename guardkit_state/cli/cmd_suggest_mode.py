@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from .options import add_repo_option, add_json_option
 from .output import Output, safe
 
 EXAMPLE = """\
@@ -28,8 +28,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("task_id", metavar="TASK-ID", nargs="?", help="exact task id")
     parser.add_argument("--complexity", type=int, metavar="N",
                         help="use this complexity (1-10) instead of reading the task")
-    parser.add_argument("--repo", type=Path, default=Path("."), help="repository (default: current directory)")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_repo_option(parser)
+    add_json_option(parser)
     parser.set_defaults(handler=suggest)
 
 

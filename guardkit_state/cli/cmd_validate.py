@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .options import add_json_option
 from .output import Output, safe
 
 EXAMPLE = """\
@@ -29,7 +30,7 @@ def register(subparsers: Any) -> None:
                     "'path:line: message' or 'path: $.json.path: message'.",
         epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", metavar="PATH", nargs="+", type=Path, help="file or directory (recursive)")
-    parser.add_argument("--json", action="store_true", help="machine-readable report")
+    add_json_option(parser, "machine-readable report")
     parser.set_defaults(handler=run_validate)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import GitError
 from ..gitstore import GitRepo
 from ..worktrees import WorktreeInfo, WorktreeManager
+from .options import add_repo_option, add_json_option
 from .output import Output, safe
 
 LIST_EXAMPLE = """\
@@ -31,8 +32,8 @@ def register(subparsers: Any) -> None:
         "worktrees", help="list loop worktrees (.guardkit/worktrees/*) and their state",
         description="List the worktrees of autobuild loops: branch, base, ahead/behind, merged, dirty.",
         epilog=LIST_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repo", type=Path, default=Path("."), help="repository (default: current directory)")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_repo_option(parser)
+    add_json_option(parser)
     parser.set_defaults(handler=list_worktrees)
     actions = parser.add_subparsers(dest="worktrees_action", metavar="ACTION", parser_class=type(parser))
     prune = actions.add_parser(
@@ -41,8 +42,8 @@ def register(subparsers: Any) -> None:
                     "uncommitted changes, with their merged branches. Unmerged work is kept unless --force.",
         epilog=PRUNE_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     # SUPPRESS: values given before 'prune' are not overwritten by the subparser's defaults.
-    prune.add_argument("--repo", type=Path, default=argparse.SUPPRESS, help="repository (default: current directory)")
-    prune.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
+    add_repo_option(prune, default=argparse.SUPPRESS)
+    add_json_option(prune, default=argparse.SUPPRESS)
     prune.add_argument("--force", action="store_true", help="also remove unmerged or dirty worktrees (loses work)")
     prune.add_argument("--dry-run", action="store_true", help="only show what would be removed")
     prune.set_defaults(handler=prune_worktrees)

@@ -1,0 +1,52 @@
+"""Options shared by every command: --repo found from the current folder; quiet on a closed pipe."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from guardkit_state.cli.app import run
+from guardkit_state.turns import record_turn
+
+from .helpers import coach_decision, make_task_repo, player_report
+
+CLI = str(Path(sys.executable).parent / "guardkit-state")
+
+
+def test_repo_defaults_to_the_enclosing_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    make_task_repo(tmp_path)
+    record_turn(tmp_path, "TASK-AUTH-001", player_report(1), coach_decision(1, "feedback", feedback="more"))
+    monkeypatch.chdir(tmp_path / "tasks" / "backlog")
+    assert run(["show", "TASK-AUTH-001", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["path"] == str(tmp_path.resolve() / "tasks/backlog/TASK-AUTH-001-jwt-auth.md")
+    assert [t["turn"] for t in shown["turns"]] == [1]
+
+
+def test_explicit_repo_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    make_task_repo(tmp_path / "a")
+    (tmp_path / "b" / "tasks").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "b")
+    assert run(["status", "--json", "--repo", str(tmp_path / "a")]) == 0
+    assert json.loads(capsys.readouterr().out) == []  # a's task has no loop state yet
+    assert run(["show", "TASK-AUTH-001"]) == 2  # b has no such task
+    assert "no task file for TASK-AUTH-001" in capsys.readouterr().err
+
+
+def test_a_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
+    make_task_repo(tmp_path)
+    for n in range(1, 4):
+        record_turn(tmp_path, "TASK-AUTH-001", player_report(n), coach_decision(n, "feedback", feedback=f"f{n}"),
+                    max_turns=10)
+    proc = subprocess.Popen([CLI, "show", "TASK-AUTH-001", "--repo", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # like `| head -1`
+    assert proc.wait(timeout=30) == 0
+    assert b"BrokenPipe" not in proc.stderr.read()  # type: ignore[union-attr]
