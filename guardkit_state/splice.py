@@ -21,7 +21,7 @@ import yaml
 
 from .errors import DuplicateKeyError, FrontmatterError, GuardkitStateError
 from .frontmatter import LEGACY_STATE_KEY, STATE_KEY, STATE_KEYS, FrontmatterSplit, split_frontmatter
-from .strict_yaml import parse_yaml
+from .strict_yaml import StrictLoader, parse_yaml
 
 log = logging.getLogger("guardkit_state.splice")
 
@@ -66,6 +66,9 @@ def render_yaml(data: Any) -> str:
     parsing it alone; a string the literal style cannot carry falls back to quoted style.
     """
     data = plain_data(data)
+    fast = _render_flat(data)
+    if fast is not None:
+        return fast
     for dumper in (_Dumper, yaml.CSafeDumper):
         try:
             text = yaml.dump(
@@ -81,6 +84,81 @@ def render_yaml(data: Any) -> str:
         if _same(parse_yaml(text).data, data):
             return str(text)
     raise GuardkitStateError("rendered YAML does not read back as the same data", expected="plain data")
+
+
+# --- an exact fast path for the lines a turn rewrites (``current_turn: 3``, ``AC-001: verified``,
+# ``last_updated: '2026-...'``): rendering and re-reading them through PyYAML was most of a
+# turn's CPU. Only forms whose meaning is unambiguous in YAML 1.1 are handled; anything else
+# (words YAML reads as booleans or null, numbers with leading zeros, quotes, non-printables...)
+# goes the slow, verified way.
+_PLAIN_TOKEN = re.compile(r"[A-Za-z_./][A-Za-z0-9_\-./]*\Z")
+_INT_TOKEN = re.compile(r"(?:0|-?[1-9][0-9]{0,17})\Z")
+_SIMPLE_LINE = re.compile(r"( *)([A-Za-z_./][A-Za-z0-9_\-./]*): ([^ #'\"][^ #]*|'[^'\r\n]*')( +#.*)?\Z")
+_TIMESTAMP_TOKEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[Tt ][0-9:.]+(?:Z|[+-][0-9]{2}:?[0-9]{2})?)?\Z")
+_NO_VALUE = object()
+#: What other YAML readers resolve (timestamps included): a value written plain must read as a string.
+_WRITE_RESOLVERS = yaml.resolver.Resolver.yaml_implicit_resolvers
+_DOCUMENT_END = re.compile(r"^\.\.\.(?:[ \t].*)?\r?$", re.M)
+
+
+def _reads_as_str(token: str, resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]]) -> bool:
+    """True when a plain ``token`` resolves to a string under ``resolvers`` (PyYAML's own rule)."""
+    for _tag, regexp in [*resolvers.get(token[:1], []), *resolvers.get(None, [])]:
+        if regexp.match(token):
+            return False
+    return True
+
+
+def _fast_scalar(value: Any) -> str | None:
+    """``value`` as a YAML scalar when it can be written without PyYAML, else ``None``."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if type(value) is int and _INT_TOKEN.match(str(value)):
+        return str(value)
+    if type(value) is str:
+        if _PLAIN_TOKEN.match(value) and _reads_as_str(value, _WRITE_RESOLVERS):
+            return value
+        if _TIMESTAMP_TOKEN.match(value):  # PyYAML quotes these too: they would read as dates
+            return f"'{value}'"
+    return None
+
+
+def _read_fast_scalar(token: str) -> Any:
+    """The value of a scalar token :func:`_fast_scalar` could have written, else ``_NO_VALUE``."""
+    if token.startswith("'"):
+        inner = token[1:-1]
+        return inner if _TIMESTAMP_TOKEN.match(inner) else _NO_VALUE
+    if _INT_TOKEN.match(token):
+        return int(token)
+    if token in ("null", "true", "false"):
+        return {"null": None, "true": True, "false": False}[token]
+    if _PLAIN_TOKEN.match(token) and _reads_as_str(token, StrictLoader.yaml_implicit_resolvers):
+        return token
+    return _NO_VALUE
+
+
+def _render_flat(data: Any) -> str | None:
+    """``key: scalar`` lines for a flat mapping of simple keys and scalars, else ``None``."""
+    if not isinstance(data, dict) or not data:
+        return None
+    lines = []
+    for key, value in data.items():
+        rendered = _fast_scalar(value)
+        if type(key) is not str or _fast_scalar(key) != key or rendered is None:
+            return None
+        lines.append(f"{key}: {rendered}\n")
+    return "".join(lines)
+
+
+def _read_flat_line(content: str) -> tuple[str, Any, str] | None:
+    """(key, value, trailing comment) of a simple ``key: scalar  # comment`` line, else ``None``."""
+    match = _SIMPLE_LINE.match(content)
+    if match is None:
+        return None
+    value = _read_fast_scalar(match.group(3))
+    return None if value is _NO_VALUE else (match.group(2), value, match.group(4) or "")
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -248,12 +326,24 @@ def splice_state(text: str, update: StateUpdate, *, path: Path | str | None = No
         return _create_frontmatter(split, update)
     fm = split.yaml_text
     nl = split.newline
+    end_marker = _DOCUMENT_END.search(fm)
+    if end_marker is not None:
+        # Text spliced after YAML's document-end marker would start a second document.
+        raise FrontmatterError("the frontmatter contains a YAML document-end line ('...'); the state block "
+                               "cannot be spliced after it", path=path,
+                               line=split.line_offset + fm.count("\n", 0, end_marker.start()) + 1,
+                               expected="no '...' line inside the frontmatter")
     if _first_content_indent(fm, 0, len(fm)) not in (None, 0):
         # An indented top-level mapping: a block spliced in at column 0 would not parse.
         raise FrontmatterError("the frontmatter mapping is indented; the state block cannot be spliced into it",
                                path=path, line=split.line_offset + 1, expected="top-level keys at column 0")
     edits = _Edits()
     top = _group(_scan_entries(fm, 0, len(fm), 0, strict=False), path, fm, split.line_offset)
+    if not top and _first_content_indent(fm, 0, len(fm)) is not None:
+        # Content but no `key:` line (a bare `~`, a scalar): keys appended to it would not parse.
+        raise FrontmatterError("the frontmatter is not a 'key: value' mapping; the state block cannot be "
+                               "spliced into it", path=path, line=split.line_offset + 1,
+                               expected="a YAML mapping")
     present = [key for key in STATE_KEYS if key in top]
     if len(present) > 1:
         raise FrontmatterError(
@@ -393,7 +483,8 @@ def _set_scalar(
         rendered = render_yaml({key: value})
         new_content = _indent(rendered, indent, nl)[: -len(nl)]
         if suffix and "\n" not in rendered.rstrip("\n"):
-            new_content += suffix
+            # A comment must follow whitespace, or it becomes part of a plain value.
+            new_content += suffix if suffix[:1].isspace() else " " + suffix
         edits.add(entry.start, entry.line_end, new_content + ending)
         return
     old_map = _parse_fragment(fm[entry.start : entry.end])
@@ -536,6 +627,7 @@ def _scan_entries(fm: str, lo: int, hi: int, indent: int, *, strict: bool) -> li
                 raise _Fallback(f"unsupported line in the state block: {content[:40]!r}")
             continue
         found.append((match.start() + 1 - shift, key.group(1), (key.group(2) or "").strip()))
+    found = _outside_quoted_values(fm, found)
     entries: list[_Entry] = []
     for index, (start, key, rest) in enumerate(found):
         stop = found[index + 1][0] if index + 1 < len(found) else hi
@@ -543,6 +635,45 @@ def _scan_entries(fm: str, lo: int, hi: int, indent: int, *, strict: bool) -> li
         line_end = stop if newline < 0 else newline + 1
         entries.append(_Entry(key, start, line_end, _content_end(fm, line_end, stop, indent), rest))
     return entries
+
+
+def _outside_quoted_values(fm: str, found: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
+    """Drop "keys" that are really lines inside a quoted value continuing over several lines.
+
+    PyYAML accepts a quoted scalar whose continuation lines sit at its key's own indent; such a
+    line can look exactly like ``key: value`` and must not be taken for one.
+    """
+    kept: list[tuple[int, str, str]] = []
+    inside_until = -1
+    for start, key, rest in found:
+        if start < inside_until:
+            continue
+        kept.append((start, key, rest))
+        if rest[:1] in ("'", '"'):
+            opening = fm.index(rest[0], fm.index(":", start))
+            inside_until = _quote_end(fm, opening)
+    return kept
+
+
+def _quote_end(fm: str, opening: int) -> int:
+    """Offset just after the quote closing the scalar opened at ``opening`` (end of text if none)."""
+    quote = fm[opening]
+    pos = opening + 1
+    while True:
+        pos = fm.find(quote, pos)
+        if pos < 0:
+            return len(fm)
+        if quote == "'" and fm.startswith("''", pos):
+            pos += 2  # an escaped quote inside single quotes
+            continue
+        if quote == '"':
+            before = pos - 1
+            while before > opening and fm[before] == "\\":
+                before -= 1
+            if (pos - 1 - before) % 2:  # an odd run of backslashes escapes this quote
+                pos += 1
+                continue
+        return pos + 1
 
 
 def _content_end(fm: str, lo: int, hi: int, indent: int) -> int:
@@ -626,6 +757,13 @@ def _strip_comment(rest: str) -> str:
 
 def _parse_fragment(fragment: str) -> dict[Any, Any] | None:
     """Parse a small indented mapping fragment alone; None when it is not one."""
+    lines = fragment.splitlines()
+    simple = [_read_flat_line(line) for line in lines]
+    indents = {len(line) - len(line.lstrip(" ")) for line in lines}
+    if lines and len(indents) == 1 and all(simple):
+        flat = {item[0]: item[1] for item in simple if item}
+        if len(flat) == len(lines):  # a duplicate key takes the slow path, which reports it
+            return flat
     try:
         data = parse_yaml(fragment).data
     except GuardkitStateError:
@@ -635,6 +773,9 @@ def _parse_fragment(fragment: str) -> dict[Any, Any] | None:
 
 def _parse_line(content: str) -> tuple[Any, str] | None:
     """Value of a one-line ``key: value  # comment`` and the text after the value (the comment)."""
+    simple = _read_flat_line(content)
+    if simple is not None:
+        return simple[1], simple[2].rstrip()
     try:
         parsed = parse_yaml(content)
     except GuardkitStateError:

@@ -224,20 +224,24 @@ class TurnLifecycle:
     def record_player(self, report: PlayerReport | dict[str, Any]) -> PlayerReport:
         """Validate and write the Player's report for the active turn."""
         active = self._require_active()
-        player = report if isinstance(report, PlayerReport) else PlayerReport.from_dict(_with_ids(report, self.task_id, active.number, kind="player_turn"))
-        self._check_ids(player.task_id, player.turn, active.number, "player report")
-        self.store.write("player_turn", active.number, player.to_dict(), recorded_turns=self.recorded_turns)
-        active.player = player
+        player = report if isinstance(report, PlayerReport) else PlayerReport.from_dict(
+            _with_ids(report, self.task_id, active.number, kind="player_turn"))
+        active.player = self._write_report("player_turn", player, "player report")
         return player
 
     def record_coach(self, decision: CoachDecision | dict[str, Any]) -> CoachDecision:
         """Validate and write the Coach's decision for the active turn."""
         active = self._require_active()
-        coach = decision if isinstance(decision, CoachDecision) else CoachDecision.from_dict(_with_ids(decision, self.task_id, active.number, kind="coach_turn"))
-        self._check_ids(coach.task_id, coach.turn, active.number, "coach decision")
-        self.store.write("coach_turn", active.number, coach.to_dict(), recorded_turns=self.recorded_turns)
-        active.coach = coach
+        coach = decision if isinstance(decision, CoachDecision) else CoachDecision.from_dict(
+            _with_ids(decision, self.task_id, active.number, kind="coach_turn"))
+        active.coach = self._write_report("coach_turn", coach, "coach decision")
         return coach
+
+    def _write_report(self, kind: str, report: Any, what: str) -> Any:
+        number = self._require_active().number
+        self._check_ids(report.task_id, report.turn, number, what)
+        self.store.write(kind, number, report.to_dict(), recorded_turns=self.recorded_turns)
+        return report
 
     def _check_ids(self, task_id: str, turn: int, expected_turn: int, what: str, path: Path | None = None) -> None:
         if task_id != self.task_id:

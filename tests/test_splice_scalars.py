@@ -1,0 +1,56 @@
+"""The splice's scalar lines mean exactly what PyYAML reads, whatever the value (property tests)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from guardkit_state.errors import GuardkitStateError
+from guardkit_state.frontmatter import parse_frontmatter
+from guardkit_state.splice import StateUpdate, render_yaml, splice_state
+from guardkit_state.strict_yaml import parse_yaml
+
+TOKENS = st.text(alphabet="aAyYnNoOfFtTuUlLeEsS019_-./:'\" #~xX+", min_size=0, max_size=12)
+SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-10**20, max_value=10**20), TOKENS,
+    st.sampled_from(["2026-11-21T10:00:00+00:00", "2026-01-29", "1e3", "010", "0x1F", ".inf", "~", "on"]),
+)
+
+
+def _typed(value: Any) -> tuple[type, Any]:
+    return type(value), value
+
+
+@settings(max_examples=1500, deadline=None)
+@given(SCALARS)
+def test_render_yaml_reads_back_exactly(value: Any) -> None:
+    rendered = render_yaml({"key": value})
+    assert _typed(parse_yaml(rendered).data["key"]) == _typed(value)
+
+
+def _task(token: str) -> str:
+    return ("---\nid: TASK-X-1\nautobuild_state:\n  current_turn: 1\n"
+            f"  base_branch: {token}\n  criteria:\n    AC-001: {token}\n  turns: []\n---\nbody\n")
+
+
+@settings(max_examples=1500, deadline=None)
+@given(TOKENS, SCALARS)
+def test_splice_reads_current_values_as_yaml_does(token: str, new: Any) -> None:
+    text = _task(token)
+    try:
+        data = parse_frontmatter(text).data
+    except GuardkitStateError:
+        return  # not YAML at all: the reader's own tests cover refusals
+    current = data["autobuild_state"]["base_branch"]
+    # Setting the value the file already holds changes nothing ...
+    same = StateUpdate(block_scalars={"base_branch": current})
+    assert splice_state(text, same).text == text
+    # ... and setting another one reads back as exactly that value, the rest untouched.
+    result = splice_state(text, StateUpdate(block_scalars={"base_branch": new}))
+    after = parse_frontmatter(result.text).data
+    assert _typed(after["autobuild_state"]["base_branch"]) == _typed(new)
+    others = {k: v for k, v in data["autobuild_state"].items() if k != "base_branch"}
+    assert {k: v for k, v in after["autobuild_state"].items() if k != "base_branch"} == others
+    assert result.text.endswith("---\nbody\n")
