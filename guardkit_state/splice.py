@@ -40,11 +40,13 @@ class _Dumper(yaml.CSafeDumper):  # type: ignore[misc]
 
 
 def _represent_str(dumper: yaml.BaseDumper, data: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in data else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+    # A literal block only for ordinary multi-line text: leading blanks or trailing blank lines
+    # would need "keep" chomping, which PyYAML ends with a '...' document-end line.
+    ordinary = "\n" in data.strip("\n") and not data.startswith((" ", "\n")) and not data.endswith("\n\n")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if ordinary else None)
 
 
-_Dumper.add_representer(str, _represent_str)
+_Dumper.add_representer(str, _represent_str)  # type: ignore[arg-type]
 
 
 def plain_data(value: Any) -> Any:
@@ -81,6 +83,8 @@ def render_yaml(data: Any) -> str:
             )
         except yaml.YAMLError as exc:
             raise GuardkitStateError(f"cannot render state as YAML: {exc}") from exc
+        if text.endswith("\n...\n"):  # a document-end marker must never land inside a frontmatter
+            text = text[: -len("...\n")]
         if _same(parse_yaml(text).data, data):
             return str(text)
     raise GuardkitStateError("rendered YAML does not read back as the same data", expected="plain data")
@@ -621,12 +625,12 @@ def _scan_entries(fm: str, lo: int, hi: int, indent: int, *, strict: bool) -> li
         content = match.group(1).rstrip("\r")
         if content[0] == "-" and (len(content) == 1 or content[1] == " "):
             continue
-        key = _KEY.fullmatch(content)
-        if key is None:
+        key_match = _KEY.fullmatch(content)
+        if key_match is None:
             if strict:
                 raise _Fallback(f"unsupported line in the state block: {content[:40]!r}")
             continue
-        found.append((match.start() + 1 - shift, key.group(1), (key.group(2) or "").strip()))
+        found.append((match.start() + 1 - shift, key_match.group(1), (key_match.group(2) or "").strip()))
     found = _outside_quoted_values(fm, found)
     entries: list[_Entry] = []
     for index, (start, key, rest) in enumerate(found):

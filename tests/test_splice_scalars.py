@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,3 +56,15 @@ def test_splice_reads_current_values_as_yaml_does(token: str, new: Any) -> None:
     others = {k: v for k, v in data["autobuild_state"].items() if k != "base_branch"}
     assert {k: v for k, v in after["autobuild_state"].items() if k != "base_branch"} == others
     assert result.text.endswith("---\nbody\n")
+
+
+@pytest.mark.parametrize("feedback", ["\n", "a\n", "a\nb", "a\nb\n\n", " a\nb", "\na", "x\n\n\n", "tab\there\n"])
+def test_appended_multiline_feedback_reads_back_exactly(feedback: str) -> None:
+    # PyYAML ends a "keep"-chomped literal block with a '...' document-end line: it must never
+    # reach the frontmatter, where it would end the YAML document early.
+    text = _task("main")
+    result = splice_state(text, StateUpdate(block_scalars={"current_turn": 2},
+                                            append_turns=[{"turn": 1, "decision": "feedback", "feedback": feedback}]))
+    assert "\n  ...\n" not in result.text
+    assert parse_frontmatter(result.text).data["autobuild_state"]["turns"] == [
+        {"turn": 1, "decision": "feedback", "feedback": feedback}]
