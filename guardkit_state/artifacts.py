@@ -16,15 +16,14 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from .errors import TurnAlreadyRecordedError
 from .fsio import atomic_write_text
-from .jsonio import dump_json, load_record
+from .jsonio import dump_record, load_record
 from .model import CoachDecision, CompletionPromise, PlayerReport, TurnState
-from .schemas import check_record, normalise
+from .schemas import normalise
 
 log = logging.getLogger("guardkit_state.artifacts")
 
@@ -33,7 +32,6 @@ FILE_PATTERNS = {
     "coach_turn": "coach_turn_{n}.json",
     "turn_state": "turn_state_turn_{n}.json",
 }
-_FILE_RE = re.compile(r"^(player_turn|coach_turn|turn_state_turn)_(\d+)\.json$")
 
 
 def artifacts_dir(checkout_root: Path, task_id: str) -> Path:
@@ -78,10 +76,9 @@ class TurnStore:
                 expected=f"turn {recorded_turns + 1}",
             )
         path = self.path(kind, turn)
-        check_record(kind, data, path=path)
+        text = dump_record(kind, data, path=path)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._cache.pop(path, None)
-        text = dump_json(data)
         atomic_write_text(path, text)
         # What read() would return for these bytes (already validated above): the next turn reads it.
         self._remember(path, json.dumps(normalise(kind, json.loads(text), owned=True)[0], ensure_ascii=False))
@@ -125,20 +122,6 @@ class TurnStore:
     def read_turn_state(self, turn: int) -> TurnState | None:
         data = self.read("turn_state", turn)
         return None if data is None else TurnState.from_dict(data)
-
-    def turns_with(self, kind: str) -> list[int]:
-        """Turn numbers that have a ``kind`` file, ascending."""
-        stem = "turn_state_turn" if kind == "turn_state" else kind
-        found: list[int] = []
-        try:
-            names = os.listdir(self.directory)
-        except FileNotFoundError:
-            return []
-        for name in names:
-            match = _FILE_RE.match(name)
-            if match and match.group(1) == stem:
-                found.append(int(match.group(2)))
-        return sorted(found)
 
     def recover_promises(self, turn: int) -> tuple[int, list[CompletionPromise]] | None:
         """The most recent earlier Player report's ``completion_promises`` (seed 003's fallback).

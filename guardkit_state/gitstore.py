@@ -190,12 +190,6 @@ class GitRepo:
         status, out, _ = self.run("rev-parse", "-q", "--verify", f"{rev}^{{commit}}", check=False)
         return out.decode().strip() if status == 0 else None
 
-    def is_ancestor(self, older: str, newer: str) -> bool:
-        return self.ok("merge-base", "--is-ancestor", older, newer)
-
-    def count_commits(self, range_spec: str) -> int:
-        return int(self.text("rev-list", "--count", range_spec) or 0)
-
     def upstream_of(self, branch: str) -> str | None:
         """The local branch ``branch`` tracks (its recorded base), or None."""
         status, out, _ = self.run("rev-parse", "-q", "--abbrev-ref", f"{branch}@{{upstream}}", check=False)

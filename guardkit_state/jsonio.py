@@ -189,7 +189,8 @@ def load_record(kind: str, path: Path) -> dict[str, Any]:
     return validate_record(kind, load_json(path), path=path)
 
 
-def dump_record(kind: str, data: dict[str, Any]) -> str:
-    """:func:`~guardkit_state.schemas.check_record` then :func:`dump_json`."""
-    check_record(kind, data)
+def dump_record(kind: str, data: dict[str, Any], *, path: Path | None = None) -> str:
+    """The canonical text of a record we write: :func:`~guardkit_state.schemas.check_record`, then
+    :func:`dump_json`. ``path`` names the file in a :class:`SchemaError`."""
+    check_record(kind, data, path=path)
     return dump_json(data)

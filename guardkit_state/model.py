@@ -14,7 +14,6 @@ from typing import Any, Literal
 
 SCHEMA_VERSION = 1
 
-Decision = Literal["approve", "feedback", "reject", "error"]
 CriterionState = Literal["verified", "rejected", "pending"]
 
 

@@ -145,14 +145,7 @@ def coach(root: Path) -> int:
 
 
 def main() -> int:
-    try:
-        return coach(Path.cwd())
-    except common.AgentError as exc:
-        common.say("coach", f"error: {exc}")
-        return common.EXIT_USAGE
-    except KeyboardInterrupt:
-        common.say("coach", "interrupted")
-        return 130
+    return common.run_main("coach", coach)
 
 
 if __name__ == "__main__":

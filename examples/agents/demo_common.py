@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,3 +168,15 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 def say(role: str, message: str) -> None:
     """Progress for the person watching (stderr; the loop shows it with --verbose)."""
     print(f"[{role}] {message}", file=sys.stderr, flush=True)
+
+
+def run_main(role: str, agent: Callable[[Path], int]) -> int:
+    """An agent's entry point: run it in the worktree; usage problems exit 2, Ctrl-C exits 130."""
+    try:
+        return agent(Path.cwd())
+    except AgentError as exc:
+        say(role, f"error: {exc}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        say(role, "interrupted")
+        return 130

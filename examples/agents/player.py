@@ -297,14 +297,7 @@ def play(root: Path) -> int:
 
 
 def main() -> int:
-    try:
-        return play(Path.cwd())
-    except common.AgentError as exc:
-        common.say("player", f"error: {exc}")
-        return common.EXIT_USAGE
-    except KeyboardInterrupt:
-        common.say("player", "interrupted")
-        return 130
+    return common.run_main("player", play)
 
 
 if __name__ == "__main__":

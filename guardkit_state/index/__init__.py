@@ -54,13 +54,9 @@ def graphiti_available() -> bool:
 
 def graphiti_configured(repo_root: Path, uri: str | None = None) -> bool:
     """True when a URI is given/set or an embedded index was built for ``repo_root``."""
-    import os
+    from .embedded import configured_uri, embedded_index_exists
 
-    from .embedded import DB_FILENAME
-
-    if uri or os.environ.get("GUARDKIT_GRAPHITI_URI"):
-        return True
-    return (Path(repo_root) / ".guardkit" / "index" / "falkordb" / DB_FILENAME).is_file()
+    return configured_uri(uri) is not None or embedded_index_exists(Path(repo_root))
 
 
 def open_graphiti(repo_root: Path, *, uri: str | None = None, embedder: str = "hashing",

@@ -31,6 +31,24 @@ from ..errors import IndexBackendError, MissingExtraError
 log = logging.getLogger("guardkit_state.index")
 
 DB_FILENAME = "graph.rdb"
+#: Where a repository's index lives, and the environment variable naming a shared server instead.
+INDEX_DIR = Path(".guardkit") / "index"
+FALKOR_DIR = "falkordb"
+URI_ENV = "GUARDKIT_GRAPHITI_URI"
+
+
+def index_dir(repo_root: Path) -> Path:
+    return Path(repo_root) / INDEX_DIR
+
+
+def embedded_index_exists(repo_root: Path) -> bool:
+    """True when an embedded index has been built for this repository."""
+    return (index_dir(repo_root) / FALKOR_DIR / DB_FILENAME).is_file()
+
+
+def configured_uri(uri: str | None) -> str | None:
+    """The server URI given, else the one in the environment, else ``None`` (embedded)."""
+    return uri or os.environ.get(URI_ENV) or None
 PID_FILENAME = "redis.pid"
 
 

@@ -33,11 +33,10 @@ import asyncio
 import contextlib
 import logging
 import os
-import shutil
 import urllib.parse
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
 
@@ -68,7 +67,7 @@ from ..errors import GuardkitStateError, IndexBackendError
 from ..fsio import exclusive_lock
 from ..retention import TurnRef, select_pruned, task_statuses
 from .base import IndexStatus, SearchHit, SyncReport, rank
-from .embedded import DB_FILENAME, EmbeddedFalkor
+from .embedded import FALKOR_DIR, EmbeddedFalkor, configured_uri, index_dir
 from .offline import OverlapCrossEncoder, RefusingLLMClient, make_embedder
 from .records import (
     SYSTEM_GROUPS,
@@ -89,24 +88,8 @@ logging.getLogger("graphiti_core").addHandler(logging.NullHandler())
 
 T = TypeVar("T")
 
-INDEX_DIR = Path(".guardkit") / "index"
-FALKOR_DIR = "falkordb"
 LOCK_NAME = "index.lock"
-URI_ENV = "GUARDKIT_GRAPHITI_URI"
 SOURCE_DESCRIPTION = "guardkit-state"
-
-
-def index_dir(repo_root: Path) -> Path:
-    return Path(repo_root) / INDEX_DIR
-
-
-def embedded_index_exists(repo_root: Path) -> bool:
-    """True when an embedded index has been built for this repository."""
-    return (index_dir(repo_root) / FALKOR_DIR / DB_FILENAME).is_file()
-
-
-def configured_uri(uri: str | None) -> str | None:
-    return uri or os.environ.get(URI_ENV) or None
 
 
 class GraphitiIndex:
@@ -501,23 +484,9 @@ async def _settle_init(driver: GraphDriver) -> None:
             _INDEXED.add(key)
 
 
-def delete_embedded_index(repo_root: Path) -> None:
-    """Remove the embedded index's data (its server must not be running: hold the lock)."""
-    directory = index_dir(repo_root)
-    with exclusive_lock(directory / LOCK_NAME, wait=30.0, holder="delete"):
-        shutil.rmtree(directory / FALKOR_DIR, ignore_errors=True)
-
-
 def _redact(uri: str) -> str:
     parsed = urllib.parse.urlsplit(uri)
     if parsed.password:
         netloc = f"{parsed.username}:***@{parsed.hostname}" + (f":{parsed.port}" if parsed.port else "")
         return urllib.parse.urlunsplit(parsed._replace(netloc=netloc))
     return uri
-
-
-@contextlib.contextmanager
-def opened(repo_root: Path, **kwargs: Any) -> Iterator[GraphitiIndex]:
-    """``with opened(repo) as index:`` — a :class:`GraphitiIndex` that is open."""
-    with GraphitiIndex(repo_root, **kwargs) as index:
-        yield index

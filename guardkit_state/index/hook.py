@@ -46,7 +46,9 @@ def index_turn_best_effort(repo_root: Path, turn_state_path: Path, *,
             return "skipped: graphiti extra not installed"
         if not graphiti_configured(root, uri):
             return "skipped: no index configured (run 'guardkit-state graphiti sync' to create one)"
-        index_dir = root / ".guardkit" / "index"
+        from .embedded import index_dir as index_dir_of
+
+        index_dir = index_dir_of(root)
         env = dict(os.environ)
         env.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
         if uri:

@@ -159,7 +159,12 @@ def _record_case(history: History, turns: int, repeat: int) -> dict[str, Any]:
         floor.append(floor_sample)
         if peer_sample is not None:
             peer.append(peer_sample)
-    row: dict[str, Any] = {"prior_turns": turns, "ours_ms": median_ms(ours), "floor_ms": median_ms(floor),
+    return _row({"prior_turns": turns}, ours, floor, peer)
+
+
+def _row(case: dict[str, Any], ours: list[float], floor: list[float], peer: list[float]) -> dict[str, Any]:
+    """One table row: medians of the three series and our ratios to the floor and to LangGraph."""
+    row: dict[str, Any] = {**case, "ours_ms": median_ms(ours), "floor_ms": median_ms(floor),
                            "langgraph_ms": median_ms(peer) if peer else None}
     row["ours/floor"] = ratio(row["ours_ms"], row["floor_ms"])
     row["ours/langgraph"] = ratio(row["ours_ms"], row["langgraph_ms"])
@@ -184,11 +189,7 @@ def _resume_case(history: History, turns: int, repeat: int) -> dict[str, Any]:
         floor.append(floor_sample)
         if peer_sample is not None:
             peer.append(peer_sample)
-    row: dict[str, Any] = {"turns": turns, "ours_ms": median_ms(ours), "floor_ms": median_ms(floor),
-                           "langgraph_ms": median_ms(peer) if peer else None}
-    row["ours/floor"] = ratio(row["ours_ms"], row["floor_ms"])
-    row["ours/langgraph"] = ratio(row["ours_ms"], row["langgraph_ms"])
-    return row
+    return _row({"turns": turns}, ours, floor, peer)
 
 
 def _storage(history: History) -> dict[str, Any]:
