@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast bench soak clean
+.PHONY: demo test test-fast lint bench soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,12 @@ $(STAMP): $(BIN)/python pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/run_demo.py
 
-test: $(STAMP)
+# Lint and types first: a style or type error fails `make test` (and so CI) before the suite runs.
+lint: $(STAMP)
+	$(BIN)/ruff check guardkit_state tests examples
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest -n 2 tests
 
 # Skip the slow tests (crash injection, fuzzing, graphiti) while developing.

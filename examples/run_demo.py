@@ -89,7 +89,9 @@ def make_project(root: Path) -> Path:
     return project
 
 
-def start(console: Console, argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], threading.Thread]:
+def start(
+    console: Console, argv: list[str], cwd: Path, env: dict[str, str]
+) -> tuple[subprocess.Popen[str], threading.Thread]:
     """Start ``argv`` in its own process group, echoing its output indented as it arrives."""
     console.command(argv)
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -46,7 +46,8 @@ _EXPORTS: dict[str, str] = {
     "UnsafePathError": "errors", "ConfigError": "errors", "TaskNotFoundError": "errors",
     "AmbiguousTaskError": "errors", "TurnError": "errors", "TurnAlreadyRecordedError": "errors",
     "LockedError": "errors", "ResumeError": "errors", "GitError": "errors", "AgentError": "errors",
-    "IndexBackendError": "errors", "MissingExtraError": "errors",
+    "IndexBackendError": "errors", "MissingExtraError": "errors", "WriteVerificationError": "errors",
+    "NotRegularFileError": "errors", "UnwritableFileError": "errors", "AlreadyRecordedError": "errors",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

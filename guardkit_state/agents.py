@@ -78,7 +78,7 @@ class CallableAgent:
             report = self.fn(request)
         except (AgentError, KeyboardInterrupt):
             raise
-        except Exception as exc:  # noqa: BLE001 - an agent's own failure is a turn error, not a crash
+        except Exception as exc:
             raise AgentError(f"{request.role} {self.name} raised {type(exc).__name__}: {exc}",
                              task_id=request.task_id, turn=request.turn) from exc
         if not isinstance(report, dict):
@@ -171,7 +171,7 @@ def _announcer(pid_file: Path, request: TurnRequest) -> Callable[[], None]:
             finally:
                 os.close(fd)
             os.replace(tmp, target)
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
     return announce

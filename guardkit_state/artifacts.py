@@ -106,7 +106,8 @@ class TurnStore:
         identity = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         hit = self._cache.get(path)
         if hit is not None and hit[0] == identity:
-            return json.loads(hit[1])  # a fresh copy: callers may mutate what they get
+            copy: dict[str, Any] = json.loads(hit[1])  # a fresh copy: callers may mutate what they get
+            return copy
         data = load_record(kind, path)
         self._cache[path] = (identity, json.dumps(data, ensure_ascii=False))
         return data
@@ -133,7 +134,7 @@ class TurnStore:
                 continue
             try:
                 report = self.read_player(earlier)
-            except Exception as exc:  # noqa: BLE001 - an unreadable old report just isn't a source
+            except Exception as exc:  # an unreadable old report just isn't a source
                 log.warning("skipping unreadable %s: %s", self.path("player_turn", earlier).name, exc)
                 continue
             if report is not None and report.completion_promises:

@@ -24,7 +24,9 @@ class CriteriaLedger:
     entries: tuple[LedgerEntry, ...] = field(default_factory=tuple)
 
     @classmethod
-    def start(cls, criteria: Iterable[Criterion], previous: Mapping[str, Mapping[str, Any]] | None = None) -> CriteriaLedger:
+    def start(
+        cls, criteria: Iterable[Criterion], previous: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> CriteriaLedger:
         """A ledger for ``criteria``, carrying over ``previous`` provenance (from the last turn state).
 
         A criterion whose text changed since it was judged (its hash differs) goes back to

@@ -8,17 +8,21 @@ pointer, the task and turn, and what was expected. ``str(error)`` renders one li
     ├── InputError                     bad input: nothing on disk was changed (CLI exit 2)
     │   ├── ParseError                 a file's text cannot be read (YAML, JSON, encoding)
     │   │   ├── FrontmatterError       delimiters, tags, structure of a task file's frontmatter
+    │   │   │   └── WriteVerificationError  a new text failed its check; nothing was written
     │   │   └── DuplicateKeyError      the same mapping key twice
     │   ├── SchemaError                a record does not match its JSON Schema
     │   │   └── SchemaVersionError     a file written by a newer major version
     │   ├── FileTooLargeError          over the size cap
     │   ├── InvalidTaskIdError         a task id that is not an id (``..``, ``/``, NUL ...)
     │   ├── UnsafePathError            a path (or symlink) leaving the repository
+    │   ├── NotRegularFileError        a FIFO, socket, device or directory where a file must be
+    │   ├── UnwritableFileError        read-only, hard-linked, or its owner/group cannot be kept
     │   └── ConfigError                a malformed configuration file
     ├── TaskNotFoundError              no task file with that exact id
     ├── AmbiguousTaskError             several task files with that exact id
     ├── TurnError                      the turn lifecycle was used out of order
     │   └── TurnAlreadyRecordedError   a recorded turn is immutable
+    │       └── AlreadyRecordedError   reports given for a turn already recorded (a retry?)
     ├── LockedError                    another writer holds the task's lock
     ├── ResumeError                    no state to resume from
     ├── GitError                       a git command failed
@@ -30,6 +34,20 @@ pointer, the task and turn, and what was expected. ``str(error)`` renders one li
 from __future__ import annotations
 
 from pathlib import Path
+
+#: How much of one value (an id, a pointer) an error line shows; longer values are cut and their
+#: length said, so a hostile 5,000-character id cannot flood the terminal.
+SHOWN_CHARS = 80
+#: Limits for the other parts of an error line (a real path or message is well under these).
+_PATH_CHARS, _POINTER_CHARS, _EXPECTED_CHARS, _MESSAGE_CHARS = 300, 200, 200, 1000
+
+
+def shorten(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``value`` as text, cut to ``limit`` characters plus ``… (N chars)`` when longer."""
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} chars)"
 
 
 class GuardkitStateError(Exception):
@@ -66,18 +84,20 @@ class GuardkitStateError(Exception):
         self.expected = expected
 
     def location(self) -> str:
-        """``path:line`` or ``path: $.pointer`` (whichever is known), or ``""``."""
-        where = str(self.path) if self.path is not None else ""
+        """``path:line`` or ``path: $.pointer`` (whichever is known), or ``""``; long parts are cut."""
+        where = shorten(self.path, _PATH_CHARS) if self.path is not None else ""
         if self.line is not None:
             where = f"{where}:{self.line}" if where else f"line {self.line}"
         if self.pointer is not None:
-            where = f"{where}: {self.pointer}" if where else self.pointer
+            pointer = shorten(self.pointer, _POINTER_CHARS)
+            where = f"{where}: {pointer}" if where else pointer
         return where
 
     def __str__(self) -> str:
-        text = self.message
+        # One readable line: values from hostile input are cut here; to_dict() keeps them whole.
+        text = shorten(self.message, _MESSAGE_CHARS)
         if self.expected and "expected" not in text:
-            text = f"{text} (expected {self.expected})"
+            text = f"{text} (expected {shorten(self.expected, _EXPECTED_CHARS)})"
         where = self.location()
         return f"{where}: {text}" if where else text
 
@@ -105,6 +125,13 @@ class ParseError(InputError):
 
 class FrontmatterError(ParseError):
     """A task file's frontmatter is not usable (delimiters, tags, structure)."""
+
+
+class WriteVerificationError(FrontmatterError):
+    """A task file's new text did not read back as the intended update; nothing was written.
+
+    ``pointer`` names the first differing key (``$.status``, ``$.autobuild_state.turns[3]``).
+    """
 
 
 class DuplicateKeyError(ParseError):
@@ -143,6 +170,14 @@ class InvalidTaskIdError(InputError):
 
 class UnsafePathError(InputError):
     """A path, or a symlink, that would leave the repository."""
+
+
+class NotRegularFileError(InputError):
+    """A path that must be a regular file is a FIFO, socket, device or directory."""
+
+
+class UnwritableFileError(InputError):
+    """A file the store must not replace: read-only, hard-linked, or its owner/group cannot be kept."""
 
 
 class ConfigError(InputError):
@@ -201,3 +236,15 @@ class IndexBackendError(GuardkitStateError):
 
 class MissingExtraError(IndexBackendError):
     """An optional extra is not installed; the message says which ``pip install`` fixes it."""
+
+
+class AlreadyRecordedError(TurnAlreadyRecordedError):
+    """Reports were given for a turn that is already recorded; nothing was written.
+
+    ``identical`` is True when they are exactly the reports recorded for that turn (a ``record``
+    retried after its commit point: nothing to do), False when they differ.
+    """
+
+    def __init__(self, message: str, *, identical: bool, **context: object) -> None:
+        super().__init__(message, **context)  # type: ignore[arg-type]
+        self.identical = identical

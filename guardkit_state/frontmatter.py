@@ -1,7 +1,8 @@
 """Exact split and strict parse of a task file's frontmatter (writing is ``splice.py``'s job).
 
-Pure functions, text in and data out. The frontmatter is delimited by lines that are exactly
-``---`` (GuardKit's ``split("---", 2)`` truncates a real file whose feedback holds ``-----``);
+Pure functions, text in and data out. The frontmatter is delimited by lines that are ``---``
+followed by nothing but blanks (GuardKit's ``split("---", 2)`` truncates a real file whose
+feedback holds ``-----``; python-frontmatter and Jekyll accept ``---`` with trailing blanks);
 the YAML is read by :mod:`strict_yaml` (dates as strings, duplicate keys refused) with every
 error in the file's own line numbers.
 """
@@ -23,7 +24,10 @@ STATE_KEY = "autobuild_state"
 LEGACY_STATE_KEY = "feature_build"
 STATE_KEYS = (STATE_KEY, LEGACY_STATE_KEY)
 
-_OPEN = re.compile(r"---(\r?\n)")
+#: A delimiter line: three dashes and optional trailing blanks, as python-frontmatter and Jekyll read it.
+_OPEN = re.compile(r"---[ \t]*(\r?\n)")
+_LONE_OPEN = re.compile(r"---[ \t]*[\r\n]*\Z")
+_CLOSE_TAIL = re.compile(r"[ \t]*(?:\n|\r\n|\r?\Z)")
 _MD_HEADING = re.compile(r"^#{2,6} \S")
 
 
@@ -61,7 +65,7 @@ class FrontmatterSplit:
 
 
 def split_frontmatter(text: str, *, path: Path | str | None = None) -> FrontmatterSplit:
-    """Cut ``text`` at frontmatter delimiter lines that are exactly ``---``.
+    """Cut ``text`` at frontmatter delimiter lines (``---`` and optional trailing blanks).
 
     Raises:
         FrontmatterError: an opening ``---`` without a closing one (reported at line 1).
@@ -70,7 +74,7 @@ def split_frontmatter(text: str, *, path: Path | str | None = None) -> Frontmatt
     start = len(bom)
     opening = _OPEN.match(text, start)
     if opening is None:
-        if text[start:].rstrip("\r\n") == "---":
+        if _LONE_OPEN.match(text, start):
             raise _missing_closing(path)
         newline = "\r\n" if "\r\n" in text[: text.find("\n") + 1] else "\n"
         return FrontmatterSplit(False, bom, "", "", "", text[start:], newline, 0)
@@ -90,18 +94,14 @@ def split_frontmatter(text: str, *, path: Path | str | None = None) -> Frontmatt
 
 
 def _find_closing(text: str, start: int) -> tuple[int, int]:
-    """Start and end of the first line after ``start`` that is exactly ``---`` (``(-1, -1)``)."""
+    """Start and end of the first delimiter line after ``start`` (``(-1, -1)`` when there is none)."""
     # str.find is memchr-fast; a MULTILINE ``^---`` regex tries every character of a 250 KB file.
     pos = start  # always a line start
     while True:
         if text.startswith("---", pos):
-            tail = pos + 3
-            if tail == len(text):
-                return pos, tail
-            if text[tail] == "\n":
-                return pos, tail + 1
-            if text.startswith("\r\n", tail) or (tail + 1 == len(text) and text[tail] == "\r"):
-                return pos, min(tail + 2, len(text))
+            tail = _CLOSE_TAIL.match(text, pos + 3)
+            if tail is not None:
+                return pos, tail.end()
         newline = text.find("\n---", pos)
         if newline < 0:
             return -1, -1
@@ -113,7 +113,7 @@ def _missing_closing(path: Path | str | None) -> FrontmatterError:
         "frontmatter opened by '---' is never closed",
         path=path,
         line=1,
-        expected="a closing line that is exactly '---'",
+        expected="a closing '---' line",
     )
 
 
@@ -124,6 +124,7 @@ class ParsedFrontmatter:
     data: dict[str, Any]
     split: FrontmatterSplit
     node: yaml.Node | None
+    aliased: bool = False  # the YAML uses an alias (see :func:`strict_yaml.parse_yaml`)
 
     @property
     def state_key(self) -> str | None:
@@ -161,7 +162,7 @@ def parse_frontmatter(text: str, *, path: Path | str | None = None) -> ParsedFro
         raise _with_closing_hint(exc, split) from exc
     if parsed.data is None:
         return ParsedFrontmatter({}, split, parsed.node)
-    result = ParsedFrontmatter(parsed.data, split, parsed.node)
+    result = ParsedFrontmatter(parsed.data, split, parsed.node, parsed.aliased)
     if not isinstance(parsed.data, dict):
         raise FrontmatterError(
             f"frontmatter is a {type(parsed.data).__name__}, not a mapping",

@@ -1,8 +1,10 @@
 """Durable file I/O: atomic replace, per-task locks, safe paths, capped reads.
 
 Every write guardkit-state makes goes through :func:`atomic_write_bytes`: a temp file in the same
-directory, the original mode kept, fsync, ``os.replace``, fsync of the directory. A reader never
-sees a torn file, and a crash at any instant leaves either the old or the new bytes.
+directory, the original mode, owner and group kept, fsync, ``os.replace``, fsync of the directory.
+A reader never sees a torn file, and a crash at any instant leaves either the old or the new bytes.
+Writes are capped like reads, and nothing that a replace would damage (a hard link, a read-only
+file, a FIFO) is replaced. Reads never block on special files.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from .errors import (
     GuardkitStateError,
     InvalidTaskIdError,
     LockedError,
+    NotRegularFileError,
     ParseError,
     UnsafePathError,
+    UnwritableFileError,
 )
 
 #: Task files and reports above this size are refused before parsing (the largest real task file
@@ -32,6 +36,8 @@ from .errors import (
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
 TEMP_PREFIX = ".gks-tmp-"
+
+
 
 _TASK_ID = re.compile(r"^[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9._]+)+$")
 
@@ -68,85 +74,325 @@ def fsync_directory(directory: Path) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None,
-                       precondition: Callable[[], bool] | None = None) -> bool:
+                       precondition: Callable[[], bool] | None = None,
+                       limit: int | None = MAX_FILE_BYTES) -> bool:
     """Replace ``path`` with ``data`` atomically and durably; returns True when replaced.
 
-    The file's current permission bits are kept (``mkstemp`` would make it 0600); a new file gets
-    ``mode`` or 0644 less the umask. Raises :class:`GuardkitStateError` (with the path) on
-    ENOSPC, EROFS, EACCES and friends, after removing the temp file, so the original is untouched.
-    ``precondition`` is called after the fsync, just before the rename: when it returns False the
-    temp file is removed, nothing is replaced and False is returned (the caller re-reads and
-    retries; this keeps the window for a concurrent editor save to microseconds, not an fsync).
+    Refused before anything is created (typed :class:`InputError` subclasses naming the file):
+    ``data`` over ``limit`` bytes (the read cap: the store never writes a file it could not read
+    back), a FIFO or device, a read-only file, a file with several hard links, a file whose owner
+    or group could not be kept, a symlink leaving its checkout. A symlink inside it is written
+    through: the target is replaced (the temp file sits beside it) and the link stays a link.
+
+    Mode, owner and group are kept; a new file gets ``mode`` or 0644 less the umask. OS errors
+    (ENOSPC, EROFS, EACCES ...) raise :class:`GuardkitStateError` with the path after the temp
+    file is removed, so the original is untouched. ``precondition`` is called after the fsync,
+    just before the rename: when it returns False the temp file is removed, nothing is replaced
+    and False is returned (the caller re-reads and retries; this keeps the window for a
+    concurrent editor save to microseconds, not an fsync).
     """
     path = Path(path)
-    directory = path.parent
+    target, existing = _prepare(path, len(data), limit)
     if mode is None:
-        try:
-            mode = stat.S_IMODE(os.stat(path).st_mode)
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o644 & ~umask
-    tmp = directory / f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{time.monotonic_ns()}"
+        mode = stat.S_IMODE(existing.st_mode) if existing is not None else _new_file_mode()
+    directory = target.parent
+    tmp = directory / f"{TEMP_PREFIX}{target.name}.{os.getpid()}.{time.monotonic_ns()}"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            crash_point("write.temp_open")
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fchmod(fd, mode)
-            crash_point("write.before_fsync")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _write_temp(tmp, data, mode, existing, target)
         crash_point("write.before_replace")
         if precondition is not None and not precondition():
             os.unlink(tmp)
             return False
-        os.replace(tmp, path)
+        os.replace(tmp, target)
         crash_point("write.after_replace")
         fsync_directory(directory)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        _discard(tmp)
         raise GuardkitStateError(_describe_os_error(exc, "write"), path=path) from exc
+    except BaseException:
+        _discard(tmp)
+        raise
     return True
 
 
+def _write_temp(tmp: Path, data: bytes, mode: int, existing: os.stat_result | None, target: Path) -> None:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        crash_point("write.temp_open")
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if existing is not None:
+            _keep_owner(fd, existing, target)  # before fchmod: a chown may clear set-id bits
+        os.fchmod(fd, mode)
+        crash_point("write.before_fsync")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _discard(tmp: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+
+
+def _new_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o644 & ~umask
+
+
 def atomic_write_text(path: Path, text: str, *, mode: int | None = None,
-                      precondition: Callable[[], bool] | None = None) -> bool:
+                      precondition: Callable[[], bool] | None = None,
+                      limit: int | None = MAX_FILE_BYTES) -> bool:
     """:func:`atomic_write_bytes` for UTF-8 text (newlines are written exactly as given)."""
-    return atomic_write_bytes(path, text.encode("utf-8"), mode=mode, precondition=precondition)
+    return atomic_write_bytes(path, text.encode("utf-8"), mode=mode, precondition=precondition, limit=limit)
 
 
-def remove_stale_temp_files(directory: Path) -> list[Path]:
-    """Delete temp files a killed writer left in ``directory``; returns what was removed."""
+# --------------------------------------------------------------------------- what a write may replace
+
+
+def check_writable(path: Path, size: int = 0, *, limit: int | None = MAX_FILE_BYTES) -> Path:
+    """Raise what :func:`atomic_write_bytes` would refuse for ``size`` bytes at ``path``, writing
+    nothing (check the last of several files before writing the first); returns the file replaced."""
+    return _prepare(Path(path), size, limit)[0]
+
+
+def _prepare(path: Path, size: int, limit: int | None) -> tuple[Path, os.stat_result | None]:
+    if limit is not None and size > limit:
+        raise _too_large(path, f"refusing to write {size} bytes", limit, " (the file could not be read back)")
+    target = _write_target(path)
+    return target, _replaceable(target)
+
+
+def _write_target(path: Path) -> Path:
+    """The file a write to ``path`` replaces: ``path``, or a symlink's final target (replacing the
+    link would make it a regular file and starve the target). Followed only inside its checkout:
+    a link planted in a repository must not make the store write outside it."""
+    if not os.path.islink(path):
+        return path
+    boundary = _checkout_of(path)
+    if boundary is None:
+        raise UnsafePathError(
+            "is a symlink outside any checkout (no .git, tasks/ or .guardkit/ above it); not written through",
+            path=path, expected="a regular file, or a symlink to a file inside the repository",
+        )
+    return resolve_inside(boundary, path)
+
+
+def _checkout_of(path: Path) -> Path | None:
+    """The checkout ``path`` lies in: the nearest folder holding ``.git``, or the parent of the
+    nearest ``tasks``/``.guardkit`` folder (every file the store writes lives under one of them)."""
+    folder = Path(os.path.abspath(path)).parent
+    for candidate in (folder, *folder.parents):
+        if os.path.lexists(candidate / ".git"):
+            return candidate
+        if candidate.name in ("tasks", ".guardkit"):
+            return candidate.parent
+    return None
+
+
+def _replaceable(target: Path) -> os.stat_result | None:
+    """The stat of the file ``target`` names (None when there is none) once it is safe to replace."""
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise GuardkitStateError(_describe_os_error(exc, "write"), path=target) from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise NotRegularFileError(f"not a regular file ({_kind(info.st_mode)}); refusing to replace it",
+                                  path=target, expected="a regular file")
+    if info.st_nlink > 1:
+        # os.replace gives the name a new inode: the other names would keep the old text for ever.
+        # No write is both atomic and shared by every link, so refuse rather than split them.
+        raise UnwritableFileError(
+            f"has {info.st_nlink} hard links; an atomic replace would cut it off from the others, "
+            "so nothing was written",
+            path=target, expected="a file with one link (replace the hard link by a copy or a symlink)",
+        )
+    if not info.st_mode & stat.S_IWUSR:
+        raise UnwritableFileError("read-only; make it writable (chmod u+w) to record turns", path=target)
+    _check_owner(target, info)
+    if not os.access(target, os.W_OK) and not _read_only_fs(target.parent):
+        raise UnwritableFileError("not writable by this user; make it writable (chmod u+w) to record turns",
+                                  path=target)
+    return info
+
+
+def _check_owner(target: Path, info: os.stat_result) -> None:
+    """Refuse a replace that would give the file another owner or group: renamed over by us, another
+    user's 0644 file would become ours and unwritable for its owner. Root can fchown it back."""
+    euid = os.geteuid()
+    if euid == 0:
+        return
+    if info.st_uid != euid:
+        raise UnwritableFileError(
+            f"owned by uid {info.st_uid}, not by this user (uid {euid}): replacing it would change its owner, "
+            "so nothing was written",
+            path=target, expected="run as the file's owner",
+        )
+    if info.st_gid != _new_file_gid(target.parent) and info.st_gid not in {os.getegid(), *os.getgroups()}:
+        raise UnwritableFileError(
+            f"its group (gid {info.st_gid}) is not one of this user's: replacing it would change its group, "
+            "so nothing was written",
+            path=target, expected="a group this user belongs to (chgrp)",
+        )
+
+
+def _keep_owner(fd: int, existing: os.stat_result, target: Path) -> None:
+    current = os.fstat(fd)
+    if (current.st_uid, current.st_gid) == (existing.st_uid, existing.st_gid):
+        return
+    try:
+        os.fchown(fd, existing.st_uid, existing.st_gid)
+    except PermissionError as exc:
+        raise UnwritableFileError(
+            f"the replacement cannot keep the file's owner and group (uid {existing.st_uid}, gid "
+            f"{existing.st_gid}), so nothing was written",
+            path=target,
+            expected="run as the file's owner",
+        ) from exc
+
+
+def _new_file_gid(directory: Path) -> int:
+    """The group a file created in ``directory`` gets (the folder's when it is set-group-id)."""
+    try:
+        info = os.stat(directory)
+    except OSError:
+        return os.getegid()
+    return info.st_gid if info.st_mode & stat.S_ISGID else os.getegid()
+
+
+def _read_only_fs(directory: Path) -> bool:
+    try:
+        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symlink"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
+
+
+# --------------------------------------------------------------------------- temp files, reads
+
+
+#: A temp file this old is debris even if a process with its writer's pid is alive (the pid was
+#: reused, or the writer is on another host sharing the folder): a write takes milliseconds.
+STALE_TEMP_SECONDS = 10 * 60
+
+
+def remove_stale_temp_files(directory: Path, *, max_age: float = STALE_TEMP_SECONDS) -> list[Path]:
+    """Delete temp files killed writers left in ``directory``; returns what was removed.
+
+    Safe while others write there (at the start of ``record`` as of the loop): only a temp file
+    whose writer (the pid in its name) is gone, or older than ``max_age`` seconds, is removed;
+    a live writer's, this process's included, never is.
+    """
     removed: list[Path] = []
-    with contextlib.suppress(FileNotFoundError):
-        for entry in directory.iterdir():
-            if entry.name.startswith(TEMP_PREFIX):
-                with contextlib.suppress(FileNotFoundError):
-                    entry.unlink()
-                    removed.append(entry)
+    try:
+        entries = list(os.scandir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return removed
+    now = time.time()
+    for entry in entries:
+        # Only names in the exact form this module writes: a user's ``.gks-tmp-notes.md`` is theirs.
+        if _writer_pid(entry.name) is not None and _is_stale(entry, now, max_age):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
     return removed
 
 
-def read_bytes_capped(path: Path, *, limit: int = MAX_FILE_BYTES) -> bytes:
-    """Read a whole file, refusing one larger than ``limit`` before reading it."""
+def _is_stale(entry: os.DirEntry[str], now: float, max_age: float) -> bool:
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size > limit:
-                raise FileTooLargeError(
-                    f"file is {size} bytes, over the {limit}-byte limit",
-                    path=path,
-                    expected=f"at most {limit} bytes",
-                )
-            return handle.read(limit + 1)
+        info = entry.stat(follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISDIR(info.st_mode):
+        return False
+    pid = _writer_pid(entry.name)
+    if pid is None or pid == os.getpid():
+        return False
+    return now - info.st_mtime > max_age or not _pid_alive(pid)
+
+
+def _writer_pid(name: str) -> int | None:
+    """The pid in ``.gks-tmp-<name>.<pid>.<ns>``, or None for a name not in that form."""
+    parts = name[len(TEMP_PREFIX):].rsplit(".", 2)
+    if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit() and int(parts[1]) > 0:
+        return int(parts[1])
+    return None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except PermissionError:  # alive, owned by another user
+        return True
+    except (OverflowError, OSError):  # ProcessLookupError: gone
+        return False
+    return True
+
+
+def read_bytes_capped(path: Path, *, limit: int = MAX_FILE_BYTES) -> bytes:
+    """Read a whole regular file, refusing one larger than ``limit`` before reading it.
+
+    A FIFO, socket or device is refused (:class:`NotRegularFileError`) without a blocking open:
+    a FIFO named like a task file must not hang a command.
+    """
+    path = Path(path)
+    fd, size = _open_regular(path)
+    try:
+        if size > limit:
+            raise _too_large(path, f"file is {size} bytes", limit)
+        data = _read_upto(fd, limit + 1, path)
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # it grew after the fstat
+        raise _too_large(path, "file grew while it was read", limit)
+    return data
+
+
+def _too_large(path: Path, what: str, limit: int, why: str = "") -> FileTooLargeError:
+    return FileTooLargeError(f"{what}, over the {limit}-byte limit{why}", path=path, expected=f"at most {limit} bytes")
+
+
+def _open_regular(path: Path) -> tuple[int, int]:
+    """An fd on ``path`` and its size, after checking (before and after the open) it is a regular file."""
+    try:
+        before = os.stat(path)
+        if stat.S_ISREG(before.st_mode):
+            # O_NONBLOCK: should the name be swapped for a FIFO meanwhile, the open still returns.
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode):
+                return fd, info.st_size
+            os.close(fd)
+            before = info
     except OSError as exc:
         raise GuardkitStateError(_describe_os_error(exc, "read"), path=path) from exc
+    raise NotRegularFileError(f"not a regular file ({_kind(before.st_mode)}); refusing to open it",
+                              path=path, expected="a regular file")
+
+
+def _read_upto(fd: int, size: int, path: Path) -> bytes:
+    chunks: list[bytes] = []
+    remaining = size
+    try:
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+    except OSError as exc:
+        raise GuardkitStateError(_describe_os_error(exc, "read"), path=path) from exc
+    return b"".join(chunks)
 
 
 def decode_utf8(data: bytes, path: Path) -> str:

@@ -16,7 +16,6 @@ import logging
 import os
 import re
 import tempfile
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -25,6 +24,8 @@ from typing import Any
 
 from .errors import GitError, InputError, UnsafePathError
 from .fsio import TEMP_PREFIX, validate_task_id
+from .gitlocks import STALE_LOCK_SECONDS as STALE_LOCK_SECONDS  # re-exported: callers import it from here
+from .gitlocks import remove_stale_locks
 
 log = logging.getLogger("guardkit_state.gitstore")
 
@@ -36,15 +37,16 @@ FALLBACK_EMAIL = "autobuild@localhost"
 #: kill). The interrupted turn's commit, when it exists, is HEAD or very near it.
 DEDUPE_DEPTH = 64
 
-#: Without /proc a lock older than this is considered abandoned.
-STALE_LOCK_SECONDS = 300.0
-
 TRAILER_KEYS = ("Task", "Turn", "Decision", "Mode")
 
-#: Pathspecs ``commit_all`` leaves out: the local search index and atomic-write temp files.
-#: User paths are never read as pathspec magic (a file named ``:(glob)*`` is just a file).
+#: Pathspecs ``commit_all`` leaves out: the local search index and guardkit-state's own temp
+#: files anywhere under ``.guardkit/``. User paths are never read as pathspec magic (a file named
+#: ``:(glob)*`` is just a file).
 _LITERAL = ("--literal-pathspecs",)
-_NEVER_COMMIT = (":(exclude).guardkit/index", f":(exclude,glob)**/{TEMP_PREFIX}*")
+_NEVER_COMMIT = (":(exclude).guardkit/index", f":(exclude,glob).guardkit/**/{TEMP_PREFIX}*")
+#: Outside ``.guardkit/`` only the exact name ``fsio.atomic_write_bytes`` gives its temp file
+#: (``.gks-tmp-<name>.<pid>.<ns>``) is ours: an agent's own ``.gks-tmp-notes`` is real work.
+_ATOMIC_TEMP = re.compile(rf"{re.escape(TEMP_PREFIX)}.+\.[0-9]+\.[0-9]+")
 
 _ADVICE = "Is git installed, and is this a git repository?"
 
@@ -137,23 +139,21 @@ class GitRepo:
         command = ["git", *pre, *args]
         runner = self._cmd if cwd is None else _git_module().cmd.Git(str(cwd))
         gitmod = _git_module()
-        istream = None
         try:
-            if stdin is not None:
-                istream = tempfile.TemporaryFile()
-                istream.write(stdin)
-                istream.seek(0)
-            status, out, err = runner.execute(
-                command, istream=istream, with_extended_output=True, with_exceptions=False,
-                stdout_as_string=False, strip_newline_in_stdout=False,
-            )
+            with contextlib.ExitStack() as stack:
+                istream = None
+                if stdin is not None:
+                    istream = stack.enter_context(tempfile.TemporaryFile())
+                    istream.write(stdin)
+                    istream.seek(0)
+                status, out, err = runner.execute(
+                    command, istream=istream, with_extended_output=True, with_exceptions=False,
+                    stdout_as_string=False, strip_newline_in_stdout=False,
+                )
         except gitmod.exc.GitCommandNotFound as exc:
             raise GitError(f"git is not installed or not on PATH. {_ADVICE}", command=command) from exc
         except OSError as exc:
             raise GitError(f"cannot run git: {exc}", command=command, path=self.root) from exc
-        finally:
-            if istream is not None:
-                istream.close()
         stderr = err.decode("utf-8", "replace") if isinstance(err, bytes) else str(err or "")
         stdout = out if isinstance(out, bytes) else str(out or "").encode()
         if check and status != 0:
@@ -256,12 +256,19 @@ class GitRepo:
     def commit_all(self, message: str) -> str:
         """Commit every change in a *managed* worktree, untracked files included; return the sha.
 
-        The local index data (``.guardkit/index/``) and temp files of interrupted atomic writes are
-        never committed.
+        The local index data (``.guardkit/index/``) and guardkit-state's own temp files (left by
+        interrupted atomic writes) are never committed; other files are, whatever their name.
         """
-        self.run("add", "-A", "--", ".", *_NEVER_COMMIT)
+        self.run("add", "-A", "--", ".", *_NEVER_COMMIT, *self._own_temp_files())
         self._commit("-m", message)
         return self.text("rev-parse", "HEAD")
+
+    def _own_temp_files(self) -> list[str]:
+        """``:(exclude,literal)`` pathspecs for untracked atomic-write temp files outside ``.guardkit/``."""
+        out = self.run("ls-files", "-z", "--others", "--exclude-standard", "--",
+                       f":(glob)**/{TEMP_PREFIX}*", ":(exclude).guardkit")[1]
+        paths = out.decode("utf-8", "surrogateescape").split("\0")
+        return [f":(exclude,literal){p}" for p in paths if _ATOMIC_TEMP.fullmatch(p.rsplit("/", 1)[-1])]
 
     def _commit(self, *args: str, literal: bool = False) -> None:
         try:
@@ -316,27 +323,9 @@ class GitRepo:
         """Remove lock files a killed git command left behind; return what was removed.
 
         Looks at ``index.lock`` and ``HEAD.lock`` of this working tree and the current branch's
-        ref lock. A lock is stale when no live git process works in this repository (checked
-        through /proc); without /proc, when it is older than :data:`STALE_LOCK_SECONDS`.
+        ref lock; see :func:`~guardkit_state.gitlocks.remove_stale_locks` for when one is stale.
         """
-        candidates = [self.git_dir / "index.lock", self.git_dir / "HEAD.lock"]
-        branch = self.current_branch()
-        if branch:
-            candidates.append(self.common_dir / "refs" / "heads" / f"{branch}.lock")
-        present = [p for p in candidates if p.exists()]
-        if not present or _live_git_process_in(self.root, self.common_dir):
-            return []
-        removed: list[Path] = []
-        for lock in present:
-            if not Path("/proc/self").exists():
-                with contextlib.suppress(OSError):
-                    if time.time() - lock.stat().st_mtime < STALE_LOCK_SECONDS:
-                        continue
-            with contextlib.suppress(FileNotFoundError):
-                lock.unlink()
-                removed.append(lock)
-                log.warning("removed stale git lock %s (no git process holds it)", lock)
-        return removed
+        return remove_stale_locks(self.root, self.git_dir, self.common_dir, self.current_branch())
 
     # -- turn commits ----------------------------------------------------------------------
 
@@ -529,27 +518,6 @@ def _git_error(command: list[str], status: int, stderr: str, root: Path) -> GitE
     return GitError(message, command=command, returncode=status, stderr=stderr, path=root)
 
 
-def _live_git_process_in(root: Path, common_dir: Path) -> bool:
-    """True when a running git process has its cwd inside ``root`` or ``common_dir`` (Linux /proc)."""
-    proc = Path("/proc")
-    if not (proc / "self").exists():
-        return False
-    roots = [os.path.realpath(root), os.path.realpath(common_dir)]
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            argv0 = (entry / "cmdline").read_bytes().split(b"\0", 1)[0].decode("utf-8", "replace")
-            if os.path.basename(argv0) != "git" and not os.path.basename(argv0).startswith("git-"):
-                continue
-            cwd = os.path.realpath(os.readlink(entry / "cwd"))
-        except OSError:
-            continue
-        if any(cwd == r or cwd.startswith(r + os.sep) for r in roots):
-            return True
-    return False
-
-
 _GIT_MODULE: Any = None
 
 
@@ -558,7 +526,7 @@ def _git_module() -> Any:
     global _GIT_MODULE
     if _GIT_MODULE is None:
         try:
-            import git  # noqa: PLC0415 - lazy: importing fails when the git executable is missing
+            import git  # lazy: importing fails when the git executable is missing
         except ImportError as exc:
             raise GitError(f"git is not available ({str(exc).splitlines()[0]}). {_ADVICE}") from exc
         _GIT_MODULE = git

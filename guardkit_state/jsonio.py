@@ -2,7 +2,9 @@
 
 ``json.loads`` keeps the last of two duplicate keys, accepts ``NaN``/``Infinity`` (which no other
 JSON reader does), and dies with ``RecursionError`` on deep nesting. :func:`load_json` refuses all
-three, caps the file size, insists on UTF-8, and names the file and line in every error.
+three, caps the file size, insists on UTF-8, and names the file and line in every error. It also
+refuses what parses but could never be written back (:func:`check_storable`): a lone surrogate
+escape (``"\\ud800"``) and a number too large for a float (``1e400`` reads as infinity).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import json.decoder
 import json.scanner
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +20,7 @@ from typing import Any
 
 from .errors import ParseError, SchemaError
 from .fsio import MAX_FILE_BYTES, decode_utf8, read_bytes_capped
-from .schemas import check_record, validate_record
+from .schemas import check_record, format_pointer, validate_record
 
 #: Deepest nesting of arrays/objects accepted; real reports nest 4 levels.
 MAX_DEPTH = 64
@@ -28,7 +31,7 @@ _BRACKETS = re.compile(_STRING + r"|[\[\]{}]")
 _CONSTANTS = re.compile(_STRING + r"|(-?Infinity|NaN)")
 _WS = re.compile(r"[ \t\n\r]*")
 #: The stdlib's string scanner (C-accelerated); not in typeshed's stubs.
-_scanstring: Callable[[str, int, bool], tuple[str, int]] = getattr(json.decoder, "scanstring")
+_scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
 def _skip_ws(text: str, pos: int) -> int:
@@ -114,7 +117,7 @@ def _locate_duplicate(text: str) -> tuple[int, int] | None:
         decoder.decode(text)
     except _Found as found:
         return found.pos, found.first
-    except Exception:  # noqa: BLE001 - the fast parse already succeeded up to the duplicate
+    except Exception:  # the fast parse already succeeded up to the duplicate
         return None
     return None
 
@@ -130,7 +133,7 @@ def parse_json(text: str, *, path: Path | str | None = None, max_depth: int = MA
         text = text[1:]  # a UTF-8 byte-order mark is harmless; json.loads would refuse it
     _check_depth(text, path, max_depth)
     try:
-        return json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_refuse_constant)
+        value = json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise ParseError(f"{exc.msg} (column {exc.colno})", path=path, line=exc.lineno,
                          expected=_EXPECTED) from exc
@@ -152,6 +155,64 @@ def parse_json(text: str, *, path: Path | str | None = None, max_depth: int = MA
     except ValueError as exc:  # e.g. an integer literal over Python's 4300-digit limit
         reason = str(exc).split(": value has")[0]
         raise ParseError(f"invalid JSON value: {reason}", path=path, expected=_EXPECTED) from exc
+    check_storable(value, path=path)
+    return value
+
+
+_STORABLE = "valid Unicode text and finite numbers (what can be written back as JSON)"
+
+
+def check_storable(value: Any, *, path: Path | str | None = None) -> None:
+    """Refuse data that could not be written back as strict UTF-8 JSON, before anything uses it.
+
+    JSON text may spell a lone UTF-16 surrogate (``"\\ud800"``), which no UTF-8 file can hold,
+    and a number like ``1e400``, which reads as infinity; both would only fail later, when the
+    record is written (after a lock was taken, or another report already written).
+
+    Raises:
+        SchemaError: names ``path`` and the JSON path of the first such value in document order.
+    """
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        item, parts = stack.pop()
+        if isinstance(item, str):
+            if not _encodable(item):
+                raise _unstorable(f"text {_escaped(item)} holds a lone surrogate, which is not valid Unicode",
+                                  parts, path)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise _unstorable(f"number is out of range (it reads as {item})", parts, path)
+        elif isinstance(item, dict):
+            children: list[tuple[Any, tuple[str | int, ...]]] = []
+            for key, child in item.items():
+                if isinstance(key, str) and not _encodable(key):
+                    raise _unstorable(f"key {_escaped(key)} holds a lone surrogate, which is not valid Unicode",
+                                      parts, path)
+                children.append((child, (*parts, key)))
+            stack.extend(reversed(children))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, (*parts, index)) for index, child in reversed(list(enumerate(item))))
+
+
+def _encodable(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _escaped(text: str, limit: int = 40) -> str:
+    """Printable, ASCII-only and short: the surrogate itself could not even be printed."""
+    shown = json.dumps(text[:limit])
+    return shown[:-1] + '..."' if len(text) > limit else shown
+
+
+def _unstorable(message: str, parts: tuple[str | int, ...], path: Path | str | None) -> SchemaError:
+    # A key with a surrogate cannot be shown in the JSON path either: the path names its parent.
+    return SchemaError(message, path=path, pointer=format_pointer(parts), expected=_STORABLE)
 
 
 def load_json(path: Path, *, limit: int = MAX_FILE_BYTES, max_depth: int = MAX_DEPTH) -> Any:
@@ -190,7 +251,9 @@ def load_record(kind: str, path: Path) -> dict[str, Any]:
 
 
 def dump_record(kind: str, data: dict[str, Any], *, path: Path | None = None) -> str:
-    """The canonical text of a record we write: :func:`~guardkit_state.schemas.check_record`, then
-    :func:`dump_json`. ``path`` names the file in a :class:`SchemaError`."""
+    """The canonical text of a record we write: :func:`check_storable`,
+    :func:`~guardkit_state.schemas.check_record`, then :func:`dump_json`. ``path`` names the file
+    in a :class:`SchemaError`."""
+    check_storable(data, path=path)
     check_record(kind, data, path=path)
     return dump_json(data)

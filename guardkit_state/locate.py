@@ -13,6 +13,7 @@ from pathlib import Path
 from .artifacts import TurnStore, artifacts_dir
 from .fsio import validate_task_id
 from .taskfile import TaskFile, find_task
+from .worktrees import worktrees_home
 
 WORKTREES_DIR = Path(".guardkit/worktrees")
 
@@ -41,7 +42,8 @@ def locate_task(repo_root: Path, task_id: str) -> TaskLocation:
     validate_task_id(task_id)
     root = Path(repo_root).resolve()
     main_path = find_task(root, task_id)
-    worktree = root / WORKTREES_DIR / task_id
+    # Loop worktrees live in the repository's main checkout, also when this is a linked worktree.
+    worktree = worktrees_home(root) / WORKTREES_DIR / task_id
     if worktree.is_dir():
         copy = worktree / main_path.relative_to(root)
         if copy.is_file():

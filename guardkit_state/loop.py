@@ -18,16 +18,25 @@ from pathlib import Path
 from typing import Any
 
 from .agents import Agent, TurnRequest, stop_orphaned_agents
+from .artifacts import TurnStore, artifacts_dir
 from .config import ResolvedConfig, load_config, render_coach_prompt, render_player_role_section
 from .errors import AgentError, GuardkitStateError, InputError, ResumeError
-from .fsio import (atomic_write_text, crash_point, ensure_private_dir, remove_stale_temp_files,
-                   validate_task_id)
+from .fsio import (
+    atomic_write_text,
+    crash_point,
+    ensure_private_dir,
+    exclusive_lock,
+    remove_stale_temp_files,
+    validate_task_id,
+)
 from .gitstore import CommitResult, GitRepo, commit_turn
+from .intake import check_turn_history, checked_max_turns, checked_timeout, read_task_settled
 from .jsonio import load_json
 from .model import Outcome, TurnMode
 from .resume import ResumePoint, resume_point
 from .taskfile import TaskFile, find_task
-from .turns import TurnLifecycle, TurnRecord
+from .turns import TurnLifecycle, TurnRecord, shared_lock_path
+from .worktrees import WorktreeManager, check_base_branch
 
 log = logging.getLogger("guardkit_state.loop")
 
@@ -38,12 +47,22 @@ Event = Callable[[str, dict[str, Any]], None]
 
 @dataclass
 class LoopOptions:
+    """How to run the loop; refused at construction (:class:`InputError`) when a value cannot work.
+
+    A NaN or infinite timeout would only fail once the worktree exists and the Player runs.
+    """
+
     max_turns: int | None = None
     resume: bool = False
     use_worktree: bool = True
     turn_timeout: float | None = None
     base_branch: str | None = None
     index_budget: float = 2.0
+
+    def __post_init__(self) -> None:
+        checked_max_turns(self.max_turns)
+        checked_timeout(self.turn_timeout)
+        checked_timeout(self.index_budget, name="index_budget")
 
 
 @dataclass
@@ -99,6 +118,8 @@ def feature_build(
     repo_root = Path(repo_root).resolve()
     validate_task_id(task_id)
     config = load_config(repo_root)
+    # A hand-edited history (a gap, a repeated turn) is refused before a lock, worktree or log exists.
+    check_turn_history(TaskFile.load(find_task(repo_root, task_id)))
     with _log_to_file(repo_root / LOG_FILE), _interrupts_as_exceptions():
         return _Run(repo_root, task_id, player, coach, options, config, emit).run()
 
@@ -130,20 +151,13 @@ class _Run:
     def run(self) -> LoopResult:
         main_task_path = find_task(self.repo_root, self.task_id)
         main_task = TaskFile.load(main_task_path)
-        checkout = self._checkout(main_task)
-        self.result.checkout = checkout
-        task_path = checkout / main_task_path.relative_to(self.repo_root)
-        if not task_path.exists():
-            task_path.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(main_task_path, task_path)
-            self.note(f"task file is not committed on the base branch; copied it into {checkout}")
-        lifecycle = TurnLifecycle(TaskFile.load(task_path), root=checkout, max_turns=self.options.max_turns)
-        advice = self.config.suggest_mode(lifecycle.task.complexity)
-        if advice is not None:
-            # One advisory line; the full advice (with GuardKit's own pitfalls) is `suggest-mode`'s job.
-            self.emit("advice", {"text": f"suggested mode for complexity {advice.complexity}: "
-                                         f"{advice.mode.mode} ({advice.mode.ceremony_level} ceremony; advisory)"})
-        with lifecycle.locked():
+        self.git = GitRepo.discover(self.repo_root)
+        if self.git is not None and self.options.base_branch is not None:
+            check_base_branch(self.git, self.options.base_branch)  # a usage error, before anything exists
+        # The task's lock (the one TurnLifecycle.locked takes) is held from before the branch and
+        # worktree are created: a second run of the task is refused by it, never by git halfway.
+        with exclusive_lock(shared_lock_path(self.repo_root, self.task_id), holder=self.task_id):
+            lifecycle, checkout = self._prepare(main_task_path, main_task)
             self._tidy(lifecycle, checkout)
             point = resume_point(lifecycle.task, lifecycle.store)
             self._check_start(point)
@@ -151,21 +165,40 @@ class _Run:
             # commit must still get that turn committed on resume.
             self._commit_pending(lifecycle)
             if point.action == "finished":
-                self.result.outcome = Outcome(point.outcome) if point.outcome in Outcome._value2member_map_ else Outcome.APPROVED
+                known = point.outcome in Outcome._value2member_map_
+                self.result.outcome = Outcome(point.outcome) if known else Outcome.APPROVED
                 self.result.reason = point.describe()
                 return self.result
             self._loop(lifecycle, checkout, point)
         return self.result
 
+    def _prepare(self, main_task_path: Path, main_task: TaskFile) -> tuple[TurnLifecycle, Path]:
+        """The checkout (worktree created or found) and the lifecycle of its task copy; under the lock."""
+        checkout = self._checkout(main_task)
+        self.result.checkout = checkout
+        task_path = checkout / main_task_path.relative_to(self.repo_root)
+        if not task_path.exists():
+            task_path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(main_task_path, task_path)
+            self.note(f"task file is not committed on the base branch; copied it into {checkout}")
+        # Loaded under the lock (so already what TurnLifecycle.locked would refresh it to), and
+        # settled: an editor saving in place at this instant must not number the next turn.
+        store = TurnStore(artifacts_dir(checkout, self.task_id), self.task_id)
+        task = read_task_settled(task_path, store)
+        lifecycle = TurnLifecycle(task, root=checkout, max_turns=self.options.max_turns)
+        advice = self.config.suggest_mode(lifecycle.task.complexity)
+        if advice is not None:
+            # One advisory line; the full advice (with GuardKit's own pitfalls) is `suggest-mode`'s job.
+            self.emit("advice", {"text": f"suggested mode for complexity {advice.complexity}: "
+                                         f"{advice.mode.mode} ({advice.mode.ceremony_level} ceremony; advisory)"})
+        return lifecycle, checkout
+
     def _checkout(self, task: TaskFile) -> Path:
-        self.git = GitRepo.discover(self.repo_root)
         if self.git is None:
             self.note("not a git repository (or git is not installed): turns are recorded without commits")
             return self.repo_root
         if not self.options.use_worktree:
             return self.repo_root
-        from .worktrees import WorktreeManager
-
         manager = WorktreeManager(self.git)
         recorded = task.state.worktree_path if task.state else None
         if self.options.resume:
@@ -188,7 +221,8 @@ class _Run:
         self.managed_worktree = True
         self.base_branch = worktree.base_branch
         with contextlib.suppress(ValueError):
-            self.worktree_rel = str(worktree.path.relative_to(self.repo_root))
+            # Relative to the main checkout, where find() looks it up (also when run from a linked worktree).
+            self.worktree_rel = str(worktree.path.relative_to(manager.root))
         self.emit("worktree", {"path": str(worktree.path), "branch": worktree.branch})
         return worktree.path
 
@@ -231,7 +265,8 @@ class _Run:
             return
         # Outside a managed worktree only the exact files of that turn are committed.
         paths = None if self.managed_worktree else [
-            str(p) for p in (*(lifecycle.store.path(kind, last.turn) for kind in ("player_turn", "coach_turn", "turn_state")),
+            str(p) for p in (*(lifecycle.store.path(kind, last.turn)
+                               for kind in ("player_turn", "coach_turn", "turn_state")),
                              lifecycle.task.path) if p.exists()]
         result = commit_turn(self.git, task_id=self.task_id, turn=last.turn, decision=last.decision,
                              mode=last.mode or "recovering_state", paths=paths,
@@ -274,7 +309,8 @@ class _Run:
         work = ensure_private_dir(lifecycle.store.work_dir)
         context_file = lifecycle.store.context_path(number)
         prompt_file = work / f"coach_prompt_turn_{number}.md"
-        atomic_write_text(context_file, lifecycle.context_for(number, role_section=render_player_role_section(self.config)))
+        role_section = render_player_role_section(self.config)
+        atomic_write_text(context_file, lifecycle.context_for(number, role_section=role_section))
         task = lifecycle.task
         previous = lifecycle.previous_turn_state(number)
         atomic_write_text(prompt_file, render_coach_prompt(
@@ -291,9 +327,8 @@ class _Run:
             self.emit("reuse", {"turn": number, "files": ["player", "coach"]})
         else:
             try:
-                if action == "rerun_coach":
-                    self.emit("reuse", {"turn": number, "files": ["player"]})
-                elif action == "rerun_turn" and self._adopt_report(lifecycle, "player", player_raw, number):
+                if action == "rerun_coach" or (
+                        action == "rerun_turn" and self._adopt_report(lifecycle, "player", player_raw, number)):
                     self.emit("reuse", {"turn": number, "files": ["player"]})
                 else:
                     action = "run_turn"  # a fresh Player report: an earlier Coach report no longer applies
@@ -301,7 +336,8 @@ class _Run:
                     report = self.player.run(player_request)
                     lifecycle.record_player(report)
                     crash_point("loop.after_player")
-                if action in ("rerun_turn", "rerun_coach") and self._adopt_report(lifecycle, "coach", coach_raw, number):
+                rerun = action in ("rerun_turn", "rerun_coach")
+                if rerun and self._adopt_report(lifecycle, "coach", coach_raw, number):
                     self.emit("reuse", {"turn": number, "files": ["coach"]})
                 else:
                     self.emit("agent", {"turn": number, "role": "coach"})
@@ -331,7 +367,8 @@ class _Run:
         except GuardkitStateError as exc:
             log.info("turn %d of %s: %s report %s not reused (%s)", number, self.task_id, role, raw, exc)
             return False
-        self.note(f"turn {number}: reused the {role.capitalize()}'s report {raw.name}, finished before the interruption")
+        self.note(f"turn {number}: reused the {role.capitalize()}'s report {raw.name}, "
+                  "finished before the interruption")
         return True
 
     def _worktree_value(self, checkout: Path) -> str | None:

@@ -12,12 +12,18 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal
 
+# The frontmatter's state block lives in its own module; its records are part of this one's API.
+from .state_block import AutobuildState as AutobuildState
+from .state_block import TurnEntry as TurnEntry
+from .state_block import turn_sequence_problem as turn_sequence_problem
+from .state_block import whole_number as whole_number
+
 SCHEMA_VERSION = 1
 
 CriterionState = Literal["verified", "rejected", "pending"]
 
 
-class TurnMode(str, Enum):
+class TurnMode(str, Enum):  # noqa: UP042 - str() and format() of members must not change
     """How a turn started (seed 001's mode tracking)."""
 
     FRESH_START = "fresh_start"
@@ -25,7 +31,7 @@ class TurnMode(str, Enum):
     RECOVERING_STATE = "recovering_state"
 
 
-class Outcome(str, Enum):
+class Outcome(str, Enum):  # noqa: UP042 - str() and format() of members must not change
     """How a loop ended, and the task status each outcome sets (seed 004)."""
 
     APPROVED = "approved"
@@ -124,7 +130,7 @@ class PlayerReport:
               "requirements_addressed", "requirements_remaining", "lessons", "blockers")
     _SCALARS = ("summary", "test_output_summary", "tests_passed_count", "tests_failed_count", "coverage")
     _KNOWN = ("schema_version", "task_id", "turn", "tests_run", "tests_passed", "implementation_notes",
-              "completion_promises") + _LISTS + _SCALARS
+              "completion_promises", *_LISTS, *_SCALARS)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PlayerReport:
@@ -259,107 +265,6 @@ class CoachDecision:
 
 
 @dataclass
-class TurnEntry:
-    """One item of ``autobuild_state.turns`` in the task frontmatter: a readable summary."""
-
-    turn: int
-    decision: str
-    feedback: str | None = None
-    timestamp: str | None = None
-    player_summary: str | None = None
-    player_success: bool | None = None
-    coach_success: bool | None = None
-    mode: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    _KNOWN = ("turn", "decision", "feedback", "timestamp", "player_summary", "player_success",
-              "coach_success", "mode")
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TurnEntry:
-        decision = data.get("decision", data.get("coach_decision"))
-        return cls(
-            turn=int(data["turn"]),
-            decision=str(decision) if decision is not None else "feedback",
-            feedback=data.get("feedback"),
-            timestamp=None if data.get("timestamp") is None else str(data["timestamp"]),
-            player_summary=data.get("player_summary"),
-            player_success=data.get("player_success"),
-            coach_success=data.get("coach_success"),
-            mode=data.get("mode"),
-            extra=_pop_known(data, cls._KNOWN + ("coach_decision",)),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """Key order follows GuardKit's own entries, then ours, so files stay familiar."""
-        out: dict[str, Any] = {"turn": self.turn}
-        if self.mode is not None:
-            out["mode"] = self.mode
-        out["decision"] = self.decision
-        out["feedback"] = self.feedback
-        out["timestamp"] = self.timestamp
-        out["player_summary"] = self.player_summary
-        out["player_success"] = self.player_success
-        out["coach_success"] = self.coach_success
-        out.update(self.extra)
-        return out
-
-
-@dataclass
-class AutobuildState:
-    """The ``autobuild_state`` (or legacy ``feature_build``) block of a task's frontmatter."""
-
-    key: str = "autobuild_state"
-    current_turn: int = 0
-    max_turns: int | None = None
-    worktree_path: str | None = None
-    base_branch: str | None = None
-    started_at: str | None = None
-    last_updated: str | None = None
-    criteria: dict[str, str] = field(default_factory=dict)
-    turns: list[TurnEntry] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    _KNOWN = ("current_turn", "max_turns", "worktree_path", "base_branch", "started_at", "last_updated",
-              "criteria", "turns")
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any] | None, *, key: str = "autobuild_state") -> AutobuildState:
-        data = data or {}
-        return cls(
-            key=key,
-            current_turn=int(data.get("current_turn") or 0),
-            max_turns=data.get("max_turns"),
-            worktree_path=data.get("worktree_path"),
-            base_branch=data.get("base_branch"),
-            started_at=None if data.get("started_at") is None else str(data["started_at"]),
-            last_updated=None if data.get("last_updated") is None else str(data["last_updated"]),
-            criteria={str(k): str(v) for k, v in (data.get("criteria") or {}).items()},
-            turns=[TurnEntry.from_dict(t) for t in data.get("turns") or []],
-            extra=_pop_known(data, cls._KNOWN),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"current_turn": self.current_turn, "max_turns": self.max_turns,
-                               "worktree_path": self.worktree_path, "base_branch": self.base_branch,
-                               "started_at": self.started_at, "last_updated": self.last_updated}
-        out.update(self.extra)
-        if self.criteria:
-            out["criteria"] = dict(self.criteria)
-        out["turns"] = [t.to_dict() for t in self.turns]
-        return out
-
-    @property
-    def next_turn(self) -> int:
-        """GuardKit's own resume rule: the turn after the last recorded one."""
-        return len(self.turns) + 1
-
-    @property
-    def last_feedback(self) -> str | None:
-        return self.turns[-1].feedback if self.turns else None
-
-
-@dataclass
 class LedgerEntry:
     """The cumulative status of one criterion, and which turn set it."""
 
@@ -439,7 +344,7 @@ class TurnState:
             known[name] = dict(known.get(name) or {})
         known.setdefault("progress_summary", "")
         known["verified_count"] = int(known.get("verified_count") or 0)
-        return cls(**known, extra=_pop_known(data, cls._FIELDS + ("schema_version",)))
+        return cls(**known, extra=_pop_known(data, (*cls._FIELDS, "schema_version")))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"schema_version": SCHEMA_VERSION}

@@ -18,7 +18,7 @@ from typing import Any
 from .errors import GitError, TurnError
 from .fsio import read_bytes_capped, validate_task_id
 from .gitstore import GitRepo, TurnCommit, branch_for
-from .worktrees import WORKTREES_DIR
+from .worktrees import WORKTREES_DIR, worktrees_home
 
 log = logging.getLogger("guardkit_state.review")
 
@@ -81,7 +81,7 @@ def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
     commits = _oldest_first_unique(repo.turn_commits(task_id, rev=rev))
     blobs = _read_blobs(repo, [f"{c.sha}:{_state_path(task_id, c.turn)}" for c in commits])
     states: dict[int, dict[str, Any]] = {}
-    for commit, blob in zip(commits, blobs):
+    for commit, blob in zip(commits, blobs, strict=True):
         if blob is not None:
             states[commit.turn] = _parse_state(blob, commit.turn)
     result = TurnLog(task_id, source)
@@ -189,7 +189,8 @@ def _state_path(task_id: str, turn: int) -> str:
 
 
 def _state_dir_on_disk(root: Path, task_id: str) -> Path:
-    worktree = root / WORKTREES_DIR / task_id / STATE_DIR / task_id
+    # The loop's worktrees live under the main checkout, also when asked from a linked worktree.
+    worktree = worktrees_home(root) / WORKTREES_DIR / task_id / STATE_DIR / task_id
     return worktree if worktree.is_dir() else root / STATE_DIR / task_id
 
 
@@ -203,7 +204,7 @@ def _states_from_files(directory: Path) -> dict[int, dict[str, Any]]:
             turn = int(match.group(1))
             try:
                 states[turn] = _parse_state(read_bytes_capped(entry), turn)
-            except Exception as exc:  # noqa: BLE001 - a bad state file must not hide the rest of the log
+            except Exception as exc:
                 log.warning("skipping %s: %s", entry, exc)
     return states
 

@@ -427,7 +427,7 @@ def fast_validator(kind: str) -> Any | None:
         return None
     try:
         return jsonschema_rs.Draft202012Validator(schema)
-    except Exception as exc:  # noqa: BLE001 - a schema it cannot compile just means the slow path
+    except Exception as exc:
         log.debug("jsonschema-rs cannot compile the %s schema (%s); using jsonschema only", kind, exc)
         return None
 
@@ -464,7 +464,7 @@ def _fast_verdict(kind: str, data: Any) -> bool:
         return False
     try:
         return bool(fast.is_valid(data))
-    except Exception:  # noqa: BLE001 - data it cannot convert (lone surrogates ...): the full check decides
+    except Exception:
         return False
 
 

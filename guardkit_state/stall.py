@@ -18,27 +18,70 @@ ZERO_PROGRESS_WINDOW = 3
 #: Same signature this many turns in a row with an unchanged non-zero count is a stall.
 NO_CHANGE_WINDOW = 5
 
-# Order matters: paths before numbers, test ids before line numbers.
+#: Feedback beyond this many characters is not normalised, only hashed as it is (lower-cased,
+#: whitespace collapsed): real feedback is far shorter, and the work per turn stays bounded.
+NORMALISE_LIMIT = 64 * 1024
+
+_WORKTREE = ".guardkit/worktrees/"
+_TEST_ID = ".py::"
+_TOKEN = re.compile(r"\S+")
+# Order matters: paths before numbers, test ids before line numbers. Each number pattern starts
+# only at the first digit of a run ((?<!\d)): a run that fails there fails at every later digit
+# too, so the result is the same, without re-scanning a long run from each of its digits.
 _NORMALISERS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\S*\.guardkit/worktrees/[^\s/]+"), "<worktree>"),
-    (re.compile(r"\S+\.py::\S+"), "<test>"),
     (re.compile(r"\btest_\w+"), "<test>"),
     (re.compile(r"\blines? \d+(?:-\d+)?"), "line <n>"),
     (re.compile(r"(?<=\.py):\d+(?::\d+)?"), ":<n>"),
-    (re.compile(r"\d+(?:\.\d+)?\s?%"), "<pct>"),
-    (re.compile(r"\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|minutes)\b"), "<dur>"),
+    (re.compile(r"(?<!\d)\d+(?:\.\d+)?\s?%"), "<pct>"),
+    (re.compile(r"(?<!\d)\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|minutes)\b"), "<dur>"),
     (re.compile(r"\d+(?:\.\d+)?"), "<n>"),
 )
 
 
-def normalise_feedback(text: str | None) -> str:
-    """Feedback with the parts that vary between otherwise identical reports blanked out."""
-    if not text:
-        return ""
-    out = text.lower()
+def _paths_in(word: str) -> str:
+    """One whitespace-free word with worktree paths and test ids blanked, in linear time.
+
+    The same result as ``re.sub(r"\\S*\\.guardkit/worktrees/[^\\s/]+", "<worktree>")`` then
+    ``re.sub(r"\\S+\\.py::\\S+", "<test>")`` on the word, whose backtracking is quadratic on a
+    long word: the greedy ``\\S*`` reaches the *last* worktree marker followed by a name, and the
+    test pattern, when it matches at all, takes the whole word.
+    """
+    marker = word.rfind(_WORKTREE)
+    while marker != -1:
+        after = marker + len(_WORKTREE)
+        if after < len(word) and word[after] != "/":
+            end = word.find("/", after)
+            word = "<worktree>" + (word[end:] if end != -1 else "")
+            break
+        marker = word.rfind(_WORKTREE, 0, marker)
+    test_id = word.find(_TEST_ID, 1)
+    if test_id != -1 and test_id + len(_TEST_ID) < len(word):
+        return "<test>"
+    return word
+
+
+def _normalise_bounded(text: str) -> str:
+    out = _TOKEN.sub(lambda m: _paths_in(m.group()) if "/" in m.group() or "::" in m.group() else m.group(),
+                     text.lower())
     for pattern, token in _NORMALISERS:
         out = pattern.sub(token, out)
     return " ".join(out.split())
+
+
+def normalise_feedback(text: str | None) -> str:
+    """Feedback with the parts that vary between otherwise identical reports blanked out.
+
+    Linear in the length of ``text``; beyond :data:`NORMALISE_LIMIT` characters (cut at
+    whitespace) the rest is only lower-cased and whitespace-collapsed.
+    """
+    if not text:
+        return ""
+    if len(text) <= NORMALISE_LIMIT:
+        return _normalise_bounded(text)
+    cut = max(text.rfind(" ", 0, NORMALISE_LIMIT), text.rfind("\n", 0, NORMALISE_LIMIT))
+    cut = cut if cut > 0 else NORMALISE_LIMIT
+    head, rest = _normalise_bounded(text[:cut]), " ".join(text[cut:].lower().split())
+    return f"{head} {rest}".strip()
 
 
 def feedback_signature(text: str | None) -> str | None:

@@ -16,14 +16,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import GuardkitStateError
-from .fsio import atomic_write_text, ensure_private_dir
+from .errors import FileTooLargeError, GuardkitStateError
+from .fsio import atomic_write_text, ensure_private_dir, read_bytes_capped
 from .locate import WORKTREES_DIR
 from .taskfile import TaskFile
+from .worktrees import worktrees_home
 
 CACHE_FILE = Path(".guardkit/cache/status.json")
 CACHE_VERSION = 1
 _MARKERS = (b"\nautobuild_state:", b"\nfeature_build:")
+#: The cache is ours and rebuildable; one this large is ignored (and rebuilt) rather than read.
+_CACHE_READ_LIMIT = 256 * 1024 * 1024
 
 
 @dataclass
@@ -86,14 +89,18 @@ def repo_status(repo_root: Path, *, use_cache: bool = True) -> list[TaskSummary]
     if use_cache and fresh != cache:
         with contextlib.suppress(GuardkitStateError, OSError):
             ensure_private_dir((root / CACHE_FILE).parent)
-            atomic_write_text(root / CACHE_FILE, json.dumps({"version": CACHE_VERSION, "files": fresh}))
+            # Not capped: a rebuildable cache of a huge repository may pass the task-file cap.
+            atomic_write_text(root / CACHE_FILE, json.dumps({"version": CACHE_VERSION, "files": fresh}), limit=None)
     return [summaries[k] for k in sorted(summaries)]
 
 
 def _summarise_file(path: Path, relpath: str, in_worktree: bool) -> dict[str, Any] | None:
     try:
-        raw = path.read_bytes()
-    except OSError:
+        # Capped, and never a blocking open (the name may have become a FIFO since the scan).
+        raw = read_bytes_capped(path)
+    except FileTooLargeError as exc:
+        return TaskSummary(path.stem, relpath, None, 0, None, 0, 0, None, in_worktree, str(exc)).to_dict()
+    except GuardkitStateError:
         return None
     if not any(marker in raw for marker in _MARKERS):
         return None
@@ -110,13 +117,15 @@ def _task_files(root: str) -> Iterator[tuple[os.DirEntry[str], str, str, bool]]:
     for entry in _walk_md(os.path.join(root, "tasks")):
         relpath = entry.path[prefix:]
         yield entry, relpath, relpath, False
-    worktrees = os.path.join(root, str(WORKTREES_DIR))
+    # Loop worktrees live in the repository's main checkout, also when this is a linked worktree.
+    home = str(worktrees_home(Path(root)))
+    keep = prefix if home == root else 0  # cache keys: relative to the repo, else absolute
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-        for tree in sorted(os.scandir(worktrees), key=lambda e: e.name):
+        for tree in sorted(os.scandir(os.path.join(home, str(WORKTREES_DIR))), key=lambda e: e.name):
             if tree.is_dir(follow_symlinks=False):
                 base = len(tree.path) + 1
                 for entry in _walk_md(os.path.join(tree.path, "tasks")):
-                    yield entry, entry.path[prefix:], entry.path[base:], True
+                    yield entry, entry.path[keep:], entry.path[base:], True
 
 
 def _walk_md(top: str) -> Iterator[os.DirEntry[str]]:
@@ -136,9 +145,8 @@ def _walk_md(top: str) -> Iterator[os.DirEntry[str]]:
 
 def _load_cache(root: Path) -> dict[str, Any]:
     try:
-        data = json.loads((root / CACHE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_bytes_capped(root / CACHE_FILE, limit=_CACHE_READ_LIMIT).decode("utf-8"))
+    except (GuardkitStateError, ValueError):
         return {}
-    if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or not isinstance(data.get("files"), dict):
-        return {}
-    return data["files"]
+    files = data.get("files") if isinstance(data, dict) and data.get("version") == CACHE_VERSION else None
+    return files if isinstance(files, dict) else {}

@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +23,15 @@ from .errors import (
     AmbiguousTaskError,
     FrontmatterError,
     GuardkitStateError,
+    NotRegularFileError,
     TaskNotFoundError,
     TurnError,
     UnsafePathError,
+    shorten,
 )
-from .frontmatter import STATE_KEY, FrontmatterSplit, parse_frontmatter, split_frontmatter
-from .splice import SpliceResult, StateUpdate, apply_update_to_block, plain_data, splice_state
-from .model import AutobuildState, Criterion, TurnEntry
+from .frontmatter import STATE_KEY, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter, split_frontmatter
+from .model import AutobuildState, Criterion, TurnEntry, whole_number
+from .splice import SpliceResult, StateUpdate, plain_data, splice_state
 
 log = logging.getLogger("guardkit_state.taskfile")
 
@@ -64,6 +67,9 @@ class TaskFile:
     criteria: list[Criterion]
     split: FrontmatterSplit
     _raw: bytes = field(repr=False, default=b"")
+    #: The strict parse of ``text`` (from the load or the last write's verification): the next
+    #: write locates keys from it, so a write costs one full parse, of its new text.
+    _parsed: ParsedFrontmatter | None = field(repr=False, default=None, compare=False)
 
     # ------------------------------------------------------------------ reading
 
@@ -112,6 +118,7 @@ class TaskFile:
             criteria=extract_criteria(data, parsed.split.body),
             split=parsed.split,
             _raw=raw,
+            _parsed=parsed,
         )
 
     @property
@@ -179,7 +186,7 @@ class TaskFile:
         """
         wanted = self._for_this_file(update)
         update = self._without_present_turns(wanted)
-        result = splice_state(self.text, update, path=self.path)
+        result = splice_state(self.text, update, path=self.path, parsed=self._parsed)
         if result.method == "noop":
             return result
         for _attempt in range(REAPPLY_ATTEMPTS):
@@ -192,37 +199,44 @@ class TaskFile:
                 log.info("%s changed on disk since it was read; re-applying the update to it", self.path)
                 self._adopt(TaskFile.from_bytes(current, self.path))
                 update = self._without_present_turns(wanted)
-                result = splice_state(self.text, update, path=self.path)
+                result = splice_state(self.text, update, path=self.path, parsed=self._parsed)
                 if result.method == "noop":
                     return result
             fsio.crash_point("taskfile.before_write")
             base = self._raw
             # Checked again after the fsync, just before the rename: an editor save during the
             # (slow) fsync is caught and re-applied instead of being replaced.
-            if not fsio.atomic_write_text(self.path, result.text, precondition=lambda: _holds(self.path, base)):
+            if not fsio.atomic_write_text(self.path, result.text, precondition=partial(_holds, self.path, base)):
                 continue
-            self._after_write(result.text, update)
-            # An editor that checked the file just before our rename saves its stale copy just
-            # after it: look once more, and put the update back on top of that save if it is gone.
-            # Only a file another writer has been seen changing is worth waiting for; an
-            # uncontended write (a loop with nobody editing) is checked at once and costs no pause.
-            if self.path in _CONTENDED:
-                time.sleep(VERIFY_PAUSE)
-            current = fsio.read_bytes_capped(self.path)
-            if current == self._raw:
+            self._after_write(result, update)
+            if self._landed(update):
                 return result
-            current = read_settled(self.path, current)
-            other = TaskFile.from_bytes(current, self.path)
-            if other._contains(update):
-                self._adopt(other)
-                return result
-            log.warning("%s was overwritten by a copy older than this update; re-applying it", self.path)
-            self._adopt(other)
             update = self._without_present_turns(wanted)
-            result = splice_state(self.text, update, path=self.path)
+            result = splice_state(self.text, update, path=self.path, parsed=self._parsed)
         raise GuardkitStateError(
             f"the task file kept changing while the update was written ({REAPPLY_ATTEMPTS} attempts); "
             "nothing was overwritten", path=self.path, expected="a moment without other writers")
+
+    def _landed(self, update: StateUpdate) -> bool:
+        """True when the write just made is still on disk (or a later save kept the update).
+
+        An editor that checked the file just before our rename saves its stale copy just after it.
+        A file another writer has been seen changing is looked at again after each of
+        :data:`VERIFY_PAUSES` (a busy machine can hold the editor between its check and its save
+        for several milliseconds); an uncontended write is checked once, at no pause. False: a
+        stale copy replaced the update, and this object now holds that copy to re-apply onto.
+        """
+        for pause in VERIFY_PAUSES if self.path in _CONTENDED else (0.0,):
+            time.sleep(pause)
+            current = fsio.read_bytes_capped(self.path)
+            if current == self._raw:
+                continue
+            other = TaskFile.from_bytes(read_settled(self.path, current), self.path)
+            self._adopt(other)
+            if not other._contains(update):
+                log.warning("%s was overwritten by a copy older than this update; re-applying it", self.path)
+                return False
+        return True
 
     def _contains(self, update: StateUpdate) -> bool:
         """True when this text already holds ``update`` (its turns, scalars and top-level keys)."""
@@ -230,7 +244,7 @@ class TaskFile:
         if not isinstance(block, dict):
             return not update.touches_state and all(
                 self.data.get(k) == plain_data(v) for k, v in update.top_level.items())
-        turns = {t.get("turn") for t in block.get("turns") or [] if isinstance(t, dict)}
+        turns = {whole_number(t.get("turn")) for t in block.get("turns") or [] if isinstance(t, dict)}
         if any(t.get("turn") not in turns for t in update.append_turns):
             return False
         if any(block.get(k) != plain_data(v) for k, v in update.block_scalars.items()):
@@ -243,7 +257,8 @@ class TaskFile:
         Re-applying onto a changed file must never list a turn twice (resume counts the turns).
         """
         block = self.data.get(self.state_key)
-        listed = {t.get("turn"): t for t in (block.get("turns") or []) if isinstance(t, dict)} \
+        # Keyed by number: a hand-written `turn: '1'` is turn 1, never a second one.
+        listed = {whole_number(t.get("turn")): t for t in (block.get("turns") or []) if isinstance(t, dict)} \
             if isinstance(block, dict) else {}
         keep = []
         for entry in update.append_turns:
@@ -279,22 +294,22 @@ class TaskFile:
         )
 
     def _adopt(self, other: TaskFile) -> None:
-        for name in ("text", "data", "body", "task_id", "state", "state_key", "criteria", "split", "_raw"):
+        for name in ("text", "data", "body", "task_id", "state", "state_key", "criteria", "split", "_raw", "_parsed"):
             setattr(self, name, getattr(other, name))
 
-    def _after_write(self, text: str, update: StateUpdate) -> None:
-        """Bring the in-memory view up to date without re-parsing the file."""
+    def _after_write(self, result: SpliceResult, update: StateUpdate) -> None:
+        """Bring the in-memory view up to date from the parse the write was verified with."""
         had_frontmatter = self.split.has_frontmatter
-        self.text = text
-        self._raw = text.encode("utf-8")
-        self.split = split_frontmatter(text, path=self.path)
-        self.body = self.split.body
-        for key, value in update.top_level.items():
-            self.data[key] = plain_data(value)
+        parsed = result.parsed
+        assert parsed is not None  # every written result was verified, and carries its parse
+        self.text = result.text
+        self._raw = result.text.encode("utf-8")
+        self._parsed = parsed
+        self.split = parsed.split
+        self.body = parsed.split.body
+        self.data = parsed.data
         if not update.touches_state:
             return
-        block = self.data.get(update.key)
-        self.data[update.key] = apply_update_to_block(block if isinstance(block, dict) else None, update)
         self.state_key = update.key
         if self.state is None:
             self.state = AutobuildState.from_dict(self.data[update.key], key=update.key)
@@ -310,9 +325,9 @@ REAPPLY_ATTEMPTS = 50
 SETTLE_PAUSE = 0.002
 SETTLE_LIMIT = 2.0
 #: How long after its rename a write to a contended task file is checked for a stale editor save.
-VERIFY_PAUSE = 0.002
+VERIFY_PAUSES = (0.002, 0.01, 0.03)
 
-#: Task files another writer was seen changing in this process (they pay :data:`VERIFY_PAUSE`).
+#: Task files another writer was seen changing in this process (they pay :data:`VERIFY_PAUSES`).
 _CONTENDED: set[Path] = set()
 
 
@@ -505,19 +520,27 @@ def find_task(repo_root: Path | str, task_id: str) -> Path:
 
     Raises:
         InvalidTaskIdError: ``task_id`` is not an id.
+        NotRegularFileError: the only file named for the task is a FIFO, socket or device.
         TaskNotFoundError: no file matches (says where it looked).
         AmbiguousTaskError: several files match (lists them).
     """
     task_id = fsio.validate_task_id(task_id)
     root = Path(repo_root)
     tasks = root / TASKS_DIR
-    matches = [path for path in _walk_markdown(root, tasks) if _names_task(path, task_id)]
+    special: list[Path] = []
+    matches = [path for path in _walk_markdown(root, tasks, special) if _names_task(path, task_id)]
     if not matches:
+        named = [path for path in special if _named_for(path.name, task_id)]
+        if named:
+            # Said plainly rather than "not found": the user sees a file with the task's name.
+            raise NotRegularFileError("not a regular file (a FIFO, socket or device): a task file must be "
+                                           "a plain file", path=named[0], task_id=task_id)
+        shown = shorten(task_id)
         raise TaskNotFoundError(
-            f"no task file for {task_id} under {tasks}",
+            f"no task file for {shown} under {tasks}",
             path=tasks,
             task_id=task_id,
-            expected=f"tasks/**/{task_id}.md or tasks/**/{task_id}-<slug>.md",
+            expected=f"tasks/**/{shown}.md or tasks/**/{shown}-<slug>.md",
         )
     if len(matches) > 1:
         listed = ", ".join(str(path.relative_to(root)) for path in matches)
@@ -533,7 +556,8 @@ def find_task(repo_root: Path | str, task_id: str) -> Path:
 def iter_task_files(repo_root: Path | str) -> Iterator[Path]:
     """Every task-like markdown file under ``repo_root/tasks`` (``PREFIX-...md``), sorted.
 
-    READMEs and guides are skipped by name; symlinks leaving the repository are skipped.
+    READMEs and guides are skipped by name; symlinks leaving the repository, FIFOs, sockets and
+    devices are skipped (with a logged note).
     """
     root = Path(repo_root)
     for path in _walk_markdown(root, root / TASKS_DIR):
@@ -541,8 +565,12 @@ def iter_task_files(repo_root: Path | str) -> Iterator[Path]:
             yield path
 
 
-def _walk_markdown(root: Path, directory: Path) -> Iterator[Path]:
-    """``*.md`` files below ``directory`` in sorted order; symlinked dirs are not followed."""
+def _walk_markdown(root: Path, directory: Path, special: list[Path] | None = None) -> Iterator[Path]:
+    """Regular ``*.md`` files below ``directory`` in sorted order; symlinked dirs are not followed.
+
+    A FIFO, socket or device is never opened (a FIFO would block the reader for ever): it is
+    skipped with a note, and added to ``special`` when given.
+    """
     if not directory.is_dir():
         return
     for current, dirs, files in os.walk(directory, followlinks=False):
@@ -557,16 +585,25 @@ def _walk_markdown(root: Path, directory: Path) -> Iterator[Path]:
                 except UnsafePathError:
                     log.warning("skipping %s: symlink leaves the repository", path)
                     continue
-                if not path.is_file():
-                    continue
+            if not path.is_file():  # stat, no open: False for a FIFO, socket, device or dangling link
+                if path.exists():
+                    log.warning("skipping %s: not a regular file", path)
+                    if special is not None:
+                        special.append(path)
+                continue
             yield path
+
+
+def _named_for(name: str, task_id: str) -> bool:
+    """True when a file name is ``<id>.md`` or ``<id>-<slug>.md`` (the name alone, no read)."""
+    return name == f"{task_id}.md" or name.startswith(f"{task_id}-")
 
 
 def _names_task(path: Path, task_id: str) -> bool:
     name = path.name
     if name == f"{task_id}.md":
         return True
-    if not name.startswith(f"{task_id}-"):
+    if not _named_for(name, task_id):
         return False
     # TASK-ABC-1-2-x.md starts with "TASK-ABC-1-" too: trust the file's own id when it has one.
     declared = _declared_id(path)
@@ -576,9 +613,9 @@ def _names_task(path: Path, task_id: str) -> bool:
 def _declared_id(path: Path) -> str | None:
     """The ``id:`` of a file's frontmatter by a cheap scan of its head (no YAML parse)."""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(8192).decode("utf-8", "replace")
-    except OSError:
+        # Never a blocking open: the name may have become a FIFO since the walk looked at it.
+        head = fsio.read_bytes_capped(path)[:8192].decode("utf-8", "replace")
+    except GuardkitStateError:
         return None
     try:
         split = split_frontmatter(head + "\n---\n")

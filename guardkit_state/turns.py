@@ -10,19 +10,26 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .artifacts import TurnStore, artifacts_dir
+from .config import GateProfile, check_gates
 from .context import render_continuation_context
 from .criteria import CriteriaLedger
-from .config import GateProfile, check_gates, gates_verdict
-from .errors import InputError, TurnError
-from .splice import SpliceResult, StateUpdate
-from .fsio import crash_point, exclusive_lock, validate_task_id
+from .errors import InputError, ParseError, TurnError
+from .fsio import crash_point, exclusive_lock, remove_stale_temp_files, validate_task_id
+from .intake import (
+    IncomingTurn,
+    check_turn_history,
+    checked_max_turns,
+    looks_half_saved,
+    read_task_settled,
+    with_ids,
+)
 from .model import (
     CoachDecision,
     GateResult,
@@ -31,45 +38,46 @@ from .model import (
     TurnEntry,
     TurnMode,
     TurnState,
-    turn_state_id,
 )
-from .stall import NO_CHANGE_WINDOW, Stall, TurnSignal, detect_stall, feedback_signature
 from .resume import resume_point
+from .splice import SpliceResult, StateUpdate
+from .stall import NO_CHANGE_WINDOW, Stall, TurnSignal, detect_stall
 from .taskfile import TaskFile, find_task
+from .turn_state import apply_gate_verdict, assemble_turn_state, gate_inputs, turn_measurements
 
 log = logging.getLogger("guardkit_state.turns")
 
 DEFAULT_MAX_TURNS = 5
 #: How many recently recorded turn entries a write re-asserts (restored if a stale save dropped them).
 RESTORABLE_TURNS = 2
-_COACH_TO_STATE = {"approve": "approved", "feedback": "feedback", "reject": "rejected", "error": "error"}
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def shared_lock_path(checkout_root: Path, task_id: str) -> Path:
     """The task's lock file, shared by the main checkout and all its worktrees.
 
-    Inside git it lives in the common git directory (one per repository, whatever the worktree);
-    without git, next to the task's artifacts.
+    Inside git it lives in the common git directory as git reports it (one per repository,
+    whatever the worktree or submodule); without git, next to the task's artifacts.
     """
+    import os  # local: this function is the only user in this module
+
+    from .gitstore import GitRepo  # local: keeps git out of this module's imports
+
     root = Path(checkout_root).resolve()
-    for candidate in (root, *root.parents):
-        dot_git = candidate / ".git"
-        if dot_git.is_dir():
-            return dot_git / "guardkit-state" / "locks" / f"{task_id}.lock"
-        if dot_git.is_file():
-            text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
-            if text.startswith("gitdir:"):
-                gitdir = (candidate / text.split(":", 1)[1].strip()).resolve()
-                common = gitdir
-                commondir_file = gitdir / "commondir"
-                if commondir_file.is_file():
-                    common = (gitdir / commondir_file.read_text().strip()).resolve()
-                return common / "guardkit-state" / "locks" / f"{task_id}.lock"
-    return artifacts_dir(root, task_id) / ".lock"
+    dot_git = root / ".git"
+    if dot_git.is_dir() and not any(name in os.environ for name in ("GIT_DIR", "GIT_COMMON_DIR")):
+        # A main checkout's own .git directory *is* git's common dir; saying so without running
+        # git keeps a recorded turn from paying for a subprocess.
+        common = dot_git
+    else:
+        repo = GitRepo.discover(root)
+        if repo is None:
+            return artifacts_dir(root, task_id) / ".lock"
+        common = repo.common_dir
+    return common / "guardkit-state" / "locks" / f"{task_id}.lock"
 
 
 @dataclass
@@ -118,19 +126,27 @@ class TurnLifecycle:
     def __init__(self, task: TaskFile, *, root: Path, max_turns: int | None = None) -> None:
         if task.task_id is None:
             raise InputError("task file has no id", path=task.path, expected="an 'id' key or TASK-ID file name")
+        check_turn_history(task)
         self.task = task
         self.root = Path(root)
         self.task_id = task.task_id
         self.store = TurnStore(artifacts_dir(self.root, self.task_id), self.task_id)
         state_max = task.state.max_turns if task.state else None
-        self.max_turns = max_turns or state_max or DEFAULT_MAX_TURNS
+        self.max_turns = checked_max_turns(max_turns) or state_max or DEFAULT_MAX_TURNS
         self._active: ActiveTurn | None = None
 
     @classmethod
-    def open(cls, root: Path, task_id: str, *, max_turns: int | None = None) -> TurnLifecycle:
-        """Find ``task_id``'s file under ``root/tasks`` and open its lifecycle."""
+    def open(cls, root: Path, task_id: str, *, max_turns: int | None = None, settled: bool = False) -> TurnLifecycle:
+        """Find ``task_id``'s file under ``root/tasks`` and open its lifecycle.
+
+        ``settled`` waits out an editor saving the file in place (truncate, then write) rather
+        than reading it half-written: what a caller that numbers a turn from it needs.
+        """
         validate_task_id(task_id)
-        return cls(TaskFile.load(find_task(root, task_id)), root=root, max_turns=max_turns)
+        path = find_task(root, task_id)
+        store = TurnStore(artifacts_dir(Path(root), task_id), task_id)
+        task = read_task_settled(path, store) if settled else TaskFile.load(path)
+        return cls(task, root=root, max_turns=checked_max_turns(max_turns))
 
     # -- reading ---------------------------------------------------------------------------
     @property
@@ -177,9 +193,23 @@ class TurnLifecycle:
     # -- writing ---------------------------------------------------------------------------
     @contextlib.contextmanager
     def locked(self, *, wait: float = 0.0) -> Iterator[TurnLifecycle]:
-        """Hold the task's lock (one writer per task, across worktrees)."""
+        """Hold the task's lock (one writer per task, across worktrees).
+
+        Under it the task file is read again — settled, never half-saved — and its history
+        checked, and temp files a killed writer left in the store are removed.
+        """
         with exclusive_lock(shared_lock_path(self.root, self.task_id), wait=wait, holder=self.task_id):
-            self.task = self.task.refreshed()
+            try:
+                task: TaskFile | None = self.task.refreshed()
+            except ParseError:
+                task = None  # perhaps caught half-way through an in-place save: read it settled
+            if task is None or looks_half_saved(task, self.store):
+                task = read_task_settled(self.task.path, self.store)
+            self.task = task
+            check_turn_history(self.task)
+            removed = remove_stale_temp_files(self.store.directory)
+            if removed:
+                log.info("removed %d temp file(s) an interrupted write left in %s", len(removed), self.store.directory)
             yield self
 
     def completable_turn(self) -> int | None:
@@ -225,7 +255,7 @@ class TurnLifecycle:
         """Validate and write the Player's report for the active turn."""
         active = self._require_active()
         player = report if isinstance(report, PlayerReport) else PlayerReport.from_dict(
-            _with_ids(report, self.task_id, active.number, kind="player_turn"))
+            with_ids(report, self.task_id, active.number, kind="player_turn"))
         active.player = self._write_report("player_turn", player, "player report")
         return player
 
@@ -233,7 +263,7 @@ class TurnLifecycle:
         """Validate and write the Coach's decision for the active turn."""
         active = self._require_active()
         coach = decision if isinstance(decision, CoachDecision) else CoachDecision.from_dict(
-            _with_ids(decision, self.task_id, active.number, kind="coach_turn"))
+            with_ids(decision, self.task_id, active.number, kind="coach_turn"))
         active.coach = self._write_report("coach_turn", coach, "coach decision")
         return coach
 
@@ -278,8 +308,8 @@ class TurnLifecycle:
 
         gate_results: list[GateResult] = []
         if gate_profile is not None and error is None:
-            gate_results = check_gates(gate_profile, **_gate_inputs(turn_measurements(player, coach)))
-            coach = _apply_gate_verdict(coach, gate_results)
+            gate_results = check_gates(gate_profile, **gate_inputs(turn_measurements(player, coach)))
+            coach = apply_gate_verdict(coach, gate_results)
         ledger_before = self._ledger_before(number)
         ledger = ledger_before.apply_coach(number, coach) if coach is not None and error is None else ledger_before
         recovered = None
@@ -302,7 +332,7 @@ class TurnLifecycle:
 
         entry = TurnEntry(
             turn=number, decision="error" if error or coach is None else coach.decision,
-            feedback=state.coach_feedback if not error else error, timestamp=completed_at,
+            feedback=error if error else state.coach_feedback, timestamp=completed_at,
             player_summary=_one_line(state.player_summary), player_success=player is not None,
             coach_success=coach is not None and not error, mode=active.mode.value,
         )
@@ -358,26 +388,12 @@ class TurnLifecycle:
                                            criteria=None, append_turns=[], top_level={"status": outcome.task_status}))
 
 
-def _with_ids(data: dict[str, Any], task_id: str, turn: int, *, path: Path | None = None,
-              kind: str | None = None) -> dict[str, Any]:
-    """Validate an agent's raw report and fill in ids it may leave out (errors name ``path``)."""
-    from .errors import SchemaError
-    from .schemas import validate_record  # local: record shape validation lives in schemas
-
-    if not isinstance(data, dict):
-        raise SchemaError(f"a report must be a JSON object, not {type(data).__name__}", path=path, pointer="$",
-                          task_id=task_id, turn=turn, expected="a JSON object")
-    kind = kind or ("coach_turn" if "decision" in data or "verdict" in data else "player_turn")
-    filled = {"task_id": task_id, "turn": turn, **data}
-    return validate_record(kind, filled, path=path)
-
-
 def _started_at(active: ActiveTurn, store: TurnStore, number: int) -> str:
     """When the turn began; for a turn completed on resume, the Player report's write time."""
     if active.player is not None or not store.exists("player_turn", number):
         return active.started_at
     mtime = store.path("player_turn", number).stat().st_mtime
-    return datetime.fromtimestamp(mtime, timezone.utc).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(mtime, UTC).isoformat(timespec="seconds")
 
 
 def _outcome(state: TurnState, stall: Stall | None, number: int, max_turns: int) -> Outcome | None:
@@ -395,135 +411,6 @@ def _one_line(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _player_decision(player: PlayerReport | None, error: str | None) -> str:
-    if player is None:
-        return "failed"
-    explicit = player.extra.get("player_decision") or player.extra.get("decision")
-    if explicit in ("implemented", "failed", "blocked"):
-        return str(explicit)
-    if player.blockers:
-        return "blocked"
-    if player.extra.get("success") is False:
-        return "failed"
-    return "implemented"
-
-
-def _first_number(*values: Any) -> Any:
-    return next((v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)), None)
-
-
-def turn_measurements(player: PlayerReport | None, coach: CoachDecision | None) -> dict[str, Any]:
-    """Tests, coverage and arch score of a turn: the Coach's figures first (it verifies), then the Player's."""
-    results = coach.validation_results if coach else {}
-    return {
-        "tests_run": player.tests_run if player else None,
-        "tests_passed": _first_number(results.get("tests_passed_count"), player.tests_passed_count if player else None),
-        "tests_failed": _first_number(results.get("tests_failed_count"), player.tests_failed_count if player else None),
-        "coverage": _first_number(results.get("coverage"), player.coverage if player else None),
-        "arch_score": _first_number(results.get("arch_score")),
-    }
-
-
-def _gate_inputs(measured: dict[str, Any]) -> dict[str, Any]:
-    """Measurements outside their range are treated as unknown rather than failing the turn."""
-    out = dict(measured)
-    for name in ("coverage", "arch_score"):
-        if out[name] is not None and not 0 <= out[name] <= 100:
-            out[name] = None
-    for name in ("tests_passed", "tests_failed"):
-        if out[name] is not None and out[name] < 0:
-            out[name] = None
-    return out
-
-
-def _apply_gate_verdict(coach: CoachDecision | None, gates: list[GateResult]) -> CoachDecision | None:
-    """A Coach approval does not stand against a failed required gate (seed 002: thresholds are fixed)."""
-    if coach is None or coach.decision != "approve" or gates_verdict(gates) is not False:
-        return coach
-    failed = [g for g in gates if g.required and g.passed is False]
-    text = "; ".join(f"quality gate {g.gate} failed: {g.actual} vs threshold {g.threshold} ({g.source})"
-                     for g in failed)
-    return replace(coach, decision="feedback", feedback=text, extra={**coach.extra, "gate_override": True})
-
-
-def assemble_turn_state(
-    *,
-    task_id: str,
-    feature_id: str | None,
-    turn: int,
-    mode: TurnMode,
-    player: PlayerReport | None,
-    coach: CoachDecision | None,
-    ledger: CriteriaLedger,
-    ledger_before: CriteriaLedger,
-    started_at: str,
-    completed_at: str,
-    error: str | None = None,
-    gate_results: Sequence[GateResult] = (),
-    promises_source: int | None = None,
-) -> TurnState:
-    """Build the full TurnState of seeds 000/001 from the reports and the ledger (pure)."""
-    measured = turn_measurements(player, coach)
-    coach_decision = "error" if error or coach is None else _COACH_TO_STATE[coach.decision]
-    feedback = error if error else (coach.feedback_text if coach else None)
-    blockers = list(player.blockers) if player else []
-    if coach:
-        blockers += [str(i.get("description")) for i in coach.issues
-                     if i.get("category") == "blocker" or i.get("severity") == "blocker"]
-    delta = ledger.delta(ledger_before)
-    total = len(ledger.entries)
-    progress = f"{ledger.verified_count}/{total} criteria verified"
-    if delta:
-        progress += f" ({' '.join(delta)})"
-    what_next = coach.what_to_try_next if coach else None
-    if what_next is None and coach_decision not in ("approved",):
-        open_items = [e.criterion_id for e in ledger.entries if e.status != "verified"]
-        if error:
-            what_next = f"Recover from the failure: {error}"
-        elif open_items:
-            what_next = "Address " + ", ".join(open_items[:5]) + (" and more" if len(open_items) > 5 else "")
-    files: list[str] = []
-    if player:
-        for name in [*player.files_created, *player.files_modified]:
-            if name not in files:
-                files.append(name)
-    seconds = (datetime.fromisoformat(completed_at) - datetime.fromisoformat(started_at)).total_seconds()
-    lessons = (list(player.lessons) if player else []) + (list(coach.lessons) if coach else [])
-    extra: dict[str, Any] = {}
-    if promises_source is not None:
-        extra["completion_promises_source"] = f"player_turn_{promises_source}.json"
-    return TurnState(
-        id=turn_state_id(feature_id, task_id, turn),
-        feature_id=feature_id,
-        task_id=task_id,
-        turn_number=turn,
-        mode=mode.value,
-        player_summary=player.headline if player else "",
-        player_decision=_player_decision(player, error),  # type: ignore[arg-type]
-        coach_decision=coach_decision,  # type: ignore[arg-type]
-        coach_feedback=feedback,
-        blockers_found=blockers,
-        progress_summary=progress,
-        acceptance_criteria_status=ledger.statuses(),
-        criteria_provenance=ledger.provenance(),
-        files_modified=files,
-        tests_passed=measured["tests_passed"],
-        tests_failed=measured["tests_failed"],
-        coverage=measured["coverage"],
-        arch_score=measured["arch_score"],
-        started_at=started_at,
-        completed_at=completed_at,
-        duration_seconds=max(0.0, round(seconds, 3)),
-        lessons_from_turn=lessons,
-        what_to_try_next=what_next,
-        feedback_signature=feedback_signature(feedback) if coach_decision != "approved" else None,
-        verified_count=ledger.verified_count,
-        gate_results=[g.to_dict() for g in gate_results],
-        error=error,
-        extra=extra,
-    )
-
-
 def record_turn(
     root: Path,
     task_id: str,
@@ -539,41 +426,29 @@ def record_turn(
 
     Validation happens before anything is written (before the lock file is even created): a bad
     report leaves every file as it was. ``player_path``/``coach_path`` name the reports' files in
-    errors.
+    errors. The task file is read settled (an editor saving it in place is waited out), so the
+    next turn's number never comes from a half-written file.
+
+    Raises:
+        AlreadyRecordedError: the reports name a turn already recorded; ``identical`` tells a
+            retry of the very same ``record`` (nothing to do) from different reports.
     """
-    lifecycle = TurnLifecycle.open(root, task_id, max_turns=max_turns)
-
-    def checked(number: int) -> tuple[PlayerReport, CoachDecision]:
-        player_rec = player if isinstance(player, PlayerReport) else PlayerReport.from_dict(
-            _with_ids(player, task_id, number, path=player_path, kind="player_turn"))
-        coach_rec = coach if isinstance(coach, CoachDecision) else CoachDecision.from_dict(
-            _with_ids(coach, task_id, number, path=coach_path, kind="coach_turn"))
-        lifecycle._check_ids(player_rec.task_id, player_rec.turn, number, "player report", player_path)
-        lifecycle._check_ids(coach_rec.task_id, coach_rec.turn, number, "coach decision", coach_path)
-        return player_rec, coach_rec
-
-    # Refuse bad input before touching the disk. Reports that name the turn after one already
-    # complete on disk but not listed (a dropped entry) roll that turn forward first; otherwise
-    # they are for the next turn, replacing the files of an attempt that failed before its commit
-    # point (an orchestrator retrying the same `record`).
-    checked(lifecycle.recorded_turns + 1 + _follows_completable(lifecycle, player))
+    lifecycle = TurnLifecycle.open(root, task_id, max_turns=max_turns, settled=True)
+    incoming = IncomingTurn(lifecycle, player, coach, player_path, coach_path)
+    # Reports that name the turn after one complete on disk but not listed (a dropped entry) roll
+    # that turn forward first; otherwise they are for the next turn, replacing the files of an
+    # attempt that failed before its commit point (an orchestrator retrying the same `record`).
+    incoming.check_before_lock()
     with lifecycle.locked():
-        if _follows_completable(lifecycle, player):
+        incoming.refuse_recorded()
+        if incoming.follows_completable():
             lifecycle.roll_forward()
-        number = lifecycle.recorded_turns + 1
-        player_rec, coach_rec = checked(number)
+        player_rec, coach_rec = incoming.checked(lifecycle.recorded_turns + 1)
         lifecycle.begin_turn(mode)
         lifecycle.record_player(player_rec)
         lifecycle.record_coach(coach_rec)
         return lifecycle.complete_turn()
 
 
-def _follows_completable(lifecycle: TurnLifecycle, player: dict[str, Any] | PlayerReport) -> bool:
-    """True when ``player`` explicitly names the turn after a completable (unlisted) turn."""
-    pending = lifecycle.completable_turn()
-    turn = player.turn if isinstance(player, PlayerReport) else player.get("turn") if isinstance(player, dict) else None
-    return pending is not None and turn == pending + 1
-
-
-__all__ = ["ActiveTurn", "TurnLifecycle", "TurnRecord", "assemble_turn_state",
-           "record_turn", "shared_lock_path"]
+__all__ = ["ActiveTurn", "TurnLifecycle", "TurnRecord", "assemble_turn_state", "check_turn_history",
+           "record_turn", "shared_lock_path", "turn_measurements"]

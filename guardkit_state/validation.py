@@ -2,10 +2,10 @@
 
 A task file (``*.md``) is checked by parsing its frontmatter strictly and validating its
 ``autobuild_state`` (or legacy ``feature_build``) block, problems inside the block reported with
-the file line they sit on; then :meth:`TaskFile.from_bytes` must accept it, as the store will. A per-turn report is recognised by its name
-(``player_turn_N.json``, ``coach_turn_N.json``, ``turn_state_turn_N.json``), read as strict JSON
-and validated after normalisation; its turn number must match the name. Other files are skipped
-when a directory is walked.
+the file line they sit on; then :meth:`TaskFile.from_bytes` must accept it, as the store will.
+A per-turn report is recognised by its name (``player_turn_N.json``, ``coach_turn_N.json``,
+``turn_state_turn_N.json``), read as strict JSON and validated after normalisation; its turn
+number must match the name. Other files are skipped when a directory is walked.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 import yaml
 
 from .errors import GuardkitStateError, InputError, SchemaError
-from .fsio import decode_utf8, read_bytes_capped
 from .frontmatter import parse_frontmatter
+from .fsio import decode_utf8, read_bytes_capped
 from .jsonio import load_json
 from .schemas import PathParts, format_pointer, parse_pointer, validate_with_warnings
 from .taskfile import TaskFile

@@ -9,14 +9,14 @@ checkout's ``git status``.
 from __future__ import annotations
 
 import builtins
-
 import logging
+import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import GitError
+from .errors import GitError, InputError
 from .fsio import atomic_write_text, validate_task_id
 from .gitstore import GitRepo, branch_for, parse_worktree_list_z
 
@@ -88,7 +88,7 @@ class WorktreeManager:
 
     def __init__(self, repo: GitRepo) -> None:
         self.repo = repo
-        self.root = self._main_root(repo)
+        self.root = main_checkout_root(repo)
         self.main = repo if repo.root == self.root else GitRepo(self.root, repo.common_dir, repo.common_dir)
 
     def path_for(self, task_id: str) -> Path:
@@ -100,41 +100,68 @@ class WorktreeManager:
     def create(self, task_id: str, base_branch: str | None = None) -> Worktree:
         """Create (or reuse) the worktree of ``task_id`` on branch ``autobuild/TASK-ID``.
 
-        The base defaults to the current branch, or HEAD's commit when detached. An existing
-        branch is reused (its turns continue; nothing is reset) and a worktree that is already
-        there is returned as is; ``notes`` say which. Raises :class:`GitError` when git refuses
-        (e.g. the branch is checked out elsewhere, or the base does not exist).
+        The base defaults to the branch checked out in the checkout this manager was given (the
+        user's), or its HEAD commit when detached. An existing branch is reused (its turns
+        continue; nothing is reset) and a worktree that is already there is returned as is;
+        ``notes`` say which. A branch or worktree another process created meanwhile is reused
+        when it starts where this one would have. Raises :class:`InputError` for a base that
+        names no commit (before anything is created) and :class:`GitError` when git refuses.
         """
+        if base_branch is not None:
+            check_base_branch(self.repo, base_branch)
         path = self.path_for(task_id)
         branch = branch_for(task_id)
         found, note = self.find(task_id, restore=False)
         if found is not None:
             return found
         notes: list[str] = [n for n in note.split("; ") if "deleted by hand" in n]
-        if self.main.is_dirty():
-            notes.append("the main checkout has uncommitted changes; they are not part of the worktree")
+        if self.repo.is_dirty():
+            notes.append("your checkout has uncommitted changes; they are not part of the worktree")
         if self.main.branch_exists(branch):
             return self._add_from_branch(task_id, notes)
+        base, start = self._start_point(task_id, base_branch, notes)
         self._ensure_ignored()
-        base = base_branch or self.main.current_branch()
-        start: str
-        if base is None:
-            head = self.main.head_sha()
-            if head is None:
-                raise GitError("the repository has no commits yet; make a first commit before a loop",
-                               path=self.root, task_id=task_id, expected="a commit to branch from")
-            start = head
-            notes.append(f"HEAD is detached; branching from commit {head[:12]}")
-        else:
-            if self.main.resolve(base) is None:
-                raise GitError(f"base branch {base!r} does not exist", path=self.root, task_id=task_id,
-                               expected="an existing branch or commit")
-            start = base
         track = ["--track"] if base is not None and self.main.branch_exists(base) else []
-        # --track records the base as the branch's upstream, so list/prune know where it merges.
-        self.main.run("worktree", "add", "-q", *track, "-b", branch, str(path), start)
+        try:
+            # --track records the base as the branch's upstream, so list/prune know where it merges.
+            self.main.run("worktree", "add", "-q", *track, "-b", branch, str(path), start)
+        except GitError:
+            raced = self._created_meanwhile(task_id, start, notes)
+            if raced is None:
+                raise
+            return raced
         log.info("created worktree %s on %s from %s", path, branch, start)
         return Worktree(task_id, path, branch, base if track else None, tuple(notes))
+
+    def _start_point(self, task_id: str, base_branch: str | None, notes: list[str]) -> tuple[str | None, str]:
+        """(base branch or None when detached, the revision to branch from) for a new loop branch."""
+        base = base_branch or self.repo.current_branch()
+        if base is not None:
+            # git runs in the main checkout: a revision like HEAD~1 must mean the user's, so it is
+            # resolved here; a branch name means the same everywhere.
+            sha = None if self.repo.branch_exists(base) else self.repo.resolve(base)
+            return base, sha or base
+        head = self.repo.head_sha()
+        if head is None:
+            raise GitError("the repository has no commits yet; make a first commit before a loop",
+                           path=self.root, task_id=task_id, expected="a commit to branch from")
+        notes.append(f"HEAD is detached; branching from commit {head[:12]}")
+        return None, head
+
+    def _created_meanwhile(self, task_id: str, start: str, notes: list[str]) -> Worktree | None:
+        """The worktree or branch another process created since :meth:`create` looked, if reusable.
+
+        A branch that appeared is taken over only if it is still where this one would have
+        started: one that points elsewhere holds someone's work and is left to the user.
+        """
+        found, _ = self.find(task_id, restore=False)
+        if found is not None:
+            return found
+        branch = branch_for(task_id)
+        if self.main.resolve(branch) is None or self.main.resolve(branch) != self.main.resolve(start):
+            return None
+        log.info("branch %s was created by another process meanwhile; reusing it", branch)
+        return self._add_from_branch(task_id, notes)
 
     def find(self, task_id: str, recorded_path: str | Path | None = None, *,
              restore: bool = True) -> tuple[Worktree | None, str]:
@@ -285,12 +312,49 @@ class WorktreeManager:
         if not ignore.exists():
             atomic_write_text(ignore, "# managed by guardkit-state: loop worktrees are not part of this checkout\n*\n")
 
-    @staticmethod
-    def _main_root(repo: GitRepo) -> Path:
-        records = parse_worktree_list_z(repo.run("worktree", "list", "--porcelain", "-z")[1])
-        if records and "bare" not in records[0]:
-            return Path(records[0]["worktree"])
+
+
+def check_base_branch(repo: GitRepo, base: str) -> str:
+    """Return the commit ``base`` names in ``repo``; raise :class:`InputError` (a usage error) if none."""
+    sha = repo.resolve(base) if base and not base.startswith("-") else None
+    if sha is None:
+        raise InputError(f"unknown base branch {base!r}: not a branch or commit in {repo.root}")
+    return sha
+
+
+def main_checkout_root(repo: GitRepo) -> Path:
+    """The main working tree of ``repo``'s repository, asked of git (loop worktrees live under it).
+
+    From the main checkout (a submodule's included) that is its own top level. From a linked
+    worktree it is what git says for the common directory: a submodule's ``core.worktree``
+    answers ``--show-toplevel`` there; otherwise ``git worktree list`` names it, unless that is
+    the git directory itself (bare), when the given checkout is used.
+    """
+    if os.path.samefile(repo.git_dir, repo.common_dir):
         return repo.root
+    status, out, _ = repo.run("rev-parse", "--path-format=absolute", "--show-toplevel",
+                              cwd=repo.common_dir, check=False)
+    if status == 0 and out.strip():
+        return Path(out.decode("utf-8", "surrogateescape").strip())
+    records = parse_worktree_list_z(repo.run("worktree", "list", "--porcelain", "-z")[1])
+    if records and "bare" not in records[0]:
+        first = Path(records[0]["worktree"])
+        if first.is_dir() and not os.path.samefile(first, repo.common_dir):
+            return first
+    return repo.root
+
+
+def worktrees_home(checkout: Path) -> Path:
+    """The checkout whose ``.guardkit/worktrees/`` holds the loop worktrees of ``checkout``'s repository.
+
+    Read commands run from a linked worktree or a submodule look there for a running loop's copy.
+    A checkout with a ``.git`` directory is a main checkout, answered without running git.
+    """
+    root = Path(checkout)
+    if (root / ".git").is_dir():
+        return root
+    repo = GitRepo.discover(root)
+    return root if repo is None else main_checkout_root(repo)
 
 
 def _short(ref: str | None) -> str | None:

@@ -58,3 +58,20 @@ def run_git(cwd: Path, *args: str) -> str:
 def copy_tree(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst
+
+
+def writable_copy(src: Path, dst: Path) -> Path:
+    """Copy a file or tree of the (read-only) shared corpus with the modes a checkout would have.
+
+    The corpus is mounted 0444/0555; the store refuses to replace a read-only task file, so a copy
+    that kept those modes would test that refusal instead of the write.
+    """
+    if src.is_dir():
+        shutil.copytree(src, dst, symlinks=True, copy_function=shutil.copyfile)
+        for path in [dst, *dst.rglob("*")]:
+            if not path.is_symlink():
+                path.chmod(0o755 if path.is_dir() else 0o644)
+    else:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dst)
+    return dst

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .conftest import run_git
-
 from guardkit_state.gitstore import CommitResult, GitRepo, commit_turn
 from guardkit_state.worktrees import Worktree, WorktreeManager
+
+from .conftest import run_git
 
 TASK_ID = "TASK-GIT-001"
 TASK_FILE = Path("tasks/in_progress") / f"{TASK_ID}-git-native-loop.md"

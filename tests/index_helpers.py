@@ -20,7 +20,9 @@ def write_turn(root: Path, feature: str | None, task: str, n: int, coach: str, *
         "mode": "fresh_start" if n == 1 else "continuing_work",
         "player_summary": f"Worked on {task} in turn {n}", "player_decision": "implemented",
         "coach_decision": coach, "coach_feedback": feedback, "blockers_found": list(blockers),
-        "acceptance_criteria_status": {"AC-001: Login returns JWT": "completed" if coach == "approved" else "in_progress"},
+        "acceptance_criteria_status": {
+            "AC-001: Login returns JWT": "completed" if coach == "approved" else "in_progress",
+        },
         "files_modified": ["src/auth.py"], "started_at": f"2026-01-01T{n // 60:02d}:{n % 60:02d}:00",
         "completed_at": f"2026-01-01T{n // 60:02d}:{n % 60:02d}:30",
     }

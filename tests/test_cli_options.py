@@ -28,7 +28,9 @@ def test_repo_defaults_to_the_enclosing_repository(tmp_path: Path, monkeypatch: 
     assert [t["turn"] for t in shown["turns"]] == [1]
 
 
-def test_explicit_repo_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_explicit_repo_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     make_task_repo(tmp_path / "a")
     (tmp_path / "b" / "tasks").mkdir(parents=True)
     monkeypatch.chdir(tmp_path / "b")

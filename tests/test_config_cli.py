@@ -74,7 +74,9 @@ def test_config_without_action_shows_help_and_exits_2(capsys: pytest.CaptureFixt
 
 
 @pytest.mark.parametrize(("complexity", "mode"), [(2, "direct"), (7, "autobuild"), (5, "task_work")])
-def test_suggest_mode_with_complexity(complexity: int, mode: str, repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_suggest_mode_with_complexity(
+    complexity: int, mode: str, repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert run(["suggest-mode", "--complexity", str(complexity), "--repo", str(repo)]) == 0
     captured = capsys.readouterr()
     assert captured.out.startswith(f"Suggested mode: {mode} (")
@@ -147,5 +149,5 @@ def test_cli_constants_match_the_library() -> None:
     from guardkit_state.config import loader
 
     assert cmd_config.SECTIONS == loader.SECTIONS
-    assert cmd_config.QUALITY_GATES_FILE == loader.QUALITY_GATES_FILE.as_posix()
-    assert cmd_config.OVERRIDES_FILE == loader.OVERRIDES_FILE.as_posix()
+    assert loader.QUALITY_GATES_FILE.as_posix() == cmd_config.QUALITY_GATES_FILE
+    assert loader.OVERRIDES_FILE.as_posix() == cmd_config.OVERRIDES_FILE

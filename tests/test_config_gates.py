@@ -42,7 +42,9 @@ def test_builtin_profiles_equal_seed_table() -> None:
     assert [_as_row(p) for p in BUILTIN_GATE_PROFILES] == SEED_TABLE
     assert all(p.tests_must_pass == p.tests_required for p in BUILTIN_GATE_PROFILES)
     assert all(p.source_of(name) == "built-in" for p in BUILTIN_GATE_PROFILES for name in p.sources)
-    assert [p.entity_id for p in BUILTIN_GATE_PROFILES][:3] == ["QG-scaffolding-1-10", "QG-feature-1-3", "QG-feature-4-6"]
+    assert [p.entity_id for p in BUILTIN_GATE_PROFILES][:3] == [
+        "QG-scaffolding-1-10", "QG-feature-1-3", "QG-feature-4-6",
+    ]
 
 
 def test_default_config_uses_builtin_profiles() -> None:

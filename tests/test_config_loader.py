@@ -179,7 +179,8 @@ MALFORMED = [
     ("quality-gates.yaml", "profiles: !!python/object/apply:os.system [ls]\n", None, 1),
     ("entity-overrides.yaml", "role_constraints:\n  coach:\n    must_do: [Replace everything]\n",
      "$.role_constraints.coach.must_do", 3),
-    ("entity-overrides.yaml", "role_constraints:\n  reviewer:\n    must_do_additions: [x]\n", "$.role_constraints.reviewer", 2),
+    ("entity-overrides.yaml", "role_constraints:\n  reviewer:\n    must_do_additions: [x]\n",
+     "$.role_constraints.reviewer", 2),
     ("entity-overrides.yaml", "quality_gate_configs:\n  feature:\n    overrides:\n"
      "      - complexity_range: [4, 7]\n        coverage_threshold: 0.9\n",
      "$.quality_gate_configs.feature.overrides[0].complexity_range", 4),

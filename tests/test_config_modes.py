@@ -74,6 +74,8 @@ def test_advice_to_dict_is_marked_advisory() -> None:
     assert (data["suggested_mode"], data["alternatives"]) == ("task_work", ["autobuild"])
 
 
-@pytest.mark.parametrize(("raw", "name"), [("task-work", "task_work"), ("Direct", "direct"), ("autobuild", "autobuild")])
+@pytest.mark.parametrize(
+    ("raw", "name"), [("task-work", "task_work"), ("Direct", "direct"), ("autobuild", "autobuild")]
+)
 def test_normalise_mode_name(raw: str, name: str) -> None:
     assert normalise_mode_name(raw) == name

@@ -5,7 +5,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from guardkit_state.config import ResolvedConfig, default_config, load_config, render_coach_prompt, render_player_role_section
+from guardkit_state.config import (
+    ResolvedConfig,
+    default_config,
+    load_config,
+    render_coach_prompt,
+    render_player_role_section,
+)
 from guardkit_state.config.roles import RoleConstraints
 from guardkit_state.model import Criterion, TurnState, turn_state_id
 
@@ -15,28 +21,33 @@ CRITERIA = [Criterion("AC-001", "User can log in"), Criterion("AC-002", "User ca
 
 
 def previous_turn(**changes: object) -> TurnState:
-    values: dict[str, object] = dict(
-        id=turn_state_id("FEAT-AUTH", "TASK-AUTH-001", 2), feature_id="FEAT-AUTH", task_id="TASK-AUTH-001",
-        turn_number=2, mode="continuing_work", player_summary="Player implemented authentication middleware.",
-        player_decision="implemented", coach_decision="feedback",
-        coach_feedback="missing session timeout handling",
-        acceptance_criteria_status={"AC-001": "verified", "AC-002": "pending", "AC-003": "pending"},
-    )
+    values: dict[str, object] = {
+        "id": turn_state_id("FEAT-AUTH", "TASK-AUTH-001", 2), "feature_id": "FEAT-AUTH",
+        "task_id": "TASK-AUTH-001", "turn_number": 2, "mode": "continuing_work",
+        "player_summary": "Player implemented authentication middleware.",
+        "player_decision": "implemented", "coach_decision": "feedback",
+        "coach_feedback": "missing session timeout handling",
+        "acceptance_criteria_status": {"AC-001": "verified", "AC-002": "pending", "AC-003": "pending"},
+    }
     values.update(changes)
     return TurnState(**values)  # type: ignore[arg-type]
 
 
-def prompt(config: ResolvedConfig, *, previous: TurnState | None = None, turn: int = 3, task_type: str | None = "feature",
-           complexity: object = 5) -> str:
+def prompt(config: ResolvedConfig, *, previous: TurnState | None = None, turn: int = 3,
+           task_type: str | None = "feature", complexity: object = 5) -> str:
     return render_coach_prompt(config, task_id="TASK-AUTH-001", title="Add login", task_type=task_type,
                                complexity=complexity, criteria=CRITERIA, previous_turn=previous, turn=turn)
 
 
-SEED_ROLE = """\
-## Your Role: Coach
-You MUST: Validate against acceptance criteria | Run quality gates | Provide actionable feedback | Track AC status
-You MUST NOT: Write implementation code | Modify implementation directly | Make implementation decisions | Change AC mid-task
-ESCALATE when: Test failures persist after 3 attempts | Architecture violations detected | AC cannot be met as written"""
+SEED_ROLE = (
+    "## Your Role: Coach\n"
+    "You MUST: Validate against acceptance criteria | Run quality gates | Provide actionable feedback | "
+    "Track AC status\n"
+    "You MUST NOT: Write implementation code | Modify implementation directly | Make implementation decisions | "
+    "Change AC mid-task\n"
+    "ESCALATE when: Test failures persist after 3 attempts | Architecture violations detected | "
+    "AC cannot be met as written"
+)
 
 SEED_GATES = """\
 ## Quality Gates for This Task
@@ -61,7 +72,8 @@ def test_coach_prompt_has_seed_sections_in_order() -> None:
     assert sections[1] == SEED_ROLE
     assert sections[2] == SEED_GATES
     assert sections[3] == ("## Acceptance Criteria\n- AC-001: User can log in [verified]\n"
-                           "- AC-002: User can log out [pending]\n- AC-003: Sessions time out after 30 minutes [pending]")
+                           "- AC-002: User can log out [pending]\n"
+                           "- AC-003: Sessions time out after 30 minutes [pending]")
     assert sections[4] == SEED_PREVIOUS
     assert len(sections) == 5
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from guardkit_state.frontmatter import parse_frontmatter
 from guardkit_state.splice import StateUpdate
 from guardkit_state.taskfile import TaskFile
 
-from .conftest import run_git
+from .conftest import run_git, writable_copy
 
 pytestmark = pytest.mark.corpus
 
@@ -41,7 +40,7 @@ CHANGED_LINE = re.compile(r"^\s*(current_turn: .*|last_updated: .*|turns: \[\])$
 @pytest.fixture(scope="module")
 def tasks_copy(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("corpus") / "repo"
-    shutil.copytree(corpus_dir / "tasks", root / "tasks", symlinks=True)
+    writable_copy(corpus_dir / "tasks", root / "tasks")
     return root
 
 
@@ -126,7 +125,7 @@ def test_noop_apply_leaves_every_file_byte_identical(tasks_copy: Path) -> None:
 @pytest.mark.slow
 def test_appending_a_turn_to_every_state_block(corpus_dir: Path, tmp_path: Path) -> None:
     repo = tmp_path / "repo"
-    shutil.copytree(corpus_dir / "tasks", repo / "tasks", symlinks=True)
+    writable_copy(corpus_dir / "tasks", repo / "tasks")
     run_git(repo, "init", "-q", "-b", "main")
     run_git(repo, "add", "-A")
     run_git(repo, "commit", "-q", "-m", "corpus")

@@ -89,12 +89,16 @@ def _env(project: Path, turn: int, role: str, *, context: str | None = None, **e
     return env
 
 
-def _run_agent(project: Path, role: str, env: dict[str, str], *, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def _run_agent(
+    project: Path, role: str, env: dict[str, str], *, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(AGENTS / f"{role}.py")], cwd=project, env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def _turn(project: Path, turn: int, *, context: str | None = None, **player_env: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _turn(
+    project: Path, turn: int, *, context: str | None = None, **player_env: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run the Player then the Coach for ``turn``; return both reports."""
     env = _env(project, turn, "player", context=context, **player_env)
     player = _run_agent(project, "player", env)

@@ -6,8 +6,11 @@ import difflib
 from typing import Any
 
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from guardkit_state import splice
+from guardkit_state import frontmatter, splice_render, strict_yaml
 from guardkit_state.errors import DuplicateKeyError, FrontmatterError
 from guardkit_state.frontmatter import parse_frontmatter, split_frontmatter
 from guardkit_state.splice import StateUpdate, apply_update_to_block, render_yaml, splice_state
@@ -97,10 +100,11 @@ def test_split_frontmatter_dashes_inside_a_scalar_are_not_a_delimiter() -> None:
     assert parse_frontmatter(text).data == {"feedback": "a\n-----\nb", "rule": "x"}
 
 
-def test_split_frontmatter_delimiter_must_be_exactly_three_dashes() -> None:
-    text = "---\na: 1\n--- \n----\nb: 2\n---\nbody"
+def test_split_frontmatter_delimiter_is_three_dashes_and_optional_blanks() -> None:
+    text = "---\na: 1\n----\n--- x\nb: 2\n--- \t\nbody"
     split = split_frontmatter(text)
-    assert split.yaml_text == "a: 1\n--- \n----\nb: 2\n"
+    assert split.yaml_text == "a: 1\n----\n--- x\nb: 2\n"
+    assert split.closing == "--- \t\n"
     assert split.body == "body"
 
 
@@ -347,9 +351,9 @@ def test_splice_state_empty_turns_list_becomes_a_block_list() -> None:
 
 
 def test_splice_state_items_indented_deeper_keep_their_indent() -> None:
-    text = BASIC.replace("  - turn: 1\n", "    - turn: 1\n").replace("\n    decision: feedback", "\n      decision: feedback")
-    text = text.replace("    feedback: Missing", "      feedback: Missing").replace("    timestamp: '2026-11-21T10:05", "      timestamp: '2026-11-21T10:05")
-    text = text.replace("    player_summary: Impl", "      player_summary: Impl").replace("    player_success: true\n    coach_success: true\n", "      player_success: true\n      coach_success: true\n")
+    head, turns = BASIC.split("  turns:\n")
+    items, closing = turns.split("---\n", 1)
+    text = head + "  turns:\n" + "".join("  " + line for line in items.splitlines(True)) + "---\n" + closing
     assert parse_frontmatter(text).data["autobuild_state"]["turns"][0]["decision"] == "feedback"
     result = splice_state(text, record_turn_2())
     assert "      coach_success: true\n    - turn: 2\n      mode: continuing_work\n" in result.text
@@ -450,7 +454,7 @@ def test_splice_state_criteria_entry_removed_and_emptied() -> None:
     ("old", "new", "reason"),
     [
         ("  turns:\n  - turn: 1\n", "  turns: [{turn: 1,\n", "flow style"),
-        ("autobuild_state:\n", "autobuild_state: &state\n", "anchor"),
+        ("autobuild_state:\n", "autobuild_state:\n  <<: {owner: x}\n", "merge key"),
     ],
 )
 def test_splice_state_rerender_fallback_is_reported(old: str, new: str, reason: str) -> None:
@@ -480,7 +484,7 @@ def test_splice_state_flow_style_block_is_rerendered() -> None:
     assert parse_frontmatter(result.text).data == expected_data(text, update)
 
 
-def test_splice_state_multiline_scalar_to_replace_is_rerendered() -> None:
+def test_splice_state_multiline_scalar_to_replace_is_replaced_in_place() -> None:
     text = BASIC.replace(
         "  worktree_path: .guardkit/worktrees/TASK-AUTH-001\n",
         "  worktree_path: .guardkit/worktrees/\n    TASK-AUTH-001\n",
@@ -488,9 +492,9 @@ def test_splice_state_multiline_scalar_to_replace_is_rerendered() -> None:
     same = splice_state(text, StateUpdate(block_scalars={"worktree_path": ".guardkit/worktrees/ TASK-AUTH-001"}))
     assert same.method == "noop"
     result = splice_state(text, StateUpdate(block_scalars={"worktree_path": "/elsewhere"}))
-    assert result.method == "rerender"
-    assert "worktree_path" in (result.reason or "")
-    assert parse_frontmatter(result.text).data["autobuild_state"]["worktree_path"] == "/elsewhere"
+    assert result.method == "splice"
+    assert result.text == text.replace("  worktree_path: .guardkit/worktrees/\n    TASK-AUTH-001\n",
+                                       "  worktree_path: /elsewhere\n")
 
 
 def test_splice_state_duplicate_top_level_key_is_refused() -> None:
@@ -506,10 +510,11 @@ def test_splice_state_both_state_keys_refused() -> None:
         splice_state(text, record_turn_2())
 
 
-def test_splice_state_quoted_state_key_is_refused_not_duplicated() -> None:
+def test_splice_state_quoted_state_key_is_spliced_not_duplicated() -> None:
     text = BASIC.replace("autobuild_state:", '"autobuild_state":')
-    with pytest.raises(FrontmatterError, match="cannot locate"):
-        splice_state(text, record_turn_2())
+    result = splice_state(text, record_turn_2())
+    assert result.method == "splice" and result.text.count("autobuild_state") == 1
+    assert parse_frontmatter(result.text).data == expected_data(text, record_turn_2())
 
 
 def test_splice_state_enum_values_are_written_as_plain_strings() -> None:
@@ -519,27 +524,74 @@ def test_splice_state_enum_values_are_written_as_plain_strings() -> None:
     assert "    mode: recovering_state\n" in result.text
 
 
-def test_splice_state_parses_only_small_fragments(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The splice must not re-parse a big frontmatter: spy on the parser and measure its inputs."""
+def test_splice_state_given_the_parse_parses_only_the_new_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The splice must not re-parse a big frontmatter to edit it: with the old text's parse given,
+    the one full parse is the verification of the new text (spy on the parser, measure its inputs)."""
     many = [{**TURN_2, "turn": n, "feedback": "x " * 400} for n in range(2, 202)]
-    big = splice_state(BASIC, StateUpdate(append_turns=many)).text
+    first = splice_state(BASIC, StateUpdate(append_turns=many))
+    big = first.text
     assert len(big) > 150_000
     sizes: list[int] = []
-    real = splice.parse_yaml
+    real = strict_yaml.parse_yaml
 
     def spy(text: str, **kwargs: Any) -> Any:
         sizes.append(len(text))
         return real(text, **kwargs)
 
-    monkeypatch.setattr(splice, "parse_yaml", spy)
+    for module in (strict_yaml, frontmatter, splice_render):
+        monkeypatch.setattr(module, "parse_yaml", spy)
     update = StateUpdate(
         block_scalars={"current_turn": 202, "last_updated": "2026-11-22T00:00:00+00:00"},
         criteria={"AC-001": "verified"},
         append_turns=[{**TURN_2, "turn": 202}],
         top_level={"status": "in_review"},
     )
-    result = splice_state(big, update)
+    result = splice_state(big, update, parsed=first.parsed)
     assert result.method == "splice"
-    assert sizes and max(sizes) < 2_000
+    assert [size for size in sizes if size >= 2_000] == [len(split_frontmatter(result.text).yaml_text)]
     monkeypatch.undo()
     assert parse_frontmatter(result.text).data == expected_data(big, update)
+
+
+_YAML_DATA = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
+    | st.sampled_from(["2026-01-01", "1e3", "0o17", "0x1F", ".inf", "~", "on", "yes", "010", "1_000"]),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(
+        st.text(max_size=8) | st.integers() | st.booleans(), children, max_size=4),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_YAML_DATA, st.booleans(), st.sampled_from([None, "'", '"']))
+def test_direct_build_reads_as_the_yaml_constructor_does(data: Any, flow: bool, style: str | None) -> None:
+    text = yaml.dump({"k": data}, Dumper=yaml.CSafeDumper, default_flow_style=flow, default_style=style,
+                     allow_unicode=True)
+    loader = strict_yaml.StrictLoader(text)
+    node = loader.get_single_node()
+    try:
+        generic = loader.construct_document(node)
+    finally:
+        loader.dispose()
+    direct = strict_yaml.parse_yaml(text).data
+    assert splice_render.same(direct, generic)
+    assert repr(direct) == repr(generic)
+
+
+@pytest.mark.parametrize("text", ["a: 1\nb: 2\na: 3\n", "1: x\ntrue: y\n", "[a]: 1\n", "a: !!binary aGk=\n",
+                                  "a: !!set {x}\n", "a: !!timestamp 2026-01-01\n", "? [x, y]\n: z\n"])
+def test_direct_build_refuses_and_defers_as_the_yaml_constructor_does(text: str) -> None:
+    loader = strict_yaml.StrictLoader(text)
+    try:
+        generic: Any = loader.construct_document(loader.get_single_node())
+    except Exception as exc:  # the type is what is compared
+        generic = type(exc)
+    finally:
+        loader.dispose()
+    try:
+        direct: Any = strict_yaml.parse_yaml(text).data
+    except DuplicateKeyError:
+        direct = strict_yaml._DuplicateKey
+    except FrontmatterError as exc:
+        direct = type(exc.__cause__)
+    assert direct == generic or repr(direct) == repr(generic)

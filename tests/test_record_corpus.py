@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from guardkit_state.cli.app import run
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.taskfile import TaskFile
 
-from .conftest import run_git
+from .conftest import run_git, writable_copy
 from .helpers import coach_decision, player_report
 
 # The only lines of a real file a recorded turn may change: the values that change with a turn.
@@ -43,7 +42,7 @@ def test_record_appends_to_every_real_task_file_with_a_surgical_diff(
         repo = tmp_path / f"r{index}"
         target = repo / source.relative_to(corpus_dir)
         target.parent.mkdir(parents=True)
-        shutil.copy2(source, target)
+        writable_copy(source, target)
         run_git(repo, "init", "-q", "-b", "main")
         run_git(repo, "add", "-A")
         run_git(repo, "commit", "-q", "-m", "real task file")

@@ -255,7 +255,7 @@ def test_validate_record_rejects_malformed_variant(
 
 def test_schema_error_lists_every_problem_sorted_by_pointer() -> None:
     data = coach()
-    data["criteria_verification"] = [{"criterion_id": "AC-%d" % i, "result": 7} for i in range(12)]
+    data["criteria_verification"] = [{"criterion_id": f"AC-{i}", "result": 7} for i in range(12)]
     data["turn"] = "3"
     del data["decision"]
     with pytest.raises(SchemaError) as info:

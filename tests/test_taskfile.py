@@ -19,8 +19,8 @@ from guardkit_state.errors import (
     TaskNotFoundError,
 )
 from guardkit_state.frontmatter import parse_frontmatter
-from guardkit_state.splice import StateUpdate
 from guardkit_state.model import Criterion
+from guardkit_state.splice import StateUpdate
 from guardkit_state.taskfile import (
     TaskFile,
     extract_criteria,
@@ -247,7 +247,8 @@ def test_apply_successive_turns(task_path: Path) -> None:
 
 
 def test_apply_creates_the_block_in_a_file_without_one(tmp_path: Path) -> None:
-    path = write(tmp_path / "TASK-X-1.md", "---\nid: TASK-X-1\nstatus: backlog\n---\n\n## Acceptance Criteria\n\n- [ ] a\n")
+    path = write(tmp_path / "TASK-X-1.md",
+                 "---\nid: TASK-X-1\nstatus: backlog\n---\n\n## Acceptance Criteria\n\n- [ ] a\n")
     task = TaskFile.load(path)
     assert task.state is None
     task.apply(StateUpdate(block_scalars={"current_turn": 0, "max_turns": 5},

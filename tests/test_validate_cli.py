@@ -154,7 +154,9 @@ def test_validate_missing_path_is_a_usage_error(tmp_path: Path, capsys: pytest.C
                             "(expected a task file, a per-turn JSON report, or a directory)\n")
 
 
-def test_validate_named_file_of_unknown_kind_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_named_file_of_unknown_kind_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _tree(tmp_path)
     code = run(["validate", str(root / ".guardkit" / "autobuild" / "TASK-A-001" / "checkpoints.json")])
     assert code == 2
@@ -173,7 +175,9 @@ def test_validate_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     code = run(["validate", "--json", str(root)])
     report = json.loads(capsys.readouterr().out)
     assert code == 1
-    assert (report["checked"], report["valid"], report["invalid"], report["warnings"], report["ok"]) == (9, 4, 5, 2, False)
+    assert (
+        report["checked"], report["valid"], report["invalid"], report["warnings"], report["ok"]
+    ) == (9, 4, 5, 2, False)
     by_name = {Path(f["path"]).name: f for f in report["files"]}
     assert "README.md" in by_name and "checkpoints.json" not in by_name and "TASK-Z-9.md" not in by_name
     bad = by_name["TASK-A-002-bad.md"]

@@ -40,7 +40,10 @@ def test_create_makes_branch_worktree_and_tracks_base(project: Path) -> None:
     assert wt.path == project / ".guardkit" / "worktrees" / TASK_ID
     assert wt.branch == BRANCH and wt.base_branch == "main" and wt.notes == ()
     assert run_git(wt.path, "symbolic-ref", "--short", "HEAD").strip() == BRANCH
-    assert run_git(project, "rev-parse", f"{BRANCH}@{{upstream}}").strip() == run_git(project, "rev-parse", "main").strip()
+    assert (
+        run_git(project, "rev-parse", f"{BRANCH}@{{upstream}}").strip()
+        == run_git(project, "rev-parse", "main").strip()
+    )
     assert (project / ".guardkit" / "worktrees" / ".gitignore").read_text().splitlines()[-1] == "*"
 
 

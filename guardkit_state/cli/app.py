@@ -94,7 +94,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     except GuardkitStateError as exc:
         out.error_from(exc)
         return EXIT_FAILED
-    except Exception as exc:  # noqa: BLE001 - the one place unexpected errors are shown
+    except Exception as exc:  # the one place unexpected errors are shown
         if args.debug:
             raise
         out.error(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)")

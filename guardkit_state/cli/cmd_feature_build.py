@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 from typing import Any
 
-from .options import add_repo_option, add_json_option
+from .options import add_json_option, add_repo_option
 from .output import Output, safe
 
 EXIT_USAGE = 2
@@ -39,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--resume", action="store_true", help="continue an interrupted loop from its files")
     add_repo_option(parser)
     parser.add_argument("--no-worktree", action="store_true", help="work in the checkout itself, not a worktree")
-    parser.add_argument("--base-branch", metavar="BRANCH", help="branch the worktree starts from (default: current)")
+    parser.add_argument("--base-branch", metavar="BRANCH", help="branch or commit the worktree starts from "
+                        "(default: the branch checked out where you run it; a detached HEAD's commit)")
     parser.add_argument("--turn-timeout", type=float, metavar="SECONDS", help="kill an agent running longer than this")
     parser.add_argument("--verbose", "-v", action="store_true", help="also show the autobuild log on the terminal")
     add_json_option(parser, "print the result as JSON at the end")
@@ -50,9 +52,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
     from ..agents import CommandAgent
     from ..loop import LoopOptions, feature_build
 
-    if args.max_turns is not None and args.max_turns < 1:
-        out.error("--max-turns must be at least 1")
-        return 2
+    problem = _option_problem(args)
+    if problem is not None:
+        out.error(problem)
+        return EXIT_USAGE
     if args.verbose:
         handler = logging.StreamHandler(out.stderr)
         handler.setFormatter(logging.Formatter("  log: %(message)s"))
@@ -77,6 +80,27 @@ def run(args: argparse.Namespace, out: Output) -> int:
             out.line(f"  checkout: {result.checkout}")
         out.line(f"  review: guardkit-state show {args.task_id} · guardkit-state log {args.task_id}")
     return result.exit_code
+
+
+def _option_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options, checked before anything is created (no lock, no .guardkit/)."""
+    if args.max_turns is not None and args.max_turns < 1:
+        return "--max-turns must be at least 1"
+    timeout = args.turn_timeout
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        return f"--turn-timeout must be a finite number of seconds above 0, not {timeout:g}"
+    if args.base_branch is not None:
+        from ..errors import InputError
+        from ..gitstore import GitRepo
+        from ..worktrees import check_base_branch
+
+        repo = GitRepo.discover(args.repo)
+        if repo is not None:
+            try:
+                check_base_branch(repo, args.base_branch)
+            except InputError as exc:
+                return exc.message
+    return None
 
 
 class _Progress:
@@ -118,8 +142,8 @@ class _Progress:
         elif kind == "recorded":
             delta = " ".join(data["criteria_delta"])
             total = len(data["criteria"])
-            line = f"  coach: {data['decision']} — {data['verified']}/{total} criteria verified" + (f" ({delta})" if delta else "")
-            say(line)
+            line = f"  coach: {data['decision']} — {data['verified']}/{total} criteria verified"
+            say(line + (f" ({delta})" if delta else ""))
             feedback = data["turn_state"].get("coach_feedback")
             if feedback and data["decision"] != "approve":
                 say(f"  feedback: {safe(feedback.splitlines()[0])[:160]}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .options import add_repo_option, add_json_option
+from .options import add_json_option, add_repo_option
 from .output import Output, safe
 
 SUBCOMMANDS = ("seed", "sync", "rebuild", "status", "prune", "search")

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
-from .options import add_repo_option, add_json_option
-from .output import Output, safe
+from .options import add_json_option, add_repo_option
+from .output import Output, one_line
 
 if TYPE_CHECKING:
-    from ..errors import InputError
+    from ..errors import AlreadyRecordedError, InputError
     from ..turns import TurnRecord
 
 # Library imports happen inside ``run``: ``guardkit-state --help`` must stay fast.
 MODES = ("fresh_start", "continuing_work", "recovering_state")
 
-EXIT_RECORDED, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+EXIT_RECORDED, EXIT_REJECTED, EXIT_USAGE, EXIT_ALREADY_RECORDED = 0, 1, 2, 3
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -28,8 +27,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "turn_state_turn_N.json and append the turn to the task's frontmatter. Nothing is written "
         "when either report is invalid.",
         epilog="Example:\n  guardkit-state record TASK-AUTH-001 --player player.json --coach coach.json\n\n"
-        "Exit codes: 0 recorded; 1 a report was rejected (schema, wrong task or turn: nothing\n"
-        "written); 2 usage error: unreadable or non-JSON report file, bad task id or task file.",
+        "Exit codes:\n"
+        "  0  recorded; or the reports name a turn already recorded with exactly these reports\n"
+        "     (a retried record: nothing to do)\n"
+        "  1  a report was rejected (schema, a value JSON cannot store, wrong task or turn):\n"
+        "     nothing written\n"
+        "  2  usage error: unreadable or non-JSON report file, bad option, task id or task file\n"
+        "  3  already recorded: the reports name a recorded turn but differ from its reports",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("task_id", metavar="TASK-ID")
@@ -43,10 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from ..errors import InputError
+    from ..errors import AlreadyRecordedError, InputError
     from ..jsonio import load_json
     from ..turns import record_turn
 
+    if args.max_turns is not None and args.max_turns < 1:
+        out.error("--max-turns must be at least 1")
+        return EXIT_USAGE
     for name in ("player", "coach"):
         if not getattr(args, name).is_file():
             out.error(f"--{name} {getattr(args, name)}: no such file")
@@ -58,6 +65,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
     except InputError as exc:
         out.error_from(exc)
         return exit_code_for(exc)
+    except AlreadyRecordedError as exc:
+        return _already_recorded(exc, args, out)
     if args.json:
         out.json(record.to_dict())
     else:
@@ -65,10 +74,22 @@ def run(args: argparse.Namespace, out: Output) -> int:
     return EXIT_RECORDED
 
 
+def _already_recorded(exc: AlreadyRecordedError, args: argparse.Namespace, out: Output) -> int:
+    """A retried ``record`` (the very reports of that turn) is done already: 0. Other reports: 3."""
+    if not exc.identical:
+        out.error_from(exc)
+        return EXIT_ALREADY_RECORDED
+    if args.json:
+        out.json({"task_id": exc.task_id, "turn": exc.turn, "already_recorded": True, "message": exc.message})
+    else:
+        out.line(exc.message)
+    return EXIT_RECORDED
+
+
 def exit_code_for(exc: InputError) -> int:
     """1 for a readable report that is rejected (nothing written); 2 for anything that is not one.
 
-    Issue #3's contract: a report failing its schema, or naming another task or turn, is rejected
+    The documented contract: a report failing its schema, or naming another task or turn, is rejected
     input (exit 1). A file that is not JSON at all, an oversized file, a bad task id or an
     unreadable task file is a usage error (exit 2), as in every other command.
     """
@@ -89,9 +110,9 @@ def render(record: TurnRecord, out: Output) -> None:
              f"{out.style(record.entry.decision, 'bold')} — {record.ledger.verified_count}/{total} criteria verified"
              + (f" ({delta})" if delta else ""))
     if state.coach_feedback:
-        out.line(f"  feedback: {safe(state.coach_feedback.splitlines()[0])}")
+        out.line(f"  feedback: {one_line(state.coach_feedback)}")  # whole in --json
     if record.outcome:
-        reason = f": {record.stall.reason}" if record.stall else ""
+        reason = f": {one_line(record.stall.reason)}" if record.stall else ""
         out.line(f"  loop outcome: {record.outcome.value} (task status {record.outcome.task_status}){reason}")
     note = f" — {record.splice.reason}" if record.splice.reason else ""
     out.line(f"  frontmatter: {record.splice.method}{note}")

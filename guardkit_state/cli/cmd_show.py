@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .options import add_repo_option, add_json_option
+from .options import add_json_option, add_repo_option
 from .output import Output, safe
 
 ICON_STYLE = {"verified": ("✓", "green"), "rejected": ("✗", "red"), "pending": ("○", "dim")}
@@ -39,7 +39,11 @@ def collect(repo: Path, task_id: str) -> dict[str, Any]:
     state = task.state
     point = resume_point(task, store)
     ledger_statuses = state.criteria if state else {}
-    last_state = store.read_turn_state(len(state.turns)) if state and state.turns and store.exists("turn_state", len(state.turns)) else None
+    last_state = (
+        store.read_turn_state(len(state.turns))
+        if state and state.turns and store.exists("turn_state", len(state.turns))
+        else None
+    )
     provenance = last_state.criteria_provenance if last_state else {}
     ledger = CriteriaLedger.start(task.criteria, provenance or {k: {"status": v} for k, v in ledger_statuses.items()})
     return {
@@ -67,19 +71,19 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return 0
     verified = sum(1 for c in data["criteria"] if c["status"] == "verified")
     out.line(out.style(f"{data['task_id']}: {safe(data['title'] or '')}", "bold"))
-    out.line(f"status {data['status']} · {len(data['turns'])} turn(s) of {data['max_turns'] or '?'}"
+    out.line(f"status {safe(data['status'])} · {len(data['turns'])} turn(s) of {data['max_turns'] or '?'}"
              f" · criteria {verified}/{len(data['criteria'])} verified"
-             + (f" · outcome {data['outcome']}" if data["outcome"] else ""))
-    out.line(out.style(("worktree copy: " if data["in_worktree"] else "file: ") + data["path"], "dim"))
+             + (f" · outcome {safe(data['outcome'])}" if data["outcome"] else ""))
+    out.line(out.style(("worktree copy: " if data["in_worktree"] else "file: ") + safe(data["path"]), "dim"))
     if data["turns"]:
         out.line("")
         out.line(out.style("turn  mode              decision  feedback", "bold"))
         for turn in data["turns"]:
-            decision = turn.get("decision") or "?"
+            decision = safe(turn.get("decision") or "?")
             feedback = safe((turn.get("feedback") or "").replace("\n", " "))
             if len(feedback) > 70:
                 feedback = feedback[:69] + "…"
-            out.line(f"{turn['turn']:>4}  {str(turn.get('mode') or '-'):<16}  "
+            out.line(f"{turn['turn']:>4}  {safe(turn.get('mode') or '-'):<16}  "
                      f"{out.style(f'{decision:<8}', DECISION_STYLE.get(decision, 'dim'))}  {feedback}")
     if data["criteria"]:
         out.line("")
@@ -89,5 +93,5 @@ def run(args: argparse.Namespace, out: Output) -> int:
             by = f" (turn {c['set_by_turn']})" if c["set_by_turn"] else ""
             out.line(f"  {out.style(icon, colour)} {c['id']}: {safe(c['text'])}: {c['status']}{by}")
     out.line("")
-    out.line(f"next: {data['resume']['description']}")
+    out.line(f"next: {safe(data['resume']['description'])}")
     return 0

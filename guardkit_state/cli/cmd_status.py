@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .options import add_repo_option, add_json_option
+from .options import add_json_option, add_repo_option
 from .output import Output, safe
 
 DECISION_STYLE = {"approve": "green", "feedback": "yellow", "reject": "red", "error": "red"}
@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Scan tasks/ (and running loops' worktrees) for tasks with autobuild state. "
         "Summaries are cached in .guardkit/cache/status.json, keyed by each file's size and mtime; "
         "the cache is never trusted over a changed file.",
-        epilog="Example:\n  guardkit-state status\n  guardkit-state status --json | jq '.[] | select(.last_decision==\"error\")'",
+        epilog="Example:\n  guardkit-state status\n"
+        "  guardkit-state status --json | jq '.[] | select(.last_decision==\"error\")'",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_repo_option(parser)
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
             continue
         decision = s.last_decision or "-"
         where = " (worktree)" if s.in_worktree else ""
-        out.line(f"{s.task_id:<{width}}  {str(s.status or '-'):<12} {s.turns:>3} turn(s)  "
+        out.line(f"{s.task_id:<{width}}  {s.status or '-'!s:<12} {s.turns:>3} turn(s)  "
                  f"{out.style(f'{decision:<8}', DECISION_STYLE.get(decision, 'dim'))}  "
                  f"{s.verified}/{s.total} verified{where}")
     return 0

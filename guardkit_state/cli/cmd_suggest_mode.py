@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from .options import add_repo_option, add_json_option
+from .options import add_json_option, add_repo_option
 from .output import Output, safe
 
 EXAMPLE = """\

@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import GitError
 from ..gitstore import GitRepo
 from ..worktrees import WorktreeInfo, WorktreeManager
-from .options import add_repo_option, add_json_option
+from .options import add_json_option, add_repo_option
 from .output import Output, safe
 
 LIST_EXAMPLE = """\

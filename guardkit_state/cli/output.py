@@ -1,7 +1,11 @@
 """Terminal output: colour only on a terminal without ``NO_COLOR``; JSON for tools; safe text.
 
-Agent feedback can contain ANSI escape sequences and control characters; :func:`safe` neutralises
-them so ``show`` and ``context`` never let a report rewrite the user's terminal.
+Agent feedback can contain ANSI escape sequences, control characters and bidirectional formatting
+controls (U+202E and friends, which make text display in an order other than the one it has — the
+"trojan source" trick); :func:`safe` shows them as visible escapes so ``show``, ``context`` and
+``diff`` never let a report rewrite the user's terminal or disguise what it says, and
+:meth:`Output.json` escapes them too (the JSON still parses to the same text). :func:`one_line`
+fits long agent text on one line for human output; ``--json`` always keeps it whole.
 """
 
 from __future__ import annotations
@@ -16,15 +20,42 @@ from typing import Any, TextIO
 
 from ..errors import GuardkitStateError
 
-_C1 = re.compile(r"[\x80-\x9f]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+#: Bidirectional formatting controls: embeddings and overrides (U+202A-U+202E), isolates
+#: (U+2066-U+2069), and the invisible direction marks (U+200E, U+200F, U+061C).
+_BIDI = "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
+#: Escaped in JSON and every output line: C1 controls (json leaves them raw; U+009B is a CSI to some
+#: terminals) and bidi controls. Neither is ever part of our own styling.
+_C1_AND_BIDI = re.compile(f"[\\x80-\\x9f{_BIDI}]")
+_CONTROL = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f\\x80-\\x9f{_BIDI}]")
+_LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
+#: How much agent text (feedback, a summary) one line of human output shows.
+ONE_LINE_CHARS = 200
 
 STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "blue": "34", "cyan": "36"}
 
 
 def safe(text: object) -> str:
-    """Render untrusted text harmless for a terminal: control characters become ``\\xNN``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    """Render untrusted text harmless for a terminal: control characters become ``\\xNN``, bidi
+    controls ``\\uNNNN`` (tabs and newlines are kept)."""
+    return _CONTROL.sub(_escape, str(text))
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def one_line(text: object, limit: int = ONE_LINE_CHARS) -> str:
+    """Untrusted text made :func:`safe` on one line (line breaks become spaces), cut to ``limit``
+    characters with ``…``: a 25,000-character feedback must not flood the terminal."""
+    flat = safe(_LINE_BREAKS.sub(" ", str(text)).strip())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _json_text(data: Any, indent: int | None = None) -> str:
+    text = json.dumps(data, indent=indent, ensure_ascii=False, default=str)
+    # json escapes C0 controls but not C1 or bidi ones; \uNNNN keeps the value and the terminal safe.
+    return _C1_AND_BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def colour_enabled(stream: TextIO) -> bool:
@@ -55,16 +86,20 @@ class Output:
         return f"\x1b[{codes}m{text}\x1b[0m"
 
     def line(self, text: str = "") -> None:
-        self.stdout.write(text + "\n")
+        # Callers make agent text safe(); C1 and bidi controls are caught here too, for any value
+        # a command forgot (this layer adds no ESC of its own to mask, so only those are escaped).
+        self.stdout.write(_C1_AND_BIDI.sub(_escape, text) + "\n")
 
     def json(self, data: Any) -> None:
-        text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
-        # json escapes C0 controls but not C1 ones (U+0080-U+009F; U+009B is a CSI to some terminals).
-        self.stdout.write(_C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
+        self.stdout.write(_json_text(data, indent=2) + "\n")
+
+    def json_line(self, data: Any) -> None:
+        """``data`` as one compact JSON line, escaped like :meth:`json`."""
+        self.stdout.write(_json_text(data) + "\n")
 
     def note(self, text: str) -> None:
         """Progress and remarks: stderr, so stdout stays clean for pipes and ``--json``."""
-        self.stderr.write(text + "\n")
+        self.stderr.write(_C1_AND_BIDI.sub(_escape, text) + "\n")
         self.stderr.flush()
 
     def error(self, text: str) -> None:
@@ -73,5 +108,5 @@ class Output:
 
     def error_from(self, exc: GuardkitStateError) -> None:
         if self.json_mode:
-            self.stdout.write(json.dumps(exc.to_dict(), ensure_ascii=False) + "\n")
+            self.json_line(exc.to_dict())
         self.error(str(exc))

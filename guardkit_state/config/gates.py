@@ -126,7 +126,7 @@ def _profile(task_type: str, low: int, high: int, arch: int | None, coverage: fl
         coverage_threshold=coverage or 0.0,
         tests_required=tests,
         tests_must_pass=tests,
-        sources={name: BUILT_IN for name in PROFILE_FIELDS},
+        sources=dict.fromkeys(PROFILE_FIELDS, BUILT_IN),
     )
 
 
@@ -242,7 +242,7 @@ def with_override(profile: GateProfile, values: Mapping[str, Any], source: str) 
     """Return ``profile`` with the threshold fields in ``values`` replaced, each marked ``source``."""
     changes = {name: values[name] for name in PROFILE_FIELDS if name in values}
     sources = dict(profile.sources)
-    sources.update({name: source for name in changes})
+    sources.update(dict.fromkeys(changes, source))
     if "effective_from" in values:
         changes["effective_from"] = values["effective_from"]
     return replace(profile, **changes, sources=sources)

@@ -21,8 +21,8 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError, GuardkitStateError, SchemaError
-from ..schemas import format_pointer, parse_pointer, validate_record
 from ..fsio import decode_utf8, read_bytes_capped, resolve_inside
+from ..schemas import format_pointer, parse_pointer, validate_record
 from ..strict_yaml import ParsedYaml, parse_yaml
 from .gates import (
     BUILTIN_GATE_PROFILES,
@@ -220,7 +220,7 @@ def _profiles_from_file(data: Mapping[str, Any], *, source: str, path: Path) -> 
                 tests_required=item["tests_required"],
                 tests_must_pass=bool(must_pass),
                 effective_from=str(item.get("effective_from", "")),
-                sources={name: source for name in PROFILE_FIELDS},
+                sources=dict.fromkeys(PROFILE_FIELDS, source),
             ))
         _check_spans(task_type, spans, path)
     if not any(p.task_type == FALLBACK_TASK_TYPE for p in profiles):

@@ -144,4 +144,6 @@ def _percent(fraction: float) -> str:
 
 
 def _verdict(passed: object) -> str:
-    return {True: "passed", False: "FAILED"}.get(passed, "unknown")  # type: ignore[call-overload]
+    if passed is True:
+        return "passed"
+    return "FAILED" if passed is False else "unknown"

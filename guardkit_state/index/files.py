@@ -32,7 +32,7 @@ class FileIndex:
         records = list(load_turn_state_records(self.repo_root).records)
         try:
             system, reason = load_system_records(self.repo_root)
-        except Exception as exc:  # noqa: BLE001 - config trouble must not break turn search
+        except Exception as exc:
             log.warning("configuration not searchable: %s", exc)
             system, reason = [], str(exc)
         if reason:

@@ -72,8 +72,8 @@ from .offline import OverlapCrossEncoder, RefusingLLMClient, make_embedder
 from .records import (
     SYSTEM_GROUPS,
     Entity,
-    discover_turn_state_files,
     IndexRecord,
+    discover_turn_state_files,
     load_system_records,
     load_turn_state_records,
     project_group_id,
@@ -166,13 +166,13 @@ class GraphitiIndex:
                 return await work(driver, graphiti)
             finally:
                 with contextlib.suppress(Exception):
-                    await driver.close()
+                    await driver.close()  # type: ignore[no-untyped-call]
 
         try:
             return asyncio.run(main())
         except GuardkitStateError:
             raise
-        except Exception as exc:  # noqa: BLE001 - the boundary: graphiti/redis/neo4j errors
+        except Exception as exc:
             raise IndexBackendError(f"graph backend failed: {type(exc).__name__}: {exc}",
                                     path=None if self.uri else index_dir(self.repo_root)) from exc
 
@@ -335,13 +335,13 @@ class GraphitiIndex:
             entities.setdefault(fact.target.uuid, fact.target)
         names = list(entities.values())
         name_vectors = await self._embedder.create_batch([e.name for e in names]) if names else []
-        for entity, vector in zip(names, name_vectors):
+        for entity, vector in zip(names, name_vectors, strict=False):
             node = EntityNode(uuid=entity.uuid, name=entity.name, group_id=record.group_id,
                               labels=[entity.label], summary=entity.summary, name_embedding=vector,
                               created_at=now)
             await node.save(driver)
         fact_vectors = await self._embedder.create_batch([f.fact for f in record.facts]) if record.facts else []
-        for fact, vector in zip(record.facts, fact_vectors):
+        for fact, vector in zip(record.facts, fact_vectors, strict=False):
             edge = EntityEdge(uuid=fact.uuid, group_id=record.group_id, source_node_uuid=fact.source.uuid,
                               target_node_uuid=fact.target.uuid, name=fact.name, fact=fact.fact,
                               fact_embedding=vector, episodes=[record.uuid], created_at=now, valid_at=now)

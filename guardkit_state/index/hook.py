@@ -77,7 +77,7 @@ def index_turn_best_effort(repo_root: Path, turn_state_path: Path, *,
             return "indexed"
         log.warning("indexing %s failed (exit %d; see %s)", turn_state_path, code, index_dir / HOOK_LOG)
         return f"failed: indexer exited with {code} (see {index_dir / HOOK_LOG})"
-    except Exception as exc:  # noqa: BLE001 - best effort: the loop must never see this
+    except Exception as exc:
         log.warning("indexing %s failed: %s", turn_state_path, exc)
         return f"failed: {type(exc).__name__}: {exc}"
 
@@ -95,7 +95,7 @@ def _child_main(argv: Sequence[str] | None = None) -> int:
     try:
         with open_graphiti(Path(args.repo), lock_wait=args.lock_wait) as index:
             report = index.index_paths([Path(p) for p in args.paths])
-    except Exception as exc:  # noqa: BLE001 - report, exit non-zero; the parent logs it
+    except Exception as exc:
         log.error("indexing failed: %s", exc)
         return 1
     log.info("indexed %s (added %d, updated %d)", ", ".join(args.paths), len(report.added), len(report.updated))

@@ -57,7 +57,7 @@ class HashingEmbedder(EmbedderClient):
         self.dim = dim
 
     async def create(self, input_data: str | list[str] | Iterable[int] | Iterable[Iterable[int]]) -> list[float]:
-        text = input_data if isinstance(input_data, str) else " ".join(map(str, input_data))  # type: ignore[arg-type]
+        text = input_data if isinstance(input_data, str) else " ".join(map(str, input_data))
         return hash_vector(text, self.dim)
 
     async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:
@@ -94,7 +94,7 @@ class MiniLMEmbedder(EmbedderClient):
         return [list(map(float, v)) for v in vectors]
 
     async def create(self, input_data: str | list[str] | Iterable[int] | Iterable[Iterable[int]]) -> list[float]:
-        text = input_data if isinstance(input_data, str) else " ".join(map(str, input_data))  # type: ignore[arg-type]
+        text = input_data if isinstance(input_data, str) else " ".join(map(str, input_data))
         return (await asyncio.to_thread(self._encode, [text]))[0]
 
     async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:

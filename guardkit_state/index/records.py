@@ -323,14 +323,14 @@ def load_system_records(repo_root: Path) -> tuple[list[IndexRecord], str | None]
     """
     try:
         from .. import config as config_module
-        load_config = getattr(config_module, "load_config")
+        load_config = config_module.load_config
     except (ImportError, AttributeError):
         return [], "guardkit_state.config.load_config is not available; system groups not seeded"
     try:
         loaded = load_config(Path(repo_root))
     except GuardkitStateError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a foreign failure becomes our error, with its cause
+    except Exception as exc:
         raise GuardkitStateError(f"cannot load configuration: {exc}", path=repo_root) from exc
     records: list[IndexRecord] = []
     aliases = {

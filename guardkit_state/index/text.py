@@ -14,6 +14,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
+from itertools import pairwise
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*")
 _PART = re.compile(r"[A-Za-z0-9]+")
@@ -83,7 +84,7 @@ def field_score(query: str, fields: dict[str, str]) -> float:
     words = [m.group().lower() for m in _WORD.finditer(query)]
     lowered = {k.lower(): str(v).lower() for k, v in fields.items()}
     score = 0.0
-    for name, value in zip(words, words[1:]):
+    for name, value in pairwise(words):
         if name in lowered:
             score += 6.0 if lowered[name] == value else -6.0
         elif name in TURN_FIELDS:  # a turn field named, and this record has no such field

@@ -146,7 +146,7 @@ def run_startup(*, repeat: int = 10) -> dict[str, Any]:
         cases = {"python_pass": [sys.executable, "-c", "pass"], "help": [*cli, "--help"],
                  "show": [*cli, "show", task_id]}
         samples: dict[str, list[float]] = {name: [] for name in cases}
-        for name, argv in cases.items():
+        for argv in cases.values():
             _run(argv, root, env)  # warm-up
         for _ in range(repeat):
             for name, argv in cases.items():

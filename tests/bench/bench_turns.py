@@ -36,8 +36,8 @@ from .common import (
     make_task_repo,
     median_ms,
     player_report,
-    read_all,
     ratio,
+    read_all,
     timed_ms,
 )
 

@@ -8,8 +8,9 @@ last resume: no temp file is left and the history equals an uninterrupted refere
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 

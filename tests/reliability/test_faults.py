@@ -12,17 +12,26 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from guardkit_state.taskfile import TaskFile
 from guardkit_state.validation import validate_paths
 
-from .harness import TASK_ID, TASK_REL, TASK_TEXT, Setup, check_on_disk, finish, make_project, reference_history, \
-    start_loop
+from .harness import (
+    TASK_ID,
+    TASK_REL,
+    TASK_TEXT,
+    Setup,
+    check_on_disk,
+    finish,
+    make_project,
+    reference_history,
+    start_loop,
+)
 
 PLAYER = json.dumps({"files_modified": [], "implementation_notes": "work"})
 COACH = json.dumps({"decision": "feedback", "rationale": "more work"})
@@ -40,11 +49,11 @@ def _record(root: Path, *, preexec: Callable[[], None] | None = None,
 
 
 def _all_valid(root: Path) -> None:
-    targets = [p for p in root.rglob("*") if p.is_file() and (p.suffix == ".md" and "tasks" in p.parts
-                                                             or p.name.endswith(".json") and "_turn_" in p.name)]
+    targets = [p for p in root.rglob("*") if p.is_file() and ((p.suffix == ".md" and "tasks" in p.parts)
+                                                             or (p.name.endswith(".json") and "_turn_" in p.name))]
     report = validate_paths(targets)
     assert report.ok, [(r.path, r.problems) for r in report.results if r.problems]
-    assert not [p for p in root.rglob(".gks-tmp-*")], "temp file left behind"
+    assert not list(root.rglob(".gks-tmp-*")), "temp file left behind"
 
 
 def _one_error(stderr: str, *fragments: str) -> None:

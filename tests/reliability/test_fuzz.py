@@ -8,8 +8,9 @@ every other frontmatter key unchanged.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,9 +18,9 @@ from hypothesis import strategies as st
 
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.frontmatter import STATE_KEY, parse_frontmatter
-from guardkit_state.splice import StateUpdate, splice_state
 from guardkit_state.jsonio import parse_json
 from guardkit_state.schemas import validate_record
+from guardkit_state.splice import StateUpdate, splice_state
 from guardkit_state.taskfile import TaskFile
 
 from .conftest import size

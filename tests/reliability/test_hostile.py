@@ -8,8 +8,9 @@ the CLI with one ``error:`` line on stderr, and not one byte changed on disk.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -139,8 +140,8 @@ def test_hostile_report(tmp_path: Path, capsys: pytest.CaptureFixture[str], name
     root = _project(tmp_path)
     player, coach = _reports(root, data)
     before = _snapshot(root)
-    code, out, err = _cli(capsys, "record", TASK_ID, "--player", str(player), "--coach", str(coach),
-                          "--repo", str(root))
+    code, _out, err = _cli(capsys, "record", TASK_ID, "--player", str(player), "--coach", str(coach),
+                           "--repo", str(root))
     assert code == exit_code, err
     _one_error_line(err, where)
     assert _snapshot(root) == before
@@ -152,7 +153,7 @@ def test_hostile_oversized_files(tmp_path: Path, capsys: pytest.CaptureFixture[s
     with open(task, "ab") as handle:
         handle.truncate(MAX_FILE_BYTES + 1)  # sparse: cheap, and refused before it is read
     before = {p: p.stat().st_size for p in root.rglob("*") if p.is_file()}
-    code, out, err = _cli(capsys, "show", TASK_ID, "--repo", str(root))
+    code, _out, err = _cli(capsys, "show", TASK_ID, "--repo", str(root))
     assert code == 2
     _one_error_line(err, TASK_REL.name)
     assert f"over the {MAX_FILE_BYTES}-byte limit" in err
@@ -160,8 +161,8 @@ def test_hostile_oversized_files(tmp_path: Path, capsys: pytest.CaptureFixture[s
     player, coach = _reports(root)
     with open(player, "ab") as handle:
         handle.truncate(MAX_FILE_BYTES + 10)
-    code, out, err = _cli(capsys, "record", TASK_ID, "--player", str(player), "--coach", str(coach),
-                          "--repo", str(root))
+    code, _out, err = _cli(capsys, "record", TASK_ID, "--player", str(player), "--coach", str(coach),
+                           "--repo", str(root))
     assert code == 2
     _one_error_line(err, "player.json")
     assert task.read_text() == GOOD and before
@@ -172,9 +173,10 @@ def test_hostile_task_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str], ba
     root = _project(tmp_path)
     before = _snapshot(root)
     player, coach = _reports(root)
-    for argv in (["show", bad_id], ["context", bad_id], ["record", bad_id, "--player", str(player), "--coach", str(coach)],
+    for argv in (["show", bad_id], ["context", bad_id],
+                 ["record", bad_id, "--player", str(player), "--coach", str(coach)],
                  ["feature-build", bad_id, "--player", "true", "--coach", "true"]):
-        code, out, err = _cli(capsys, *argv, "--repo", str(root))
+        code, _out, err = _cli(capsys, *argv, "--repo", str(root))
         assert code == 2, (argv, err)
         _one_error_line(err, "invalid task id")
     assert _snapshot(root) == before
@@ -188,7 +190,7 @@ def test_hostile_symlink_outside_repository(tmp_path: Path, capsys: pytest.Captu
     (root / TASK_REL).symlink_to(outside)
     player, coach = _reports(root)
     for argv in (["show", TASK_ID], ["record", TASK_ID, "--player", str(player), "--coach", str(coach)]):
-        code, out, err = _cli(capsys, *argv, "--repo", str(root))
+        code, _out, err = _cli(capsys, *argv, "--repo", str(root))
         assert code in (1, 2) and code != 0, err
         _one_error_line(err, f"no task file for {TASK_ID}")
     assert outside.read_text() == GOOD  # never written through the link
@@ -232,7 +234,7 @@ def test_hostile_real_unparseable_corpus_files(corpus_dir: Path, tmp_path: Path,
         from guardkit_state.taskfile import task_id_from_filename
 
         task_id = task_id_from_filename(source.name)
-        code, out, err = _cli(capsys, "show", task_id, "--repo", str(root))
+        code, _out, err = _cli(capsys, "show", task_id, "--repo", str(root))
         assert code == 2, (source, err)
         _one_error_line(err, source.name)
         assert target.read_bytes() == source.read_bytes()

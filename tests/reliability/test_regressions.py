@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.errors import FrontmatterError
-from guardkit_state.splice import StateUpdate, splice_state
 from guardkit_state.gitstore import GitRepo
+from guardkit_state.splice import StateUpdate, splice_state
 from guardkit_state.taskfile import TaskFile
 from guardkit_state.turns import TurnLifecycle
 from guardkit_state.worktrees import WorktreeManager

@@ -1,0 +1,226 @@
+"""What comes in from outside before a turn is recorded: agents' reports, options, the task's history.
+
+Everything here is checked before anything is written (no lock file, no report, no turn state):
+a report is refused with its file and JSON path, an option with its name, a task file whose turn
+numbers were edited into a gap with the file and what to do about it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .artifacts import TurnStore
+from .errors import (
+    AlreadyRecordedError,
+    FrontmatterError,
+    GuardkitStateError,
+    InputError,
+    ParseError,
+    SchemaError,
+)
+from .jsonio import check_storable
+from .model import CoachDecision, PlayerReport, turn_sequence_problem
+from .taskfile import TaskFile, read_settled
+
+if TYPE_CHECKING:
+    from .turns import TurnLifecycle
+
+Report = dict[str, Any] | PlayerReport | CoachDecision
+
+_TURNS_KEY = re.compile(r"^[ \t]+turns:", re.M)
+#: Pauses before reading again a task file that looks half-saved: growing, so that an editor
+#: descheduled in the middle of an in-place save on a busy machine is waited out as well.
+RESETTLE_PAUSES = (0.005, 0.02, 0.05, 0.1)
+
+
+def looks_half_saved(task: TaskFile, store: TurnStore) -> bool:
+    """True when ``task`` lists fewer turns than ``store`` holds turn states for.
+
+    A file caught mid-way through an in-place save (empty, or cut short) looks like that; so does
+    one whose last entry a stale save really dropped (its turn is then rolled forward).
+    """
+    recorded = len(task.state.turns) if task.state else 0
+    return store.exists("turn_state", recorded + 1)
+
+
+def read_task_settled(path: Path, store: TurnStore) -> TaskFile:
+    """The task file once it no longer looks half-saved, or once it holds still across a pause.
+
+    A partial file must never number a turn (nor be refused as a broken task file): it is read
+    again after :data:`RESETTLE_PAUSES`. A file that stays unparsable, or stays behind the store
+    while not changing, is what it is: the parse error is raised, the view returned.
+    """
+    previous: bytes | None = None
+    error: ParseError | None = None
+    task: TaskFile | None = None
+    for pause in (0.0, *RESETTLE_PAUSES):
+        time.sleep(pause)
+        raw = read_settled(path)
+        try:
+            task = TaskFile.from_bytes(raw, path)
+        except ParseError as exc:
+            error, task = exc, None
+            continue
+        if not looks_half_saved(task, store) or raw == previous:
+            return task
+        previous = raw
+    if task is None:
+        assert error is not None
+        raise error
+    return task
+
+
+def with_ids(data: dict[str, Any], task_id: str, turn: int, *, path: Path | None = None,
+             kind: str | None = None) -> dict[str, Any]:
+    """Validate an agent's raw report and fill in ids it may leave out (errors name ``path``)."""
+    from .schemas import validate_record  # local: record shape validation lives in schemas
+
+    if not isinstance(data, dict):
+        raise SchemaError(f"a report must be a JSON object, not {type(data).__name__}", path=path, pointer="$",
+                          task_id=task_id, turn=turn, expected="a JSON object")
+    check_storable(data, path=path)  # before anything (a lock, the other report) is written
+    kind = kind or ("coach_turn" if "decision" in data or "verdict" in data else "player_turn")
+    filled = {"task_id": task_id, "turn": turn, **data}
+    return validate_record(kind, filled, path=path)
+
+
+def checked_max_turns(value: object, *, name: str = "max_turns") -> int | None:
+    """``value`` when it is a whole number of turns (1 or more) or None; :class:`InputError` otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{name} must be a whole number of turns, 1 or more, not {value!r}",
+                         expected="an integer of at least 1")
+    return value
+
+
+def checked_timeout(value: object, *, name: str = "turn_timeout") -> float | None:
+    """``value`` when it is a finite number of seconds above 0 or None; :class:`InputError` otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise InputError(f"{name} must be a finite number of seconds above 0, not {value!r}",
+                         expected="a number of seconds such as 600")
+    return float(value)
+
+
+def check_turn_history(task: TaskFile) -> None:
+    """Refuse a task whose turn entries are not numbered 1, 2, ... n (a gap or a repeat edited in by hand).
+
+    Resume counts the entries and the store never writes a gap, so such a history cannot be
+    continued; the error says what is wrong and how to fix it, before anything is written.
+    """
+    if task.state is None:
+        return
+    problem = turn_sequence_problem([entry.turn for entry in task.state.turns], task.path.name)
+    if problem is None:
+        return
+    match = _TURNS_KEY.search(task.text, 0, len(task.text) - len(task.body))
+    raise FrontmatterError(f"{problem} — fix the file by hand or restore it from git", path=task.path,
+                           line=task.text.count("\n", 0, match.start()) + 1 if match else None,
+                           task_id=task.task_id, expected="turns numbered 1, 2, 3 ... with none missing")
+
+
+def named_turn(report: Report) -> int | None:
+    """The turn a report names itself (None when it leaves it to the recorder)."""
+    if isinstance(report, (PlayerReport, CoachDecision)):
+        return report.turn
+    value = report.get("turn") if isinstance(report, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass
+class IncomingTurn:
+    """Two reports given to ``record``, checked against a task's lifecycle."""
+
+    lifecycle: TurnLifecycle
+    player: dict[str, Any] | PlayerReport
+    coach: dict[str, Any] | CoachDecision
+    player_path: Path | None = None
+    coach_path: Path | None = None
+
+    def validated(self, number: int) -> tuple[PlayerReport, CoachDecision]:
+        """Both reports as records of turn ``number`` (ids filled in, schemas checked)."""
+        task_id = self.lifecycle.task_id
+        player = self.player if isinstance(self.player, PlayerReport) else PlayerReport.from_dict(
+            with_ids(self.player, task_id, number, path=self.player_path, kind="player_turn"))
+        coach = self.coach if isinstance(self.coach, CoachDecision) else CoachDecision.from_dict(
+            with_ids(self.coach, task_id, number, path=self.coach_path, kind="coach_turn"))
+        return player, coach
+
+    def checked(self, number: int) -> tuple[PlayerReport, CoachDecision]:
+        """:meth:`validated`, and both reports really are for this task and turn ``number``."""
+        player, coach = self.validated(number)
+        self.lifecycle._check_ids(player.task_id, player.turn, number, "player report", self.player_path)
+        self.lifecycle._check_ids(coach.task_id, coach.turn, number, "coach decision", self.coach_path)
+        return player, coach
+
+    def follows_completable(self) -> bool:
+        """True when the Player's report names the turn after a completable (unlisted) turn."""
+        pending = self.lifecycle.completable_turn()
+        return pending is not None and named_turn(self.player) == pending + 1
+
+    def next_number(self) -> int:
+        return self.lifecycle.recorded_turns + 1 + self.follows_completable()
+
+    def check_before_lock(self) -> None:
+        """Everything that can be refused without the lock: recorded already, bad or wrong reports."""
+        self.refuse_recorded()
+        try:
+            self.checked(self.next_number())
+        except InputError as exc:
+            if exc.pointer != "$.turn":
+                raise
+            # The report names another turn than the file's count. Before blaming the report, read
+            # the file once more, settled: an editor saving it in place may have been caught half-way.
+            time.sleep(RESETTLE_PAUSES[0])
+            self.lifecycle.task = read_task_settled(self.lifecycle.task.path, self.lifecycle.store)
+            check_turn_history(self.lifecycle.task)
+            self.refuse_recorded()
+            self.checked(self.next_number())
+
+    def refuse_recorded(self) -> None:
+        """Raise :class:`AlreadyRecordedError` when the reports name a turn the task already lists.
+
+        A ``record`` killed after its commit point and retried gives the very reports recorded
+        then (``identical``: nothing to do); different reports for a recorded turn are refused.
+        """
+        named = {named_turn(self.player), named_turn(self.coach)} - {None}
+        number = named.pop() if len(named) == 1 else None
+        recorded = self.lifecycle.recorded_turns
+        if number is None or not 1 <= number <= recorded:
+            return
+        player, coach = self.validated(number)
+        lifecycle = self.lifecycle
+        lifecycle._check_ids(player.task_id, player.turn, number, "player report", self.player_path)
+        lifecycle._check_ids(coach.task_id, coach.turn, number, "coach decision", self.coach_path)
+        store, task_id = lifecycle.store, lifecycle.task_id
+        given = {"player_turn": player.to_dict(), "coach_turn": coach.to_dict()}
+        differ = [kind for kind, data in given.items() if _stored(store, kind, number) != data]
+        if not differ:
+            raise AlreadyRecordedError(f"turn {number} of {task_id} was already recorded with these reports; "
+                                       "nothing to do", identical=True, path=store.path("player_turn", number),
+                                       task_id=task_id, turn=number)
+        names = " and ".join(store.path(kind, number).name for kind in differ)
+        raise AlreadyRecordedError(
+            f"turn {number} of {task_id} is already recorded, and these reports differ from its {names}; "
+            "nothing was written", identical=False, path=lifecycle.task.path, task_id=task_id, turn=number,
+            expected=f"reports for turn {recorded + 1}, or the exact reports of turn {number} (a retry)")
+
+
+def _stored(store: TurnStore, kind: str, number: int) -> dict[str, Any] | None:
+    """The canonical dict of a recorded report (None when it is missing or no longer readable)."""
+    try:
+        report = store.read_player(number) if kind == "player_turn" else store.read_coach(number)
+    except GuardkitStateError:
+        return None
+    return None if report is None else report.to_dict()
+
+
+__all__ = ["IncomingTurn", "check_turn_history", "checked_max_turns", "checked_timeout", "looks_half_saved",
+           "named_turn", "read_task_settled", "with_ids"]

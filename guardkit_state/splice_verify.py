@@ -1,0 +1,190 @@
+"""A write is verified before it lands: the new text is read back and compared with the intent.
+
+The new text is parsed with the same strict reader as any task file, then checked: every
+top-level key outside the state block equal by value (type-exact: ``1``, ``True`` and ``1.0``
+differ) and in the same order as before, apart from the keys the update sets; the state block
+equal to :func:`apply_update_to_block` of the old one; the bytes outside the edited spans and the
+markdown body identical. An alias of a node inside the block follows that node, as YAML reads it,
+and nothing else may change. Any mismatch raises :class:`WriteVerificationError` naming the file
+and the first differing key, before anything is written.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from itertools import zip_longest
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import GuardkitStateError, WriteVerificationError
+from .frontmatter import ParsedFrontmatter, parse_frontmatter
+from .splice_layout import Edits, line_of
+from .splice_render import plain_data
+from .splice_update import StateUpdate, apply_update_to_block
+from .strict_yaml import MERGE_TAG, construct_with
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_ABSENT = object()
+
+
+def verify_write(old: ParsedFrontmatter, new_text: str, update: StateUpdate, *, path: Path | str | None,
+                 edits: Edits | None, allowed: list[tuple[int, int]]) -> ParsedFrontmatter:
+    """The strict parse of ``new_text`` once it is shown to be ``old`` with ``update`` applied.
+
+    ``edits`` are the replacements made on the old YAML text (None when a frontmatter was created)
+    and ``allowed`` the spans of the old YAML text they may touch.
+
+    Raises:
+        WriteVerificationError: the new text does not parse, or differs from the intent.
+    """
+    try:
+        new = parse_frontmatter(new_text, path=path)
+    except GuardkitStateError as exc:
+        raise WriteVerificationError(f"the new text does not parse ({exc.message}); nothing was written",
+                                     path=path, line=exc.line, expected="a text the strict reader accepts") from exc
+    if new.split.body != old.split.body:
+        raise WriteVerificationError("the update would change the markdown body; nothing was written",
+                                     path=path, expected="the body after the closing '---' byte for byte")
+    pointer = first_difference(expected_data(old, update), new.data)
+    if pointer is not None:
+        raise WriteVerificationError(f"the new text would change {pointer}, which the update does not set; "
+                                     "nothing was written", path=path, pointer=pointer,
+                                     expected="only the state block and the keys the update sets changed")
+    if edits is not None:
+        _check_bytes(old, new, edits, allowed, path)
+    return new
+
+
+def expected_data(old: ParsedFrontmatter, update: StateUpdate) -> dict[str, Any]:
+    """The frontmatter data ``update`` must produce from ``old`` (key order included)."""
+    state_key = old.state_key or update.key
+    block = old.data.get(state_key)
+    new_block = apply_update_to_block(block if isinstance(block, dict) else None, update) \
+        if update.touches_state else _ABSENT
+    top = {key: plain_data(value) for key, value in update.top_level.items()}
+    changed = dict(top) if new_block is _ABSENT else {**top, state_key: new_block}
+    data = _follow_aliases(old, changed) if old.aliased and changed else old.data
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == state_key:
+            # New top-level keys are written just above the state block.
+            out.update((k, v) for k, v in top.items() if k not in data)
+            out[key] = value if new_block is _ABSENT else new_block
+        else:
+            out[key] = top.get(key, value)
+    out.update((k, v) for k, v in top.items() if k not in out)
+    if new_block is not _ABSENT and state_key not in out:
+        out[state_key] = new_block
+    return out
+
+
+def first_difference(expected: Any, actual: Any, pointer: str = "$") -> str | None:
+    """JSON path of the first place where ``actual`` differs from ``expected`` (type-exact), or None."""
+    if type(expected) is not type(actual):
+        return pointer
+    if isinstance(expected, dict):
+        for (key_e, value_e), (key_a, value_a) in zip_longest(expected.items(), actual.items(),
+                                                              fillvalue=(_ABSENT, None)):
+            if key_e is _ABSENT or key_a is _ABSENT or type(key_e) is not type(key_a) or key_e != key_a:
+                return _child(pointer, key_a if key_e is _ABSENT else key_e)
+            found = first_difference(value_e, value_a, _child(pointer, key_e))
+            if found is not None:
+                return found
+        return None
+    if isinstance(expected, list):
+        for index, (item_e, item_a) in enumerate(zip_longest(expected, actual, fillvalue=_ABSENT)):
+            found = first_difference(item_e, item_a, f"{pointer}[{index}]")
+            if found is not None:
+                return found
+        return None
+    if isinstance(expected, float) and math.isnan(expected) and math.isnan(actual):
+        return None
+    return None if expected == actual else pointer
+
+
+def _child(pointer: str, key: Any) -> str:
+    if isinstance(key, str) and _NAME.match(key):
+        return f"{pointer}.{key}"
+    return f"{pointer}[{key!r}]"
+
+
+def _check_bytes(old: ParsedFrontmatter, new: ParsedFrontmatter, edits: Edits, allowed: list[tuple[int, int]],
+                 path: Path | str | None) -> None:
+    """Every edit inside an allowed span, and every byte between the edits as it was."""
+    fm, new_fm = old.split.yaml_text, new.split.yaml_text
+    problem: str | None = None
+    pos_old = pos_new = 0
+    at = 0
+    if (new.split.prefix, new.split.closing) != (old.split.prefix, old.split.closing):
+        problem, at = "the delimiter lines", 0
+    for start, end, _, text in sorted(edits.items):
+        if problem is not None:
+            break
+        if start < pos_old or not any(lo <= start and end <= hi for lo, hi in allowed):
+            problem, at = "a line outside the keys the update sets", start
+            break
+        gap = fm[pos_old:start]
+        if not new_fm.startswith(gap, pos_new) or not new_fm.startswith(text, pos_new + len(gap)):
+            problem, at = "a line outside the changed lines", pos_old
+        pos_new += len(gap) + len(text)
+        pos_old = end
+    if problem is None and new_fm[pos_new:] != fm[pos_old:]:
+        problem, at = "a line outside the changed lines", pos_old
+    if problem is not None:
+        raise WriteVerificationError(f"the splice would change {problem}; nothing was written", path=path,
+                                     line=line_of(fm, at, old.split.line_offset),
+                                     expected="every byte outside the changed lines kept")
+
+
+def _follow_aliases(old: ParsedFrontmatter, changed: dict[str, Any]) -> dict[str, Any]:
+    """``old.data`` with every alias of a node written inside a changed key's value read as that
+    node's new value (``changed`` maps top-level keys to their new values).
+
+    An alias *is* the anchored node, so a key elsewhere that aliases (part of) the state block, or
+    an anchored value the update rewrites, changes with it; nothing else may.
+    """
+    root = old.node
+    if not isinstance(root, yaml.MappingNode):
+        return old.data
+    paths: dict[int, tuple[str, tuple[Any, ...]]] = {}
+    for key, value in root.value:
+        name = key.value if isinstance(key, yaml.ScalarNode) and key.tag != MERGE_TAG else None
+        if name in changed and value.start_mark.index >= key.end_mark.index:  # an alias value: its anchor stays
+            _collect_paths(value, (), paths, name, (value.start_mark.index, value.end_mark.index))
+    replacements = {}
+    for node_id, (name, node_path) in paths.items():
+        value = _at(changed[name], node_path)
+        if value is not _ABSENT:
+            replacements[node_id] = value
+    data = construct_with(root, replacements)
+    return data if isinstance(data, dict) else old.data
+
+
+def _collect_paths(node: yaml.Node, path: tuple[Any, ...], paths: dict[int, tuple[str, tuple[Any, ...]]],
+                   name: str, span: tuple[int, int]) -> None:
+    """The data path of every node written inside ``span`` (an alias inside it to a node outside
+    it does not make that node part of the changed value)."""
+    if id(node) in paths or (path and not span[0] <= node.start_mark.index < span[1]):
+        return
+    paths[id(node)] = (name, path)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag != MERGE_TAG:
+                _collect_paths(value, (*path, key.value), paths, name, span)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _collect_paths(item, (*path, index), paths, name, span)
+
+
+def _at(data: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        found = (isinstance(data, dict) and isinstance(step, str) and step in data) or (
+            isinstance(data, list) and isinstance(step, int) and step < len(data))
+        if not found:
+            return _ABSENT
+        data = data[step]
+    return data
+

@@ -1,0 +1,159 @@
+"""A write is verified before it lands: the new text is re-read and compared with the intent.
+
+The splice is simulated going wrong (its edits corrupted after the fact); the verification must
+refuse with a typed error naming the file and the first differing key, and nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import guardkit_state
+from guardkit_state import frontmatter, splice_layout, splice_render, strict_yaml
+from guardkit_state.errors import FrontmatterError, WriteVerificationError
+from guardkit_state.frontmatter import parse_frontmatter
+from guardkit_state.splice import StateUpdate, splice_state
+from guardkit_state.taskfile import TaskFile
+
+TEXT = """\
+---
+id: TASK-V-1
+title: Verify   # keep me
+status: backlog
+priority: 1
+Jira ticket: X-12
+autobuild_state:
+  current_turn: 1
+  criteria:
+    AC-001: pending
+  turns:
+  - turn: 1
+    decision: feedback
+---
+body
+"""
+
+TURN_2: dict[str, Any] = {"turn": 2, "decision": "approve", "timestamp": "2026-11-21T10:12:00+00:00"}
+UPDATE = StateUpdate(block_scalars={"current_turn": 2}, criteria={"AC-001": "verified"},
+                     append_turns=[TURN_2], top_level={"status": "in_review"})
+
+
+def _corrupt(monkeypatch: pytest.MonkeyPatch, change: Callable[[str], str]) -> None:
+    """Make every splice produce its text and then ``change`` it, as a splice bug would."""
+    real = splice_layout.Edits.apply
+
+    def broken(self: splice_layout.Edits, text: str) -> str:
+        return change(real(self, text))
+
+    monkeypatch.setattr(splice_layout.Edits, "apply", broken)
+
+
+def _task(tmp_path: Path, text: str = TEXT) -> TaskFile:
+    path = tmp_path / "TASK-V-1-verify.md"
+    path.write_bytes(text.encode())
+    return TaskFile.load(path)
+
+
+@pytest.mark.parametrize(("change", "pointer"), [
+    (lambda t: t.replace("priority: 1\n", "priority: true\n"), "$.priority"),
+    (lambda t: t.replace("priority: 1\n", "priority: 1.0\n"), "$.priority"),
+    (lambda t: t.replace("Jira ticket: X-12\n", ""), "$['Jira ticket']"),
+    (lambda t: t.replace("title: Verify", "title: Verified"), "$.title"),
+    (lambda t: t.replace("status: in_review", "status: done"), "$.status"),
+    (lambda t: t.replace("priority: 1\nJira ticket: X-12\n", "Jira ticket: X-12\npriority: 1\n"), "$.priority"),
+    (lambda t: t.replace("    AC-001: verified\n", "    AC-001: pending\n"), "$.autobuild_state.criteria['AC-001']"),
+    (lambda t: t.replace("  - turn: 2\n", "  - turn: 3\n"), "$.autobuild_state.turns[1].turn"),
+    (lambda t: t.replace("  current_turn: 2\n", "  current_turn: '2'\n"), "$.autobuild_state.current_turn"),
+    (lambda t: t + "extra: 1\n", "$.extra"),
+])
+def test_a_splice_that_changes_other_data_is_refused_and_nothing_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: Callable[[str], str], pointer: str
+) -> None:
+    task = _task(tmp_path)
+    _corrupt(monkeypatch, change)
+    with pytest.raises(WriteVerificationError) as info:
+        task.apply(UPDATE)
+    assert info.value.pointer == pointer
+    assert info.value.path == task.path
+    assert pointer in str(info.value) and task.path.name in str(info.value)
+    assert task.path.read_bytes() == TEXT.encode()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [task.path.name]  # no temp file left either
+
+
+def test_a_splice_that_breaks_the_yaml_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    task = _task(tmp_path)
+    _corrupt(monkeypatch, lambda t: t.replace("  - turn: 2\n", "  - turn: [2\n"))
+    with pytest.raises(WriteVerificationError, match="does not parse"):
+        task.apply(UPDATE)
+    assert task.path.read_bytes() == TEXT.encode()
+
+
+def test_bytes_outside_the_changed_lines_must_be_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    task = _task(tmp_path)
+    # A comment is invisible to the data comparison; the byte comparison still sees it.
+    _corrupt(monkeypatch, lambda t: t.replace("# keep me", "# lost"))
+    with pytest.raises(WriteVerificationError, match="outside"):
+        task.apply(UPDATE)
+    assert task.path.read_bytes() == TEXT.encode()
+
+
+def test_the_body_must_be_byte_identical(monkeypatch: pytest.MonkeyPatch) -> None:
+    _corrupt(monkeypatch, lambda t: t + "---\n")  # an early closing line moves the old one into the body
+    with pytest.raises(WriteVerificationError, match="body"):
+        splice_state(TEXT, UPDATE, path="t.md")
+
+
+def test_verification_is_part_of_splice_state_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    _corrupt(monkeypatch, lambda t: t.replace("priority: 1\n", "priority: 2\n"))
+    with pytest.raises(WriteVerificationError) as info:
+        splice_state(TEXT, UPDATE, path="t.md")
+    assert info.value.pointer == "$.priority"
+
+
+def test_an_alias_of_a_block_node_may_change_with_it_and_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = TEXT.replace("autobuild_state:\n", "autobuild_state: &st\n").replace("---\nbody", "copy: *st\n---\nbody")
+    result = splice_state(text, UPDATE)
+    assert parse_frontmatter(result.text).data["copy"]["current_turn"] == 2
+    _corrupt(monkeypatch, lambda t: t.replace("copy: *st\n", "copy: 1\n"))
+    with pytest.raises(WriteVerificationError) as info:
+        splice_state(text, UPDATE)
+    assert info.value.pointer == "$.copy"
+
+
+def test_the_error_type_is_exported_and_a_frontmatter_error() -> None:
+    assert issubclass(WriteVerificationError, FrontmatterError)
+    assert guardkit_state.WriteVerificationError is WriteVerificationError
+    assert "WriteVerificationError" in guardkit_state.__all__
+
+
+def test_a_correct_write_lands_and_keeps_the_verified_parse(tmp_path: Path) -> None:
+    task = _task(tmp_path)
+    result = task.apply(UPDATE)
+    assert result.method == "splice"
+    again = TaskFile.load(task.path)
+    assert again.data == task.data
+    assert again.data["status"] == "in_review" and again.data["priority"] == 1
+
+
+def test_a_write_parses_the_whole_text_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The previous write's verified parse locates the keys; the only full parse is the new text's."""
+    many = [{"turn": n, "decision": "feedback", "feedback": "x " * 300} for n in range(2, 152)]
+    task = _task(tmp_path)
+    task.apply(StateUpdate(block_scalars={"current_turn": 151}, append_turns=many))
+    sizes: list[int] = []
+    real = strict_yaml.parse_yaml
+
+    def spy(text: str, **kwargs: Any) -> Any:
+        sizes.append(len(text))
+        return real(text, **kwargs)
+
+    for module in (strict_yaml, frontmatter, splice_render):
+        monkeypatch.setattr(module, "parse_yaml", spy)
+    task.apply(StateUpdate(block_scalars={"current_turn": 152}, criteria={"AC-001": "verified"},
+                           append_turns=[{"turn": 152, "decision": "approve"}], top_level={"status": "done"}))
+    assert len([s for s in sizes if s > 2_000]) == 1, sizes
+    assert len(task.text) > 90_000
