@@ -317,13 +317,17 @@ def test_record_removes_stale_temp_files_of_its_store(tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo", Setup(git=False))
     store = root / STORE
     store.mkdir(parents=True)
-    stale = store / ".gks-tmp-player_turn_1.json.abc123"
+    stale = store / ".gks-tmp-player_turn_1.json.1.123456789"  # the form fsio writes: name.pid.ns
     stale.write_text("{half a rep")
+    users = store / ".gks-tmp-notes.md"  # not in that form: somebody's own file, never ours to delete
+    users.write_text("mine")
     old = time.time() - 3600
-    os.utime(stale, (old, old))
+    for path in (stale, users):
+        os.utime(path, (old, old))
     p, c = _write_reports(tmp_path / "in", _player(), _coach())
     assert _record(root, p, c).returncode == 0
     assert not stale.exists()
+    assert users.read_text() == "mine"
 
 
 # -- an editor saving the task file in place ---------------------------------------------------------
