@@ -24,7 +24,7 @@ _EXPORTS: dict[str, str] = {
     "TaskFile": "taskfile", "find_task": "taskfile", "extract_criteria": "taskfile",
     "StateUpdate": "splice", "SpliceResult": "splice",
     "TurnStore": "artifacts",
-    "TaskLocation": "locate", "locate_task": "locate",
+    "TaskLocation": "locate", "locate_task": "locate", "Resolution": "resolve", "resolve_task": "resolve",
     "validate_record": "schemas", "load_record": "jsonio",
     # the lifecycle
     "TurnLifecycle": "turns", "TurnRecord": "turns", "record_turn": "turns",
@@ -48,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "LockedError": "errors", "ResumeError": "errors", "GitError": "errors", "AgentError": "errors",
     "IndexBackendError": "errors", "MissingExtraError": "errors", "WriteVerificationError": "errors",
     "NotRegularFileError": "errors", "UnwritableFileError": "errors", "AlreadyRecordedError": "errors",
+    "FileBusyError": "errors",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

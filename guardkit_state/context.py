@@ -1,8 +1,8 @@
-"""Continuation context: what turn N needs to know about turn N-1 (seeds 000/001, DESIGN.md 3.3).
+"""Continuation context: what turn N needs to know about turn N-1.
 
-Rendered from the turn-state files (always available, fast), never only from the index. After a
-rejection the feedback is repeated under ``Last Turn Feedback (MUST ADDRESS):`` so the Player
-cannot miss it. Pure functions only.
+Rendered from the files (the turn-state file, else the turn's entry in the task's frontmatter),
+never only from the index. After a rejection the feedback is repeated under ``Last Turn Feedback
+(MUST ADDRESS):`` so the Player cannot miss it. Pure functions only.
 """
 
 from __future__ import annotations
@@ -64,6 +64,9 @@ def _previous_turn_lines(prev: TurnState) -> list[str]:
         lines.append(f"**Coach feedback**: {prev.coach_feedback}")
     if prev.error:
         lines.append(f"**Error**: {prev.error}")
+    if prev.extra.get("source") == "frontmatter":
+        lines.append("")
+        lines.append("_As listed in the task file's turn history (no per-turn report on disk)._")
     extra: list[str] = []
     if prev.blockers_found:
         extra.append(f"**Blockers found**: {', '.join(prev.blockers_found)}")

@@ -24,6 +24,7 @@ pointer, the task and turn, and what was expected. ``str(error)`` renders one li
     │   └── TurnAlreadyRecordedError   a recorded turn is immutable
     │       └── AlreadyRecordedError   reports given for a turn already recorded (a retry?)
     ├── LockedError                    another writer holds the task's lock
+    │   └── FileBusyError              another program kept saving the task file; nothing written
     ├── ResumeError                    no state to resume from
     ├── GitError                       a git command failed
     ├── AgentError                     a Player/Coach command failed (turn decision ``error``)
@@ -202,6 +203,13 @@ class TurnAlreadyRecordedError(TurnError):
 
 class LockedError(GuardkitStateError):
     """Another process holds the task's lock."""
+
+
+class FileBusyError(LockedError):
+    """Another program kept saving the task file while an update was written; nothing was written.
+
+    Like :class:`LockedError` it means "try again in a moment": the update was never applied.
+    """
 
 
 class ResumeError(GuardkitStateError):

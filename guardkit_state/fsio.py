@@ -36,6 +36,10 @@ from .errors import (
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
 TEMP_PREFIX = ".gks-tmp-"
+#: The exact name :func:`atomic_write_bytes` gives its temp file: ``.gks-tmp-<name>.<pid>.<ns>``, ns
+#: being ``time.monotonic_ns()`` (never under 6 digits). Only a name in this form is ever ours to
+#: delete or keep out of a commit: a user's ``.gks-tmp-release.2024.11`` is not.
+TEMP_NAME = re.compile(rf"{re.escape(TEMP_PREFIX)}.+\.([1-9][0-9]*)\.[0-9]{{6,}}")
 
 
 
@@ -161,7 +165,10 @@ def check_writable(path: Path, size: int = 0, *, limit: int | None = MAX_FILE_BY
 
 def _prepare(path: Path, size: int, limit: int | None) -> tuple[Path, os.stat_result | None]:
     if limit is not None and size > limit:
-        raise _too_large(path, f"refusing to write {size} bytes", limit, " (the file could not be read back)")
+        # The cap is the one every read applies: a file written over it could never be read again.
+        cap = f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit}-byte"
+        raise FileTooLargeError(f"refusing to write {size} bytes: over the {cap} limit task files are read with; "
+                                "nothing was written", path=path, expected=f"at most {limit} bytes")
     target = _write_target(path)
     return target, _replaceable(target)
 
@@ -322,11 +329,9 @@ def _is_stale(entry: os.DirEntry[str], now: float, max_age: float) -> bool:
 
 
 def _writer_pid(name: str) -> int | None:
-    """The pid in ``.gks-tmp-<name>.<pid>.<ns>``, or None for a name not in that form."""
-    parts = name[len(TEMP_PREFIX):].rsplit(".", 2)
-    if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit() and int(parts[1]) > 0:
-        return int(parts[1])
-    return None
+    """The pid in ``.gks-tmp-<name>.<pid>.<ns>``, or None for a name not in that form (:data:`TEMP_NAME`)."""
+    match = TEMP_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
 
 
 def _pid_alive(pid: int) -> bool:

@@ -2,7 +2,7 @@
 
 Every git call guardkit-state makes goes through :class:`GitRepo`, which runs the git CLI through
 GitPython's command wrapper (it honours hooks and the user's config; GitPython's index API is 4x
-slower and is not used). ``-z`` output is parsed by the pure helpers at the bottom of the module.
+slower and is not used). ``-z`` output is parsed by the pure helpers of :mod:`gitparse`.
 
 A turn commit (:func:`commit_turn`) never raises for a git failure: the turn's files are already
 written when it is called, so a failing hook or a locked index is *returned* in
@@ -23,9 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from .errors import GitError, InputError, UnsafePathError
-from .fsio import TEMP_PREFIX, validate_task_id
+from .fsio import TEMP_NAME, TEMP_PREFIX, validate_task_id
 from .gitlocks import STALE_LOCK_SECONDS as STALE_LOCK_SECONDS  # re-exported: callers import it from here
 from .gitlocks import remove_stale_locks
+from .gitparse import LOG_FORMAT, parse_turn_log
+from .gitparse import TRAILER_KEYS as TRAILER_KEYS  # re-exported: callers import these from here
+from .gitparse import StatusEntry as StatusEntry
+from .gitparse import TurnCommit as TurnCommit
+from .gitparse import parse_status_z as parse_status_z
+from .gitparse import parse_worktree_list_z as parse_worktree_list_z
 
 log = logging.getLogger("guardkit_state.gitstore")
 
@@ -37,16 +43,16 @@ FALLBACK_EMAIL = "autobuild@localhost"
 #: kill). The interrupted turn's commit, when it exists, is HEAD or very near it.
 DEDUPE_DEPTH = 64
 
-TRAILER_KEYS = ("Task", "Turn", "Decision", "Mode")
-
-#: Pathspecs ``commit_all`` leaves out: the local search index and guardkit-state's own temp
-#: files anywhere under ``.guardkit/``. User paths are never read as pathspec magic (a file named
-#: ``:(glob)*`` is just a file).
+#: Pathspecs ``commit_all`` leaves out: the local search index (guardkit-state's own temp files
+#: are left out by exact name, see ``_own_temp_files``). User paths are never read as pathspec
+#: magic (a file named ``:(glob)*`` is just a file).
 _LITERAL = ("--literal-pathspecs",)
-_NEVER_COMMIT = (":(exclude).guardkit/index", f":(exclude,glob).guardkit/**/{TEMP_PREFIX}*")
-#: Outside ``.guardkit/`` only the exact name ``fsio.atomic_write_bytes`` gives its temp file
-#: (``.gks-tmp-<name>.<pid>.<ns>``) is ours: an agent's own ``.gks-tmp-notes`` is real work.
-_ATOMIC_TEMP = re.compile(rf"{re.escape(TEMP_PREFIX)}.+\.[0-9]+\.[0-9]+")
+_NEVER_COMMIT = (":(exclude).guardkit/index",)
+#: Under ``.guardkit/`` as anywhere else, only the exact names of our own temp files are ours: the one
+#: ``fsio.atomic_write_bytes`` gives (``.gks-tmp-<name>.<pid>.<ns>``) and the one an agent's pid
+#: file is written through (``.gks-tmp-<report>.agent.json.<pid>``). An agent's own
+#: ``.guardkit/notes/.gks-tmp-plan.md`` is real work.
+_ATOMIC_TEMP = re.compile(rf"{TEMP_NAME.pattern}|{re.escape(TEMP_PREFIX)}.+\.agent\.json\.[1-9][0-9]*")
 
 _ADVICE = "Is git installed, and is this a git repository?"
 
@@ -71,15 +77,6 @@ class CommitResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"sha": self.sha, "error": self.error, "skipped": self.skipped, "notes": list(self.notes)}
-
-
-@dataclass(frozen=True)
-class StatusEntry:
-    """One line of ``git status --porcelain -z``."""
-
-    code: str
-    path: str
-    orig_path: str | None = None
 
 
 class GitRepo:
@@ -227,11 +224,12 @@ class GitRepo:
 
     # -- writes ----------------------------------------------------------------------------
 
-    def commit_paths(self, paths: Sequence[str | Path], message: str) -> str:
+    def commit_paths(self, paths: Sequence[str | Path], message: str, *, force: Sequence[str | Path] = ()) -> str:
         """Commit exactly ``paths`` (new, changed or deleted) and nothing else; return the sha.
 
         Other staged or dirty files of the user stay as they were. On failure the paths are
-        unstaged again so the user's next ``git commit`` does not pick them up.
+        unstaged again so the user's next ``git commit`` does not pick them up. Those of ``paths``
+        also in ``force`` are committed even where a ``.gitignore`` rule hides them.
         """
         rel = [self._relative(p) for p in paths]
         present = [p for p in rel if (self.root / p).exists() or (self.root / p).is_symlink()]
@@ -239,8 +237,12 @@ class GitRepo:
         if missing:  # a deleted file can be committed only if git knows it
             tracked = self.run("ls-files", "-z", "--", *missing, pre=_LITERAL)[1].decode().split("\0")
             missing = [p for p in missing if p in tracked]
-        if present:
-            self._add(present)  # drops paths the user's .gitignore excludes
+        forced = {self._relative(p) for p in force}
+        rest = [p for p in present if p not in forced]
+        if rest:
+            self._add(rest)  # drops paths the user's .gitignore excludes
+        self._add_forced([p for p in present if p in forced])
+        present = [p for p in present if p in forced or p in rest]
         targets = present + missing
         if not targets:
             raise GitError("nothing to commit: none of the given paths exist or are committable",
@@ -253,20 +255,21 @@ class GitRepo:
             raise
         return self.text("rev-parse", "HEAD")
 
-    def commit_all(self, message: str) -> str:
+    def commit_all(self, message: str, *, force: Sequence[str | Path] = ()) -> str:
         """Commit every change in a *managed* worktree, untracked files included; return the sha.
 
         The local index data (``.guardkit/index/``) and guardkit-state's own temp files (left by
         interrupted atomic writes) are never committed; other files are, whatever their name.
+        Ignored files are not, except the exact paths in ``force``.
         """
         self.run("add", "-A", "--", ".", *_NEVER_COMMIT, *self._own_temp_files())
+        self._add_forced([self._relative(p) for p in force if os.path.lexists(self.root / self._relative(p))])
         self._commit("-m", message)
         return self.text("rev-parse", "HEAD")
 
     def _own_temp_files(self) -> list[str]:
-        """``:(exclude,literal)`` pathspecs for untracked atomic-write temp files outside ``.guardkit/``."""
-        out = self.run("ls-files", "-z", "--others", "--exclude-standard", "--",
-                       f":(glob)**/{TEMP_PREFIX}*", ":(exclude).guardkit")[1]
+        """``:(exclude,literal)`` pathspecs for untracked temp files of ours (``.guardkit/`` included)."""
+        out = self.run("ls-files", "-z", "--others", "--exclude-standard", "--", f":(glob)**/{TEMP_PREFIX}*")[1]
         paths = out.decode("utf-8", "surrogateescape").split("\0")
         return [f":(exclude,literal){p}" for p in paths if _ATOMIC_TEMP.fullmatch(p.rsplit("/", 1)[-1])]
 
@@ -303,6 +306,26 @@ class GitRepo:
             if keep:
                 self.run("add", "--", *keep, pre=_LITERAL)
             paths[:] = keep
+
+    def _add_forced(self, paths: list[str]) -> None:
+        """``git add -f`` of exact file paths (never a directory: that would take all it holds)."""
+        files = [p for p in paths if not (self.root / p).is_dir()]
+        if files:
+            self.run("add", "-f", "--", *files, pre=_LITERAL)
+
+    def ignore_rules(self, paths: Sequence[str | Path]) -> dict[str, str]:
+        """The ``.gitignore`` rule (``file:line:pattern``) hiding each of ``paths`` that one hides."""
+        rel = [self._relative(p) for p in paths]
+        if not rel:
+            return {}
+        out = self.run("check-ignore", "-v", "-z", "--stdin", check=False,
+                       stdin=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in rel))[1]
+        fields = out.decode("utf-8", "surrogateescape").split("\0")
+        rules: dict[str, str] = {}
+        for source, line, pattern, path in zip(fields[0::4], fields[1::4], fields[2::4], fields[3::4], strict=False):
+            if source and not pattern.startswith("!"):  # a "!pattern" match un-ignores the path
+                rules[path] = f"{source}:{line}:{pattern}"
+        return rules
 
     def _relative(self, path: str | Path) -> str:
         p = Path(path)
@@ -343,7 +366,7 @@ class GitRepo:
         ``depth`` looks only at the newest ``depth`` commits (git's ``--grep`` with
         ``--max-count`` would still walk the whole history when nothing matches).
         """
-        args = ["log", f"--format={_LOG_FORMAT}"]
+        args = ["log", f"--format={LOG_FORMAT}"]
         if depth is None:
             args += ["-E", f"--grep=^Task: {re.escape(task_id)}$"]
         else:
@@ -356,19 +379,6 @@ class GitRepo:
         return [c for c in parse_turn_log(out.decode("utf-8", "replace")) if c.task_id == task_id]
 
 
-@dataclass(frozen=True)
-class TurnCommit:
-    """A commit made by :func:`commit_turn`, read back from its trailers."""
-
-    sha: str
-    date: str
-    subject: str
-    task_id: str
-    turn: int
-    decision: str | None
-    mode: str | None
-
-
 def commit_turn(
     repo: GitRepo | None,
     *,
@@ -378,11 +388,13 @@ def commit_turn(
     mode: str | Enum,
     paths: Sequence[str | Path] | None = None,
     managed_worktree: bool,
+    force_paths: Sequence[str | Path] = (),
 ) -> CommitResult:
     """Make the one commit of a completed turn; never raises for a git failure.
 
     In a managed worktree (``managed_worktree=True``) every change is committed, untracked files
-    included; elsewhere only ``paths`` (required) are. The message is
+    included; elsewhere only ``paths`` (required) are. ``force_paths`` (exact files: the turn's own
+    reports) are committed even where a ``.gitignore`` rule hides them. The message is
     ``autobuild(TASK): turn N <decision>`` with ``Task:``/``Turn:``/``Decision:``/``Mode:``
     trailers. If a commit for this Task and Turn already exists near HEAD (resume after a kill),
     nothing is committed and ``skipped`` says so. A stale ``index.lock`` is removed and the commit
@@ -403,7 +415,8 @@ def commit_turn(
             return CommitResult(existing, skipped=f"turn {turn} of {task_id} is already committed as {existing[:12]}")
         for attempt in (1, 2):
             try:
-                sha = repo.commit_all(message) if managed_worktree else repo.commit_paths(list(paths or []), message)
+                sha = (repo.commit_all(message, force=force_paths) if managed_worktree
+                       else repo.commit_paths(list(paths or []), message, force=force_paths))
                 break
             except GitError as exc:
                 if attempt == 1 and ".lock': File exists" in exc.stderr:
@@ -431,68 +444,6 @@ def turn_message(task_id: str, turn: int, decision: str, mode: str) -> str:
                              expected="a non-empty single-line value")
     block = "\n".join(f"{k}: {v}" for k, v in trailers.items())
     return f"autobuild({task_id}): turn {turn} {decision}\n\n{block}\n"
-
-
-# -- pure helpers ---------------------------------------------------------------------------
-
-_FIELD, _RECORD = "\x1f", "\x1e"
-_LOG_FORMAT = _FIELD.join(
-    ["%H", "%cI", "%s", *(f"%(trailers:key={k},valueonly,separator=%x2C)" for k in TRAILER_KEYS)]
-).replace("\x1f", "%x1f") + "%x1e"
-
-
-def parse_turn_log(text: str) -> list[TurnCommit]:
-    """Parse ``git log --format=_LOG_FORMAT`` output into turn commits (bad records skipped)."""
-    commits: list[TurnCommit] = []
-    for record in text.split(_RECORD):
-        fields = record.strip("\n").split(_FIELD)
-        if len(fields) != 3 + len(TRAILER_KEYS):
-            continue
-        sha, date, subject, task, turn, decision, mode = (f.strip() for f in fields)
-        if not turn.isdigit():
-            continue
-        commits.append(TurnCommit(sha, date, subject, task, int(turn), decision or None, mode or None))
-    return commits
-
-
-def parse_status_z(data: bytes) -> list[StatusEntry]:
-    """Parse ``git status --porcelain -z``: ``XY path\\0`` (renames add ``orig\\0``)."""
-    entries: list[StatusEntry] = []
-    parts = data.decode("utf-8", "surrogateescape").split("\0")
-    i = 0
-    while i < len(parts):
-        item = parts[i]
-        i += 1
-        if len(item) < 4:
-            continue
-        code, path = item[:2], item[3:]
-        orig = None
-        if code[0] in "RC" or code[1] in "RC":
-            orig = parts[i] if i < len(parts) else None
-            i += 1
-        entries.append(StatusEntry(code, path, orig))
-    return entries
-
-
-def parse_worktree_list_z(data: bytes) -> list[dict[str, str]]:
-    """Parse ``git worktree list --porcelain -z`` into one dict per worktree.
-
-    Keys: ``worktree``, ``HEAD``, ``branch`` (full ref), and flags ``bare``, ``detached``,
-    ``locked``, ``prunable`` (value = reason or ``""``).
-    """
-    result: list[dict[str, str]] = []
-    current: dict[str, str] = {}
-    for item in data.decode("utf-8", "surrogateescape").split("\0"):
-        if not item:
-            if current:
-                result.append(current)
-                current = {}
-            continue
-        key, _, value = item.partition(" ")
-        current[key] = value
-    if current:
-        result.append(current)
-    return result
 
 
 def _value(v: str | Enum) -> str:

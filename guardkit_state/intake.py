@@ -8,6 +8,7 @@ numbers were edited into a gap with the file and what to do about it.
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -22,7 +23,10 @@ from .errors import (
     InputError,
     ParseError,
     SchemaError,
+    UnwritableFileError,
+    shorten,
 )
+from .fsio import check_writable
 from .jsonio import check_storable
 from .model import CoachDecision, PlayerReport, turn_sequence_problem
 from .taskfile import TaskFile, read_settled
@@ -31,6 +35,11 @@ if TYPE_CHECKING:
     from .turns import TurnLifecycle
 
 Report = dict[str, Any] | PlayerReport | CoachDecision
+
+#: Statuses that end a task's work: a loop never changes them without ``--reopen``.
+TERMINAL_STATUSES = ("completed", "cancelled", "archived")
+#: The turn budget of a task that names none.
+DEFAULT_MAX_TURNS = 5
 
 _TURNS_KEY = re.compile(r"^[ \t]+turns:", re.M)
 #: Pauses before reading again a task file that looks half-saved: growing, so that an editor
@@ -94,8 +103,8 @@ def checked_max_turns(value: object, *, name: str = "max_turns") -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{name} must be a whole number of turns, 1 or more, not {value!r}",
-                         expected="an integer of at least 1")
+        shown = f"a boolean ({'true' if value else 'false'})" if isinstance(value, bool) else repr(value)
+        raise InputError(f"{name} is {shown}; expected a positive whole number", expected="an integer of at least 1")
     return value
 
 
@@ -107,6 +116,65 @@ def checked_timeout(value: object, *, name: str = "turn_timeout") -> float | Non
         raise InputError(f"{name} must be a finite number of seconds above 0, not {value!r}",
                          expected="a number of seconds such as 600")
     return float(value)
+
+
+def closed_reason(task: TaskFile) -> str | None:
+    """Why ``task`` takes no more turns unless reopened (``"is completed"``, ``"was approved"``), or None.
+
+    A terminal status is the user's (or GuardKit's) decision that the work is over, and an approval
+    is the Coach's: a loop that recorded over either would silently undo it.
+    """
+    status = (task.status or "").strip().lower()
+    if status in TERMINAL_STATUSES:
+        return f"is {status}"
+    state = task.state
+    if state is None:
+        return None
+    if str(state.extra.get("outcome") or "") == "approved":
+        return "was approved"
+    # Whatever folder or status the task moved to since (in_review, design_approved ...), a last
+    # turn the Coach approved ended the loop: resume reports it finished, so record must not go on.
+    if state.turns and state.turns[-1].decision == "approve":
+        return "was approved"
+    return None
+
+
+def turn_budget(task: TaskFile, max_turns: int | None = None) -> int:
+    """How many turns ``task`` may have: ``max_turns`` when given, else the task's own, else the default."""
+    state_max = task.state.max_turns if task.state else None
+    return checked_max_turns(max_turns) or state_max or DEFAULT_MAX_TURNS
+
+
+def check_may_continue(task: TaskFile, next_turn: int, *, reopen: bool = False, max_turns: int | None = None,
+                       to: str = "record more turns") -> None:
+    """Refuse turn ``next_turn`` of a closed task (unless ``reopen``) or one beyond its turn budget.
+
+    Raised before anything is written, as a usage error naming the flag that allows it.
+    """
+    task_id = task.task_id or task.path.stem
+    reason = None if reopen else closed_reason(task)
+    if reason is not None:
+        raise InputError(f"{task_id} {reason}; pass --reopen to {to}", path=task.path, task_id=task_id)
+    budget = turn_budget(task, max_turns)
+    if next_turn > budget:
+        raise InputError(f"{task_id} has used all {budget} of its turns (max_turns {budget}); "
+                         f"pass --max-turns {next_turn} or more to {to}", path=task.path, task_id=task_id,
+                         turn=next_turn)
+
+
+def check_task_writable(task: TaskFile) -> None:
+    """Raise what the file system would refuse when ``task``'s file is rewritten, writing nothing.
+
+    A turn's files are written only once its task file can take the turn's entry: otherwise they
+    would be orphans, a turn on disk that no task file lists.
+    """
+    check_writable(task.path, len(task.text.encode("utf-8")))
+    folder = task.path.parent
+    # The rewrite is a new file renamed over the old one: the folder must take it too.
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UnwritableFileError(f"its folder {folder} cannot take a new file (read-only or immutable); "
+                                  "nothing was written", path=task.path, task_id=task.task_id,
+                                  expected="a writable task file in a writable folder")
 
 
 def check_turn_history(task: TaskFile) -> None:
@@ -124,6 +192,30 @@ def check_turn_history(task: TaskFile) -> None:
     raise FrontmatterError(f"{problem} — fix the file by hand or restore it from git", path=task.path,
                            line=task.text.count("\n", 0, match.start()) + 1 if match else None,
                            task_id=task.task_id, expected="turns numbered 1, 2, 3 ... with none missing")
+
+
+def check_criterion_ids(task: TaskFile, player: PlayerReport, coach: CoachDecision, *,
+                        player_path: Path | None = None, coach_path: Path | None = None) -> None:
+    """Refuse reports that judge or promise a criterion the task does not have, naming the known ids.
+
+    A verdict on an unknown id would be recorded beside the real criterion (``AC-001`` pending next
+    to ``AC-1`` verified) and the Player told to address work already done. A task whose criteria
+    cannot be read from it (none parsed) accepts any id: there is nothing to check against.
+    """
+    known = [criterion.id for criterion in task.criteria]
+    if not known:
+        return
+    ids = set(known)
+    named = [(f"$.criteria_verification[{i}].criterion_id", v.criterion_id, coach_path, "coach decision")
+             for i, v in enumerate(coach.criteria_verification)]
+    named += [(f"$.completion_promises[{i}].criterion_id", p.criterion_id, player_path, "player report")
+              for i, p in enumerate(player.completion_promises or [])]
+    for pointer, cid, path, what in named:
+        if cid not in ids:
+            listed = ", ".join(known)
+            raise InputError(f"{what} names criterion {shorten(cid)}, which {task.task_id} does not have "
+                             f"(its criteria: {listed}); nothing was written", path=path, pointer=pointer,
+                             task_id=task.task_id, expected=f"one of {shorten(listed, 150)}")
 
 
 def named_turn(report: Report) -> int | None:
@@ -158,6 +250,8 @@ class IncomingTurn:
         player, coach = self.validated(number)
         self.lifecycle._check_ids(player.task_id, player.turn, number, "player report", self.player_path)
         self.lifecycle._check_ids(coach.task_id, coach.turn, number, "coach decision", self.coach_path)
+        check_criterion_ids(self.lifecycle.task, player, coach, player_path=self.player_path,
+                            coach_path=self.coach_path)
         return player, coach
 
     def follows_completable(self) -> bool:
@@ -222,5 +316,6 @@ def _stored(store: TurnStore, kind: str, number: int) -> dict[str, Any] | None:
     return None if report is None else report.to_dict()
 
 
-__all__ = ["IncomingTurn", "check_turn_history", "checked_max_turns", "checked_timeout", "looks_half_saved",
-           "named_turn", "read_task_settled", "with_ids"]
+__all__ = ["DEFAULT_MAX_TURNS", "TERMINAL_STATUSES", "IncomingTurn", "check_may_continue", "check_task_writable",
+           "check_turn_history", "checked_max_turns", "checked_timeout", "closed_reason", "looks_half_saved",
+           "named_turn", "read_task_settled", "turn_budget", "with_ids"]

@@ -1,8 +1,9 @@
-"""Which copy of a task is the truth: the main checkout's, or its running loop's worktree copy.
+"""Which copy of a task is the truth: the resolver's pick in the main checkout, or its own loop's
+worktree copy.
 
-While a loop runs in ``.guardkit/worktrees/TASK-ID``, the worktree's task file and turn files are
-the truth (DESIGN.md section 5). Read commands run from the main checkout find that copy by the
-conventional path and say which one they read.
+While a loop runs in ``.guardkit/worktrees/TASK-ID``, that worktree's copy of TASK-ID and its turn
+files are the truth; another loop's worktree is never read for this task. Within a checkout the
+copy is chosen by :func:`guardkit_state.resolve.resolve_task`, so every command reads the same one.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .artifacts import TurnStore, artifacts_dir
-from .fsio import validate_task_id
-from .taskfile import TaskFile, find_task
+from .errors import TaskNotFoundError
+from .resolve import REASON_GIVEN, Resolution, resolve_task
+from .taskfile import TaskFile
 from .worktrees import worktrees_home
 
 WORKTREES_DIR = Path(".guardkit/worktrees")
@@ -26,6 +28,7 @@ class TaskLocation:
     checkout: Path
     task_path: Path
     in_worktree: bool
+    resolution: Resolution | None = None
 
     @property
     def note(self) -> str:
@@ -37,15 +40,19 @@ class TaskLocation:
         return task, TurnStore(artifacts_dir(self.checkout, self.task_id), self.task_id)
 
 
-def locate_task(repo_root: Path, task_id: str) -> TaskLocation:
-    """Find ``task_id`` in the main checkout, preferring its worktree copy when a loop has one."""
-    validate_task_id(task_id)
+def locate_task(repo_root: Path | str, task: str) -> TaskLocation:
+    """Find ``task`` (an id or a task file's path), preferring its own loop's worktree copy."""
     root = Path(repo_root).resolve()
-    main_path = find_task(root, task_id)
+    found = resolve_task(root, task)
+    if found.reason == REASON_GIVEN:  # a path names its checkout (a worktree's file is read there)
+        return TaskLocation(found.task_id, found.checkout, found.path, found.checkout != root, found)
     # Loop worktrees live in the repository's main checkout, also when this is a linked worktree.
-    worktree = worktrees_home(root) / WORKTREES_DIR / task_id
+    worktree = worktrees_home(root) / WORKTREES_DIR / found.task_id
     if worktree.is_dir():
-        copy = worktree / main_path.relative_to(root)
-        if copy.is_file():
-            return TaskLocation(task_id, worktree, copy, True)
-    return TaskLocation(task_id, root, main_path, False)
+        try:
+            copy = resolve_task(worktree, found.task_id)
+        except TaskNotFoundError:
+            copy = None
+        if copy is not None:
+            return TaskLocation(found.task_id, worktree, copy.path, True, copy)
+    return TaskLocation(found.task_id, root, found.path, False, found)

@@ -30,8 +30,9 @@ from .fsio import (
     validate_task_id,
 )
 from .gitstore import CommitResult, GitRepo, commit_turn
-from .intake import check_turn_history, checked_max_turns, checked_timeout, read_task_settled
+from .intake import check_may_continue, checked_max_turns, checked_timeout, read_task_settled
 from .jsonio import load_json
+from .loop_start import fresh_start_refused, preflight
 from .model import Outcome, TurnMode
 from .resume import ResumePoint, resume_point
 from .taskfile import TaskFile, find_task
@@ -58,6 +59,8 @@ class LoopOptions:
     turn_timeout: float | None = None
     base_branch: str | None = None
     index_budget: float = 2.0
+    #: Take turns on a completed, cancelled, archived or approved task (refused otherwise).
+    reopen: bool = False
 
     def __post_init__(self) -> None:
         checked_max_turns(self.max_turns)
@@ -109,6 +112,8 @@ def feature_build(
 
     Raises:
         ResumeError: ``resume`` with nothing to resume, or a fresh start over recorded turns.
+        InputError: a closed task (terminal status, approved) without ``reopen``, or its turn budget
+            used up (``max_turns`` raises it); refused before any lock, worktree or log exists.
         ConfigError: a malformed configuration file (the loop refuses to start).
         LockedError: another process is running this task's loop.
         KeyboardInterrupt: Ctrl+C / SIGTERM; the files are consistent and ``resume=True`` continues.
@@ -118,8 +123,8 @@ def feature_build(
     repo_root = Path(repo_root).resolve()
     validate_task_id(task_id)
     config = load_config(repo_root)
-    # A hand-edited history (a gap, a repeated turn) is refused before a lock, worktree or log exists.
-    check_turn_history(TaskFile.load(find_task(repo_root, task_id)))
+    preflight(repo_root, task_id, reopen=options.reopen, resume=options.resume, use_worktree=options.use_worktree,
+              max_turns=options.max_turns)
     with _log_to_file(repo_root / LOG_FILE), _interrupts_as_exceptions():
         return _Run(repo_root, task_id, player, coach, options, config, emit).run()
 
@@ -141,6 +146,7 @@ class _Run:
         self.managed_worktree = False
         self.worktree_rel: str | None = None
         self.base_branch: str | None = None
+        self._reports_ignored: bool | None = None  # asked of git once, at the first commit
 
     def note(self, text: str) -> None:
         self.result.notes.append(text)
@@ -159,7 +165,12 @@ class _Run:
         with exclusive_lock(shared_lock_path(self.repo_root, self.task_id), holder=self.task_id):
             lifecycle, checkout = self._prepare(main_task_path, main_task)
             self._tidy(lifecycle, checkout)
-            point = resume_point(lifecycle.task, lifecycle.store)
+            point = self._resume_point(lifecycle)
+            if point.action in ("closed", "out_of_turns"):
+                # The worktree copy says otherwise than the file read before it existed (re-created
+                # from its branch): refused all the same, before any agent runs.
+                check_may_continue(lifecycle.task, point.next_turn, reopen=self.options.reopen,
+                                   max_turns=lifecycle.max_turns, to="run more turns")
             self._check_start(point)
             # Before the "finished" exit: a kill after the approving turn's append but before its
             # commit must still get that turn committed on resume.
@@ -239,6 +250,10 @@ class _Run:
             for lock in self.git.remove_stale_index_lock():
                 self.note(f"removed stale git lock {lock} (no git process held it)")
 
+    def _resume_point(self, lifecycle: TurnLifecycle) -> ResumePoint:
+        return resume_point(lifecycle.task, lifecycle.store, max_turns=lifecycle.max_turns,
+                            reopen=self.options.reopen)
+
     def _check_start(self, point: ResumePoint) -> None:
         if self.options.resume:
             if point.action == "start":
@@ -252,9 +267,7 @@ class _Run:
             for text in point.notes:
                 self.note(text)
         elif point.recorded_turns > 0 or point.action in ("complete_from_reports", "rerun_coach"):
-            raise ResumeError(
-                f"{self.task_id} already has {point.recorded_turns} recorded turn(s); continue it with "
-                f"'guardkit-state feature-build {self.task_id} ... --resume'", task_id=self.task_id)
+            raise fresh_start_refused(self.task_id, point.recorded_turns)
 
     def _commit_pending(self, lifecycle: TurnLifecycle) -> None:
         """A kill between the frontmatter append and the git commit leaves a turn to commit."""
@@ -263,14 +276,12 @@ class _Run:
         last = lifecycle.task.state.turns[-1] if lifecycle.task.state.turns else None
         if last is None or self.git.find_turn_commit(self.task_id, last.turn):
             return
+        own = self._turn_files(lifecycle, last.turn)
         # Outside a managed worktree only the exact files of that turn are committed.
-        paths = None if self.managed_worktree else [
-            str(p) for p in (*(lifecycle.store.path(kind, last.turn)
-                               for kind in ("player_turn", "coach_turn", "turn_state")),
-                             lifecycle.task.path) if p.exists()]
+        paths = None if self.managed_worktree else [*own, str(lifecycle.task.path)]
         result = commit_turn(self.git, task_id=self.task_id, turn=last.turn, decision=last.decision,
                              mode=last.mode or "recovering_state", paths=paths,
-                             managed_worktree=self.managed_worktree)
+                             managed_worktree=self.managed_worktree, force_paths=self._forced(own))
         if result.sha:
             self.note(f"committed turn {last.turn}, which was recorded but not committed before the interruption")
 
@@ -282,7 +293,7 @@ class _Run:
             # turn complete on disk but not listed (a stale editor save dropped it) is completed
             # from its reports instead of being run again.
             if not first:
-                point = resume_point(lifecycle.task, lifecycle.store)
+                point = self._resume_point(lifecycle)
             first = False
             number = lifecycle.recorded_turns + 1
             if number > lifecycle.max_turns:
@@ -379,12 +390,35 @@ class _Run:
         if self.git is not None:
             paths = None if self.managed_worktree else [str(p) for p in record.written]
             commit = commit_turn(self.git, task_id=self.task_id, turn=number, decision=record.entry.decision,
-                                 mode=record.turn_state.mode, paths=paths, managed_worktree=self.managed_worktree)
+                                 mode=record.turn_state.mode, paths=paths, managed_worktree=self.managed_worktree,
+                                 force_paths=self._forced(self._turn_files(lifecycle, number)))
             self.result.commits.append(commit)
             if commit.error:
                 self.note(f"turn {number} recorded but not committed: {commit.error}")
         self.emit("recorded", record.to_dict() | {"commit": self.result.commits[-1].to_dict() if self.git else None})
         self._index(lifecycle, number)
+
+    @staticmethod
+    def _turn_files(lifecycle: TurnLifecycle, number: int) -> list[str]:
+        """The exact per-turn files of turn ``number`` the store holds (its reports and turn state)."""
+        paths = (lifecycle.store.path(kind, number) for kind in ("player_turn", "coach_turn", "turn_state"))
+        return [str(p) for p in paths if p.is_file()]
+
+    def _forced(self, own: list[str]) -> list[str]:
+        """``own`` when a ``.gitignore`` rule hides the turn files (asked once per run), else nothing.
+
+        The reports are the loop's memory: a commit without them would leave ``log`` without
+        criteria deltas and a merged branch without its history, so they are committed anyway,
+        and the rule overridden is said once.
+        """
+        if self._reports_ignored is None and self.git is not None and own:
+            rules = self.git.ignore_rules(own)
+            self._reports_ignored = bool(rules)
+            if rules:
+                shown = sorted(set(rules.values()))
+                self.note(f"committing {self.task_id}'s turn files although {', '.join(shown)} ignores them "
+                          "(exact paths only: player_turn_N.json, coach_turn_N.json, turn_state_turn_N.json)")
+        return own if self._reports_ignored else []
 
     def _index(self, lifecycle: TurnLifecycle, number: int) -> None:
         try:

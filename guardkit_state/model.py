@@ -55,15 +55,18 @@ def _pop_known(data: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Criterion:
-    """One acceptance criterion of a task: ``AC-001`` and its text."""
+    """One acceptance criterion of a task: its id (``AC-1``, ``AC-001``) and its text."""
 
     id: str
     text: str
     checked: bool = False
+    #: The criterion as written, label included, when ``text`` leaves the label out. The hash is of
+    #: this: taking the label as the id must not make an already-judged criterion look edited.
+    written: str | None = field(default=None, compare=False)
 
     @property
     def text_hash(self) -> str:
-        return text_hash(self.text)
+        return text_hash(self.written if self.written is not None else self.text)
 
 
 @dataclass
@@ -273,10 +276,15 @@ class LedgerEntry:
     set_by_turn: int | None = None
     text_hash: str | None = None
     notes: str = ""
+    #: Verified only because the Coach approved the task, not by an itemised verdict on it.
+    implied: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "set_by_turn": self.set_by_turn, "text_hash": self.text_hash,
-                "notes": self.notes}
+        out: dict[str, Any] = {"status": self.status, "set_by_turn": self.set_by_turn,
+                               "text_hash": self.text_hash, "notes": self.notes}
+        if self.implied:
+            out["implied_by_approval"] = True
+        return out
 
 
 @dataclass

@@ -13,10 +13,14 @@ from typing import Any, Literal
 
 from .artifacts import TurnStore
 from .errors import GuardkitStateError
+from .intake import closed_reason, turn_budget
 from .model import TurnMode
 from .taskfile import TaskFile
 
-Action = Literal["start", "run_turn", "complete_from_reports", "rerun_coach", "rerun_turn", "finished"]
+Action = Literal["start", "run_turn", "complete_from_reports", "rerun_coach", "rerun_turn", "finished", "closed",
+                 "out_of_turns"]
+#: Actions that would run an agent (and so count against the turn budget).
+_RUNS_AGENTS = ("start", "run_turn", "rerun_coach", "rerun_turn")
 
 
 @dataclass
@@ -34,6 +38,8 @@ class ResumePoint:
     outcome: str | None = None
     reusable: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    status: str | None = None
+    max_turns: int | None = None
 
     def describe(self) -> str:
         """One sentence for people: what ``--resume`` will do."""
@@ -44,7 +50,13 @@ class ResumePoint:
             "rerun_coach": f"turn {self.next_turn} has the Player's report: re-run only the Coach",
             "rerun_turn": f"turn {self.next_turn} was interrupted: re-run it ({self.mode.value})",
             "finished": f"the loop already ended ({self.outcome}) after turn {self.recorded_turns}",
+            "closed": f"{self.task_id} is {self.status}: nothing to run (pass --reopen to continue it)",
+            "out_of_turns": f"all {self.max_turns} turns used (max_turns {self.max_turns}): pass --max-turns "
+                            f"{self.next_turn} or more to continue",
         }[self.action]
+        if self.outcome and self.action in _RUNS_AGENTS:
+            # A loop that ended without approval (a stall) may go on; say how it ended first.
+            what = f"the loop ended ({self.outcome}) after turn {self.recorded_turns} and may go on: {what}"
         return what
 
     def to_dict(self) -> dict[str, Any]:
@@ -54,8 +66,27 @@ class ResumePoint:
         return out
 
 
-def resume_point(task: TaskFile, store: TurnStore) -> ResumePoint:
-    """Compute the resume point of ``task`` from its frontmatter and its turn files."""
+def resume_point(task: TaskFile, store: TurnStore, *, max_turns: int | None = None,
+                 reopen: bool = False) -> ResumePoint:
+    """Compute the resume point of ``task`` from its frontmatter, its turn files and its status.
+
+    A terminal status gives ``closed`` and an approval ``finished`` unless ``reopen`` (then only the
+    files decide); a turn an agent would run beyond the budget (``max_turns``, else the task's)
+    gives ``out_of_turns``. A turn complete in its files is never beyond it: it already ran.
+    """
+    point = _point_from_files(task, store, reopen=reopen)
+    point.status, point.max_turns = task.status, turn_budget(task, max_turns)
+    closed = None if reopen else closed_reason(task)
+    if closed is not None and closed.startswith("is "):
+        point.action = "closed"
+    elif closed is not None:
+        point.action, point.outcome = "finished", "approved"
+    elif point.action in _RUNS_AGENTS and point.next_turn > point.max_turns:
+        point.action = "out_of_turns"
+    return point
+
+
+def _point_from_files(task: TaskFile, store: TurnStore, *, reopen: bool) -> ResumePoint:
     state = task.state
     recorded = len(state.turns) if state else 0
     number = recorded + 1
@@ -67,7 +98,7 @@ def resume_point(task: TaskFile, store: TurnStore) -> ResumePoint:
         worktree_path=state.worktree_path if state else None,
         outcome=(state.extra.get("outcome") if state else None),
     )
-    if last is not None and last.decision == "approve":
+    if last is not None and last.decision == "approve" and not reopen:
         point.action, point.outcome = "finished", point.outcome or "approved"
         return point
 

@@ -18,6 +18,7 @@ from typing import Any
 from .errors import GitError, TurnError
 from .fsio import read_bytes_capped, validate_task_id
 from .gitstore import GitRepo, TurnCommit, branch_for
+from .resolve import find_task, resolve_task
 from .worktrees import WORKTREES_DIR, worktrees_home
 
 log = logging.getLogger("guardkit_state.review")
@@ -68,15 +69,19 @@ def turn_log(repo_root: str | Path, task_id: str) -> list[TurnLogEntry]:
 
 
 def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
-    """:func:`turn_log` with its source (``autobuild/TASK`` branch, current branch, or files) and notes."""
-    validate_task_id(task_id)
+    """:func:`turn_log` with its source (``autobuild/TASK`` branch, current branch, or files) and notes.
+
+    ``task_id`` may be the path of a task file. Raises :class:`TaskNotFoundError` when the task has
+    neither a file nor any recorded turn.
+    """
     root = Path(repo_root)
+    task_id = _task_id_of(root, task_id)
     repo = GitRepo.discover(root)
     if repo is None:
         on_disk = _states_from_files(_state_dir_on_disk(root, task_id))
         result = TurnLog(task_id, "files", notes=["not a git repository (or no git): turns read from files only"])
         result.entries = _entries(task_id, [], on_disk)
-        return result
+        return _known(root, result)
     rev, source = _log_rev(repo, task_id)
     commits = _oldest_first_unique(repo.turn_commits(task_id, rev=rev))
     blobs = _read_blobs(repo, [f"{c.sha}:{_state_path(task_id, c.turn)}" for c in commits])
@@ -92,7 +97,7 @@ def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
         result.notes.append("turn(s) " + ", ".join(map(str, sorted(uncommitted))) + " have files but no commit")
         states.update(uncommitted)
     result.entries = _entries(task_id, commits, states)
-    return result
+    return _known(root, result)
 
 
 def turn_diff(repo_root: str | Path, task_id: str, turn: int, *, stat: bool = False,
@@ -103,15 +108,20 @@ def turn_diff(repo_root: str | Path, task_id: str, turn: int, *, stat: bool = Fa
     ``stat`` shows a diffstat instead of the patch. Raises :class:`GitError` outside a
     repository and :class:`TurnError` when no commit of that turn exists.
     """
-    validate_task_id(task_id)
+    task_id = _task_id_of(Path(repo_root), task_id)
     repo = GitRepo.discover(Path(repo_root))
     if repo is None:
+        if not _states_from_files(_state_dir_on_disk(Path(repo_root), task_id)):
+            find_task(repo_root, task_id)  # an unknown task is the problem to name first
         raise GitError("not a git repository (or git is not installed): turn diffs need git",
                        path=Path(repo_root), task_id=task_id, turn=turn,
                        expected="a git repository; run from the project's checkout")
     rev, source = _log_rev(repo, task_id)
-    commit = next((c for c in repo.turn_commits(task_id, rev=rev) if c.turn == turn), None)
+    commits = repo.turn_commits(task_id, rev=rev)
+    commit = next((c for c in commits if c.turn == turn), None)
     if commit is None:
+        if not commits:
+            find_task(repo_root, task_id)  # an unknown task is said as such, not as a missing turn
         raise TurnError(f"no commit of turn {turn} for {task_id} on {source}", task_id=task_id, turn=turn,
                         expected="a turn committed by guardkit-state (see 'guardkit-state log')")
     args = ["show", "--no-color", "--no-ext-diff", "--format=medium"]
@@ -139,6 +149,18 @@ def criteria_delta(previous: dict[str, str], current: dict[str, str]) -> tuple[s
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _task_id_of(root: Path, task: str) -> str:
+    """The id of ``task``: an id as given (checked), or the id of the task file a path names."""
+    return resolve_task(root, task).task_id if task.endswith(".md") else validate_task_id(task)
+
+
+def _known(root: Path, result: TurnLog) -> TurnLog:
+    """``result``, unless the task has no turn anywhere and no file: then it is an unknown task."""
+    if not result.entries:
+        find_task(root, result.task_id)
+    return result
 
 
 def _log_rev(repo: GitRepo, task_id: str) -> tuple[str, str]:

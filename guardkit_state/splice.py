@@ -36,6 +36,8 @@ __all__ = ["SpliceMethod", "SpliceResult", "StateUpdate", "apply_update_to_block
 log = logging.getLogger("guardkit_state.splice")
 
 _DOCUMENT_END = re.compile(r"^\.\.\.(?:[ \t].*)?\r?$", re.M)
+#: Blank lines at the start of a text without frontmatter (before its first non-blank line).
+_LEADING_BLANK_LINES = re.compile(r"(?:[ \t\f\v]*\r?\n)*")
 
 
 def splice_state(text: str, update: StateUpdate, *, path: Path | str | None = None,
@@ -50,7 +52,7 @@ def splice_state(text: str, update: StateUpdate, *, path: Path | str | None = No
             ``parsed``); without it ``text`` is parsed here.
 
     A no-op update returns the identical text with method ``noop``. Any other result carries
-    ``parsed``, the verified parse of the new text.
+    ``parsed``, the verified reading of the new text (its node tree only when it was read in full).
 
     Raises:
         FrontmatterError: broken delimiters, invalid YAML, both state keys, a state block that is
@@ -60,9 +62,12 @@ def splice_state(text: str, update: StateUpdate, *, path: Path | str | None = No
     """
     if update.is_empty:
         return SpliceResult(text, "noop")
-    old = parsed if parsed is not None and _is_parse_of(parsed, text) else parse_frontmatter(text, path=path)
+    # A parse without its node tree (a write confirmed span by span) cannot locate keys: read again.
+    reusable = parsed is not None and (parsed.node is not None or not parsed.data) and _is_parse_of(parsed, text)
+    old = parsed if parsed is not None and reusable else parse_frontmatter(text, path=path)
     split = old.split
     if not split.has_frontmatter:
+        _refuse_look_alike_frontmatter(split, path)
         created = _create_frontmatter(split, update)
         return SpliceResult(created, "splice", None,
                             verify_write(old, created, update, path=path, edits=None, allowed=[]))
@@ -155,6 +160,19 @@ def _end_of(fm: str, edits: Edits, nl: str) -> int:
     if fm and not fm.endswith("\n") and not any(start == len(fm) for start, *_ in edits.items):
         edits.add(len(fm), len(fm), nl)
     return len(fm)
+
+
+def _refuse_look_alike_frontmatter(split: FrontmatterSplit, path: Path | str | None) -> None:
+    """Refuse to create a frontmatter above a ``---`` line that is not a delimiter (``--- # meta``,
+    or ``---`` after a blank line): the user meant one there, and a new one put above it would push
+    their keys into the body. Such a file has no frontmatter for us as for GuardKit, so only the
+    user can say which it is."""
+    blanks = _LEADING_BLANK_LINES.match(split.body)
+    assert blanks is not None  # the pattern matches the empty string
+    if split.body.startswith("---", blanks.end()):
+        line = split.body.count("\n", 0, blanks.end()) + 1
+        raise FrontmatterError(f"line {line} starts with '---' but is not a frontmatter delimiter (GuardKit reads "
+                               "no frontmatter here): make the first line exactly '---'", path=path, line=line)
 
 
 def _create_frontmatter(split: FrontmatterSplit, update: StateUpdate) -> str:

@@ -2,8 +2,8 @@
 
 A port of GuardKit's feedback-stall rule, with one decisive change: progress is the criteria
 *ledger's* cumulative verified count, so a Player whose early work met the criteria is not declared
-stalled because later reports omitted their promises. The window is rebuilt from the turn-state
-files by the caller, so it survives ``--resume``. Pure functions only.
+stalled because later reports omitted their promises. The window is rebuilt from the files by the
+caller (turn states, else the frontmatter's turn entries), so it survives ``--resume``. Pure functions only.
 """
 
 from __future__ import annotations
@@ -98,7 +98,9 @@ class TurnSignal:
 
     turn: int
     signature: str | None
-    verified_count: int
+    #: The ledger's cumulative count after the turn; ``None`` when the files do not say (a turn
+    #: known only from its frontmatter entry while criteria were verified at some point).
+    verified_count: int | None
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,8 @@ def detect_stall(history: Sequence[TurnSignal]) -> Stall | None:
         if signature is None or any(t.signature != signature for t in recent):
             continue
         counts = {t.verified_count for t in recent}
+        if None in counts:
+            continue  # progress unknown: never call it a stall on a guess
         turns = tuple(t.turn for t in recent)
         if wanted == "zero" and counts == {0}:
             return Stall(turns, f"the same feedback {window} turns in a row with no criteria verified "

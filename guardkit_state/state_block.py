@@ -39,6 +39,8 @@ def _kind(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
+    if isinstance(value, bool):  # as the YAML says it, not Python's repr
+        return f"a boolean ({'true' if value else 'false'})"
     shown = repr(value)
     return shown if len(shown) <= 60 else shown[:57] + "..."
 
@@ -50,7 +52,8 @@ def _count(data: dict[str, Any], name: str, where: str, *, minimum: int) -> int 
         return None
     number = whole_number(value)
     if number is None or number < minimum:
-        raise ValueError(f"{where}.{name} is {_kind(value)}; expected a whole number of {minimum} or more")
+        wanted = "a positive whole number" if minimum == 1 else f"a whole number of {minimum} or more"
+        raise ValueError(f"{where}.{name} is {_kind(value)}; expected {wanted}")
     return number
 
 

@@ -9,27 +9,25 @@ so no user edit is lost. Cross-process locking is the caller's job (the turn lif
 from __future__ import annotations
 
 import logging
-import os
+import random
 import re
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from . import fsio
+
+# Criteria are read by their own module; importing them from here keeps working.
+from .criteria_text import extract_criteria as extract_criteria
 from .errors import (
-    AmbiguousTaskError,
+    FileBusyError,
     FrontmatterError,
     GuardkitStateError,
-    NotRegularFileError,
-    TaskNotFoundError,
     TurnError,
-    UnsafePathError,
-    shorten,
 )
-from .frontmatter import STATE_KEY, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter, split_frontmatter
+from .frontmatter import STATE_KEY, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
 from .model import AutobuildState, Criterion, TurnEntry, whole_number
 from .splice import SpliceResult, StateUpdate, plain_data, splice_state
 
@@ -38,8 +36,6 @@ log = logging.getLogger("guardkit_state.taskfile")
 TASKS_DIR = "tasks"
 
 _ID_SEGMENT = re.compile(r"^[A-Z0-9][A-Z0-9.]*$")
-_TASK_FILE_NAME = re.compile(r"^[A-Z][A-Z0-9]*-[A-Za-z0-9.]+.*\.md$")
-_ID_LINE = re.compile(r"^id:[ \t]*['\"]?([^'\"\s#]+)", re.M)
 
 
 @dataclass
@@ -189,7 +185,7 @@ class TaskFile:
         result = splice_state(self.text, update, path=self.path, parsed=self._parsed)
         if result.method == "noop":
             return result
-        for _attempt in range(REAPPLY_ATTEMPTS):
+        for attempt in range(REAPPLY_ATTEMPTS):
             current = fsio.read_bytes_capped(self.path)
             if current != self._raw:
                 _CONTENDED.add(self.path)
@@ -207,15 +203,18 @@ class TaskFile:
             # Checked again after the fsync, just before the rename: an editor save during the
             # (slow) fsync is caught and re-applied instead of being replaced.
             if not fsio.atomic_write_text(self.path, result.text, precondition=partial(_holds, self.path, base)):
+                # A random pause, growing with the attempts, so a writer saving at a steady rhythm
+                # does not land inside our read-splice-write window every time.
+                time.sleep(random.uniform(0, min(0.002 * (attempt + 1), 0.05)))
                 continue
             self._after_write(result, update)
             if self._landed(update):
                 return result
             update = self._without_present_turns(wanted)
             result = splice_state(self.text, update, path=self.path, parsed=self._parsed)
-        raise GuardkitStateError(
+        raise FileBusyError(
             f"the task file kept changing while the update was written ({REAPPLY_ATTEMPTS} attempts); "
-            "nothing was overwritten", path=self.path, expected="a moment without other writers")
+            "nothing was overwritten: try again", path=self.path, expected="a moment without other writers")
 
     def _landed(self, update: StateUpdate) -> bool:
         """True when the write just made is still on disk (or a later save kept the update).
@@ -320,7 +319,7 @@ class TaskFile:
 
 
 #: How often :meth:`TaskFile.apply` re-reads and re-applies when other writers keep saving the file.
-REAPPLY_ATTEMPTS = 50
+REAPPLY_ATTEMPTS = 200
 #: An in-place save is over when two reads this far apart agree (bounded by SETTLE_LIMIT seconds).
 SETTLE_PAUSE = 0.002
 SETTLE_LIMIT = 2.0
@@ -385,245 +384,10 @@ def task_id_from_filename(name: str) -> str:
     return "-".join(taken)
 
 
-# --------------------------------------------------------------------------- criteria
-
-_AC_HEADING = re.compile(r"^(#{2,3})[ \t]+acceptance criteria\b", re.I)
-_ANY_HEADING = re.compile(r"^(#{1,6})[ \t]+\S")
-_FENCE = re.compile(r"^[ \t]*(```|~~~)")
-_CHECKBOX = re.compile(r"^([ \t]*)[-*+][ \t]+\[([ xX])\][ \t]+(.*\S)?[ \t]*$")
-_LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+(.*\S)[ \t]*$")
-
-
-def extract_criteria(data: dict[str, Any], body: str) -> list[Criterion]:
-    """The task's acceptance criteria, numbered ``AC-001``... in order (GuardKit's ids).
-
-    From the body's ``## Acceptance Criteria`` section (sub-headings inside it included, up to
-    the next heading of the same or a higher level): its checkbox items ``- [ ]``/``* [x]`` at
-    any depth, each with its continuation lines; a section without checkboxes gives its
-    top-level list items. Without such a section, a frontmatter ``acceptance_criteria`` list
-    (strings, or dicts with ``text``/``description``/``criterion``).
-    """
-    section = _criteria_section(body)
-    texts: list[tuple[str, bool]] = []
-    if section:
-        texts = _checkbox_items(section) or [(text, False) for text in _list_items(section)]
-    if not texts:
-        texts = [(text, False) for text in _frontmatter_criteria(data.get("acceptance_criteria"))]
-    return [Criterion(id=f"AC-{index:03d}", text=text, checked=checked)
-            for index, (text, checked) in enumerate(texts, start=1)]
-
-
-def _criteria_section(body: str) -> list[str]:
-    """The lines of the first acceptance-criteria section (level 2 preferred, else level 3)."""
-    lines = body.splitlines()
-    for wanted in ("##", "###"):
-        in_fence = False
-        for index, line in enumerate(lines):
-            if _FENCE.match(line):
-                in_fence = not in_fence
-                continue
-            heading = None if in_fence else _AC_HEADING.match(line)
-            if heading and heading.group(1) == wanted:
-                return _until_next_heading(lines, index + 1, len(wanted))
-    return []
-
-
-def _until_next_heading(lines: list[str], start: int, level: int) -> list[str]:
-    out: list[str] = []
-    in_fence = False
-    for line in lines[start:]:
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        elif not in_fence:
-            heading = _ANY_HEADING.match(line)
-            if heading and len(heading.group(1)) <= level:
-                break
-        out.append(line)
-    return out
-
-
-def _without_fences(lines: list[str]) -> list[str]:
-    out: list[str] = []
-    in_fence = False
-    for line in lines:
-        if _FENCE.match(line):
-            in_fence = not in_fence
-            out.append("")
-            continue
-        out.append("" if in_fence else line)
-    return out
-
-
-def _checkbox_items(section: list[str]) -> list[tuple[str, bool]]:
-    """Each checkbox line with its continuation lines (deeper, not a checkbox, not a heading)."""
-    items: list[tuple[str, bool]] = []
-    lines = _without_fences(section)
-    index = 0
-    while index < len(lines):
-        match = _CHECKBOX.match(lines[index])
-        index += 1
-        if match is None:
-            continue
-        depth = _width(match.group(1))
-        parts = [match.group(3) or ""]
-        while index < len(lines):
-            line = lines[index]
-            if not line.strip():
-                following = next((n for n in lines[index + 1 :] if n.strip()), "")
-                if following and _width(following) > depth and not _CHECKBOX.match(following):
-                    index += 1
-                    continue
-                break
-            if _CHECKBOX.match(line) or _width(line) <= depth or _ANY_HEADING.match(line):
-                break
-            parts.append(line.strip())
-            index += 1
-        text = "\n".join(part for part in parts if part)
-        items.append((text, match.group(2) in "xX"))
-    return items
-
-
-def _list_items(section: list[str]) -> list[str]:
-    """Top-level list items (the shallowest bullets or numbers) of a section without checkboxes."""
-    found = [(_width(m.group(1)), m.group(2)) for m in map(_LIST_ITEM.match, _without_fences(section)) if m]
-    if not found:
-        return []
-    top = min(depth for depth, _ in found)
-    return [text for depth, text in found if depth == top]
-
-
-def _frontmatter_criteria(value: Any) -> list[str]:
-    if not isinstance(value, list):
-        return []
-    texts: list[str] = []
-    for item in value:
-        if isinstance(item, dict):
-            item = item.get("text") or item.get("description") or item.get("criterion")
-        if item is not None and str(item).strip():
-            texts.append(str(item).strip())
-    return texts
-
-
-def _width(line: str) -> int:
-    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
-
-
 # --------------------------------------------------------------------------- finding tasks
 
-
-def find_task(repo_root: Path | str, task_id: str) -> Path:
-    """The task file for ``task_id`` under ``repo_root/tasks``: ``<id>.md`` or ``<id>-<slug>.md``.
-
-    The id must match exactly (``TASK-ABC-1`` never finds ``TASK-ABC-10-x.md``); a slug file
-    whose frontmatter names another id (``TASK-ABC-1-2-x.md`` with ``id: TASK-ABC-1-2``) does not
-    count. Symlinks resolving outside the repository are skipped.
-
-    Raises:
-        InvalidTaskIdError: ``task_id`` is not an id.
-        NotRegularFileError: the only file named for the task is a FIFO, socket or device.
-        TaskNotFoundError: no file matches (says where it looked).
-        AmbiguousTaskError: several files match (lists them).
-    """
-    task_id = fsio.validate_task_id(task_id)
-    root = Path(repo_root)
-    tasks = root / TASKS_DIR
-    special: list[Path] = []
-    matches = [path for path in _walk_markdown(root, tasks, special) if _names_task(path, task_id)]
-    if not matches:
-        named = [path for path in special if _named_for(path.name, task_id)]
-        if named:
-            # Said plainly rather than "not found": the user sees a file with the task's name.
-            raise NotRegularFileError("not a regular file (a FIFO, socket or device): a task file must be "
-                                           "a plain file", path=named[0], task_id=task_id)
-        shown = shorten(task_id)
-        raise TaskNotFoundError(
-            f"no task file for {shown} under {tasks}",
-            path=tasks,
-            task_id=task_id,
-            expected=f"tasks/**/{shown}.md or tasks/**/{shown}-<slug>.md",
-        )
-    if len(matches) > 1:
-        listed = ", ".join(str(path.relative_to(root)) for path in matches)
-        raise AmbiguousTaskError(
-            f"{len(matches)} task files for {task_id}: {listed}",
-            path=tasks,
-            task_id=task_id,
-            expected="exactly one file per task id",
-        )
-    return matches[0]
-
-
-def iter_task_files(repo_root: Path | str) -> Iterator[Path]:
-    """Every task-like markdown file under ``repo_root/tasks`` (``PREFIX-...md``), sorted.
-
-    READMEs and guides are skipped by name; symlinks leaving the repository, FIFOs, sockets and
-    devices are skipped (with a logged note).
-    """
-    root = Path(repo_root)
-    for path in _walk_markdown(root, root / TASKS_DIR):
-        if _TASK_FILE_NAME.match(path.name):
-            yield path
-
-
-def _walk_markdown(root: Path, directory: Path, special: list[Path] | None = None) -> Iterator[Path]:
-    """Regular ``*.md`` files below ``directory`` in sorted order; symlinked dirs are not followed.
-
-    A FIFO, socket or device is never opened (a FIFO would block the reader for ever): it is
-    skipped with a note, and added to ``special`` when given.
-    """
-    if not directory.is_dir():
-        return
-    for current, dirs, files in os.walk(directory, followlinks=False):
-        dirs.sort()
-        for name in sorted(files):
-            if not name.endswith(".md"):
-                continue
-            path = Path(current) / name
-            if path.is_symlink():
-                try:
-                    fsio.resolve_inside(root, path)
-                except UnsafePathError:
-                    log.warning("skipping %s: symlink leaves the repository", path)
-                    continue
-            if not path.is_file():  # stat, no open: False for a FIFO, socket, device or dangling link
-                if path.exists():
-                    log.warning("skipping %s: not a regular file", path)
-                    if special is not None:
-                        special.append(path)
-                continue
-            yield path
-
-
-def _named_for(name: str, task_id: str) -> bool:
-    """True when a file name is ``<id>.md`` or ``<id>-<slug>.md`` (the name alone, no read)."""
-    return name == f"{task_id}.md" or name.startswith(f"{task_id}-")
-
-
-def _names_task(path: Path, task_id: str) -> bool:
-    name = path.name
-    if name == f"{task_id}.md":
-        return True
-    if not _named_for(name, task_id):
-        return False
-    # TASK-ABC-1-2-x.md starts with "TASK-ABC-1-" too: trust the file's own id when it has one.
-    declared = _declared_id(path)
-    return declared is None or declared == task_id
-
-
-def _declared_id(path: Path) -> str | None:
-    """The ``id:`` of a file's frontmatter by a cheap scan of its head (no YAML parse)."""
-    try:
-        # Never a blocking open: the name may have become a FIFO since the walk looked at it.
-        head = fsio.read_bytes_capped(path)[:8192].decode("utf-8", "replace")
-    except GuardkitStateError:
-        return None
-    try:
-        split = split_frontmatter(head + "\n---\n")
-    except FrontmatterError:
-        return None
-    match = _ID_LINE.search(split.yaml_text) if split.has_frontmatter else None
-    return match.group(1) if match else None
-
+# The finders live in resolve.py (one resolver for every command); imported from here as before.
+from .resolve import find_task, iter_task_files  # noqa: E402
 
 __all__ = [
     "TaskFile",

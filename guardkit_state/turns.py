@@ -20,14 +20,18 @@ from .artifacts import TurnStore, artifacts_dir
 from .config import GateProfile, check_gates
 from .context import render_continuation_context
 from .criteria import CriteriaLedger
-from .errors import InputError, ParseError, TurnError
+from .errors import GuardkitStateError, InputError, ParseError, TurnError
 from .fsio import crash_point, exclusive_lock, remove_stale_temp_files, validate_task_id
+from .history import TaskHistory
 from .intake import (
     IncomingTurn,
+    check_may_continue,
+    check_task_writable,
     check_turn_history,
     checked_max_turns,
     looks_half_saved,
     read_task_settled,
+    turn_budget,
     with_ids,
 )
 from .model import (
@@ -41,13 +45,12 @@ from .model import (
 )
 from .resume import resume_point
 from .splice import SpliceResult, StateUpdate
-from .stall import NO_CHANGE_WINDOW, Stall, TurnSignal, detect_stall
+from .stall import Stall, TurnSignal, detect_stall
 from .taskfile import TaskFile, find_task
 from .turn_state import apply_gate_verdict, assemble_turn_state, gate_inputs, turn_measurements
 
 log = logging.getLogger("guardkit_state.turns")
 
-DEFAULT_MAX_TURNS = 5
 #: How many recently recorded turn entries a write re-asserts (restored if a stale save dropped them).
 RESTORABLE_TURNS = 2
 
@@ -112,6 +115,8 @@ class TurnRecord:
             "criteria": self.ledger.statuses(),
             "criteria_delta": self.ledger.delta(self.ledger_before),
             "verified": self.ledger.verified_count,
+            # Verified by the Coach, implied by an approval, rejected, pending: told apart.
+            "criteria_counts": self.ledger.counts().to_dict(),
             "frontmatter_write": self.splice.method,
             "frontmatter_note": self.splice.reason,
             "promises_recovered_from": self.promises_recovered_from,
@@ -131,8 +136,7 @@ class TurnLifecycle:
         self.root = Path(root)
         self.task_id = task.task_id
         self.store = TurnStore(artifacts_dir(self.root, self.task_id), self.task_id)
-        state_max = task.state.max_turns if task.state else None
-        self.max_turns = checked_max_turns(max_turns) or state_max or DEFAULT_MAX_TURNS
+        self.max_turns = turn_budget(task, max_turns)
         self._active: ActiveTurn | None = None
 
     @classmethod
@@ -153,34 +157,29 @@ class TurnLifecycle:
     def recorded_turns(self) -> int:
         return len(self.task.state.turns) if self.task.state else 0
 
+    @property
+    def history(self) -> TaskHistory:
+        """The recorded turns as the files know them (turn-state files, else frontmatter entries)."""
+        return TaskHistory(self.task, self.store)
+
     def previous_turn_state(self, turn: int | None = None) -> TurnState | None:
-        """The turn state of ``turn - 1`` (default: the last recorded turn)."""
-        number = (turn or self.recorded_turns + 1) - 1
-        return self.store.read_turn_state(number) if number >= 1 else None
+        """The turn state of ``turn - 1`` (default: the last recorded turn).
+
+        A turn GuardKit's own loop recorded only in the frontmatter counts too: its decision,
+        feedback and summary, as listed there.
+        """
+        return self.history.turn_state((turn or self.recorded_turns + 1) - 1)
 
     def ledger(self) -> CriteriaLedger:
         """The cumulative ledger after the last recorded turn."""
-        return self._ledger_before(self.recorded_turns + 1)
+        return self.history.ledger()
 
     def _ledger_before(self, turn: int) -> CriteriaLedger:
-        previous = self.previous_turn_state(turn)
-        if previous is not None and previous.criteria_provenance:
-            return CriteriaLedger.start(self.task.criteria, previous.criteria_provenance)
-        # Turns recorded by another tool carry only the frontmatter map: statuses without provenance.
-        frontmatter = self.task.state.criteria if self.task.state else {}
-        carried = {cid: {"status": status} for cid, status in frontmatter.items()}
-        return CriteriaLedger.start(self.task.criteria, carried)
+        return self.history.ledger_before(turn)
 
     def stall_history(self, upto: int) -> list[TurnSignal]:
-        """Signals of the turns before ``upto``, rebuilt from the turn-state files."""
-        signals: list[TurnSignal] = []
-        for number in range(max(1, upto - NO_CHANGE_WINDOW + 1), upto):
-            state = self.store.read_turn_state(number) if self.store.exists("turn_state", number) else None
-            if state is None:
-                signals = []  # a gap breaks the window
-                continue
-            signals.append(TurnSignal(number, state.feedback_signature, state.verified_count))
-        return signals
+        """Signals of the turns before ``upto``, rebuilt from the files (a window's worth at most)."""
+        return self.history.stall_history(upto)
 
     def context_for(self, turn: int | None = None, *, role_section: str | None = None) -> str:
         """The continuation context for ``turn`` (default: the next one)."""
@@ -208,6 +207,9 @@ class TurnLifecycle:
             self.task = task
             check_turn_history(self.task)
             removed = remove_stale_temp_files(self.store.directory)
+            # A killed write of the task file leaves its temp beside the file, or beside a link's target.
+            for folder in dict.fromkeys((self.task.path.parent, self.task.path.resolve().parent)):
+                removed += remove_stale_temp_files(folder)
             if removed:
                 log.info("removed %d temp file(s) an interrupted write left in %s", len(removed), self.store.directory)
             yield self
@@ -218,7 +220,8 @@ class TurnLifecycle:
         That is a turn interrupted between the Coach's report and the frontmatter append (or one
         whose entry a stale editor save dropped): it is completed from its files, never re-run.
         """
-        point = resume_point(self.task, self.store)
+        # The files alone decide (reopen=True): whether the loop may go on is the caller's check.
+        point = resume_point(self.task, self.store, reopen=True)
         return point.next_turn if point.action == "complete_from_reports" else None
 
     def roll_forward(self) -> TurnRecord | None:
@@ -328,17 +331,15 @@ class TurnLifecycle:
         outcome = _outcome(state, stall, number, self.max_turns)
         if stall is not None:
             state.extra["stall"] = stall.reason
-        written = [self.store.write("turn_state", number, state.to_dict(), recorded_turns=self.recorded_turns)]
-
         entry = TurnEntry(
             turn=number, decision="error" if error or coach is None else coach.decision,
             feedback=error if error else state.coach_feedback, timestamp=completed_at,
             player_summary=_one_line(state.player_summary), player_success=player is not None,
             coach_success=coach is not None and not error, mode=active.mode.value,
         )
-        crash_point("turn.before_frontmatter")  # turn state written, turn not yet committed
-        splice = self.task.apply(self._state_update(entry, ledger, outcome, worktree_path, base_branch, active))
-        written.append(self.task.path)
+        update = self._state_update(entry, ledger, outcome, worktree_path, base_branch, active)
+        splice = self._write_turn(state, update)
+        written = [self.store.path("turn_state", number), self.task.path]
         if player is not None and self.store.exists("player_turn", number):
             written.insert(0, self.store.path("player_turn", number))
         if coach is not None and self.store.exists("coach_turn", number):
@@ -350,6 +351,23 @@ class TurnLifecycle:
             log.warning("frontmatter block of %s re-rendered: %s", self.task.path, splice.reason)
         return TurnRecord(state, entry, ledger, ledger_before, outcome, stall, splice, written,
                           recovered[0] if recovered else None)
+
+    def _write_turn(self, state: TurnState, update: StateUpdate) -> SpliceResult:
+        """Write the turn state, then append the turn to the task file (the commit point).
+
+        Never one without the other: the turn state is written only once the task file can be,
+        and removed again if appending fails. The agents' reports stay (a resume completes the
+        turn from them).
+        """
+        number = state.turn_number
+        check_task_writable(self.task)
+        self.store.write("turn_state", number, state.to_dict(), recorded_turns=self.recorded_turns)
+        crash_point("turn.before_frontmatter")  # turn state written, turn not yet committed
+        try:
+            return self.task.apply(update)
+        except Exception:
+            _discard_unlisted(self, number, ("turn_state",))
+            raise
 
     def _state_update(self, entry: TurnEntry, ledger: CriteriaLedger, outcome: Outcome | None,
                       worktree_path: str | None, base_branch: str | None, active: ActiveTurn) -> StateUpdate:
@@ -388,6 +406,23 @@ class TurnLifecycle:
                                            criteria=None, append_turns=[], top_level={"status": outcome.task_status}))
 
 
+def _discard_unlisted(lifecycle: TurnLifecycle, number: int, kinds: tuple[str, ...]) -> None:
+    """Remove turn ``number``'s files of ``kinds`` unless the task file on disk lists that turn.
+
+    Called when writing the turn failed; a task file that cannot be read keeps them (when in
+    doubt, nothing is deleted).
+    """
+    try:
+        state = TaskFile.load(lifecycle.task.path).state
+    except GuardkitStateError:
+        return
+    if state is not None and any(entry.turn == number for entry in state.turns):
+        return
+    for kind in kinds:
+        with contextlib.suppress(FileNotFoundError):
+            lifecycle.store.path(kind, number).unlink()
+
+
 def _started_at(active: ActiveTurn, store: TurnStore, number: int) -> str:
     """When the turn began; for a turn completed on resume, the Player report's write time."""
     if active.player is not None or not store.exists("player_turn", number):
@@ -421,13 +456,16 @@ def record_turn(
     max_turns: int | None = None,
     player_path: Path | None = None,
     coach_path: Path | None = None,
+    reopen: bool = False,
 ) -> TurnRecord:
     """Record one whole turn from two reports, for loops driven by other tools.
 
     Validation happens before anything is written (before the lock file is even created): a bad
     report leaves every file as it was. ``player_path``/``coach_path`` name the reports' files in
     errors. The task file is read settled (an editor saving it in place is waited out), so the
-    next turn's number never comes from a half-written file.
+    next turn's number never comes from a half-written file. A task whose status is terminal or
+    whose loop was approved takes a turn only with ``reopen``; a turn beyond the budget only with a
+    ``max_turns`` that allows it (:class:`InputError` otherwise, nothing written).
 
     Raises:
         AlreadyRecordedError: the reports name a turn already recorded; ``identical`` tells a
@@ -439,15 +477,24 @@ def record_turn(
     # that turn forward first; otherwise they are for the next turn, replacing the files of an
     # attempt that failed before its commit point (an orchestrator retrying the same `record`).
     incoming.check_before_lock()
+    check_may_continue(lifecycle.task, incoming.next_number(), reopen=reopen, max_turns=max_turns)
+    check_task_writable(lifecycle.task)  # before the lock file and any of the turn's files
     with lifecycle.locked():
         incoming.refuse_recorded()
+        # Again on the file as read under the lock: it may have changed since.
+        check_may_continue(lifecycle.task, incoming.next_number(), reopen=reopen, max_turns=max_turns)
         if incoming.follows_completable():
             lifecycle.roll_forward()
         player_rec, coach_rec = incoming.checked(lifecycle.recorded_turns + 1)
-        lifecycle.begin_turn(mode)
-        lifecycle.record_player(player_rec)
-        lifecycle.record_coach(coach_rec)
-        return lifecycle.complete_turn()
+        number = lifecycle.begin_turn(mode).number
+        try:
+            lifecycle.record_player(player_rec)
+            lifecycle.record_coach(coach_rec)
+            return lifecycle.complete_turn()
+        except BaseException:
+            # A record is all or nothing: reports of a turn its task file does not list go again.
+            _discard_unlisted(lifecycle, number, ("player_turn", "coach_turn", "turn_state"))
+            raise
 
 
 __all__ = ["ActiveTurn", "TurnLifecycle", "TurnRecord", "assemble_turn_state", "check_turn_history",

@@ -10,6 +10,7 @@ number must match the name. Other files are skipped when a directory is walked.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -24,8 +25,9 @@ from .errors import GuardkitStateError, InputError, SchemaError
 from .frontmatter import parse_frontmatter
 from .fsio import decode_utf8, read_bytes_capped
 from .jsonio import load_json
+from .resolve import TASK_FILE_NAME, TASKS_DIR, Copy, choose, declared_id, holds_state, plan_paths, task_copies
 from .schemas import PathParts, format_pointer, parse_pointer, validate_with_warnings
-from .taskfile import TaskFile
+from .taskfile import TaskFile, task_id_from_filename
 
 log = logging.getLogger("guardkit_state.validation")
 
@@ -157,7 +159,48 @@ def validate_paths(paths: Iterable[Path]) -> ValidationReport:
     report = ValidationReport()
     for path, kind in files:
         report.results.append(validate_file(path, kind))
+    _warn_duplicate_ids(report.results)
     return report
+
+
+def _warn_duplicate_ids(results: list[FileResult]) -> None:
+    """A warning on every task file whose id another checked file has too, naming the copy read.
+
+    Duplicates are normal in GuardKit repositories (planning copies stay in ``backlog/<feature>/``),
+    so this is a warning, never a failure: it says which copy every command will read, and why.
+    """
+    groups: dict[tuple[Path, str], list[FileResult]] = {}
+    for result in results:
+        root = _repo_of(result.path) if result.kind == TASK_KIND else None
+        if root is None or not TASK_FILE_NAME.match(result.path.name):
+            continue
+        task_id = declared_id(result.path) or task_id_from_filename(result.path.name)
+        groups.setdefault((root, task_id), []).append(result)
+    for (root, task_id), group in groups.items():
+        if len(group) < 2:
+            continue
+        mine = {_relative(root, r.path): r for r in group}
+        try:
+            every = {p.relative_to(root).as_posix() for p in task_copies(root, task_id)}
+        except GuardkitStateError:
+            every = set()
+        copies = sorted(every | set(mine))
+        states = [Copy(rel, holds_state(root / rel)) for rel in copies]
+        winner, reason = choose(states, functools.partial(plan_paths, root))
+        for rel, result in mine.items():
+            others = ", ".join(o for o in copies if o != rel)
+            result.warnings.append(Finding(
+                f"duplicate task id {task_id} (also {others}): commands read {winner.relpath} ({reason})"))
+
+
+def _repo_of(path: Path) -> Path | None:
+    """The repository a task file belongs to: the folder holding the ``tasks/`` it is under."""
+    real = path.resolve()
+    return next((parent.parent for parent in real.parents if parent.name == TASKS_DIR), None)
+
+
+def _relative(root: Path, path: Path) -> str:
+    return path.resolve().relative_to(root).as_posix()
 
 
 def validate_file(path: Path, kind: str | None = None) -> FileResult:

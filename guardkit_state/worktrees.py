@@ -9,6 +9,7 @@ checkout's ``git status``.
 from __future__ import annotations
 
 import builtins
+import filecmp
 import logging
 import os
 import shutil
@@ -17,13 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from .errors import GitError, InputError
-from .fsio import atomic_write_text, validate_task_id
+from .fsio import TEMP_PREFIX, atomic_write_text, validate_task_id
 from .gitstore import GitRepo, branch_for, parse_worktree_list_z
 
 log = logging.getLogger("guardkit_state.worktrees")
 
 WORKTREES_DIR = Path(".guardkit") / "worktrees"
 _BRANCH_PREFIX = "refs/heads/autobuild/"
+#: Ignored directories whose files tools regenerate at will: never a reason to keep a worktree.
+REGENERATED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+#: How many file names a kept worktree's reason lists (``--json`` lists them all).
+_SHOWN_FILES = 5
 
 
 @dataclass(frozen=True)
@@ -73,12 +78,15 @@ class PruneResult:
     kept: list[tuple[WorktreeInfo, str]] = field(default_factory=list)
     dry_run: bool = False
     notes: list[str] = field(default_factory=list)
+    #: Per kept task id: the files that exist only in its worktree (uncommitted, or ignored).
+    kept_files: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "dry_run": self.dry_run,
             "removed": [w.to_dict() for w in self.removed],
-            "kept": [{**w.to_dict(), "reason": why} for w, why in self.kept],
+            "kept": [{**w.to_dict(), "reason": why, "files": self.kept_files.get(w.task_id, [])}
+                     for w, why in self.kept],
             "notes": self.notes,
         }
 
@@ -271,18 +279,14 @@ class WorktreeManager:
     def prune(self, force: bool = False, *, dry_run: bool = False) -> PruneResult:
         """Remove finished worktrees (merged into their base and clean) and their merged branches.
 
-        Unmerged or dirty worktrees are kept unless ``force`` (which discards their work).
+        Kept unless ``force`` (which discards their work): unmerged worktrees, and those holding
+        files that exist nowhere else — uncommitted changes, or ignored files no commit and no
+        main-checkout copy has (a loop whose ``.gitignore`` hid its reports). The reason names them.
         Worktrees deleted by hand are dropped from git's records. ``dry_run`` only reports.
         """
         result = PruneResult(dry_run=dry_run)
         for info in self.list():
-            reason = None
-            if not force:
-                if info.dirty:
-                    reason = "has uncommitted changes"
-                elif not info.merged:
-                    reason = ("not merged into " + (info.base_branch or "its base")
-                              + (f" ({info.ahead} commit(s) ahead)" if info.ahead else " (no turn commits yet)"))
+            reason = None if force else self._keep_reason(info, result)
             if reason:
                 result.kept.append((info, reason))
                 continue
@@ -298,6 +302,42 @@ class WorktreeManager:
         if not dry_run:
             self.main.run("worktree", "prune")
         return result
+
+    def _keep_reason(self, info: WorktreeInfo, result: PruneResult) -> str | None:
+        """Why ``info`` must stay (recording the files concerned in ``result``), or None."""
+        if info.dirty:
+            files = [entry.path for entry in self.main.status(cwd=info.path)]
+            result.kept_files[info.task_id] = files
+            return f"has uncommitted changes: {_some(files)}; commit them, or prune --force to discard them"
+        if not info.merged:
+            return ("not merged into " + (info.base_branch or "its base")
+                    + (f" ({info.ahead} commit(s) ahead)" if info.ahead else " (no turn commits yet)"))
+        only_here = [] if info.missing else self._only_in_worktree(info.path)
+        if only_here:
+            result.kept_files[info.task_id] = only_here
+            return (f"holds ignored files that exist nowhere else: {_some(only_here)}; copy them out, or "
+                    "prune --force to discard them")
+        return None
+
+    def _only_in_worktree(self, path: Path) -> builtins.list[str]:
+        """Ignored, untracked files of the worktree at ``path`` that no commit and no main-checkout copy has.
+
+        Regenerated caches and guardkit-state's own scratch (``.work/``, the local index, temp
+        files) are not counted: losing them loses nothing.
+        """
+        out = self.main.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard", cwd=path)[1]
+        only: builtins.list[str] = []
+        for rel in out.decode("utf-8", "surrogateescape").split("\0"):
+            parts = rel.split("/")
+            if not rel or REGENERATED_DIRS.intersection(parts) or parts[-1].startswith(TEMP_PREFIX):
+                continue
+            if parts[0] == ".guardkit" and (".work" in parts or parts[1:2] == ["index"]):
+                continue
+            twin = self.root / rel
+            if twin.is_file() and filecmp.cmp(path / rel, twin, shallow=False):
+                continue
+            only.append(rel)
+        return sorted(only)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -355,6 +395,12 @@ def worktrees_home(checkout: Path) -> Path:
         return root
     repo = GitRepo.discover(root)
     return root if repo is None else main_checkout_root(repo)
+
+
+def _some(files: builtins.list[str]) -> str:
+    """The first few of ``files``, and how many more."""
+    shown = ", ".join(files[:_SHOWN_FILES])
+    return shown + (f" and {len(files) - _SHOWN_FILES} more" if len(files) > _SHOWN_FILES else "")
 
 
 def _short(ref: str | None) -> str | None:

@@ -271,7 +271,7 @@ def test_managed_commit_leaves_out_index_data_and_temp_files(git_repo: Path) -> 
     (git_repo / ".guardkit" / "index").mkdir(parents=True)
     (git_repo / ".guardkit" / "index" / "graph.db").write_text("local index")
     state = git_repo / ".guardkit" / "autobuild" / TASK_ID
-    (state / ".gks-tmp-coach_turn_2.json.123.456").write_text("{")
+    (state / ".gks-tmp-coach_turn_2.json.123.456789").write_text("{")
     result = commit_turn(_repo(git_repo), task_id=TASK_ID, turn=1, decision="feedback", mode="fresh_start",
                          managed_worktree=True)
     assert result.committed

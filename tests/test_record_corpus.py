@@ -53,7 +53,10 @@ def test_record_appends_to_every_real_task_file_with_a_surgical_diff(
         player.write_text(json.dumps(player_report(number, task_id=task_id)))
         coach.write_text(json.dumps(coach_decision(number, "feedback", task_id=task_id, feedback="Add tests")))
 
-        code = run(["record", task_id, "--player", str(player), "--coach", str(coach), "--repo", str(repo)])
+        # Completed, cancelled, archived, approved or out-of-turns tasks take a turn only when asked to.
+        budget = before.state.max_turns or 5
+        allow = ["--reopen", *(["--max-turns", str(number)] if number > budget else [])]
+        code = run(["record", task_id, "--player", str(player), "--coach", str(coach), "--repo", str(repo), *allow])
         assert code == 0, (source, capsys.readouterr().err)
 
         after = TaskFile.load(target)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from guardkit_state.errors import FrontmatterError
+from guardkit_state.errors import FrontmatterError, WriteVerificationError
 from guardkit_state.frontmatter import parse_frontmatter, split_frontmatter
 from guardkit_state.splice import StateUpdate, splice_state
 from guardkit_state.taskfile import TaskFile
@@ -82,40 +82,45 @@ def test_turn_is_appended_inside_the_block_not_after_an_unusual_key(after: str) 
     assert result.text.endswith(f"{after}\n---\nbody\n")
 
 
-def test_anchored_state_block_is_spliced_and_its_alias_follows() -> None:
-    text = ("---\nid: T-1\nautobuild_state: &st\n  current_turn: 0\n  turns: []\nstatus: backlog\n"
-            "copy: *st\n---\nbody\n")
+def test_anchored_state_block_is_spliced_and_an_alias_of_it_elsewhere_refused() -> None:
+    text = "---\nid: T-1\nautobuild_state: &st\n  current_turn: 0\n  turns: []\nstatus: backlog\n---\nbody\n"
     update = StateUpdate(block_scalars={"current_turn": 1}, append_turns=[TURN], top_level={"status": "wip"})
     result = splice_state(text, update)
     assert result.method == "splice"
-    assert "autobuild_state: &st\n" in result.text and "copy: *st\n" in result.text
-    data = _frontmatter(result.text)
-    assert data["copy"] == data["autobuild_state"] == {"current_turn": 1, "turns": [TURN]}
-    again = splice_state(result.text, StateUpdate(block_scalars={"current_turn": 2},
-                                                  append_turns=[{**TURN, "turn": 2}]))
-    assert _frontmatter(again.text)["copy"]["current_turn"] == 2
+    assert "autobuild_state: &st\n" in result.text
+    assert _frontmatter(result.text)["autobuild_state"] == {"current_turn": 1, "turns": [TURN]}
+    # An alias *is* its anchored node: 'copy' would change with the block, so the write is refused.
+    with pytest.raises(WriteVerificationError, match="alias") as info:
+        splice_state(text.replace("---\nbody", "copy: *st\n---\nbody"), update)
+    assert info.value.pointer == "$.copy.current_turn"
 
 
 def test_anchored_criterion_keeps_its_anchor_when_rewritten() -> None:
     text = ("---\nid: T-1\nautobuild_state:\n  current_turn: 1\n  criteria:\n    AC-001: &v pending  # first\n"
-            "    AC-002: pending\n  turns: []\nmirror: *v\n---\nbody\n")
-    result = splice_state(text, StateUpdate(criteria={"AC-001": "verified", "AC-002": "pending"}))
+            "    AC-002: pending\n  turns: []\n---\nbody\n")
+    update = StateUpdate(criteria={"AC-001": "verified", "AC-002": "pending"})
+    result = splice_state(text, update)
     assert result.method == "splice"
     assert "    AC-001: &v verified  # first\n" in result.text
-    data = _frontmatter(result.text)
-    assert data["mirror"] == "verified"
-    assert data["autobuild_state"]["criteria"] == {"AC-001": "verified", "AC-002": "pending"}
+    assert _frontmatter(result.text)["autobuild_state"]["criteria"] == {"AC-001": "verified", "AC-002": "pending"}
+    with pytest.raises(WriteVerificationError, match="alias"):
+        splice_state(text.replace("---\nbody", "mirror: *v\n---\nbody"), update)
 
 
 def test_anchored_scalars_inside_the_block_keep_their_anchor() -> None:
-    text = ("---\nautobuild_state:\n  current_turn: &n 1\n  base_branch: &b main\n  turns: &t\n  - turn: 1\n"
-            "turn_copy: *n\nturns_copy: *t\nbranch: *b\n---\n")
-    result = splice_state(text, StateUpdate(block_scalars={"current_turn": 2}, append_turns=[{**TURN, "turn": 2}]))
+    text = ("---\nautobuild_state:\n  current_turn: &n 1\n  base_branch: &b main\n  turns:\n  - turn: 1\n"
+            "branch: *b\n---\n")
+    update = StateUpdate(block_scalars={"current_turn": 2}, append_turns=[{**TURN, "turn": 2}])
+    result = splice_state(text, update)
     assert result.method == "splice"
     assert "  current_turn: &n 2\n" in result.text
     data = _frontmatter(result.text)
-    assert data["turn_copy"] == 2 and data["branch"] == "main"
-    assert [t["turn"] for t in data["turns_copy"]] == [1, 2]
+    assert data["branch"] == "main"  # aliases a value the update leaves alone
+    assert [t["turn"] for t in data["autobuild_state"]["turns"]] == [1, 2]
+    anchored = text.replace("  turns:\n", "  turns: &t\n")
+    for alias in ("turn_copy: *n\n", "turns_copy: *t\n"):
+        with pytest.raises(WriteVerificationError, match="alias"):
+            splice_state(anchored.replace("branch: *b\n", "branch: *b\n" + alias), update)
 
 
 def test_alias_inside_the_block_to_an_anchor_outside() -> None:
@@ -197,9 +202,12 @@ def test_unusual_keys_inside_the_block_and_criteria() -> None:
     assert [t["turn"] for t in block["turns"]] == [1, 2]
 
 
-def test_anchored_top_level_value_keeps_its_anchor_and_alias_follows() -> None:
-    text = "---\nstatus: &s backlog  # now\nmirror: *s\nbase: &b main\nbranch: *b\n---\n"
+def test_anchored_top_level_value_keeps_its_anchor() -> None:
+    text = "---\nstatus: &s backlog  # now\nbase: &b main\nbranch: *b\n---\n"
     result = splice_state(text, StateUpdate(top_level={"status": "done"}))
-    assert result.text == "---\nstatus: &s done  # now\nmirror: *s\nbase: &b main\nbranch: *b\n---\n"
+    assert result.text == "---\nstatus: &s done  # now\nbase: &b main\nbranch: *b\n---\n"
     aliased = splice_state("---\nbase: &b main\nstatus: *b\n---\n", StateUpdate(top_level={"status": "done"}))
     assert _frontmatter(aliased.text) == {"base": "main", "status": "done"}
+    with pytest.raises(WriteVerificationError, match="alias") as info:
+        splice_state(text.replace("base:", "mirror: *s\nbase:"), StateUpdate(top_level={"status": "done"}))
+    assert info.value.pointer == "$.mirror"

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from guardkit_state.errors import (
-    AmbiguousTaskError,
     DuplicateKeyError,
     FileTooLargeError,
     FrontmatterError,
@@ -315,7 +314,8 @@ def test_extract_criteria_variants() -> None:
 """
     criteria = extract_criteria({}, body)
     assert [(c.id, c.checked) for c in criteria] == [("AC-001", False), ("AC-002", True), ("AC-003", False)]
-    assert criteria[0].text == "First line of one\ncontinued on the next line\n- `detail` sub-bullet belongs to it"
+    # Continuation lines are folded into one line of text.
+    assert criteria[0].text == "First line of one continued on the next line - `detail` sub-bullet belongs to it"
     assert criteria[1].text == "Star bullet checked"
     assert criteria[2].text == "nested under a numbered step"
 
@@ -336,9 +336,10 @@ def test_extract_criteria_from_frontmatter_list() -> None:
         ("AC-001", "Plain string"), ("AC-002", "Dict text"), ("AC-003", "Described")]
 
 
-def test_extract_criteria_body_wins_over_frontmatter() -> None:
+def test_extract_criteria_frontmatter_list_wins_over_body() -> None:
+    # GuardKit's own order: a frontmatter acceptance_criteria list comes first.
     data = {"acceptance_criteria": ["from frontmatter"]}
-    assert [c.text for c in extract_criteria(data, "## Acceptance Criteria\n- [ ] from body\n")] == ["from body"]
+    assert [c.text for c in extract_criteria(data, "## Acceptance Criteria\n- [ ] from body\n")] == ["from frontmatter"]
 
 
 def test_extract_criteria_none() -> None:
@@ -375,12 +376,11 @@ def test_find_task_not_found_says_where(repo: Path) -> None:
     assert info.value.task_id == "TASK-ABC-1"
 
 
-def test_find_task_ambiguous_lists_files(repo: Path) -> None:
+def test_find_task_several_copies_follow_guardkit_search_order(repo: Path) -> None:
+    # Several copies are no longer an error: without loop state, backlog comes first (the rules
+    # themselves are tested in test_resolve.py).
     write(repo / "tasks" / "backlog" / "TASK-ABC-1-copy.md", "---\nid: TASK-ABC-1\n---\n")
-    with pytest.raises(AmbiguousTaskError) as info:
-        find_task(repo, "TASK-ABC-1")
-    assert "tasks/backlog/TASK-ABC-1-copy.md" in str(info.value)
-    assert "tasks/in_progress/TASK-ABC-1-login.md" in str(info.value)
+    assert find_task(repo, "TASK-ABC-1") == repo / "tasks" / "backlog" / "TASK-ABC-1-copy.md"
 
 
 @pytest.mark.parametrize("bad", ["../etc/passwd", "TASK-1/../../x", "TASK\x00-1", "task id", ""])

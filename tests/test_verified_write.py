@@ -15,7 +15,6 @@ import pytest
 import guardkit_state
 from guardkit_state import frontmatter, splice_layout, splice_render, strict_yaml
 from guardkit_state.errors import FrontmatterError, WriteVerificationError
-from guardkit_state.frontmatter import parse_frontmatter
 from guardkit_state.splice import StateUpdate, splice_state
 from guardkit_state.taskfile import TaskFile
 
@@ -114,14 +113,33 @@ def test_verification_is_part_of_splice_state_itself(monkeypatch: pytest.MonkeyP
     assert info.value.pointer == "$.priority"
 
 
-def test_an_alias_of_a_block_node_may_change_with_it_and_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
-    text = TEXT.replace("autobuild_state:\n", "autobuild_state: &st\n").replace("---\nbody", "copy: *st\n---\nbody")
-    result = splice_state(text, UPDATE)
-    assert parse_frontmatter(result.text).data["copy"]["current_turn"] == 2
-    _corrupt(monkeypatch, lambda t: t.replace("copy: *st\n", "copy: 1\n"))
+@pytest.mark.parametrize(("old", "new", "pointer"), [
+    ("autobuild_state:\n", "autobuild_state: &st\n", "$.copy.current_turn"),
+    ("status: backlog\n", "status: &s backlog\n", "$.copy"),
+    ("  current_turn: 1\n", "  current_turn: &n 1\n", "$.copy"),
+])
+def test_an_alias_elsewhere_of_a_value_the_update_changes_is_refused_with_the_reason(
+    tmp_path: Path, old: str, new: str, pointer: str
+) -> None:
+    """An alias *is* its anchored node: writing the update would change a key it does not set."""
+    alias = {"&st": "*st", "&s ": "*s", "&n ": "*n"}
+    target = next(a for anchor, a in alias.items() if anchor in new)
+    task = _task(tmp_path, TEXT.replace(old, new).replace("---\nbody", f"copy: {target}\n---\nbody"))
+    before = task.path.read_bytes()
     with pytest.raises(WriteVerificationError) as info:
-        splice_state(text, UPDATE)
-    assert info.value.pointer == "$.copy"
+        task.apply(UPDATE)
+    assert info.value.pointer == pointer
+    assert "alias" in str(info.value)
+    assert task.path.read_bytes() == before
+
+
+def test_an_anchor_nobody_aliases_elsewhere_is_kept_and_the_write_lands(tmp_path: Path) -> None:
+    task = _task(tmp_path, TEXT.replace("autobuild_state:\n", "autobuild_state: &st\n")
+                 .replace("    AC-001: pending\n", "    AC-001: &v pending\n"))
+    assert task.apply(UPDATE).method == "splice"
+    text = task.path.read_text()
+    assert "autobuild_state: &st\n" in text and "AC-001: &v verified" in text
+    assert TaskFile.load(task.path).data["autobuild_state"]["turns"][1]["turn"] == 2
 
 
 def test_the_error_type_is_exported_and_a_frontmatter_error() -> None:

@@ -19,7 +19,7 @@ from ..errors import (
     TaskNotFoundError,
 )
 from .options import resolve_repo
-from .output import Output
+from .output import Output, colour_enabled, safe
 
 #: Command modules, in ``--help`` order. Each has ``register(subparsers) -> None``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -50,9 +50,23 @@ EXIT_INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
+    """Every parser of the CLI (subcommands and their actions inherit this class through
+    ``add_subparsers``): a usage error is one ``error:`` line naming the command, like every
+    other error, instead of argparse's multi-line usage block."""
+
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"error: {message}\n")
+        prefix = "\x1b[31merror:\x1b[0m" if colour_enabled(sys.stderr) else "error:"
+        # The message can quote what was typed (an invalid choice): made safe like any other value.
+        self.exit(EXIT_USAGE, f"{prefix} {self.prog}: {safe(message)} (run '{self.prog} --help' for usage)\n")
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        # A subcommand hands options it does not know up to the top parser, whose error would
+        # name 'guardkit-state' alone: refuse them here, where the error names the command.
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
 
 
 def build_parser() -> argparse.ArgumentParser:

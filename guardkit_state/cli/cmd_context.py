@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "  guardkit-state context TASK-AUTH-001 --turn 2",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("task_id", metavar="TASK-ID")
+    parser.add_argument("task_id", metavar="TASK-ID", help="a task id, or the path of a task file")
     parser.add_argument("--turn", type=int, metavar="N", help="the turn to build the context for (default: next)")
     add_repo_option(parser)
     add_json_option(parser, "print {turn, context} as JSON")
@@ -35,7 +35,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
     location = locate_task(args.repo, args.task_id)
     task, _ = location.load()
     lifecycle = TurnLifecycle(task, root=location.checkout)
-    turn = args.turn or lifecycle.recorded_turns + 1
+    # --turn 0 is out of range too (not "the next turn"): only an absent --turn means the next.
+    turn = lifecycle.recorded_turns + 1 if args.turn is None else args.turn
     if turn < 1 or turn > lifecycle.recorded_turns + 1:
         raise InputError(f"turn {turn} is out of range", task_id=args.task_id,
                          expected=f"1..{lifecycle.recorded_turns + 1}")
@@ -43,7 +44,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
     role_section = render_player_role_section(load_config(Path(args.repo).resolve()))
     text = lifecycle.context_for(turn, role_section=role_section)
     if args.json:
-        out.json({"task_id": args.task_id, "turn": turn, "context": text})
+        out.json({"task_id": location.task_id, "turn": turn, "context": text,
+                  "resolved": location.resolution.to_dict() if location.resolution else None})
     else:
         out.stdout.write(safe_markdown(text))
     return 0

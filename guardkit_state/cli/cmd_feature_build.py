@@ -36,8 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("task_id", metavar="TASK-ID")
     parser.add_argument("--player", required=True, metavar="CMD", help="the Player command (run through the shell)")
     parser.add_argument("--coach", required=True, metavar="CMD", help="the Coach command (run through the shell)")
-    parser.add_argument("--max-turns", type=int, metavar="N", help="turn budget (default: the task's, else 5)")
+    parser.add_argument("--max-turns", type=int, metavar="N", help="turn budget (default: the task's, else 5); "
+                        "--resume beyond it is refused unless this raises it")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted loop from its files")
+    parser.add_argument("--reopen", action="store_true", help="run turns on a completed, cancelled, archived "
+                        "or approved task (refused without it)")
     add_repo_option(parser)
     parser.add_argument("--no-worktree", action="store_true", help="work in the checkout itself, not a worktree")
     parser.add_argument("--base-branch", metavar="BRANCH", help="branch or commit the worktree starts from "
@@ -61,7 +64,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         handler.setFormatter(logging.Formatter("  log: %(message)s"))
         logging.getLogger("guardkit_state").addHandler(handler)
     options = LoopOptions(max_turns=args.max_turns, resume=args.resume, use_worktree=not args.no_worktree,
-                          turn_timeout=args.turn_timeout, base_branch=args.base_branch)
+                          turn_timeout=args.turn_timeout, base_branch=args.base_branch, reopen=args.reopen)
     progress = _Progress(out, quiet=args.json)
     try:
         result = feature_build(args.repo, args.task_id, CommandAgent(args.player), CommandAgent(args.coach),
@@ -141,8 +144,10 @@ class _Progress:
             say(f"  reusing the {' and '.join(data['files'])} report(s) already on disk")
         elif kind == "recorded":
             delta = " ".join(data["criteria_delta"])
-            total = len(data["criteria"])
-            line = f"  coach: {data['decision']} — {data['verified']}/{total} criteria verified"
+            from ..criteria import CriteriaCounts  # local: --help must not import the library
+
+            counts = CriteriaCounts(**{k: v for k, v in data["criteria_counts"].items() if k != "total"})
+            line = f"  coach: {data['decision']} — {counts.describe('criteria')}"
             say(line + (f" ({delta})" if delta else ""))
             feedback = data["turn_state"].get("coach_feedback")
             if feedback and data["decision"] != "approve":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from .options import add_json_option, add_repo_option
 from .output import Output, safe
@@ -55,6 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace, out: Output) -> int:
     from ..index import open_graphiti
+    from ..index.embedded import embedded_index_exists
 
     command = args.graphiti_command
     if command == "search":
@@ -64,23 +66,13 @@ def run(args: argparse.Namespace, out: Output) -> int:
         render(search(args.repo, args.query, groups=args.group, limit=max(1, args.limit),
                       backend="graphiti", uri=args.uri, embedder=args.embedder), args.query, out)
         return 0
-    with open_graphiti(args.repo, uri=args.uri, embedder=args.embedder) as index:
+    graph = open_graphiti(args.repo, uri=args.uri, embedder=args.embedder)
+    if command == "status" and not graph.uri and not embedded_index_exists(graph.repo_root):
+        # A read command: an index never built is reported as such, and nothing is created for it.
+        return _print_status(_unbuilt_status(graph), graph.project_group, args, out)
+    with graph as index:
         if command == "status":
-            status = index.status()
-            if out.json_mode:
-                out.json(status.to_dict())
-                return 0
-            out.line(f"Index: {status.backend} at {safe(status.location)}")
-            out.line(f"Turn states: {status.groups.get(index.project_group, 0)} indexed, {status.files} files "
-                     f"({status.missing} missing, {status.stale} stale, {status.extra} extra)")
-            if args.verbose:
-                out.line("Groups:")
-                for group, count in status.groups.items():
-                    out.line(f"  • {group}: {count}")
-                out.line(f"Entities: {status.entities}  Facts: {status.facts}")
-            for note in status.notes:
-                out.line(f"note: {note}")
-            return 0
+            return _print_status(index.status(), index.project_group, args, out)
         if command == "seed":
             report = index.seed()
         elif command == "sync":
@@ -104,3 +96,31 @@ def run(args: argparse.Namespace, out: Output) -> int:
     for problem in report.problems:
         out.note(f"skipped: {safe(problem)}")
     return 0
+
+
+def _print_status(status: Any, project_group: str, args: argparse.Namespace, out: Output) -> int:
+    if out.json_mode:
+        out.json(status.to_dict())
+        return 0
+    out.line(f"Index: {status.backend} at {safe(status.location)}")
+    out.line(f"Turn states: {status.groups.get(project_group, 0)} indexed, {status.files} files "
+             f"({status.missing} missing, {status.stale} stale, {status.extra} extra)")
+    if args.verbose:
+        out.line("Groups:")
+        for group, count in status.groups.items():
+            out.line(f"  • {group}: {count}")
+        out.line(f"Entities: {status.entities}  Facts: {status.facts}")
+    for note in status.notes:
+        out.line(f"note: {note}")
+    return 0
+
+
+def _unbuilt_status(graph: Any) -> Any:
+    """The status of an embedded index not built yet: every turn state file is missing from it."""
+    from ..index.base import IndexStatus
+    from ..index.records import load_turn_state_records
+
+    files = len(load_turn_state_records(graph.repo_root).records)
+    return IndexStatus(backend="graphiti (embedded FalkorDB)", location=graph.location, groups={},
+                       files=files, missing=files,
+                       notes=["no index built yet: 'guardkit-state graphiti sync' builds it"])

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .options import add_json_option, add_repo_option
-from .output import Output, one_line
+from .output import Output, one_line, safe
 
 if TYPE_CHECKING:
     from ..errors import AlreadyRecordedError, InputError
@@ -32,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "     (a retried record: nothing to do)\n"
         "  1  a report was rejected (schema, a value JSON cannot store, wrong task or turn):\n"
         "     nothing written\n"
-        "  2  usage error: unreadable or non-JSON report file, bad option, task id or task file\n"
+        "  2  usage error: unreadable or non-JSON report file, bad option, task id or task file;\n"
+        "     a closed task without --reopen, a turn beyond max_turns, a task file that cannot be\n"
+        "     written: nothing written\n"
         "  3  already recorded: the reports name a recorded turn but differ from its reports",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -40,7 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--player", required=True, type=Path, metavar="FILE", help="the Player's JSON report")
     parser.add_argument("--coach", required=True, type=Path, metavar="FILE", help="the Coach's JSON decision")
     parser.add_argument("--mode", choices=MODES, help="how the turn started")
-    parser.add_argument("--max-turns", type=int, help="turn budget (default: the task's, else 5)")
+    parser.add_argument("--max-turns", type=int, help="turn budget (default: the task's, else 5); "
+                        "a turn beyond it is refused unless this raises it")
+    parser.add_argument("--reopen", action="store_true", help="record a turn of a completed, cancelled, "
+                        "archived or approved task (refused without it)")
     add_repo_option(parser)
     add_json_option(parser, "print the recorded turn as JSON")
     parser.set_defaults(handler=run)
@@ -61,7 +66,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     try:
         player, coach = load_json(args.player), load_json(args.coach)
         record = record_turn(args.repo, args.task_id, player, coach, mode=args.mode, max_turns=args.max_turns,
-                             player_path=args.player, coach_path=args.coach)
+                             player_path=args.player, coach_path=args.coach, reopen=args.reopen)
     except InputError as exc:
         out.error_from(exc)
         return exit_code_for(exc)
@@ -82,7 +87,7 @@ def _already_recorded(exc: AlreadyRecordedError, args: argparse.Namespace, out: 
     if args.json:
         out.json({"task_id": exc.task_id, "turn": exc.turn, "already_recorded": True, "message": exc.message})
     else:
-        out.line(exc.message)
+        out.line(safe(exc.message))
     return EXIT_RECORDED
 
 
@@ -104,15 +109,14 @@ def exit_code_for(exc: InputError) -> int:
 
 def render(record: TurnRecord, out: Output) -> None:
     state = record.turn_state
-    total = len(record.ledger.entries)
     delta = " ".join(record.ledger.delta(record.ledger_before))
-    out.line(f"Recorded turn {state.turn_number} of {state.task_id}: "
-             f"{out.style(record.entry.decision, 'bold')} — {record.ledger.verified_count}/{total} criteria verified"
+    out.line(f"Recorded turn {state.turn_number} of {safe(state.task_id)}: "
+             f"{out.style(safe(record.entry.decision), 'bold')} — {record.ledger.counts().describe('criteria')}"
              + (f" ({delta})" if delta else ""))
     if state.coach_feedback:
         out.line(f"  feedback: {one_line(state.coach_feedback)}")  # whole in --json
     if record.outcome:
         reason = f": {one_line(record.stall.reason)}" if record.stall else ""
         out.line(f"  loop outcome: {record.outcome.value} (task status {record.outcome.task_status}){reason}")
-    note = f" — {record.splice.reason}" if record.splice.reason else ""
+    note = f" — {safe(record.splice.reason)}" if record.splice.reason else ""
     out.line(f"  frontmatter: {record.splice.method}{note}")

@@ -57,6 +57,6 @@ def render(result: object, query: str, out: Output) -> None:
         return
     if result.note:
         out.note(f"note: {safe(result.note)}")
-    out.line(f"Found {len(result.hits)} results for {safe(repr(query))} (backend: {result.backend}):")
+    out.line(f"Found {len(result.hits)} results for {safe(repr(query))} (backend: {safe(result.backend)}):")
     for i, hit in enumerate(result.hits, 1):
         out.line(f"{i}. [{hit.score:.2f}] {safe(hit.summary)}")

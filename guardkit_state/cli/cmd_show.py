@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         epilog="Example:\n  guardkit-state show TASK-AUTH-001\n  guardkit-state show TASK-AUTH-001 --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("task_id", metavar="TASK-ID")
+    parser.add_argument("task_id", metavar="TASK-ID", help="a task id, or the path of a task file")
     add_repo_option(parser)
     add_json_option(parser)
     parser.set_defaults(handler=run)
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def collect(repo: Path, task_id: str) -> dict[str, Any]:
     """Everything ``show`` prints, as data (the ``--json`` output)."""
-    from ..criteria import CriteriaLedger
+    from ..history import TaskHistory
     from ..locate import locate_task
     from ..resume import resume_point
 
@@ -38,28 +38,30 @@ def collect(repo: Path, task_id: str) -> dict[str, Any]:
     task, store = location.load()
     state = task.state
     point = resume_point(task, store)
-    ledger_statuses = state.criteria if state else {}
-    last_state = (
-        store.read_turn_state(len(state.turns))
-        if state and state.turns and store.exists("turn_state", len(state.turns))
-        else None
-    )
-    provenance = last_state.criteria_provenance if last_state else {}
-    ledger = CriteriaLedger.start(task.criteria, provenance or {k: {"status": v} for k, v in ledger_statuses.items()})
+    # The ledger and the stall as the recorded turns tell them: turn-state files, else the turns
+    # GuardKit's own loop listed in the frontmatter.
+    history = TaskHistory(task, store)
+    ledger = history.ledger()
+    stall = history.stall()
+    texts = {c.id: c.text for c in task.criteria}
     return {
-        "task_id": task_id,
+        "task_id": location.task_id,
         "title": task.title,
         "path": str(location.task_path),
         "in_worktree": location.in_worktree,
+        # Which copy was read and why, and the other copies of the id (empty when it has one file).
+        "resolved": location.resolution.to_dict() if location.resolution else None,
         "status": task.status,
         "max_turns": state.max_turns if state else None,
         "outcome": state.extra.get("outcome") if state else None,
         "turns": [t.to_dict() for t in state.turns] if state else [],
         "criteria": [
-            {"id": e.criterion_id, "text": next((c.text for c in task.criteria if c.id == e.criterion_id), ""),
-             "status": e.status, "set_by_turn": e.set_by_turn}
+            {"id": e.criterion_id, "text": texts.get(e.criterion_id, ""), "status": e.status,
+             "set_by_turn": e.set_by_turn, "implied_by_approval": e.implied}
             for e in ledger.entries
         ],
+        "criteria_counts": ledger.counts().to_dict(),
+        "stall": stall.reason if stall else None,
         "resume": point.to_dict(),
     }
 
@@ -69,10 +71,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if args.json:
         out.json(data)
         return 0
-    verified = sum(1 for c in data["criteria"] if c["status"] == "verified")
     out.line(out.style(f"{data['task_id']}: {safe(data['title'] or '')}", "bold"))
     out.line(f"status {safe(data['status'])} · {len(data['turns'])} turn(s) of {data['max_turns'] or '?'}"
-             f" · criteria {verified}/{len(data['criteria'])} verified"
+             f" · criteria {_describe_counts(data['criteria_counts'])}"
              + (f" · outcome {safe(data['outcome'])}" if data["outcome"] else ""))
     out.line(out.style(("worktree copy: " if data["in_worktree"] else "file: ") + safe(data["path"]), "dim"))
     if data["turns"]:
@@ -91,7 +92,18 @@ def run(args: argparse.Namespace, out: Output) -> int:
         for c in data["criteria"]:
             icon, colour = ICON_STYLE.get(c["status"], ("○", "dim"))
             by = f" (turn {c['set_by_turn']})" if c["set_by_turn"] else ""
-            out.line(f"  {out.style(icon, colour)} {c['id']}: {safe(c['text'])}: {c['status']}{by}")
+            status = "implied by approval" if c["implied_by_approval"] else c["status"]
+            out.line(f"  {out.style(icon, colour)} {c['id']}: {safe(c['text'])}: {status}{by}")
+    if data["stall"]:
+        out.line("")
+        out.line(out.style(f"stall: {safe(data['stall'])}", "red"))
     out.line("")
     out.line(f"next: {safe(data['resume']['description'])}")
     return 0
+
+
+def _describe_counts(counts: dict[str, int]) -> str:
+    """``3/7 verified · 4 implied by approval``: verified by the Coach and implied told apart."""
+    from ..criteria import CriteriaCounts
+
+    return CriteriaCounts(**{k: v for k, v in counts.items() if k != "total"}).describe()

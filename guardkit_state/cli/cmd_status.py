@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from .options import add_json_option, add_repo_option
 from .output import Output, safe
+
+if TYPE_CHECKING:
+    from ..status import TaskSummary
 
 DECISION_STYLE = {"approve": "green", "feedback": "yellow", "reject": "red", "error": "red"}
 
@@ -31,20 +35,33 @@ def run(args: argparse.Namespace, out: Output) -> int:
     from ..status import repo_status
 
     summaries = repo_status(args.repo, use_cache=not args.no_cache)
+    copied = [s.task_id for s in summaries if s.resolved]
+    if copied:
+        # One line for all: each row is read from the copy 'show' reads; --json says which, per row.
+        out.note(f"note: {len(copied)} task(s) have several copies ({', '.join(safe(c) for c in copied[:3])}"
+                 f"{', …' if len(copied) > 3 else ''}); each row reads the copy 'show' reads "
+                 "(see 'resolved' in --json)")
     if args.json:
         out.json([s.to_dict() for s in summaries])
         return 0
     if not summaries:
         out.line("no tasks with loop state under tasks/")
         return 0
-    width = max(len(s.task_id) for s in summaries)
+    width = max(len(safe(s.task_id)) for s in summaries)
     for s in summaries:
         if s.error:
-            out.line(f"{s.task_id:<{width}}  {out.style('unreadable', 'red')}  {safe(s.error)}")
+            out.line(f"{safe(s.task_id):<{width}}  {out.style('unreadable', 'red')}  {safe(s.error)}")
             continue
-        decision = s.last_decision or "-"
+        decision = safe(s.last_decision or "-")
         where = " (worktree)" if s.in_worktree else ""
-        out.line(f"{s.task_id:<{width}}  {s.status or '-'!s:<12} {s.turns:>3} turn(s)  "
+        out.line(f"{safe(s.task_id):<{width}}  {safe(s.status or '-'):<12} {s.turns:>3} turn(s)  "
                  f"{out.style(f'{decision:<8}', DECISION_STYLE.get(decision, 'dim'))}  "
-                 f"{s.verified}/{s.total} verified{where}")
+                 f"{_counts(s)}{where}")
     return 0
+
+
+def _counts(summary: TaskSummary) -> str:
+    """``3/7 verified · 4 implied by approval``: what the Coach verified and what an approval implied."""
+    from ..criteria import CriteriaCounts
+
+    return CriteriaCounts(summary.verified, summary.implied_by_approval, summary.rejected, summary.pending).describe()

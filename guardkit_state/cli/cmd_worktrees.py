@@ -23,7 +23,7 @@ PRUNE_EXAMPLE = """\
 Example:
   guardkit-state worktrees prune --dry-run     # show what would go
   guardkit-state worktrees prune               # remove merged, clean worktrees
-  guardkit-state worktrees prune --force       # also unmerged/dirty ones (discards their work)
+  guardkit-state worktrees prune --force       # also unmerged/dirty ones (discards their work and files)
 """
 
 
@@ -38,8 +38,10 @@ def register(subparsers: Any) -> None:
     actions = parser.add_subparsers(dest="worktrees_action", metavar="ACTION", parser_class=type(parser))
     prune = actions.add_parser(
         "prune", help="remove finished (merged and clean) worktrees",
-        description="Remove worktrees whose turn commits are merged into their base and that have no "
-                    "uncommitted changes, with their merged branches. Unmerged work is kept unless --force.",
+        description="Remove worktrees whose turn commits are merged into their base and that hold no file "
+                    "that exists nowhere else (uncommitted changes, or ignored files no commit and no main "
+                    "checkout copy has), with their merged branches. Anything else is kept, saying which "
+                    "files, unless --force.",
         epilog=PRUNE_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     # SUPPRESS: values given before 'prune' are not overwritten by the subparser's defaults.
     add_repo_option(prune, default=argparse.SUPPRESS)

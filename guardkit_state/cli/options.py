@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 from typing import Any
 
 REPO_HELP = "the repository (default: the nearest folder above the current one with tasks/ or .git)"
 
 
+def existing_dir(value: str) -> Path:
+    """``--repo``'s type: a folder that exists, else a usage error naming it (exit 2)."""
+    path = Path(value)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"no such directory: {value}")
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"not a directory: {value}")
+    return path
+
+
 def add_repo_option(parser: argparse.ArgumentParser, **overrides: Any) -> None:
     """``--repo DIR``; left unset, :func:`resolve_repo` finds the repository from the current folder."""
-    options: dict[str, Any] = {"type": Path, "default": None, "metavar": "DIR", "help": REPO_HELP}
+    options: dict[str, Any] = {"type": existing_dir, "default": None, "metavar": "DIR", "help": REPO_HELP}
     options.update(overrides)
     parser.add_argument("--repo", **options)
 
@@ -21,9 +32,43 @@ def add_json_option(parser: argparse.ArgumentParser, help: str = "machine-readab
 
 
 def resolve_repo(args: argparse.Namespace) -> None:
-    """Fill in ``args.repo`` when the command has the option and it was not given."""
+    """Fill in ``args.repo`` when the command has the option and it was not given.
+
+    A command taking a ``TASK-ID`` also has it resolved once, when it runs (so a bad reference is
+    reported like any other error): see :func:`_with_task_resolved`.
+    """
     if "repo" in vars(args) and args.repo is None:
         args.repo = find_repo_root(Path.cwd())
+    handler = getattr(args, "handler", None)
+    if handler is not None and isinstance(vars(args).get("task_id"), str):
+        args.handler = functools.partial(_with_task_resolved, handler)
+
+
+def _with_task_resolved(handler: Any, args: argparse.Namespace, out: Any) -> Any:
+    """Run ``handler`` with the task resolved once for the whole command.
+
+    The copy chosen is pinned: every lookup of the id during the command (the loop's and
+    ``record``'s included) gets the same file, and a path to a task file stands for exactly that
+    file. When the id has several copies, the one read is said once, on stderr.
+    """
+    from ..errors import TaskNotFoundError
+    from ..locate import locate_task
+    from ..resolve import pinned, resolve_task
+
+    repo = vars(args).get("repo") or find_repo_root(Path.cwd())
+    try:
+        found = resolve_task(repo, args.task_id)
+    except TaskNotFoundError:
+        if args.task_id.endswith(".md"):
+            raise
+        # The command says it its own way (log and diff may still find commits of the task).
+        return handler(args, out)
+    args.task_id = found.task_id
+    with pinned(found):
+        read = locate_task(repo, found.task_id).resolution
+        if read is not None and read.note:
+            out.note(f"note: {read.note}")
+        return handler(args, out)
 
 
 def find_repo_root(start: Path) -> Path:

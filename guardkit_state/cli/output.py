@@ -23,10 +23,15 @@ from ..errors import GuardkitStateError
 #: Bidirectional formatting controls: embeddings and overrides (U+202A-U+202E), isolates
 #: (U+2066-U+2069), and the invisible direction marks (U+200E, U+200F, U+061C).
 _BIDI = "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
-#: Escaped in JSON and every output line: C1 controls (json leaves them raw; U+009B is a CSI to some
-#: terminals) and bidi controls. Neither is ever part of our own styling.
-_C1_AND_BIDI = re.compile(f"[\\x80-\\x9f{_BIDI}]")
-_CONTROL = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f\\x80-\\x9f{_BIDI}]")
+#: Invisible characters that still act on a terminal or a text: the line and paragraph separators
+#: (U+2028, U+2029: a line break to many viewers, hidden inside one JSON string) and the byte-order
+#: mark / zero-width no-break space (U+FEFF: invisible, it splits a word or hides a prefix).
+_INVISIBLE = "\u2028\u2029\ufeff"
+#: Escaped in JSON and every output line: DEL and the C1 controls (json leaves them raw; U+009B is a
+#: CSI to some terminals, U+0085 a line break), bidi controls and the invisible characters above.
+#: None is ever part of our own styling.
+_ALWAYS_ESCAPED = re.compile(f"[\\x7f-\\x9f{_BIDI}{_INVISIBLE}]")
+_CONTROL = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_BIDI}{_INVISIBLE}]")
 _LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
 #: How much agent text (feedback, a summary) one line of human output shows.
 ONE_LINE_CHARS = 200
@@ -54,8 +59,8 @@ def one_line(text: object, limit: int = ONE_LINE_CHARS) -> str:
 
 def _json_text(data: Any, indent: int | None = None) -> str:
     text = json.dumps(data, indent=indent, ensure_ascii=False, default=str)
-    # json escapes C0 controls but not C1 or bidi ones; \uNNNN keeps the value and the terminal safe.
-    return _C1_AND_BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    # json escapes C0 controls but not those above; \uNNNN keeps the value and the terminal safe.
+    return _ALWAYS_ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def colour_enabled(stream: TextIO) -> bool:
@@ -86,9 +91,9 @@ class Output:
         return f"\x1b[{codes}m{text}\x1b[0m"
 
     def line(self, text: str = "") -> None:
-        # Callers make agent text safe(); C1 and bidi controls are caught here too, for any value
-        # a command forgot (this layer adds no ESC of its own to mask, so only those are escaped).
-        self.stdout.write(_C1_AND_BIDI.sub(_escape, text) + "\n")
+        # Callers make agent text safe(); DEL, C1, bidi and invisible characters are caught here too,
+        # for any value a command forgot (this layer adds no ESC of its own to mask, so only those are).
+        self.stdout.write(_ALWAYS_ESCAPED.sub(_escape, text) + "\n")
 
     def json(self, data: Any) -> None:
         self.stdout.write(_json_text(data, indent=2) + "\n")
@@ -99,7 +104,7 @@ class Output:
 
     def note(self, text: str) -> None:
         """Progress and remarks: stderr, so stdout stays clean for pipes and ``--json``."""
-        self.stderr.write(_C1_AND_BIDI.sub(_escape, text) + "\n")
+        self.stderr.write(_ALWAYS_ESCAPED.sub(_escape, text) + "\n")
         self.stderr.flush()
 
     def error(self, text: str) -> None:

@@ -102,6 +102,9 @@ def search(repo_root: Path, query: str, *, groups: Sequence[str] | None = None, 
         note = "graphiti extra not installed; scanned the files"
     elif backend == "auto" and not graphiti_configured(root, uri):
         note = "no Graphiti index (run 'guardkit-state graphiti sync' to build one); scanned the files"
+    elif graphiti_available() and not graphiti_configured(root, uri):
+        # Opening an embedded index creates it; a search must not, so an unbuilt one finds nothing.
+        return SearchResult("graphiti", [], "no Graphiti index built yet (run 'guardkit-state graphiti sync')")
     else:
         try:
             with open_graphiti(root, uri=uri, embedder=embedder) as index:

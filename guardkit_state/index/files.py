@@ -1,8 +1,9 @@
 """The always-available index: scan the turn state files (and the configuration) and rank them.
 
-No database and no extra: it reads ``turn_state_turn_N.json`` files (worktree copies win) and
-the configuration entities, and ranks them with the same local rule the Graphiti backend uses to
-rerank, so ``guardkit-state search`` answers the same way with or without Graphiti. Scanning 200
+No database and no extra: it reads ``turn_state_turn_N.json`` files (worktree copies win), the
+turns task files list in their frontmatter without such a file, and the configuration entities,
+and ranks them with the same local rule the Graphiti backend uses to rerank, so ``guardkit-state
+search`` answers the same way with or without Graphiti. Scanning 200
 turn files takes a few tens of milliseconds.
 """
 
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .base import SearchHit, rank
+from .frontmatter_turns import load_frontmatter_turn_records
 from .records import IndexRecord, load_system_records, load_turn_state_records, resolve_group
 
 log = logging.getLogger("guardkit_state.index")
@@ -30,6 +32,9 @@ class FileIndex:
         """Every record the files define, optionally only those of ``groups``."""
         wanted = {resolve_group(g, self.repo_root) for g in groups} if groups else None
         records = list(load_turn_state_records(self.repo_root).records)
+        # Turns GuardKit's loop listed in a task file without leaving a turn-state file are history too.
+        known = {(r.task_id or "", r.turn_number or 0) for r in records}
+        records.extend(load_frontmatter_turn_records(self.repo_root, known))
         try:
             system, reason = load_system_records(self.repo_root)
         except Exception as exc:

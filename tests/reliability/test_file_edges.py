@@ -235,10 +235,10 @@ def test_stale_temp_cleaning_never_removes_a_live_writers_file(tmp_path: Path) -
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         names = {
-            "own": f"{fsio.TEMP_PREFIX}task.md.{os.getpid()}.1",
-            "live": f"{fsio.TEMP_PREFIX}task.md.{live.pid}.2",
-            "dead": f"{fsio.TEMP_PREFIX}coach_turn_1.json.{_dead_pid()}.3",
-            "old-live": f"{fsio.TEMP_PREFIX}task.md.{live.pid}.4",
+            "own": f"{fsio.TEMP_PREFIX}task.md.{os.getpid()}.1000001",
+            "live": f"{fsio.TEMP_PREFIX}task.md.{live.pid}.1000002",
+            "dead": f"{fsio.TEMP_PREFIX}coach_turn_1.json.{_dead_pid()}.1000003",
+            "old-live": f"{fsio.TEMP_PREFIX}task.md.{live.pid}.1000004",
             "unparsed-new": f"{fsio.TEMP_PREFIX}weird",
         }
         for name in names.values():

@@ -294,10 +294,10 @@ def test_turn_commit_keeps_user_files_with_the_temp_prefix(tmp_path: Path) -> No
     worktree = WorktreeManager(GitRepo.discover(main)).create(TASK_ID, "main")  # type: ignore[arg-type]
     wt = worktree.path
     user_files = [".gks-tmp-something", "src/.gks-tmp-notes.txt", "src/.gks-tmp-a.b.c"]
-    ours = [".gks-tmp-README.md.1234.567890", f"{TASK_REL.parent}/.gks-tmp-{TASK_REL.name}.99.1",
-            f".guardkit/autobuild/{TASK_ID}/.gks-tmp-coach_turn_1.json.5.6",
-            f".guardkit/autobuild/{TASK_ID}/.work/.gks-tmp-player.pid.77",
-            ".guardkit/logs/.gks-tmp-autobuild.log.1.2"]
+    ours = [".gks-tmp-README.md.1234.567890", f"{TASK_REL.parent}/.gks-tmp-{TASK_REL.name}.99.1234567",
+            f".guardkit/autobuild/{TASK_ID}/.gks-tmp-coach_turn_1.json.5.6543210",
+            f".guardkit/autobuild/{TASK_ID}/.work/.gks-tmp-player_report_1.agent.json.77",
+            ".guardkit/logs/.gks-tmp-autobuild.log.1.2345678"]
     for name in [*user_files, *ours]:
         (wt / name).parent.mkdir(parents=True, exist_ok=True)
         (wt / name).write_text("x\n")

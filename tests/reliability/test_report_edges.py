@@ -161,11 +161,12 @@ def test_resume_skips_an_unstorable_report_left_by_a_kill(tmp_path: Path) -> Non
     # What a kill between the Coach's exit and the store's write leaves: its raw report in .work/.
     raw = root / STORE / ".work" / "coach_report_1.json"
     raw.write_text('{"task_id": "' + TASK_ID + '", "turn": 1, "decision": "feedback", "rationale": "\\ud800"}')
-    for _ in range(2):  # and the same on every later --resume
+    for attempt in range(2):  # and a later --resume is a clean refusal: the turn budget is used up
         run = _cli(root, "feature-build", TASK_ID, "--player", player, "--coach", coach, "--resume",
                    "--max-turns", "1")
-        assert run.returncode == 1, run.stderr  # max turns: not approved, but no abort
+        assert run.returncode == (1 if attempt == 0 else 2), run.stderr  # max turns: not approved, no abort
         assert "error: unexpected" not in run.stderr
+    assert "has used all 1 of its turns" in run.stderr
     task = TaskFile.load(root / TASK_REL)
     assert task.state is not None and [(t.turn, t.decision) for t in task.state.turns] == [(1, "feedback")]
 
