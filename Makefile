@@ -37,9 +37,10 @@ bench: $(STAMP)
 	$(BIN)/python -m tests.bench
 
 # 5,000+ kill points and 10x the fuzzing; GUARDKIT_SOAK=N sets N kill points. Figures: build/reliability/.
+# worksteal: the six long kill shards must not queue up behind one worker while the other idles.
 soak: $(STAMP)
 	rm -rf build/reliability
-	GUARDKIT_SOAK=$${GUARDKIT_SOAK:-1} $(BIN)/python -m pytest -n 2 tests/reliability
+	GUARDKIT_SOAK=$${GUARDKIT_SOAK:-1} $(BIN)/python -m pytest -n 2 --dist worksteal tests/reliability
 	$(BIN)/python -m tests.reliability.summary
 
 clean:

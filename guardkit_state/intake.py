@@ -44,7 +44,7 @@ DEFAULT_MAX_TURNS = 5
 _TURNS_KEY = re.compile(r"^[ \t]+turns:", re.M)
 #: Pauses before reading again a task file that looks half-saved: growing, so that an editor
 #: descheduled in the middle of an in-place save on a busy machine is waited out as well.
-RESETTLE_PAUSES = (0.005, 0.02, 0.05, 0.1)
+RESETTLE_PAUSES = (0.005, 0.02, 0.05, 0.1, 0.2, 0.4)
 
 
 def looks_half_saved(task: TaskFile, store: TurnStore) -> bool:
@@ -58,13 +58,13 @@ def looks_half_saved(task: TaskFile, store: TurnStore) -> bool:
 
 
 def read_task_settled(path: Path, store: TurnStore) -> TaskFile:
-    """The task file once it no longer looks half-saved, or once it holds still across a pause.
+    """The task file once it no longer looks half-saved, or once every pause has passed.
 
     A partial file must never number a turn (nor be refused as a broken task file): it is read
-    again after :data:`RESETTLE_PAUSES`. A file that stays unparsable, or stays behind the store
-    while not changing, is what it is: the parse error is raised, the view returned.
+    again after each of :data:`RESETTLE_PAUSES` (under a second in all). A file that stays
+    unparsable, or stays behind the store throughout, is what it is: the parse error is raised,
+    the view returned (a turn a stale save really dropped is then rolled forward).
     """
-    previous: bytes | None = None
     error: ParseError | None = None
     task: TaskFile | None = None
     for pause in (0.0, *RESETTLE_PAUSES):
@@ -75,9 +75,10 @@ def read_task_settled(path: Path, store: TurnStore) -> TaskFile:
         except ParseError as exc:
             error, task = exc, None
             continue
-        if not looks_half_saved(task, store) or raw == previous:
+        # Only a file that stays behind the store through every pause is taken as it is: on a busy
+        # machine an editor can sit between its truncate and its write for tens of milliseconds.
+        if not looks_half_saved(task, store):
             return task
-        previous = raw
     if task is None:
         assert error is not None
         raise error
@@ -171,6 +172,9 @@ def check_task_writable(task: TaskFile) -> None:
     check_writable(task.path, len(task.text.encode("utf-8")))
     folder = task.path.parent
     # The rewrite is a new file renamed over the old one: the folder must take it too.
+    if os.statvfs(folder).f_flag & os.ST_RDONLY:
+        raise UnwritableFileError(f"{folder} is on a read-only file system; nothing was written", path=task.path,
+                                  task_id=task.task_id, expected="a task file on a writable file system")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UnwritableFileError(f"its folder {folder} cannot take a new file (read-only or immutable); "
                                   "nothing was written", path=task.path, task_id=task.task_id,

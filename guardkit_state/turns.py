@@ -410,10 +410,11 @@ def _discard_unlisted(lifecycle: TurnLifecycle, number: int, kinds: tuple[str, .
     """Remove turn ``number``'s files of ``kinds`` unless the task file on disk lists that turn.
 
     Called when writing the turn failed; a task file that cannot be read keeps them (when in
-    doubt, nothing is deleted).
+    doubt, nothing is deleted). The file is read settled: an editor saving it in place at that
+    instant shows a file that lists no turn, and the turn's reports must not go for that.
     """
     try:
-        state = TaskFile.load(lifecycle.task.path).state
+        state = read_task_settled(lifecycle.task.path, lifecycle.store).state
     except GuardkitStateError:
         return
     if state is not None and any(entry.turn == number for entry in state.turns):

@@ -40,6 +40,13 @@ REFERENCE_HISTORY = [
 WAIT_LIMIT = 60.0
 
 
+def run_cli(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``guardkit-state ARGS --repo ROOT`` as a user runs it: a real process, a clean environment."""
+    return subprocess.run([str(GUARDKIT_STATE), *args, "--repo", str(root)], cwd=root,
+                          env=clean_env(NO_COLOR="1", **env), capture_output=True, text=True, encoding="utf-8",
+                          timeout=WAIT_LIMIT, check=False)
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """The environment of a CLI run: no inherited GIT_*/DEMO_*/GUARDKIT_*/E2E_*/colour settings."""
     dropped = ("GIT_", "DEMO_PLAYER_", "GUARDKIT_", "E2E_")

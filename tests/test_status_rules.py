@@ -25,7 +25,7 @@ from guardkit_state.intake import closed_reason, turn_budget
 from guardkit_state.taskfile import TaskFile
 
 from .conftest import writable_copy
-from .e2e_support import GUARDKIT_STATE, clean_env, git
+from .e2e_support import git, run_cli
 from .reliability.harness import agent_command
 
 TASK_ID = "TASK-STAT-001"
@@ -66,12 +66,6 @@ def make_repo(root: Path, status: str, state: str = "", folder: str | None = Non
     return task
 
 
-def _cli(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(GUARDKIT_STATE), *args, "--repo", str(root)], cwd=root,
-                          env=clean_env(NO_COLOR="1", **env), capture_output=True, text=True, encoding="utf-8",
-                          timeout=60, check=False)
-
-
 def _reports(where: Path, turn: int) -> tuple[Path, Path]:
     where.mkdir(parents=True, exist_ok=True)
     player, coach = where / "player.json", where / "coach.json"
@@ -84,7 +78,7 @@ def _reports(where: Path, turn: int) -> tuple[Path, Path]:
 
 def _record(root: Path, turn: int, *extra: str) -> subprocess.CompletedProcess[str]:
     player, coach = _reports(root.parent / f"reports-{turn}", turn)
-    return _cli(root, "record", TASK_ID, "--player", str(player), "--coach", str(coach), *extra)
+    return run_cli(root, "record", TASK_ID, "--player", str(player), "--coach", str(coach), *extra)
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -102,7 +96,7 @@ def _refusal(run: subprocess.CompletedProcess[str], *fragments: str) -> str:
 
 
 def _build(root: Path, *extra: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return _cli(root, "feature-build", TASK_ID, "--player", agent_command("player.py"),
+    return run_cli(root, "feature-build", TASK_ID, "--player", agent_command("player.py"),
                 "--coach", agent_command("coach.py"), *extra, **env)
 
 
@@ -271,7 +265,7 @@ def test_show_next_line_respects_status_outcome_and_max_turns(tmp_path: Path, st
                                                               expected: str) -> None:
     root = tmp_path / "repo"
     make_repo(root, status, state)
-    run = _cli(root, "show", TASK_ID)
+    run = run_cli(root, "show", TASK_ID)
     assert run.returncode == 0, run.stderr
     next_line = next(line for line in run.stdout.splitlines() if line.startswith("next: "))
     assert expected in next_line, next_line
@@ -281,7 +275,7 @@ def test_show_next_line_respects_status_outcome_and_max_turns(tmp_path: Path, st
 def test_show_next_line_says_how_a_stalled_loop_ended(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     make_repo(root, "blocked", _state(3, max_turns=9, outcome="unrecoverable_stall"), folder="in_progress")
-    run = _cli(root, "show", TASK_ID)
+    run = run_cli(root, "show", TASK_ID)
     assert run.returncode == 0, run.stderr
     assert ("next: the loop ended (unrecoverable_stall) after turn 3 and may go on: 3 turn(s) recorded: "
             "run turn 4 (continuing_work)") in run.stdout

@@ -14,7 +14,7 @@ import pytest
 
 from guardkit_state.gitstore import GitRepo, commit_turn
 
-from .e2e_support import GUARDKIT_STATE, clean_env, git
+from .e2e_support import git, run_cli
 from .reliability.harness import AGENTS, TASK_ID, TASK_REL, TASK_TEXT, agent_command
 
 #: The shape of GuardKit's own .gitignore around its state directory: per-turn files are ignored.
@@ -46,14 +46,8 @@ def make_guardkit_repo(root: Path) -> Path:
     return root
 
 
-def _cli(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(GUARDKIT_STATE), *args, "--repo", str(root)], cwd=root,
-                          env=clean_env(NO_COLOR="1", **env), capture_output=True, text=True, encoding="utf-8",
-                          timeout=60, check=False)
-
-
 def _build(root: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return _cli(root, "feature-build", TASK_ID, "--player", agent_command("player.py"),
+    return run_cli(root, "feature-build", TASK_ID, "--player", agent_command("player.py"),
                 "--coach", agent_command("coach.py"), "--max-turns", "5", *extra, RELIABILITY_APPROVE_AT="3")
 
 
@@ -100,7 +94,7 @@ def test_other_ignored_files_are_never_committed(tmp_path: Path) -> None:
         "open('.guardkit/autobuild/OTHER-1/player_turn_1.json', 'w').write('{}')\n"
         f"runpy.run_path({str(AGENTS / 'player.py')!r}, run_name='__main__')\n",
         encoding="utf-8")
-    run = _cli(root, "feature-build", TASK_ID, "--player", f"{sys.executable} -S {player}",
+    run = run_cli(root, "feature-build", TASK_ID, "--player", f"{sys.executable} -S {player}",
                "--coach", agent_command("coach.py"), RELIABILITY_APPROVE_AT="1")
     assert run.returncode == 0, run.stdout + run.stderr
     worktree = root / ".guardkit" / "worktrees" / TASK_ID
@@ -113,10 +107,10 @@ def test_log_shows_criteria_deltas_from_the_commits_after_merge_and_prune(tmp_pa
     root = make_guardkit_repo(tmp_path / "repo")
     assert _build(root).returncode == 0
     git(root, "merge", "-q", "--no-edit", f"autobuild/{TASK_ID}")
-    prune = _cli(root, "worktrees", "prune")
+    prune = run_cli(root, "worktrees", "prune")
     assert prune.returncode == 0 and f"removed {TASK_ID}" in prune.stdout, prune.stdout + prune.stderr
     assert not (root / ".guardkit" / "worktrees" / TASK_ID).exists()
-    log = json.loads(_cli(root, "log", TASK_ID, "--json").stdout)
+    log = json.loads(run_cli(root, "log", TASK_ID, "--json").stdout)
     assert [(t["turn"], t["delta"]) for t in log["turns"]] == [
         (1, ["+AC-001"]), (2, ["+AC-002"]), (3, ["+AC-003"])], log
 

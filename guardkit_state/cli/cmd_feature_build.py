@@ -70,8 +70,13 @@ def run(args: argparse.Namespace, out: Output) -> int:
         result = feature_build(args.repo, args.task_id, CommandAgent(args.player), CommandAgent(args.coach),
                                options, on_event=progress)
     except KeyboardInterrupt:
-        out.error(f"interrupted{progress.where()}: state saved; continue with "
-                  f"'guardkit-state feature-build {args.task_id} --player ... --coach ... --resume'")
+        if progress.turn is None and not args.resume:
+            # Nothing was recorded yet: there is no loop state for --resume to continue from.
+            out.error(f"interrupted before the first turn began; nothing was recorded: run "
+                      f"'guardkit-state feature-build {args.task_id} --player ... --coach ...' again")
+        else:
+            out.error(f"interrupted{progress.where()}: state saved; continue with "
+                      f"'guardkit-state feature-build {args.task_id} --player ... --coach ... --resume'")
         return EXIT_INTERRUPTED
     if args.json:
         out.json(result.to_dict())

@@ -48,13 +48,14 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.line("no tasks with loop state under tasks/")
         return 0
     width = max(len(safe(s.task_id)) for s in summaries)
+    status_width = max([12, *(len(safe(s.status or "-")) for s in summaries if not s.error)])
     for s in summaries:
         if s.error:
             out.line(f"{safe(s.task_id):<{width}}  {out.style('unreadable', 'red')}  {safe(s.error)}")
             continue
         decision = safe(s.last_decision or "-")
         where = " (worktree)" if s.in_worktree else ""
-        out.line(f"{safe(s.task_id):<{width}}  {safe(s.status or '-'):<12} {s.turns:>3} turn(s)  "
+        out.line(f"{safe(s.task_id):<{width}}  {safe(s.status or '-'):<{status_width}} {s.turns:>3} turn(s)  "
                  f"{out.style(f'{decision:<8}', DECISION_STYLE.get(decision, 'dim'))}  "
                  f"{_counts(s)}{where}")
     return 0
