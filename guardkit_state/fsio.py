@@ -170,7 +170,25 @@ def _prepare(path: Path, size: int, limit: int | None) -> tuple[Path, os.stat_re
         raise FileTooLargeError(f"refusing to write {size} bytes: over the {cap} limit task files are read with; "
                                 "nothing was written", path=path, expected=f"at most {limit} bytes")
     target = _write_target(path)
-    return target, _replaceable(target)
+    info = _replaceable(target)
+    _check_folder(target)
+    return target, info
+
+
+def _check_folder(target: Path) -> None:
+    """The new file is renamed into ``target``'s folder: that folder must take it too."""
+    folder = target.parent
+    try:
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return  # a folder that is not there: the write itself says so, with the path
+    if read_only:
+        raise UnwritableFileError(f"{folder} is on a read-only file system; nothing was written", path=target,
+                                  expected="a file on a writable file system")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UnwritableFileError(f"its folder {folder} cannot take a new file (read-only or immutable); "
+                                  "nothing was written", path=target,
+                                  expected="a writable file in a writable folder")
 
 
 def _write_target(path: Path) -> Path:

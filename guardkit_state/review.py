@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import GitError, TurnError
+from .errors import GitError, GuardkitStateError, TurnError
 from .fsio import read_bytes_capped, validate_task_id
 from .gitstore import GitRepo, TurnCommit, branch_for
 from .resolve import find_task, resolve_task
@@ -157,9 +157,23 @@ def _task_id_of(root: Path, task: str) -> str:
 
 
 def _known(root: Path, result: TurnLog) -> TurnLog:
-    """``result``, unless the task has no turn anywhere and no file: then it is an unknown task."""
-    if not result.entries:
-        find_task(root, result.task_id)
+    """``result``, unless the task has no turn anywhere and no file: then it is an unknown task.
+
+    A task whose turns GuardKit listed in its frontmatter without commits or turn files says so,
+    rather than looking like a task with no history.
+    """
+    if result.entries:
+        return result
+    path = find_task(root, result.task_id)
+    from .taskfile import TaskFile  # here: the CLI builds its parser without YAML
+
+    try:
+        state = TaskFile.load(path).state
+    except GuardkitStateError:
+        return result
+    if state is not None and state.turns:
+        result.notes.append(f"no turn commits or turn files; the task file lists {len(state.turns)} turn(s) "
+                            f"(see 'guardkit-state show {result.task_id}')")
     return result
 
 

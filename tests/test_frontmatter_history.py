@@ -50,6 +50,15 @@ def test_context_continues_a_frontmatter_only_history(tmp_path: Path) -> None:
     assert "no per-turn report" in run.stdout
 
 
+def test_log_of_a_frontmatter_only_history_points_at_the_listed_turns(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: task_text(TASK, LABELLED_BODY, turns=varied_turns(4))})
+    run = cli(root, "log", TASK)
+    assert run.returncode == 0, run.stderr
+    assert "the task file lists 4 turn(s)" in run.stderr
+    assert "no turns recorded" not in run.stderr
+    assert "the task file lists 4 turn(s)" in " ".join(cli_json(root, "log", TASK)["notes"])
+
+
 def test_context_for_an_earlier_turn_shows_the_turn_before_it(tmp_path: Path) -> None:
     root = make_repo(tmp_path / "repo", {REL: task_text(TASK, LABELLED_BODY, turns=varied_turns(4))})
     data = cli_json(root, "context", TASK, "--turn", "3")

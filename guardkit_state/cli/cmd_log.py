@@ -42,6 +42,6 @@ def show_log(args: argparse.Namespace, out: Output) -> int:
         verified = "" if e.verified_count is None else f" verified={e.verified_count}"
         out.line(f"turn {e.turn:<3} {out.style(sha, 'yellow')} {safe(e.decision or '?'):<9} "
                  f"{safe(e.mode or '?'):<17} {safe(e.date or '')} {safe(delta)}{verified}")
-    if not result.entries:
+    if not result.entries and not result.notes:
         out.note("no turns recorded")
     return 0
