@@ -13,10 +13,10 @@ from enum import Enum
 from typing import Any, Literal
 
 # The frontmatter's state block lives in its own module; its records are part of this one's API.
-from .state_block import AutobuildState as AutobuildState
-from .state_block import TurnEntry as TurnEntry
-from .state_block import turn_sequence_problem as turn_sequence_problem
-from .state_block import whole_number as whole_number
+from guardkit_state.taskfile.state_block import AutobuildState as AutobuildState
+from guardkit_state.taskfile.state_block import TurnEntry as TurnEntry
+from guardkit_state.taskfile.state_block import turn_sequence_problem as turn_sequence_problem
+from guardkit_state.taskfile.state_block import whole_number as whole_number
 
 SCHEMA_VERSION = 1
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from guardkit_state.gitstore import CommitResult, GitRepo, commit_turn
-from guardkit_state.worktrees import Worktree, WorktreeManager
+from guardkit_state.git.repo import CommitResult, GitRepo, commit_turn
+from guardkit_state.git.worktrees import Worktree, WorktreeManager
 
 from .conftest import run_git
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.cli.app import run
-from guardkit_state.turns import record_turn
+from guardkit_state.turns.lifecycle import record_turn
 
 from .helpers import coach_decision, make_task_repo, player_report
 

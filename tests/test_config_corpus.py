@@ -9,7 +9,7 @@ import pytest
 
 from guardkit_state.config import default_config
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.taskfile import TaskFile
+from guardkit_state.taskfile.document import TaskFile
 
 # Types real tasks use that have no profile of their own and no alias: they fall back with a warning.
 EXPECTED_UNKNOWN = {"review", "ops", "operator_handoff", "declarative", "validation", "research", "operation",

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from guardkit_state.errors import DuplicateKeyError, FrontmatterError, GuardkitStateError
-from guardkit_state.frontmatter import parse_frontmatter
-from guardkit_state.splice import StateUpdate
-from guardkit_state.taskfile import TaskFile
+from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.taskfile.frontmatter import parse_frontmatter
+from guardkit_state.taskfile.splice.core import StateUpdate
 
 from .conftest import run_git, writable_copy
 

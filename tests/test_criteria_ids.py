@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state.frontmatter import parse_frontmatter
 from guardkit_state.model import text_hash
-from guardkit_state.taskfile import extract_criteria
+from guardkit_state.taskfile.document import extract_criteria
+from guardkit_state.taskfile.frontmatter import parse_frontmatter
 
 from .guardkit_fixtures import HEADING_BODY, LABELLED_BODY, cli, cli_json, make_repo, snapshot, task_text
 from .helpers import coach_decision, player_report

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state.fsio import TEMP_PREFIX
+from guardkit_state.store.fsio import TEMP_PREFIX
 
 from .e2e_support import (
     ALL_VERIFIED,

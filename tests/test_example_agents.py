@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from guardkit_state.strict_yaml import parse_yaml
+from guardkit_state.taskfile.strict_yaml import parse_yaml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO_ROOT / "examples"
@@ -324,7 +324,7 @@ def test_example_project_commits_cleanly_and_ignores_bytecode(project: Path) -> 
 
 def test_agent_reports_are_valid_records(project: Path) -> None:
     """Every report the scripted agents write passes the product's own schemas."""
-    from guardkit_state import schemas
+    from guardkit_state.store import schemas
 
     for turn, context in ((1, None), (2, CONTEXT_AFTER_TURN_1)):
         player, coach = _turn(project, turn, context=context)
@@ -340,7 +340,7 @@ def _readme_block(heading: str) -> str:
 
 def test_readme_minimal_player_and_coach_work(tmp_path: Path) -> None:
     """The README's minimal agents run as printed and write valid reports."""
-    from guardkit_state import schemas
+    from guardkit_state.store import schemas
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("GUARDKIT_")}
     env.update(GUARDKIT_TASK_ID="TASK-X-1", GUARDKIT_TURN="1")

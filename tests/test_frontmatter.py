@@ -10,10 +10,12 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guardkit_state import frontmatter, splice_render, splice_verify, strict_yaml
 from guardkit_state.errors import DuplicateKeyError, FrontmatterError
-from guardkit_state.frontmatter import parse_frontmatter, split_frontmatter
-from guardkit_state.splice import StateUpdate, apply_update_to_block, render_yaml, splice_state
+from guardkit_state.taskfile import frontmatter, strict_yaml
+from guardkit_state.taskfile.frontmatter import parse_frontmatter, split_frontmatter
+from guardkit_state.taskfile.splice import render as splice_render
+from guardkit_state.taskfile.splice import verify as splice_verify
+from guardkit_state.taskfile.splice.core import StateUpdate, apply_update_to_block, render_yaml, splice_state
 
 BASIC = """\
 ---

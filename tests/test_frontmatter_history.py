@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state.history import TaskHistory
-from guardkit_state.taskfile import TaskFile
+from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.turns.history import TaskHistory
 
 from .guardkit_fixtures import (
     GENERIC_FEEDBACK,

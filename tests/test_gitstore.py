@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.errors import InputError
-from guardkit_state.gitstore import (
+from guardkit_state.git.repo import (
     FALLBACK_EMAIL,
     FALLBACK_NAME,
     GitRepo,
@@ -217,7 +217,7 @@ def test_no_git_installed(git_repo: Path, tmp_path: Path) -> None:
     """With no git on PATH, discovery says None and the turn completes without a commit."""
     script = (
         "import sys\n"
-        "from guardkit_state.gitstore import GitRepo, commit_turn\n"
+        "from guardkit_state.git.repo import GitRepo, commit_turn\n"
         "repo = GitRepo.discover(sys.argv[1])\n"
         "r = commit_turn(repo, task_id='TASK-A-1', turn=1, decision='approve', mode='fresh_start',"
         " paths=['README.md'], managed_worktree=False)\n"

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from guardkit_state.criteria import CriteriaLedger
 from guardkit_state.model import CoachDecision, Criterion, CriterionVerification
+from guardkit_state.turns.ledger import CriteriaLedger
 
 from .guardkit_fixtures import LABELLED_BODY, cli, cli_json, feedback_turns, make_repo, task_text
 from .helpers import coach_decision, player_report

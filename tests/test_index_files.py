@@ -12,7 +12,7 @@ import pytest
 from guardkit_state.cli.app import run
 from guardkit_state.errors import InputError
 from guardkit_state.index import FileIndex, search
-from guardkit_state.index.hook import index_turn_best_effort
+from guardkit_state.index.after_turn import index_turn_best_effort
 from guardkit_state.index.records import (
     discover_turn_state_files,
     load_turn_state_records,

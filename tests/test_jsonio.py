@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.errors import FileTooLargeError, GuardkitStateError, ParseError, SchemaError
-from guardkit_state.jsonio import MAX_DEPTH, dump_json, dump_record, load_json, load_record
+from guardkit_state.store.jsonio import MAX_DEPTH, dump_json, dump_record, load_json, load_record
 
 
 def _write(tmp_path: Path, name: str, data: bytes | str) -> Path:

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from guardkit_state.agents import CallableAgent, CommandAgent, TurnRequest
 from guardkit_state.errors import ConfigError, LockedError, ResumeError
-from guardkit_state.fsio import exclusive_lock
-from guardkit_state.loop import LoopOptions, feature_build
+from guardkit_state.loop.agents import CallableAgent, CommandAgent, TurnRequest
+from guardkit_state.loop.run import LoopOptions, feature_build
 from guardkit_state.model import Outcome
-from guardkit_state.taskfile import TaskFile
-from guardkit_state.turns import shared_lock_path
+from guardkit_state.store.fsio import exclusive_lock
+from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.turns.lifecycle import shared_lock_path
 
 from .conftest import run_git
 from .helpers import make_task_repo

@@ -16,9 +16,9 @@ import pytest
 
 from guardkit_state.cli.output import safe
 from guardkit_state.errors import GuardkitStateError, TaskNotFoundError, shorten
-from guardkit_state.gitstore import GitRepo
-from guardkit_state.turns import record_turn
-from guardkit_state.worktrees import WorktreeManager
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.worktrees import WorktreeManager
+from guardkit_state.turns.lifecycle import record_turn
 
 from .gitloop import make_project, run_turn
 

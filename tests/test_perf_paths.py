@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from guardkit_state.artifacts import TurnStore
 from guardkit_state.errors import SchemaError
-from guardkit_state.schemas import fast_validator, is_valid_fast, problems_of, validate_record, validator
-from guardkit_state.status import repo_status
-from guardkit_state.turns import TurnLifecycle
+from guardkit_state.inspect.status import repo_status
+from guardkit_state.store.schemas import fast_validator, is_valid_fast, problems_of, validate_record, validator
+from guardkit_state.store.turn_files import TurnStore
+from guardkit_state.turns.lifecycle import TurnLifecycle
 
 from .helpers import coach_decision, make_task_repo, player_report
 from .test_schemas import BUILDERS, MALFORMED, _corpus_turn_files, _set
@@ -117,8 +117,8 @@ def test_fast_and_full_validators_agree_on_fixtures(kind: str) -> None:
 
 @pytest.mark.corpus
 def test_fast_and_full_validators_agree_on_the_corpus(corpus_dir: Path) -> None:
-    from guardkit_state.jsonio import load_json
-    from guardkit_state.schemas import normalise
+    from guardkit_state.store.jsonio import load_json
+    from guardkit_state.store.schemas import normalise
 
     files = _corpus_turn_files(corpus_dir)
     assert len(files) >= 30

@@ -10,7 +10,7 @@ import pytest
 
 from guardkit_state.cli.app import run
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.taskfile import TaskFile
+from guardkit_state.taskfile.document import TaskFile
 
 from .conftest import run_git, writable_copy
 from .helpers import coach_decision, player_report

@@ -16,10 +16,17 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.errors import InvalidTaskIdError, TaskNotFoundError
-from guardkit_state.locate import locate_task
-from guardkit_state.resolve import REASON_GIVEN, REASON_ONLY, REASON_ORDER, REASON_PLAN, REASON_STATE, resolve_task
-from guardkit_state.status import repo_status
-from guardkit_state.taskfile import find_task
+from guardkit_state.inspect.status import repo_status
+from guardkit_state.taskfile.document import find_task
+from guardkit_state.taskfile.locate import locate_task
+from guardkit_state.taskfile.resolve import (
+    REASON_GIVEN,
+    REASON_ONLY,
+    REASON_ORDER,
+    REASON_PLAN,
+    REASON_STATE,
+    resolve_task,
+)
 
 from .conftest import run_git
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.model import TurnMode
-from guardkit_state.resume import resume_point
-from guardkit_state.taskfile import TaskFile
-from guardkit_state.turns import TurnLifecycle, record_turn
+from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.turns.lifecycle import TurnLifecycle, record_turn
+from guardkit_state.turns.resume import resume_point
 
 from .helpers import coach_decision, make_task_repo, player_report
 
@@ -119,7 +119,7 @@ def test_resume_point_ignores_an_invalid_interrupted_report(tmp_path: Path) -> N
 
 @pytest.mark.corpus
 def test_real_guardkit_files_resume_at_len_turns_plus_one(corpus_dir: Path, tmp_path: Path) -> None:
-    from guardkit_state.artifacts import TurnStore
+    from guardkit_state.store.turn_files import TurnStore
 
     checked = 0
     for path in sorted((corpus_dir / "tasks").rglob("*.md")):

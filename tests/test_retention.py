@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state.retention import TurnRef, completed_features, select_pruned, task_statuses
+from guardkit_state.index.retention import TurnRef, completed_features, select_pruned, task_statuses
 
 
 def turns(feature: str | None, task: str, count: int, *, last: str = "feedback", start: int = 0) -> list[TurnRef]:

@@ -12,7 +12,7 @@ import pytest
 
 from guardkit_state.cli.app import run
 from guardkit_state.errors import GitError, InvalidTaskIdError, TurnError
-from guardkit_state.review import criteria_delta, read_turn_log, turn_diff, turn_log
+from guardkit_state.inspect.review import criteria_delta, read_turn_log, turn_diff, turn_log
 
 from .conftest import run_git
 from .gitloop import TASK_FILE, TASK_ID, make_project, run_loop, trailer_turns, write_turn

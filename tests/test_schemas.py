@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from guardkit_state import schemas
 from guardkit_state.errors import SchemaError, SchemaVersionError
-from guardkit_state.jsonio import load_json, load_record
 from guardkit_state.model import AutobuildState, CoachDecision, PlayerReport, TurnState
-from guardkit_state.schemas import (
+from guardkit_state.store import schemas
+from guardkit_state.store.jsonio import load_json, load_record
+from guardkit_state.store.schemas import (
     available_kinds,
     check_record,
     format_pointer,

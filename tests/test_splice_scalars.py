@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.frontmatter import parse_frontmatter
-from guardkit_state.splice import StateUpdate, render_yaml, splice_state
-from guardkit_state.strict_yaml import parse_yaml
+from guardkit_state.taskfile.frontmatter import parse_frontmatter
+from guardkit_state.taskfile.splice.core import StateUpdate, render_yaml, splice_state
+from guardkit_state.taskfile.strict_yaml import parse_yaml
 
 TOKENS = st.text(alphabet="aAyYnNoOfFtTuUlLeEsS019_-./:'\" #~xX+", min_size=0, max_size=12)
 SCALARS = st.one_of(

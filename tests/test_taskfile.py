@@ -17,16 +17,16 @@ from guardkit_state.errors import (
     ParseError,
     TaskNotFoundError,
 )
-from guardkit_state.frontmatter import parse_frontmatter
 from guardkit_state.model import Criterion
-from guardkit_state.splice import StateUpdate
-from guardkit_state.taskfile import (
+from guardkit_state.taskfile.document import (
     TaskFile,
     extract_criteria,
     find_task,
     iter_task_files,
     task_id_from_filename,
 )
+from guardkit_state.taskfile.frontmatter import parse_frontmatter
+from guardkit_state.taskfile.splice.core import StateUpdate
 
 TASK = """\
 ---

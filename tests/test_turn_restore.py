@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.errors import TurnError
-from guardkit_state.taskfile import TaskFile
-from guardkit_state.turns import TurnLifecycle, record_turn
+from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.turns.lifecycle import TurnLifecycle, record_turn
 
 from .helpers import coach_decision, make_task_repo, player_report
 

@@ -10,8 +10,8 @@ import pytest
 
 from guardkit_state.errors import InputError, SchemaError, TurnAlreadyRecordedError
 from guardkit_state.model import Outcome
-from guardkit_state.taskfile import TaskFile
-from guardkit_state.turns import TurnLifecycle, record_turn
+from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.turns.lifecycle import TurnLifecycle, record_turn
 
 from .helpers import coach_decision, make_task_repo, player_report
 

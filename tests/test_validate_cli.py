@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.cli.app import run
-from guardkit_state.validation import kind_of, validate_file, validate_paths
+from guardkit_state.inspect.validation import kind_of, validate_file, validate_paths
 
 TASK_OK = """\
 ---

@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 
 import guardkit_state
-from guardkit_state import frontmatter, splice_layout, splice_render, strict_yaml
 from guardkit_state.errors import FrontmatterError, WriteVerificationError
-from guardkit_state.splice import StateUpdate, splice_state
-from guardkit_state.taskfile import TaskFile
+from guardkit_state.taskfile import frontmatter, strict_yaml
+from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.taskfile.splice import layout as splice_layout
+from guardkit_state.taskfile.splice import render as splice_render
+from guardkit_state.taskfile.splice.core import StateUpdate, splice_state
 
 TEXT = """\
 ---

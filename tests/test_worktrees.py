@@ -10,9 +10,9 @@ import pytest
 
 from guardkit_state.cli.app import run
 from guardkit_state.errors import GitError
-from guardkit_state.gitstore import GitRepo
-from guardkit_state.review import turn_log
-from guardkit_state.worktrees import WorktreeManager
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.worktrees import WorktreeManager
+from guardkit_state.inspect.review import turn_log
 
 from .conftest import run_git
 from .gitloop import TASK_ID, make_project, run_loop, run_turn, trailer_turns

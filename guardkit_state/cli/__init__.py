@@ -21,7 +21,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # The command's modules load inside the try: a Ctrl-C while they load (the first tens of
     # milliseconds of every run) is one line and exit 130 like any other, never a traceback.
     try:
-        from .app import main as run_cli
+        from guardkit_state.cli.app import main as run_cli
 
         run_cli(argv)
     except KeyboardInterrupt:

@@ -9,8 +9,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .. import __version__
-from ..errors import (
+from guardkit_state import __version__
+from guardkit_state.cli.options import resolve_repo
+from guardkit_state.cli.output import Output, colour_enabled, safe
+from guardkit_state.errors import (
     AmbiguousTaskError,
     GuardkitStateError,
     InputError,
@@ -18,8 +20,6 @@ from ..errors import (
     ResumeError,
     TaskNotFoundError,
 )
-from .options import resolve_repo
-from .output import Output, colour_enabled, safe
 
 #: Command modules, in ``--help`` order. Each has ``register(subparsers) -> None``.
 COMMAND_MODULES: tuple[str, ...] = (

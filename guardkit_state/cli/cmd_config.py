@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .options import add_json_option, add_repo_option
-from .output import Output, safe
+from guardkit_state.cli.options import add_json_option, add_repo_option
+from guardkit_state.cli.output import Output, safe
 
 if TYPE_CHECKING:
-    from ..config import GateProfile, ResolvedConfig
+    from guardkit_state.config import GateProfile, ResolvedConfig
 
 # Spelled out here so that building the parser does not import YAML and JSON Schema.
 SECTIONS = ("gates", "roles", "modes")
@@ -51,7 +51,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def show_config(args: argparse.Namespace, out: Output) -> int:
-    from ..config import load_config
+    from guardkit_state.config import load_config
 
     config = load_config(args.repo)
     if args.json:
@@ -88,7 +88,7 @@ def _profile_line(profile: GateProfile, default: str, out: Output) -> str:
 
 
 def _show_gates(config: ResolvedConfig, out: Output) -> None:
-    from ..config.gates import FALLBACK_TASK_TYPE
+    from guardkit_state.config.gates import FALLBACK_TASK_TYPE
 
     out.line()
     out.line(out.style(f"Quality gates (from {safe(config.gates_source)} unless marked)", "bold"))
@@ -100,7 +100,7 @@ def _show_gates(config: ResolvedConfig, out: Output) -> None:
 
 
 def _show_roles(config: ResolvedConfig, out: Output) -> None:
-    from ..config.roles import RULE_KINDS
+    from guardkit_state.config.roles import RULE_KINDS
 
     out.line()
     out.line(out.style(f"Role constraints ({BUILT_IN} unless marked)", "bold"))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .options import add_json_option, add_repo_option
-from .output import Output, safe
+from guardkit_state.cli.options import add_json_option, add_repo_option
+from guardkit_state.cli.output import Output, safe
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -27,10 +27,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from ..config import load_config, render_player_role_section
-    from ..errors import InputError
-    from ..locate import locate_task
-    from ..turns import TurnLifecycle
+    from guardkit_state.config import load_config, render_player_role_section
+    from guardkit_state.errors import InputError
+    from guardkit_state.taskfile.locate import locate_task
+    from guardkit_state.turns.lifecycle import TurnLifecycle
 
     location = locate_task(args.repo, args.task_id)
     task, _ = location.load()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..review import turn_diff
-from .options import add_repo_option
-from .output import Output, safe
+from guardkit_state.cli.options import add_repo_option
+from guardkit_state.cli.output import Output, safe
+from guardkit_state.inspect.review import turn_diff
 
 EXAMPLE = """\
 Example:

@@ -7,8 +7,8 @@ import logging
 import math
 from typing import Any
 
-from .options import add_json_option, add_repo_option
-from .output import Output, safe
+from guardkit_state.cli.options import add_json_option, add_repo_option
+from guardkit_state.cli.output import Output, safe
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -52,8 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from ..agents import CommandAgent
-    from ..loop import LoopOptions, feature_build
+    from guardkit_state.loop.agents import CommandAgent
+    from guardkit_state.loop.run import LoopOptions, feature_build
 
     problem = _option_problem(args)
     if problem is not None:
@@ -98,9 +98,9 @@ def _option_problem(args: argparse.Namespace) -> str | None:
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
         return f"--turn-timeout must be a finite number of seconds above 0, not {timeout:g}"
     if args.base_branch is not None:
-        from ..errors import InputError
-        from ..gitstore import GitRepo
-        from ..worktrees import check_base_branch
+        from guardkit_state.errors import InputError
+        from guardkit_state.git.repo import GitRepo
+        from guardkit_state.git.worktrees import check_base_branch
 
         repo = GitRepo.discover(args.repo)
         if repo is not None:
@@ -149,7 +149,7 @@ class _Progress:
             say(f"  reusing the {' and '.join(data['files'])} report(s) already on disk")
         elif kind == "recorded":
             delta = " ".join(data["criteria_delta"])
-            from ..criteria import CriteriaCounts  # local: --help must not import the library
+            from guardkit_state.turns.ledger import CriteriaCounts  # local: --help must not import the library
 
             counts = CriteriaCounts(**{k: v for k, v in data["criteria_counts"].items() if k != "total"})
             line = f"  coach: {data['decision']} — {counts.describe('criteria')}"

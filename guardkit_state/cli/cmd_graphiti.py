@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .options import add_json_option, add_repo_option
-from .output import Output, safe
+from guardkit_state.cli.options import add_json_option, add_repo_option
+from guardkit_state.cli.output import Output, safe
 
 SUBCOMMANDS = ("seed", "sync", "rebuild", "status", "prune", "search")
 
@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                     + (' "turn TASK-AUTH-001"' if name == "search" else ""),
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
         if name == "search":
-            from .cmd_search import add_search_arguments
+            from guardkit_state.cli.cmd_search import add_search_arguments
 
             add_search_arguments(action)
         else:
@@ -55,13 +55,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from ..index import open_graphiti
-    from ..index.embedded import embedded_index_exists
+    from guardkit_state.index import open_graphiti
+    from guardkit_state.index.embedded import embedded_index_exists
 
     command = args.graphiti_command
     if command == "search":
-        from ..index import search
-        from .cmd_search import render
+        from guardkit_state.cli.cmd_search import render
+        from guardkit_state.index import search
 
         render(search(args.repo, args.query, groups=args.group, limit=max(1, args.limit),
                       backend="graphiti", uri=args.uri, embedder=args.embedder), args.query, out)
@@ -117,8 +117,8 @@ def _print_status(status: Any, project_group: str, args: argparse.Namespace, out
 
 def _unbuilt_status(graph: Any) -> Any:
     """The status of an embedded index not built yet: every turn state file is missing from it."""
-    from ..index.base import IndexStatus
-    from ..index.records import load_turn_state_records
+    from guardkit_state.index.base import IndexStatus
+    from guardkit_state.index.records import load_turn_state_records
 
     files = len(load_turn_state_records(graph.repo_root).records)
     return IndexStatus(backend="graphiti (embedded FalkorDB)", location=graph.location, groups={},

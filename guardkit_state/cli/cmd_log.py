@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..review import read_turn_log
-from .options import add_json_option, add_repo_option
-from .output import Output, safe
+from guardkit_state.cli.options import add_json_option, add_repo_option
+from guardkit_state.cli.output import Output, safe
+from guardkit_state.inspect.review import read_turn_log
 
 EXAMPLE = """\
 Example:

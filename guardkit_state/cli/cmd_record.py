@@ -6,12 +6,12 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .options import add_json_option, add_repo_option
-from .output import Output, one_line, safe
+from guardkit_state.cli.options import add_json_option, add_repo_option
+from guardkit_state.cli.output import Output, one_line, safe
 
 if TYPE_CHECKING:
-    from ..errors import AlreadyRecordedError, InputError
-    from ..turns import TurnRecord
+    from guardkit_state.errors import AlreadyRecordedError, InputError
+    from guardkit_state.turns.lifecycle import TurnRecord
 
 # Library imports happen inside ``run``: ``guardkit-state --help`` must stay fast.
 MODES = ("fresh_start", "continuing_work", "recovering_state")
@@ -52,9 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from ..errors import AlreadyRecordedError, InputError
-    from ..jsonio import load_json
-    from ..turns import record_turn
+    from guardkit_state.errors import AlreadyRecordedError, InputError
+    from guardkit_state.store.jsonio import load_json
+    from guardkit_state.turns.lifecycle import record_turn
 
     if args.max_turns is not None and args.max_turns < 1:
         out.error("--max-turns must be at least 1")
@@ -98,7 +98,7 @@ def exit_code_for(exc: InputError) -> int:
     input (exit 1). A file that is not JSON at all, an oversized file, a bad task id or an
     unreadable task file is a usage error (exit 2), as in every other command.
     """
-    from ..errors import FileTooLargeError, ParseError, SchemaError
+    from guardkit_state.errors import FileTooLargeError, ParseError, SchemaError
 
     if isinstance(exc, SchemaError):
         return EXIT_REJECTED

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .options import add_json_option, add_repo_option
-from .output import Output, safe
+from guardkit_state.cli.options import add_json_option, add_repo_option
+from guardkit_state.cli.output import Output, safe
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -39,7 +39,7 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from ..index import search
+    from guardkit_state.index import search
 
     result = search(args.repo, args.query, groups=args.group, limit=max(1, args.limit),
                     backend=args.backend, uri=args.uri, embedder=args.embedder)
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
 
 def render(result: object, query: str, out: Output) -> None:
     """Print a :class:`SearchResult` as seed 001 shows it, or as JSON."""
-    from ..index import SearchResult
+    from guardkit_state.index import SearchResult
 
     assert isinstance(result, SearchResult)
     if out.json_mode:

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .options import add_json_option, add_repo_option
-from .output import Output, safe
+from guardkit_state.cli.options import add_json_option, add_repo_option
+from guardkit_state.cli.output import Output, safe
 
 ICON_STYLE = {"verified": ("✓", "green"), "rejected": ("✗", "red"), "pending": ("○", "dim")}
 DECISION_STYLE = {"approve": "green", "feedback": "yellow", "reject": "red", "error": "red"}
@@ -30,9 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def collect(repo: Path, task_id: str) -> dict[str, Any]:
     """Everything ``show`` prints, as data (the ``--json`` output)."""
-    from ..history import TaskHistory
-    from ..locate import locate_task
-    from ..resume import resume_point
+    from guardkit_state.taskfile.locate import locate_task
+    from guardkit_state.turns.history import TaskHistory
+    from guardkit_state.turns.resume import resume_point
 
     location = locate_task(repo, task_id)
     task, store = location.load()
@@ -104,6 +104,6 @@ def run(args: argparse.Namespace, out: Output) -> int:
 
 def _describe_counts(counts: dict[str, int]) -> str:
     """``3/7 verified · 4 implied by approval``: verified by the Coach and implied told apart."""
-    from ..criteria import CriteriaCounts
+    from guardkit_state.turns.ledger import CriteriaCounts
 
     return CriteriaCounts(**{k: v for k, v in counts.items() if k != "total"}).describe()

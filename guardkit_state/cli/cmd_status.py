@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from .options import add_json_option, add_repo_option
-from .output import Output, safe
+from guardkit_state.cli.options import add_json_option, add_repo_option
+from guardkit_state.cli.output import Output, safe
 
 if TYPE_CHECKING:
-    from ..status import TaskSummary
+    from guardkit_state.inspect.status import TaskSummary
 
 DECISION_STYLE = {"approve": "green", "feedback": "yellow", "reject": "red", "error": "red"}
 
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from ..status import repo_status
+    from guardkit_state.inspect.status import repo_status
 
     summaries = repo_status(args.repo, use_cache=not args.no_cache)
     copied = [s.task_id for s in summaries if s.resolved]
@@ -63,6 +63,6 @@ def run(args: argparse.Namespace, out: Output) -> int:
 
 def _counts(summary: TaskSummary) -> str:
     """``3/7 verified · 4 implied by approval``: what the Coach verified and what an approval implied."""
-    from ..criteria import CriteriaCounts
+    from guardkit_state.turns.ledger import CriteriaCounts
 
     return CriteriaCounts(summary.verified, summary.implied_by_approval, summary.rejected, summary.pending).describe()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import InputError
-from .options import add_json_option, add_repo_option
-from .output import Output, safe
+from guardkit_state.cli.options import add_json_option, add_repo_option
+from guardkit_state.cli.output import Output, safe
+from guardkit_state.errors import InputError
 
 EXAMPLE = """\
 Example:
@@ -34,8 +34,8 @@ def register(subparsers: Any) -> None:
 
 
 def suggest(args: argparse.Namespace, out: Output) -> int:
-    from ..config import load_config  # imported here: building the parser stays light
-    from ..taskfile import TaskFile, find_task
+    from guardkit_state.config import load_config  # imported here: building the parser stays light
+    from guardkit_state.taskfile.document import TaskFile, find_task
 
     if args.task_id is None and args.complexity is None:
         raise InputError("give a TASK-ID or --complexity N", expected="guardkit-state suggest-mode TASK-ID")

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .options import add_json_option
-from .output import Output, safe
+from guardkit_state.cli.options import add_json_option
+from guardkit_state.cli.output import Output, safe
 
 EXAMPLE = """\
 Task files (*.md) have their frontmatter parsed strictly and their autobuild_state block
@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
 
 
 def run_validate(args: argparse.Namespace, out: Output) -> int:
-    from ..validation import validate_paths  # jsonschema and yaml load only when validating
+    from guardkit_state.inspect.validation import validate_paths  # jsonschema and yaml load only when validating
 
     report = validate_paths(args.paths)
     if args.json:

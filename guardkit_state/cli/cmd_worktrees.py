@@ -6,11 +6,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..errors import GitError
-from ..gitstore import GitRepo
-from ..worktrees import WorktreeInfo, WorktreeManager
-from .options import add_json_option, add_repo_option
-from .output import Output, safe
+from guardkit_state.cli.options import add_json_option, add_repo_option
+from guardkit_state.cli.output import Output, safe
+from guardkit_state.errors import GitError
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.worktrees import WorktreeInfo, WorktreeManager
 
 LIST_EXAMPLE = """\
 Example:

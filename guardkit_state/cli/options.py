@@ -51,9 +51,9 @@ def _with_task_resolved(handler: Any, args: argparse.Namespace, out: Any) -> Any
     ``record``'s included) gets the same file, and a path to a task file stands for exactly that
     file. When the id has several copies, the one read is said once, on stderr.
     """
-    from ..errors import TaskNotFoundError
-    from ..locate import locate_task
-    from ..resolve import pinned, resolve_task
+    from guardkit_state.errors import TaskNotFoundError
+    from guardkit_state.taskfile.locate import locate_task
+    from guardkit_state.taskfile.resolve import pinned, resolve_task
 
     repo = vars(args).get("repo") or find_repo_root(Path.cwd())
     try:

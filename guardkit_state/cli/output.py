@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ..errors import GuardkitStateError
+from guardkit_state.errors import GuardkitStateError
 
 #: Bidirectional formatting controls: embeddings and overrides (U+202A-U+202E), isolates
 #: (U+2066-U+2069), and the invisible direction marks (U+200E, U+200F, U+061C).

@@ -17,7 +17,7 @@ Every value carries its provenance: ``"built-in"``, the path of ``quality-gates.
 
 from __future__ import annotations
 
-from .gates import (
+from guardkit_state.config.gates import (
     BUILTIN_GATE_PROFILES,
     TASK_TYPE_ALIASES,
     GateLookup,
@@ -28,10 +28,10 @@ from .gates import (
     normalise_task_type,
     select_profile,
 )
-from .loader import OVERRIDES_FILE, QUALITY_GATES_FILE, ResolvedConfig, default_config, load_config
-from .modes import BUILTIN_MODES, ImplementationMode, ModeAdvice, suggest_mode
-from .prompt import render_coach_prompt, render_player_role_section
-from .roles import BUILTIN_ROLE_CONSTRAINTS, RoleConstraints, Rule
+from guardkit_state.config.loader import OVERRIDES_FILE, QUALITY_GATES_FILE, ResolvedConfig, default_config, load_config
+from guardkit_state.config.modes import BUILTIN_MODES, ImplementationMode, ModeAdvice, suggest_mode
+from guardkit_state.config.prompt import render_coach_prompt, render_player_role_section
+from guardkit_state.config.roles import BUILTIN_ROLE_CONSTRAINTS, RoleConstraints, Rule
 
 __all__ = [
     "BUILTIN_GATE_PROFILES",

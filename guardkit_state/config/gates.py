@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..model import GateResult
+from guardkit_state.model import GateResult
 
 log = logging.getLogger("guardkit_state.config.gates")
 

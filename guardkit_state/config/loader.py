@@ -20,11 +20,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import ConfigError, GuardkitStateError, SchemaError
-from ..fsio import decode_utf8, read_bytes_capped, resolve_inside
-from ..schemas import format_pointer, parse_pointer, validate_record
-from ..strict_yaml import ParsedYaml, parse_yaml
-from .gates import (
+from guardkit_state.config.gates import (
     BUILTIN_GATE_PROFILES,
     FALLBACK_TASK_TYPE,
     PROFILE_FIELDS,
@@ -33,9 +29,13 @@ from .gates import (
     GateProfile,
     select_profile,
 )
-from .modes import BUILTIN_MODES, ImplementationMode, ModeAdvice, suggest_mode
-from .overrides import apply_gate_overrides
-from .roles import BUILTIN_ROLE_CONSTRAINTS, RULE_KINDS, RoleConstraints, apply_role_additions
+from guardkit_state.config.modes import BUILTIN_MODES, ImplementationMode, ModeAdvice, suggest_mode
+from guardkit_state.config.overrides import apply_gate_overrides
+from guardkit_state.config.roles import BUILTIN_ROLE_CONSTRAINTS, RULE_KINDS, RoleConstraints, apply_role_additions
+from guardkit_state.errors import ConfigError, GuardkitStateError, SchemaError
+from guardkit_state.store.fsio import decode_utf8, read_bytes_capped, resolve_inside
+from guardkit_state.store.schemas import format_pointer, parse_pointer, validate_record
+from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
 
 log = logging.getLogger("guardkit_state.config.loader")
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .gates import BUILT_IN, MAX_COMPLEXITY, MIN_COMPLEXITY
+from guardkit_state.config.gates import BUILT_IN, MAX_COMPLEXITY, MIN_COMPLEXITY
 
 CEREMONY_ORDER = ("minimal", "standard", "full")
 

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..schemas import format_pointer
-from .gates import GateProfile, with_override
+from guardkit_state.config.gates import GateProfile, with_override
+from guardkit_state.errors import ConfigError
+from guardkit_state.store.schemas import format_pointer
 
 
 def apply_gate_overrides(

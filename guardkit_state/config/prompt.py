@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..model import Criterion, TurnState
-from .gates import GateLookup, GateProfile
-from .loader import ResolvedConfig
-from .roles import RoleConstraints
+from guardkit_state.config.gates import GateLookup, GateProfile
+from guardkit_state.config.loader import ResolvedConfig
+from guardkit_state.config.roles import RoleConstraints
+from guardkit_state.model import Criterion, TurnState
 
 #: How each TurnState coach decision is shown (seed 002 writes "REVISE" for feedback).
 DECISION_WORDS = {"approved": "APPROVE", "approve": "APPROVE", "feedback": "REVISE", "rejected": "REJECT",

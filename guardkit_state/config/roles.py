@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .gates import BUILT_IN
+from guardkit_state.config.gates import BUILT_IN
 
 log = logging.getLogger("guardkit_state.config.roles")
 

@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import IndexBackendError, MissingExtraError
-from .base import IndexStatus, SearchHit, SearchIndex, SearchResult, SyncReport
-from .files import FileIndex
-from .records import SYSTEM_GROUPS, TURN_STATES, project_group_id
+from guardkit_state.errors import IndexBackendError, MissingExtraError
+from guardkit_state.index.base import IndexStatus, SearchHit, SearchIndex, SearchResult, SyncReport
+from guardkit_state.index.files import FileIndex
+from guardkit_state.index.records import SYSTEM_GROUPS, TURN_STATES, project_group_id
 
 log = logging.getLogger("guardkit_state.index")
 
@@ -54,7 +54,7 @@ def graphiti_available() -> bool:
 
 def graphiti_configured(repo_root: Path, uri: str | None = None) -> bool:
     """True when a URI is given/set or an embedded index was built for ``repo_root``."""
-    from .embedded import configured_uri, embedded_index_exists
+    from guardkit_state.index.embedded import configured_uri, embedded_index_exists
 
     return configured_uri(uri) is not None or embedded_index_exists(Path(repo_root))
 
@@ -69,7 +69,7 @@ def open_graphiti(repo_root: Path, *, uri: str | None = None, embedder: str = "h
     if not graphiti_available():
         raise MissingExtraError("the Graphiti index is not installed",
                                 expected="pip install 'guardkit-state[graphiti]'")
-    from .graphiti_backend import GraphitiIndex
+    from guardkit_state.index.graphiti_backend import GraphitiIndex
 
     return GraphitiIndex(repo_root, uri=uri, embedder=embedder, lock_wait=lock_wait)
 

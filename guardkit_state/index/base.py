@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from .records import IndexRecord
-from .text import field_score, overlap_score, query_terms
+from guardkit_state.index.records import IndexRecord
+from guardkit_state.index.text import field_score, overlap_score, query_terms
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..errors import IndexBackendError, MissingExtraError
+from guardkit_state.errors import IndexBackendError, MissingExtraError
 
 log = logging.getLogger("guardkit_state.index")
 

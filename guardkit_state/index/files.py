@@ -13,9 +13,9 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from .base import SearchHit, rank
-from .frontmatter_turns import load_frontmatter_turn_records
-from .records import IndexRecord, load_system_records, load_turn_state_records, resolve_group
+from guardkit_state.index.base import SearchHit, rank
+from guardkit_state.index.frontmatter_turns import load_frontmatter_turn_records
+from guardkit_state.index.records import IndexRecord, load_system_records, load_turn_state_records, resolve_group
 
 log = logging.getLogger("guardkit_state.index")
 

@@ -3,7 +3,7 @@
 GuardKit's own loop lists every turn in the task file (``autobuild_state.turns``, or the legacy
 ``feature_build`` block) with its decision, feedback and player summary, while its per-turn JSON
 stays on the machine that ran it. Those turns are searchable like any other: each becomes the
-record of the turn state its entry tells (see :mod:`guardkit_state.history`). A turn that has a
+record of the turn state its entry tells (see :mod:`guardkit_state.turns.history`). A turn that has a
 ``turn_state_turn_N.json`` is left to that file, which says more.
 """
 
@@ -13,11 +13,11 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import GuardkitStateError
-from ..fsio import read_bytes_capped
-from ..history import entry_turn_state
-from ..taskfile import TaskFile, iter_task_files
-from .records import IndexRecord, project_group_id, turn_record
+from guardkit_state.errors import GuardkitStateError
+from guardkit_state.index.records import IndexRecord, project_group_id, turn_record
+from guardkit_state.store.fsio import read_bytes_capped
+from guardkit_state.taskfile.document import TaskFile, iter_task_files
+from guardkit_state.turns.history import entry_turn_state
 
 log = logging.getLogger("guardkit_state.index")
 

@@ -56,20 +56,18 @@ try:
     )
     from graphiti_core.utils.datetime_utils import utc_now
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    from ..errors import MissingExtraError
+    from guardkit_state.errors import MissingExtraError
 
     raise MissingExtraError(
         f"the Graphiti index needs the graphiti extra ({exc})",
         expected="pip install 'guardkit-state[graphiti]'",
     ) from exc
 
-from ..errors import GuardkitStateError, IndexBackendError
-from ..fsio import exclusive_lock
-from ..retention import TurnRef, select_pruned, task_statuses
-from .base import IndexStatus, SearchHit, SyncReport, rank
-from .embedded import FALKOR_DIR, EmbeddedFalkor, configured_uri, index_dir
-from .offline import OverlapCrossEncoder, RefusingLLMClient, make_embedder
-from .records import (
+from guardkit_state.errors import GuardkitStateError, IndexBackendError
+from guardkit_state.index.base import IndexStatus, SearchHit, SyncReport, rank
+from guardkit_state.index.embedded import FALKOR_DIR, EmbeddedFalkor, configured_uri, index_dir
+from guardkit_state.index.offline import OverlapCrossEncoder, RefusingLLMClient, make_embedder
+from guardkit_state.index.records import (
     SYSTEM_GROUPS,
     Entity,
     IndexRecord,
@@ -80,6 +78,8 @@ from .records import (
     record_from_content,
     resolve_group,
 )
+from guardkit_state.index.retention import TurnRef, select_pruned, task_statuses
+from guardkit_state.store.fsio import exclusive_lock
 
 log = logging.getLogger("guardkit_state.index")
 # graphiti-core logs every failed query at ERROR before raising; we translate the exception, so
@@ -274,7 +274,7 @@ class GraphitiIndex:
 
     def index_paths(self, paths: Sequence[Path]) -> SyncReport:
         """Upsert just the turn states at ``paths`` (the per-turn hook; ``sync`` does the rest)."""
-        from .records import load_turn_state_dict, turn_record
+        from guardkit_state.index.records import load_turn_state_dict, turn_record
 
         records = []
         for path in paths:

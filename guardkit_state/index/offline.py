@@ -28,8 +28,8 @@ from graphiti_core.embedder.client import EmbedderClient
 from graphiti_core.llm_client.client import LLMClient
 from graphiti_core.llm_client.config import LLMConfig
 
-from ..errors import IndexBackendError, MissingExtraError
-from .text import overlap_score, query_terms, tokens
+from guardkit_state.errors import IndexBackendError, MissingExtraError
+from guardkit_state.index.text import overlap_score, query_terms, tokens
 
 HASH_DIM = 256
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import GuardkitStateError, InputError, ParseError
-from ..jsonio import load_record
-from ..model import TurnState, turn_state_id
+from guardkit_state.errors import GuardkitStateError, InputError, ParseError
+from guardkit_state.model import TurnState, turn_state_id
+from guardkit_state.store.jsonio import load_record
 
 log = logging.getLogger("guardkit_state.index")
 
@@ -322,7 +322,7 @@ def load_system_records(repo_root: Path) -> tuple[list[IndexRecord], str | None]
     duplicates them.
     """
     try:
-        from .. import config as config_module
+        from guardkit_state import config as config_module
         load_config = config_module.load_config
     except (ImportError, AttributeError):
         return [], "guardkit_state.config.load_config is not available; system groups not seeded"

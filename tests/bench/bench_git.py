@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.gitstore import GitRepo, commit_turn
+from guardkit_state.git.repo import GitRepo, commit_turn
 
 FILES = 1000
 TASK_ID = "TASK-BENCH-001"

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.taskfile import task_id_from_filename
+from guardkit_state.taskfile.document import task_id_from_filename
 
 from .common import cli_command, make_task_repo, median_ms, ratio, task_text
 

@@ -24,9 +24,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.artifacts import FILE_PATTERNS
-from guardkit_state.resume import resume_point
-from guardkit_state.turns import TurnLifecycle
+from guardkit_state.store.turn_files import FILE_PATTERNS
+from guardkit_state.turns.lifecycle import TurnLifecycle
+from guardkit_state.turns.resume import resume_point
 
 from . import peer_langgraph
 from .common import (

@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.fsio import TEMP_PREFIX
-from guardkit_state.taskfile import TaskFile
-from guardkit_state.validation import validate_paths
+from guardkit_state.inspect.validation import validate_paths
+from guardkit_state.store.fsio import TEMP_PREFIX
+from guardkit_state.taskfile.document import TaskFile
 
 AGENTS = Path(__file__).resolve().parent / "agents"
 TASK_ID = "TASK-REL-001"

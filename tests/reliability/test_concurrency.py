@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from guardkit_state.taskfile import TaskFile
-from guardkit_state.validation import validate_paths
+from guardkit_state.inspect.validation import validate_paths
+from guardkit_state.taskfile.document import TaskFile
 
 from .conftest import REPO_ROOT, size
 from .harness import TASK_ID, TASK_REL, TASK_TEXT, Setup, finish, make_project, start_loop

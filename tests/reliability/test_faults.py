@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from guardkit_state.taskfile import TaskFile
-from guardkit_state.validation import validate_paths
+from guardkit_state.inspect.validation import validate_paths
+from guardkit_state.taskfile.document import TaskFile
 
 from .harness import (
     TASK_ID,

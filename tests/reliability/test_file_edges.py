@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from guardkit_state import fsio
 from guardkit_state.errors import FileTooLargeError, InputError, UnsafePathError, UnwritableFileError
-from guardkit_state.taskfile import TaskFile, iter_task_files
-from guardkit_state.turns import record_turn
+from guardkit_state.store import fsio
+from guardkit_state.taskfile.document import TaskFile, iter_task_files
+from guardkit_state.turns.lifecycle import record_turn
 
 TASK_ID = "TASK-EDGE-001"
 TASK_REL = Path("tasks/backlog/TASK-EDGE-001-edges.md")
@@ -203,7 +203,7 @@ def test_fifo_named_like_a_task_file_never_blocks(tmp_path: Path) -> None:
         _one_error_line(result.stderr, name, "not a regular file")
     result = _cli(root, "status")
     assert result.returncode == 0, result.stderr
-    result = subprocess.run([sys.executable, "-c", "from guardkit_state.fsio import read_bytes_capped as r; "
+    result = subprocess.run([sys.executable, "-c", "from guardkit_state.store.fsio import read_bytes_capped as r; "
                              f"r({str(fifo)!r})"], capture_output=True, text=True, timeout=CLI_TIMEOUT, check=False)
     assert result.returncode == 1 and "NotRegularFileError" in result.stderr and "not a regular file" in result.stderr
 

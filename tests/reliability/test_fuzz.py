@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.frontmatter import STATE_KEY, parse_frontmatter
-from guardkit_state.jsonio import parse_json
-from guardkit_state.schemas import validate_record
-from guardkit_state.splice import StateUpdate, splice_state
-from guardkit_state.taskfile import TaskFile
+from guardkit_state.store.jsonio import parse_json
+from guardkit_state.store.schemas import validate_record
+from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.taskfile.frontmatter import STATE_KEY, parse_frontmatter
+from guardkit_state.taskfile.splice.core import StateUpdate, splice_state
 
 from .conftest import size
 

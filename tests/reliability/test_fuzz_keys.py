@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from guardkit_state.errors import GuardkitStateError, WriteVerificationError
-from guardkit_state.frontmatter import parse_frontmatter, split_frontmatter
-from guardkit_state.splice import StateUpdate, apply_update_to_block, splice_state
+from guardkit_state.taskfile.frontmatter import parse_frontmatter, split_frontmatter
+from guardkit_state.taskfile.splice.core import StateUpdate, apply_update_to_block, splice_state
 
 from .conftest import size
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.errors import LockedError
-from guardkit_state.fsio import exclusive_lock
-from guardkit_state.gitstore import GitRepo, commit_turn
-from guardkit_state.turns import shared_lock_path
-from guardkit_state.worktrees import WorktreeManager
+from guardkit_state.git.repo import GitRepo, commit_turn
+from guardkit_state.git.worktrees import WorktreeManager
+from guardkit_state.store.fsio import exclusive_lock
+from guardkit_state.turns.lifecycle import shared_lock_path
 
 from .harness import TASK_ID, TASK_REL, Setup, agent_command, git, make_project
 

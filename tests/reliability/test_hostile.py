@@ -16,9 +16,9 @@ import pytest
 
 from guardkit_state.cli.app import run
 from guardkit_state.errors import GuardkitStateError, InputError
-from guardkit_state.fsio import MAX_FILE_BYTES
-from guardkit_state.taskfile import TaskFile
-from guardkit_state.turns import record_turn
+from guardkit_state.store.fsio import MAX_FILE_BYTES
+from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.turns.lifecycle import record_turn
 
 TASK_ID = "TASK-HOS-001"
 TASK_REL = Path("tasks/backlog/TASK-HOS-001-hostile.md")
@@ -231,7 +231,7 @@ def test_hostile_real_unparseable_corpus_files(corpus_dir: Path, tmp_path: Path,
         target.parent.mkdir(parents=True)
         target.write_bytes(source.read_bytes())
         task_id = TaskFile.__module__ and source.name.split("-")[0]
-        from guardkit_state.taskfile import task_id_from_filename
+        from guardkit_state.taskfile.document import task_id_from_filename
 
         task_id = task_id_from_filename(source.name)
         code, _out, err = _cli(capsys, "show", task_id, "--repo", str(root))

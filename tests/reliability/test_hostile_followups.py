@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state import fsio
 from guardkit_state.errors import InputError
-from guardkit_state.gitstore import GitRepo, commit_turn
-from guardkit_state.intake import checked_max_turns
+from guardkit_state.git.repo import GitRepo, commit_turn
+from guardkit_state.store import fsio
+from guardkit_state.turns.intake import checked_max_turns
 
 from ..e2e_support import GUARDKIT_STATE, clean_env, git
 from .harness import TASK_ID, TASK_REL, TASK_TEXT, Setup, agent_command, make_project

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.errors import FrontmatterError
-from guardkit_state.gitstore import GitRepo
-from guardkit_state.splice import StateUpdate, splice_state
-from guardkit_state.taskfile import TaskFile
-from guardkit_state.turns import TurnLifecycle
-from guardkit_state.worktrees import WorktreeManager
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.worktrees import WorktreeManager
+from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.taskfile.splice.core import StateUpdate, splice_state
+from guardkit_state.turns.lifecycle import TurnLifecycle
 
 from .harness import TASK_ID, Setup, check_on_disk, finish, git, make_project, read_history, start_loop
 
@@ -79,7 +79,7 @@ def test_editor_save_landing_after_the_write_is_merged(tmp_path: Path) -> None:
     stale = path.read_text().replace("status: backlog", "status: backlog\nowner: editor")
     update = StateUpdate(block_scalars={"current_turn": 1},
                          append_turns=[{"turn": 1, "decision": "feedback", "timestamp": "2026-01-01T00:00:00+00:00"}])
-    import guardkit_state.taskfile as taskfile_module
+    import guardkit_state.taskfile.document as taskfile_module
 
     real_sleep = taskfile_module.time.sleep
     calls = {"saved": 0}

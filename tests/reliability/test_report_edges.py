@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state import stall
 from guardkit_state.errors import InputError
-from guardkit_state.loop import LoopOptions
-from guardkit_state.taskfile import TaskFile
+from guardkit_state.loop.run import LoopOptions
+from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.turns import stall
 
 from ..e2e_support import GUARDKIT_STATE, clean_env
 from .harness import TASK_ID, TASK_REL, TASK_TEXT, Setup, agent_command, make_project

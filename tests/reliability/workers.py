@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from guardkit_state.errors import LockedError, TurnError
-from guardkit_state.turns import record_turn
+from guardkit_state.turns.lifecycle import record_turn
 
 _COUNTER = re.compile(r"^editor_counter: (\d+)$", re.M)
 

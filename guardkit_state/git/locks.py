@@ -1,0 +1,64 @@
+"""Stale git lock files: find the ones a killed git command left behind, and remove only those.
+
+Kept apart from :mod:`guardkit_state.git.repo` (which calls it when a commit meets a lock) because
+it is about processes, not git: a lock is stale when no live git process works in the repository.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from pathlib import Path
+
+log = logging.getLogger("guardkit_state.git.repo")
+
+#: Without /proc a lock older than this is considered abandoned.
+STALE_LOCK_SECONDS = 300.0
+
+
+def remove_stale_locks(root: Path, git_dir: Path, common_dir: Path, branch: str | None) -> list[Path]:
+    """Remove ``index.lock``/``HEAD.lock`` of ``git_dir`` and ``branch``'s ref lock if stale.
+
+    A lock is stale when no live git process works in ``root`` or ``common_dir`` (checked through
+    /proc); without /proc, when it is older than :data:`STALE_LOCK_SECONDS`. Returns what was removed.
+    """
+    candidates = [git_dir / "index.lock", git_dir / "HEAD.lock"]
+    if branch:
+        candidates.append(common_dir / "refs" / "heads" / f"{branch}.lock")
+    present = [p for p in candidates if p.exists()]
+    if not present or live_git_process_in(root, common_dir):
+        return []
+    removed: list[Path] = []
+    for lock in present:
+        if not Path("/proc/self").exists():
+            with contextlib.suppress(OSError):
+                if time.time() - lock.stat().st_mtime < STALE_LOCK_SECONDS:
+                    continue
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()
+            removed.append(lock)
+            log.warning("removed stale git lock %s (no git process holds it)", lock)
+    return removed
+
+
+def live_git_process_in(root: Path, common_dir: Path) -> bool:
+    """True when a running git process has its cwd inside ``root`` or ``common_dir`` (Linux /proc)."""
+    proc = Path("/proc")
+    if not (proc / "self").exists():
+        return False
+    roots = [os.path.realpath(root), os.path.realpath(common_dir)]
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv0 = (entry / "cmdline").read_bytes().split(b"\0", 1)[0].decode("utf-8", "replace")
+            if os.path.basename(argv0) != "git" and not os.path.basename(argv0).startswith("git-"):
+                continue
+            cwd = os.path.realpath(os.readlink(entry / "cwd"))
+        except OSError:
+            continue
+        if any(cwd == r or cwd.startswith(r + os.sep) for r in roots):
+            return True
+    return False

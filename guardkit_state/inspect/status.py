@@ -1,0 +1,252 @@
+"""One line per task with loop state: the data behind ``guardkit-state status``.
+
+Repositories hold thousands of task files and most have no loop state, so the scan first checks
+the raw text for a state block before parsing anything, and keeps a cache of summaries keyed by
+each file's size and mtime in ``.guardkit/cache/status.json``. The cache is rebuildable at any
+time and never trusted over the files: an entry is used only while its file is unchanged.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from guardkit_state.errors import FileTooLargeError, GuardkitStateError
+from guardkit_state.git.worktrees import worktrees_home
+from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir, read_bytes_capped
+from guardkit_state.taskfile.document import TaskFile, task_id_from_filename
+from guardkit_state.taskfile.locate import WORKTREES_DIR
+from guardkit_state.taskfile.resolve import (
+    STATE_MARKERS,
+    TASKS_DIR,
+    Copy,
+    choose,
+    declared_id,
+    named_for,
+    names_task,
+    plan_paths,
+)
+from guardkit_state.turns.history import criteria_counts
+
+CACHE_FILE = Path(".guardkit/cache/status.json")
+#: Bumped whenever a summary's shape or meaning changes (unreadable files are keyed by the id the
+#: resolver finds them by; criteria counts apart): an older cache is rebuilt, never misread.
+CACHE_VERSION = 3
+_TREE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: The cache is ours and rebuildable; one this large is ignored (and rebuilt) rather than read.
+_CACHE_READ_LIMIT = 256 * 1024 * 1024
+
+
+@dataclass
+class TaskSummary:
+    task_id: str
+    path: str
+    status: str | None
+    turns: int
+    last_decision: str | None
+    #: Criteria verified by an itemised Coach verdict (``implied_by_approval`` are apart).
+    verified: int
+    total: int
+    outcome: str | None
+    in_worktree: bool = False
+    error: str | None = None
+    implied_by_approval: int = 0
+    rejected: int = 0
+    pending: int = 0
+    #: Set when the id has several copies: ``{"path", "reason", "others"}``, as ``show --json`` says.
+    resolved: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def summarise(task: TaskFile, *, relpath: str, in_worktree: bool = False) -> TaskSummary | None:
+    """The one-line summary of ``task``, or ``None`` when it has no loop state."""
+    state = task.state
+    if state is None:
+        return None
+    # Counted as ``show`` counts them (its checkout holds the turn files: the path minus relpath).
+    path = str(task.path)
+    checkout = Path(path[: -len(relpath)] if path.endswith(relpath) else task.path.parent)
+    counts = criteria_counts(task, checkout)
+    return TaskSummary(
+        task_id=task.task_id or Path(relpath).stem, path=relpath, status=task.status, turns=len(state.turns),
+        last_decision=state.turns[-1].decision if state.turns else None, verified=counts.verified,
+        total=counts.total, outcome=state.extra.get("outcome"), in_worktree=in_worktree,
+        implied_by_approval=counts.implied_by_approval, rejected=counts.rejected, pending=counts.pending,
+    )
+
+
+def repo_status(repo_root: Path, *, use_cache: bool = True) -> list[TaskSummary]:
+    """Summaries of every task with loop state under ``tasks/``, sorted by id.
+
+    Each id is read from the copy ``show`` reads (:mod:`guardkit_state.taskfile.resolve`): among several
+    copies the rules pick one, and a loop's worktree is read for that loop's own task only.
+    """
+    root = Path(repo_root).resolve()
+    # Outside a repository (no tasks/) there is nothing to cache, and a read must create nothing.
+    use_cache = use_cache and (root / TASKS_DIR).is_dir()
+    cache = _load_cache(root) if use_cache else {}
+    fresh: dict[str, Any] = {}
+    main = _Checkout(root)
+    trees: dict[str, _Checkout] = {}
+    # Plain strings and scandir entries, not Path objects: 10,000 files cost ~0.1 s less this way.
+    for entry, key, relpath, tree in _task_files(str(root)):
+        try:
+            stat = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        # inode and ctime too: an atomic replace (new inode) or any write (new ctime) within the
+        # same mtime tick and at the same size is still seen as a change.
+        signature = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+        hit = cache.get(key)
+        if hit is not None and hit.get("sig") == signature:
+            data = hit.get("summary")
+        else:
+            data = _summarise_file(Path(entry.path), relpath, tree is not None)
+        fresh[key] = {"sig": signature, "summary": data}
+        checkout = main if tree is None else trees.setdefault(tree, _Checkout(Path(entry.path[:-len(relpath) - 1])))
+        checkout.add(entry.name, relpath, data)
+    if use_cache and fresh != cache:
+        with contextlib.suppress(GuardkitStateError, OSError):
+            ensure_private_dir((root / CACHE_FILE).parent)
+            # Not capped: a rebuildable cache of a huge repository may pass the task-file cap.
+            atomic_write_text(root / CACHE_FILE, json.dumps({"version": CACHE_VERSION, "files": fresh}), limit=None)
+    summaries = main.pick()
+    for task_id, tree_checkout in trees.items():
+        # The loop's worktree holds a copy of its task: that copy (with or without state) is the truth.
+        summaries.pop(task_id, None)
+        summaries.update(tree_checkout.pick(only=task_id))
+    return [summaries[k] for k in sorted(summaries)]
+
+
+class _Checkout:
+    """The task files of one checkout as the scan saw them: rows with state, and every name."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.rows: dict[str, dict[str, dict[str, Any]]] = {}  # id -> relpath -> summary data
+        self.names: list[tuple[str, str]] = []  # (file name, relpath), for finding other copies
+
+    def add(self, name: str, relpath: str, data: dict[str, Any] | None) -> None:
+        self.names.append((name, relpath))
+        if data is not None:
+            self.rows.setdefault(data["task_id"], {})[relpath] = data
+
+    def pick(self, only: str | None = None) -> dict[str, TaskSummary]:
+        """One summary per id, from the copy the resolver's rules choose."""
+        self.names.sort()
+        picked: dict[str, TaskSummary] = {}
+        plans: set[str] | None = None
+
+        def planned() -> set[str]:
+            nonlocal plans
+            plans = plan_paths(self.root) if plans is None else plans
+            return plans
+
+        for task_id, rows in self.rows.items():
+            if only is not None and task_id != only:
+                continue
+            copies = self._copies(task_id, rows)
+            winner, reason = choose([Copy(rel, rel in rows) for rel in copies], planned)
+            if winner.relpath not in rows:
+                continue  # a copy without state wins (as it does for show): no loop state to list
+            summary = TaskSummary(**rows[winner.relpath])
+            if len(copies) > 1:
+                summary.resolved = {"path": winner.relpath, "reason": reason,
+                                    "others": [rel for rel in copies if rel != winner.relpath]}
+            picked[task_id] = summary
+        return picked
+
+    def _copies(self, task_id: str, rows: dict[str, dict[str, Any]]) -> list[str]:
+        """Relpaths of every file of ``task_id``: its rows, and files named for it that are its own."""
+        start = bisect.bisect_left(self.names, (task_id,))
+        named = []
+        for name, relpath in self.names[start:]:
+            if not name.startswith(task_id):
+                break
+            if named_for(name, task_id):
+                named.append(relpath)
+        if len(named) <= 1 and set(named) <= set(rows):
+            return sorted(rows)
+        # Several files carry the name: read their heads for the id (TASK-A-1-2-x.md is not TASK-A-1's).
+        found = {rel for rel in named if rel in rows or names_task(self.root / rel, task_id)}
+        return sorted(found | set(rows))
+
+
+def _summarise_file(path: Path, relpath: str, in_worktree: bool) -> dict[str, Any] | None:
+    try:
+        # Capped, and never a blocking open (the name may have become a FIFO since the scan).
+        raw = read_bytes_capped(path)
+    except FileTooLargeError as exc:
+        return _unreadable(path, relpath, in_worktree, exc)
+    except GuardkitStateError:
+        return None
+    if not any(marker in raw for marker in STATE_MARKERS):
+        return None
+    try:
+        summary = summarise(TaskFile.from_bytes(raw, path), relpath=relpath, in_worktree=in_worktree)
+    except GuardkitStateError as exc:
+        return _unreadable(path, relpath, in_worktree, exc)
+    return summary.to_dict() if summary else None
+
+
+def _unreadable(path: Path, relpath: str, in_worktree: bool, exc: GuardkitStateError) -> dict[str, Any]:
+    # The id the resolver finds the file by, so the row is the one ``show`` reports on.
+    task_id = declared_id(path) or task_id_from_filename(path.name)
+    return TaskSummary(task_id=task_id, path=relpath, status=None, turns=0, last_decision=None, verified=0,
+                       total=0, outcome=None, in_worktree=in_worktree, error=str(exc)).to_dict()
+
+
+def _task_files(root: str) -> Iterator[tuple[os.DirEntry[str], str, str, str | None]]:
+    """(entry, cache key, path relative to its checkout, the worktree's task id or None) per ``*.md``.
+
+    A loop's worktree (``.guardkit/worktrees/TASK-X``) is a full checkout: only TASK-X's own files
+    are read there; every other task is read from the main checkout.
+    """
+    prefix = len(root) + 1
+    for entry in _walk_md(os.path.join(root, TASKS_DIR)):
+        relpath = entry.path[prefix:]
+        yield entry, relpath, relpath, None
+    # Loop worktrees live in the repository's main checkout, also when this is a linked worktree.
+    home = str(worktrees_home(Path(root)))
+    keep = prefix if home == root else 0  # cache keys: relative to the repo, else absolute
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        for tree in sorted(os.scandir(os.path.join(home, str(WORKTREES_DIR))), key=lambda e: e.name):
+            if not tree.is_dir(follow_symlinks=False) or not _TREE_NAME.match(tree.name):
+                continue
+            base = len(tree.path) + 1
+            for entry in _walk_md(os.path.join(tree.path, TASKS_DIR)):
+                if named_for(entry.name, tree.name) and names_task(Path(entry.path), tree.name):
+                    yield entry, entry.path[keep:], entry.path[base:], tree.name
+
+
+def _walk_md(top: str) -> Iterator[os.DirEntry[str]]:
+    stack = [top]
+    while stack:
+        directory = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                yield entry
+
+
+def _load_cache(root: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(read_bytes_capped(root / CACHE_FILE, limit=_CACHE_READ_LIMIT).decode("utf-8"))
+    except (GuardkitStateError, ValueError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) and data.get("version") == CACHE_VERSION else None
+    return files if isinstance(files, dict) else {}

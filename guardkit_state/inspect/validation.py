@@ -1,0 +1,323 @@
+"""Validate task files and per-turn reports on disk: the library behind ``guardkit-state validate``.
+
+A task file (``*.md``) is checked by parsing its frontmatter strictly and validating its
+``autobuild_state`` (or legacy ``feature_build``) block, problems inside the block reported with
+the file line they sit on; then :meth:`TaskFile.from_bytes` must accept it, as the store will.
+A per-turn report is recognised by its name (``player_turn_N.json``, ``coach_turn_N.json``,
+``turn_state_turn_N.json``), read as strict JSON and validated after normalisation; its turn
+number must match the name. Other files are skipped when a directory is walked.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from guardkit_state.errors import GuardkitStateError, InputError, SchemaError
+from guardkit_state.store.fsio import decode_utf8, read_bytes_capped
+from guardkit_state.store.jsonio import load_json
+from guardkit_state.store.schemas import PathParts, format_pointer, parse_pointer, validate_with_warnings
+from guardkit_state.taskfile.document import TaskFile, task_id_from_filename
+from guardkit_state.taskfile.frontmatter import parse_frontmatter
+from guardkit_state.taskfile.resolve import (
+    TASK_FILE_NAME,
+    TASKS_DIR,
+    Copy,
+    choose,
+    declared_id,
+    holds_state,
+    plan_paths,
+    task_copies,
+)
+
+log = logging.getLogger("guardkit_state.inspect.validation")
+
+TASK_KIND = "task"
+_TURN_FILE = re.compile(r"^(player_turn|coach_turn|turn_state_turn)_(\d+)\.json$")
+_KIND_OF_STEM = {"player_turn": "player_turn", "coach_turn": "coach_turn", "turn_state_turn": "turn_state"}
+_TURN_KEY = {"player_turn": "turn", "coach_turn": "turn", "turn_state": "turn_number"}
+#: Directories never walked into (version control and tool caches hold no task state).
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", ".tox"})
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem or warning in a file: where (line and/or JSON path) and what."""
+
+    message: str
+    line: int | None = None
+    pointer: str | None = None
+
+    def location(self, path: Path | str) -> str:
+        where = f"{path}:{self.line}" if self.line is not None else str(path)
+        return f"{where}: {self.pointer}" if self.pointer else where
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "pointer": self.pointer, "message": self.message}
+
+
+@dataclass
+class FileResult:
+    """The verdict on one file."""
+
+    path: Path
+    kind: str
+    problems: list[Finding] = field(default_factory=list)
+    warnings: list[Finding] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "kind": self.kind, "valid": self.valid,
+                "problems": [p.to_dict() for p in self.problems],
+                "warnings": [w.to_dict() for w in self.warnings]}
+
+
+@dataclass
+class ValidationReport:
+    """Every file checked, in the order walked."""
+
+    results: list[FileResult] = field(default_factory=list)
+
+    @property
+    def checked(self) -> int:
+        return len(self.results)
+
+    @property
+    def invalid(self) -> int:
+        return sum(not r.valid for r in self.results)
+
+    @property
+    def valid(self) -> int:
+        return self.checked - self.invalid
+
+    @property
+    def warnings(self) -> int:
+        return sum(len(r.warnings) for r in self.results)
+
+    @property
+    def ok(self) -> bool:
+        return self.invalid == 0
+
+    def summary(self) -> str:
+        files = "file" if self.checked == 1 else "files"
+        text = f"checked {self.checked} {files}: {self.valid} valid, {self.invalid} invalid"
+        if self.warnings:
+            text += f", {self.warnings} warning{'s' if self.warnings != 1 else ''}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"checked": self.checked, "valid": self.valid, "invalid": self.invalid,
+                "warnings": self.warnings, "ok": self.ok, "files": [r.to_dict() for r in self.results]}
+
+
+def kind_of(path: Path) -> str | None:
+    """``task`` for ``*.md``, the record kind for a per-turn report's name, else ``None``."""
+    if path.suffix == ".md":
+        return TASK_KIND
+    match = _TURN_FILE.match(path.name)
+    return _KIND_OF_STEM[match.group(1)] if match else None
+
+
+def iter_files(paths: Iterable[Path]) -> Iterator[tuple[Path, str]]:
+    """``(path, kind)`` for every file to check: named files, and directories walked in order.
+
+    Raises:
+        InputError: a path does not exist, or a named file is of no known kind.
+    """
+    paths = [Path(p) for p in paths]
+    for path in paths:  # refuse bad arguments before checking anything
+        if not path.exists():
+            raise InputError("no such file or directory", path=path,
+                             expected="a task file, a per-turn JSON report, or a directory")
+        if path.is_file() and kind_of(path) is None:
+            raise InputError(
+                "not a task file or per-turn report", path=path,
+                expected="*.md, player_turn_N.json, coach_turn_N.json or turn_state_turn_N.json",
+            )
+    for path in paths:
+        if path.is_file():
+            yield path, kind_of(path) or ""
+            continue
+        for root, dirs, names in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+            for name in sorted(names):
+                child = Path(root) / name
+                kind = kind_of(child)
+                if kind is not None and child.is_file():
+                    yield child, kind
+
+
+def validate_paths(paths: Iterable[Path]) -> ValidationReport:
+    """Check every task file and per-turn report under ``paths``.
+
+    Raises:
+        InputError: a path does not exist, or a named file is of no known kind (nothing checked).
+    """
+    files = list(iter_files(paths))
+    report = ValidationReport()
+    for path, kind in files:
+        report.results.append(validate_file(path, kind))
+    _warn_duplicate_ids(report.results)
+    return report
+
+
+def _warn_duplicate_ids(results: list[FileResult]) -> None:
+    """A warning on every task file whose id another checked file has too, naming the copy read.
+
+    Duplicates are normal in GuardKit repositories (planning copies stay in ``backlog/<feature>/``),
+    so this is a warning, never a failure: it says which copy every command will read, and why.
+    """
+    groups: dict[tuple[Path, str], list[FileResult]] = {}
+    for result in results:
+        root = _repo_of(result.path) if result.kind == TASK_KIND else None
+        if root is None or not TASK_FILE_NAME.match(result.path.name):
+            continue
+        task_id = declared_id(result.path) or task_id_from_filename(result.path.name)
+        groups.setdefault((root, task_id), []).append(result)
+    for (root, task_id), group in groups.items():
+        if len(group) < 2:
+            continue
+        mine = {_relative(root, r.path): r for r in group}
+        try:
+            every = {p.relative_to(root).as_posix() for p in task_copies(root, task_id)}
+        except GuardkitStateError:
+            every = set()
+        copies = sorted(every | set(mine))
+        states = [Copy(rel, holds_state(root / rel)) for rel in copies]
+        winner, reason = choose(states, functools.partial(plan_paths, root))
+        for rel, result in mine.items():
+            others = ", ".join(o for o in copies if o != rel)
+            result.warnings.append(Finding(
+                f"duplicate task id {task_id} (also {others}): commands read {winner.relpath} ({reason})"))
+
+
+def _repo_of(path: Path) -> Path | None:
+    """The repository a task file belongs to: the folder holding the ``tasks/`` it is under."""
+    real = path.resolve()
+    return next((parent.parent for parent in real.parents if parent.name == TASKS_DIR), None)
+
+
+def _relative(root: Path, path: Path) -> str:
+    return path.resolve().relative_to(root).as_posix()
+
+
+def validate_file(path: Path, kind: str | None = None) -> FileResult:
+    """Check one file; ``kind`` defaults to what its name says (see :func:`kind_of`)."""
+    path = Path(path)
+    kind = kind or kind_of(path) or ""
+    result = FileResult(path, kind)
+    try:
+        if kind == TASK_KIND:
+            _check_task(path, result)
+        else:
+            _check_turn_report(path, kind, result)
+    except SchemaError as exc:
+        if exc.problems:
+            result.problems.extend(Finding(text, exc.line, pointer) for pointer, text in exc.problems)
+        else:
+            result.problems.append(_finding(exc))
+    except GuardkitStateError as exc:
+        result.problems.append(_finding(exc))
+    return result
+
+
+def _finding(exc: GuardkitStateError) -> Finding:
+    message = exc.message
+    if exc.expected and "expected" not in message:
+        message = f"{message} (expected {exc.expected})"
+    return Finding(message, exc.line, exc.pointer)
+
+
+def _check_turn_report(path: Path, kind: str, result: FileResult) -> None:
+    record = validate_with_warnings(kind, load_json(path), path=path)
+    result.warnings.extend(_warning(text) for text in record.warnings)
+    match = _TURN_FILE.match(path.name)
+    key = _TURN_KEY.get(kind)
+    if match and key and record.data.get(key) != int(match.group(2)):
+        result.problems.append(Finding(
+            f"{key} {record.data.get(key)} does not match the file name (expected {int(match.group(2))})",
+            pointer=f"$.{key}",
+        ))
+
+
+def _check_task(path: Path, result: FileResult) -> None:
+    """Schema-check the state block (every problem, with its line), then load it as the store does."""
+    raw = read_bytes_capped(path)
+    parsed = parse_frontmatter(decode_utf8(raw, path), path=path)
+    key = parsed.state_key
+    block = parsed.data.get(key) if key else None
+    if key is not None and block is not None:
+
+        def line_of(parts: PathParts) -> int | None:
+            return _node_line(parsed.node, (key, *parts), parsed.split.line_offset)
+
+        try:
+            record = validate_with_warnings("autobuild_state", block, path=path)
+        except SchemaError as exc:
+            for pointer, text in exc.problems or [(exc.pointer or "$", exc.message)]:
+                parts = parse_pointer(pointer)
+                result.problems.append(Finding(text, line_of(parts), format_pointer((key, *parts))))
+            return
+        for warning in record.warnings:
+            pointer, _, message = warning.partition(": ")
+            parts = parse_pointer(pointer)
+            result.warnings.append(Finding(message, line_of(parts), format_pointer((key, *parts))))
+        _check_turn_sequence(record.data, key, line_of, result)
+    # The final say: the task store itself must be able to load the file.
+    TaskFile.from_bytes(raw, path)
+
+
+def _check_turn_sequence(state: dict[str, Any], key: str, line_of: Any, result: FileResult) -> None:
+    """Turns must be numbered 1..n in order: resume starts at ``len(turns) + 1``."""
+    turns = state.get("turns") or []
+    for index, entry in enumerate(turns):
+        if entry["turn"] != index + 1:
+            parts: PathParts = ("turns", index, "turn")
+            result.problems.append(Finding(
+                f"turn {entry['turn']} is item {index + 1} of turns (expected turn {index + 1}:"
+                " turns are numbered 1, 2, 3 ... in order)",
+                line_of(parts), format_pointer((key, *parts)),
+            ))
+            break
+    current = state.get("current_turn")
+    if isinstance(current, int) and current < len(turns):
+        parts = ("current_turn",)
+        result.warnings.append(Finding(
+            f"current_turn {current} is behind the {len(turns)} recorded turns",
+            line_of(parts), format_pointer((key, *parts)),
+        ))
+
+
+def _warning(text: str) -> Finding:
+    pointer, sep, message = text.partition(": ")
+    return Finding(message, pointer=pointer) if sep and pointer.startswith("$") else Finding(text)
+
+
+def _node_line(root: yaml.Node | None, parts: PathParts, line_offset: int) -> int | None:
+    """The file line of the deepest YAML node on ``parts`` (a key's own line for mappings)."""
+    node, line = root, None
+    for part in parts:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if getattr(key_node, "value", None) == str(part):
+                    line, node = key_node.start_mark.line, value_node
+                    break
+            else:
+                break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line
+        else:
+            break
+    return None if line is None else line + 1 + line_offset

@@ -1,0 +1,1 @@
+"""The Player/Coach loop: agents, pre-start checks, the run, and its typed progress events."""

@@ -1,0 +1,523 @@
+"""Durable file I/O: atomic replace, per-task locks, safe paths, capped reads.
+
+Every write guardkit-state makes goes through :func:`atomic_write_bytes`: a temp file in the same
+directory, the original mode, owner and group kept, fsync, ``os.replace``, fsync of the directory.
+A reader never sees a torn file, and a crash at any instant leaves either the old or the new bytes.
+Writes are capped like reads, and nothing that a replace would damage (a hard link, a read-only
+file, a FIFO) is replaced. Reads never block on special files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import re
+import signal
+import stat
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from guardkit_state.errors import (
+    FileTooLargeError,
+    GuardkitStateError,
+    InvalidTaskIdError,
+    LockedError,
+    NotRegularFileError,
+    ParseError,
+    UnsafePathError,
+    UnwritableFileError,
+)
+
+#: Task files and reports above this size are refused before parsing (the largest real task file
+#: in the GuardKit corpus is well under 1 MiB; 200 recorded turns are ~300 KB).
+MAX_FILE_BYTES = 8 * 1024 * 1024
+
+TEMP_PREFIX = ".gks-tmp-"
+#: The exact name :func:`atomic_write_bytes` gives its temp file: ``.gks-tmp-<name>.<pid>.<ns>``, ns
+#: being ``time.monotonic_ns()`` (never under 6 digits). Only a name in this form is ever ours to
+#: delete or keep out of a commit: a user's ``.gks-tmp-release.2024.11`` is not.
+TEMP_NAME = re.compile(rf"{re.escape(TEMP_PREFIX)}.+\.([1-9][0-9]*)\.[0-9]{{6,}}")
+
+
+
+_TASK_ID = re.compile(r"^[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9._]+)+$")
+
+
+def crash_point(name: str) -> None:
+    """Test-only hook: SIGKILL this process when ``GUARDKIT_STATE_CRASH_AT`` names this point.
+
+    The variable holds ``name`` or ``name:N`` (die at the N-th time the point is reached, 1-based).
+    The reliability harness uses it to kill the loop inside each write step. Costs one dict lookup
+    when unset.
+    """
+    spec = os.environ.get("GUARDKIT_STATE_CRASH_AT")
+    if not spec:
+        return
+    target, _, count = spec.partition(":")
+    if target != name:
+        return
+    seen = _CRASH_COUNTS.get(name, 0) + 1
+    _CRASH_COUNTS[name] = seen
+    if seen >= int(count or 1):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+_CRASH_COUNTS: dict[str, int] = {}
+
+
+def fsync_directory(directory: Path) -> None:
+    """fsync a directory so a rename inside it survives power loss."""
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None,
+                       precondition: Callable[[], bool] | None = None,
+                       limit: int | None = MAX_FILE_BYTES) -> bool:
+    """Replace ``path`` with ``data`` atomically and durably; returns True when replaced.
+
+    Refused before anything is created (typed :class:`InputError` subclasses naming the file):
+    ``data`` over ``limit`` bytes (the read cap: the store never writes a file it could not read
+    back), a FIFO or device, a read-only file, a file with several hard links, a file whose owner
+    or group could not be kept, a symlink leaving its checkout. A symlink inside it is written
+    through: the target is replaced (the temp file sits beside it) and the link stays a link.
+
+    Mode, owner and group are kept; a new file gets ``mode`` or 0644 less the umask. OS errors
+    (ENOSPC, EROFS, EACCES ...) raise :class:`GuardkitStateError` with the path after the temp
+    file is removed, so the original is untouched. ``precondition`` is called after the fsync,
+    just before the rename: when it returns False the temp file is removed, nothing is replaced
+    and False is returned (the caller re-reads and retries; this keeps the window for a
+    concurrent editor save to microseconds, not an fsync).
+    """
+    path = Path(path)
+    target, existing = _prepare(path, len(data), limit)
+    if mode is None:
+        mode = stat.S_IMODE(existing.st_mode) if existing is not None else _new_file_mode()
+    directory = target.parent
+    tmp = directory / f"{TEMP_PREFIX}{target.name}.{os.getpid()}.{time.monotonic_ns()}"
+    try:
+        _write_temp(tmp, data, mode, existing, target)
+        crash_point("write.before_replace")
+        if precondition is not None and not precondition():
+            os.unlink(tmp)
+            return False
+        os.replace(tmp, target)
+        crash_point("write.after_replace")
+        fsync_directory(directory)
+    except OSError as exc:
+        _discard(tmp)
+        raise GuardkitStateError(_describe_os_error(exc, "write"), path=path) from exc
+    except BaseException:
+        _discard(tmp)
+        raise
+    return True
+
+
+def _write_temp(tmp: Path, data: bytes, mode: int, existing: os.stat_result | None, target: Path) -> None:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        crash_point("write.temp_open")
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if existing is not None:
+            _keep_owner(fd, existing, target)  # before fchmod: a chown may clear set-id bits
+        os.fchmod(fd, mode)
+        crash_point("write.before_fsync")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _discard(tmp: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+
+
+def _new_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o644 & ~umask
+
+
+def atomic_write_text(path: Path, text: str, *, mode: int | None = None,
+                      precondition: Callable[[], bool] | None = None,
+                      limit: int | None = MAX_FILE_BYTES) -> bool:
+    """:func:`atomic_write_bytes` for UTF-8 text (newlines are written exactly as given)."""
+    return atomic_write_bytes(path, text.encode("utf-8"), mode=mode, precondition=precondition, limit=limit)
+
+
+# --------------------------------------------------------------------------- what a write may replace
+
+
+def check_writable(path: Path, size: int = 0, *, limit: int | None = MAX_FILE_BYTES) -> Path:
+    """Raise what :func:`atomic_write_bytes` would refuse for ``size`` bytes at ``path``, writing
+    nothing (check the last of several files before writing the first); returns the file replaced."""
+    return _prepare(Path(path), size, limit)[0]
+
+
+def _prepare(path: Path, size: int, limit: int | None) -> tuple[Path, os.stat_result | None]:
+    if limit is not None and size > limit:
+        # The cap is the one every read applies: a file written over it could never be read again.
+        cap = f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit}-byte"
+        raise FileTooLargeError(f"refusing to write {size} bytes: over the {cap} limit task files are read with; "
+                                "nothing was written", path=path, expected=f"at most {limit} bytes")
+    target = _write_target(path)
+    info = _replaceable(target)
+    _check_folder(target)
+    return target, info
+
+
+def _check_folder(target: Path) -> None:
+    """The new file is renamed into ``target``'s folder: that folder must take it too."""
+    folder = target.parent
+    try:
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return  # a folder that is not there: the write itself says so, with the path
+    if read_only:
+        raise UnwritableFileError(f"{folder} is on a read-only file system; nothing was written", path=target,
+                                  expected="a file on a writable file system")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UnwritableFileError(f"its folder {folder} cannot take a new file (read-only or immutable); "
+                                  "nothing was written", path=target,
+                                  expected="a writable file in a writable folder")
+
+
+def _write_target(path: Path) -> Path:
+    """The file a write to ``path`` replaces: ``path``, or a symlink's final target (replacing the
+    link would make it a regular file and starve the target). Followed only inside its checkout:
+    a link planted in a repository must not make the store write outside it."""
+    if not os.path.islink(path):
+        return path
+    boundary = _checkout_of(path)
+    if boundary is None:
+        raise UnsafePathError(
+            "is a symlink outside any checkout (no .git, tasks/ or .guardkit/ above it); not written through",
+            path=path, expected="a regular file, or a symlink to a file inside the repository",
+        )
+    return resolve_inside(boundary, path)
+
+
+def _checkout_of(path: Path) -> Path | None:
+    """The checkout ``path`` lies in: the nearest folder holding ``.git``, or the parent of the
+    nearest ``tasks``/``.guardkit`` folder (every file the store writes lives under one of them)."""
+    folder = Path(os.path.abspath(path)).parent
+    for candidate in (folder, *folder.parents):
+        if os.path.lexists(candidate / ".git"):
+            return candidate
+        if candidate.name in ("tasks", ".guardkit"):
+            return candidate.parent
+    return None
+
+
+def _replaceable(target: Path) -> os.stat_result | None:
+    """The stat of the file ``target`` names (None when there is none) once it is safe to replace."""
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise GuardkitStateError(_describe_os_error(exc, "write"), path=target) from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise NotRegularFileError(f"not a regular file ({_kind(info.st_mode)}); refusing to replace it",
+                                  path=target, expected="a regular file")
+    if info.st_nlink > 1:
+        # os.replace gives the name a new inode: the other names would keep the old text for ever.
+        # No write is both atomic and shared by every link, so refuse rather than split them.
+        raise UnwritableFileError(
+            f"has {info.st_nlink} hard links; an atomic replace would cut it off from the others, "
+            "so nothing was written",
+            path=target, expected="a file with one link (replace the hard link by a copy or a symlink)",
+        )
+    if not info.st_mode & stat.S_IWUSR:
+        raise UnwritableFileError("read-only; make it writable (chmod u+w) to record turns", path=target)
+    _check_owner(target, info)
+    if not os.access(target, os.W_OK) and not _read_only_fs(target.parent):
+        raise UnwritableFileError("not writable by this user; make it writable (chmod u+w) to record turns",
+                                  path=target)
+    return info
+
+
+def _check_owner(target: Path, info: os.stat_result) -> None:
+    """Refuse a replace that would give the file another owner or group: renamed over by us, another
+    user's 0644 file would become ours and unwritable for its owner. Root can fchown it back."""
+    euid = os.geteuid()
+    if euid == 0:
+        return
+    if info.st_uid != euid:
+        raise UnwritableFileError(
+            f"owned by uid {info.st_uid}, not by this user (uid {euid}): replacing it would change its owner, "
+            "so nothing was written",
+            path=target, expected="run as the file's owner",
+        )
+    if info.st_gid != _new_file_gid(target.parent) and info.st_gid not in {os.getegid(), *os.getgroups()}:
+        raise UnwritableFileError(
+            f"its group (gid {info.st_gid}) is not one of this user's: replacing it would change its group, "
+            "so nothing was written",
+            path=target, expected="a group this user belongs to (chgrp)",
+        )
+
+
+def _keep_owner(fd: int, existing: os.stat_result, target: Path) -> None:
+    current = os.fstat(fd)
+    if (current.st_uid, current.st_gid) == (existing.st_uid, existing.st_gid):
+        return
+    try:
+        os.fchown(fd, existing.st_uid, existing.st_gid)
+    except PermissionError as exc:
+        raise UnwritableFileError(
+            f"the replacement cannot keep the file's owner and group (uid {existing.st_uid}, gid "
+            f"{existing.st_gid}), so nothing was written",
+            path=target,
+            expected="run as the file's owner",
+        ) from exc
+
+
+def _new_file_gid(directory: Path) -> int:
+    """The group a file created in ``directory`` gets (the folder's when it is set-group-id)."""
+    try:
+        info = os.stat(directory)
+    except OSError:
+        return os.getegid()
+    return info.st_gid if info.st_mode & stat.S_ISGID else os.getegid()
+
+
+def _read_only_fs(directory: Path) -> bool:
+    try:
+        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symlink"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
+
+
+# --------------------------------------------------------------------------- temp files, reads
+
+
+#: A temp file this old is debris even if a process with its writer's pid is alive (the pid was
+#: reused, or the writer is on another host sharing the folder): a write takes milliseconds.
+STALE_TEMP_SECONDS = 10 * 60
+
+
+def remove_stale_temp_files(directory: Path, *, max_age: float = STALE_TEMP_SECONDS) -> list[Path]:
+    """Delete temp files killed writers left in ``directory``; returns what was removed.
+
+    Safe while others write there (at the start of ``record`` as of the loop): only a temp file
+    whose writer (the pid in its name) is gone, or older than ``max_age`` seconds, is removed;
+    a live writer's, this process's included, never is.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return removed
+    now = time.time()
+    for entry in entries:
+        # Only names in the exact form this module writes: a user's ``.gks-tmp-notes.md`` is theirs.
+        if _writer_pid(entry.name) is not None and _is_stale(entry, now, max_age):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
+
+
+def _is_stale(entry: os.DirEntry[str], now: float, max_age: float) -> bool:
+    try:
+        info = entry.stat(follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISDIR(info.st_mode):
+        return False
+    pid = _writer_pid(entry.name)
+    if pid is None or pid == os.getpid():
+        return False
+    return now - info.st_mtime > max_age or not _pid_alive(pid)
+
+
+def _writer_pid(name: str) -> int | None:
+    """The pid in ``.gks-tmp-<name>.<pid>.<ns>``, or None for a name not in that form (:data:`TEMP_NAME`)."""
+    match = TEMP_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except PermissionError:  # alive, owned by another user
+        return True
+    except (OverflowError, OSError):  # ProcessLookupError: gone
+        return False
+    return True
+
+
+def read_bytes_capped(path: Path, *, limit: int = MAX_FILE_BYTES) -> bytes:
+    """Read a whole regular file, refusing one larger than ``limit`` before reading it.
+
+    A FIFO, socket or device is refused (:class:`NotRegularFileError`) without a blocking open:
+    a FIFO named like a task file must not hang a command.
+    """
+    path = Path(path)
+    fd, size = _open_regular(path)
+    try:
+        if size > limit:
+            raise _too_large(path, f"file is {size} bytes", limit)
+        data = _read_upto(fd, limit + 1, path)
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # it grew after the fstat
+        raise _too_large(path, "file grew while it was read", limit)
+    return data
+
+
+def _too_large(path: Path, what: str, limit: int, why: str = "") -> FileTooLargeError:
+    return FileTooLargeError(f"{what}, over the {limit}-byte limit{why}", path=path, expected=f"at most {limit} bytes")
+
+
+def _open_regular(path: Path) -> tuple[int, int]:
+    """An fd on ``path`` and its size, after checking (before and after the open) it is a regular file."""
+    try:
+        before = os.stat(path)
+        if stat.S_ISREG(before.st_mode):
+            # O_NONBLOCK: should the name be swapped for a FIFO meanwhile, the open still returns.
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode):
+                return fd, info.st_size
+            os.close(fd)
+            before = info
+    except OSError as exc:
+        raise GuardkitStateError(_describe_os_error(exc, "read"), path=path) from exc
+    raise NotRegularFileError(f"not a regular file ({_kind(before.st_mode)}); refusing to open it",
+                              path=path, expected="a regular file")
+
+
+def _read_upto(fd: int, size: int, path: Path) -> bytes:
+    chunks: list[bytes] = []
+    remaining = size
+    try:
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+    except OSError as exc:
+        raise GuardkitStateError(_describe_os_error(exc, "read"), path=path) from exc
+    return b"".join(chunks)
+
+
+def decode_utf8(data: bytes, path: Path) -> str:
+    """Decode UTF-8, naming the file and line of the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ParseError(
+            f"invalid UTF-8 byte 0x{data[exc.start]:02x}", path=path, line=line, expected="UTF-8 text"
+        ) from exc
+
+
+@contextlib.contextmanager
+def exclusive_lock(lock_path: Path, *, wait: float = 0.0, holder: str = "") -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``lock_path`` for the duration of the block.
+
+    ``wait=0`` fails fast with :class:`LockedError`; otherwise it retries for ``wait`` seconds.
+    The lock dies with its process, so a SIGKILLed writer never leaves a stale lock behind.
+    The file records the holder's pid and ``holder`` text so the error can say who has it.
+    """
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # a read-only or full file system: say so, naming the lock file
+        raise GuardkitStateError(_describe_os_error(exc, "create lock"), path=lock_path) from exc
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    other = _read_lock_owner(fd)
+                    raise LockedError(
+                        f"another guardkit-state process holds this lock{other}",
+                        path=lock_path,
+                        expected="one writer per task at a time",
+                    ) from None
+                time.sleep(0.01)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {holder}".strip().encode() + b"\n", 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _read_lock_owner(fd: int) -> str:
+    with contextlib.suppress(OSError):
+        owner = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+        if owner:
+            return f" (pid {owner})"
+    return ""
+
+
+def validate_task_id(task_id: str) -> str:
+    """Return ``task_id`` if it is a plain id like ``TASK-AUTH-001``; raise otherwise."""
+    if not isinstance(task_id, str) or not _TASK_ID.match(task_id) or ".." in task_id:
+        shown = repr(task_id)[:80]
+        raise InvalidTaskIdError(
+            f"invalid task id {shown}",
+            task_id=None,
+            expected="letters, digits and dashes like TASK-AUTH-001 (no '/', '..', NUL or spaces)",
+        )
+    return task_id
+
+
+def resolve_inside(root: Path, candidate: Path) -> Path:
+    """Resolve ``candidate`` (following symlinks) and refuse it if it leaves ``root``."""
+    root_real = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(candidate))
+    if real != root_real and root_real not in real.parents:
+        raise UnsafePathError(
+            f"path resolves outside the repository (to {real})",
+            path=candidate,
+            expected=f"a path inside {root_real}",
+        )
+    return real
+
+
+def _describe_os_error(exc: OSError, action: str) -> str:
+    reasons = {
+        errno.ENOSPC: "no space left on device",
+        errno.EROFS: "read-only file system",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "operation not permitted",
+        errno.ENOENT: "no such file or directory",
+        errno.EDQUOT: "disk quota exceeded",
+    }
+    reason = reasons.get(exc.errno or 0, exc.strerror or str(exc))
+    return f"cannot {action} file: {reason}"
+
+
+def ensure_private_dir(directory: Path) -> Path:
+    """Create ``directory`` with a ``.gitignore`` of ``*`` so git never sees what we keep there.
+
+    Used for scratch, logs and caches inside a user's checkout: ``git status`` must not change
+    because guardkit-state ran.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    marker = directory / ".gitignore"
+    if not marker.exists():
+        atomic_write_text(marker, "*\n")
+    return directory

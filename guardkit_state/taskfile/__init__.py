@@ -1,0 +1,1 @@
+"""The task file: strict frontmatter reading, the verified splice, criteria text, discovery, resolution."""

@@ -1,0 +1,398 @@
+"""The task file store: read a task's frontmatter, state and criteria; write the state surgically.
+
+A :class:`TaskFile` is loaded once (capped read, strict parse) and then updated in memory by each
+:meth:`TaskFile.apply`, which splices the file's text and writes it atomically. Just before the
+write the file is re-read: if an editor saved it meanwhile, the splice is redone on the new text,
+so no user edit is lost. Cross-process locking is the caller's job (the turn lifecycle).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from guardkit_state.errors import (
+    FileBusyError,
+    FrontmatterError,
+    GuardkitStateError,
+    TurnError,
+)
+from guardkit_state.model import AutobuildState, Criterion, TurnEntry, whole_number
+from guardkit_state.store import fsio
+
+# Criteria are read by their own module; importing them from here keeps working.
+from guardkit_state.taskfile.criteria_text import extract_criteria as extract_criteria
+from guardkit_state.taskfile.frontmatter import STATE_KEY, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
+from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate, plain_data, splice_state
+
+log = logging.getLogger("guardkit_state.taskfile.document")
+
+TASKS_DIR = "tasks"
+
+_ID_SEGMENT = re.compile(r"^[A-Z0-9][A-Z0-9.]*$")
+
+
+@dataclass
+class TaskFile:
+    """One task file: its text, frontmatter data, body, state block and acceptance criteria.
+
+    Attributes:
+        path: the file.
+        text: the whole file as text (kept in step with every :meth:`apply`).
+        data: the frontmatter mapping (``{}`` when the file has none).
+        body: the markdown after the frontmatter.
+        task_id: the frontmatter ``id``, else the id at the start of the file name.
+        state: the ``autobuild_state`` (or legacy ``feature_build``) block, None when absent.
+        state_key: the key the state lives under (``autobuild_state`` for a new block).
+        criteria: the acceptance criteria, ``AC-001`` ... in order.
+    """
+
+    path: Path
+    text: str
+    data: dict[str, Any]
+    body: str
+    task_id: str
+    state: AutobuildState | None
+    state_key: str
+    criteria: list[Criterion]
+    split: FrontmatterSplit
+    _raw: bytes = field(repr=False, default=b"")
+    #: The strict parse of ``text`` (from the load or the last write's verification): the next
+    #: write locates keys from it, so a write costs one full parse, of its new text.
+    _parsed: ParsedFrontmatter | None = field(repr=False, default=None, compare=False)
+
+    # ------------------------------------------------------------------ reading
+
+    @classmethod
+    def load(cls, path: Path | str) -> TaskFile:
+        """Read and strictly parse a task file.
+
+        Raises:
+            FileTooLargeError, ParseError (bad UTF-8), FrontmatterError, DuplicateKeyError,
+            GuardkitStateError (the file cannot be read).
+        """
+        path = Path(path)
+        raw = fsio.read_bytes_capped(path)
+        return cls.from_bytes(raw, path)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, path: Path) -> TaskFile:
+        """Build a TaskFile from a file's bytes (as read from ``path``)."""
+        text = fsio.decode_utf8(raw, path)
+        parsed = parse_frontmatter(text, path=path)
+        data = parsed.data
+        key = parsed.state_key
+        state: AutobuildState | None = None
+        if key is not None:
+            try:
+                state = AutobuildState.from_dict(data[key], key=key)
+            except (TypeError, ValueError, KeyError, AttributeError) as exc:
+                raise FrontmatterError(
+                    f"'{key}' has an unexpected shape: {exc}",
+                    path=path,
+                    line=parsed.line_of(key),
+                    pointer=f"$.{key}",
+                    expected="current_turn: int and turns: a list of {turn: int, decision: ...}",
+                ) from exc
+        task_id = data.get("id")
+        if not isinstance(task_id, str) or not task_id.strip():
+            task_id = task_id_from_filename(path.name)
+        return cls(
+            path=path,
+            text=text,
+            data=data,
+            body=parsed.split.body,
+            task_id=task_id.strip(),
+            state=state,
+            state_key=key or STATE_KEY,
+            criteria=extract_criteria(data, parsed.split.body),
+            split=parsed.split,
+            _raw=raw,
+            _parsed=parsed,
+        )
+
+    @property
+    def title(self) -> str | None:
+        return _str_or_none(self.data.get("title"))
+
+    @property
+    def status(self) -> str | None:
+        return _str_or_none(self.data.get("status"))
+
+    @property
+    def task_type(self) -> str | None:
+        return _str_or_none(self.data.get("task_type"))
+
+    @property
+    def complexity(self) -> int | None:
+        value = self.data.get("complexity")
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value.strip())
+        return None
+
+    @property
+    def feature_id(self) -> str | None:
+        return _str_or_none(self.data.get("feature_id"))
+
+    @property
+    def has_frontmatter(self) -> bool:
+        return self.split.has_frontmatter
+
+    def refreshed(self) -> TaskFile:
+        """This object, or a fresh load when the file changed on disk since it was read.
+
+        A changed file is read once it has settled (an editor saving in place must not be caught
+        half-way), and the path is remembered as contended: see :meth:`apply`.
+        """
+        current = fsio.read_bytes_capped(self.path)
+        if current == self._raw:
+            return self
+        _CONTENDED.add(self.path)
+        return TaskFile.from_bytes(read_settled(self.path, current), self.path)
+
+    def is_stale(self) -> bool:
+        """True when the file on disk is no longer the text this object holds."""
+        try:
+            return fsio.read_bytes_capped(self.path) != self._raw
+        except GuardkitStateError:
+            return True
+
+    # ------------------------------------------------------------------ writing
+
+    def apply(self, update: StateUpdate) -> SpliceResult:
+        """Splice ``update`` into the file and write it atomically (nothing is written for a no-op).
+
+        The state goes to the key the file already has. Just before replacing the file it is
+        re-read; if it changed since it was loaded (an editor saved it), the new text is parsed
+        and the splice re-applied to it. Afterwards this object reflects the new text and state.
+
+        Raises:
+            FrontmatterError, DuplicateKeyError: the file (or its new version) cannot be spliced.
+            GuardkitStateError: the write failed (the original file is untouched).
+        """
+        wanted = self._for_this_file(update)
+        update = self._without_present_turns(wanted)
+        result = splice_state(self.text, update, path=self.path, parsed=self._parsed)
+        if result.method == "noop":
+            return result
+        for attempt in range(REAPPLY_ATTEMPTS):
+            current = fsio.read_bytes_capped(self.path)
+            if current != self._raw:
+                _CONTENDED.add(self.path)
+                # An editor saved meanwhile (perhaps in place, still writing): wait until the file
+                # settles, then redo the splice on its text so neither the edit nor the turn is lost.
+                current = read_settled(self.path, current)
+                log.info("%s changed on disk since it was read; re-applying the update to it", self.path)
+                self._adopt(TaskFile.from_bytes(current, self.path))
+                update = self._without_present_turns(wanted)
+                result = splice_state(self.text, update, path=self.path, parsed=self._parsed)
+                if result.method == "noop":
+                    return result
+            fsio.crash_point("taskfile.before_write")
+            base = self._raw
+            # Checked again after the fsync, just before the rename: an editor save during the
+            # (slow) fsync is caught and re-applied instead of being replaced.
+            if not fsio.atomic_write_text(self.path, result.text, precondition=partial(_holds, self.path, base)):
+                # A random pause, growing with the attempts, so a writer saving at a steady rhythm
+                # does not land inside our read-splice-write window every time.
+                time.sleep(random.uniform(0, min(0.002 * (attempt + 1), 0.05)))
+                continue
+            self._after_write(result, update)
+            if self._landed(update):
+                return result
+            update = self._without_present_turns(wanted)
+            result = splice_state(self.text, update, path=self.path, parsed=self._parsed)
+        raise FileBusyError(
+            f"the task file kept changing while the update was written ({REAPPLY_ATTEMPTS} attempts); "
+            "nothing was overwritten: try again", path=self.path, expected="a moment without other writers")
+
+    def _landed(self, update: StateUpdate) -> bool:
+        """True when the write just made is still on disk (or a later save kept the update).
+
+        An editor that checked the file just before our rename saves its stale copy just after it.
+        A file another writer has been seen changing is looked at again after each of
+        :data:`VERIFY_PAUSES` (a busy machine can hold the editor between its check and its save
+        for several milliseconds); an uncontended write is checked once, at no pause. False: a
+        stale copy replaced the update, and this object now holds that copy to re-apply onto.
+        """
+        for pause in VERIFY_PAUSES if self.path in _CONTENDED else (0.0,):
+            time.sleep(pause)
+            current = fsio.read_bytes_capped(self.path)
+            if current == self._raw:
+                continue
+            other = TaskFile.from_bytes(read_settled(self.path, current), self.path)
+            self._adopt(other)
+            if not other._contains(update):
+                log.warning("%s was overwritten by a copy older than this update; re-applying it", self.path)
+                return False
+        return True
+
+    def _contains(self, update: StateUpdate) -> bool:
+        """True when this text already holds ``update`` (its turns, scalars and top-level keys)."""
+        block = self.data.get(self.state_key)
+        if not isinstance(block, dict):
+            return not update.touches_state and all(
+                self.data.get(k) == plain_data(v) for k, v in update.top_level.items())
+        turns = {whole_number(t.get("turn")) for t in block.get("turns") or [] if isinstance(t, dict)}
+        if any(t.get("turn") not in turns for t in update.append_turns):
+            return False
+        if any(block.get(k) != plain_data(v) for k, v in update.block_scalars.items()):
+            return False
+        return all(self.data.get(k) == plain_data(v) for k, v in update.top_level.items())
+
+    def _without_present_turns(self, update: StateUpdate) -> StateUpdate:
+        """``update`` minus turns this text already lists; a *different* entry of the same turn is a conflict.
+
+        Re-applying onto a changed file must never list a turn twice (resume counts the turns).
+        """
+        block = self.data.get(self.state_key)
+        # Keyed by number: a hand-written `turn: '1'` is turn 1, never a second one.
+        listed = {whole_number(t.get("turn")): t for t in (block.get("turns") or []) if isinstance(t, dict)} \
+            if isinstance(block, dict) else {}
+        keep = []
+        for entry in update.append_turns:
+            present = listed.get(entry.get("turn"))
+            if present is None:
+                keep.append(entry)
+            elif present.get("timestamp") != entry.get("timestamp"):
+                raise TurnError(f"turn {entry.get('turn')} was recorded in {self.path.name} by another writer "
+                                "meanwhile; nothing was written", path=self.path, turn=entry.get("turn"),
+                                expected="one writer per task")
+        last = max((n for n in listed if isinstance(n, int)), default=0)
+        numbers = [entry.get("turn") for entry in keep]
+        if numbers and numbers != list(range(last + 1, last + 1 + len(numbers))):
+            # Never write a gap: the turns are the history, and resume counts them.
+            raise TurnError(f"{self.path.name} lists turns up to {last} but this update would add turn(s) "
+                            f"{', '.join(map(str, numbers))}: entries were dropped by another writer; "
+                            "nothing was written (resume rebuilds them from their files)",
+                            path=self.path, turn=numbers[0], expected=f"turn {last + 1} next")
+        if len(keep) == len(update.append_turns):
+            return update
+        return StateUpdate(key=update.key, block_scalars=update.block_scalars, criteria=update.criteria,
+                           append_turns=keep, top_level=update.top_level)
+
+    def _for_this_file(self, update: StateUpdate) -> StateUpdate:
+        if update.key == self.state_key:
+            return update
+        return StateUpdate(
+            key=self.state_key,
+            block_scalars=update.block_scalars,
+            criteria=update.criteria,
+            append_turns=update.append_turns,
+            top_level=update.top_level,
+        )
+
+    def _adopt(self, other: TaskFile) -> None:
+        for name in ("text", "data", "body", "task_id", "state", "state_key", "criteria", "split", "_raw", "_parsed"):
+            setattr(self, name, getattr(other, name))
+
+    def _after_write(self, result: SpliceResult, update: StateUpdate) -> None:
+        """Bring the in-memory view up to date from the parse the write was verified with."""
+        had_frontmatter = self.split.has_frontmatter
+        parsed = result.parsed
+        assert parsed is not None  # every written result was verified, and carries its parse
+        self.text = result.text
+        self._raw = result.text.encode("utf-8")
+        self._parsed = parsed
+        self.split = parsed.split
+        self.body = parsed.split.body
+        self.data = parsed.data
+        if not update.touches_state:
+            return
+        self.state_key = update.key
+        if self.state is None:
+            self.state = AutobuildState.from_dict(self.data[update.key], key=update.key)
+        else:
+            _update_state(self.state, update)
+        if not had_frontmatter:
+            self.criteria = extract_criteria(self.data, self.body)
+
+
+#: How often :meth:`TaskFile.apply` re-reads and re-applies when other writers keep saving the file.
+REAPPLY_ATTEMPTS = 200
+#: An in-place save is over when two reads this far apart agree (bounded by SETTLE_LIMIT seconds).
+SETTLE_PAUSE = 0.002
+SETTLE_LIMIT = 2.0
+#: How long after its rename a write to a contended task file is checked for a stale editor save.
+VERIFY_PAUSES = (0.002, 0.01, 0.03)
+
+#: Task files another writer was seen changing in this process (they pay :data:`VERIFY_PAUSES`).
+_CONTENDED: set[Path] = set()
+
+
+def read_settled(path: Path, data: bytes | None = None) -> bytes:
+    """The file's bytes once two reads :data:`SETTLE_PAUSE` apart agree (an in-place save is done)."""
+    data = fsio.read_bytes_capped(path) if data is None else data
+    deadline = time.monotonic() + SETTLE_LIMIT
+    while True:
+        time.sleep(SETTLE_PAUSE)
+        again = fsio.read_bytes_capped(path)
+        if again == data or time.monotonic() > deadline:
+            return again
+        data = again
+
+
+def _holds(path: Path, expected: bytes) -> bool:
+    """True when ``path`` still holds ``expected`` (a missing or unreadable file does not)."""
+    try:
+        return fsio.read_bytes_capped(path) == expected
+    except GuardkitStateError:
+        return False
+
+
+def _update_state(state: AutobuildState, update: StateUpdate) -> None:
+    known = set(AutobuildState._KNOWN)
+    for key, value in update.block_scalars.items():
+        if key == "current_turn":
+            state.current_turn = int(value or 0)
+        elif key in ("started_at", "last_updated"):
+            setattr(state, key, None if value is None else str(value))
+        elif key in known:
+            setattr(state, key, value)
+        else:
+            state.extra[key] = value
+    if update.criteria is not None:
+        state.criteria = {str(k): str(v) for k, v in update.criteria.items()}
+    state.turns.extend(TurnEntry.from_dict(turn) for turn in update.append_turns)
+
+
+def _str_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    return str(value)
+
+
+def task_id_from_filename(name: str) -> str:
+    """``TASK-SFT-009-quality-gate-update.md`` -> ``TASK-SFT-009`` (upper-case segments)."""
+    stem = name[:-3] if name.endswith(".md") else name
+    segments = stem.split("-")
+    taken = [segments[0]]
+    for segment in segments[1:]:
+        if not _ID_SEGMENT.match(segment):
+            break
+        taken.append(segment)
+    return "-".join(taken)
+
+
+# --------------------------------------------------------------------------- finding tasks
+
+# The finders live in resolve.py (one resolver for every command); imported from here as before.
+from guardkit_state.taskfile.resolve import find_task, iter_task_files  # noqa: E402
+
+__all__ = [
+    "TaskFile",
+    "extract_criteria",
+    "find_task",
+    "iter_task_files",
+    "task_id_from_filename",
+]

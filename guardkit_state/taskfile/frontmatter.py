@@ -1,0 +1,207 @@
+"""Exact split and strict parse of a task file's frontmatter (writing is ``splice.py``'s job).
+
+Pure functions, text in and data out. The frontmatter is delimited by lines that are ``---``
+followed by nothing but blanks (GuardKit's ``split("---", 2)`` truncates a real file whose
+feedback holds ``-----``; python-frontmatter and Jekyll accept ``---`` with trailing blanks);
+the YAML is read by :mod:`strict_yaml` (dates as strings, duplicate keys refused) with every
+error in the file's own line numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from guardkit_state.errors import DuplicateKeyError, FrontmatterError
+from guardkit_state.taskfile.strict_yaml import parse_yaml
+
+#: The state block's key: GuardKit's, and seed 004's legacy name (read and written back as is).
+STATE_KEY = "autobuild_state"
+LEGACY_STATE_KEY = "feature_build"
+STATE_KEYS = (STATE_KEY, LEGACY_STATE_KEY)
+
+#: A delimiter line: three dashes and optional trailing blanks, as python-frontmatter and Jekyll read it.
+_OPEN = re.compile(r"---[ \t]*(\r?\n)")
+_LONE_OPEN = re.compile(r"---[ \t]*[\r\n]*\Z")
+_CLOSE_TAIL = re.compile(r"[ \t]*(?:\n|\r\n|\r?\Z)")
+_MD_HEADING = re.compile(r"^#{2,6} \S")
+
+
+
+# --------------------------------------------------------------------------- split and parse
+
+
+@dataclass(frozen=True)
+class FrontmatterSplit:
+    """A task file cut at its delimiters: ``bom + opening + yaml_text + closing + body == text``.
+
+    Attributes:
+        has_frontmatter: False when the file does not start with a ``---`` line.
+        bom: ``"\\ufeff"`` when the file starts with a byte-order mark, else ``""``.
+        opening: the opening ``---`` line with its line ending (``""`` without frontmatter).
+        yaml_text: the text between the delimiter lines.
+        closing: the closing ``---`` line with its line ending.
+        body: everything after the closing line (the whole text without frontmatter).
+        newline: the file's line ending, ``"\\n"`` or ``"\\r\\n"``.
+        line_offset: add to a 1-based line of ``yaml_text`` to get the file's line (1).
+    """
+
+    has_frontmatter: bool
+    bom: str
+    opening: str
+    yaml_text: str
+    closing: str
+    body: str
+    newline: str
+    line_offset: int = 1
+
+    @property
+    def prefix(self) -> str:
+        return self.bom + self.opening
+
+
+def split_frontmatter(text: str, *, path: Path | str | None = None) -> FrontmatterSplit:
+    """Cut ``text`` at frontmatter delimiter lines (``---`` and optional trailing blanks).
+
+    Raises:
+        FrontmatterError: an opening ``---`` without a closing one (reported at line 1).
+    """
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    start = len(bom)
+    opening = _OPEN.match(text, start)
+    if opening is None:
+        if _LONE_OPEN.match(text, start):
+            raise _missing_closing(path)
+        newline = "\r\n" if "\r\n" in text[: text.find("\n") + 1] else "\n"
+        return FrontmatterSplit(False, bom, "", "", "", text[start:], newline, 0)
+    yaml_start = opening.end()
+    close_start, close_end = _find_closing(text, yaml_start)
+    if close_start < 0:
+        raise _missing_closing(path)
+    return FrontmatterSplit(
+        has_frontmatter=True,
+        bom=bom,
+        opening=opening.group(0),
+        yaml_text=text[yaml_start:close_start],
+        closing=text[close_start:close_end],
+        body=text[close_end:],
+        newline=opening.group(1),
+    )
+
+
+def _find_closing(text: str, start: int) -> tuple[int, int]:
+    """Start and end of the first delimiter line after ``start`` (``(-1, -1)`` when there is none)."""
+    # str.find is memchr-fast; a MULTILINE ``^---`` regex tries every character of a 250 KB file.
+    pos = start  # always a line start
+    while True:
+        if text.startswith("---", pos):
+            tail = _CLOSE_TAIL.match(text, pos + 3)
+            if tail is not None:
+                return pos, tail.end()
+        newline = text.find("\n---", pos)
+        if newline < 0:
+            return -1, -1
+        pos = newline + 1
+
+
+def _missing_closing(path: Path | str | None) -> FrontmatterError:
+    return FrontmatterError(
+        "frontmatter opened by '---' is never closed",
+        path=path,
+        line=1,
+        expected="a closing '---' line",
+    )
+
+
+@dataclass(frozen=True)
+class ParsedFrontmatter:
+    """The frontmatter's data (``{}`` when absent), where it sits, and its YAML node tree."""
+
+    data: dict[str, Any]
+    split: FrontmatterSplit
+    node: yaml.Node | None
+    aliased: bool = False  # the YAML uses an alias (see :func:`strict_yaml.parse_yaml`)
+
+    @property
+    def state_key(self) -> str | None:
+        """``autobuild_state`` or ``feature_build``, whichever the file has, else None."""
+        for key in STATE_KEYS:
+            if key in self.data:
+                return key
+        return None
+
+    def line_of(self, key: str) -> int | None:
+        """The file line of a top-level key, from the node marks."""
+        if isinstance(self.node, yaml.MappingNode):
+            for key_node, _ in self.node.value:
+                if getattr(key_node, "value", None) == key:
+                    return int(key_node.start_mark.line) + 1 + self.split.line_offset
+        return None
+
+
+def parse_frontmatter(text: str, *, path: Path | str | None = None) -> ParsedFrontmatter:
+    """Split and strictly parse a task file's frontmatter.
+
+    Raises:
+        FrontmatterError: bad delimiters, invalid YAML, a non-mapping frontmatter or state block,
+            or both ``autobuild_state`` and ``feature_build`` in one file.
+        DuplicateKeyError: a key repeated in any mapping (with the file line of the second one).
+    """
+    split = split_frontmatter(text, path=path)
+    if not split.has_frontmatter:
+        return ParsedFrontmatter({}, split, None)
+    try:
+        parsed = parse_yaml(split.yaml_text, path=path, line_offset=split.line_offset)
+    except DuplicateKeyError:
+        raise
+    except FrontmatterError as exc:
+        raise _with_closing_hint(exc, split) from exc
+    if parsed.data is None:
+        return ParsedFrontmatter({}, split, parsed.node)
+    result = ParsedFrontmatter(parsed.data, split, parsed.node, parsed.aliased)
+    if not isinstance(parsed.data, dict):
+        raise FrontmatterError(
+            f"frontmatter is a {type(parsed.data).__name__}, not a mapping",
+            path=path,
+            line=split.line_offset + 1,
+            expected="'key: value' lines",
+        )
+    if all(key in parsed.data for key in STATE_KEYS):
+        raise FrontmatterError(
+            f"both '{STATE_KEY}' and '{LEGACY_STATE_KEY}' are present",
+            path=path,
+            line=result.line_of(LEGACY_STATE_KEY),
+            pointer=f"$.{LEGACY_STATE_KEY}",
+            expected="one state block per task",
+        )
+    key = result.state_key
+    if key is not None and not isinstance(parsed.data[key], (dict, type(None))):
+        raise FrontmatterError(
+            f"'{key}' is a {type(parsed.data[key]).__name__}, not a mapping",
+            path=path,
+            line=result.line_of(key),
+            pointer=f"$.{key}",
+            expected="a mapping with current_turn, turns ...",
+        )
+    return result
+
+
+def _with_closing_hint(exc: FrontmatterError, split: FrontmatterSplit) -> FrontmatterError:
+    """Point at a markdown heading inside the YAML: the closing ``---`` is probably missing."""
+    if exc.line is None:
+        return exc
+    lines = split.yaml_text.split("\n")
+    for index, line in enumerate(lines[: exc.line - split.line_offset]):
+        if _MD_HEADING.match(line) and index > 0 and not lines[index - 1].strip():
+            heading = index + 1 + split.line_offset
+            return FrontmatterError(
+                f"{exc.message} (is the closing '---' missing before line {heading}?)",
+                path=exc.path,
+                line=exc.line,
+                expected=exc.expected,
+            )
+    return exc

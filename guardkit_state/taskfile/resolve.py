@@ -1,0 +1,392 @@
+"""One task resolver: which file is ``TASK-X`` (or the task file a path names) in a repository.
+
+GuardKit keeps planning copies of a task under ``tasks/backlog/<feature>/`` after its working copy
+moved on to ``in_progress/``, ``in_review/`` or ``completed/``, so one id often has several files.
+Every command, and ``status``, picks among them by the same rules:
+
+1. the copies holding loop state (an ``autobuild_state`` or ``feature_build`` block) win;
+2. among the copies left, the one a feature plan (``.guardkit/features/FEAT-*.yaml``,
+   ``tasks[].file_path``) names wins;
+3. otherwise GuardKit's own search order: ``backlog``, ``in_progress``, ``design_approved``,
+   ``in_review``, ``blocked``, ``completed``, then the other folders; within a folder, a file
+   directly in it before one in a subfolder, then by path.
+
+A path to a task file (``tasks/.../TASK-X-slug.md``) is accepted wherever an id is: that file is
+read, whatever the rules would pick. The resolution says why a copy was chosen and which others
+exist, so commands can say so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from guardkit_state.errors import (
+    FileTooLargeError,
+    FrontmatterError,
+    GuardkitStateError,
+    InvalidTaskIdError,
+    NotRegularFileError,
+    TaskNotFoundError,
+    UnsafePathError,
+    shorten,
+)
+from guardkit_state.store import fsio
+
+log = logging.getLogger("guardkit_state.taskfile.resolve")
+
+TASKS_DIR = "tasks"
+FEATURES_DIR = Path(".guardkit") / "features"
+#: GuardKit's own search order of the status folders; any other folder comes after these.
+SEARCH_ORDER = ("backlog", "in_progress", "design_approved", "in_review", "blocked", "completed")
+#: A state block starts a line of the frontmatter; a raw-bytes check before any parse.
+STATE_MARKERS = (b"\nautobuild_state:", b"\nfeature_build:")
+
+TASK_FILE_NAME = re.compile(r"^[A-Z][A-Z0-9]*-[A-Za-z0-9.]+.*\.md$")
+_ID_LINE = re.compile(r"^id:[ \t]*['\"]?([^'\"\s#]+)", re.M)
+_FILE_PATH_LINE = re.compile(r"^\s*-?\s*file_path:[ \t]*['\"]?([^'\"#\n]+?)['\"]?[ \t]*$", re.M)
+
+REASON_GIVEN = "the path given"
+REASON_ONLY = "the only copy"
+REASON_STATE = "holds loop state"
+REASON_PLAN = "named by feature plan"
+REASON_ORDER = "first in GuardKit's search order"
+
+#: The task file named on the command line, pinned for the rest of that command (see ``pinned``).
+_PINNED: ContextVar[Resolution | None] = ContextVar("guardkit_state_pinned_task", default=None)
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The file chosen for a task, why, and the other copies of the same id."""
+
+    task_id: str
+    path: Path
+    reason: str
+    checkout: Path
+    others: tuple[Path, ...] = ()
+
+    def relative(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.checkout).as_posix()
+        except ValueError:
+            return str(path)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.relative(self.path), "reason": self.reason,
+                "others": [self.relative(p) for p in self.others]}
+
+    @property
+    def note(self) -> str | None:
+        """One line naming the copy read and the others, or ``None`` when it is the only one."""
+        if not self.others:
+            return None
+        others = ", ".join(self.relative(p) for p in self.others)
+        return f"{self.task_id}: reading {self.relative(self.path)} ({self.reason}); other copies: {others}"
+
+
+@dataclass(frozen=True)
+class Copy:
+    """One candidate file of a task id, as the rules see it."""
+
+    relpath: str  # relative to the checkout, with '/'
+    holds_state: bool
+
+
+def choose(copies: Sequence[Copy], planned: Callable[[], set[str]]) -> tuple[Copy, str]:
+    """The winning copy and why. ``planned`` gives the plan-named paths; called only on a tie."""
+    if len(copies) == 1:
+        return copies[0], REASON_ONLY
+    stateful = [c for c in copies if c.holds_state]
+    pool, reason = (stateful, REASON_STATE) if stateful else (list(copies), "")
+    if len(pool) == 1:
+        return pool[0], reason
+    named = [c for c in pool if c.relpath in planned()]
+    if named:
+        pool = named
+        reason = f"{reason}; {REASON_PLAN}" if reason else REASON_PLAN
+        if len(pool) == 1:
+            return pool[0], reason
+    best = min(pool, key=lambda c: search_rank(c.relpath))
+    return best, f"{reason}; {REASON_ORDER}" if reason else REASON_ORDER
+
+
+def search_rank(relpath: str) -> tuple[int, str, int, str]:
+    """Sort key of ``tasks/<folder>/.../name.md`` in GuardKit's search order."""
+    parts = relpath.split("/")
+    folder = parts[1] if len(parts) > 2 else ""
+    rank = SEARCH_ORDER.index(folder) if folder in SEARCH_ORDER else len(SEARCH_ORDER)
+    return rank, folder, len(parts), relpath
+
+
+def plan_paths(checkout: Path) -> set[str]:
+    """Every ``tasks[].file_path`` of the feature plans in ``checkout``, relative to it."""
+    found: set[str] = set()
+    directory = Path(checkout) / FEATURES_DIR
+    try:
+        plans = sorted(p for p in directory.iterdir() if p.name.startswith("FEAT-") and p.suffix == ".yaml")
+    except OSError:
+        return found
+    for plan in plans:
+        try:
+            text = fsio.read_bytes_capped(plan).decode("utf-8", "replace")
+        except GuardkitStateError:
+            continue
+        # A line scan, not a YAML parse: only the file paths matter, and a broken plan must not
+        # stop a task from being found.
+        for match in _FILE_PATH_LINE.finditer(text):
+            found.add(Path(match.group(1).strip()).as_posix().removeprefix("./"))
+    return found
+
+
+def holds_state(path: Path) -> bool:
+    """True when the file has a state block, or markers of one that fail to parse.
+
+    The same test ``status`` applies, so both pick the same copy: a file whose block is broken
+    counts as holding state, and ``show`` then reports its error rather than another copy.
+    """
+    try:
+        raw = fsio.read_bytes_capped(path)
+    except FileTooLargeError:
+        return True  # listed by status as unreadable: show must report on the same file
+    except GuardkitStateError:
+        return False
+    if not any(marker in raw for marker in STATE_MARKERS):
+        return False
+    from guardkit_state.taskfile.document import TaskFile  # here: taskfile re-exports this module's finders
+
+    try:
+        return TaskFile.from_bytes(raw, path).state is not None
+    except GuardkitStateError:
+        return True
+
+
+def resolve_task(repo_root: Path | str, ref: str) -> Resolution:
+    """The file of task ``ref`` (an id, or a path to a task file ending in ``.md``) in ``repo_root``.
+
+    Raises:
+        InvalidTaskIdError: ``ref`` is neither an id nor a ``.md`` path.
+        UnsafePathError: the path leaves the repository.
+        NotRegularFileError: the only file named for the task is a FIFO, socket or device.
+        TaskNotFoundError: no file matches (says where it looked).
+    """
+    root = Path(repo_root).resolve()
+    if isinstance(ref, str) and ref.endswith(".md"):
+        return _resolve_path(root, ref)
+    task_id = fsio.validate_task_id(ref)
+    pinned = _PINNED.get()
+    if pinned is not None and pinned.task_id == task_id and (
+            root == pinned.checkout or (pinned.reason == REASON_GIVEN and root in pinned.checkout.parents)):
+        return pinned
+    matches = _matches(root, task_id)
+    if len(matches) == 1:
+        return Resolution(task_id, matches[0], REASON_ONLY, root)
+    copies = {m.relative_to(root).as_posix(): m for m in matches}
+    winner, reason = choose([Copy(rel, holds_state(path)) for rel, path in copies.items()],
+                            lambda: plan_paths(root))
+    chosen = copies[winner.relpath]
+    return Resolution(task_id, chosen, reason, root, tuple(p for p in matches if p != chosen))
+
+
+def find_task(repo_root: Path | str, task_id: str) -> Path:
+    """The task file for ``task_id`` under ``repo_root/tasks``: ``<id>.md`` or ``<id>-<slug>.md``.
+
+    The id must match exactly (``TASK-ABC-1`` never finds ``TASK-ABC-10-x.md``); a slug file
+    whose frontmatter names another id (``TASK-ABC-1-2-x.md`` with ``id: TASK-ABC-1-2``) does not
+    count. Symlinks resolving outside the repository are skipped. Several copies are decided by
+    the rules of :func:`resolve_task`; a path to a task file is returned as given.
+
+    Raises:
+        InvalidTaskIdError: ``task_id`` is not an id.
+        NotRegularFileError: the only file named for the task is a FIFO, socket or device.
+        TaskNotFoundError: no file matches (says where it looked).
+    """
+    return resolve_task(repo_root, task_id).path
+
+
+def task_copies(repo_root: Path | str, task_id: str) -> list[Path]:
+    """Every file of ``task_id`` under ``repo_root/tasks``, in walk order (possibly none)."""
+    task_id = fsio.validate_task_id(task_id)
+    root = Path(repo_root)
+    return [path for path in _walk_markdown(root, root / TASKS_DIR) if _names_task(path, task_id)]
+
+
+@contextlib.contextmanager
+def pinned(resolution: Resolution | None) -> Iterator[None]:
+    """Within the block, the resolution's id resolves to its file (the one named on a command line)."""
+    token = _PINNED.set(resolution)
+    try:
+        yield
+    finally:
+        _PINNED.reset(token)
+
+
+def _matches(root: Path, task_id: str) -> list[Path]:
+    tasks = root / TASKS_DIR
+    special: list[Path] = []
+    matches = [path for path in _walk_markdown(root, tasks, special) if _names_task(path, task_id)]
+    if matches:
+        return matches
+    named = [path for path in special if named_for(path.name, task_id)]
+    if named:
+        # Said plainly rather than "not found": the user sees a file with the task's name.
+        raise NotRegularFileError("not a regular file (a FIFO, socket or device): a task file must be "
+                                  "a plain file", path=named[0], task_id=task_id)
+    shown = shorten(task_id)
+    raise TaskNotFoundError(
+        f"no task file for {shown} under {tasks}",
+        path=tasks,
+        task_id=task_id,
+        expected=f"tasks/**/{shown}.md or tasks/**/{shown}-<slug>.md",
+    )
+
+
+def _resolve_path(root: Path, ref: str) -> Resolution:
+    """A task named by its file: relative to the current folder, else to the repository."""
+    given = Path(ref)
+    candidates = [given] if given.is_absolute() else [Path.cwd() / given, root / given]
+    # Directories resolved, the file itself not: a symlinked task file is judged by resolve_inside.
+    existing = [Path(os.path.realpath(c.parent)) / c.name for c in candidates if os.path.lexists(c)]
+    if not existing:
+        raise TaskNotFoundError(f"no such task file: {shorten(ref)}", path=given,
+                                expected="a task file under tasks/, or a task id")
+    path = next((c for c in existing if root in c.parents), existing[0])
+    fsio.resolve_inside(root, path)
+    relative = path.relative_to(root)
+    checkout = _checkout_of(root, relative)
+    if path.relative_to(checkout).parts[0] != TASKS_DIR:
+        raise InvalidTaskIdError(f"not a task file under {TASKS_DIR}/: {shorten(ref)}", path=path,
+                                 expected="tasks/<folder>/TASK-ID-slug.md, or a task id")
+    if not path.is_file():
+        raise NotRegularFileError("not a regular file: a task file must be a plain file", path=path)
+    from guardkit_state.taskfile.document import (
+        task_id_from_filename,  # here: taskfile re-exports this module's finders
+    )
+
+    task_id = fsio.validate_task_id(_declared_id(path) or task_id_from_filename(path.name))
+    others = tuple(p for p in task_copies(checkout, task_id) if p != path)
+    return Resolution(task_id, path, REASON_GIVEN, checkout, others)
+
+
+def _checkout_of(root: Path, relative: Path) -> Path:
+    """The checkout holding ``relative``: a loop's worktree for ``.guardkit/worktrees/<ID>/...``."""
+    parts = relative.parts
+    if len(parts) > 4 and parts[:2] == (".guardkit", "worktrees"):
+        return root / parts[0] / parts[1] / parts[2]
+    return root
+
+
+def iter_task_files(repo_root: Path | str) -> Iterator[Path]:
+    """Every task-like markdown file under ``repo_root/tasks`` (``PREFIX-...md``), sorted.
+
+    READMEs and guides are skipped by name; symlinks leaving the repository, FIFOs, sockets and
+    devices are skipped (with a logged note).
+    """
+    root = Path(repo_root)
+    for path in _walk_markdown(root, root / TASKS_DIR):
+        if TASK_FILE_NAME.match(path.name):
+            yield path
+
+
+def _walk_markdown(root: Path, directory: Path, special: list[Path] | None = None) -> Iterator[Path]:
+    """Regular ``*.md`` files below ``directory`` in sorted order; symlinked dirs are not followed.
+
+    A FIFO, socket or device is never opened (a FIFO would block the reader for ever): it is
+    skipped with a note, and added to ``special`` when given.
+    """
+    if not directory.is_dir():
+        return
+    for current, dirs, files in os.walk(directory, followlinks=False):
+        dirs.sort()
+        for name in sorted(files):
+            if not name.endswith(".md"):
+                continue
+            path = Path(current) / name
+            if path.is_symlink():
+                try:
+                    fsio.resolve_inside(root, path)
+                except UnsafePathError:
+                    log.warning("skipping %s: symlink leaves the repository", path)
+                    continue
+            if not path.is_file():  # stat, no open: False for a FIFO, socket, device or dangling link
+                if path.exists():
+                    log.warning("skipping %s: not a regular file", path)
+                    if special is not None:
+                        special.append(path)
+                continue
+            yield path
+
+
+def named_for(name: str, task_id: str) -> bool:
+    """True when a file name is ``<id>.md`` or ``<id>-<slug>.md`` (the name alone, no read)."""
+    return name == f"{task_id}.md" or name.startswith(f"{task_id}-")
+
+
+def _names_task(path: Path, task_id: str) -> bool:
+    name = path.name
+    if name == f"{task_id}.md":
+        return True
+    if not named_for(name, task_id):
+        return False
+    # TASK-ABC-1-2-x.md starts with "TASK-ABC-1-" too: trust the file's own id when it has one.
+    declared = _declared_id(path)
+    return declared is None or declared == task_id
+
+
+def names_task(path: Path, task_id: str) -> bool:
+    """True when ``path`` is a file of ``task_id`` by the finder's rule (name, then its ``id:``)."""
+    return _names_task(path, task_id)
+
+
+def _declared_id(path: Path) -> str | None:
+    """The ``id:`` of a file's frontmatter by a cheap scan of its head (no YAML parse)."""
+    try:
+        # Never a blocking open: the name may have become a FIFO since the walk looked at it.
+        head = fsio.read_bytes_capped(path)[:8192].decode("utf-8", "replace")
+    except GuardkitStateError:
+        return None
+    from guardkit_state.taskfile.frontmatter import split_frontmatter  # here: the CLI builds its parser without YAML
+
+    try:
+        split = split_frontmatter(head + "\n---\n")
+    except FrontmatterError:
+        return None
+    match = _ID_LINE.search(split.yaml_text) if split.has_frontmatter else None
+    return match.group(1) if match else None
+
+
+def declared_id(path: Path) -> str | None:
+    """The ``id:`` a task file declares in its frontmatter (a cheap head scan), if any."""
+    return _declared_id(path)
+
+
+def group_copies(paths: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """``{task id: [relpath, ...]}`` for the ids given more than once, from ``(id, relpath)`` pairs."""
+    groups: dict[str, list[str]] = {}
+    for task_id, relpath in paths:
+        groups.setdefault(task_id, []).append(relpath)
+    return {k: v for k, v in groups.items() if len(v) > 1}
+
+
+__all__ = [
+    "Copy",
+    "Resolution",
+    "choose",
+    "declared_id",
+    "find_task",
+    "holds_state",
+    "iter_task_files",
+    "names_task",
+    "pinned",
+    "plan_paths",
+    "resolve_task",
+    "search_rank",
+    "task_copies",
+]

@@ -1,0 +1,243 @@
+"""Where each key of a frontmatter mapping sits in the text, from the strict parse's node marks.
+
+A regular expression only knows the keys it was written for; a key with a space, a quote, a
+leading digit or a non-ASCII letter would be taken for part of the value above it, and a rewrite
+of that value would delete it. The parser knows every key YAML allows, so the splice takes each
+key's position from its node (libyaml's ``mark.index`` counts characters, as ``str`` offsets do)
+and only the extent of a value's trailing lines from the text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import yaml
+
+from guardkit_state.taskfile.strict_yaml import MERGE_TAG
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_NULL_TAG = "tag:yaml.org,2002:null"
+
+
+class LayoutError(Exception):
+    """A mapping whose keys cannot each be given a line of their own (an alias used as a key ...)."""
+
+
+@dataclass
+class Entry:
+    """One ``key: value`` of a block mapping, as offsets into the YAML text.
+
+    Attributes:
+        key: the key when it is a string (plain or quoted), else None (never looked up).
+        start: start of the key's line.
+        key_pos: where the key (or its anchor or tag) starts on that line.
+        colon: the ``:`` after the key, or -1 when it is on another line (a ``? key``).
+        line_end: just after the key's line.
+        end: just after the value's last line (trailing comments at or left of the key's indent
+            belong to what follows).
+        indent: the key's column.
+        value: the value's node, or None when it is an alias (its marks are the anchor's).
+        merge: True for a ``<<`` merge key.
+    """
+
+    key: str | None
+    start: int
+    key_pos: int
+    colon: int
+    line_end: int
+    end: int
+    indent: int
+    value: yaml.Node | None
+    merge: bool = False
+
+    @property
+    def single_line(self) -> bool:
+        return self.end == self.line_end
+
+    def rest(self, fm: str) -> str:
+        """The text after the ``:`` on the key's line, comment included, stripped."""
+        return fm[self.colon + 1 : self.line_end].strip() if self.colon >= 0 else ""
+
+    def key_text(self, fm: str) -> str:
+        """The key's line up to its ``:``, exactly as written (indent, quotes, anchor)."""
+        return fm[self.start : self.colon].rstrip(" \t")
+
+    def anchor(self, fm: str) -> str:
+        """The value's anchor (``&name``) as written, or ``""``."""
+        if self.value is None:
+            return ""
+        pos = self.value.start_mark.index
+        if fm[pos : pos + 1] != "&":
+            return ""
+        end = pos
+        while end < len(fm) and fm[end] not in " \t\r\n":
+            end += 1
+        return fm[pos:end]
+
+    def tagged(self, fm: str) -> bool:
+        """True when the value carries an explicit tag (``!!str``, ``!x`` ...) after any anchor."""
+        if self.value is None:
+            return False
+        pos = self.value.start_mark.index
+        anchor = self.anchor(fm)
+        if anchor:
+            pos += len(anchor)
+            while fm[pos : pos + 1] in (" ", "\t"):
+                pos += 1
+        return fm[pos : pos + 1] == "!"
+
+    def is_null(self) -> bool:
+        """True for an empty value, ``~`` or ``null`` (not for an alias of one)."""
+        return isinstance(self.value, yaml.ScalarNode) and self.value.tag == _NULL_TAG
+
+    def is_block(self, kind: type[yaml.Node]) -> bool:
+        """True when the value is a block-style (not flow-style) ``kind`` node."""
+        return isinstance(self.value, kind) and not getattr(self.value, "flow_style", False)
+
+
+def entries_of(fm: str, node: yaml.MappingNode, lo: int, hi: int) -> list[Entry]:
+    """The entries of the block mapping ``node``, whose keys all lie in ``fm[lo:hi]``.
+
+    Raises:
+        LayoutError: a key that does not start its own line at the mapping's indent.
+    """
+    found: list[tuple[yaml.Node, yaml.Node, int, int, int, int]] = []
+    previous = lo - 1
+    indent: int | None = None
+    for key_node, value_node in node.value:
+        pos = key_node.start_mark.index
+        start = fm.rfind("\n", 0, pos) + 1
+        lead = fm[start:pos].lstrip(" ")
+        column = pos - start - len(lead)
+        explicit = lead[:1] == "?" and not lead[1:].strip(" \t")
+        if pos <= previous or start < lo or pos >= hi or (lead and not explicit):
+            raise LayoutError(f"the key on line {key_node.start_mark.line + 1} does not start a line of its own "
+                              "(an alias used as a key?)")
+        if indent is not None and column != indent:
+            raise LayoutError(f"the key on line {key_node.start_mark.line + 1} is not aligned with the others")
+        indent = column
+        colon = _colon_after(fm, key_node.end_mark.index)
+        if colon < 0 and not explicit:
+            raise LayoutError(f"no ':' after the key on line {key_node.start_mark.line + 1}")
+        found.append((key_node, value_node, start, pos, colon, column))
+        previous = pos
+    entries = []
+    for index, (key_node, value_node, start, pos, colon, column) in enumerate(found):
+        stop = found[index + 1][2] if index + 1 < len(found) else hi
+        newline = fm.find("\n", pos, stop)
+        line_end = stop if newline < 0 else newline + 1
+        own = value_node.start_mark.index >= max(colon, pos)  # an alias's marks are its anchor's
+        end = _content_end(fm, line_end, stop, column)
+        if own and (isinstance(value_node, yaml.ScalarNode) or getattr(value_node, "flow_style", False)):
+            # A quoted scalar may continue on lines that look like comments: its end mark is exact.
+            end = max(end, _line_end_at(fm, value_node.end_mark.index, stop))
+        key = key_node.value if isinstance(key_node, yaml.ScalarNode) and key_node.tag == _STR_TAG else None
+        entries.append(Entry(key, start, pos, colon, line_end, end, column, value_node if own else None,
+                             merge=key_node.tag == MERGE_TAG))
+    return entries
+
+
+def by_key(entries: list[Entry]) -> dict[str, Entry]:
+    """The entries with a string key, by key (the strict parse already refused duplicates)."""
+    return {entry.key: entry for entry in entries if entry.key is not None}
+
+
+def _colon_after(fm: str, pos: int) -> int:
+    """Offset of the ``:`` following a key that ends at ``pos`` on the same line, else -1."""
+    while fm[pos : pos + 1] in (" ", "\t"):
+        pos += 1
+    return pos if fm[pos : pos + 1] == ":" else -1
+
+
+def _line_end_at(fm: str, pos: int, stop: int) -> int:
+    """``pos`` when it starts a line, else the end of its line (bounded by ``stop``)."""
+    if pos <= 0 or fm[pos - 1] == "\n":
+        return min(pos, stop)
+    newline = fm.find("\n", pos, stop)
+    return stop if newline < 0 else newline + 1
+
+
+# --------------------------------------------------------------------------- edits
+
+
+@dataclass
+class Edits:
+    """Replacements ``(start, end, seq, text)`` on the YAML text, applied in one pass."""
+
+    items: list[tuple[int, int, int, str]] = field(default_factory=list)
+
+    def add(self, start: int, end: int, text: str) -> None:
+        self.items.append((start, end, len(self.items), text))
+
+    def extend(self, other: Edits) -> None:
+        for start, end, _, text in other.items:
+            self.add(start, end, text)
+
+    def apply(self, text: str) -> str:
+        parts: list[str] = []
+        pos = 0
+        for start, end, _, new in sorted(self.items):
+            parts.append(text[pos:start])
+            parts.append(new)
+            pos = max(pos, end)
+        parts.append(text[pos:])
+        return "".join(parts)
+
+
+# --------------------------------------------------------------------------- text helpers
+
+
+def _content_end(fm: str, lo: int, hi: int, indent: int) -> int:
+    """Offset after the last line of ``fm[lo:hi]`` that belongs to a value at ``indent``.
+
+    Trailing blank lines and comments at or left of ``indent`` belong to what follows.
+    """
+    pos = hi
+    while pos > lo:
+        newline = fm.rfind("\n", lo, pos - 1)
+        start = lo if newline < 0 else newline + 1
+        line = fm[start:pos].rstrip("\r\n")
+        body = line.lstrip(" ")
+        if body and not (body.startswith("#") and len(line) - len(body) <= indent):
+            return pos
+        pos = start
+    return lo
+
+
+def first_content_indent(fm: str, lo: int, hi: int) -> int | None:
+    """Indent of the first non-blank, non-comment line in ``fm[lo:hi]``, or None."""
+    start = line_start(fm, lo, hi)
+    if start >= hi:
+        return None
+    return len(fm[start:hi]) - len(fm[start:hi].lstrip(" "))
+
+
+def above_comments(fm: str, pos: int, indent: int) -> int:
+    """Move an insertion point at a key line above the comment lines that introduce that key."""
+    while pos > 0:
+        newline = fm.rfind("\n", 0, pos - 1)
+        start = newline + 1
+        line = fm[start:pos].rstrip("\r\n")
+        if not line.startswith(" " * indent + "#"):
+            break
+        pos = start
+    return pos
+
+
+def line_start(fm: str, lo: int, hi: int) -> int:
+    """Offset of the first non-blank, non-comment line in ``fm[lo:hi]``."""
+    pos = lo
+    while pos < hi:
+        newline = fm.find("\n", pos, hi)
+        end = hi if newline < 0 else newline + 1
+        body = fm[pos:end].strip()
+        if body and not body.startswith("#"):
+            return pos
+        pos = end
+    return hi
+
+
+def line_of(fm: str, pos: int, line_offset: int) -> int:
+    """The file line (1-based) of offset ``pos`` of the YAML text."""
+    return fm.count("\n", 0, pos) + 1 + line_offset
+

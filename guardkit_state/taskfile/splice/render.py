@@ -1,0 +1,165 @@
+"""Rendering for the splice: block YAML that reads back as exactly the data it was made from.
+
+Only fragments are rendered (a scalar, a turn entry, a state block), never the user's
+frontmatter. :func:`render_yaml` verifies what it renders by parsing it alone; the common one-line
+scalars take an exact fast path whose forms are unambiguous in YAML 1.1.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Any
+
+import yaml
+
+from guardkit_state.errors import GuardkitStateError
+from guardkit_state.taskfile.strict_yaml import parse_yaml
+
+
+class _Dumper(yaml.CSafeDumper):
+    """C dumper that writes multi-line strings as literal blocks, so feedback stays readable."""
+
+
+def _represent_str(dumper: yaml.BaseDumper, data: str) -> yaml.ScalarNode:
+    # A literal block only for ordinary multi-line text: leading blanks or trailing blank lines
+    # would need "keep" chomping, which PyYAML ends with a '...' document-end line.
+    ordinary = "\n" in data.strip("\n") and not data.startswith((" ", "\n")) and not data.endswith("\n\n")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if ordinary else None)
+
+
+_Dumper.add_representer(str, _represent_str)  # type: ignore[arg-type]
+
+
+def plain_data(value: Any) -> Any:
+    """``value`` with enums as their values and tuples as lists, so the safe dumper accepts it."""
+    if isinstance(value, Enum):
+        return plain_data(value.value)
+    if isinstance(value, dict):
+        return {plain_data(k): plain_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_data(v) for v in value]
+    return value
+
+
+def render_yaml(data: Any) -> str:
+    """Render ``data`` as block YAML that parses back to exactly ``data``.
+
+    Uses the C safe dumper (no line wrapping, non-ASCII kept, key order kept); strings that would
+    change type (timestamps, ``'null'``, numbers) come out quoted. The result is verified by
+    parsing it alone; a string the literal style cannot carry falls back to quoted style.
+    """
+    data = plain_data(data)
+    fast = _render_flat(data)
+    if fast is not None:
+        return fast
+    for dumper in (_Dumper, yaml.CSafeDumper):
+        try:
+            text = yaml.dump(
+                data,
+                Dumper=dumper,
+                allow_unicode=True,
+                sort_keys=False,
+                default_flow_style=False,
+                width=-1,  # -1: never wrap long lines
+            )
+        except yaml.YAMLError as exc:
+            raise GuardkitStateError(f"cannot render state as YAML: {exc}") from exc
+        if text.endswith("\n...\n"):  # a document-end marker must never land inside a frontmatter
+            text = text[: -len("...\n")]
+        if same(parse_yaml(text).data, data):
+            return str(text)
+    raise GuardkitStateError("rendered YAML does not read back as the same data", expected="plain data")
+
+
+# --- an exact fast path for the lines a turn rewrites (``current_turn: 3``, ``AC-001: verified``,
+# ``last_updated: '2026-...'``): rendering and re-reading them through PyYAML was most of a
+# turn's CPU. Only forms whose meaning is unambiguous in YAML 1.1 are handled; anything else
+# (words YAML reads as booleans or null, numbers with leading zeros, quotes, non-printables...)
+# goes the slow, verified way.
+_PLAIN_TOKEN = re.compile(r"[A-Za-z_./][A-Za-z0-9_\-./]*\Z")
+_INT_TOKEN = re.compile(r"(?:0|-?[1-9][0-9]{0,17})\Z")
+_TIMESTAMP_TOKEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[Tt ][0-9:.]+(?:Z|[+-][0-9]{2}:?[0-9]{2})?)?\Z")
+#: What other YAML readers resolve (timestamps included): a value written plain must read as a string.
+_WRITE_RESOLVERS = yaml.resolver.Resolver.yaml_implicit_resolvers
+
+
+def _reads_as_str(token: str, resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]]) -> bool:
+    """True when a plain ``token`` resolves to a string under ``resolvers`` (PyYAML's own rule)."""
+    candidates = [*resolvers.get(token[:1], []), *resolvers.get(None, [])]
+    return not any(regexp.match(token) for _tag, regexp in candidates)
+
+
+def _fast_scalar(value: Any) -> str | None:
+    """``value`` as a YAML scalar when it can be written without PyYAML, else ``None``."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if type(value) is int and _INT_TOKEN.match(str(value)):
+        return str(value)
+    if type(value) is str:
+        if _PLAIN_TOKEN.match(value) and _reads_as_str(value, _WRITE_RESOLVERS):
+            return value
+        if _TIMESTAMP_TOKEN.match(value):  # PyYAML quotes these too: they would read as dates
+            return f"'{value}'"
+    return None
+
+
+def _render_flat(data: Any) -> str | None:
+    """``key: scalar`` lines for a flat mapping of simple keys and scalars, else ``None``."""
+    if not isinstance(data, dict) or not data:
+        return None
+    lines = []
+    for key, value in data.items():
+        rendered = _fast_scalar(value)
+        if type(key) is not str or _fast_scalar(key) != key or rendered is None:
+            return None
+        lines.append(f"{key}: {rendered}\n")
+    return "".join(lines)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equality that also tells ``1`` from ``True`` and ``1.0``."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def indent_lines(text: str, indent: int, newline: str) -> str:
+    """Indent every non-empty line of rendered YAML and use the file's line ending."""
+    pad = " " * indent
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return "".join((pad + line if line else line) + newline for line in lines)
+
+
+def render_scalar(value: Any) -> str | None:
+    """``value`` as a one-line YAML scalar (plain or quoted), or None when it needs several lines."""
+    fast = _fast_scalar(value)
+    if fast is not None:
+        return fast
+    rendered = render_yaml({"k": value})
+    if rendered.count("\n") != 1 or not rendered.startswith("k: ") or rendered[3:4] in ("|", ">", ""):
+        return None
+    return rendered[3:-1]
+
+
+def render_value(value: Any, key_text: str, props: str, indent: int, nl: str, comment: str = "") -> str:
+    """``key_text: props value  comment`` as lines at ``indent``, the key kept exactly as written.
+
+    ``key_text`` is the key's line up to the ``:`` (indent, quotes, the key's own anchor);
+    ``props`` the anchor (``&name``) the value keeps, or ``""``; ``comment`` a trailing comment
+    for the first line (with the blanks that separate it), or ``""``.
+    """
+    rendered = render_yaml({"k": value})
+    tail = rendered[2:]  # after "k:": " scalar\n", " |-\n  lines\n" or "\n  nested...\n"
+    first, _, rest = tail.partition("\n")
+    if props:
+        first = f" {props}{first}"
+    return key_text + ":" + first + comment + nl + indent_lines(rest, indent, nl)

@@ -1,0 +1,351 @@
+"""A write is verified before it lands: the new text is read back and compared with the intent.
+
+The new text is read with the same strict reader as any task file, then checked: every
+top-level key outside the state block equal by value (type-exact: ``1``, ``True`` and ``1.0``
+differ) and in the same order as before, apart from the keys the update sets; the state block
+equal to :func:`apply_update_to_block` of the old one; the bytes outside the edited spans and the
+markdown body identical. Any mismatch raises :class:`WriteVerificationError` naming the file and
+the first differing key, before anything is written. A key elsewhere that is a YAML alias of a
+value the update changes would change with it, so such a write is refused too, and says why.
+
+Reading back the whole frontmatter costs as much as the rest of a turn on a long history, so
+when the old text has no alias (nothing in it is reached twice) only the edited top-level
+entries are parsed: each edited span starts at a top-level key line and ends where the next one
+starts (positions from the strict parse of the old text), every byte around the spans is shown
+identical, and a YAML block mapping's entries at column 0 are read independently of each other
+when no alias crosses them. Whatever that shortcut cannot confirm is read back in full.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from itertools import zip_longest
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from guardkit_state.errors import GuardkitStateError, WriteVerificationError
+from guardkit_state.taskfile.frontmatter import (
+    FrontmatterSplit,
+    ParsedFrontmatter,
+    parse_frontmatter,
+    split_frontmatter,
+)
+from guardkit_state.taskfile.splice.layout import Edits, line_of
+from guardkit_state.taskfile.splice.render import plain_data
+from guardkit_state.taskfile.splice.update import StateUpdate, apply_update_to_block
+from guardkit_state.taskfile.strict_yaml import MERGE_TAG, construct_with, parse_yaml
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_ABSENT = object()
+
+
+def verify_write(old: ParsedFrontmatter, new_text: str, update: StateUpdate, *, path: Path | str | None,
+                 edits: Edits | None, allowed: list[tuple[int, int]]) -> ParsedFrontmatter:
+    """The strict reading of ``new_text`` once it is shown to be ``old`` with ``update`` applied.
+
+    Its ``node`` is None when only the edited spans had to be read (see the module's docstring).
+    ``edits`` are the replacements made on the old YAML text (None when a frontmatter was created)
+    and ``allowed`` the spans of the old YAML text they may touch.
+
+    Raises:
+        WriteVerificationError: the new text does not parse, or differs from the intent.
+    """
+    if edits is not None and not old.aliased:
+        confirmed = _verify_spans(old, new_text, update, edits, allowed, path)
+        if confirmed is not None:
+            return confirmed
+    try:
+        new = parse_frontmatter(new_text, path=path)
+    except GuardkitStateError as exc:
+        raise WriteVerificationError(f"the new text does not parse ({exc.message}); nothing was written",
+                                     path=path, line=exc.line, expected="a text the strict reader accepts") from exc
+    if new.split.body != old.split.body:
+        raise WriteVerificationError("the update would change the markdown body; nothing was written",
+                                     path=path, expected="the body after the closing '---' byte for byte")
+    pointer = first_difference(expected_data(old, update), new.data)
+    if pointer is not None:
+        raise WriteVerificationError(f"the new text would change {pointer}, which the update does not set"
+                                     f"{_alias_hint(old, update, new.data)}; nothing was written",
+                                     path=path, pointer=pointer,
+                                     expected="only the state block and the keys the update sets changed")
+    if edits is not None:
+        _check_bytes(old.split, new.split, edits, allowed, path)
+    return new
+
+
+def _alias_hint(old: ParsedFrontmatter, update: StateUpdate, actual: dict[str, Any]) -> str:
+    """Why a key outside the update changed, when the reason is a YAML alias of a changed value."""
+    if not old.aliased or first_difference(expected_data(old, update, follow_aliases=True), actual) is not None:
+        return ""
+    return (" (it is a YAML alias of a value the update changes: replace the alias with the value itself, "
+            "or remove the anchor, to record turns)")
+
+
+def _verify_spans(old: ParsedFrontmatter, new_text: str, update: StateUpdate, edits: Edits,
+                  allowed: list[tuple[int, int]], path: Path | str | None) -> ParsedFrontmatter | None:
+    """The new text's data when reading only the edited top-level entries confirms it, else None.
+
+    The result carries no node tree (``node`` None): the next splice parses its text afresh.
+    """
+    root = old.node
+    try:
+        split = split_frontmatter(new_text, path=path)
+    except GuardkitStateError:
+        return None
+    if not isinstance(root, yaml.MappingNode) or split.body != old.split.body or not split.has_frontmatter:
+        return None
+    try:
+        _check_bytes(old.split, split, edits, allowed, path)
+    except WriteVerificationError:
+        return None  # the full read names the first differing key, which says more
+    history = _recorded_turns_span(old, edits)
+    spans = _edited_spans(old.split.yaml_text, edits, allowed, skip=history)
+    if spans is None:
+        return None
+    pieces: list[tuple[int, list[tuple[Any, Any]]]] = []
+    for key_node, _ in root.value:
+        start = key_node.start_mark.index
+        if not any(lo <= start < hi for lo, hi, _ in spans):
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == MERGE_TAG:
+                return None
+            pieces.append((start, [(key_node.value, old.data.get(key_node.value, _ABSENT))]))
+    for lo, hi, text in spans:
+        try:
+            region = parse_yaml(text, path=path).data
+        except GuardkitStateError:
+            return None
+        if not isinstance(region, dict):
+            return None
+        if history is not None and lo <= history[0] < hi and not _restore_turns(old, region):
+            return None
+        pieces.append((lo, list(region.items())))
+    composed: dict[Any, Any] = {}
+    for _, items in sorted(pieces, key=lambda piece: piece[0]):
+        for key, value in items:
+            if key in composed or value is _ABSENT:
+                return None  # a duplicate key: the full read reports it
+            composed[key] = value
+    expected = expected_data(old, update)
+    if first_difference(expected, composed) is not None:
+        return None
+    return ParsedFrontmatter(expected, split, None)
+
+
+def _recorded_turns_span(old: ParsedFrontmatter, edits: Edits) -> tuple[int, int] | None:
+    """The lines of the turns already recorded, when no edit falls inside them, else None.
+
+    Those lines are most of a long history and are shown byte-identical, so they are left out of
+    what is read back: a block sequence's items read the same without the ones before them.
+    """
+    block = _state_node(old)
+    turns = _child_node(block, "turns") if block is not None else None
+    if not isinstance(turns, yaml.SequenceNode) or turns.flow_style or not turns.value:
+        return None
+    fm = old.split.yaml_text
+    lo = fm.rfind("\n", 0, turns.start_mark.index) + 1
+    hi = turns.end_mark.index
+    if hi <= lo or fm[hi - 1] != "\n" or fm[lo:turns.start_mark.index].strip(" "):
+        return None
+    if any(start < hi and end > lo and not (start == end == hi) for start, end, _, _ in edits.items):
+        return None
+    return lo, hi
+
+
+def _state_node(old: ParsedFrontmatter) -> yaml.MappingNode | None:
+    key = old.state_key
+    node = _child_node(old.node, key) if key is not None else None
+    return node if isinstance(node, yaml.MappingNode) and not node.flow_style else None
+
+
+def _child_node(node: yaml.Node | None, name: str) -> yaml.Node | None:
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    for key, value in node.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == name and key.tag != MERGE_TAG:
+            return value if isinstance(value, yaml.Node) else None
+    return None
+
+
+def _restore_turns(old: ParsedFrontmatter, region: dict[Any, Any]) -> bool:
+    """Put the recorded turns left out of the read back in front of the ones the region adds."""
+    key = old.state_key
+    block, old_block = region.get(key), old.data.get(key or "")
+    if not isinstance(block, dict) or not isinstance(old_block, dict) or not isinstance(old_block.get("turns"), list):
+        return False
+    added = block.get("turns")
+    if added is not None and not isinstance(added, list):
+        return False
+    block["turns"] = [*old_block["turns"], *(added or [])]
+    return True
+
+
+def _edited_spans(fm: str, edits: Edits, allowed: list[tuple[int, int]], *,
+                  skip: tuple[int, int] | None = None) -> list[tuple[int, int, str]] | None:
+    """Each allowed span holding edits, with its new text, when it is whole top-level lines.
+
+    A span must start at a line start at column 0 (a top-level key, or the end of the text) and
+    end at a line end, and its new text must end with a line break; else None. The lines
+    ``skip`` (untouched by any edit) are left out of the span's text.
+    """
+    spans: list[tuple[int, int, str]] = []
+    cut = [(skip[0], skip[1], -1, "")] if skip is not None else []
+    for lo, hi in sorted(set(allowed)):
+        inside = [item for item in sorted([*edits.items, *cut]) if lo <= item[0] and item[1] <= hi]
+        if not [item for item in inside if item[2] >= 0]:
+            continue
+        if (lo > 0 and fm[lo - 1] != "\n") or (hi > lo and fm[hi - 1] != "\n") or fm[lo:lo + 1] in (" ", "\t", "-"):
+            return None
+        parts, pos = [], lo
+        for start, end, _, text in inside:
+            parts.append(fm[pos:start])
+            parts.append(text)
+            pos = max(pos, end)
+        parts.append(fm[pos:hi])
+        text = "".join(parts)
+        if text and not text.endswith("\n"):
+            return None
+        if spans and lo < spans[-1][1]:
+            return None  # overlapping spans: leave it to the full read
+        spans.append((lo, hi, text))
+    return spans
+
+
+def expected_data(old: ParsedFrontmatter, update: StateUpdate, *, follow_aliases: bool = False) -> dict[str, Any]:
+    """The frontmatter data ``update`` must produce from ``old`` (key order included).
+
+    Keys outside the update keep their old values. With ``follow_aliases`` an alias of a changed
+    value is read as that value's new state (what YAML would read): used only to explain a refusal.
+    """
+    state_key = old.state_key or update.key
+    block = old.data.get(state_key)
+    new_block = apply_update_to_block(block if isinstance(block, dict) else None, update) \
+        if update.touches_state else _ABSENT
+    top = {key: plain_data(value) for key, value in update.top_level.items()}
+    changed = dict(top) if new_block is _ABSENT else {**top, state_key: new_block}
+    data = _follow_aliases(old, changed) if follow_aliases and old.aliased and changed else old.data
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == state_key:
+            # New top-level keys are written just above the state block.
+            out.update((k, v) for k, v in top.items() if k not in data)
+            out[key] = value if new_block is _ABSENT else new_block
+        else:
+            out[key] = top.get(key, value)
+    out.update((k, v) for k, v in top.items() if k not in out)
+    if new_block is not _ABSENT and state_key not in out:
+        out[state_key] = new_block
+    return out
+
+
+def first_difference(expected: Any, actual: Any, pointer: str = "$") -> str | None:
+    """JSON path of the first place where ``actual`` differs from ``expected`` (type-exact), or None."""
+    if expected is actual:
+        return None  # the same object (a value carried over unchanged) cannot differ from itself
+    if type(expected) is not type(actual):
+        return pointer
+    if isinstance(expected, dict):
+        for (key_e, value_e), (key_a, value_a) in zip_longest(expected.items(), actual.items(),
+                                                              fillvalue=(_ABSENT, None)):
+            if key_e is _ABSENT or key_a is _ABSENT or type(key_e) is not type(key_a) or key_e != key_a:
+                return _child(pointer, key_a if key_e is _ABSENT else key_e)
+            found = first_difference(value_e, value_a, _child(pointer, key_e))
+            if found is not None:
+                return found
+        return None
+    if isinstance(expected, list):
+        for index, (item_e, item_a) in enumerate(zip_longest(expected, actual, fillvalue=_ABSENT)):
+            found = first_difference(item_e, item_a, f"{pointer}[{index}]")
+            if found is not None:
+                return found
+        return None
+    if isinstance(expected, float) and math.isnan(expected) and math.isnan(actual):
+        return None
+    return None if expected == actual else pointer
+
+
+def _child(pointer: str, key: Any) -> str:
+    if isinstance(key, str) and _NAME.match(key):
+        return f"{pointer}.{key}"
+    return f"{pointer}[{key!r}]"
+
+
+def _check_bytes(old: FrontmatterSplit, new: FrontmatterSplit, edits: Edits, allowed: list[tuple[int, int]],
+                 path: Path | str | None) -> None:
+    """Every edit inside an allowed span, and every byte between the edits as it was."""
+    fm, new_fm = old.yaml_text, new.yaml_text
+    problem: str | None = None
+    pos_old = pos_new = 0
+    at = 0
+    if (new.prefix, new.closing) != (old.prefix, old.closing):
+        problem, at = "the delimiter lines", 0
+    for start, end, _, text in sorted(edits.items):
+        if problem is not None:
+            break
+        if start < pos_old or not any(lo <= start and end <= hi for lo, hi in allowed):
+            problem, at = "a line outside the keys the update sets", start
+            break
+        gap = fm[pos_old:start]
+        if not new_fm.startswith(gap, pos_new) or not new_fm.startswith(text, pos_new + len(gap)):
+            problem, at = "a line outside the changed lines", pos_old
+        pos_new += len(gap) + len(text)
+        pos_old = end
+    if problem is None and new_fm[pos_new:] != fm[pos_old:]:
+        problem, at = "a line outside the changed lines", pos_old
+    if problem is not None:
+        raise WriteVerificationError(f"the splice would change {problem}; nothing was written", path=path,
+                                     line=line_of(fm, at, old.line_offset),
+                                     expected="every byte outside the changed lines kept")
+
+
+def _follow_aliases(old: ParsedFrontmatter, changed: dict[str, Any]) -> dict[str, Any]:
+    """``old.data`` with every alias of a node written inside a changed key's value read as that
+    node's new value (``changed`` maps top-level keys to their new values).
+
+    An alias *is* the anchored node, so a key elsewhere that aliases (part of) the state block, or
+    an anchored value the update rewrites, changes with it; nothing else may.
+    """
+    root = old.node
+    if not isinstance(root, yaml.MappingNode):
+        return old.data
+    paths: dict[int, tuple[str, tuple[Any, ...]]] = {}
+    for key, value in root.value:
+        name = key.value if isinstance(key, yaml.ScalarNode) and key.tag != MERGE_TAG else None
+        if name in changed and value.start_mark.index >= key.end_mark.index:  # an alias value: its anchor stays
+            _collect_paths(value, (), paths, name, (value.start_mark.index, value.end_mark.index))
+    replacements = {}
+    for node_id, (name, node_path) in paths.items():
+        value = _at(changed[name], node_path)
+        if value is not _ABSENT:
+            replacements[node_id] = value
+    data = construct_with(root, replacements)
+    return data if isinstance(data, dict) else old.data
+
+
+def _collect_paths(node: yaml.Node, path: tuple[Any, ...], paths: dict[int, tuple[str, tuple[Any, ...]]],
+                   name: str, span: tuple[int, int]) -> None:
+    """The data path of every node written inside ``span`` (an alias inside it to a node outside
+    it does not make that node part of the changed value)."""
+    if id(node) in paths or (path and not span[0] <= node.start_mark.index < span[1]):
+        return
+    paths[id(node)] = (name, path)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag != MERGE_TAG:
+                _collect_paths(value, (*path, key.value), paths, name, span)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _collect_paths(item, (*path, index), paths, name, span)
+
+
+def _at(data: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        found = (isinstance(data, dict) and isinstance(step, str) and step in data) or (
+            isinstance(data, list) and isinstance(step, int) and step < len(data))
+        if not found:
+            return _ABSENT
+        data = data[step]
+    return data
+

@@ -1,0 +1,272 @@
+"""Strict YAML reading: PyYAML's C safe loader, dates kept as strings, duplicate keys refused.
+
+PyYAML silently keeps the last of two duplicate keys and turns ``2025-12-24`` into a ``date``; both
+would make a save change bytes the user wrote. This loader keeps dates as the strings they are,
+refuses duplicate keys with the line of the second one, refuses any tag that would construct an
+object, and refuses alias bombs. Errors name the file and the line (offset to the file's own
+numbering when the YAML is a fragment of a larger file, as frontmatter is).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+
+from guardkit_state.errors import DuplicateKeyError, FrontmatterError, ParseError
+
+try:  # libyaml is present wherever PyYAML wheels are; fall back rather than fail.
+    _BaseLoader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - only without libyaml
+    _BaseLoader = yaml.SafeLoader
+
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+#: Expanded node count above which aliases are treated as an alias bomb.
+MAX_EXPANDED_NODES = 200_000
+
+
+class StrictLoader(_BaseLoader):  # type: ignore[misc]
+    """Safe loader with no timestamp resolver and duplicate-key detection."""
+
+    yaml_implicit_resolvers: ClassVar[dict[Any, list[tuple[str, re.Pattern[str]]]]] = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()  # type: ignore[attr-defined]
+    }
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == MERGE_TAG:
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "found an unhashable mapping key", key_node.start_mark
+                ) from None
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise _DuplicateKey(key, seen[key], line)
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: Any, first_line: int, line: int) -> None:
+        super().__init__(key)
+        self.key = key
+        self.first_line = first_line
+        self.line = line
+
+
+@dataclass(frozen=True)
+class ParsedYaml:
+    """A parsed document: the plain data and the node tree (with marks) it came from."""
+
+    data: Any
+    node: yaml.Node | None
+    aliased: bool = False  # some node is reached twice (through an alias)
+
+
+def parse_yaml(
+    text: str,
+    *,
+    path: Path | str | None = None,
+    line_offset: int = 0,
+    error_type: type[ParseError] = FrontmatterError,
+) -> ParsedYaml:
+    """Parse one YAML document strictly.
+
+    Args:
+        text: the YAML text.
+        path: the file it came from, for error messages.
+        line_offset: added to YAML line numbers (frontmatter starting on line 2 uses 1).
+        error_type: the :class:`ParseError` subclass raised for syntax and tag problems.
+
+    Raises:
+        DuplicateKeyError: a mapping repeats a key.
+        ParseError: (``error_type``) invalid YAML, an object-constructing tag, or an alias bomb.
+    """
+    loader = StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return ParsedYaml(None, None)
+        if "&" not in text and "<<" not in text:
+            # No anchor, no alias, no merge: every node is reached once, and the plain tree is
+            # built directly (PyYAML's generic constructor is most of a big file's read time).
+            try:
+                return ParsedYaml(_construct_plain(loader, node, 0), node)
+            except _NotPlain:
+                _check_alias_expansion(node, path, line_offset, error_type)  # refuses deep nesting with its line
+                return ParsedYaml(_construct(loader, node, False), node)
+        aliased = "&" in text and _check_alias_expansion(node, path, line_offset, error_type)
+        return ParsedYaml(_construct(loader, node, "<<" in text), node, aliased)
+    except _DuplicateKey as dup:
+        raise DuplicateKeyError(
+            f"duplicate key {dup.key!r} (first defined on line {dup.first_line + line_offset})",
+            path=path,
+            line=dup.line + line_offset,
+            expected="each key once per mapping",
+        ) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 + line_offset if mark is not None else None
+        problem = exc.problem or "invalid YAML"
+        if "could not determine a constructor" in problem:
+            problem = f"tag refused: {problem.split('tag ')[-1].strip()} would construct an object"
+        elif exc.context:
+            problem = f"{exc.context}: {problem}"
+        raise error_type(problem, path=path, line=line, expected="plain YAML") from exc
+    except yaml.YAMLError as exc:
+        raise error_type(f"invalid YAML: {exc}", path=path, expected="plain YAML") from exc
+    except RecursionError as exc:
+        raise error_type("YAML nested too deeply", path=path, expected="plain YAML") from exc
+    finally:
+        loader.dispose()
+
+
+def construct_with(node: yaml.Node, replacements: dict[int, Any]) -> Any:
+    """The data of an already parsed ``node``, with the nodes whose ``id`` is in ``replacements``
+    read as the given values instead (aliases of them included: an alias *is* its node)."""
+    loader = _Substituting(replacements)
+    try:
+        return _construct(loader, node, True)
+    finally:
+        loader.dispose()
+
+
+class _Substituting(StrictLoader):
+    def __init__(self, replacements: dict[int, Any]) -> None:
+        super().__init__("")
+        self._replacements = replacements
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        if id(node) in self._replacements:
+            return self._replacements[id(node)]
+        return super().construct_object(node, deep=deep)
+
+
+
+def _construct(loader: Any, node: yaml.Node, may_merge: bool) -> Any:
+    """Construct ``node``'s data, leaving the node tree as parsed.
+
+    PyYAML resolves ``<<`` merge keys by rewriting the mapping nodes in place; the splice locates
+    keys from those nodes' marks afterwards, so every mapping is put back as it was written.
+    """
+    written = _merging_mappings(node) if may_merge else []
+    try:
+        return loader.construct_document(node)
+    finally:
+        for mapping, pairs in written:
+            mapping.value = pairs
+
+
+class _NotPlain(Exception):
+    """A node the direct build leaves to PyYAML's constructor (an explicit tag, deep nesting)."""
+
+
+_SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null"))
+_STR_TAG = "tag:yaml.org,2002:str"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+
+
+def _construct_plain(loader: Any, node: yaml.Node, depth: int) -> Any:
+    """The data of an alias- and merge-free ``node``, as the constructor would build it.
+
+    Scalars go through the loader's own constructor for their tag; mappings refuse duplicate and
+    unhashable keys as :meth:`StrictLoader.construct_mapping` does. Anything else raises
+    :class:`_NotPlain`, and the caller uses the generic constructor.
+    """
+    tag = node.tag
+    if isinstance(node, yaml.ScalarNode):
+        if tag == _STR_TAG:
+            return node.value
+        if tag not in _SCALAR_TAGS:
+            raise _NotPlain
+        return loader.yaml_constructors[tag](loader, node)
+    if depth > 500:
+        raise _NotPlain
+    if isinstance(node, yaml.SequenceNode) and tag == _SEQ_TAG:
+        return [_construct_plain(loader, item, depth + 1) for item in node.value]
+    if not isinstance(node, yaml.MappingNode) or tag != _MAP_TAG:
+        raise _NotPlain
+    out: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = _construct_plain(loader, key_node, depth + 1)
+        try:
+            seen = key in out
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "found an unhashable mapping key", key_node.start_mark) from None
+        if seen:
+            first = next(k for k, _ in node.value if _construct_plain(loader, k, depth + 1) == key)
+            raise _DuplicateKey(key, first.start_mark.line + 1, key_node.start_mark.line + 1)
+        out[key] = _construct_plain(loader, value_node, depth + 1)
+    return out
+
+
+def _merging_mappings(root: yaml.Node) -> list[tuple[yaml.MappingNode, list[tuple[yaml.Node, yaml.Node]]]]:
+    found: list[tuple[yaml.MappingNode, list[tuple[yaml.Node, yaml.Node]]]] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            if any(key.tag == MERGE_TAG for key, _ in node.value):
+                found.append((node, list(node.value)))
+            stack.extend(child for pair in node.value for child in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return found
+
+
+def _check_alias_expansion(
+    root: yaml.Node, path: Path | str | None, line_offset: int, error_type: type[ParseError]
+) -> bool:
+    """Refuse documents whose aliases expand to more than :data:`MAX_EXPANDED_NODES` nodes.
+
+    Returns True when some node is reached twice (the document uses an alias).
+    """
+    sizes: dict[int, int] = {}
+    shared = False
+
+    def size(node: yaml.Node, depth: int) -> int:
+        nonlocal shared
+        key = id(node)
+        if key in sizes:
+            shared = True
+            return sizes[key]
+        if depth > 500:
+            raise error_type(
+                "YAML nested too deeply", path=path, line=node.start_mark.line + 1 + line_offset
+            )
+        sizes[key] = 1  # guards against recursive aliases
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                total += size(k, depth + 1) + size(v, depth + 1)
+        elif isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                total += size(item, depth + 1)
+        sizes[key] = total
+        return total
+
+    total = size(root, 0)
+    if shared and total > MAX_EXPANDED_NODES:
+        raise error_type(
+            f"aliases expand to {total} nodes (alias bomb?)",
+            path=path,
+            line=root.start_mark.line + 1 + line_offset,
+            expected=f"at most {MAX_EXPANDED_NODES} nodes after alias expansion",
+        )
+    return shared

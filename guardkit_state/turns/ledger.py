@@ -1,0 +1,171 @@
+"""The criteria ledger: cumulative acceptance-criteria status across turns.
+
+GuardKit lost verified criteria between turns: a Player whose turn-1 work met every criterion was
+re-judged from scratch when later turns omitted their promises, and the loop stalled. The ledger
+remembers: a criterion verified in turn N stays verified until the Coach explicitly rejects it in a
+later turn (a regression), and every status records the turn that set it. Pure functions only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from guardkit_state.model import CoachDecision, Criterion, LedgerEntry
+
+ICONS = {"verified": "✓", "rejected": "✗", "pending": "○"}
+#: The note of a criterion an approval verified without an itemised verdict (files written before
+#: ``implied_by_approval`` existed are recognised by it).
+APPROVAL_NOTE = "approved by the Coach"
+
+
+@dataclass(frozen=True)
+class CriteriaCounts:
+    """How many criteria stand where, told apart honestly.
+
+    ``verified``: by an itemised Coach verdict; ``implied_by_approval``: the Coach approved the task
+    without itemising them; ``pending``: nothing is known about them yet.
+    """
+
+    verified: int = 0
+    implied_by_approval: int = 0
+    rejected: int = 0
+    pending: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.verified + self.implied_by_approval + self.rejected + self.pending
+
+    def to_dict(self) -> dict[str, int]:
+        return {"verified": self.verified, "implied_by_approval": self.implied_by_approval,
+                "rejected": self.rejected, "pending": self.pending, "total": self.total}
+
+    def describe(self, noun: str = "") -> str:
+        """``3/7 verified · 4 implied by approval`` (rejected ones named too, when there are any);
+        ``noun`` goes before "verified" (``3/7 criteria verified ...``)."""
+        text = f"{self.verified}/{self.total} {noun + ' ' if noun else ''}verified"
+        if self.implied_by_approval:
+            text += f" · {self.implied_by_approval} implied by approval"
+        if self.rejected:
+            text += f" · {self.rejected} rejected"
+        return text
+
+
+def _implied(old: Mapping[str, Any]) -> bool:
+    if old.get("implied_by_approval") is not None:
+        return bool(old.get("implied_by_approval"))
+    return old.get("status") == "verified" and old.get("notes") == APPROVAL_NOTE
+
+
+@dataclass(frozen=True)
+class CriteriaLedger:
+    """Status of every criterion, in the task's order, with provenance."""
+
+    entries: tuple[LedgerEntry, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def start(
+        cls, criteria: Iterable[Criterion], previous: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> CriteriaLedger:
+        """A ledger for ``criteria``, carrying over ``previous`` provenance (from the last turn state).
+
+        A criterion whose text changed since it was judged (its hash differs) goes back to
+        ``pending``, visibly, with a note. Ids judged earlier but no longer in the task are kept at
+        the end so nothing the Coach said disappears.
+        """
+        previous = previous or {}
+        entries: list[LedgerEntry] = []
+        seen: set[str] = set()
+        for criterion in criteria:
+            seen.add(criterion.id)
+            old = previous.get(criterion.id)
+            entry = LedgerEntry(criterion.id, "pending", None, criterion.text_hash)
+            if old:
+                if old.get("text_hash") in (None, criterion.text_hash):
+                    entry = LedgerEntry(criterion.id, old.get("status", "pending"), old.get("set_by_turn"),
+                                        criterion.text_hash, old.get("notes", ""), _implied(old))
+                else:
+                    entry.notes = "criterion text changed; judged again"
+            entries.append(entry)
+        for cid, old in previous.items():
+            if cid not in seen:
+                entries.append(LedgerEntry(cid, old.get("status", "pending"), old.get("set_by_turn"),
+                                           old.get("text_hash"), old.get("notes", ""), _implied(old)))
+        return cls(tuple(entries))
+
+    def apply_coach(self, turn: int, coach: CoachDecision) -> CriteriaLedger:
+        """The ledger after the Coach's decision of ``turn``.
+
+        Explicit verdicts set the status (a later ``rejected`` demotes a verified criterion); an
+        approval verifies every pending criterion, marked as implied by the approval (the Coach did
+        not itemise it); silence keeps the old status.
+        """
+        by_id = {e.criterion_id: e for e in self.entries}
+        order = [e.criterion_id for e in self.entries]
+        for verdict in coach.criteria_verification:
+            old = by_id.get(verdict.criterion_id)
+            if old is None:
+                order.append(verdict.criterion_id)
+                old = LedgerEntry(verdict.criterion_id)
+            if old.status != verdict.result or old.implied:
+                by_id[verdict.criterion_id] = replace(old, status=verdict.result, set_by_turn=turn,
+                                                      notes=verdict.notes, implied=False)
+            else:
+                by_id[verdict.criterion_id] = old
+        ledger = CriteriaLedger(tuple(by_id[cid] for cid in order))
+        return ledger.imply_approval(turn) if coach.decision == "approve" else ledger
+
+    def imply_approval(self, turn: int) -> CriteriaLedger:
+        """The ledger after an approval in ``turn``: every pending criterion verified, as implied."""
+        return CriteriaLedger(tuple(
+            replace(e, status="verified", set_by_turn=turn, notes=APPROVAL_NOTE, implied=True)
+            if e.status == "pending" else e for e in self.entries))
+
+    def statuses(self) -> dict[str, str]:
+        return {e.criterion_id: e.status for e in self.entries}
+
+    def provenance(self) -> dict[str, dict[str, Any]]:
+        return {e.criterion_id: e.to_dict() for e in self.entries}
+
+    @property
+    def verified_count(self) -> int:
+        """Criteria verified, itemised or implied by an approval (see :meth:`counts` to tell them apart)."""
+        return sum(1 for e in self.entries if e.status == "verified")
+
+    def counts(self) -> CriteriaCounts:
+        return CriteriaCounts(
+            verified=sum(1 for e in self.entries if e.status == "verified" and not e.implied),
+            implied_by_approval=sum(1 for e in self.entries if e.status == "verified" and e.implied),
+            rejected=sum(1 for e in self.entries if e.status == "rejected"),
+            pending=sum(1 for e in self.entries if e.status not in ("verified", "rejected")),
+        )
+
+    def get(self, criterion_id: str) -> LedgerEntry | None:
+        return next((e for e in self.entries if e.criterion_id == criterion_id), None)
+
+    def delta(self, before: CriteriaLedger) -> list[str]:
+        """Changes since ``before`` as ``+AC-002`` (newly verified) / ``-AC-001`` (demoted) tokens."""
+        old = before.statuses()
+        out: list[str] = []
+        for entry in self.entries:
+            was = old.get(entry.criterion_id, "pending")
+            if entry.status == "verified" and was != "verified":
+                out.append(f"+{entry.criterion_id}")
+            elif was == "verified" and entry.status != "verified":
+                out.append(f"-{entry.criterion_id}")
+        return out
+
+
+def criteria_lines(criteria: Iterable[Criterion], statuses: Mapping[str, str], *, indent: str = "  ") -> list[str]:
+    """``  ✓ AC-001: text: verified`` lines (seed 001's format), task order, then unknown ids."""
+    lines: list[str] = []
+    listed: set[str] = set()
+    for criterion in criteria:
+        status = statuses.get(criterion.id, "pending")
+        listed.add(criterion.id)
+        lines.append(f"{indent}{ICONS.get(status, '○')} {criterion.id}: {criterion.text}: {status}")
+    for cid, status in statuses.items():
+        if cid not in listed:
+            lines.append(f"{indent}{ICONS.get(status, '○')} {cid}: {status}")
+    return lines

@@ -1,0 +1,152 @@
+"""Assembling a turn's state from its two reports and the criteria ledger (pure functions).
+
+``turn_state_turn_N.json`` is the one place a turn is described in full: what the Player did, what
+the Coach decided, the cumulative criteria status, measurements and gates, and the signature the
+stall detector compares. Nothing here reads or writes a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from guardkit_state.config import gates_verdict
+from guardkit_state.model import CoachDecision, GateResult, PlayerReport, TurnMode, TurnState, turn_state_id
+from guardkit_state.turns.ledger import CriteriaLedger
+from guardkit_state.turns.stall import feedback_signature
+
+_COACH_TO_STATE = {"approve": "approved", "feedback": "feedback", "reject": "rejected", "error": "error"}
+
+
+def _player_decision(player: PlayerReport | None, error: str | None) -> str:
+    if player is None:
+        return "failed"
+    explicit = player.extra.get("player_decision") or player.extra.get("decision")
+    if explicit in ("implemented", "failed", "blocked"):
+        return str(explicit)
+    if player.blockers:
+        return "blocked"
+    if player.extra.get("success") is False:
+        return "failed"
+    return "implemented"
+
+
+def _first_number(*values: Any) -> Any:
+    return next((v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)), None)
+
+
+def turn_measurements(player: PlayerReport | None, coach: CoachDecision | None) -> dict[str, Any]:
+    """Tests, coverage and arch score of a turn: the Coach's figures first (it verifies), then the Player's."""
+    results = coach.validation_results if coach else {}
+    return {
+        "tests_run": player.tests_run if player else None,
+        "tests_passed": _first_number(results.get("tests_passed_count"), player.tests_passed_count if player else None),
+        "tests_failed": _first_number(results.get("tests_failed_count"), player.tests_failed_count if player else None),
+        "coverage": _first_number(results.get("coverage"), player.coverage if player else None),
+        "arch_score": _first_number(results.get("arch_score")),
+    }
+
+
+def gate_inputs(measured: dict[str, Any]) -> dict[str, Any]:
+    """Measurements outside their range are treated as unknown rather than failing the turn."""
+    out = dict(measured)
+    for name in ("coverage", "arch_score"):
+        if out[name] is not None and not 0 <= out[name] <= 100:
+            out[name] = None
+    for name in ("tests_passed", "tests_failed"):
+        if out[name] is not None and out[name] < 0:
+            out[name] = None
+    return out
+
+
+def apply_gate_verdict(coach: CoachDecision | None, gates: list[GateResult]) -> CoachDecision | None:
+    """A Coach approval does not stand against a failed required gate (thresholds are not negotiable)."""
+    if coach is None or coach.decision != "approve" or gates_verdict(gates) is not False:
+        return coach
+    failed = [g for g in gates if g.required and g.passed is False]
+    text = "; ".join(f"quality gate {g.gate} failed: {g.actual} vs threshold {g.threshold} ({g.source})"
+                     for g in failed)
+    return replace(coach, decision="feedback", feedback=text, extra={**coach.extra, "gate_override": True})
+
+
+def assemble_turn_state(
+    *,
+    task_id: str,
+    feature_id: str | None,
+    turn: int,
+    mode: TurnMode,
+    player: PlayerReport | None,
+    coach: CoachDecision | None,
+    ledger: CriteriaLedger,
+    ledger_before: CriteriaLedger,
+    started_at: str,
+    completed_at: str,
+    error: str | None = None,
+    gate_results: Sequence[GateResult] = (),
+    promises_source: int | None = None,
+) -> TurnState:
+    """Build the full TurnState from the reports and the ledger (pure)."""
+    measured = turn_measurements(player, coach)
+    coach_decision = "error" if error or coach is None else _COACH_TO_STATE[coach.decision]
+    feedback = error if error else (coach.feedback_text if coach else None)
+    blockers = list(player.blockers) if player else []
+    if coach:
+        blockers += [str(i.get("description")) for i in coach.issues
+                     if i.get("category") == "blocker" or i.get("severity") == "blocker"]
+    delta = ledger.delta(ledger_before)
+    total = len(ledger.entries)
+    progress = f"{ledger.verified_count}/{total} criteria verified"
+    if delta:
+        progress += f" ({' '.join(delta)})"
+    what_next = coach.what_to_try_next if coach else None
+    if what_next is None and coach_decision not in ("approved",):
+        open_items = [e.criterion_id for e in ledger.entries if e.status != "verified"]
+        if error:
+            what_next = f"Recover from the failure: {error}"
+        elif open_items:
+            what_next = "Address " + ", ".join(open_items[:5]) + (" and more" if len(open_items) > 5 else "")
+    files: list[str] = []
+    if player:
+        for name in [*player.files_created, *player.files_modified]:
+            if name not in files:
+                files.append(name)
+    seconds = (datetime.fromisoformat(completed_at) - datetime.fromisoformat(started_at)).total_seconds()
+    lessons = (list(player.lessons) if player else []) + (list(coach.lessons) if coach else [])
+    extra: dict[str, Any] = {}
+    if promises_source is not None:
+        extra["completion_promises_source"] = f"player_turn_{promises_source}.json"
+    return TurnState(
+        id=turn_state_id(feature_id, task_id, turn),
+        feature_id=feature_id,
+        task_id=task_id,
+        turn_number=turn,
+        mode=mode.value,
+        player_summary=player.headline if player else "",
+        player_decision=_player_decision(player, error),  # type: ignore[arg-type]
+        coach_decision=coach_decision,  # type: ignore[arg-type]
+        coach_feedback=feedback,
+        blockers_found=blockers,
+        progress_summary=progress,
+        acceptance_criteria_status=ledger.statuses(),
+        criteria_provenance=ledger.provenance(),
+        files_modified=files,
+        tests_passed=measured["tests_passed"],
+        tests_failed=measured["tests_failed"],
+        coverage=measured["coverage"],
+        arch_score=measured["arch_score"],
+        started_at=started_at,
+        completed_at=completed_at,
+        duration_seconds=max(0.0, round(seconds, 3)),
+        lessons_from_turn=lessons,
+        what_to_try_next=what_next,
+        feedback_signature=feedback_signature(feedback) if coach_decision != "approved" else None,
+        verified_count=ledger.verified_count,
+        gate_results=[g.to_dict() for g in gate_results],
+        error=error,
+        extra=extra,
+    )
+
+
+__all__ = ["apply_gate_verdict", "assemble_turn_state", "gate_inputs", "turn_measurements"]
