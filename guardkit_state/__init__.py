@@ -21,8 +21,9 @@ _EXPORTS: dict[str, str] = {
     "CriterionVerification": "model", "GateResult": "model", "LedgerEntry": "model", "Outcome": "model",
     "PlayerReport": "model", "TurnEntry": "model", "TurnMode": "model", "TurnState": "model",
     # task files and turn files
-    "TaskFile": "taskfile.document", "find_task": "taskfile.document", "extract_criteria": "taskfile.document",
+    "TaskFile": "taskfile.document", "find_task": "taskfile.resolve", "extract_criteria": "taskfile.document",
     "StateUpdate": "taskfile.splice.core", "SpliceResult": "taskfile.splice.core",
+    "FrontmatterHandler": "taskfile.handler",
     "TurnStore": "store.turn_files",
     "TaskLocation": "taskfile.locate", "locate_task": "taskfile.locate",
     "Resolution": "taskfile.resolve", "resolve_task": "taskfile.resolve",
@@ -36,11 +37,23 @@ _EXPORTS: dict[str, str] = {
     "Agent": "loop.agents", "CallableAgent": "loop.agents", "CommandAgent": "loop.agents",
     "TurnRequest": "loop.agents",
     "LoopOptions": "loop.run", "LoopResult": "loop.run", "feature_build": "loop.run",
+    "build_feature": "features.build",
+    "FeatureOptions": "features.build",
+    "FeatureResult": "features.result",
+    "TaskOutcome": "features.result",
+    "FeatureInterrupted": "features.result",
     "TaskSummary": "inspect.status", "repo_status": "inspect.status",
     # configuration, git
     "load_config": "config", "ResolvedConfig": "config",
-    "GitRepo": "git.repo", "commit_turn": "git.repo", "WorktreeManager": "git.worktrees",
+    "GitRepo": "git.repo", "commit_turn": "git.commits", "WorktreeManager": "git.worktrees",
     "turn_log": "inspect.review", "turn_diff": "inspect.review",
+    # the search index (the file scan always; Graphiti when it can answer)
+    "search": "index", "make_filters": "index", "FileIndex": "index", "SearchHit": "index", "SearchResult": "index",
+    "open_graphiti": "index", "update_graphiti": "index", "graphiti_status": "index",
+    "EmbedderMismatchError": "index",
+    # the HTML report
+    "TaskReport": "report", "ReportResult": "report", "build_task_report": "report",
+    "render_report": "report", "write_report": "report",
     # errors
     "GuardkitStateError": "errors", "InputError": "errors", "ParseError": "errors",
     "FrontmatterError": "errors", "DuplicateKeyError": "errors", "SchemaError": "errors",

@@ -94,6 +94,12 @@ class GuardkitStateError(Exception):
             where = f"{where}: {pointer}" if where else pointer
         return where
 
+    def described(self) -> str:
+        """The message with what was expected, when the message does not already say it (whole)."""
+        if self.expected and "expected" not in self.message:
+            return f"{self.message} (expected {self.expected})"
+        return self.message
+
     def __str__(self) -> str:
         # One readable line: values from hostile input are cut here; to_dict() keeps them whole.
         text = shorten(self.message, _MESSAGE_CHARS)

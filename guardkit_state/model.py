@@ -24,7 +24,7 @@ CriterionState = Literal["verified", "rejected", "pending"]
 
 
 class TurnMode(str, Enum):  # noqa: UP042 - str() and format() of members must not change
-    """How a turn started (seed 001's mode tracking)."""
+    """How a turn started: afresh, continuing the work, or recovering from an interruption."""
 
     FRESH_START = "fresh_start"
     CONTINUING_WORK = "continuing_work"
@@ -32,7 +32,7 @@ class TurnMode(str, Enum):  # noqa: UP042 - str() and format() of members must n
 
 
 class Outcome(str, Enum):  # noqa: UP042 - str() and format() of members must not change
-    """How a loop ended, and the task status each outcome sets (seed 004)."""
+    """How a loop ended, and the task status each outcome sets."""
 
     APPROVED = "approved"
     MAX_TURNS_EXCEEDED = "max_turns_exceeded"
@@ -289,7 +289,7 @@ class LedgerEntry:
 
 @dataclass
 class GateResult:
-    """One quality gate's verdict on a turn (filled by ``config``; see issue 6)."""
+    """One quality gate's verdict on a turn (filled by :mod:`guardkit_state.config`)."""
 
     gate: str
     passed: bool | None
@@ -305,7 +305,7 @@ class GateResult:
 
 @dataclass
 class TurnState:
-    """The assembled state of one finished turn (seeds 000/001), ``turn_state_turn_N.json``."""
+    """The assembled state of one finished turn, ``turn_state_turn_N.json`` (``docs/file-formats.md``)."""
 
     id: str
     feature_id: str | None
@@ -363,5 +363,5 @@ class TurnState:
 
 
 def turn_state_id(feature_id: str | None, task_id: str, turn: int) -> str:
-    """``TURN-{feature_id}-{task_id}-T{n}`` (seed 002); tasks without a feature use ``NOFEAT``."""
+    """``TURN-{feature_id}-{task_id}-T{n}`` (GuardKit's turn id); tasks without a feature use ``NOFEAT``."""
     return f"TURN-{feature_id or 'NOFEAT'}-{task_id}-T{turn}"

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from guardkit_state.git.repo import CommitResult, GitRepo, commit_turn
+from guardkit_state.git.commits import CommitResult, commit_turn
+from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import Worktree, WorktreeManager
 
 from .conftest import run_git

@@ -26,7 +26,9 @@ def test_bench_runner_quick_writes_results_and_table(tmp_path: Path) -> None:
     assert results["machine"]["cpu_count"] >= 1
     cases = results["cases"]
     assert [row["prior_turns"] for row in cases["record"]] == [1, 10]
-    for row in cases["record"] + cases["resume"]:
+    assert [row["prior_turns"] for row in cases["record_no_promises"]] == [1, 10]
+    assert [(row["prior_turns"], row["promises"]) for row in cases["record_turn"]] == [(1, True), (1, False)]
+    for row in cases["record"] + cases["record_no_promises"] + cases["record_turn"] + cases["resume"]:
         assert row["ours_ms"] > 0 and row["floor_ms"] > 0
         assert row["langgraph_ms"] is None  # --no-langgraph: the column is left out, not faked
     assert cases["storage"]["turns"] == 5
@@ -35,6 +37,7 @@ def test_bench_runner_quick_writes_results_and_table(tmp_path: Path) -> None:
     assert cases["status"]["peak_rss_mb"] > 0
     assert cases["startup"]["help_ms"] > 0
     assert "| Record a turn, 1 prior turns |" in proc.stdout
+    assert "| Record a turn, 1 prior turns, no promises |" in proc.stdout
     assert "| status --json, warm (nothing changed) |" in proc.stdout
     assert "Note: LangGraph columns skipped: disabled" in proc.stdout
 

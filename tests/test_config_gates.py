@@ -17,7 +17,7 @@ from guardkit_state.config import (
 from guardkit_state.config.gates import with_override
 from guardkit_state.model import GateResult
 
-# Seed 002's table, verbatim: type, complexity, arch review (threshold or None), coverage, tests.
+# The built-in table (docs/index.md), verbatim: type, complexity, arch review (threshold or None), coverage, tests.
 SEED_TABLE = [
     ("scaffolding", (1, 10), None, None, False),
     ("feature", (1, 3), 50, 0.70, True),

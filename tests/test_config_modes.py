@@ -1,4 +1,4 @@
-"""Implementation modes: seed 002's table and the advisory suggestion."""
+"""Implementation modes: the built-in table and the advisory suggestion."""
 
 from __future__ import annotations
 

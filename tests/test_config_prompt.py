@@ -1,4 +1,4 @@
-"""The Coach prompt (seed 002's format) and the Player's role section."""
+"""The Coach prompt (GuardKit's format) and the Player's role section."""
 
 from __future__ import annotations
 

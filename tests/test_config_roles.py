@@ -1,4 +1,4 @@
-"""Role constraints: seed 002's defaults, additions that extend and never replace."""
+"""Role constraints: the built-in defaults, additions that extend and never replace."""
 
 from __future__ import annotations
 

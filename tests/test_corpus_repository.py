@@ -23,8 +23,9 @@ import yaml
 
 from guardkit_state.cli.app import run as cli_run
 from guardkit_state.errors import GuardkitStateError
+from guardkit_state.taskfile.discovery import task_copies
 from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.taskfile.resolve import search_rank, task_copies
+from guardkit_state.taskfile.resolve import search_rank
 
 from .conftest import writable_copy
 

@@ -10,17 +10,9 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.errors import InputError
-from guardkit_state.git.repo import (
-    FALLBACK_EMAIL,
-    FALLBACK_NAME,
-    GitRepo,
-    StatusEntry,
-    commit_turn,
-    parse_status_z,
-    parse_turn_log,
-    parse_worktree_list_z,
-    turn_message,
-)
+from guardkit_state.git.commits import FALLBACK_EMAIL, FALLBACK_NAME, commit_turn, turn_message
+from guardkit_state.git.parse import StatusEntry, parse_status_z, parse_turn_log, parse_worktree_list_z
+from guardkit_state.git.repo import GitRepo
 
 from .conftest import run_git
 from .gitloop import TASK_ID, make_project, run_turn, trailer_turns, write_turn
@@ -217,7 +209,8 @@ def test_no_git_installed(git_repo: Path, tmp_path: Path) -> None:
     """With no git on PATH, discovery says None and the turn completes without a commit."""
     script = (
         "import sys\n"
-        "from guardkit_state.git.repo import GitRepo, commit_turn\n"
+        "from guardkit_state.git.commits import commit_turn\n"
+        "from guardkit_state.git.repo import GitRepo\n"
         "repo = GitRepo.discover(sys.argv[1])\n"
         "r = commit_turn(repo, task_id='TASK-A-1', turn=1, decision='approve', mode='fresh_start',"
         " paths=['README.md'], managed_worktree=False)\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,9 +75,10 @@ def test_unreadable_turn_file_is_reported_not_fatal(tmp_path: Path) -> None:
 
 
 def test_group_ids_use_only_word_characters(project: Path) -> None:
-    assert project_group_id(project) == "my_app_v2__turn_states"
+    group = project_group_id(project)
+    assert re.fullmatch(r"my_app_v2_[0-9a-f]{10}__turn_states", group)  # the folder, then the checkout's id
     assert sanitize_group_part("--") == "project"
-    assert resolve_group("turn_states", project) == "my_app_v2__turn_states"
+    assert resolve_group("turn_states", project) == group
     with pytest.raises(InputError):
         resolve_group("bad-group", project)
 

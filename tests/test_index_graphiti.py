@@ -28,7 +28,13 @@ from guardkit_state.index.embedded import EmbeddedFalkor
 pytestmark = [pytest.mark.graphiti, pytest.mark.slow]
 
 T = "TURN-FEAT-AUTH-TASK-AUTH-001-T"
-GROUP = "proj__turn_states"
+
+
+def group_of(root: Path, logical: str = "turn_states") -> str:
+    """This checkout's group id (its project identity, once a write stored it)."""
+    from guardkit_state.index.records import resolve_group
+
+    return resolve_group(logical, root)
 
 
 @pytest.fixture
@@ -50,7 +56,7 @@ def test_seed001_queries_and_idempotent_sync(project: Path) -> None:
         second = index.sync()
         assert not second.changed and second.unchanged == 6
         status = index.status()
-        assert status.groups[GROUP] == 6 and status.missing == status.stale == status.extra == 0
+        assert status.groups[group_of(project)] == 6 and status.missing == status.stale == status.extra == 0
         assert keys(index.search("turn TASK-AUTH-001", groups=["turn_states"])) == [f"{T}1", f"{T}2", f"{T}3"]
         assert sorted(keys(index.search("coach_decision rejected", groups=["turn_states"]))) == \
             [f"{T}2", "TURN-FEAT-AUTH-TASK-AUTH-0010-T1"]
@@ -63,13 +69,10 @@ def test_facts_are_found_by_graphiti_search(project: Path) -> None:
     with open_graphiti(project) as index:
         index.sync()
 
-        async def facts(driver, graphiti):  # type: ignore[no-untyped-def]
-            gdriver = await index._for_group(driver, GROUP)
-            from graphiti_core import Graphiti
-
-            scoped = Graphiti(graph_driver=gdriver, llm_client=graphiti.llm_client, embedder=index._embedder,
-                              cross_encoder=graphiti.cross_encoder)
-            return [e.fact for e in await scoped.search("refresh window blocker", group_ids=[GROUP])]
+        async def facts(driver):  # type: ignore[no-untyped-def]
+            group = group_of(project)
+            scoped = index.graphiti(await index.group_driver(driver, group))
+            return [e.fact for e in await scoped.search("refresh window blocker", group_ids=[group])]
 
         found = index._run(facts)
     assert any(f == "Blocker in TASK-AUTH-001 turn 2: Unclear refresh window size" for f in found)
@@ -84,7 +87,8 @@ def test_seed_and_reseed_leave_identical_counts(project: Path) -> None:
     if first.notes:
         pytest.skip(f"no configuration entities to seed: {first.notes}")
     assert first.added and not again.changed
-    assert counts["role_constraints"] >= 2 and counts["implementation_modes"] >= 3
+    assert counts[group_of(project, "role_constraints")] >= 2
+    assert counts[group_of(project, "implementation_modes")] >= 3
 
 
 def test_editing_one_file_updates_exactly_that_record(project: Path) -> None:
@@ -103,15 +107,16 @@ def test_editing_one_file_updates_exactly_that_record(project: Path) -> None:
         assert index.status().facts == _fact_count_fresh(project, index)
         path.unlink()
         gone = index.sync()
-        assert gone.removed == [f"{T}2"] and index.status().groups[GROUP] == 5
+        assert gone.removed == [f"{T}2"] and index.status().groups[group_of(project)] == 5
 
 
 def _fact_count_fresh(project: Path, index: object) -> int:
-    from guardkit_state.index.records import load_system_records, load_turn_state_records
+    from guardkit_state.index.config_records import load_system_records
+    from guardkit_state.index.turn_records import load_turn_state_records
 
     turn_facts = sum(len(r.facts) for r in load_turn_state_records(project).records)
-    return turn_facts + (0 if not index.status().groups.get("role_constraints") else  # type: ignore[attr-defined]
-                         sum(len(r.facts) for r in load_system_records(project)[0]))
+    seeded = index.status().groups.get(group_of(project, "role_constraints"))  # type: ignore[attr-defined]
+    return turn_facts + (0 if not seeded else sum(len(r.facts) for r in load_system_records(project)[0]))
 
 
 def test_delete_index_and_rebuild_restores_identical_results(project: Path) -> None:
@@ -137,7 +142,7 @@ def test_cli_commands(project: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert "6 added" in capsys.readouterr().out
     assert run(["graphiti", "status", "--verbose", *repo]) == 0
     out = capsys.readouterr().out
-    assert f"  • {GROUP}: 6" in out and "Groups:" in out
+    assert f"  • {group_of(project)}: 6" in out and "Groups:" in out
     assert run(["search", "turn TASK-AUTH-001", *repo]) == 0
     assert "(backend: graphiti)" in capsys.readouterr().out.splitlines()[0]
     assert run(["graphiti", "search", "coach_decision rejected", "--group", "turn_states", "--json", *repo]) == 0
@@ -156,14 +161,15 @@ def test_retention_applied_by_sync_and_prune(tmp_path: Path) -> None:
     write_turn(root, "FEAT-SMALL", "TASK-S-001", 1, "approved")
     with open_graphiti(root) as index:
         report = index.sync()
+        group = group_of(root)
         assert report.pruned_by_retention == [f"TURN-FEAT-DONE-TASK-D-001-T{n}" for n in (1, 2, 3)]
-        assert index.status().groups["ret__turn_states"] == 50 + 52 + 1
+        assert index.status().groups[group] == 50 + 52 + 1
         # A newly indexed old turn (e.g. by the hook) is pruned again by prune.
         index.index_paths([root / ".guardkit/autobuild/TASK-D-001/turn_state_turn_1.json"])
         dry = index.prune(dry_run=True)
-        assert dry.removed == ["TURN-FEAT-DONE-TASK-D-001-T1"] and index.status().groups["ret__turn_states"] == 104
+        assert dry.removed == ["TURN-FEAT-DONE-TASK-D-001-T1"] and index.status().groups[group] == 104
         assert index.prune().removed == ["TURN-FEAT-DONE-TASK-D-001-T1"]
-        assert index.status().groups["ret__turn_states"] == 103
+        assert index.status().groups[group] == 103
     assert len(list((root / ".guardkit/autobuild").rglob("*.json"))) == 106  # files keep everything
 
 
@@ -251,7 +257,7 @@ def test_server_uri_path_on_loopback(project: Path, tmp_path: Path) -> None:
             assert keys(index.search("turn TASK-AUTH-001", groups=["turn_states"])) == [f"{T}1", f"{T}2", f"{T}3"]
         result = search(project, "coach_decision rejected", uri=uri)
         assert result.backend == "graphiti" and len(result.hits) == 2
-        assert not (project / ".guardkit" / "index").exists()  # nothing embedded was created
+        assert not (project / ".guardkit" / "index" / "falkordb").exists()  # nothing embedded was created
     finally:
         server.stop(save=False)
 

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from guardkit_state.errors import ConfigError, LockedError, ResumeError
+from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.loop.agents import CallableAgent, CommandAgent, TurnRequest
 from guardkit_state.loop.run import LoopOptions, feature_build
 from guardkit_state.model import Outcome
-from guardkit_state.store.fsio import exclusive_lock
+from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.turns.lifecycle import shared_lock_path
 
 from .conftest import run_git
 from .helpers import make_task_repo
@@ -61,7 +61,7 @@ def test_feature_build_approves_in_a_worktree_with_one_commit_per_turn(git_repo:
     trailers = run_git(worktree, "log", "--format=%(trailers:key=Turn,valueonly)", "-3").split()
     assert trailers == ["3", "2", "1"]
     assert run_git(root, "status", "--porcelain") == status_before
-    # Turn 2's Player found turn 1's feedback and criteria in its context file (seed 000's e2e test).
+    # Turn 2's Player found turn 1's feedback and criteria in its context file (docs/lifecycle.md).
     player2 = json.loads((worktree / ".guardkit/autobuild" / TASK / "player_turn_2.json").read_text())
     assert "Still missing AC-002" in player2["implementation_notes"]
     assert "✓ AC-001: Login returns JWT: verified" in player2["implementation_notes"]

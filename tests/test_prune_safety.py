@@ -12,7 +12,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from guardkit_state.git.repo import GitRepo, commit_turn
+from guardkit_state.git.commits import commit_turn
+from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager
 
 from .e2e_support import GUARDKIT_STATE, clean_env, git

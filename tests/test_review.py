@@ -40,7 +40,7 @@ def test_loop_makes_exactly_three_turn_commits_with_trailers(looped: Path) -> No
     for key, value in [("Task", TASK_ID), ("Decision", "approve"), ("Mode", "continuing_work")]:
         got = run_git(looped, "log", "-1", f"--format=%(trailers:key={key},valueonly)", branch).strip()
         assert got == value
-    # git's own grep finds a turn, as DESIGN.md promises.
+    # git's own grep finds a turn, as docs/git.md promises.
     assert run_git(looped, "log", "--format=%s", "--grep=^Turn: 2$", branch).strip() == \
         f"autobuild({TASK_ID}): turn 2 feedback"
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state.git.repo import GitRepo, commit_turn
+from guardkit_state.git.commits import commit_turn
+from guardkit_state.git.repo import GitRepo
 
 from .e2e_support import git, run_cli
 from .reliability.harness import AGENTS, TASK_ID, TASK_REL, TASK_TEXT, agent_command

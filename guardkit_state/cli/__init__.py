@@ -1,8 +1,10 @@
 """The ``guardkit-state`` command: a thin twin of the library.
 
 Each command lives in its own module with a ``register(subparsers)`` function that adds its parser
-and sets ``handler`` (a function of the parsed args returning an exit code). Errors are translated
-to one line and a fixed exit code in one place, :func:`guardkit_state.cli.app.run`.
+and sets ``handler`` (a function of the parsed args and the output, returning an
+:class:`~guardkit_state.cli.exit_codes.ExitCode`). A handler calls one library function and
+renders its result; errors it does not handle become one line and an exit code in one place,
+:func:`guardkit_state.cli.app.run`, and a Ctrl-C at any moment in :func:`main`.
 """
 
 from __future__ import annotations
@@ -10,20 +12,25 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from guardkit_state.cli.exit_codes import ExitCode
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["main"]
+__all__ = ["ExitCode", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """The ``guardkit-state`` command (what the console script and ``python -m`` call)."""
     # The command's modules load inside the try: a Ctrl-C while they load (the first tens of
-    # milliseconds of every run) is one line and exit 130 like any other, never a traceback.
+    # milliseconds of every run) is one line and exit 130 like one during the command, never a
+    # traceback. This is the only place a KeyboardInterrupt is caught.
     try:
-        from guardkit_state.cli.app import main as run_cli
+        from guardkit_state.cli.app import run
 
-        run_cli(argv)
-    except KeyboardInterrupt:
-        sys.stderr.write("error: interrupted\n")
-        sys.exit(130)  # app.EXIT_INTERRUPTED, which may be the very module being loaded
+        code = run(argv)
+    except KeyboardInterrupt as stop:
+        # A loop's interruption says where it stopped and how to continue; a bare Ctrl-C says nothing.
+        sys.stderr.write(f"error: {str(stop) or 'interrupted'}\n")
+        code = ExitCode.INTERRUPTED
+    sys.exit(code)

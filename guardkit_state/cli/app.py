@@ -10,14 +10,19 @@ import sys
 from collections.abc import Sequence
 
 from guardkit_state import __version__
+from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import resolve_repo
 from guardkit_state.cli.output import Output, colour_enabled, safe
 from guardkit_state.errors import (
+    AlreadyRecordedError,
     AmbiguousTaskError,
+    FileTooLargeError,
     GuardkitStateError,
     InputError,
     LockedError,
+    ParseError,
     ResumeError,
+    SchemaError,
     TaskNotFoundError,
 )
 
@@ -37,16 +42,12 @@ COMMAND_MODULES: tuple[str, ...] = (
     "validate",
     "graphiti",
     "search",
+    "report",
 )
 
 #: Errors that mean "the command cannot run as asked": bad input, an unknown or ambiguous task,
 #: nothing to resume, the task locked by another run. Exit 2; nothing on disk was changed.
 USAGE_ERRORS = (InputError, LockedError, TaskNotFoundError, AmbiguousTaskError, ResumeError)
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,7 +58,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         prefix = "\x1b[31merror:\x1b[0m" if colour_enabled(sys.stderr) else "error:"
         # The message can quote what was typed (an invalid choice): made safe like any other value.
-        self.exit(EXIT_USAGE, f"{prefix} {self.prog}: {safe(message)} (run '{self.prog} --help' for usage)\n")
+        self.exit(ExitCode.USAGE, f"{prefix} {self.prog}: {safe(message)} (run '{self.prog} --help' for usage)\n")
 
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
@@ -84,36 +85,54 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv``, run the command, and map every outcome to an exit code."""
+    """Parse ``argv``, run the command, and map every error to one line and an exit code.
+
+    A Ctrl-C is left to :func:`guardkit_state.cli.main`, which also covers the modules loading.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         parser.print_help()
-        return EXIT_USAGE
+        return ExitCode.USAGE
     resolve_repo(args)
     out = Output.for_args(args)
     logging.getLogger("guardkit_state").addHandler(logging.NullHandler())
     try:
-        return int(args.handler(args, out) or 0)
+        return int(args.handler(args, out))
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
-    except KeyboardInterrupt:
-        out.error("interrupted")
-        return EXIT_INTERRUPTED
-    except USAGE_ERRORS as exc:
-        out.error_from(exc)
-        return EXIT_USAGE
+        return ExitCode.OK
     except GuardkitStateError as exc:
         out.error_from(exc)
-        return EXIT_FAILED
+        return exit_code_for(exc, args.command)
     except Exception as exc:  # the one place unexpected errors are shown
         if args.debug:
             raise
         out.error(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)")
-        return EXIT_FAILED
+        return ExitCode.FAILED
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    sys.exit(run(argv))
+def exit_code_for(error: GuardkitStateError, command: str | None = None) -> ExitCode:
+    """The exit code of an error no handler dealt with (see :class:`ExitCode`)."""
+    if isinstance(error, AlreadyRecordedError):
+        return ExitCode.ALREADY_RECORDED
+    if command == "record" and isinstance(error, InputError):
+        return _record_input_code(error)
+    if isinstance(error, USAGE_ERRORS):
+        return ExitCode.USAGE
+    return ExitCode.FAILED
+
+
+def _record_input_code(error: InputError) -> ExitCode:
+    """``record`` tells a rejected report (1) from input that is not a report at all (2).
+
+    A report failing its schema, or naming another task or turn (an error at a JSON path in it),
+    is rejected. A file that is not JSON, an oversized file, a bad task id or an unreadable task
+    file is a usage error, as in every other command.
+    """
+    if isinstance(error, SchemaError):
+        return ExitCode.REJECTED
+    if isinstance(error, (ParseError, FileTooLargeError)):
+        return ExitCode.USAGE
+    return ExitCode.REJECTED if error.pointer else ExitCode.USAGE

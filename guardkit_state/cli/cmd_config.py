@@ -5,16 +5,18 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option, add_repo_option
 from guardkit_state.cli.output import Output, safe
+from guardkit_state.store import layout
 
 if TYPE_CHECKING:
     from guardkit_state.config import GateProfile, ResolvedConfig
 
-# Spelled out here so that building the parser does not import YAML and JSON Schema.
+# Not imported from the config package, so that building the parser does not import YAML and JSON Schema.
 SECTIONS = ("gates", "roles", "modes")
-QUALITY_GATES_FILE = ".guardkit/config/quality-gates.yaml"
-OVERRIDES_FILE = ".guardkit/config/entity-overrides.yaml"
+QUALITY_GATES_FILE = layout.QUALITY_GATES_FILE.as_posix()
+OVERRIDES_FILE = layout.OVERRIDES_FILE.as_posix()
 BUILT_IN = "built-in"
 
 EXAMPLE = """\
@@ -47,7 +49,7 @@ def register(subparsers: Any) -> None:
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
-    return 2
+    return ExitCode.USAGE
 
 
 def show_config(args: argparse.Namespace, out: Output) -> int:
@@ -56,7 +58,7 @@ def show_config(args: argparse.Namespace, out: Output) -> int:
     config = load_config(args.repo)
     if args.json:
         out.json(config.to_dict(args.section))
-        return 0
+        return ExitCode.OK
     gates_file = config.files.get("quality_gates")
     overrides_file = config.files.get("entity_overrides")
     out.line(out.style("Configuration files", "bold"))
@@ -68,7 +70,7 @@ def show_config(args: argparse.Namespace, out: Output) -> int:
         _show_roles(config, out)
     if args.section in (None, "modes"):
         _show_modes(config, out)
-    return 0
+    return ExitCode.OK
 
 
 def _mark(source: str, default: str, out: Output) -> str:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option, add_repo_option
 from guardkit_state.cli.output import Output, safe
 
@@ -27,28 +27,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.config import load_config, render_player_role_section
-    from guardkit_state.errors import InputError
-    from guardkit_state.taskfile.locate import locate_task
-    from guardkit_state.turns.lifecycle import TurnLifecycle
+    from guardkit_state.inspect.task_view import continuation_context
 
-    location = locate_task(args.repo, args.task_id)
-    task, _ = location.load()
-    lifecycle = TurnLifecycle(task, root=location.checkout)
-    # --turn 0 is out of range too (not "the next turn"): only an absent --turn means the next.
-    turn = lifecycle.recorded_turns + 1 if args.turn is None else args.turn
-    if turn < 1 or turn > lifecycle.recorded_turns + 1:
-        raise InputError(f"turn {turn} is out of range", task_id=args.task_id,
-                         expected=f"1..{lifecycle.recorded_turns + 1}")
-    # The same text the loop writes to GUARDKIT_CONTEXT_FILE, Player role section included.
-    role_section = render_player_role_section(load_config(Path(args.repo).resolve()))
-    text = lifecycle.context_for(turn, role_section=role_section)
+    context = continuation_context(args.repo, args.task_id, args.turn)
     if args.json:
-        out.json({"task_id": location.task_id, "turn": turn, "context": text,
-                  "resolved": location.resolution.to_dict() if location.resolution else None})
+        out.json(context.to_dict())
     else:
-        out.stdout.write(safe_markdown(text))
-    return 0
+        out.stdout.write(safe_markdown(context.text))
+    return ExitCode.OK
 
 
 def safe_markdown(text: str) -> str:

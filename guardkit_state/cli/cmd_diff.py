@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_repo_option
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.inspect.review import turn_diff
@@ -35,4 +36,4 @@ def show_diff(args: argparse.Namespace, out: Output) -> int:
     text = turn_diff(args.repo, args.task_id, args.turn, stat=args.stat, state_only=args.state_only)
     for line in text.splitlines():
         out.line(safe(line))
-    return 0
+    return ExitCode.OK

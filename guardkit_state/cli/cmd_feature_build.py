@@ -1,17 +1,34 @@
-"""``guardkit-state feature-build``: run (or resume) a Player/Coach loop on a task."""
+"""``guardkit-state feature-build``: run (or resume) a Player/Coach loop on a task.
+
+Progress comes from the loop as typed events (:mod:`guardkit_state.loop.events`), each shown by
+the :func:`progress_lines` registered for its type; a Ctrl-C is said by ``guardkit_state.cli.main``
+from the loop's own :class:`~guardkit_state.loop.run.LoopInterrupted`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
-import math
-from typing import Any
 
-from guardkit_state.cli.options import add_json_option, add_repo_option
-from guardkit_state.cli.output import Output, safe
+from guardkit_state.cli.cmd_report import add_report_option, report_events
+from guardkit_state.cli.exit_codes import ExitCode
+from guardkit_state.cli.options import add_json_option, add_repo_option, seconds, turn_count
+from guardkit_state.cli.output import Output, one_line, safe
+from guardkit_state.loop.events import (
+    AgentStarted,
+    LoopEvent,
+    LoopNote,
+    ModeSuggested,
+    ReportsReused,
+    Resuming,
+    TurnRecorded,
+    TurnStarted,
+    WorktreeReady,
+)
 
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+#: How much of the Coach's feedback a progress line shows (``show`` and ``--json`` have it whole).
+FEEDBACK_CHARS = 160
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -36,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("task_id", metavar="TASK-ID")
     parser.add_argument("--player", required=True, metavar="CMD", help="the Player command (run through the shell)")
     parser.add_argument("--coach", required=True, metavar="CMD", help="the Coach command (run through the shell)")
-    parser.add_argument("--max-turns", type=int, metavar="N", help="turn budget (default: the task's, else 5); "
+    parser.add_argument("--max-turns", type=turn_count, metavar="N", help="turn budget (default: the task's, else 5); "
                         "--resume beyond it is refused unless this raises it")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted loop from its files")
     parser.add_argument("--reopen", action="store_true", help="run turns on a completed, cancelled, archived "
@@ -45,39 +62,43 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--no-worktree", action="store_true", help="work in the checkout itself, not a worktree")
     parser.add_argument("--base-branch", metavar="BRANCH", help="branch or commit the worktree starts from "
                         "(default: the branch checked out where you run it; a detached HEAD's commit)")
-    parser.add_argument("--turn-timeout", type=float, metavar="SECONDS", help="kill an agent running longer than this")
+    parser.add_argument("--turn-timeout", type=seconds, metavar="SECONDS",
+                        help="kill an agent running longer than this")
     parser.add_argument("--verbose", "-v", action="store_true", help="also show the autobuild log on the terminal")
+    parser.add_argument("--max-parallel", type=turn_count, metavar="N", help="a feature (FEAT-ID): task loops "
+                        "run at once (default: the plan's recommended_parallel, capped by the CPUs)")
+    add_report_option(parser)
     add_json_option(parser, "print the result as JSON at the end")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
+    from guardkit_state.cli.feature_output import names_feature, run_feature
     from guardkit_state.loop.agents import CommandAgent
+
+    if names_feature(args.task_id):  # FEAT-ID or a plan's .yaml: its waves of tasks, in parallel
+        return run_feature(args, out)
     from guardkit_state.loop.run import LoopOptions, feature_build
 
-    problem = _option_problem(args)
-    if problem is not None:
-        out.error(problem)
-        return EXIT_USAGE
     if args.verbose:
         handler = logging.StreamHandler(out.stderr)
         handler.setFormatter(logging.Formatter("  log: %(message)s"))
         logging.getLogger("guardkit_state").addHandler(handler)
     options = LoopOptions(max_turns=args.max_turns, resume=args.resume, use_worktree=not args.no_worktree,
                           turn_timeout=args.turn_timeout, base_branch=args.base_branch, reopen=args.reopen)
-    progress = _Progress(out, quiet=args.json)
+
+    def on_event(event: LoopEvent) -> None:
+        if not args.json:
+            for line in progress_lines(event, out):
+                out.note(line)
+
+    # --report FILE: the page is rewritten as the loop goes, after each event is shown.
+    report = report_events(on_event, out, args)
     try:
         result = feature_build(args.repo, args.task_id, CommandAgent(args.player), CommandAgent(args.coach),
-                               options, on_event=progress)
-    except KeyboardInterrupt:
-        if progress.turn is None and not args.resume:
-            # Nothing was recorded yet: there is no loop state for --resume to continue from.
-            out.error(f"interrupted before the first turn began; nothing was recorded: run "
-                      f"'guardkit-state feature-build {args.task_id} --player ... --coach ...' again")
-        else:
-            out.error(f"interrupted{progress.where()}: state saved; continue with "
-                      f"'guardkit-state feature-build {args.task_id} --player ... --coach ... --resume'")
-        return EXIT_INTERRUPTED
+                               options, on_event=report)
+    finally:
+        report.finish()  # --report: the page as the files stand now, however the loop stopped
     if args.json:
         out.json(result.to_dict())
     else:
@@ -85,78 +106,65 @@ def run(args: argparse.Namespace, out: Output) -> int:
                             "green" if result.exit_code == 0 else "yellow")
         out.line(f"{args.task_id}: {verdict} — {safe(result.reason)}")
         if result.checkout:
-            out.line(f"  checkout: {result.checkout}")
+            out.line(f"  checkout: {safe(result.checkout)}")
         out.line(f"  review: guardkit-state show {args.task_id} · guardkit-state log {args.task_id}")
-    return result.exit_code
+    return ExitCode(result.exit_code)
 
 
-def _option_problem(args: argparse.Namespace) -> str | None:
-    """What is wrong with the options, checked before anything is created (no lock, no .guardkit/)."""
-    if args.max_turns is not None and args.max_turns < 1:
-        return "--max-turns must be at least 1"
-    timeout = args.turn_timeout
-    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-        return f"--turn-timeout must be a finite number of seconds above 0, not {timeout:g}"
-    if args.base_branch is not None:
-        from guardkit_state.errors import InputError
-        from guardkit_state.git.repo import GitRepo
-        from guardkit_state.git.worktrees import check_base_branch
-
-        repo = GitRepo.discover(args.repo)
-        if repo is not None:
-            try:
-                check_base_branch(repo, args.base_branch)
-            except InputError as exc:
-                return exc.message
-    return None
+# -- progress: one renderer per event type -------------------------------------------------------
+@functools.singledispatch
+def progress_lines(event: LoopEvent, out: Output) -> list[str]:
+    """The progress lines (stderr) for one loop event; none for a type this command does not show."""
+    return []
 
 
-class _Progress:
-    """Turns loop events into short progress lines on stderr."""
+@progress_lines.register
+def _(event: LoopNote, out: Output) -> list[str]:
+    return [f"  note: {safe(event.text)}"]
 
-    def __init__(self, out: Output, *, quiet: bool) -> None:
-        self.out = out
-        self.quiet = quiet
-        self.turn: int | None = None
-        self.phase = ""
 
-    def where(self) -> str:
-        return f" during turn {self.turn} ({self.phase})" if self.turn else ""
+@progress_lines.register
+def _(event: ModeSuggested, out: Output) -> list[str]:
+    # One advisory line; the full advice (with GuardKit's own pitfalls) is `suggest-mode`'s job.
+    mode = event.advice.mode
+    return [f"suggested mode for complexity {event.advice.complexity}: {safe(mode.mode)} "
+            f"({safe(mode.ceremony_level)} ceremony; advisory)"]
 
-    def __call__(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "turn":
-            self.turn, self.phase = data["turn"], "starting"
-        elif kind == "agent":
-            self.phase = data["role"]
-        elif kind == "recorded":
-            self.phase = "recorded"
-        if self.quiet:
-            return
-        say = self.out.note
-        if kind == "note":
-            say(f"  note: {safe(data['text'])}")
-        elif kind == "advice":
-            say(safe(data["text"]).rstrip())
-        elif kind == "worktree":
-            say(f"worktree {data['path']} (branch {data['branch']})")
-        elif kind == "resume":
-            say(f"resume: {data['description']}")
-        elif kind == "turn":
-            say(self.out.style(f"turn {data['turn']}", "bold") + f" · {data['mode']}")
-        elif kind == "agent":
-            say(f"  {data['role']} running…")
-        elif kind == "reuse":
-            say(f"  reusing the {' and '.join(data['files'])} report(s) already on disk")
-        elif kind == "recorded":
-            delta = " ".join(data["criteria_delta"])
-            from guardkit_state.turns.ledger import CriteriaCounts  # local: --help must not import the library
 
-            counts = CriteriaCounts(**{k: v for k, v in data["criteria_counts"].items() if k != "total"})
-            line = f"  coach: {data['decision']} — {counts.describe('criteria')}"
-            say(line + (f" ({delta})" if delta else ""))
-            feedback = data["turn_state"].get("coach_feedback")
-            if feedback and data["decision"] != "approve":
-                say(f"  feedback: {safe(feedback.splitlines()[0])[:160]}")
-            commit = data.get("commit") or {}
-            if commit.get("sha"):
-                say(f"  commit {commit['sha'][:10]}")
+@progress_lines.register
+def _(event: WorktreeReady, out: Output) -> list[str]:
+    return [f"worktree {safe(event.path)} (branch {safe(event.branch)})"]
+
+
+@progress_lines.register
+def _(event: Resuming, out: Output) -> list[str]:
+    return [f"resume: {safe(event.point.describe())}"]
+
+
+@progress_lines.register
+def _(event: TurnStarted, out: Output) -> list[str]:
+    return [out.style(f"turn {event.turn}", "bold") + f" · {event.mode.value}"]
+
+
+@progress_lines.register
+def _(event: AgentStarted, out: Output) -> list[str]:
+    return [f"  {event.role} running…"]
+
+
+@progress_lines.register
+def _(event: ReportsReused, out: Output) -> list[str]:
+    return [f"  reusing the {' and '.join(event.roles)} report(s) already on disk"]
+
+
+@progress_lines.register
+def _(event: TurnRecorded, out: Output) -> list[str]:
+    record = event.record
+    decision = safe(record.entry.decision)
+    delta = " ".join(record.ledger.delta(record.ledger_before))
+    lines = [f"  coach: {decision} — {record.ledger.counts().describe('criteria')}" + (f" ({delta})" if delta else "")]
+    feedback = record.turn_state.coach_feedback
+    if feedback and record.entry.decision != "approve":
+        lines.append(f"  feedback: {one_line(feedback, FEEDBACK_CHARS)}")
+    if event.commit is not None and event.commit.sha:
+        lines.append(f"  commit {event.commit.sha[:10]}")
+    return lines

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option, add_repo_option
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.inspect.review import read_turn_log
@@ -32,7 +33,7 @@ def show_log(args: argparse.Namespace, out: Output) -> int:
     result = read_turn_log(args.repo, args.task_id)
     if args.json:
         out.json(result.to_dict())
-        return 0
+        return ExitCode.OK
     out.note(f"{safe(result.task_id)}: turns from {safe(result.source)}")
     for note in result.notes:
         out.note(safe(note))
@@ -44,4 +45,4 @@ def show_log(args: argparse.Namespace, out: Output) -> int:
                  f"{safe(e.mode or '?'):<17} {safe(e.date or '')} {safe(delta)}{verified}")
     if not result.entries and not result.notes:
         out.note("no turns recorded")
-    return 0
+    return ExitCode.OK

@@ -6,17 +6,16 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from guardkit_state.cli.options import add_json_option, add_repo_option
+from guardkit_state.cli.exit_codes import ExitCode
+from guardkit_state.cli.options import add_json_option, add_repo_option, turn_count
 from guardkit_state.cli.output import Output, one_line, safe
 
 if TYPE_CHECKING:
-    from guardkit_state.errors import AlreadyRecordedError, InputError
+    from guardkit_state.errors import AlreadyRecordedError
     from guardkit_state.turns.lifecycle import TurnRecord
 
 # Library imports happen inside ``run``: ``guardkit-state --help`` must stay fast.
 MODES = ("fresh_start", "continuing_work", "recovering_state")
-
-EXIT_RECORDED, EXIT_REJECTED, EXIT_USAGE, EXIT_ALREADY_RECORDED = 0, 1, 2, 3
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -42,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--player", required=True, type=Path, metavar="FILE", help="the Player's JSON report")
     parser.add_argument("--coach", required=True, type=Path, metavar="FILE", help="the Coach's JSON decision")
     parser.add_argument("--mode", choices=MODES, help="how the turn started")
-    parser.add_argument("--max-turns", type=int, help="turn budget (default: the task's, else 5); "
+    parser.add_argument("--max-turns", type=turn_count, metavar="N", help="turn budget (default: the task's, else 5); "
                         "a turn beyond it is refused unless this raises it")
     parser.add_argument("--reopen", action="store_true", help="record a turn of a completed, cancelled, "
                         "archived or approved task (refused without it)")
@@ -52,59 +51,36 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
+    """Record the turn; an error (exit 1, 2 or 3: ``app.exit_code_for``) is said by the CLI's one place."""
     from guardkit_state.errors import AlreadyRecordedError, InputError
     from guardkit_state.store.jsonio import load_json
     from guardkit_state.turns.lifecycle import record_turn
 
-    if args.max_turns is not None and args.max_turns < 1:
-        out.error("--max-turns must be at least 1")
-        return EXIT_USAGE
     for name in ("player", "coach"):
         if not getattr(args, name).is_file():
-            out.error(f"--{name} {getattr(args, name)}: no such file")
-            return EXIT_USAGE
+            raise InputError(f"--{name} {getattr(args, name)}: no such file")
+    player, coach = load_json(args.player), load_json(args.coach)
     try:
-        player, coach = load_json(args.player), load_json(args.coach)
         record = record_turn(args.repo, args.task_id, player, coach, mode=args.mode, max_turns=args.max_turns,
                              player_path=args.player, coach_path=args.coach, reopen=args.reopen)
-    except InputError as exc:
-        out.error_from(exc)
-        return exit_code_for(exc)
     except AlreadyRecordedError as exc:
+        if not exc.identical:
+            raise
         return _already_recorded(exc, args, out)
     if args.json:
         out.json(record.to_dict())
     else:
         render(record, out)
-    return EXIT_RECORDED
+    return ExitCode.OK
 
 
 def _already_recorded(exc: AlreadyRecordedError, args: argparse.Namespace, out: Output) -> int:
-    """A retried ``record`` (the very reports of that turn) is done already: 0. Other reports: 3."""
-    if not exc.identical:
-        out.error_from(exc)
-        return EXIT_ALREADY_RECORDED
+    """A retried ``record`` (the very reports of that turn) is done already: exit 0."""
     if args.json:
         out.json({"task_id": exc.task_id, "turn": exc.turn, "already_recorded": True, "message": exc.message})
     else:
         out.line(safe(exc.message))
-    return EXIT_RECORDED
-
-
-def exit_code_for(exc: InputError) -> int:
-    """1 for a readable report that is rejected (nothing written); 2 for anything that is not one.
-
-    The documented contract: a report failing its schema, or naming another task or turn, is rejected
-    input (exit 1). A file that is not JSON at all, an oversized file, a bad task id or an
-    unreadable task file is a usage error (exit 2), as in every other command.
-    """
-    from guardkit_state.errors import FileTooLargeError, ParseError, SchemaError
-
-    if isinstance(exc, SchemaError):
-        return EXIT_REJECTED
-    if isinstance(exc, (ParseError, FileTooLargeError)):
-        return EXIT_USAGE
-    return EXIT_REJECTED if exc.pointer else EXIT_USAGE
+    return ExitCode.OK
 
 
 def render(record: TurnRecord, out: Output) -> None:

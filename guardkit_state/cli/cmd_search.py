@@ -1,22 +1,36 @@
-"""``guardkit-state search``: search turn states, Graphiti when configured, else the files."""
+"""``guardkit-state search``: turns, tasks, features and configuration — from the index when it can
+answer rightly, else from the files, always saying which."""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
+from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option, add_repo_option
 from guardkit_state.cli.output import Output, safe
+
+if TYPE_CHECKING:
+    from guardkit_state.index.base import SearchResult
+    from guardkit_state.index.searching import Backend
+
+EMBEDDER_HELP = ("embedder: hashing, minilm, or openai:MODEL@URL (an OpenAI-compatible endpoint); default: "
+                 "the one the index was built with")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser(
         "search",
-        help="search turn states and configuration (Graphiti index, else the files)",
-        description="Search turn states (and role constraints, gate configs, implementation modes). "
-        "Uses the Graphiti index when it is installed and built (or --uri is given); otherwise "
-        "scans the files. The first line says which backend answered.",
-        epilog="Example:\n  guardkit-state search \"turn TASK-AUTH-001\"\n"
-        "  guardkit-state search \"coach_decision rejected\" --group turn_states --json",
+        help="search turns, tasks, features and configuration (Graphiti index, else the files)",
+        description="Search turns (decision, feedback, blockers, tests, coverage, gates), tasks (title, "
+        "criteria, status), feature plans and configuration. Answers from the Graphiti index when it is "
+        "built, fresh for the query's scope and not busy; otherwise scans the files and says why. The first "
+        "line says which backend answered. A query naming a task, feature, criterion or turn is about it; "
+        "'last', 'latest' or 'most recent' puts the newest first.",
+        epilog="Examples:\n  guardkit-state search \"turn TASK-AUTH-001\"\n"
+        "  guardkit-state search \"last turn of TASK-AUTH-001\"\n"
+        "  guardkit-state search \"coverage below threshold\" --feature FEAT-AUTH --since 7d\n"
+        "  guardkit-state search \"token refresh\" --decision rejected --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_search_arguments(parser)
@@ -28,30 +42,37 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def add_search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", metavar="QUERY")
     parser.add_argument("--group", action="append", metavar="G",
-                        help="limit to a group (turn_states, role_constraints, quality_gate_configs, "
-                        "implementation_modes); repeatable")
+                        help="limit to a group (turn_states: turns, tasks and features; role_constraints, "
+                        "quality_gate_configs, implementation_modes); repeatable")
+    parser.add_argument("--task", metavar="TASK-ID", help="only this task's records")
+    parser.add_argument("--feature", metavar="FEAT-ID", help="only this feature's records (its plan, tasks, turns)")
+    parser.add_argument("--decision", metavar="D", help="only turns with this Coach decision (approved, feedback, "
+                        "rejected, error)")
+    parser.add_argument("--since", metavar="WHEN", help="only records from then on: a date, a date-time, or a span "
+                        "back from now (24h, 7d, 2w)")
     parser.add_argument("--limit", type=int, default=10, metavar="N", help="at most N results (default 10)")
     add_repo_option(parser)
     parser.add_argument("--uri", default=None, help="Graphiti server URI (or GUARDKIT_GRAPHITI_URI)")
-    parser.add_argument("--embedder", choices=("hashing", "minilm"), default="hashing",
-                        help="query embedder for the Graphiti backend (default: hashing)")
+    parser.add_argument("--embedder", default=None, metavar="E", help=EMBEDDER_HELP)
     add_json_option(parser)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.index import search
+    return run_search(args, out, backend=args.backend)
 
-    result = search(args.repo, args.query, groups=args.group, limit=max(1, args.limit),
-                    backend=args.backend, uri=args.uri, embedder=args.embedder)
+
+def run_search(args: argparse.Namespace, out: Output, *, backend: Backend) -> int:
+    from guardkit_state.index import make_filters, search
+
+    filters = make_filters(task=args.task, feature=args.feature, decision=args.decision, since=args.since)
+    result = search(args.repo, args.query, groups=args.group, limit=max(1, args.limit), backend=backend,
+                    uri=args.uri, embedder=args.embedder, filters=filters)
     render(result, args.query, out)
-    return 0
+    return ExitCode.OK
 
 
-def render(result: object, query: str, out: Output) -> None:
-    """Print a :class:`SearchResult` as seed 001 shows it, or as JSON."""
-    from guardkit_state.index import SearchResult
-
-    assert isinstance(result, SearchResult)
+def render(result: SearchResult, query: str, out: Output) -> None:
+    """Print which backend answered (and why, for a fallback) and one numbered line per hit (or the JSON)."""
     if out.json_mode:
         out.json(result.to_dict() | {"query": query})
         return
@@ -59,4 +80,5 @@ def render(result: object, query: str, out: Output) -> None:
         out.note(f"note: {safe(result.note)}")
     out.line(f"Found {len(result.hits)} results for {safe(repr(query))} (backend: {safe(result.backend)}):")
     for i, hit in enumerate(result.hits, 1):
-        out.line(f"{i}. [{hit.score:.2f}] {safe(hit.summary)}")
+        when = f" @ {safe(hit.completed_at)}" if hit.completed_at and hit.kind == "turn_states" else ""
+        out.line(f"{i}. [{hit.score:.2f}] {safe(hit.summary)}{when}")

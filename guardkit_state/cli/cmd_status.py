@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option, add_repo_option
 from guardkit_state.cli.output import Output, safe
 
@@ -43,10 +44,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
                  "(see 'resolved' in --json)")
     if args.json:
         out.json([s.to_dict() for s in summaries])
-        return 0
+        return ExitCode.OK
     if not summaries:
         out.line("no tasks with loop state under tasks/")
-        return 0
+        return ExitCode.OK
     width = max(len(safe(s.task_id)) for s in summaries)
     status_width = max([12, *(len(safe(s.status or "-")) for s in summaries if not s.error)])
     for s in summaries:
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.line(f"{safe(s.task_id):<{width}}  {safe(s.status or '-'):<{status_width}} {s.turns:>3} turn(s)  "
                  f"{out.style(f'{decision:<8}', DECISION_STYLE.get(decision, 'dim'))}  "
                  f"{_counts(s)}{where}")
-    return 0
+    return ExitCode.OK
 
 
 def _counts(summary: TaskSummary) -> str:

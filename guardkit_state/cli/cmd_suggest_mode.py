@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option, add_repo_option
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.errors import InputError
@@ -34,28 +35,21 @@ def register(subparsers: Any) -> None:
 
 
 def suggest(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.config import load_config  # imported here: building the parser stays light
-    from guardkit_state.taskfile.document import TaskFile, find_task
+    from guardkit_state.inspect.task_view import mode_suggestion  # imported here: building the parser stays light
 
     if args.task_id is None and args.complexity is None:
         raise InputError("give a TASK-ID or --complexity N", expected="guardkit-state suggest-mode TASK-ID")
-    complexity: int | None = args.complexity
-    shown: object = complexity
-    source = "--complexity"
-    if complexity is None:
-        task = TaskFile.load(find_task(args.repo, args.task_id))
-        complexity, shown, source = task.complexity, task.data.get("complexity"), str(task.path)
-    advice = load_config(args.repo).suggest_mode(complexity)
+    suggestion = mode_suggestion(args.repo, args.task_id, complexity=args.complexity, source="--complexity")
     if args.json:
-        out.json({"task_id": args.task_id, "complexity": shown, "complexity_source": source,
-                  "advice": advice.to_dict() if advice else None})
-        return 0
+        out.json(suggestion.to_dict())
+        return ExitCode.OK
+    advice = suggestion.advice
     if advice is None:
-        out.line(f"No suggestion: complexity {safe(repr(shown))} (from {safe(source)}) is not an "
-                 "estimate in 1-10.")
-        return 0
+        out.line(f"No suggestion: complexity {safe(repr(suggestion.complexity))} (from {safe(suggestion.source)}) "
+                 "is not an estimate in 1-10.")
+        return ExitCode.OK
     out.line(safe(advice.render()))
-    out.note(safe(f"(complexity {advice.complexity} from {source}; {advice.reason})"))
+    out.note(safe(f"(complexity {advice.complexity} from {suggestion.source}; {advice.reason})"))
     for note in advice.notes:
         out.note(safe(note))
-    return 0
+    return ExitCode.OK

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option
 from guardkit_state.cli.output import Output, safe
 
@@ -40,7 +41,7 @@ def run_validate(args: argparse.Namespace, out: Output) -> int:
     report = validate_paths(args.paths)
     if args.json:
         out.json(report.to_dict())
-        return 0 if report.ok else 1
+        return ExitCode.OK if report.ok else ExitCode.FAILED
     for result in report.results:
         for problem in result.problems:
             out.line(f"{safe(problem.location(result.path))}: {safe(problem.message)}")
@@ -49,4 +50,4 @@ def run_validate(args: argparse.Namespace, out: Output) -> int:
                      f"{safe(warning.message)}")
     summary = report.summary()
     out.line(out.style(summary, "green") if report.ok else out.style(summary, "red", "bold"))
-    return 0 if report.ok else 1
+    return ExitCode.OK if report.ok else ExitCode.FAILED

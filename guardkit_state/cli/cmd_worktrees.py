@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option, add_repo_option
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.errors import GitError
@@ -77,21 +78,21 @@ def list_worktrees(args: argparse.Namespace, out: Output) -> int:
     infos = _manager(args.repo).list()
     if args.json:
         out.json([i.to_dict() for i in infos])
-        return 0
+        return ExitCode.OK
     if not infos:
         out.note("no loop worktrees")
-        return 0
+        return ExitCode.OK
     out.line(out.style(f"{'TASK':<24} {'BRANCH':<32} {'BASE':<12} STATE", "bold"))
     for info in infos:
         out.line(_row(info))
-    return 0
+    return ExitCode.OK
 
 
 def prune_worktrees(args: argparse.Namespace, out: Output) -> int:
     result = _manager(args.repo).prune(force=args.force, dry_run=args.dry_run)
     if getattr(args, "json", False):
         out.json(result.to_dict())
-        return 0
+        return ExitCode.OK
     verb = "would remove" if args.dry_run else "removed"
     for info in result.removed:
         out.line(f"{verb} {safe(info.task_id)} ({safe(info.path)})")
@@ -101,4 +102,4 @@ def prune_worktrees(args: argparse.Namespace, out: Output) -> int:
         out.note(safe(note))
     if not result.removed and not result.kept:
         out.note("no loop worktrees")
-    return 0
+    return ExitCode.OK

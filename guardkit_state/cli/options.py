@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,29 @@ def existing_dir(value: str) -> Path:
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"not a directory: {value}")
     return path
+
+
+def turn_count(value: str) -> int:
+    """``--max-turns``' type: a whole number of at least 1, else a usage error naming the option."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {value!r}")
+    return number
+
+
+def seconds(value: str) -> float:
+    """``--turn-timeout``'s type: a finite number of seconds above 0 (``nan``, ``inf`` and 0 would
+    only fail once the worktree exists and the Player runs)."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds above 0, not {value!r}")
+    return number
 
 
 def add_repo_option(parser: argparse.ArgumentParser, **overrides: Any) -> None:
@@ -56,6 +80,8 @@ def _with_task_resolved(handler: Any, args: argparse.Namespace, out: Any) -> Any
     from guardkit_state.taskfile.resolve import pinned, resolve_task
 
     repo = vars(args).get("repo") or find_repo_root(Path.cwd())
+    if args.task_id.endswith(".yaml"):  # a feature plan's file (feature-build): no task to resolve
+        return handler(args, out)
     try:
         found = resolve_task(repo, args.task_id)
     except TaskNotFoundError:

@@ -1,4 +1,4 @@
-"""Configuration entities (seed 002): quality gates, role constraints, implementation modes.
+"""Configuration entities (docs/index.md): quality gates, role constraints, implementation modes.
 
 The loop's one entry point is :func:`load_config`::
 
@@ -28,10 +28,11 @@ from guardkit_state.config.gates import (
     normalise_task_type,
     select_profile,
 )
-from guardkit_state.config.loader import OVERRIDES_FILE, QUALITY_GATES_FILE, ResolvedConfig, default_config, load_config
+from guardkit_state.config.loader import ResolvedConfig, default_config, load_config
 from guardkit_state.config.modes import BUILTIN_MODES, ImplementationMode, ModeAdvice, suggest_mode
 from guardkit_state.config.prompt import render_coach_prompt, render_player_role_section
 from guardkit_state.config.roles import BUILTIN_ROLE_CONSTRAINTS, RoleConstraints, Rule
+from guardkit_state.store.layout import OVERRIDES_FILE, QUALITY_GATES_FILE
 
 __all__ = [
     "BUILTIN_GATE_PROFILES",

@@ -1,12 +1,12 @@
-"""Quality gate profiles: the built-in table of seed 002, lookup by task type and complexity, checks.
+"""Quality gate profiles: the built-in table (docs/index.md), lookup by task type and complexity, checks.
 
 A profile says which gates apply to a task of a given type and complexity and with which
 thresholds. Without ``.guardkit/config/quality-gates.yaml`` the built-in profiles below are used;
-they are exactly seed 002's table. The gate check turns a turn's measurements into one
+they are exactly the table in docs/index.md. The gate check turns a turn's measurements into one
 :class:`~guardkit_state.model.GateResult` per gate; a measurement that is missing gives
 ``passed=None`` (unknown), never a pass.
 
-Units: ``coverage_threshold`` is a fraction (``0.80``), as in seed 002 and in the config files;
+Units: ``coverage_threshold`` is a fraction (``0.80``), as in docs/index.md and in the config files;
 the measured ``coverage`` handed to :func:`check_gates` is a percentage (``96.0``), as GuardKit's
 reports write it. :class:`GateResult` shows both sides in percent so they compare at a glance.
 """
@@ -70,7 +70,7 @@ PROFILE_FIELDS = (
 
 @dataclass(frozen=True)
 class GateProfile:
-    """The gates for one task type over one complexity range (seed 002's QualityGateConfigEpisode).
+    """The gates for one task type over one complexity range (an index entity, see docs/index.md).
 
     ``sources`` maps each field of :data:`PROFILE_FIELDS` to where its value came from:
     ``"built-in"``, the config file's path, or ``"override: <path>"``.
@@ -89,7 +89,7 @@ class GateProfile:
 
     @property
     def entity_id(self) -> str:
-        """Seed 002's stable id: ``QG-{task_type}-{low}-{high}``."""
+        """The stable id: ``QG-{task_type}-{low}-{high}``."""
         low, high = self.complexity_range
         return f"QG-{self.task_type}-{low}-{high}"
 
@@ -130,7 +130,7 @@ def _profile(task_type: str, low: int, high: int, arch: int | None, coverage: fl
     )
 
 
-#: Seed 002's six default profiles, exactly (the fallback when no quality-gates.yaml exists).
+#: The six default profiles of docs/index.md, exactly (the fallback when no quality-gates.yaml exists).
 BUILTIN_GATE_PROFILES: tuple[GateProfile, ...] = (
     _profile("scaffolding", 1, 10, None, None, False),
     _profile("feature", 1, 3, 50, 0.70, True),

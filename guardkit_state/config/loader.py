@@ -34,14 +34,11 @@ from guardkit_state.config.overrides import apply_gate_overrides
 from guardkit_state.config.roles import BUILTIN_ROLE_CONSTRAINTS, RULE_KINDS, RoleConstraints, apply_role_additions
 from guardkit_state.errors import ConfigError, GuardkitStateError, SchemaError
 from guardkit_state.store.fsio import decode_utf8, read_bytes_capped, resolve_inside
+from guardkit_state.store.layout import OVERRIDES_FILE, QUALITY_GATES_FILE
 from guardkit_state.store.schemas import format_pointer, parse_pointer, validate_record
 from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
 
 log = logging.getLogger("guardkit_state.config.loader")
-
-CONFIG_DIR = Path(".guardkit") / "config"
-QUALITY_GATES_FILE = CONFIG_DIR / "quality-gates.yaml"
-OVERRIDES_FILE = CONFIG_DIR / "entity-overrides.yaml"
 
 SECTIONS = ("gates", "roles", "modes")
 
@@ -100,7 +97,7 @@ class ResolvedConfig:
 
 
 def default_config() -> ResolvedConfig:
-    """The built-in configuration (seed 002's values), as used when no config file exists."""
+    """The built-in configuration (the defaults of docs/index.md), as used when no config file exists."""
     return ResolvedConfig(repo_root=None, files={"quality_gates": None, "entity_overrides": None})
 
 

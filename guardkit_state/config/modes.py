@@ -1,9 +1,9 @@
-"""Implementation modes (seed 002) and the advisory mode suggestion.
+"""Implementation modes (docs/index.md) and the advisory mode suggestion.
 
 Three modes: ``direct`` (complexity 1-3), ``task_work`` (3-7) and ``autobuild`` (5-10). The ranges
 overlap on purpose (they say where a mode is *reasonable*), so a suggestion needs a tie-break:
 among the modes whose range holds the complexity, the one whose range centre is nearest wins,
-and an exact tie goes to the lower-ceremony mode (seed 002's "least ceremony" principle). That
+and an exact tie goes to the lower-ceremony mode (the "least ceremony" principle). That
 gives direct 1-3, task_work 4-6, autobuild 7-10 — the same bands as the feature gate profiles —
 and every other mode whose range also holds the complexity is listed as an alternative.
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from guardkit_state.config.gates import BUILT_IN, MAX_COMPLEXITY, MIN_COMPLEXITY
+from guardkit_state.store.layout import WORKTREES_DIR, branch_for
 
 CEREMONY_ORDER = ("minimal", "standard", "full")
 
@@ -26,7 +27,7 @@ MODE_ALIASES: Mapping[str, str] = {"task-work": "task_work", "taskwork": "task_w
 
 @dataclass(frozen=True)
 class ImplementationMode:
-    """One way of doing a task (seed 002's ImplementationModeEpisode)."""
+    """One way of doing a task (an index entity, see docs/index.md)."""
 
     mode: str
     invocation_method: str
@@ -40,7 +41,7 @@ class ImplementationMode:
 
     @property
     def entity_id(self) -> str:
-        """Seed 002's stable id: ``MODE-{mode}``."""
+        """The stable id: ``MODE-{mode}``."""
         return f"MODE-{self.mode}"
 
     def covers(self, complexity: int) -> bool:
@@ -58,7 +59,7 @@ class ImplementationMode:
         }
 
 
-#: Seed 002's three default modes.
+#: The three default modes (docs/index.md).
 BUILTIN_MODES: Mapping[str, ImplementationMode] = {
     "direct": ImplementationMode(
         mode="direct",
@@ -73,7 +74,7 @@ BUILTIN_MODES: Mapping[str, ImplementationMode] = {
     "task_work": ImplementationMode(
         mode="task_work",
         invocation_method="sdk_query",
-        result_location_pattern=".guardkit/worktrees/FEAT-XXX/ (the feature's worktree, not TASK-XXX)",
+        result_location_pattern=f"{WORKTREES_DIR.as_posix()}/FEAT-XXX/ (the feature's worktree, not TASK-XXX)",
         state_recovery_strategy="resume_from_checkpoint",
         when_to_use=("Feature work needing quality gates", "Multi-file changes"),
         pitfalls=(
@@ -87,7 +88,7 @@ BUILTIN_MODES: Mapping[str, ImplementationMode] = {
     "autobuild": ImplementationMode(
         mode="autobuild",
         invocation_method="orchestrated",
-        result_location_pattern=".guardkit/worktrees/TASK-XXX/ on branch autobuild/TASK-XXX",
+        result_location_pattern=f"{WORKTREES_DIR.as_posix()}/TASK-XXX/ on branch {branch_for('TASK-XXX')}",
         state_recovery_strategy="resume_from_checkpoint",
         when_to_use=("Multi-task features needing player-coach adversarial cooperation",),
         pitfalls=("Requires feature-plan output", "Don't mix with manual edits during execution"),
@@ -114,7 +115,7 @@ class ModeAdvice:
                 "advisory": True}
 
     def render(self) -> str:
-        """Seed 002's three-line display: mode and ceremony, two reasons to use it, first pitfall."""
+        """The three-line display: mode and ceremony, two reasons to use it, first pitfall."""
         lines = [f"Suggested mode: {self.mode.mode} ({self.mode.ceremony_level} ceremony)",
                  f"   {', '.join(self.mode.when_to_use[:2])}"]
         if self.mode.pitfalls:
@@ -138,8 +139,8 @@ def suggest_mode(
 ) -> ModeAdvice | None:
     """Suggest a mode for a task of ``complexity`` (advisory; never blocks anything).
 
-    Returns ``None`` when the task has no usable estimate (missing, ``0``, not a number): seed 002
-    says "no suggestion displayed" rather than a guess. Values above 10 are treated as 10.
+    Returns ``None`` when the task has no usable estimate (missing, ``0``, not a number): "no suggestion
+    displayed" rather than a guess. Values above 10 are treated as 10.
     Overlapping ranges: nearest range centre wins, an exact tie goes to the lower ceremony.
     """
     if isinstance(complexity, bool) or not isinstance(complexity, int) or complexity < MIN_COMPLEXITY:

@@ -1,6 +1,6 @@
 """Apply ``.guardkit/config/entity-overrides.yaml`` to the gate profiles and role constraints.
 
-Seed 002's rule: role lists are extended (``*_additions``), never replaced; a gate override
+The rule: role lists are extended (``*_additions``), never replaced; a gate override
 replaces threshold values on the profile of that task type whose ``complexity_range`` matches
 exactly (every profile of the type when the override names no range). An override that matches
 nothing is an error, not a silent no-op: a typo in a range must not leave the old threshold in force.

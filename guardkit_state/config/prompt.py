@@ -1,9 +1,9 @@
-"""The Coach's prompt sections (seed 002) and the Player's role section.
+"""The Coach's prompt sections (docs/lifecycle.md) and the Player's role section.
 
-Pure functions: configuration and records in, markdown text out. The format follows seed 002's
-"Injected format": the role section, the gate section ending in "DO NOT adjust these thresholds
+Pure functions: configuration and records in, markdown text out. The format is GuardKit's
+"injected format": the role section, the gate section ending in "DO NOT adjust these thresholds
 during this session.", and the previous turn's context. A role with no constraints configured
-gets no role section at all (seed 002: "Coach prompt omits role section rather than failing").
+gets no role section at all ("the Coach prompt omits the role section rather than failing").
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from guardkit_state.config.loader import ResolvedConfig
 from guardkit_state.config.roles import RoleConstraints
 from guardkit_state.model import Criterion, TurnState
 
-#: How each TurnState coach decision is shown (seed 002 writes "REVISE" for feedback).
+#: How each TurnState coach decision is shown (GuardKit's prompts write "REVISE" for feedback).
 DECISION_WORDS = {"approved": "APPROVE", "approve": "APPROVE", "feedback": "REVISE", "rejected": "REJECT",
                   "reject": "REJECT", "error": "ERROR"}
 

@@ -1,7 +1,7 @@
-"""Role constraints for the Player and the Coach (seed 002), with per-project additions.
+"""Role constraints for the Player and the Coach (docs/index.md), with per-project additions.
 
 Each role has four lists: ``must_do``, ``must_not_do``, ``ask_before``, ``escalate_when``. The
-built-in lists are seed 002's defaults. A project can only *add* to them (``*_additions`` in
+built-in lists are the defaults of docs/index.md. A project can only *add* to them (``*_additions`` in
 ``entity-overrides.yaml``); nothing replaces a default, so a project cannot quietly drop, say,
 "Write implementation code" from what the Coach must not do.
 """
@@ -34,7 +34,7 @@ class Rule:
 
 @dataclass(frozen=True)
 class RoleConstraints:
-    """What one role must do, must not do, asks before doing, and escalates (seed 002)."""
+    """What one role must do, must not do, asks before doing, and escalates (docs/index.md)."""
 
     role: str
     must_do: tuple[Rule, ...] = ()
@@ -44,7 +44,7 @@ class RoleConstraints:
 
     @property
     def entity_id(self) -> str:
-        """Seed 002's stable id: ``ROLE-{role}``."""
+        """The stable id: ``ROLE-{role}``."""
         return f"ROLE-{self.role}"
 
     def texts(self, kind: str) -> list[str]:
@@ -87,7 +87,7 @@ def _builtin(role: str, **lists: list[str]) -> RoleConstraints:
     return RoleConstraints(role, **{kind: tuple(Rule(text) for text in texts) for kind, texts in lists.items()})
 
 
-#: Seed 002's default constraints, exactly (the fallback without any override file).
+#: The default constraints of docs/index.md, exactly (the fallback without any override file).
 BUILTIN_ROLE_CONSTRAINTS: Mapping[str, RoleConstraints] = {
     "player": _builtin(
         "player",

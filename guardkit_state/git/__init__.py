@@ -1,1 +1,2 @@
-"""Git behind a few small modules: the runner and turn commits, output parsers, stale locks, worktrees."""
+"""Git behind a few small modules: the runner, the repository's questions and writes, turn commits,
+which checkout is which, output parsers, stale locks, worktrees."""

@@ -1,7 +1,7 @@
 """Stale git lock files: find the ones a killed git command left behind, and remove only those.
 
-Kept apart from :mod:`guardkit_state.git.repo` (which calls it when a commit meets a lock) because
-it is about processes, not git: a lock is stale when no live git process works in the repository.
+Kept apart from :mod:`guardkit_state.git.repo` (whose turn commit calls it when it meets a lock)
+because it is about processes, not git: a lock is stale when no live git process works in the repository.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-log = logging.getLogger("guardkit_state.git.repo")
+log = logging.getLogger("guardkit_state.git.locks")
 
 #: Without /proc a lock older than this is considered abandoned.
 STALE_LOCK_SECONDS = 300.0

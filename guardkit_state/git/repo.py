@@ -1,12 +1,9 @@
-"""Git behind one small module: one short function per question, failures turned into advice.
+"""A git working tree, queried and committed to through the git CLI: one short method per question.
 
-Every git call guardkit-state makes goes through :class:`GitRepo`, which runs the git CLI through
-GitPython's command wrapper (it honours hooks and the user's config; GitPython's index API is 4x
-slower and is not used). ``-z`` output is parsed by the pure helpers of :mod:`gitparse`.
-
-A turn commit (:func:`commit_turn`) never raises for a git failure: the turn's files are already
-written when it is called, so a failing hook or a locked index is *returned* in
-:class:`CommitResult` for the caller to report.
+Every git call guardkit-state makes goes through :class:`GitRepo` (which runs git through
+:mod:`guardkit_state.git.runner`). ``-z`` output is parsed by the pure helpers of
+:mod:`guardkit_state.git.parse`; the turn commit itself, and reading turn commits back, are
+:mod:`guardkit_state.git.commits`.
 """
 
 from __future__ import annotations
@@ -15,70 +12,31 @@ import contextlib
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Self
 
-from guardkit_state.errors import GitError, InputError, UnsafePathError
-from guardkit_state.git.locks import (
-    STALE_LOCK_SECONDS as STALE_LOCK_SECONDS,  # re-exported: callers import it from here
-)
+from guardkit_state.errors import GitError, UnsafePathError
+from guardkit_state.git import commits
+from guardkit_state.git.commits import FALLBACK_EMAIL, FALLBACK_NAME
 from guardkit_state.git.locks import remove_stale_locks
-from guardkit_state.git.parse import LOG_FORMAT, parse_turn_log
-from guardkit_state.git.parse import TRAILER_KEYS as TRAILER_KEYS  # re-exported: callers import these from here
-from guardkit_state.git.parse import StatusEntry as StatusEntry
-from guardkit_state.git.parse import TurnCommit as TurnCommit
-from guardkit_state.git.parse import parse_status_z as parse_status_z
-from guardkit_state.git.parse import parse_worktree_list_z as parse_worktree_list_z
-from guardkit_state.store.fsio import TEMP_NAME, TEMP_PREFIX, validate_task_id
+from guardkit_state.git.parse import StatusEntry, TurnCommit, parse_status_z
+from guardkit_state.git.runner import execute, git_error, git_module, nothing_to_commit
+from guardkit_state.store.fsio import TEMP_NAME, TEMP_PREFIX
+from guardkit_state.store.layout import INDEX_DIR
 
 log = logging.getLogger("guardkit_state.git.repo")
-
-#: The identity used when the user has none configured, so a missing identity never fails a turn.
-FALLBACK_NAME = "guardkit-state"
-FALLBACK_EMAIL = "autobuild@localhost"
-
-#: How many recent commits are searched for an existing commit of the same turn (resume after a
-#: kill). The interrupted turn's commit, when it exists, is HEAD or very near it.
-DEDUPE_DEPTH = 64
 
 #: Pathspecs ``commit_all`` leaves out: the local search index (guardkit-state's own temp files
 #: are left out by exact name, see ``_own_temp_files``). User paths are never read as pathspec
 #: magic (a file named ``:(glob)*`` is just a file).
 _LITERAL = ("--literal-pathspecs",)
-_NEVER_COMMIT = (":(exclude).guardkit/index",)
+_NEVER_COMMIT = (f":(exclude){INDEX_DIR.as_posix()}",)
 #: Under ``.guardkit/`` as anywhere else, only the exact names of our own temp files are ours: the one
 #: ``fsio.atomic_write_bytes`` gives (``.gks-tmp-<name>.<pid>.<ns>``) and the one an agent's pid
 #: file is written through (``.gks-tmp-<report>.agent.json.<pid>``). An agent's own
 #: ``.guardkit/notes/.gks-tmp-plan.md`` is real work.
 _ATOMIC_TEMP = re.compile(rf"{TEMP_NAME.pattern}|{re.escape(TEMP_PREFIX)}.+\.agent\.json\.[1-9][0-9]*")
-
-_ADVICE = "Is git installed, and is this a git repository?"
-
-
-def branch_for(task_id: str) -> str:
-    """The branch a task's loop runs on: ``autobuild/TASK-ID``."""
-    return f"autobuild/{task_id}"
-
-
-@dataclass(frozen=True)
-class CommitResult:
-    """What a turn commit did: ``sha`` when committed, else ``skipped`` or ``error`` says why."""
-
-    sha: str | None
-    error: str | None = None
-    skipped: str | None = None
-    notes: tuple[str, ...] = ()
-
-    @property
-    def committed(self) -> bool:
-        return self.sha is not None and self.skipped is None and self.error is None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"sha": self.sha, "error": self.error, "skipped": self.skipped, "notes": list(self.notes)}
 
 
 class GitRepo:
@@ -93,7 +51,6 @@ class GitRepo:
         self.git_dir = git_dir
         self.common_dir = common_dir
         self._identity_args: list[str] | None = None
-        self._cmd = _git_module().cmd.Git(str(root))
 
     def __repr__(self) -> str:
         return f"GitRepo({str(self.root)!r})"
@@ -101,7 +58,7 @@ class GitRepo:
     # -- discovery -------------------------------------------------------------------------
 
     @classmethod
-    def discover(cls, path: str | Path) -> GitRepo | None:
+    def discover(cls, path: str | Path) -> Self | None:
         """The working tree containing ``path``; None when git is missing or there is no repo.
 
         The caller then works without commits and says so once.
@@ -110,7 +67,7 @@ class GitRepo:
         if start.is_file():
             start = start.parent
         try:
-            gitmod = _git_module()
+            gitmod = git_module()
         except GitError as exc:
             log.info("git is not available: %s", exc.message)
             return None
@@ -136,29 +93,11 @@ class GitRepo:
             pre: Sequence[str] = ()) -> tuple[int, bytes, str]:
         """Run ``git [pre] args`` in the working tree; raise :class:`GitError` on failure when ``check``."""
         command = ["git", *pre, *args]
-        runner = self._cmd if cwd is None else _git_module().cmd.Git(str(cwd))
-        gitmod = _git_module()
-        try:
-            with contextlib.ExitStack() as stack:
-                istream = None
-                if stdin is not None:
-                    istream = stack.enter_context(tempfile.TemporaryFile())
-                    istream.write(stdin)
-                    istream.seek(0)
-                status, out, err = runner.execute(
-                    command, istream=istream, with_extended_output=True, with_exceptions=False,
-                    stdout_as_string=False, strip_newline_in_stdout=False,
-                )
-        except gitmod.exc.GitCommandNotFound as exc:
-            raise GitError(f"git is not installed or not on PATH. {_ADVICE}", command=command) from exc
-        except OSError as exc:
-            raise GitError(f"cannot run git: {exc}", command=command, path=self.root) from exc
-        stderr = err.decode("utf-8", "replace") if isinstance(err, bytes) else str(err or "")
-        stdout = out if isinstance(out, bytes) else str(out or "").encode()
+        status, stdout, stderr = execute(self.root if cwd is None else cwd, command, stdin=stdin, path=self.root)
         if check and status != 0:
             # Some failures ("nothing to commit") are reported on stdout only.
             detail = stderr if stderr.strip() else stdout.decode("utf-8", "replace")
-            raise _git_error(command, status, detail, self.root)
+            raise git_error(command, status, detail, self.root)
         return status, stdout, stderr
 
     def text(self, *args: str, cwd: Path | None = None) -> str:
@@ -280,7 +219,7 @@ class GitRepo:
             self.run("commit", "-q", "--no-edit", *args,
                      pre=[*(_LITERAL if literal else ()), *self.identity_args()])
         except GitError as exc:
-            hooks = [] if _nothing_to_commit(exc) or ".lock'" in exc.stderr else self._commit_hooks()
+            hooks = [] if nothing_to_commit(exc) or ".lock'" in exc.stderr else self._commit_hooks()
             if not hooks:
                 raise
             raise GitError(f"{exc.message} — the {'/'.join(hooks)} hook rejected the commit (git hooks run as "
@@ -352,135 +291,16 @@ class GitRepo:
         """
         return remove_stale_locks(self.root, self.git_dir, self.common_dir, self.current_branch())
 
-    # -- turn commits ----------------------------------------------------------------------
+    # -- turn commits (see guardkit_state.git.commits) -------------------------------------
 
     def find_turn_commit(self, task_id: str, turn: int, *, rev: str = "HEAD",
-                         depth: int | None = DEDUPE_DEPTH) -> str | None:
+                         depth: int | None = commits.DEDUPE_DEPTH) -> str | None:
         """The newest commit on ``rev`` whose trailers say ``Task: task_id`` and ``Turn: turn``."""
-        for commit in self.turn_commits(task_id, rev=rev, depth=depth):
-            if commit.turn == turn:
-                return commit.sha
-        return None
+        return commits.find_turn_commit(self, task_id, turn, rev=rev, depth=depth)
 
     def turn_commits(self, task_id: str, *, rev: str = "HEAD", depth: int | None = None) -> list[TurnCommit]:
-        """Turn commits of ``task_id`` reachable from ``rev``, newest first (by trailers).
-
-        ``depth`` looks only at the newest ``depth`` commits (git's ``--grep`` with
-        ``--max-count`` would still walk the whole history when nothing matches).
-        """
-        args = ["log", f"--format={LOG_FORMAT}"]
-        if depth is None:
-            args += ["-E", f"--grep=^Task: {re.escape(task_id)}$"]
-        else:
-            args.append(f"--max-count={depth}")
-        status, out, stderr = self.run(*args, rev, "--", check=False)
-        if status != 0:
-            if "unknown revision" in stderr or "bad revision" in stderr or "does not have any commits" in stderr:
-                return []
-            raise _git_error(["git", *args, rev], status, stderr, self.root)
-        return [c for c in parse_turn_log(out.decode("utf-8", "replace")) if c.task_id == task_id]
+        """Turn commits of ``task_id`` reachable from ``rev``, newest first (by trailers)."""
+        return commits.turn_commits(self, task_id, rev=rev, depth=depth)
 
 
-def commit_turn(
-    repo: GitRepo | None,
-    *,
-    task_id: str,
-    turn: int,
-    decision: str | Enum,
-    mode: str | Enum,
-    paths: Sequence[str | Path] | None = None,
-    managed_worktree: bool,
-    force_paths: Sequence[str | Path] = (),
-) -> CommitResult:
-    """Make the one commit of a completed turn; never raises for a git failure.
-
-    In a managed worktree (``managed_worktree=True``) every change is committed, untracked files
-    included; elsewhere only ``paths`` (required) are. ``force_paths`` (exact files: the turn's own
-    reports) are committed even where a ``.gitignore`` rule hides them. The message is
-    ``autobuild(TASK): turn N <decision>`` with ``Task:``/``Turn:``/``Decision:``/``Mode:``
-    trailers. If a commit for this Task and Turn already exists near HEAD (resume after a kill),
-    nothing is committed and ``skipped`` says so. A stale ``index.lock`` is removed and the commit
-    retried once. Raises :class:`InputError` only for misuse (bad id, no paths outside a worktree).
-    """
-    validate_task_id(task_id)
-    if repo is None:
-        return CommitResult(None, skipped="not a git repository (or git is not installed): turn not committed")
-    if not managed_worktree and not paths:
-        raise InputError("outside a managed worktree the paths to commit must be given",
-                         task_id=task_id, turn=turn, expected="paths=[...]")
-    decision_s, mode_s = _value(decision), _value(mode)
-    message = turn_message(task_id, turn, decision_s, mode_s)
-    notes: list[str] = []
-    try:
-        existing = repo.find_turn_commit(task_id, turn)
-        if existing:
-            return CommitResult(existing, skipped=f"turn {turn} of {task_id} is already committed as {existing[:12]}")
-        for attempt in (1, 2):
-            try:
-                sha = (repo.commit_all(message, force=force_paths) if managed_worktree
-                       else repo.commit_paths(list(paths or []), message, force=force_paths))
-                break
-            except GitError as exc:
-                if attempt == 1 and ".lock': File exists" in exc.stderr:
-                    removed = repo.remove_stale_index_lock()
-                    if removed:
-                        notes.append("removed stale git lock " + ", ".join(str(p) for p in removed))
-                        continue
-                if _nothing_to_commit(exc):
-                    return CommitResult(None, skipped="nothing to commit", notes=tuple(notes))
-                raise
-    except GitError as exc:
-        log.warning("turn %s of %s not committed: %s", turn, task_id, exc)
-        return CommitResult(None, error=_one_line(exc), notes=tuple(notes))
-    if repo.identity_args():
-        notes.append(f"no git identity configured; committed as {FALLBACK_NAME} <{FALLBACK_EMAIL}>")
-    return CommitResult(sha, notes=tuple(notes))
-
-
-def turn_message(task_id: str, turn: int, decision: str, mode: str) -> str:
-    """The commit message of a turn: subject, blank line, one trailer block git can parse."""
-    trailers = {"Task": task_id, "Turn": str(turn), "Decision": decision, "Mode": mode}
-    for key, value in trailers.items():
-        if not value or "\n" in value or "\r" in value:
-            raise InputError(f"invalid trailer value for {key}: {value!r}", task_id=task_id, turn=turn,
-                             expected="a non-empty single-line value")
-    block = "\n".join(f"{k}: {v}" for k, v in trailers.items())
-    return f"autobuild({task_id}): turn {turn} {decision}\n\n{block}\n"
-
-
-def _value(v: str | Enum) -> str:
-    return str(v.value) if isinstance(v, Enum) else str(v)
-
-
-def _nothing_to_commit(exc: GitError) -> bool:
-    text = (exc.stderr or "") + " " + exc.message
-    return "nothing to commit" in text or "no changes added to commit" in text or "nothing added to commit" in text
-
-
-def _one_line(exc: GitError) -> str:
-    return " ".join(str(exc).split())
-
-
-def _git_error(command: list[str], status: int, stderr: str, root: Path) -> GitError:
-    detail = stderr.strip().splitlines()
-    first = next((line for line in detail if line.startswith(("fatal:", "error:"))), detail[-1] if detail else "")
-    shown = " ".join(command[:4])
-    message = f"'{shown}' failed (exit {status})" + (f": {first}" if first else "")
-    if "index.lock" in stderr:
-        message += " — another git process is running, or a killed one left a lock behind"
-    return GitError(message, command=command, returncode=status, stderr=stderr, path=root)
-
-
-_GIT_MODULE: Any = None
-
-
-def _git_module() -> Any:
-    """Import GitPython lazily; a missing git executable becomes a :class:`GitError`."""
-    global _GIT_MODULE
-    if _GIT_MODULE is None:
-        try:
-            import git  # lazy: importing fails when the git executable is missing
-        except ImportError as exc:
-            raise GitError(f"git is not available ({str(exc).splitlines()[0]}). {_ADVICE}") from exc
-        _GIT_MODULE = git
-    return _GIT_MODULE
+__all__ = ["GitRepo"]

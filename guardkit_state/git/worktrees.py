@@ -11,20 +11,22 @@ from __future__ import annotations
 import builtins
 import filecmp
 import logging
-import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GitError, InputError
-from guardkit_state.git.repo import GitRepo, branch_for, parse_worktree_list_z
+from guardkit_state.git.checkouts import main_checkout_root
+from guardkit_state.git.parse import parse_worktree_list_z
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.store import layout
 from guardkit_state.store.fsio import TEMP_PREFIX, atomic_write_text, validate_task_id
+from guardkit_state.store.layout import branch_for
 
 log = logging.getLogger("guardkit_state.git.worktrees")
 
-WORKTREES_DIR = Path(".guardkit") / "worktrees"
-_BRANCH_PREFIX = "refs/heads/autobuild/"
+_BRANCH_REF_PREFIX = f"refs/heads/{layout.BRANCH_PREFIX}"
 #: Ignored directories whose files tools regenerate at will: never a reason to keep a worktree.
 REGENERATED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 #: How many file names a kept worktree's reason lists (``--json`` lists them all).
@@ -42,7 +44,7 @@ class Worktree:
     notes: tuple[str, ...] = ()
 
     def repo(self) -> GitRepo:
-        """The worktree as a :class:`GitRepo` (for :func:`~guardkit_state.git.repo.commit_turn`)."""
+        """The worktree as a :class:`GitRepo` (for :func:`~guardkit_state.git.commits.commit_turn`)."""
         found = GitRepo.discover(self.path)
         if found is None:
             raise GitError(f"worktree {self.path} is not a git working tree", path=self.path, task_id=self.task_id)
@@ -101,7 +103,7 @@ class WorktreeManager:
 
     def path_for(self, task_id: str) -> Path:
         """The conventional worktree path of a task."""
-        return self.root / WORKTREES_DIR / validate_task_id(task_id)
+        return layout.worktree_path(self.root, validate_task_id(task_id))
 
     # -- create / find ---------------------------------------------------------------------
 
@@ -189,9 +191,9 @@ class WorktreeManager:
             recorded = recorded if recorded.is_absolute() else self.root / recorded
             candidates.append(recorded)
             parts = recorded.parts
-            if ".guardkit" in parts and not recorded.exists():
+            if layout.GUARDKIT_DIR in parts and not recorded.exists():
                 # A path from another machine: keep its tail (.guardkit/worktrees/NAME) under our root.
-                i = len(parts) - 1 - parts[::-1].index(".guardkit")
+                i = len(parts) - 1 - parts[::-1].index(layout.GUARDKIT_DIR)
                 candidates.append(self.root.joinpath(*parts[i:]))
         conventional = self.path_for(task_id)
         candidates.append(conventional)
@@ -252,15 +254,15 @@ class WorktreeManager:
     def list(self) -> list[WorktreeInfo]:
         """Every loop worktree (branch ``autobuild/*`` or under ``.guardkit/worktrees/``)."""
         infos: list[WorktreeInfo] = []
-        managed_dir = self.root / WORKTREES_DIR
+        managed_dir = layout.worktrees_dir(self.root)
         default_base = self.main.current_branch()
         for record in self._worktree_records():
             path = Path(record["worktree"])
             ref = record.get("branch")
-            if not ((ref or "").startswith(_BRANCH_PREFIX) or path.parent == managed_dir):
+            if not ((ref or "").startswith(_BRANCH_REF_PREFIX) or path.parent == managed_dir):
                 continue
             branch = _short(ref)
-            task_id = branch.split("/", 1)[1] if branch and branch.startswith("autobuild/") else path.name
+            task_id = layout.task_of_branch(branch) or path.name
             missing = not path.is_dir()
             base = (self.main.upstream_of(branch) if branch else None) or default_base
             ahead = behind = None
@@ -331,7 +333,7 @@ class WorktreeManager:
             parts = rel.split("/")
             if not rel or REGENERATED_DIRS.intersection(parts) or parts[-1].startswith(TEMP_PREFIX):
                 continue
-            if parts[0] == ".guardkit" and (".work" in parts or parts[1:2] == ["index"]):
+            if layout.is_local_scratch(rel):
                 continue
             twin = self.root / rel
             if twin.is_file() and filecmp.cmp(path / rel, twin, shallow=False):
@@ -346,12 +348,11 @@ class WorktreeManager:
 
     def _ensure_ignored(self) -> None:
         """``.guardkit/worktrees/.gitignore`` = ``*``: worktrees never show in the main ``git status``."""
-        directory = self.root / WORKTREES_DIR
+        directory = layout.worktrees_dir(self.root)
         directory.mkdir(parents=True, exist_ok=True)
         ignore = directory / ".gitignore"
         if not ignore.exists():
             atomic_write_text(ignore, "# managed by guardkit-state: loop worktrees are not part of this checkout\n*\n")
-
 
 
 def check_base_branch(repo: GitRepo, base: str) -> str:
@@ -360,41 +361,6 @@ def check_base_branch(repo: GitRepo, base: str) -> str:
     if sha is None:
         raise InputError(f"unknown base branch {base!r}: not a branch or commit in {repo.root}")
     return sha
-
-
-def main_checkout_root(repo: GitRepo) -> Path:
-    """The main working tree of ``repo``'s repository, asked of git (loop worktrees live under it).
-
-    From the main checkout (a submodule's included) that is its own top level. From a linked
-    worktree it is what git says for the common directory: a submodule's ``core.worktree``
-    answers ``--show-toplevel`` there; otherwise ``git worktree list`` names it, unless that is
-    the git directory itself (bare), when the given checkout is used.
-    """
-    if os.path.samefile(repo.git_dir, repo.common_dir):
-        return repo.root
-    status, out, _ = repo.run("rev-parse", "--path-format=absolute", "--show-toplevel",
-                              cwd=repo.common_dir, check=False)
-    if status == 0 and out.strip():
-        return Path(out.decode("utf-8", "surrogateescape").strip())
-    records = parse_worktree_list_z(repo.run("worktree", "list", "--porcelain", "-z")[1])
-    if records and "bare" not in records[0]:
-        first = Path(records[0]["worktree"])
-        if first.is_dir() and not os.path.samefile(first, repo.common_dir):
-            return first
-    return repo.root
-
-
-def worktrees_home(checkout: Path) -> Path:
-    """The checkout whose ``.guardkit/worktrees/`` holds the loop worktrees of ``checkout``'s repository.
-
-    Read commands run from a linked worktree or a submodule look there for a running loop's copy.
-    A checkout with a ``.git`` directory is a main checkout, answered without running git.
-    """
-    root = Path(checkout)
-    if (root / ".git").is_dir():
-        return root
-    repo = GitRepo.discover(root)
-    return root if repo is None else main_checkout_root(repo)
 
 
 def _some(files: builtins.list[str]) -> str:

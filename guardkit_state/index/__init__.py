@@ -1,38 +1,43 @@
-"""Search over turn states and configuration: the file scan always, Graphiti when available.
+"""Search over turns, tasks, features and configuration: the file scan always, Graphiti when it can answer.
 
 The index is secondary: built from the files, rebuildable from them at any time, never on the
-loop's critical path. Two backends implement :class:`SearchIndex`:
+loop's critical path (the per-turn hook starts a background ``sync`` and returns). Two backends
+implement :class:`SearchIndex`:
 
-* :class:`FileIndex` (``files``) — scans the files; no extra, nothing to build.
+* :class:`FileIndex` (``files``) — scans the files; no extra, nothing to build, never stale.
 * ``GraphitiIndex`` (``graphiti``) — the optional Graphiti graph, embedded FalkorDB under
-  ``.guardkit/index/`` or a server given ``--uri``/``GUARDKIT_GRAPHITI_URI``. Imported only
-  when used (graphiti-core costs ~1.3 s to import).
+  ``.guardkit/index/`` or a server given ``--uri``/``GUARDKIT_GRAPHITI_URI``. Imported only when
+  used (graphiti-core costs ~1.3 s to import).
 
-:func:`search` picks Graphiti when it is installed and configured (an embedded index exists, or
-a URI is set) and otherwise scans the files, and says which it used.
+:func:`search` answers from Graphiti only when the index is fresh for the query's scope, holds the
+turns asked about, is not locked and opens; otherwise it scans the files and says why
+(:mod:`.searching`). See ``docs/search-index.md``.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import logging
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from guardkit_state.errors import IndexBackendError, MissingExtraError
+from guardkit_state.errors import MissingExtraError
 from guardkit_state.index.base import IndexStatus, SearchHit, SearchIndex, SearchResult, SyncReport
+from guardkit_state.index.embedder_spec import EmbedderMismatchError
 from guardkit_state.index.files import FileIndex
+from guardkit_state.index.query import Filters
 from guardkit_state.index.records import SYSTEM_GROUPS, TURN_STATES, project_group_id
+from guardkit_state.index.searching import Backend, graphiti_available, graphiti_configured, make_filters, search
 
-log = logging.getLogger("guardkit_state.index")
-
-Backend = Literal["auto", "files", "graphiti"]
+#: What ``guardkit-state graphiti ACTION`` does to the index besides ``status`` and ``search``.
+IndexAction = Literal["seed", "sync", "rebuild", "prune"]
 
 __all__ = [
     "SYSTEM_GROUPS",
     "TURN_STATES",
+    "Backend",
+    "EmbedderMismatchError",
     "FileIndex",
+    "Filters",
+    "IndexAction",
     "IndexStatus",
     "SearchHit",
     "SearchIndex",
@@ -40,28 +45,21 @@ __all__ = [
     "SyncReport",
     "graphiti_available",
     "graphiti_configured",
+    "graphiti_status",
+    "make_filters",
     "open_graphiti",
     "open_index",
     "project_group_id",
     "search",
+    "update_graphiti",
 ]
 
 
-def graphiti_available() -> bool:
-    """True when the graphiti extra is installed (checked without importing it)."""
-    return importlib.util.find_spec("graphiti_core") is not None
-
-
-def graphiti_configured(repo_root: Path, uri: str | None = None) -> bool:
-    """True when a URI is given/set or an embedded index was built for ``repo_root``."""
-    from guardkit_state.index.embedded import configured_uri, embedded_index_exists
-
-    return configured_uri(uri) is not None or embedded_index_exists(Path(repo_root))
-
-
-def open_graphiti(repo_root: Path, *, uri: str | None = None, embedder: str = "hashing",
-                  lock_wait: float = 30.0) -> Any:
+def open_graphiti(repo_root: Path, *, uri: str | None = None, embedder: str | None = None,
+                  lock_wait: float = 30.0, recover: bool = False) -> Any:
     """A ``GraphitiIndex`` (not yet entered: use it as a context manager).
+
+    ``embedder`` None uses the one the index was built with (the default, ``hashing``, for a new one).
 
     Raises:
         MissingExtraError: the graphiti extra is not installed.
@@ -71,12 +69,56 @@ def open_graphiti(repo_root: Path, *, uri: str | None = None, embedder: str = "h
                                 expected="pip install 'guardkit-state[graphiti]'")
     from guardkit_state.index.graphiti_backend import GraphitiIndex
 
-    return GraphitiIndex(repo_root, uri=uri, embedder=embedder, lock_wait=lock_wait)
+    return GraphitiIndex(repo_root, uri=uri, embedder=embedder, lock_wait=lock_wait, recover=recover)
+
+
+def graphiti_status(repo_root: Path, *, uri: str | None = None, embedder: str | None = None) -> IndexStatus:
+    """What the Graphiti index holds, per group, and how far it is from the files.
+
+    A read: an embedded index never built is reported as such and is not created by asking.
+
+    Raises:
+        MissingExtraError: the graphiti extra is not installed.
+    """
+    from guardkit_state.index.embedded import embedded_index_exists
+    from guardkit_state.index.sources import load_project_records
+
+    graph = open_graphiti(repo_root, uri=uri, embedder=embedder)
+    if not graph.uri and not embedded_index_exists(graph.repo_root):
+        files = len(load_project_records(graph.repo_root).records)
+        return IndexStatus(backend="graphiti (embedded FalkorDB)", location=graph.location, groups={},
+                           files=files, missing=files,
+                           notes=["no index built yet: 'guardkit-state graphiti sync' builds it"])
+    with graph as index:
+        status: IndexStatus = index.status()
+        return status
+
+
+def update_graphiti(repo_root: Path, action: IndexAction, *, uri: str | None = None, embedder: str | None = None,
+                    dry_run: bool = False, full: bool = False) -> SyncReport:
+    """Seed, sync, rebuild or prune the Graphiti index (``dry_run`` for sync and prune: change nothing).
+
+    ``rebuild`` also recovers from an embedded snapshot that cannot be loaded (it is moved aside).
+
+    Raises:
+        MissingExtraError: the graphiti extra is not installed.
+        EmbedderMismatchError: ``embedder`` differs from the index's own (except for ``rebuild``).
+    """
+    with open_graphiti(repo_root, uri=uri, embedder=embedder, recover=action == "rebuild") as index:
+        if action == "seed":
+            report: SyncReport = index.seed()
+        elif action == "sync":
+            report = index.sync(dry_run=dry_run, full=full)
+        elif action == "rebuild":
+            report = index.rebuild()
+        else:
+            report = index.prune(dry_run=dry_run)
+    return report
 
 
 def open_index(repo_root: Path, *, backend: Backend = "auto", uri: str | None = None,
-               embedder: str = "hashing") -> Any:
-    """The index to search: ``files``, ``graphiti``, or ``auto`` (Graphiti when usable).
+               embedder: str | None = None) -> Any:
+    """The index to search: ``files``, ``graphiti``, or ``auto`` (Graphiti when configured).
 
     A Graphiti index is returned unopened (a context manager); the file index needs no opening.
     """
@@ -85,33 +127,3 @@ def open_index(repo_root: Path, *, backend: Backend = "auto", uri: str | None = 
     if backend == "graphiti" or (graphiti_available() and graphiti_configured(repo_root, uri)):
         return open_graphiti(repo_root, uri=uri, embedder=embedder)
     return FileIndex(repo_root)
-
-
-def search(repo_root: Path, query: str, *, groups: Sequence[str] | None = None, limit: int = 10,
-           backend: Backend = "auto", uri: str | None = None, embedder: str = "hashing") -> SearchResult:
-    """Search turn states and configuration, saying which backend answered.
-
-    ``auto`` uses Graphiti when installed and configured, and falls back to scanning the files
-    when it is not, or when it fails (the note says why). ``graphiti`` never falls back.
-    """
-    root = Path(repo_root)
-    if backend == "files":
-        return SearchResult("files", FileIndex(root).search(query, groups=groups, limit=limit))
-    note: str | None
-    if backend == "auto" and not graphiti_available():
-        note = "graphiti extra not installed; scanned the files"
-    elif backend == "auto" and not graphiti_configured(root, uri):
-        note = "no Graphiti index (run 'guardkit-state graphiti sync' to build one); scanned the files"
-    elif graphiti_available() and not graphiti_configured(root, uri):
-        # Opening an embedded index creates it; a search must not, so an unbuilt one finds nothing.
-        return SearchResult("graphiti", [], "no Graphiti index built yet (run 'guardkit-state graphiti sync')")
-    else:
-        try:
-            with open_graphiti(root, uri=uri, embedder=embedder) as index:
-                return SearchResult("graphiti", index.search(query, groups=groups, limit=limit))
-        except IndexBackendError as exc:
-            if backend == "graphiti":
-                raise
-            log.warning("graphiti search failed, scanning the files: %s", exc)
-            note = f"graphiti failed ({exc}); scanned the files"
-    return SearchResult("files", FileIndex(root).search(query, groups=groups, limit=limit), note)

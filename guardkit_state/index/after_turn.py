@@ -1,12 +1,18 @@
-"""Best-effort indexing after a turn: never raises, never outlasts its budget.
+"""Indexing after a turn, off the loop's path: start a background ``sync`` and return at once.
 
-The loop calls :func:`index_turn_best_effort` once a turn's files are written (the turn is
-already complete). The work runs in a detached child process (``python -m
-guardkit_state.index.after_turn``): importing graphiti-core alone takes ~1.3 s, and a dead or stuck
-backend must not hold up the loop. The parent waits at most ``budget_seconds``; a child still
-running then is left to finish on its own (it holds the index lock, so it cannot collide with a
-later one). Whatever is missed — a timeout, a failure, no index yet — is caught up by
-``guardkit-state graphiti sync``, which converges on the files.
+The loop calls :func:`index_turn_best_effort` once a turn is recorded and committed (the turn is
+already complete in its files). It starts a detached child (``python -m
+guardkit_state.index.after_turn``) that runs only on idle CPU, and returns without waiting:
+importing graphiti-core alone takes ~1.3 s, and a dead or stuck backend must never hold up the
+loop. Recording never waits on
+the index either — the index is read from the files, afterwards.
+
+The child runs a ``sync`` (which catches up every turn not yet indexed, whoever wrote it), with
+the embedder the index records. Children coalesce: while one runs (it holds
+``.guardkit/index/background.lock``), a new one only leaves a marker and exits, and the running
+one syncs again before it stops — so a burst of turns costs one or two syncs, not one each.
+Whatever is missed (a failure, a killed child) is caught up by the next ``graphiti sync``; until
+then ``search`` sees the index is stale for those turns and scans the files.
 
 The hook only indexes where an index is configured (an embedded index exists, or
 ``GUARDKIT_GRAPHITI_URI`` is set); it never creates one behind the user's back.
@@ -15,90 +21,132 @@ The hook only indexes where an index is configured (an embedded index exists, or
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 log = logging.getLogger("guardkit_state.index")
 
-DEFAULT_BUDGET_SECONDS = 3.0
 HOOK_LOG = "hook.log"
+BACKGROUND_LOCK = "background.lock"
+AGAIN_MARKER = "background.again"
+#: How far below the loop the background indexer runs when idle scheduling is unavailable.
+NICENESS = 19
+#: The child's exit status when another background indexer already runs (and will sync again).
+QUEUED = 3
 
 
-def index_turn_best_effort(repo_root: Path, turn_state_path: Path, *,
-                           budget_seconds: float = DEFAULT_BUDGET_SECONDS, uri: str | None = None) -> str:
-    """Index one ``turn_state_turn_N.json`` if possible within ``budget_seconds``.
+def index_turn_best_effort(repo_root: Path, turn_state_path: Path | None = None, *, budget_seconds: float = 0.0,
+                           uri: str | None = None) -> str:
+    """Start a background sync of the index after a turn; wait at most ``budget_seconds`` (default: not at all).
 
-    Returns one of ``"indexed"``, ``"skipped: <why>"``, ``"pending: <why>"`` (still running in
-    the background) or ``"failed: <why>"``. Never raises; failures are logged to the
-    ``guardkit_state.index`` logger.
+    Returns ``"skipped: <why>"``, ``"pending: <what>"`` (running in the background, or queued behind
+    the indexer already running), ``"indexed"`` or ``"failed: <why>"`` (these two only when waited
+    for). Never raises; failures are logged to the ``guardkit_state.index`` logger and to
+    ``.guardkit/index/hook.log``. ``turn_state_path`` is the turn just recorded (the sync covers it
+    and anything else not indexed yet).
     """
-    started = time.monotonic()
     try:
-        from guardkit_state.index import graphiti_available, graphiti_configured
+        from guardkit_state.index.identity import checkout_root
+        from guardkit_state.index.searching import graphiti_available, graphiti_configured
+        from guardkit_state.store.layout import index_dir
 
-        root = Path(repo_root)
+        root = checkout_root(Path(repo_root))
         if not graphiti_available():
             return "skipped: graphiti extra not installed"
         if not graphiti_configured(root, uri):
             return "skipped: no index configured (run 'guardkit-state graphiti sync' to create one)"
-        from guardkit_state.index.embedded import index_dir as index_dir_of
-
-        index_dir = index_dir_of(root)
-        env = dict(os.environ)
-        env.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
-        if uri:
-            env["GUARDKIT_GRAPHITI_URI"] = uri
+        child = _spawn(root, index_dir(root), uri)
+        if budget_seconds <= 0:
+            return f"pending: indexing in the background (pid {child.pid})"
         try:
-            log_handle = open(index_dir / HOOK_LOG, "ab")  # noqa: SIM115 - handed to the child
-        except OSError:
-            log_handle = None
-        try:
-            child = subprocess.Popen(
-                [sys.executable, "-m", "guardkit_state.index.after_turn", "--repo", str(root),
-                 str(Path(turn_state_path))],
-                stdin=subprocess.DEVNULL, stdout=log_handle or subprocess.DEVNULL,
-                stderr=log_handle or subprocess.DEVNULL, env=env, start_new_session=True)
-        finally:
-            if log_handle is not None:
-                log_handle.close()
-        remaining = max(0.0, budget_seconds - (time.monotonic() - started))
-        try:
-            code = child.wait(timeout=remaining)
+            code = child.wait(timeout=budget_seconds)
         except subprocess.TimeoutExpired:
-            log.warning("indexing %s still running after %.1fs (pid %d); 'graphiti sync' catches up",
-                        turn_state_path, budget_seconds, child.pid)
             return f"pending: still running in the background (pid {child.pid})"
         if code == 0:
             return "indexed"
-        log.warning("indexing %s failed (exit %d; see %s)", turn_state_path, code, index_dir / HOOK_LOG)
-        return f"failed: indexer exited with {code} (see {index_dir / HOOK_LOG})"
+        if code == QUEUED:
+            return "pending: queued behind the background indexer already running"
+        return f"failed: indexer exited with {code} (see {index_dir(root) / HOOK_LOG})"
     except Exception as exc:
-        log.warning("indexing %s failed: %s", turn_state_path, exc)
+        log.warning("indexing after the turn %s failed: %s", turn_state_path, exc)
         return f"failed: {type(exc).__name__}: {exc}"
 
 
+def _spawn(root: Path, directory: Path, uri: str | None) -> subprocess.Popen[bytes]:
+    env = dict(os.environ)
+    env.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
+    if uri:
+        env["GUARDKIT_GRAPHITI_URI"] = uri
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        log_handle = open(directory / HOOK_LOG, "ab")  # noqa: SIM115 - handed to the child
+    except OSError:
+        log_handle = None
+    try:
+        return subprocess.Popen([sys.executable, "-m", "guardkit_state.index.after_turn", "--repo", str(root)],
+                                stdin=subprocess.DEVNULL, stdout=log_handle or subprocess.DEVNULL,
+                                stderr=log_handle or subprocess.DEVNULL, env=env, start_new_session=True)
+    finally:
+        if log_handle is not None:
+            log_handle.close()
+
+
 def _child_main(argv: Sequence[str] | None = None) -> int:
-    """The detached indexer: upsert the given turn state files; exit 0 on success."""
+    """The background indexer: sync until no turn arrived meanwhile; exit 0 on success."""
     parser = argparse.ArgumentParser(prog="guardkit_state.index.after_turn")
     parser.add_argument("--repo", required=True)
-    parser.add_argument("--lock-wait", type=float, default=60.0)
-    parser.add_argument("paths", nargs="+")
+    parser.add_argument("--lock-wait", type=float, default=120.0)
+    parser.add_argument("paths", nargs="*", help="turn state files (ignored: the sync covers every file)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _run_when_idle()
+    from guardkit_state.errors import LockedError
+    from guardkit_state.store.layout import index_dir
+    from guardkit_state.store.locks import exclusive_lock
+
+    root = Path(args.repo)
+    again = index_dir(root) / AGAIN_MARKER
+    while True:
+        again.touch()
+        try:
+            with exclusive_lock(index_dir(root) / BACKGROUND_LOCK, wait=0.0, holder="background indexer"):
+                code = _sync_until_quiet(root, again, args.lock_wait)
+        except LockedError:
+            log.info("another background indexer runs; it will sync again")
+            return QUEUED
+        if code != 0 or not again.exists():
+            return code
+        # A turn arrived between the last check and the lock's release: go round again.
+
+
+def _run_when_idle() -> None:
+    """Take CPU only when nothing else wants it (Linux ``SCHED_IDLE``), else the lowest ``nice``:
+    on a 2-core machine a loop's agents and git must never share their cores with the indexer."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # type: ignore[attr-defined,unused-ignore]
+    except (AttributeError, OSError):
+        with contextlib.suppress(OSError):
+            os.nice(NICENESS)
+
+
+def _sync_until_quiet(root: Path, again: Path, lock_wait: float) -> int:
     from guardkit_state.index import open_graphiti
 
-    try:
-        with open_graphiti(Path(args.repo), lock_wait=args.lock_wait) as index:
-            report = index.index_paths([Path(p) for p in args.paths])
-    except Exception as exc:
-        log.error("indexing failed: %s", exc)
-        return 1
-    log.info("indexed %s (added %d, updated %d)", ", ".join(args.paths), len(report.added), len(report.updated))
+    while again.exists():
+        again.unlink(missing_ok=True)
+        try:
+            with open_graphiti(root, lock_wait=lock_wait) as index:
+                report = index.sync()
+        except Exception as exc:
+            log.error("indexing failed: %s", exc)
+            return 1
+        log.info("synced (added %d, updated %d, removed %d)", len(report.added), len(report.updated),
+                 len(report.removed))
     return 0
 
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from guardkit_state.index.query import Filters
 from guardkit_state.index.records import IndexRecord
-from guardkit_state.index.text import field_score, overlap_score, query_terms
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,17 @@ class SearchHit:
     task_id: str | None = None
     turn_number: int | None = None
     source_path: str | None = None
+    feature_id: str | None = None
+    #: When the record's turn completed (or its task or feature last changed), as the files say.
+    completed_at: str | None = None
+    decision: str | None = None
+
+    @classmethod
+    def of(cls, record: IndexRecord, score: float) -> SearchHit:
+        return cls(key=record.key, kind=record.kind, group_id=record.group_id, score=round(score, 4),
+                   summary=record.summary, task_id=record.task_id, turn_number=record.turn_number,
+                   source_path=record.source_path, feature_id=record.feature_id,
+                   completed_at=record.completed_at, decision=record.decision)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,6 +85,10 @@ class IndexStatus:
     missing: int = 0
     extra: int = 0
     notes: list[str] = field(default_factory=list)
+    #: The embedder the index was built with, and its vectors' dimension.
+    embedder: str | None = None
+    dimension: int | None = None
+    synced_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -85,23 +100,7 @@ class SearchIndex(Protocol):
 
     name: str
 
-    def search(self, query: str, *, groups: Sequence[str] | None = None, limit: int = 10) -> list[SearchHit]:
-        """Records matching ``query``, best first, at most ``limit``."""
+    def search(self, query: str, *, groups: Sequence[str] | None = None, limit: int = 10,
+               filters: Filters | None = None) -> list[SearchHit]:
+        """Records matching ``query`` (and ``filters``), best first, at most ``limit``."""
         ...
-
-
-def rank(query: str, records: Sequence[IndexRecord], *, limit: int) -> list[SearchHit]:
-    """Score ``records`` against ``query`` with the shared local rule; keep positive scores.
-
-    Ties break by key and turn so results are stable across backends and runs.
-    """
-    terms = query_terms(query)
-    scored: list[SearchHit] = []
-    for record in records:
-        score = overlap_score(terms, record.search_text) + field_score(query, record.fields)
-        if score > 0:
-            scored.append(SearchHit(key=record.key, kind=record.kind, group_id=record.group_id,
-                                    score=round(score, 4), summary=record.summary, task_id=record.task_id,
-                                    turn_number=record.turn_number, source_path=record.source_path))
-    scored.sort(key=lambda h: (-h.score, h.task_id or "", h.turn_number or 0, h.key))
-    return scored[:limit]

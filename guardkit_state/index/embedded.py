@@ -27,18 +27,13 @@ import time
 from pathlib import Path
 
 from guardkit_state.errors import IndexBackendError, MissingExtraError
+from guardkit_state.index.server import URI_ENV, configured_uri
+from guardkit_state.store.layout import index_dir
 
 log = logging.getLogger("guardkit_state.index")
 
 DB_FILENAME = "graph.rdb"
-#: Where a repository's index lives, and the environment variable naming a shared server instead.
-INDEX_DIR = Path(".guardkit") / "index"
 FALKOR_DIR = "falkordb"
-URI_ENV = "GUARDKIT_GRAPHITI_URI"
-
-
-def index_dir(repo_root: Path) -> Path:
-    return Path(repo_root) / INDEX_DIR
 
 
 def embedded_index_exists(repo_root: Path) -> bool:
@@ -46,9 +41,16 @@ def embedded_index_exists(repo_root: Path) -> bool:
     return (index_dir(repo_root) / FALKOR_DIR / DB_FILENAME).is_file()
 
 
-def configured_uri(uri: str | None) -> str | None:
-    """The server URI given, else the one in the environment, else ``None`` (embedded)."""
-    return uri or os.environ.get(URI_ENV) or None
+def move_aside_snapshot(repo_root: Path) -> Path | None:
+    """Rename an unloadable snapshot to ``graph.rdb.corrupt-<time>`` (kept for a post-mortem); its new path."""
+    snapshot = index_dir(repo_root) / FALKOR_DIR / DB_FILENAME
+    if not snapshot.is_file():
+        return None
+    target = snapshot.with_name(f"{DB_FILENAME}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
+    os.replace(snapshot, target)
+    return target
+
+
 PID_FILENAME = "redis.pid"
 
 
@@ -76,10 +78,13 @@ def server_binaries() -> tuple[str, str]:
 class EmbeddedFalkor:
     """A private redis-server + FalkorDB for one data directory, on a unix socket or a port."""
 
-    def __init__(self, data_dir: Path, *, port: int | None = None, start_timeout: float = 10.0) -> None:
+    def __init__(self, data_dir: Path, *, port: int | None = None, start_timeout: float = 10.0,
+                 load_timeout: float = 300.0) -> None:
         self.data_dir = Path(data_dir)
         self.port = port
         self.start_timeout = start_timeout
+        #: How long a server still loading its snapshot (it answers LOADING) is waited for.
+        self.load_timeout = load_timeout
         self.process: subprocess.Popen[bytes] | None = None
         self.socket_dir: str | None = None
         self.socket_path: str | None = None
@@ -125,25 +130,43 @@ class EmbeddedFalkor:
         self._wait_ready()
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self.start_timeout
-        while time.monotonic() < deadline:
+        """Wait for PONG; a server still loading a large snapshot answers LOADING and gets longer."""
+        started = time.monotonic()
+        exited = False
+        while True:
             if self.process is not None and self.process.poll() is not None:
+                exited = True
                 break
-            if self._ping():
+            state = self._ping()
+            if state == "ready":
                 return
+            limit = self.load_timeout if state == "loading" else self.start_timeout
+            if time.monotonic() - started > limit:
+                break
             time.sleep(0.02)
         log_text = self._log_tail()
         self.stop(save=False)
-        raise IndexBackendError(f"the embedded FalkorDB server did not start: {log_text}",
-                                path=self.data_dir)
+        snapshot = self.data_dir / DB_FILENAME
+        if exited and snapshot.is_file() and any(w in log_text for w in ("load", "RDB", "DB", "format", "Short read")):
+            reason = log_text.rsplit("->", 1)[-1].rsplit("# ", 1)[-1].strip()
+            raise IndexBackendError(f"the index snapshot cannot be loaded ({reason}); 'guardkit-state graphiti "
+                                    "rebuild' rebuilds it from the files", path=snapshot)
+        what = "did not start" if exited else f"was not ready after {time.monotonic() - started:.0f}s"
+        raise IndexBackendError(f"the embedded FalkorDB server {what}: {log_text}", path=self.data_dir)
 
-    def _ping(self) -> bool:
+    def _ping(self) -> str:
+        """``ready``, ``loading`` (a snapshot is being loaded) or ``down``."""
         try:
             with self._connect(timeout=0.5) as conn:
                 conn.sendall(b"PING\r\n")
-                return conn.recv(64).startswith(b"+PONG")
+                reply = conn.recv(64)
+        except TimeoutError:
+            return "loading"  # connected, but too busy building its indexes to answer
         except OSError:
-            return False
+            return "down"
+        if reply.startswith(b"+PONG"):
+            return "ready"
+        return "loading" if reply.startswith(b"-LOADING") else "down"
 
     def _connect(self, *, timeout: float) -> socket.socket:
         if self.port is None:
@@ -231,3 +254,7 @@ class EmbeddedFalkor:
                 time.sleep(0.02)
         with contextlib.suppress(OSError):
             self.pid_file.unlink()
+
+
+__all__ = ["DB_FILENAME", "FALKOR_DIR", "URI_ENV", "EmbeddedFalkor", "configured_uri", "embedded_index_exists",
+           "move_aside_snapshot", "server_binaries"]

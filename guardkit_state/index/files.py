@@ -1,10 +1,10 @@
-"""The always-available index: scan the turn state files (and the configuration) and rank them.
+"""The always-available index: scan the files and rank the records by word overlap.
 
-No database and no extra: it reads ``turn_state_turn_N.json`` files (worktree copies win), the
-turns task files list in their frontmatter without such a file, and the configuration entities,
-and ranks them with the same local rule the Graphiti backend uses to rerank, so ``guardkit-state
-search`` answers the same way with or without Graphiti. Scanning 200
-turn files takes a few tens of milliseconds.
+No database and no extra: it reads every record :mod:`.sources` builds (turn files, turns listed
+in task files, tasks, feature plans) and the configuration entities. The query is understood as
+every backend understands it (:mod:`.query`: identifiers and filters constrain, recency orders);
+the content words rank by :func:`.text.overlap_score`. Nothing to build, nothing to go stale;
+it costs a read of every file per query (tens of milliseconds for 200 turns, seconds for 10,000).
 """
 
 from __future__ import annotations
@@ -13,9 +13,12 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from guardkit_state.index.base import SearchHit, rank
-from guardkit_state.index.frontmatter_turns import load_frontmatter_turn_records
-from guardkit_state.index.records import IndexRecord, load_system_records, load_turn_state_records, resolve_group
+from guardkit_state.index.base import SearchHit
+from guardkit_state.index.config_records import load_system_records
+from guardkit_state.index.query import Filters, ParsedQuery, allowed, exact_answer, parse_query, time_of
+from guardkit_state.index.records import IndexRecord, resolve_group
+from guardkit_state.index.sources import load_project_records
+from guardkit_state.index.text import field_score, overlap_score
 
 log = logging.getLogger("guardkit_state.index")
 
@@ -31,10 +34,7 @@ class FileIndex:
     def records(self, groups: Sequence[str] | None = None) -> list[IndexRecord]:
         """Every record the files define, optionally only those of ``groups``."""
         wanted = {resolve_group(g, self.repo_root) for g in groups} if groups else None
-        records = list(load_turn_state_records(self.repo_root).records)
-        # Turns GuardKit's loop listed in a task file without leaving a turn-state file are history too.
-        known = {(r.task_id or "", r.turn_number or 0) for r in records}
-        records.extend(load_frontmatter_turn_records(self.repo_root, known))
+        records = list(load_project_records(self.repo_root).records)
         try:
             system, reason = load_system_records(self.repo_root)
         except Exception as exc:
@@ -47,6 +47,35 @@ class FileIndex:
             records = [r for r in records if r.group_id in wanted]
         return records
 
-    def search(self, query: str, *, groups: Sequence[str] | None = None, limit: int = 10) -> list[SearchHit]:
+    def search(self, query: str, *, groups: Sequence[str] | None = None, limit: int = 10,
+               filters: Filters | None = None) -> list[SearchHit]:
         """Records matching ``query``, best first."""
-        return rank(query, self.records(groups), limit=limit)
+        return rank_by_overlap(parse_query(query), self.records(groups), filters or Filters(), limit=limit)
+
+
+def rank_by_overlap(query: ParsedQuery, records: Sequence[IndexRecord], filters: Filters, *,
+                    limit: int) -> list[SearchHit]:
+    """The file scan's ranking: constrain (identifiers, filters), then score the content words.
+
+    A query with no content words answers the constrained records in their natural order (see
+    :func:`.query.natural_order`); otherwise records scoring above zero, best first. With recency
+    asked, the matches come newest first.
+    """
+    pool = [r for r in records if allowed(r, query, filters)]
+    limit = query.limit(limit)
+    if not query.content_terms:
+        if not (query.constrained or filters.any):
+            return []
+        ordered = exact_answer(((r.key, r) for r in pool), query)
+        return [SearchHit.of(r, 1.0) for _, r in ordered[:limit]]
+    scored = []
+    for record in pool:
+        score = overlap_score(query.terms, record.search_text) + field_score(query.text, record.fields)
+        if score > 0:
+            scored.append((score, record))
+    scored.sort(key=lambda item: (-item[0], item[1].task_id or "", item[1].turn_number or 0, item[1].key))
+    if query.recency:  # stable: equally recent matches keep their score order
+        scored.sort(key=lambda item: time_of(item[1]), reverse=True)
+    return [SearchHit.of(record, score) for score, record in scored[:limit]]
+
+__all__ = ["FileIndex", "rank_by_overlap"]

@@ -14,26 +14,25 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.index.records import IndexRecord, project_group_id, turn_record
+from guardkit_state.index.records import IndexRecord, project_group_id
+from guardkit_state.index.turn_records import turn_record
 from guardkit_state.store.fsio import read_bytes_capped
-from guardkit_state.taskfile.document import TaskFile, iter_task_files
+from guardkit_state.taskfile.discovery import STATE_MARKERS, iter_task_files, loop_worktrees, own_task_files
+from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.turns.history import entry_turn_state
 
 log = logging.getLogger("guardkit_state.index")
 
-#: A state block starts a line of the frontmatter; files without one are never parsed.
-_MARKERS = (b"\nautobuild_state:", b"\nfeature_build:")
-_WORKTREES = Path(".guardkit/worktrees")
 
-
-def load_frontmatter_turn_records(repo_root: Path, known: set[tuple[str, int]]) -> list[IndexRecord]:
+def load_frontmatter_turn_records(repo_root: Path, known: set[tuple[str, int]], *,
+                                  group: str | None = None) -> list[IndexRecord]:
     """Records of the turns task files list, except the ``(task id, turn)`` pairs in ``known``.
 
     Among several copies of a task (a planning copy in ``backlog`` and the working one), the copy
     in the task's own loop worktree wins, else the copy listing the most turns.
     """
     root = Path(repo_root)
-    group = project_group_id(root)
+    group = group or project_group_id(root)
     chosen: dict[str, tuple[bool, int, TaskFile, str]] = {}
     for path, relpath, loop in _candidates(root):
         task = _load_with_turns(path)
@@ -61,22 +60,18 @@ def _candidates(root: Path) -> Iterator[tuple[Path, str, str | None]]:
     """
     for path in iter_task_files(root):
         yield path, str(path.relative_to(root)), None
-    worktrees = root / _WORKTREES
-    if not worktrees.is_dir():
-        return
-    for tree in sorted(worktrees.iterdir()):
-        if not tree.is_dir() or tree.is_symlink():
-            continue
-        for path in iter_task_files(tree):
-            if path.name == f"{tree.name}.md" or path.name.startswith(f"{tree.name}-"):
-                yield path, str(path.relative_to(root)), tree.name
+    for tree in loop_worktrees(root):
+        for entry in own_task_files(tree.path, tree.name):
+            path = Path(entry.path)
+            yield path, str(path.relative_to(root)), tree.name
 
 
 def _load_with_turns(path: Path) -> TaskFile | None:
     """The task file when its frontmatter lists turns; ``None`` otherwise or when it cannot be read."""
     try:
         raw = read_bytes_capped(path)
-        if not any(marker in raw for marker in _MARKERS):
+        # A state block starts a line of the frontmatter; files without one are never parsed.
+        if not any(marker in raw for marker in STATE_MARKERS):
             return None
         task = TaskFile.from_bytes(raw, path)
     except GuardkitStateError as exc:

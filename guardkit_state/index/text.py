@@ -1,11 +1,15 @@
-"""Tokens and relevance scores for search, shared by the file scan and the Graphiti reranker.
+"""Tokens and relevance scores for search, one word-splitting rule for both backends.
 
-Pure functions, no third-party imports: the file-scan search and the offline cross-encoder rank
-with the same rule, so a query ranks the same records first whichever backend answers it.
+Pure functions, no third-party imports.
 
-Identifiers are kept whole *and* split: ``TASK-GE-001`` yields ``task-ge-001`` plus ``task``,
-``ge`` and ``001``, so ``"turn TASK-GE-001"`` prefers that exact task over ``TASK-GE-0010`` (which
-shares only the parts). ``coach_decision`` stays one token (and also yields its parts).
+**One tokenisation.** A compound word (``TASK-GE-001``, ``coverage_threshold``, ``v1.2``) yields
+its canonical whole form, joined by ``_`` (``task_ge_001``, ``coverage_threshold``), and then its
+parts (``task``, ``ge``, ``001``). The file scan scores these tokens. FalkorDB's fulltext index
+splits on ``-`` and ``.`` but not on ``_``, so text written to the index and queries sent to it go
+through :func:`index_text` first, which spells out exactly the same tokens (``task_ge_001 task ge
+001``): a query for ``coverage threshold`` finds ``coverage_threshold`` on both backends, and a
+whole identifier stays one rare, heavily weighted token on both. (FalkorDB also stems English
+words, ``failing`` -> ``fail``; the scan compares words as written. See ``docs/search-index.md``.)
 """
 
 from __future__ import annotations
@@ -21,19 +25,25 @@ _PART = re.compile(r"[A-Za-z0-9]+")
 
 #: Words that carry no meaning in a query over turn records.
 STOPWORDS = frozenset({"a", "an", "and", "the", "of", "to", "in", "on", "for", "is", "it", "with",
-                       "by", "at", "or", "be", "as", "this", "that", "from", "was", "were"})
+                       "by", "at", "or", "be", "as", "this", "that", "from", "was", "were", "what",
+                       "which", "did", "does", "do", "how", "why", "where", "when", "who", "has",
+                       "have", "had", "are", "any", "about", "me", "show", "find", "list", "all"})
 
 
 def tokens(text: str) -> list[str]:
-    """Lower-cased tokens of ``text``: whole compound words first, then their parts."""
+    """Lower-cased tokens of ``text``: each word's canonical whole form, then its parts."""
     out: list[str] = []
     for match in _WORD.finditer(text):
-        word = match.group().lower()
-        out.append(word)
-        parts = _PART.findall(word)
+        parts = _PART.findall(match.group().lower())
+        out.append("_".join(parts))
         if len(parts) > 1:
             out.extend(parts)
     return out
+
+
+def index_text(text: str) -> str:
+    """``text`` spelled so FalkorDB's fulltext tokenizer sees exactly :func:`tokens`' tokens."""
+    return " ".join(tokens(text))
 
 
 def query_terms(query: str) -> list[str]:
@@ -46,10 +56,10 @@ def query_terms(query: str) -> list[str]:
 
 
 def is_identifier(term: str) -> bool:
-    """A compound token with a digit or dash (``task-ge-001``): matching it exactly matters most."""
-    if term.startswith(("task-", "turn-", "feat-")):
+    """A compound token with a digit (``task_ge_001``, ``ac_002``): matching it exactly matters most."""
+    if term.startswith(("task_", "turn_", "feat_")):
         return True
-    return ("-" in term or "_" in term) and any(ch.isdigit() for ch in term)
+    return "_" in term and any(ch.isdigit() for ch in term)
 
 
 def overlap_score(terms: Iterable[str], document: str, *, doc_counts: Counter[str] | None = None) -> float:
@@ -57,7 +67,7 @@ def overlap_score(terms: Iterable[str], document: str, *, doc_counts: Counter[st
 
     Each query term found in the document adds ``1 + log(1 + count)``; an identifier-like term
     adds 4 more, and a missing identifier subtracts 6 (a query naming ``TASK-A-1`` is about that
-    task). Deterministic and cheap; it is a reranker, not a language model.
+    task). Deterministic and cheap: the file scan's whole ranking rule.
     """
     counts = doc_counts if doc_counts is not None else Counter(tokens(document))
     score = 0.0
@@ -73,6 +83,12 @@ def overlap_score(terms: Iterable[str], document: str, *, doc_counts: Counter[st
 
 #: Field names of turn state records that a query may name as ``name value``.
 TURN_FIELDS = frozenset({"coach_decision", "player_decision", "mode"})
+
+
+def field_pairs(query: str) -> list[tuple[str, str]]:
+    """``name value`` pairs of the query that name a turn field (``coach_decision rejected``)."""
+    words = [m.group().lower() for m in _WORD.finditer(query)]
+    return [(name, value) for name, value in pairwise(words) if name in TURN_FIELDS]
 
 
 def field_score(query: str, fields: dict[str, str]) -> float:

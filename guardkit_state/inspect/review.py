@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GitError, GuardkitStateError, TurnError
-from guardkit_state.git.repo import GitRepo, TurnCommit, branch_for
-from guardkit_state.git.worktrees import WORKTREES_DIR, worktrees_home
+from guardkit_state.git.checkouts import worktrees_home
+from guardkit_state.git.parse import TurnCommit
+from guardkit_state.git.repo import GitRepo
 from guardkit_state.store.fsio import read_bytes_capped, validate_task_id
+from guardkit_state.store.layout import STATE_DIR, artifacts_dir, branch_for, worktree_path
 from guardkit_state.taskfile.resolve import find_task, resolve_task
 
 log = logging.getLogger("guardkit_state.inspect.review")
 
-STATE_DIR = Path(".guardkit") / "autobuild"
 _TURN_STATE = re.compile(r"^turn_state_turn_(\d+)\.json$")
 
 
@@ -226,8 +227,8 @@ def _state_path(task_id: str, turn: int) -> str:
 
 def _state_dir_on_disk(root: Path, task_id: str) -> Path:
     # The loop's worktrees live under the main checkout, also when asked from a linked worktree.
-    worktree = worktrees_home(root) / WORKTREES_DIR / task_id / STATE_DIR / task_id
-    return worktree if worktree.is_dir() else root / STATE_DIR / task_id
+    worktree = artifacts_dir(worktree_path(worktrees_home(root), task_id), task_id)
+    return worktree if worktree.is_dir() else artifacts_dir(root, task_id)
 
 
 def _states_from_files(directory: Path) -> dict[int, dict[str, Any]]:

@@ -12,34 +12,32 @@ import bisect
 import contextlib
 import json
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import FileTooLargeError, GuardkitStateError
-from guardkit_state.git.worktrees import worktrees_home
+from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir, read_bytes_capped
-from guardkit_state.taskfile.document import TaskFile, task_id_from_filename
-from guardkit_state.taskfile.locate import WORKTREES_DIR
-from guardkit_state.taskfile.resolve import (
+from guardkit_state.store.layout import status_cache_file, tasks_dir
+from guardkit_state.taskfile.discovery import (
     STATE_MARKERS,
-    TASKS_DIR,
-    Copy,
-    choose,
     declared_id,
+    loop_worktrees,
     named_for,
     names_task,
-    plan_paths,
+    own_task_files,
+    task_id_from_filename,
+    walk_markdown,
 )
+from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.taskfile.resolve import Copy, choose, plan_paths
 from guardkit_state.turns.history import criteria_counts
 
-CACHE_FILE = Path(".guardkit/cache/status.json")
 #: Bumped whenever a summary's shape or meaning changes (unreadable files are keyed by the id the
 #: resolver finds them by; criteria counts apart): an older cache is rebuilt, never misread.
 CACHE_VERSION = 3
-_TREE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: The cache is ours and rebuildable; one this large is ignored (and rebuilt) rather than read.
 _CACHE_READ_LIMIT = 256 * 1024 * 1024
 
@@ -92,7 +90,7 @@ def repo_status(repo_root: Path, *, use_cache: bool = True) -> list[TaskSummary]
     """
     root = Path(repo_root).resolve()
     # Outside a repository (no tasks/) there is nothing to cache, and a read must create nothing.
-    use_cache = use_cache and (root / TASKS_DIR).is_dir()
+    use_cache = use_cache and tasks_dir(root).is_dir()
     cache = _load_cache(root) if use_cache else {}
     fresh: dict[str, Any] = {}
     main = _Checkout(root)
@@ -100,7 +98,7 @@ def repo_status(repo_root: Path, *, use_cache: bool = True) -> list[TaskSummary]
     # Plain strings and scandir entries, not Path objects: 10,000 files cost ~0.1 s less this way.
     for entry, key, relpath, tree in _task_files(str(root)):
         try:
-            stat = entry.stat(follow_symlinks=False)
+            stat = entry.stat()  # a symlinked task file (inside the checkout) is keyed by its target
         except OSError:
             continue
         # inode and ctime too: an atomic replace (new inode) or any write (new ctime) within the
@@ -115,10 +113,7 @@ def repo_status(repo_root: Path, *, use_cache: bool = True) -> list[TaskSummary]
         checkout = main if tree is None else trees.setdefault(tree, _Checkout(Path(entry.path[:-len(relpath) - 1])))
         checkout.add(entry.name, relpath, data)
     if use_cache and fresh != cache:
-        with contextlib.suppress(GuardkitStateError, OSError):
-            ensure_private_dir((root / CACHE_FILE).parent)
-            # Not capped: a rebuildable cache of a huge repository may pass the task-file cap.
-            atomic_write_text(root / CACHE_FILE, json.dumps({"version": CACHE_VERSION, "files": fresh}), limit=None)
+        _save_cache(root, fresh)
     summaries = main.pick()
     for task_id, tree_checkout in trees.items():
         # The loop's worktree holds a copy of its task: that copy (with or without state) is the truth.
@@ -212,40 +207,30 @@ def _task_files(root: str) -> Iterator[tuple[os.DirEntry[str], str, str, str | N
     are read there; every other task is read from the main checkout.
     """
     prefix = len(root) + 1
-    for entry in _walk_md(os.path.join(root, TASKS_DIR)):
+    for entry in walk_markdown(root, tasks_dir(root)):
         relpath = entry.path[prefix:]
         yield entry, relpath, relpath, None
     # Loop worktrees live in the repository's main checkout, also when this is a linked worktree.
     home = str(worktrees_home(Path(root)))
     keep = prefix if home == root else 0  # cache keys: relative to the repo, else absolute
-    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-        for tree in sorted(os.scandir(os.path.join(home, str(WORKTREES_DIR))), key=lambda e: e.name):
-            if not tree.is_dir(follow_symlinks=False) or not _TREE_NAME.match(tree.name):
-                continue
-            base = len(tree.path) + 1
-            for entry in _walk_md(os.path.join(tree.path, TASKS_DIR)):
-                if named_for(entry.name, tree.name) and names_task(Path(entry.path), tree.name):
-                    yield entry, entry.path[keep:], entry.path[base:], tree.name
+    for tree in loop_worktrees(home):
+        base = len(tree.path) + 1
+        for entry in own_task_files(tree.path, tree.name):
+            yield entry, entry.path[keep:], entry.path[base:], tree.name
 
 
-def _walk_md(top: str) -> Iterator[os.DirEntry[str]]:
-    stack = [top]
-    while stack:
-        directory = stack.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            continue
-        for entry in sorted(entries, key=lambda e: e.name):
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
-            elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                yield entry
+def _save_cache(root: Path, files: dict[str, Any]) -> None:
+    """Write the cache; a failure only costs the next run a rescan."""
+    path = status_cache_file(root)
+    with contextlib.suppress(GuardkitStateError, OSError):
+        ensure_private_dir(path.parent)
+        # Not capped: a rebuildable cache of a huge repository may pass the task-file cap.
+        atomic_write_text(path, json.dumps({"version": CACHE_VERSION, "files": files}), limit=None)
 
 
 def _load_cache(root: Path) -> dict[str, Any]:
     try:
-        data = json.loads(read_bytes_capped(root / CACHE_FILE, limit=_CACHE_READ_LIMIT).decode("utf-8"))
+        data = json.loads(read_bytes_capped(status_cache_file(root), limit=_CACHE_READ_LIMIT).decode("utf-8"))
     except (GuardkitStateError, ValueError):
         return {}
     files = data.get("files") if isinstance(data, dict) and data.get("version") == CACHE_VERSION else None

@@ -5,7 +5,9 @@ A task file (``*.md``) is checked by parsing its frontmatter strictly and valida
 the file line they sit on; then :meth:`TaskFile.from_bytes` must accept it, as the store will.
 A per-turn report is recognised by its name (``player_turn_N.json``, ``coach_turn_N.json``,
 ``turn_state_turn_N.json``), read as strict JSON and validated after normalisation; its turn
-number must match the name. Other files are skipped when a directory is walked.
+number must match the name. A feature plan (``FEAT-*.yaml``, walked only inside a ``features``
+folder) is checked against its schema and its waves are formed as a feature run would form them.
+Other files are skipped when a directory is walked.
 """
 
 from __future__ import annotations
@@ -22,25 +24,21 @@ from typing import Any
 import yaml
 
 from guardkit_state.errors import GuardkitStateError, InputError, SchemaError
+from guardkit_state.features.validation import validate_plan_file
 from guardkit_state.store.fsio import decode_utf8, read_bytes_capped
 from guardkit_state.store.jsonio import load_json
+from guardkit_state.store.layout import FEATURES_DIR, TASKS_DIR
 from guardkit_state.store.schemas import PathParts, format_pointer, parse_pointer, validate_with_warnings
-from guardkit_state.taskfile.document import TaskFile, task_id_from_filename
+from guardkit_state.taskfile.discovery import TASK_FILE_NAME, declared_id, task_copies, task_id_from_filename
+from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
-from guardkit_state.taskfile.resolve import (
-    TASK_FILE_NAME,
-    TASKS_DIR,
-    Copy,
-    choose,
-    declared_id,
-    holds_state,
-    plan_paths,
-    task_copies,
-)
+from guardkit_state.taskfile.resolve import Copy, choose, holds_state, plan_paths
 
 log = logging.getLogger("guardkit_state.inspect.validation")
 
 TASK_KIND = "task"
+PLAN_KIND = "feature_plan"
+_PLAN_FILE = re.compile(r"^FEAT-[A-Za-z0-9][A-Za-z0-9_.-]*\.ya?ml$")
 _TURN_FILE = re.compile(r"^(player_turn|coach_turn|turn_state_turn)_(\d+)\.json$")
 _KIND_OF_STEM = {"player_turn": "player_turn", "coach_turn": "coach_turn", "turn_state_turn": "turn_state"}
 _TURN_KEY = {"player_turn": "turn", "coach_turn": "turn", "turn_state": "turn_number"}
@@ -122,9 +120,12 @@ class ValidationReport:
 
 
 def kind_of(path: Path) -> str | None:
-    """``task`` for ``*.md``, the record kind for a per-turn report's name, else ``None``."""
+    """``task`` for ``*.md``, ``feature_plan`` for ``FEAT-*.yaml``, the record kind for a per-turn
+    report's name, else ``None``."""
     if path.suffix == ".md":
         return TASK_KIND
+    if _PLAN_FILE.match(path.name):
+        return PLAN_KIND
     match = _TURN_FILE.match(path.name)
     return _KIND_OF_STEM[match.group(1)] if match else None
 
@@ -143,7 +144,7 @@ def iter_files(paths: Iterable[Path]) -> Iterator[tuple[Path, str]]:
         if path.is_file() and kind_of(path) is None:
             raise InputError(
                 "not a task file or per-turn report", path=path,
-                expected="*.md, player_turn_N.json, coach_turn_N.json or turn_state_turn_N.json",
+                expected="*.md, FEAT-*.yaml, player_turn_N.json, coach_turn_N.json or turn_state_turn_N.json",
             )
     for path in paths:
         if path.is_file():
@@ -154,6 +155,8 @@ def iter_files(paths: Iterable[Path]) -> Iterator[tuple[Path, str]]:
             for name in sorted(names):
                 child = Path(root) / name
                 kind = kind_of(child)
+                if kind == PLAN_KIND and Path(root).name != FEATURES_DIR.name:
+                    continue  # a FEAT-*.yaml elsewhere is not a plan GuardKit would read
                 if kind is not None and child.is_file():
                     yield child, kind
 
@@ -220,6 +223,8 @@ def validate_file(path: Path, kind: str | None = None) -> FileResult:
     try:
         if kind == TASK_KIND:
             _check_task(path, result)
+        elif kind == PLAN_KIND:
+            _check_plan(path, result)
         else:
             _check_turn_report(path, kind, result)
     except SchemaError as exc:
@@ -233,10 +238,13 @@ def validate_file(path: Path, kind: str | None = None) -> FileResult:
 
 
 def _finding(exc: GuardkitStateError) -> Finding:
-    message = exc.message
-    if exc.expected and "expected" not in message:
-        message = f"{message} (expected {exc.expected})"
-    return Finding(message, exc.line, exc.pointer)
+    return Finding(exc.described(), exc.line, exc.pointer)
+
+
+def _check_plan(path: Path, result: FileResult) -> None:
+    for problem in validate_plan_file(path):
+        found = Finding(problem.message, problem.line, problem.pointer)
+        (result.warnings if problem.severity == "warning" else result.problems).append(found)
 
 
 def _check_turn_report(path: Path, kind: str, result: FileResult) -> None:

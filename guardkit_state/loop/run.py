@@ -1,8 +1,9 @@
 """The feature-build loop: Player, Coach, record, commit — until approved, stalled or out of turns.
 
 All state is in files, so the loop can be stopped at any instant (Ctrl+C, SIGTERM, SIGKILL) and
-continued with ``resume=True``: it rolls forward from the resume point (DESIGN.md section 3) and
-never redoes a finished turn or a report that is already on disk.
+continued with ``resume=True``: it rolls forward from the resume point (``docs/resume.md``) and
+never redoes a finished turn or a report that is already on disk. Progress is told to the caller
+as typed events (:mod:`guardkit_state.loop.events`).
 """
 
 from __future__ import annotations
@@ -10,40 +11,50 @@ from __future__ import annotations
 import contextlib
 import logging
 import shutil
-import signal
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from guardkit_state.config import ResolvedConfig, load_config, render_coach_prompt, render_player_role_section
 from guardkit_state.errors import AgentError, GuardkitStateError, InputError, ResumeError
-from guardkit_state.git.repo import CommitResult, GitRepo, commit_turn
+from guardkit_state.git.checkouts import shared_lock_path
+from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager, check_base_branch
 from guardkit_state.loop.agents import Agent, TurnRequest, stop_orphaned_agents
+from guardkit_state.loop.commits import TurnCommits
+from guardkit_state.loop.events import (
+    AgentStarted,
+    EventSink,
+    LoopNote,
+    ModeSuggested,
+    ReportsReused,
+    Resuming,
+    TurnRecorded,
+    TurnStarted,
+    WorktreeReady,
+    ignore,
+)
+from guardkit_state.loop.outcome import LoopInterrupted, LoopResult
+from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
 from guardkit_state.loop.start import fresh_start_refused, preflight
 from guardkit_state.model import Outcome, TurnMode
 from guardkit_state.store.fsio import (
     atomic_write_text,
     crash_point,
     ensure_private_dir,
-    exclusive_lock,
     remove_stale_temp_files,
     validate_task_id,
 )
 from guardkit_state.store.jsonio import load_json
-from guardkit_state.store.turn_files import TurnStore, artifacts_dir
+from guardkit_state.store.layout import artifacts_dir, log_file
+from guardkit_state.store.locks import exclusive_lock
+from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile, find_task
 from guardkit_state.turns.intake import check_may_continue, checked_max_turns, checked_timeout, read_task_settled
-from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord, shared_lock_path
+from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 from guardkit_state.turns.resume import ResumePoint, resume_point
 
 log = logging.getLogger("guardkit_state.loop.run")
-
-LOG_FILE = Path(".guardkit/logs/autobuild.log")
-
-Event = Callable[[str, dict[str, Any]], None]
 
 
 @dataclass
@@ -68,37 +79,6 @@ class LoopOptions:
         checked_timeout(self.index_budget, name="index_budget")
 
 
-@dataclass
-class LoopResult:
-    """How a run of the loop ended."""
-
-    task_id: str
-    outcome: Outcome | None
-    reason: str
-    turns: list[TurnRecord] = field(default_factory=list)
-    commits: list[CommitResult] = field(default_factory=list)
-    resumed_from: ResumePoint | None = None
-    checkout: Path | None = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.outcome is Outcome.APPROVED else 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "task_id": self.task_id,
-            "outcome": self.outcome.value if self.outcome else None,
-            "reason": self.reason,
-            "exit_code": self.exit_code,
-            "checkout": str(self.checkout) if self.checkout else None,
-            "resumed_from": self.resumed_from.to_dict() if self.resumed_from else None,
-            "turns": [t.to_dict() for t in self.turns],
-            "commits": [c.to_dict() for c in self.commits],
-            "notes": self.notes,
-        }
-
-
 def feature_build(
     repo_root: Path,
     task_id: str,
@@ -106,60 +86,79 @@ def feature_build(
     coach: Agent,
     options: LoopOptions | None = None,
     *,
-    on_event: Event | None = None,
+    on_event: EventSink | None = None,
 ) -> LoopResult:
     """Run the Player/Coach loop on ``task_id`` until it ends; see the module docstring.
 
+    ``on_event`` is called with each progress event (:mod:`guardkit_state.loop.events`); a
+    callback written for ``(kind, data)`` pairs is adapted with
+    :func:`~guardkit_state.loop.events.as_kind_and_data`.
+
     Raises:
         ResumeError: ``resume`` with nothing to resume, or a fresh start over recorded turns.
-        InputError: a closed task (terminal status, approved) without ``reopen``, or its turn budget
-            used up (``max_turns`` raises it); refused before any lock, worktree or log exists.
+        InputError: a closed task (terminal status, approved) without ``reopen``, its turn budget
+            used up (``max_turns`` raises it), or an unknown ``base_branch``; refused before any
+            lock, worktree or log exists.
         ConfigError: a malformed configuration file (the loop refuses to start).
         LockedError: another process is running this task's loop.
-        KeyboardInterrupt: Ctrl+C / SIGTERM; the files are consistent and ``resume=True`` continues.
+        LoopInterrupted: Ctrl+C / SIGTERM / SIGHUP; the files are consistent and ``resume=True``
+            continues.
     """
     options = options or LoopOptions()
-    emit = on_event or (lambda kind, data: None)
     repo_root = Path(repo_root).resolve()
     validate_task_id(task_id)
-    config = load_config(repo_root)
-    preflight(repo_root, task_id, reopen=options.reopen, resume=options.resume, use_worktree=options.use_worktree,
-              max_turns=options.max_turns)
-    with _log_to_file(repo_root / LOG_FILE), _interrupts_as_exceptions():
-        return _Run(repo_root, task_id, player, coach, options, config, emit).run()
+    run = _Run(repo_root, task_id, player, coach, options, on_event or ignore)
+    try:
+        return run.start()
+    except KeyboardInterrupt as stop:
+        raise LoopInterrupted(task_id, turn=run.turn, phase=run.phase, resumed=options.resume) from stop
 
 
 class _Run:
     """One invocation of the loop (kept as an object so each step stays a small method)."""
 
+    config: ResolvedConfig  # loaded by start(), which every other step follows
+
     def __init__(self, repo_root: Path, task_id: str, player: Agent, coach: Agent, options: LoopOptions,
-                 config: ResolvedConfig, emit: Event) -> None:
+                 emit: EventSink) -> None:
         self.repo_root = repo_root
         self.task_id = task_id
         self.player = player
         self.coach = coach
         self.options = options
-        self.config = config
         self.emit = emit
         self.result = LoopResult(task_id, None, "")
         self.git: GitRepo | None = None
+        self.commits: TurnCommits | None = None
         self.managed_worktree = False
         self.worktree_rel: str | None = None
         self.base_branch: str | None = None
-        self._reports_ignored: bool | None = None  # asked of git once, at the first commit
+        # Where an interruption finds the loop: the turn under way and its phase.
+        self.turn: int | None = None
+        self.phase: str | None = None
 
     def note(self, text: str) -> None:
         self.result.notes.append(text)
         log.info("%s", text)
-        self.emit("note", {"text": text})
+        self.emit(LoopNote(text))
 
     # -- setup -----------------------------------------------------------------------------
-    def run(self) -> LoopResult:
+    def start(self) -> LoopResult:
+        """Every refusal first (nothing exists yet), then the run itself, logged and under the lock."""
+        self.config = load_config(self.repo_root)
+        options = self.options
+        preflight(self.repo_root, self.task_id, reopen=options.reopen, resume=options.resume,
+                  use_worktree=options.use_worktree, max_turns=options.max_turns)
+        self.git = GitRepo.discover(self.repo_root)
+        if self.git is not None and options.base_branch is not None:
+            check_base_branch(self.git, options.base_branch)  # a usage error, before the log exists
+        with logging_to(log_file(self.repo_root)), interrupts_as_exceptions():
+            self._run()
+        return self.result
+
+    def _run(self) -> None:
         main_task_path = find_task(self.repo_root, self.task_id)
         main_task = TaskFile.load(main_task_path)
-        self.git = GitRepo.discover(self.repo_root)
-        if self.git is not None and self.options.base_branch is not None:
-            check_base_branch(self.git, self.options.base_branch)  # a usage error, before anything exists
         # The task's lock (the one TurnLifecycle.locked takes) is held from before the branch and
         # worktree are created: a second run of the task is refused by it, never by git halfway.
         with exclusive_lock(shared_lock_path(self.repo_root, self.task_id), holder=self.task_id):
@@ -174,19 +173,22 @@ class _Run:
             self._check_start(point)
             # Before the "finished" exit: a kill after the approving turn's append but before its
             # commit must still get that turn committed on resume.
-            self._commit_pending(lifecycle)
+            if self.commits is not None:
+                self.commits.commit_pending(lifecycle)
             if point.action == "finished":
                 known = point.outcome in Outcome._value2member_map_
                 self.result.outcome = Outcome(point.outcome) if known else Outcome.APPROVED
                 self.result.reason = point.describe()
-                return self.result
+                return
             self._loop(lifecycle, checkout, point)
-        return self.result
 
     def _prepare(self, main_task_path: Path, main_task: TaskFile) -> tuple[TurnLifecycle, Path]:
         """The checkout (worktree created or found) and the lifecycle of its task copy; under the lock."""
         checkout = self._checkout(main_task)
         self.result.checkout = checkout
+        if self.git is not None:
+            self.commits = TurnCommits(self.git, self.task_id, managed_worktree=self.managed_worktree,
+                                       note=self.note)
         task_path = checkout / main_task_path.relative_to(self.repo_root)
         if not task_path.exists():
             task_path.parent.mkdir(parents=True, exist_ok=True)
@@ -199,9 +201,7 @@ class _Run:
         lifecycle = TurnLifecycle(task, root=checkout, max_turns=self.options.max_turns)
         advice = self.config.suggest_mode(lifecycle.task.complexity)
         if advice is not None:
-            # One advisory line; the full advice (with GuardKit's own pitfalls) is `suggest-mode`'s job.
-            self.emit("advice", {"text": f"suggested mode for complexity {advice.complexity}: "
-                                         f"{advice.mode.mode} ({advice.mode.ceremony_level} ceremony; advisory)"})
+            self.emit(ModeSuggested(advice))
         return lifecycle, checkout
 
     def _checkout(self, task: TaskFile) -> Path:
@@ -216,10 +216,7 @@ class _Run:
             worktree, how = manager.find(self.task_id, recorded)
             if worktree is None and not (task.state and task.state.turns):
                 # No worktree, no branch, no recorded turn: nothing to resume, so create nothing.
-                raise ResumeError(
-                    f"{self.task_id} has no loop state to resume; start it with "
-                    f"'guardkit-state feature-build {self.task_id} --player CMD --coach CMD'",
-                    task_id=self.task_id)
+                raise self._nothing_to_resume()
             if worktree is None:
                 worktree = manager.create(self.task_id, self.options.base_branch)
             elif worktree.notes == () and how:
@@ -234,13 +231,18 @@ class _Run:
         with contextlib.suppress(ValueError):
             # Relative to the main checkout, where find() looks it up (also when run from a linked worktree).
             self.worktree_rel = str(worktree.path.relative_to(manager.root))
-        self.emit("worktree", {"path": str(worktree.path), "branch": worktree.branch})
+        self.emit(WorktreeReady(worktree.path, worktree.branch))
         return worktree.path
+
+    def _nothing_to_resume(self) -> ResumeError:
+        return ResumeError(f"{self.task_id} has no loop state to resume; start it with "
+                           f"'guardkit-state feature-build {self.task_id} --player CMD --coach CMD'",
+                           task_id=self.task_id)
 
     def _tidy(self, lifecycle: TurnLifecycle, checkout: Path) -> None:
         # Every directory the loop writes into atomically: the store, its scratch, the task's, the log's.
         removed = [path for directory in (lifecycle.store.directory, lifecycle.store.work_dir,
-                                          lifecycle.task.path.parent, (self.repo_root / LOG_FILE).parent)
+                                          lifecycle.task.path.parent, log_file(self.repo_root).parent)
                    for path in remove_stale_temp_files(directory)]
         if removed:
             self.note(f"removed {len(removed)} temp file(s) left by an interrupted write")
@@ -257,33 +259,14 @@ class _Run:
     def _check_start(self, point: ResumePoint) -> None:
         if self.options.resume:
             if point.action == "start":
-                raise ResumeError(
-                    f"{self.task_id} has no loop state to resume; start it with "
-                    f"'guardkit-state feature-build {self.task_id} --player CMD --coach CMD'",
-                    task_id=self.task_id)
+                raise self._nothing_to_resume()
             self.result.resumed_from = point
-            self.emit("resume", point.to_dict())
+            self.emit(Resuming(point))
             log.info("resume %s: %s", self.task_id, point.describe())
             for text in point.notes:
                 self.note(text)
         elif point.recorded_turns > 0 or point.action in ("complete_from_reports", "rerun_coach"):
             raise fresh_start_refused(self.task_id, point.recorded_turns)
-
-    def _commit_pending(self, lifecycle: TurnLifecycle) -> None:
-        """A kill between the frontmatter append and the git commit leaves a turn to commit."""
-        if self.git is None or lifecycle.task.state is None:
-            return
-        last = lifecycle.task.state.turns[-1] if lifecycle.task.state.turns else None
-        if last is None or self.git.find_turn_commit(self.task_id, last.turn):
-            return
-        own = self._turn_files(lifecycle, last.turn)
-        # Outside a managed worktree only the exact files of that turn are committed.
-        paths = None if self.managed_worktree else [*own, str(lifecycle.task.path)]
-        result = commit_turn(self.git, task_id=self.task_id, turn=last.turn, decision=last.decision,
-                             mode=last.mode or "recovering_state", paths=paths,
-                             managed_worktree=self.managed_worktree, force_paths=self._forced(own))
-        if result.sha:
-            self.note(f"committed turn {last.turn}, which was recorded but not committed before the interruption")
 
     # -- the loop --------------------------------------------------------------------------
     def _loop(self, lifecycle: TurnLifecycle, checkout: Path, point: ResumePoint) -> None:
@@ -316,7 +299,25 @@ class _Run:
     def _turn(self, lifecycle: TurnLifecycle, checkout: Path, number: int, action: str,
               mode: TurnMode | None) -> TurnRecord:
         active = lifecycle.begin_turn(mode)
-        self.emit("turn", {"turn": number, "mode": active.mode.value, "action": action})
+        self.turn, self.phase = number, "starting"
+        self.emit(TurnStarted(number, active.mode, action))
+        player, coach = self._requests(lifecycle, checkout, number, active.mode)
+        error: str | None = None
+        try:
+            self._record_reports(lifecycle, number, action, player, coach)
+        except (AgentError, InputError) as exc:
+            # An agent that fails, or a report that is invalid, is still a turn: decision "error".
+            error = _agent_reason(exc)
+            log.warning("turn %d of %s: %s", number, self.task_id, error)
+        task = lifecycle.task
+        profile = self.config.gate_profile(task.task_type, task.complexity)
+        return lifecycle.complete_turn(error=error, gate_profile=profile,
+                                       worktree_path=self.worktree_rel if self.managed_worktree else None,
+                                       base_branch=self.base_branch)
+
+    def _requests(self, lifecycle: TurnLifecycle, checkout: Path, number: int,
+                  mode: TurnMode) -> tuple[TurnRequest, TurnRequest]:
+        """Write the turn's continuation context and Coach prompt; the Player's and Coach's requests."""
         work = ensure_private_dir(lifecycle.store.work_dir)
         context_file = lifecycle.store.context_path(number)
         prompt_file = work / f"coach_prompt_turn_{number}.md"
@@ -327,39 +328,37 @@ class _Run:
         atomic_write_text(prompt_file, render_coach_prompt(
             self.config, task_id=self.task_id, title=task.title or self.task_id, task_type=task.task_type,
             complexity=task.complexity, criteria=task.criteria, previous_turn=previous, turn=number))
-        player_raw, coach_raw = work / f"player_report_{number}.json", work / f"coach_report_{number}.json"
-        player_request = TurnRequest(role="player", task_id=self.task_id, turn=number, mode=active.mode.value,
-                                     workdir=checkout, task_file=task.path, context_file=context_file,
-                                     report_file=player_raw, timeout=self.options.turn_timeout)
-        coach_request = replace(player_request, role="coach", report_file=coach_raw, prompt_file=prompt_file,
-                                player_report_file=lifecycle.store.path("player_turn", number))
-        error: str | None = None
+        player = TurnRequest(role="player", task_id=self.task_id, turn=number, mode=mode.value, workdir=checkout,
+                             task_file=task.path, context_file=context_file,
+                             report_file=work / f"player_report_{number}.json", timeout=self.options.turn_timeout)
+        coach = replace(player, role="coach", report_file=work / f"coach_report_{number}.json",
+                        prompt_file=prompt_file, player_report_file=lifecycle.store.path("player_turn", number))
+        return player, coach
+
+    def _record_reports(self, lifecycle: TurnLifecycle, number: int, action: str, player: TurnRequest,
+                        coach: TurnRequest) -> None:
+        """Record the turn's two reports: each agent's, or the one an interrupted run left on disk."""
         if action == "complete_from_reports":
-            self.emit("reuse", {"turn": number, "files": ["player", "coach"]})
+            self.emit(ReportsReused(number, ("player", "coach")))
+            return
+        if action == "rerun_coach" or (
+                action == "rerun_turn" and self._adopt_report(lifecycle, "player", player.report_file, number)):
+            self.emit(ReportsReused(number, ("player",)))
         else:
-            try:
-                if action == "rerun_coach" or (
-                        action == "rerun_turn" and self._adopt_report(lifecycle, "player", player_raw, number)):
-                    self.emit("reuse", {"turn": number, "files": ["player"]})
-                else:
-                    action = "run_turn"  # a fresh Player report: an earlier Coach report no longer applies
-                    self.emit("agent", {"turn": number, "role": "player"})
-                    report = self.player.run(player_request)
-                    lifecycle.record_player(report)
-                    crash_point("loop.after_player")
-                rerun = action in ("rerun_turn", "rerun_coach")
-                if rerun and self._adopt_report(lifecycle, "coach", coach_raw, number):
-                    self.emit("reuse", {"turn": number, "files": ["coach"]})
-                else:
-                    self.emit("agent", {"turn": number, "role": "coach"})
-                    decision = self.coach.run(coach_request)
-                    lifecycle.record_coach(decision)
-            except (AgentError, InputError) as exc:
-                error = _agent_reason(exc)
-                log.warning("turn %d of %s: %s", number, self.task_id, error)
-        profile = self.config.gate_profile(task.task_type, task.complexity)
-        return lifecycle.complete_turn(error=error, gate_profile=profile, worktree_path=self._worktree_value(checkout),
-                                       base_branch=self.base_branch)
+            action = "run_turn"  # a fresh Player report: an earlier Coach report no longer applies
+            self._agent_starts(number, "player")
+            lifecycle.record_player(self.player.run(player))
+            crash_point("loop.after_player")
+        rerun = action in ("rerun_turn", "rerun_coach")
+        if rerun and self._adopt_report(lifecycle, "coach", coach.report_file, number):
+            self.emit(ReportsReused(number, ("coach",)))
+        else:
+            self._agent_starts(number, "coach")
+            lifecycle.record_coach(self.coach.run(coach))
+
+    def _agent_starts(self, number: int, role: str) -> None:
+        self.phase = role
+        self.emit(AgentStarted(number, role))
 
     def _adopt_report(self, lifecycle: TurnLifecycle, role: str, raw: Path, number: int) -> bool:
         """On resume, record the report an agent finished before the kill instead of running it again.
@@ -382,43 +381,13 @@ class _Run:
                   "finished before the interruption")
         return True
 
-    def _worktree_value(self, checkout: Path) -> str | None:
-        return self.worktree_rel if self.managed_worktree else None
-
     def _after_turn(self, lifecycle: TurnLifecycle, record: TurnRecord) -> None:
-        number = record.turn_state.turn_number
-        if self.git is not None:
-            paths = None if self.managed_worktree else [str(p) for p in record.written]
-            commit = commit_turn(self.git, task_id=self.task_id, turn=number, decision=record.entry.decision,
-                                 mode=record.turn_state.mode, paths=paths, managed_worktree=self.managed_worktree,
-                                 force_paths=self._forced(self._turn_files(lifecycle, number)))
+        commit = self.commits.commit(lifecycle, record) if self.commits is not None else None
+        if commit is not None:
             self.result.commits.append(commit)
-            if commit.error:
-                self.note(f"turn {number} recorded but not committed: {commit.error}")
-        self.emit("recorded", record.to_dict() | {"commit": self.result.commits[-1].to_dict() if self.git else None})
-        self._index(lifecycle, number)
-
-    @staticmethod
-    def _turn_files(lifecycle: TurnLifecycle, number: int) -> list[str]:
-        """The exact per-turn files of turn ``number`` the store holds (its reports and turn state)."""
-        paths = (lifecycle.store.path(kind, number) for kind in ("player_turn", "coach_turn", "turn_state"))
-        return [str(p) for p in paths if p.is_file()]
-
-    def _forced(self, own: list[str]) -> list[str]:
-        """``own`` when a ``.gitignore`` rule hides the turn files (asked once per run), else nothing.
-
-        The reports are the loop's memory: a commit without them would leave ``log`` without
-        criteria deltas and a merged branch without its history, so they are committed anyway,
-        and the rule overridden is said once.
-        """
-        if self._reports_ignored is None and self.git is not None and own:
-            rules = self.git.ignore_rules(own)
-            self._reports_ignored = bool(rules)
-            if rules:
-                shown = sorted(set(rules.values()))
-                self.note(f"committing {self.task_id}'s turn files although {', '.join(shown)} ignores them "
-                          "(exact paths only: player_turn_N.json, coach_turn_N.json, turn_state_turn_N.json)")
-        return own if self._reports_ignored else []
+        self.phase = "recorded"
+        self.emit(TurnRecorded(record, commit))
+        self._index(lifecycle, record.turn_state.turn_number)
 
     def _index(self, lifecycle: TurnLifecycle, number: int) -> None:
         try:
@@ -426,8 +395,8 @@ class _Run:
         except ImportError:
             return
         started = time.monotonic()
-        outcome = index_turn_best_effort(self.repo_root, lifecycle.store.path("turn_state", number),
-                                         budget_seconds=self.options.index_budget)
+        # Starts a background sync of the index and returns: the loop never waits on the index.
+        outcome = index_turn_best_effort(self.repo_root, lifecycle.store.path("turn_state", number))
         log.info("index turn %d of %s: %s (%.2fs)", number, self.task_id, outcome, time.monotonic() - started)
 
     def _finish(self, lifecycle: TurnLifecycle, outcome: Outcome, reason: str) -> None:
@@ -441,44 +410,4 @@ def _agent_reason(exc: GuardkitStateError) -> str:
     return f"invalid report: {exc}"
 
 
-@contextlib.contextmanager
-def _interrupts_as_exceptions() -> Iterator[None]:
-    """SIGTERM and SIGHUP behave like Ctrl+C: a KeyboardInterrupt the loop turns into a saved stop.
-
-    SIGHUP (a closed terminal, a dropped SSH session) would otherwise kill the loop without
-    stopping its agent, which runs in a session of its own and would be left working unattended.
-    """
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signums = [signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
-    try:
-        previous = {signum: signal.signal(signum, handler) for signum in signums}
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
-
-
-@contextlib.contextmanager
-def _log_to_file(path: Path) -> Iterator[None]:
-    """Append the library's log to ``.guardkit/logs/autobuild.log`` for the duration of the loop."""
-    ensure_private_dir(path.parent)
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.setLevel(logging.INFO)
-    root = logging.getLogger("guardkit_state")
-    old_level = root.level
-    root.addHandler(handler)
-    if root.level == logging.NOTSET or root.level > logging.INFO:
-        root.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(old_level)
-        handler.close()
+__all__ = ["LoopInterrupted", "LoopOptions", "LoopResult", "feature_build"]

@@ -1,4 +1,4 @@
-"""Durable file I/O: atomic replace, per-task locks, safe paths, capped reads.
+"""Durable file I/O: atomic replace, safe paths, capped reads (the locks are :mod:`.locks`).
 
 Every write guardkit-state makes goes through :func:`atomic_write_bytes`: a temp file in the same
 directory, the original mode, owner and group kept, fsync, ``os.replace``, fsync of the directory.
@@ -11,25 +11,24 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import re
 import signal
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from guardkit_state.errors import (
     FileTooLargeError,
     GuardkitStateError,
     InvalidTaskIdError,
-    LockedError,
     NotRegularFileError,
     ParseError,
     UnsafePathError,
     UnwritableFileError,
 )
+from guardkit_state.store.layout import GUARDKIT_DIR, TASKS_DIR
 
 #: Task files and reports above this size are refused before parsing (the largest real task file
 #: in the GuardKit corpus is well under 1 MiB; 200 recorded turns are ~300 KB).
@@ -40,8 +39,6 @@ TEMP_PREFIX = ".gks-tmp-"
 #: being ``time.monotonic_ns()`` (never under 6 digits). Only a name in this form is ever ours to
 #: delete or keep out of a commit: a user's ``.gks-tmp-release.2024.11`` is not.
 TEMP_NAME = re.compile(rf"{re.escape(TEMP_PREFIX)}.+\.([1-9][0-9]*)\.[0-9]{{6,}}")
-
-
 
 _TASK_ID = re.compile(r"^[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9._]+)+$")
 
@@ -112,7 +109,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None,
         fsync_directory(directory)
     except OSError as exc:
         _discard(tmp)
-        raise GuardkitStateError(_describe_os_error(exc, "write"), path=path) from exc
+        raise GuardkitStateError(describe_os_error(exc, "write"), path=path) from exc
     except BaseException:
         _discard(tmp)
         raise
@@ -213,7 +210,7 @@ def _checkout_of(path: Path) -> Path | None:
     for candidate in (folder, *folder.parents):
         if os.path.lexists(candidate / ".git"):
             return candidate
-        if candidate.name in ("tasks", ".guardkit"):
+        if candidate.name in (TASKS_DIR, GUARDKIT_DIR):
             return candidate.parent
     return None
 
@@ -225,7 +222,7 @@ def _replaceable(target: Path) -> os.stat_result | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise GuardkitStateError(_describe_os_error(exc, "write"), path=target) from exc
+        raise GuardkitStateError(describe_os_error(exc, "write"), path=target) from exc
     if not stat.S_ISREG(info.st_mode):
         raise NotRegularFileError(f"not a regular file ({_kind(info.st_mode)}); refusing to replace it",
                                   path=target, expected="a regular file")
@@ -398,7 +395,7 @@ def _open_regular(path: Path) -> tuple[int, int]:
             os.close(fd)
             before = info
     except OSError as exc:
-        raise GuardkitStateError(_describe_os_error(exc, "read"), path=path) from exc
+        raise GuardkitStateError(describe_os_error(exc, "read"), path=path) from exc
     raise NotRegularFileError(f"not a regular file ({_kind(before.st_mode)}); refusing to open it",
                               path=path, expected="a regular file")
 
@@ -414,7 +411,7 @@ def _read_upto(fd: int, size: int, path: Path) -> bytes:
             chunks.append(chunk)
             remaining -= len(chunk)
     except OSError as exc:
-        raise GuardkitStateError(_describe_os_error(exc, "read"), path=path) from exc
+        raise GuardkitStateError(describe_os_error(exc, "read"), path=path) from exc
     return b"".join(chunks)
 
 
@@ -427,49 +424,6 @@ def decode_utf8(data: bytes, path: Path) -> str:
         raise ParseError(
             f"invalid UTF-8 byte 0x{data[exc.start]:02x}", path=path, line=line, expected="UTF-8 text"
         ) from exc
-
-
-@contextlib.contextmanager
-def exclusive_lock(lock_path: Path, *, wait: float = 0.0, holder: str = "") -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``lock_path`` for the duration of the block.
-
-    ``wait=0`` fails fast with :class:`LockedError`; otherwise it retries for ``wait`` seconds.
-    The lock dies with its process, so a SIGKILLed writer never leaves a stale lock behind.
-    The file records the holder's pid and ``holder`` text so the error can say who has it.
-    """
-    try:
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:  # a read-only or full file system: say so, naming the lock file
-        raise GuardkitStateError(_describe_os_error(exc, "create lock"), path=lock_path) from exc
-    try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    other = _read_lock_owner(fd)
-                    raise LockedError(
-                        f"another guardkit-state process holds this lock{other}",
-                        path=lock_path,
-                        expected="one writer per task at a time",
-                    ) from None
-                time.sleep(0.01)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {holder}".strip().encode() + b"\n", 0)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _read_lock_owner(fd: int) -> str:
-    with contextlib.suppress(OSError):
-        owner = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
-        if owner:
-            return f" (pid {owner})"
-    return ""
 
 
 def validate_task_id(task_id: str) -> str:
@@ -497,7 +451,7 @@ def resolve_inside(root: Path, candidate: Path) -> Path:
     return real
 
 
-def _describe_os_error(exc: OSError, action: str) -> str:
+def describe_os_error(exc: OSError, action: str) -> str:
     reasons = {
         errno.ENOSPC: "no space left on device",
         errno.EROFS: "read-only file system",

@@ -55,6 +55,8 @@ def _line_col(text: str, pos: int) -> tuple[int, int]:
 
 def _check_depth(text: str, path: Path | str | None, limit: int) -> None:
     """Refuse nesting deeper than ``limit`` before parsing (strings are skipped whole)."""
+    if text.count("[") + text.count("{") <= limit:
+        return  # not even that many brackets in all (strings included): no deeper nesting either
     depth = 0
     for match in _BRACKETS.finditer(text):
         char = match.group()
@@ -132,8 +134,17 @@ def parse_json(text: str, *, path: Path | str | None = None, max_depth: int = MA
     if text.startswith("\ufeff"):
         text = text[1:]  # a UTF-8 byte-order mark is harmless; json.loads would refuse it
     _check_depth(text, path, max_depth)
+    overflowed: list[str] = []
+
+    def parse_float(literal: str) -> float:
+        number = float(literal)
+        if math.isinf(number):
+            overflowed.append(literal)
+        return number
+
     try:
-        value = json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_refuse_constant)
+        value = json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_refuse_constant,
+                           parse_float=parse_float)
     except json.JSONDecodeError as exc:
         raise ParseError(f"{exc.msg} (column {exc.colno})", path=path, line=exc.lineno,
                          expected=_EXPECTED) from exc
@@ -155,23 +166,29 @@ def parse_json(text: str, *, path: Path | str | None = None, max_depth: int = MA
     except ValueError as exc:  # e.g. an integer literal over Python's 4300-digit limit
         reason = str(exc).split(": value has")[0]
         raise ParseError(f"invalid JSON value: {reason}", path=path, expected=_EXPECTED) from exc
-    check_storable(value, path=path)
+    if overflowed or "\\u" in text:
+        # Only a backslash-u escape can spell a lone surrogate (the text itself is valid UTF-8),
+        # and a number read as infinity was seen while parsing: otherwise there is nothing to find.
+        check_storable(value, path=path)
     return value
-
 
 _STORABLE = "valid Unicode text and finite numbers (what can be written back as JSON)"
 
 
-def check_storable(value: Any, *, path: Path | str | None = None) -> None:
+def check_storable(value: Any, *, path: Path | str | None = None) -> bool:
     """Refuse data that could not be written back as strict UTF-8 JSON, before anything uses it.
 
     JSON text may spell a lone UTF-16 surrogate (``"\\ud800"``), which no UTF-8 file can hold,
     and a number like ``1e400``, which reads as infinity; both would only fail later, when the
     record is written (after a lock was taken, or another report already written).
 
+    Returns whether ``value`` is plain JSON as well (dicts with string keys, lists, JSON scalars:
+    what the schema's fast validator may judge), found on the same walk.
+
     Raises:
         SchemaError: names ``path`` and the JSON path of the first such value in document order.
     """
+    plain = True
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
     while stack:
         item, parts = stack.pop()
@@ -185,13 +202,23 @@ def check_storable(value: Any, *, path: Path | str | None = None) -> None:
         elif isinstance(item, dict):
             children: list[tuple[Any, tuple[str | int, ...]]] = []
             for key, child in item.items():
-                if isinstance(key, str) and not _encodable(key):
+                if not isinstance(key, str):
+                    plain = False
+                elif not _encodable(key):
                     raise _unstorable(f"key {_escaped(key)} holds a lone surrogate, which is not valid Unicode",
                                       parts, path)
                 children.append((child, (*parts, key)))
             stack.extend(reversed(children))
         elif isinstance(item, (list, tuple)):
+            plain = plain and isinstance(item, list)
             stack.extend((child, (*parts, index)) for index, child in reversed(list(enumerate(item))))
+        elif not isinstance(item, _PLAIN_SCALARS):
+            plain = False
+    return plain
+
+
+#: The scalars of plain JSON data (as the schema module's fast path takes them).
+_PLAIN_SCALARS = (int, bool, type(None))
 
 
 def _encodable(text: str) -> bool:
@@ -247,7 +274,7 @@ def load_record(kind: str, path: Path) -> dict[str, Any]:
         ParseError, FileTooLargeError: the file is not strict JSON.
         SchemaError, SchemaVersionError: the record does not match the ``kind`` schema.
     """
-    return validate_record(kind, load_json(path), path=path)
+    return validate_record(kind, load_json(path), path=path, plain=True)  # parsed JSON is plain
 
 
 def dump_record(kind: str, data: dict[str, Any], *, path: Path | None = None) -> str:

@@ -1,4 +1,4 @@
-"""JSON Schemas of every record: loading, compiled validators, and normalisation of legacy shapes.
+"""JSON Schemas of every record: loading, compiled validators, and validation.
 
 Each ``schemas/<kind>.schema.json`` (Draft 2020-12) is one *kind* of record: ``player_turn``,
 ``coach_turn``, ``turn_state``, ``autobuild_state``, ``quality_gates``, ``entity_overrides`` ...
@@ -6,8 +6,9 @@ A validator is built once per process per kind (``jsonschema.validate()`` re-che
 every call and costs ~28 ms; a built validator costs ~1 ms).
 
 Reading is lenient about *known* legacy shapes and strict about everything else:
-:func:`normalise` maps aliases GuardKit producers wrote (``ac_id``, ``description``, ``done``, the v4
-coach ``{verdict, findings}`` shape ...) to the canonical shape, and :func:`validate_record` then
+:func:`normalise` (in :mod:`guardkit_state.store.legacy`) maps aliases GuardKit producers wrote
+(``ac_id``, ``description``, ``done``, the v4 coach ``{verdict, findings}`` shape ...) to the
+canonical shape, and :func:`validate_record` then
 checks the canonical shape, reporting every problem sorted by JSON path. Writing is strict:
 :func:`check_record` validates what we produce exactly as it is.
 
@@ -25,20 +26,26 @@ format checker would need ``rfc3339-validator``, which is not a dependency.
 
 from __future__ import annotations
 
-import copy
 import functools
 import importlib.resources
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import SchemaError, SchemaVersionError
 from guardkit_state.model import SCHEMA_VERSION
+
+# Paths and normalisation have their own modules; importing them from here keeps working.
+from guardkit_state.store.json_paths import PathParts as PathParts
+from guardkit_state.store.json_paths import format_pointer as format_pointer
+from guardkit_state.store.json_paths import parse_pointer as parse_pointer
+from guardkit_state.store.json_paths import sort_key
+from guardkit_state.store.legacy import normalise as normalise
+from guardkit_state.store.legacy import normalise_copy
 
 if TYPE_CHECKING:  # imported lazily below: ~40 ms that a valid record (jsonschema-rs) never needs
     import jsonschema
@@ -48,13 +55,6 @@ log = logging.getLogger("guardkit_state.store.schemas")
 
 SCHEMA_PACKAGE = "guardkit_state.schema_files"
 SCHEMA_SUFFIX = ".schema.json"
-
-#: A JSON path split into keys and indexes: ``("criteria_verification", 0, "result")``.
-PathParts = tuple[str | int, ...]
-
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_POINTER_PART = re.compile(r'\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
-
 
 # --------------------------------------------------------------------------------------------------
 # Loading and compiling
@@ -129,220 +129,6 @@ def validator(kind: str) -> jsonschema.protocols.Validator:
     except jsonschema.SchemaError as exc:
         raise SchemaError(f"the {kind} schema itself is invalid: {exc.message}") from exc
     return jsonschema.Draft202012Validator(schema, registry=_registry())
-
-
-# --------------------------------------------------------------------------------------------------
-# JSON paths
-
-
-def format_pointer(parts: Iterable[str | int]) -> str:
-    """``("criteria_verification", 0, "result")`` -> ``$.criteria_verification[0].result``.
-
-    Keys that are not identifiers are quoted: ``$.criteria["AC-001"]``.
-    """
-    out = "$"
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif _IDENTIFIER.match(part):
-            out += f".{part}"
-        else:
-            out += f"[{json.dumps(part, ensure_ascii=False)}]"
-    return out
-
-
-def parse_pointer(pointer: str) -> PathParts:
-    """The inverse of :func:`format_pointer`; raises ``ValueError`` for anything else."""
-    if not pointer.startswith("$"):
-        raise ValueError(f"not a JSON path: {pointer!r}")
-    parts: list[str | int] = []
-    pos = 1
-    while pos < len(pointer):
-        match = _POINTER_PART.match(pointer, pos)
-        if not match:
-            raise ValueError(f"not a JSON path: {pointer!r}")
-        name, index, quoted = match.groups()
-        parts.append(name if name is not None else int(index) if index is not None else json.loads(quoted))
-        pos = match.end()
-    return tuple(parts)
-
-
-def _sort_key(parts: PathParts) -> tuple[tuple[int, int | str], ...]:
-    # Indexes sort numerically ([2] before [10]); an index sorts before a key at the same depth.
-    return tuple((0, p) if isinstance(p, int) else (1, p) for p in parts)
-
-
-# --------------------------------------------------------------------------------------------------
-# Normalisation of legacy shapes (pure: never mutates its input)
-
-
-_PROMISE_STATUS = {"complete": "complete", "done": "complete", "finished": "complete",
-                   "completed": "complete", "partial": "partial", "incomplete": "incomplete"}
-_COACH_DECISION = {"approve": "approve", "approved": "approve", "feedback": "feedback",
-                   "reject": "reject", "rejected": "reject"}
-_TURN_STATE_COACH = {"approved": "approved", "approve": "approved", "feedback": "feedback",
-                     "revise": "feedback", "rejected": "rejected", "reject": "rejected", "error": "error"}
-# GuardKit copies the coach's decision into player_decision; the Player did implement something.
-_TURN_STATE_PLAYER = {"implemented": "implemented", "failed": "failed", "blocked": "blocked",
-                      "approve": "implemented", "approved": "implemented", "feedback": "implemented",
-                      "reject": "implemented", "rejected": "implemented", "error": "failed"}
-# Seed 001's per-criterion statuses, read as the ledger's three states.
-_CRITERION_STATUS = {"verified": "verified", "rejected": "rejected", "pending": "pending",
-                     "completed": "verified", "complete": "verified", "in_progress": "pending",
-                     "not_started": "pending", "failed": "rejected"}
-_TURN_MODES = ("fresh_start", "continuing_work", "recovering_state")
-_PLAYER_LISTS = ("files_modified", "files_created", "tests_written", "concerns",
-                 "requirements_addressed", "requirements_remaining", "lessons", "blockers")
-_TURN_STATE_LISTS = ("blockers_found", "files_modified", "lessons_from_turn", "gate_results")
-
-
-@dataclass
-class _Notes:
-    """Collects warnings while a record is normalised."""
-
-    warnings: list[str] = field(default_factory=list)
-
-    def warn(self, parts: PathParts, text: str) -> None:
-        self.warnings.append(f"{format_pointer(parts)}: {text}")
-
-
-def _rename(obj: dict[str, Any], old: str, new: str, where: PathParts, notes: _Notes) -> None:
-    """Move the legacy key ``old`` to ``new``; when both are present and differ, keep both."""
-    if old not in obj:
-        return
-    if new not in obj:
-        obj[new] = obj.pop(old)
-    elif obj[new] == obj[old]:
-        del obj[old]
-    else:
-        notes.warn(where + (old,), f"legacy key {old!r} ignored: {new!r} is also present")
-
-
-def _mapped(value: Any, table: dict[str, str]) -> Any:
-    """``value`` through ``table`` (case- and space-insensitive) or unchanged when not listed."""
-    if isinstance(value, str):
-        return table.get(value.strip().lower().replace("-", "_").replace(" ", "_"), value)
-    return value
-
-
-def _null_lists_to_empty(obj: dict[str, Any], names: tuple[str, ...]) -> None:
-    for name in names:
-        if name in obj and obj[name] is None:
-            obj[name] = []
-
-
-def _normalise_player(data: dict[str, Any], notes: _Notes) -> None:
-    _null_lists_to_empty(data, _PLAYER_LISTS)
-    promises = data.get("completion_promises", ())
-    if promises is None:
-        del data["completion_promises"]  # the model reads absent and null alike
-    elif isinstance(promises, list):
-        for i, promise in enumerate(promises):
-            if not isinstance(promise, dict):
-                continue
-            where: PathParts = ("completion_promises", i)
-            _rename(promise, "ac_id", "criterion_id", where, notes)
-            _rename(promise, "description", "criterion_text", where, notes)
-            if "status" in promise:
-                promise["status"] = _mapped(promise["status"], _PROMISE_STATUS)
-            if promise.get("implementation_files", ()) is None:
-                promise["implementation_files"] = []
-
-
-def _normalise_coach(data: dict[str, Any], notes: _Notes) -> None:
-    if "verdict" in data and "decision" not in data:
-        # The v4 Coach shape: {verdict: approve|reject, findings: [...]}.
-        data["decision"] = data.pop("verdict")
-        if "findings" in data and "issues" not in data:
-            data["issues"] = data.pop("findings")
-    if "decision" in data:
-        data["decision"] = _mapped(data["decision"], _COACH_DECISION)
-    issues = data.get("issues", ())
-    if issues is None:
-        data["issues"] = []
-    elif isinstance(issues, list):
-        data["issues"] = [{"description": item} if isinstance(item, str) else item for item in issues]
-    checks = data.get("criteria_verification", ())
-    if checks is None:
-        data["criteria_verification"] = []
-    elif isinstance(checks, list):
-        for i, check in enumerate(checks):
-            if not isinstance(check, dict):
-                continue
-            where: PathParts = ("criteria_verification", i)
-            _rename(check, "ac_id", "criterion_id", where, notes)
-            if "result" not in check:
-                continue
-            result = check["result"]
-            mapped = _mapped(result, {"verified": "verified", "rejected": "rejected"})
-            if mapped in ("verified", "rejected"):
-                check["result"] = mapped
-            elif result is None or isinstance(result, str):
-                # Only an explicit "verified" counts; anything else must not pass as verified.
-                check["result"] = "rejected"
-                notes.warn(where + ("result",), f"{json.dumps(result)} read as \"rejected\"")
-
-
-def _normalise_turn_state(data: dict[str, Any], notes: _Notes) -> None:
-    _rename(data, "turn", "turn_number", (), notes)
-    for name, default in (("feature_id", None), ("player_summary", ""), ("coach_feedback", None)):
-        data.setdefault(name, default)
-    if "mode" in data:
-        data["mode"] = _mapped(data["mode"], {m: m for m in _TURN_MODES})
-    if "player_decision" in data:
-        data["player_decision"] = _mapped(data["player_decision"], _TURN_STATE_PLAYER)
-    if "coach_decision" in data:
-        data["coach_decision"] = _mapped(data["coach_decision"], _TURN_STATE_COACH)
-    _null_lists_to_empty(data, _TURN_STATE_LISTS)
-    for name in ("acceptance_criteria_status", "criteria_provenance"):
-        if name in data and data[name] is None:
-            data[name] = {}
-    statuses = data.get("acceptance_criteria_status")
-    if isinstance(statuses, dict):
-        data["acceptance_criteria_status"] = {k: _mapped(v, _CRITERION_STATUS) for k, v in statuses.items()}
-
-
-def _normalise_autobuild_state(data: dict[str, Any], notes: _Notes) -> None:
-    if data.get("turns", ()) is None:
-        data["turns"] = []
-    if data.get("criteria", ()) is None:
-        data["criteria"] = {}
-    turns = data.get("turns")
-    for i, entry in enumerate(turns if isinstance(turns, list) else ()):  # a non-list is the schema's to report
-        if isinstance(entry, dict):
-            _rename(entry, "coach_decision", "decision", ("turns", i), notes)
-
-
-_NORMALISERS: dict[str, Callable[[dict[str, Any], _Notes], None]] = {
-    "player_turn": _normalise_player,
-    "coach_turn": _normalise_coach,
-    "turn_state": _normalise_turn_state,
-    "autobuild_state": _normalise_autobuild_state,
-}
-
-
-def normalise(kind: str, data: Any, *, owned: bool = False) -> tuple[Any, list[str]]:
-    """Map known legacy shapes of a ``kind`` record to the canonical shape.
-
-    Returns a new object (the input is never mutated, unless ``owned``) and warnings, each ``"$.path: text"``, for
-    lossy readings such as a criterion ``result`` of ``"unverified"`` read as ``"rejected"``.
-    Anything that is not a known alias is left for :func:`validate_record` to judge.
-    """
-    return _normalise(kind, data, plain=False, owned=owned)
-
-
-def _normalise(kind: str, data: Any, *, plain: bool, owned: bool = False) -> tuple[Any, list[str]]:
-    notes = _Notes()
-    # Plain JSON data is copied by a C-speed JSON round trip (a deepcopy costs ~10x more); data the
-    # caller owns (``owned=True``: e.g. just parsed, shared with nobody) is normalised in place.
-    if owned:
-        out = data
-    else:
-        out = json.loads(json.dumps(data, ensure_ascii=False)) if plain else copy.deepcopy(data)
-    normaliser = _NORMALISERS.get(kind)
-    if normaliser is not None and isinstance(out, dict):
-        normaliser(out, notes)
-    return out, notes.warnings
 
 
 # --------------------------------------------------------------------------------------------------
@@ -472,7 +258,7 @@ def problems_of(kind: str, data: Any) -> list[Problem]:
     """Every schema violation of ``data`` as a ``kind`` record, sorted by JSON path."""
     if is_valid_fast(kind, data):
         return []
-    found = {(_sort_key(p.parts), p.text): p for p in map(_problem, validator(kind).iter_errors(data))}
+    found = {(sort_key(p.parts), p.text): p for p in map(_problem, validator(kind).iter_errors(data))}
     return [found[key] for key in sorted(found)]
 
 
@@ -521,8 +307,13 @@ def check_version(kind: str, data: Any, *, path: str | Path | None = None) -> No
         )
 
 
-def validate_with_warnings(kind: str, data: Any, *, path: str | Path | None = None) -> ValidatedRecord:
+def validate_with_warnings(kind: str, data: Any, *, path: str | Path | None = None,
+                           plain: bool | None = None) -> ValidatedRecord:
     """Normalise and validate a ``kind`` record read from ``path``; keep the warnings.
+
+    ``plain`` says whether ``data`` is plain JSON (dicts with string keys, lists, JSON scalars)
+    when the caller already knows (parsed JSON is; :func:`~guardkit_state.store.jsonio.check_storable`
+    tells while it walks the data anyway); None: it is looked at here.
 
     Raises:
         SchemaVersionError: the record comes from a newer major version.
@@ -531,25 +322,26 @@ def validate_with_warnings(kind: str, data: Any, *, path: str | Path | None = No
     """
     load_schema(kind)  # an unknown kind fails here, before the record is looked at
     check_version(kind, data, path=path)
-    plain = _is_plain_json(data)
-    canonical, warnings = _normalise(kind, data, plain=plain)
+    plain = _is_plain_json(data) if plain is None else plain
+    canonical, warnings = normalise_copy(kind, data, plain=plain)
     problems = [] if plain and _fast_verdict(kind, canonical) else problems_of(kind, canonical)
     if problems:
         _raise_problems(kind, data, problems, path)
     return ValidatedRecord(canonical, warnings)
 
 
-def validate_record(kind: str, data: Any, *, path: str | Path | None = None) -> dict[str, Any]:
+def validate_record(kind: str, data: Any, *, path: str | Path | None = None,
+                    plain: bool | None = None) -> dict[str, Any]:
     """The normalised canonical dict of a ``kind`` record, or :class:`SchemaError`.
 
     Normalisation warnings are logged at WARNING on ``guardkit_state.store.schemas``; use
-    :func:`validate_with_warnings` to get them as data.
+    :func:`validate_with_warnings` to get them as data (and for ``plain``).
 
     Raises:
         SchemaVersionError: the record comes from a newer major version.
         SchemaError: the record is invalid (every problem listed, sorted by JSON path).
     """
-    record = validate_with_warnings(kind, data, path=path)
+    record = validate_with_warnings(kind, data, path=path, plain=plain)
     for warning in record.warnings:
         log.warning("%s: %s", path if path is not None else kind, warning)
     return record.data

@@ -1,6 +1,7 @@
 """The per-task artifact store: ``.guardkit/autobuild/TASK-ID/{player_turn,coach_turn,turn_state_turn}_N.json``.
 
-Reports are validated on write and on read, written atomically, and immutable once their turn is
+Records are validated once before they are written (by :meth:`TurnStore.write`, or where they come
+in, for :meth:`TurnStore.write_checked`) and on read, written atomically, and immutable once their turn is
 recorded in the task's frontmatter (the commit point): rewriting a recorded turn is an error, while
 the files of an interrupted, unrecorded turn may be replaced by a re-run.
 
@@ -16,13 +17,16 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.errors import TurnAlreadyRecordedError
+from guardkit_state.errors import SchemaError, TurnAlreadyRecordedError
 from guardkit_state.model import CoachDecision, CompletionPromise, PlayerReport, TurnState
 from guardkit_state.store.fsio import atomic_write_text
-from guardkit_state.store.jsonio import dump_record, load_record
+from guardkit_state.store.jsonio import check_storable, dump_json, dump_record, load_record
+from guardkit_state.store.layout import WORK_DIR
+from guardkit_state.store.layout import artifacts_dir as artifacts_dir  # re-exported: the folder is the layout's
 from guardkit_state.store.schemas import normalise
 
 log = logging.getLogger("guardkit_state.store.turn_files")
@@ -32,11 +36,6 @@ FILE_PATTERNS = {
     "coach_turn": "coach_turn_{n}.json",
     "turn_state": "turn_state_turn_{n}.json",
 }
-
-
-def artifacts_dir(checkout_root: Path, task_id: str) -> Path:
-    """Where a task's per-turn files live inside a checkout (main or worktree)."""
-    return Path(checkout_root) / ".guardkit" / "autobuild" / task_id
 
 
 class TurnStore:
@@ -50,7 +49,7 @@ class TurnStore:
     @property
     def work_dir(self) -> Path:
         """Scratch for the loop (context, prompt, incoming reports); ignored by git, never the truth."""
-        return self.directory / ".work"
+        return self.directory / WORK_DIR
 
     def context_path(self, turn: int) -> Path:
         """The context file of ``turn``; it is written first, so it also marks a turn as begun."""
@@ -69,19 +68,50 @@ class TurnStore:
             TurnAlreadyRecordedError: ``turn`` is already recorded in the frontmatter.
             SchemaError: ``data`` is not a valid ``kind`` record (nothing is written).
         """
+        self._refuse_recorded(kind, turn, recorded_turns)
+        path = self.path(kind, turn)
+        return self._put(kind, path, dump_record(kind, data, path=path), canonical=False)
+
+    def write_checked(self, kind: str, turn: int, data: dict[str, Any], *, recorded_turns: int,
+                      canonical: bool = True) -> Path:
+        """Write ``data``, which the caller already checked against the ``kind`` schema, as canonical JSON.
+
+        A report is checked once, where it comes in (:mod:`guardkit_state.turns.intake`); checking
+        it again here would only repeat that work. ``canonical`` says ``data`` is exactly what
+        :meth:`read` returns for the written file (a record built from a validated dict): it is
+        then remembered as written, without normalising it again.
+
+        Raises:
+            TurnAlreadyRecordedError: ``turn`` is already recorded in the frontmatter.
+            SchemaError: ``data`` holds something that cannot be written as UTF-8 JSON, named by its
+                JSON path (nothing is written).
+        """
+        self._refuse_recorded(kind, turn, recorded_turns)
+        path = self.path(kind, turn)
+        try:
+            text = dump_json(data)
+            text.encode("utf-8")
+        except (SchemaError, UnicodeEncodeError):
+            # Found cheaply, named precisely: the walk says which value and where.
+            check_storable(data, path=path)
+            raise
+        return self._put(kind, path, text, canonical=canonical)
+
+    def _refuse_recorded(self, kind: str, turn: int, recorded_turns: int) -> None:
         if turn <= recorded_turns:
             raise TurnAlreadyRecordedError(
                 f"turn {turn} is already recorded; its files are immutable",
                 path=self.path(kind, turn), task_id=self.task_id, turn=turn,
                 expected=f"turn {recorded_turns + 1}",
             )
-        path = self.path(kind, turn)
-        text = dump_record(kind, data, path=path)
+
+    def _put(self, kind: str, path: Path, text: str, *, canonical: bool) -> Path:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._cache.pop(path, None)
         atomic_write_text(path, text)
-        # What read() would return for these bytes (already validated above): the next turn reads it.
-        self._remember(path, json.dumps(normalise(kind, json.loads(text), owned=True)[0], ensure_ascii=False))
+        # What read() would return for these bytes (already checked): the next turn reads it.
+        self._remember(path, text if canonical else
+                       json.dumps(normalise(kind, json.loads(text), owned=True)[0], ensure_ascii=False))
         return path
 
     def _remember(self, path: Path, canonical: str) -> None:
@@ -101,7 +131,7 @@ class TurnStore:
             st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
             return None
-        if not path.is_file():
+        if not stat.S_ISREG(st.st_mode):
             return None
         identity = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         hit = self._cache.get(path)
@@ -125,9 +155,12 @@ class TurnStore:
         return None if data is None else TurnState.from_dict(data)
 
     def recover_promises(self, turn: int) -> tuple[int, list[CompletionPromise]] | None:
-        """The most recent earlier Player report's ``completion_promises`` (seed 003's fallback).
+        """The most recent earlier Player report's ``completion_promises``, read report by report.
 
-        Logs the exact INFO line of seed 003 when it finds some.
+        A Player that leaves its promises out of a turn has not withdrawn them; the criteria it
+        promised earlier still stand. Logs an INFO line naming the file when it finds some. The
+        lifecycle finds the same turn from its turn states without reading every report
+        (:func:`guardkit_state.turns.promises.promises_source`).
         """
         for earlier in range(turn - 1, 0, -1):
             if not self.exists("player_turn", earlier):

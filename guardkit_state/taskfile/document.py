@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import random
-import re
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -26,16 +25,16 @@ from guardkit_state.errors import (
 from guardkit_state.model import AutobuildState, Criterion, TurnEntry, whole_number
 from guardkit_state.store import fsio
 
-# Criteria are read by their own module; importing them from here keeps working.
+# Criteria are read by their own module, files found by discovery.py and chosen among by
+# resolve.py; importing them from here keeps working.
 from guardkit_state.taskfile.criteria_text import extract_criteria as extract_criteria
+from guardkit_state.taskfile.discovery import iter_task_files as iter_task_files
+from guardkit_state.taskfile.discovery import task_id_from_filename
 from guardkit_state.taskfile.frontmatter import STATE_KEY, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
+from guardkit_state.taskfile.resolve import find_task as find_task
 from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate, plain_data, splice_state
 
 log = logging.getLogger("guardkit_state.taskfile.document")
-
-TASKS_DIR = "tasks"
-
-_ID_SEGMENT = re.compile(r"^[A-Z0-9][A-Z0-9.]*$")
 
 
 @dataclass
@@ -226,7 +225,8 @@ class TaskFile:
         stale copy replaced the update, and this object now holds that copy to re-apply onto.
         """
         for pause in VERIFY_PAUSES if self.path in _CONTENDED else (0.0,):
-            time.sleep(pause)
+            if pause:
+                time.sleep(pause)  # (a zero pause would still give the CPU away on a busy machine)
             current = fsio.read_bytes_capped(self.path)
             if current == self._raw:
                 continue
@@ -370,24 +370,6 @@ def _str_or_none(value: Any) -> str | None:
     if value is None:
         return None
     return str(value)
-
-
-def task_id_from_filename(name: str) -> str:
-    """``TASK-SFT-009-quality-gate-update.md`` -> ``TASK-SFT-009`` (upper-case segments)."""
-    stem = name[:-3] if name.endswith(".md") else name
-    segments = stem.split("-")
-    taken = [segments[0]]
-    for segment in segments[1:]:
-        if not _ID_SEGMENT.match(segment):
-            break
-        taken.append(segment)
-    return "-".join(taken)
-
-
-# --------------------------------------------------------------------------- finding tasks
-
-# The finders live in resolve.py (one resolver for every command); imported from here as before.
-from guardkit_state.taskfile.resolve import find_task, iter_task_files  # noqa: E402
 
 __all__ = [
     "TaskFile",

@@ -17,12 +17,10 @@ from typing import Any
 import yaml
 
 from guardkit_state.errors import DuplicateKeyError, FrontmatterError
+from guardkit_state.taskfile.state_block import LEGACY_STATE_KEY as LEGACY_STATE_KEY  # the state block's keys
+from guardkit_state.taskfile.state_block import STATE_KEY as STATE_KEY
+from guardkit_state.taskfile.state_block import STATE_KEYS as STATE_KEYS
 from guardkit_state.taskfile.strict_yaml import parse_yaml
-
-#: The state block's key: GuardKit's, and seed 004's legacy name (read and written back as is).
-STATE_KEY = "autobuild_state"
-LEGACY_STATE_KEY = "feature_build"
-STATE_KEYS = (STATE_KEY, LEGACY_STATE_KEY)
 
 #: A delimiter line: three dashes and optional trailing blanks, as python-frontmatter and Jekyll read it.
 _OPEN = re.compile(r"---[ \t]*(\r?\n)")

@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from guardkit_state.errors import TaskNotFoundError
-from guardkit_state.git.worktrees import worktrees_home
-from guardkit_state.store.turn_files import TurnStore, artifacts_dir
+from guardkit_state.git.checkouts import worktrees_home
+from guardkit_state.store.layout import artifacts_dir, worktree_path
+from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import REASON_GIVEN, Resolution, resolve_task
-
-WORKTREES_DIR = Path(".guardkit/worktrees")
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ def locate_task(repo_root: Path | str, task: str) -> TaskLocation:
     if found.reason == REASON_GIVEN:  # a path names its checkout (a worktree's file is read there)
         return TaskLocation(found.task_id, found.checkout, found.path, found.checkout != root, found)
     # Loop worktrees live in the repository's main checkout, also when this is a linked worktree.
-    worktree = worktrees_home(root) / WORKTREES_DIR / found.task_id
+    worktree = worktree_path(worktrees_home(root), found.task_id)
     if worktree.is_dir():
         try:
             copy = resolve_task(worktree, found.task_id)

@@ -19,10 +19,9 @@ exist, so commands can say so.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,27 +29,25 @@ from typing import Any
 
 from guardkit_state.errors import (
     FileTooLargeError,
-    FrontmatterError,
     GuardkitStateError,
     InvalidTaskIdError,
     NotRegularFileError,
     TaskNotFoundError,
-    UnsafePathError,
     shorten,
 )
-from guardkit_state.store import fsio
+from guardkit_state.store import fsio, layout
+from guardkit_state.store.layout import TASKS_DIR
+from guardkit_state.taskfile.discovery import (
+    STATE_MARKERS,
+    declared_id,
+    named_for,
+    task_copies,
+    task_id_from_filename,
+)
 
-log = logging.getLogger("guardkit_state.taskfile.resolve")
-
-TASKS_DIR = "tasks"
-FEATURES_DIR = Path(".guardkit") / "features"
 #: GuardKit's own search order of the status folders; any other folder comes after these.
 SEARCH_ORDER = ("backlog", "in_progress", "design_approved", "in_review", "blocked", "completed")
-#: A state block starts a line of the frontmatter; a raw-bytes check before any parse.
-STATE_MARKERS = (b"\nautobuild_state:", b"\nfeature_build:")
 
-TASK_FILE_NAME = re.compile(r"^[A-Z][A-Z0-9]*-[A-Za-z0-9.]+.*\.md$")
-_ID_LINE = re.compile(r"^id:[ \t]*['\"]?([^'\"\s#]+)", re.M)
 _FILE_PATH_LINE = re.compile(r"^\s*-?\s*file_path:[ \t]*['\"]?([^'\"#\n]+?)['\"]?[ \t]*$", re.M)
 
 REASON_GIVEN = "the path given"
@@ -129,7 +126,7 @@ def search_rank(relpath: str) -> tuple[int, str, int, str]:
 def plan_paths(checkout: Path) -> set[str]:
     """Every ``tasks[].file_path`` of the feature plans in ``checkout``, relative to it."""
     found: set[str] = set()
-    directory = Path(checkout) / FEATURES_DIR
+    directory = layout.features_dir(checkout)
     try:
         plans = sorted(p for p in directory.iterdir() if p.name.startswith("FEAT-") and p.suffix == ".yaml")
     except OSError:
@@ -160,7 +157,7 @@ def holds_state(path: Path) -> bool:
         return False
     if not any(marker in raw for marker in STATE_MARKERS):
         return False
-    from guardkit_state.taskfile.document import TaskFile  # here: taskfile re-exports this module's finders
+    from guardkit_state.taskfile.document import TaskFile  # here: the document imports this module
 
     try:
         return TaskFile.from_bytes(raw, path).state is not None
@@ -211,13 +208,6 @@ def find_task(repo_root: Path | str, task_id: str) -> Path:
     return resolve_task(repo_root, task_id).path
 
 
-def task_copies(repo_root: Path | str, task_id: str) -> list[Path]:
-    """Every file of ``task_id`` under ``repo_root/tasks``, in walk order (possibly none)."""
-    task_id = fsio.validate_task_id(task_id)
-    root = Path(repo_root)
-    return [path for path in _walk_markdown(root, root / TASKS_DIR) if _names_task(path, task_id)]
-
-
 @contextlib.contextmanager
 def pinned(resolution: Resolution | None) -> Iterator[None]:
     """Within the block, the resolution's id resolves to its file (the one named on a command line)."""
@@ -229,9 +219,9 @@ def pinned(resolution: Resolution | None) -> Iterator[None]:
 
 
 def _matches(root: Path, task_id: str) -> list[Path]:
-    tasks = root / TASKS_DIR
+    tasks = layout.tasks_dir(root)
     special: list[Path] = []
-    matches = [path for path in _walk_markdown(root, tasks, special) if _names_task(path, task_id)]
+    matches = task_copies(root, task_id, special)
     if matches:
         return matches
     named = [path for path in special if named_for(path.name, task_id)]
@@ -266,127 +256,25 @@ def _resolve_path(root: Path, ref: str) -> Resolution:
                                  expected="tasks/<folder>/TASK-ID-slug.md, or a task id")
     if not path.is_file():
         raise NotRegularFileError("not a regular file: a task file must be a plain file", path=path)
-    from guardkit_state.taskfile.document import (
-        task_id_from_filename,  # here: taskfile re-exports this module's finders
-    )
-
-    task_id = fsio.validate_task_id(_declared_id(path) or task_id_from_filename(path.name))
+    task_id = fsio.validate_task_id(declared_id(path) or task_id_from_filename(path.name))
     others = tuple(p for p in task_copies(checkout, task_id) if p != path)
     return Resolution(task_id, path, REASON_GIVEN, checkout, others)
 
 
 def _checkout_of(root: Path, relative: Path) -> Path:
     """The checkout holding ``relative``: a loop's worktree for ``.guardkit/worktrees/<ID>/...``."""
-    parts = relative.parts
-    if len(parts) > 4 and parts[:2] == (".guardkit", "worktrees"):
-        return root / parts[0] / parts[1] / parts[2]
-    return root
-
-
-def iter_task_files(repo_root: Path | str) -> Iterator[Path]:
-    """Every task-like markdown file under ``repo_root/tasks`` (``PREFIX-...md``), sorted.
-
-    READMEs and guides are skipped by name; symlinks leaving the repository, FIFOs, sockets and
-    devices are skipped (with a logged note).
-    """
-    root = Path(repo_root)
-    for path in _walk_markdown(root, root / TASKS_DIR):
-        if TASK_FILE_NAME.match(path.name):
-            yield path
-
-
-def _walk_markdown(root: Path, directory: Path, special: list[Path] | None = None) -> Iterator[Path]:
-    """Regular ``*.md`` files below ``directory`` in sorted order; symlinked dirs are not followed.
-
-    A FIFO, socket or device is never opened (a FIFO would block the reader for ever): it is
-    skipped with a note, and added to ``special`` when given.
-    """
-    if not directory.is_dir():
-        return
-    for current, dirs, files in os.walk(directory, followlinks=False):
-        dirs.sort()
-        for name in sorted(files):
-            if not name.endswith(".md"):
-                continue
-            path = Path(current) / name
-            if path.is_symlink():
-                try:
-                    fsio.resolve_inside(root, path)
-                except UnsafePathError:
-                    log.warning("skipping %s: symlink leaves the repository", path)
-                    continue
-            if not path.is_file():  # stat, no open: False for a FIFO, socket, device or dangling link
-                if path.exists():
-                    log.warning("skipping %s: not a regular file", path)
-                    if special is not None:
-                        special.append(path)
-                continue
-            yield path
-
-
-def named_for(name: str, task_id: str) -> bool:
-    """True when a file name is ``<id>.md`` or ``<id>-<slug>.md`` (the name alone, no read)."""
-    return name == f"{task_id}.md" or name.startswith(f"{task_id}-")
-
-
-def _names_task(path: Path, task_id: str) -> bool:
-    name = path.name
-    if name == f"{task_id}.md":
-        return True
-    if not named_for(name, task_id):
-        return False
-    # TASK-ABC-1-2-x.md starts with "TASK-ABC-1-" too: trust the file's own id when it has one.
-    declared = _declared_id(path)
-    return declared is None or declared == task_id
-
-
-def names_task(path: Path, task_id: str) -> bool:
-    """True when ``path`` is a file of ``task_id`` by the finder's rule (name, then its ``id:``)."""
-    return _names_task(path, task_id)
-
-
-def _declared_id(path: Path) -> str | None:
-    """The ``id:`` of a file's frontmatter by a cheap scan of its head (no YAML parse)."""
-    try:
-        # Never a blocking open: the name may have become a FIFO since the walk looked at it.
-        head = fsio.read_bytes_capped(path)[:8192].decode("utf-8", "replace")
-    except GuardkitStateError:
-        return None
-    from guardkit_state.taskfile.frontmatter import split_frontmatter  # here: the CLI builds its parser without YAML
-
-    try:
-        split = split_frontmatter(head + "\n---\n")
-    except FrontmatterError:
-        return None
-    match = _ID_LINE.search(split.yaml_text) if split.has_frontmatter else None
-    return match.group(1) if match else None
-
-
-def declared_id(path: Path) -> str | None:
-    """The ``id:`` a task file declares in its frontmatter (a cheap head scan), if any."""
-    return _declared_id(path)
-
-
-def group_copies(paths: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
-    """``{task id: [relpath, ...]}`` for the ids given more than once, from ``(id, relpath)`` pairs."""
-    groups: dict[str, list[str]] = {}
-    for task_id, relpath in paths:
-        groups.setdefault(task_id, []).append(relpath)
-    return {k: v for k, v in groups.items() if len(v) > 1}
+    worktree = layout.worktree_root_of(relative)
+    return root if worktree is None else root / worktree
 
 
 __all__ = [
     "Copy",
     "Resolution",
     "choose",
-    "declared_id",
     "find_task",
     "holds_state",
-    "iter_task_files",
-    "names_task",
     "pinned",
     "plan_paths",
     "resolve_task",
     "search_rank",
-    "task_copies",
 ]

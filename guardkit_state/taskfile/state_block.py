@@ -10,6 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+#: The state block's key: GuardKit's, and the older loop's legacy name (read and written back as is).
+#: Here, not in :mod:`.frontmatter` (which re-exports them), so that finding files needs no YAML.
+STATE_KEY = "autobuild_state"
+LEGACY_STATE_KEY = "feature_build"
+STATE_KEYS = (STATE_KEY, LEGACY_STATE_KEY)
+
 #: The statuses a criterion can have in the frontmatter's ``criteria`` map.
 CRITERION_STATES = ("verified", "rejected", "pending")
 
@@ -132,7 +138,7 @@ class TurnEntry:
 class AutobuildState:
     """The ``autobuild_state`` (or legacy ``feature_build``) block of a task's frontmatter."""
 
-    key: str = "autobuild_state"
+    key: str = STATE_KEY
     current_turn: int = 0
     max_turns: int | None = None
     worktree_path: str | None = None
@@ -147,7 +153,7 @@ class AutobuildState:
               "criteria", "turns")
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None, *, key: str = "autobuild_state") -> AutobuildState:
+    def from_dict(cls, data: dict[str, Any] | None, *, key: str = STATE_KEY) -> AutobuildState:
         """The state block, every value checked: ``ValueError`` naming the key (``autobuild_state.turns[1].turn``).
 
         Numbers written as digit strings (``turn: '1'``) are those numbers (:func:`whole_number`);

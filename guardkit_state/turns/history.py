@@ -10,7 +10,7 @@ them, as a :class:`TurnState` built from the entry, marked ``source: frontmatter
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,13 +76,23 @@ class TaskHistory:
     task: TaskFile
     #: The task's turn files; ``None`` to read the frontmatter alone.
     store: TurnStore | None
+    #: Turns already read through this view (the ledger and the stall window share the last one).
+    _read: dict[int, TurnState | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def recorded_turns(self) -> int:
         return len(self.task.state.turns) if self.task.state else 0
 
     def turn_state(self, number: int) -> TurnState | None:
-        """Turn ``number`` as the files know it: its turn-state file, else its frontmatter entry."""
+        """Turn ``number`` as the files know it: its turn-state file, else its frontmatter entry.
+
+        Read once per view: asked again, the same object is returned.
+        """
+        if number not in self._read:
+            self._read[number] = self._turn_state(number)
+        return self._read[number]
+
+    def _turn_state(self, number: int) -> TurnState | None:
         if number < 1:
             return None
         state = self.store.read_turn_state(number) if self.store is not None else None

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from guardkit_state.errors import (
     AlreadyRecordedError,
@@ -91,10 +91,64 @@ def with_ids(data: dict[str, Any], task_id: str, turn: int, *, path: Path | None
     if not isinstance(data, dict):
         raise SchemaError(f"a report must be a JSON object, not {type(data).__name__}", path=path, pointer="$",
                           task_id=task_id, turn=turn, expected="a JSON object")
-    check_storable(data, path=path)  # before anything (a lock, the other report) is written
+    plain = check_storable(data, path=path)  # before anything (a lock, the other report) is written
     kind = kind or ("coach_turn" if "decision" in data or "verdict" in data else "player_turn")
     filled = {"task_id": task_id, "turn": turn, **data}
-    return validate_record(kind, filled, path=path)
+    return validate_record(kind, filled, path=path, plain=plain)
+
+
+R = TypeVar("R", PlayerReport, CoachDecision)
+
+
+@dataclass(frozen=True)
+class CheckedReport(Generic[R]):
+    """A report as it came in, turned into its record: checked against its schema once, here.
+
+    ``data`` is what the store writes (``record.to_dict()``), never validated again. A report given
+    as a dict is validated on the way in, and its record's dict is what reading the file back
+    gives (``canonical``). A record given as such is trusted only once :func:`require_valid` has
+    checked it (``checked``): it is checked last, as writing it used to.
+    """
+
+    kind: str
+    record: R
+    data: dict[str, Any]
+    canonical: bool
+    checked: bool
+    #: Whether the report named its own turn (else it is numbered by the recorder).
+    named: bool = True
+
+    def numbered(self, turn: int) -> CheckedReport[R]:
+        """The same report for turn ``turn`` when it left its number out (nothing is validated again)."""
+        if self.named or self.record.turn == turn:
+            return self
+        return replace(self, record=replace(self.record, turn=turn), data={**self.data, "turn": turn})
+
+
+def check_report(kind: str, cls: type[R], report: R | dict[str, Any], task_id: str, turn: int, *,
+                 path: Path | None = None) -> CheckedReport[R]:
+    """``report`` (a dict from an agent, or a record) as a :class:`CheckedReport` of turn ``turn``.
+
+    A dict is validated here (ids filled in, legacy shapes normalised, schema checked; errors name
+    ``path``). A record is taken as it is: see :func:`require_valid`.
+    """
+    if isinstance(report, cls):
+        return CheckedReport(kind, report, report.to_dict(), canonical=False, checked=False)
+    named = isinstance(report, dict) and "turn" in report
+    record = cls.from_dict(with_ids(report, task_id, turn, path=path, kind=kind))  # type: ignore[arg-type]
+    return CheckedReport(kind, record, record.to_dict(), canonical=True, checked=True, named=named)
+
+
+def require_valid(report: CheckedReport[R], *, path: Path | None = None) -> CheckedReport[R]:
+    """``report`` once its dict is known to be a valid record (a record built by the caller is checked
+    here, as writing it would: errors name ``path``, the file it is written to)."""
+    from guardkit_state.store.schemas import check_record  # local: record shape validation lives in schemas
+
+    if not report.checked:
+        check_storable(report.data, path=path)
+        check_record(report.kind, report.data, path=path)
+        report = replace(report, checked=True)
+    return report
 
 
 def checked_max_turns(value: object, *, name: str = "max_turns") -> int | None:
@@ -221,35 +275,71 @@ def named_turn(report: Report) -> int | None:
 
 @dataclass
 class IncomingTurn:
-    """Two reports given to ``record``, checked against a task's lifecycle."""
+    """Two reports given to ``record``, checked against a task's lifecycle.
+
+    Each report is validated once, whatever number of times the checks below run (before the
+    lock, and again under it on the file as read there).
+    """
 
     lifecycle: TurnLifecycle
     player: dict[str, Any] | PlayerReport
     coach: dict[str, Any] | CoachDecision
     player_path: Path | None = None
     coach_path: Path | None = None
+    _checked: tuple[CheckedReport[PlayerReport], CheckedReport[CoachDecision]] | None = \
+        field(default=None, init=False, repr=False)
+    #: The completable turn, and the task view it was computed on (recomputed when the view changes).
+    _completable: tuple[TaskFile, int | None] | None = field(default=None, init=False, repr=False)
+
+    def reports(self, number: int) -> tuple[CheckedReport[PlayerReport], CheckedReport[CoachDecision]]:
+        """Both reports as checked records of turn ``number`` (ids filled in, schemas checked once)."""
+        if self._checked is None:
+            task_id = self.lifecycle.task_id
+            self._checked = (check_report("player_turn", PlayerReport, self.player, task_id, number,
+                                          path=self.player_path),
+                             check_report("coach_turn", CoachDecision, self.coach, task_id, number,
+                                          path=self.coach_path))
+        player, coach = self._checked
+        return player.numbered(number), coach.numbered(number)
 
     def validated(self, number: int) -> tuple[PlayerReport, CoachDecision]:
         """Both reports as records of turn ``number`` (ids filled in, schemas checked)."""
-        task_id = self.lifecycle.task_id
-        player = self.player if isinstance(self.player, PlayerReport) else PlayerReport.from_dict(
-            with_ids(self.player, task_id, number, path=self.player_path, kind="player_turn"))
-        coach = self.coach if isinstance(self.coach, CoachDecision) else CoachDecision.from_dict(
-            with_ids(self.coach, task_id, number, path=self.coach_path, kind="coach_turn"))
-        return player, coach
+        player, coach = self.reports(number)
+        return player.record, coach.record
 
-    def checked(self, number: int) -> tuple[PlayerReport, CoachDecision]:
-        """:meth:`validated`, and both reports really are for this task and turn ``number``."""
-        player, coach = self.validated(number)
-        self.lifecycle._check_ids(player.task_id, player.turn, number, "player report", self.player_path)
-        self.lifecycle._check_ids(coach.task_id, coach.turn, number, "coach decision", self.coach_path)
-        check_criterion_ids(self.lifecycle.task, player, coach, player_path=self.player_path,
+    def checked(self, number: int) -> tuple[CheckedReport[PlayerReport], CheckedReport[CoachDecision]]:
+        """:meth:`reports`, and both reports really are for this task and turn ``number``."""
+        player, coach = self.reports(number)
+        self.lifecycle._check_ids(player.record.task_id, player.record.turn, number, "player report",
+                                  self.player_path)
+        self.lifecycle._check_ids(coach.record.task_id, coach.record.turn, number, "coach decision",
+                                  self.coach_path)
+        check_criterion_ids(self.lifecycle.task, player.record, coach.record, player_path=self.player_path,
                             coach_path=self.coach_path)
-        return player, coach
+        store = self.lifecycle.store
+        return (require_valid(player, path=store.path("player_turn", number)),
+                require_valid(coach, path=store.path("coach_turn", number)))
+
+    def forget_files(self) -> None:
+        """Look at the turn files again next time (they may have changed: the lock was just taken)."""
+        self._completable = None
+
+    def completable_turn(self) -> int | None:
+        """The lifecycle's completable turn, computed once per view of the task file."""
+        task = self.lifecycle.task
+        if self._completable is None or self._completable[0] is not task:
+            self._completable = (task, self.lifecycle.completable_turn())
+        return self._completable[1]
 
     def follows_completable(self) -> bool:
-        """True when the Player's report names the turn after a completable (unlisted) turn."""
-        pending = self.lifecycle.completable_turn()
+        """True when the Player's report names the turn after a completable (unlisted) turn.
+
+        Only a report naming the turn after next can follow one: for any other, the files of the
+        next turn are not even looked at.
+        """
+        if named_turn(self.player) != self.lifecycle.recorded_turns + 2:
+            return False
+        pending = self.completable_turn()
         return pending is not None and named_turn(self.player) == pending + 1
 
     def next_number(self) -> int:
@@ -282,12 +372,12 @@ class IncomingTurn:
         recorded = self.lifecycle.recorded_turns
         if number is None or not 1 <= number <= recorded:
             return
-        player, coach = self.validated(number)
+        player, coach = self.reports(number)
         lifecycle = self.lifecycle
-        lifecycle._check_ids(player.task_id, player.turn, number, "player report", self.player_path)
-        lifecycle._check_ids(coach.task_id, coach.turn, number, "coach decision", self.coach_path)
+        lifecycle._check_ids(player.record.task_id, player.record.turn, number, "player report", self.player_path)
+        lifecycle._check_ids(coach.record.task_id, coach.record.turn, number, "coach decision", self.coach_path)
         store, task_id = lifecycle.store, lifecycle.task_id
-        given = {"player_turn": player.to_dict(), "coach_turn": coach.to_dict()}
+        given = {"player_turn": player.data, "coach_turn": coach.data}
         differ = [kind for kind, data in given.items() if _stored(store, kind, number) != data]
         if not differ:
             raise AlreadyRecordedError(f"turn {number} of {task_id} was already recorded with these reports; "
@@ -309,6 +399,7 @@ def _stored(store: TurnStore, kind: str, number: int) -> dict[str, Any] | None:
     return None if report is None else report.to_dict()
 
 
-__all__ = ["DEFAULT_MAX_TURNS", "TERMINAL_STATUSES", "IncomingTurn", "check_may_continue", "check_task_writable",
-           "check_turn_history", "checked_max_turns", "checked_timeout", "closed_reason", "looks_half_saved",
-           "named_turn", "read_task_settled", "turn_budget", "with_ids"]
+__all__ = ["DEFAULT_MAX_TURNS", "TERMINAL_STATUSES", "CheckedReport", "IncomingTurn", "check_may_continue",
+           "check_report", "check_task_writable", "check_turn_history", "checked_max_turns", "checked_timeout",
+           "closed_reason", "looks_half_saved", "named_turn", "read_task_settled", "require_valid", "turn_budget",
+           "with_ids"]

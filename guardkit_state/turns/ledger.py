@@ -158,7 +158,7 @@ class CriteriaLedger:
 
 
 def criteria_lines(criteria: Iterable[Criterion], statuses: Mapping[str, str], *, indent: str = "  ") -> list[str]:
-    """``  ✓ AC-001: text: verified`` lines (seed 001's format), task order, then unknown ids."""
+    """``  ✓ AC-001: text: verified`` lines (the format GuardKit's prompts use), task order, then unknown ids."""
     lines: list[str] = []
     listed: set[str] = set()
     for criterion in criteria:

@@ -1,4 +1,4 @@
-"""Where to resume a loop, from the files alone (DESIGN.md section 3: roll forward, not back).
+"""Where to resume a loop, from the files alone (``docs/resume.md``: roll forward, not back).
 
 The frontmatter append is the commit point: a turn listed in ``turns`` is finished. For the first
 unrecorded turn N the files say how much of it can be reused: both reports valid → complete N without

@@ -1,4 +1,4 @@
-"""Stall detection (DESIGN.md 3.2): the same feedback again and again with no progress.
+"""Stall detection (``docs/lifecycle.md``): the same feedback again and again with no progress.
 
 A port of GuardKit's feedback-stall rule, with one decisive change: progress is the criteria
 *ledger's* cumulative verified count, so a Player whose early work met the criteria is not declared
@@ -13,6 +13,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from guardkit_state.store.layout import WORKTREES_DIR
+
 #: Same signature this many turns in a row with nothing verified is a stall.
 ZERO_PROGRESS_WINDOW = 3
 #: Same signature this many turns in a row with an unchanged non-zero count is a stall.
@@ -22,7 +24,7 @@ NO_CHANGE_WINDOW = 5
 #: whitespace collapsed): real feedback is far shorter, and the work per turn stays bounded.
 NORMALISE_LIMIT = 64 * 1024
 
-_WORKTREE = ".guardkit/worktrees/"
+_WORKTREE = f"{WORKTREES_DIR.as_posix()}/"
 _TEST_ID = ".py::"
 _TOKEN = re.compile(r"\S+")
 # Order matters: paths before numbers, test ids before line numbers. Each number pattern starts

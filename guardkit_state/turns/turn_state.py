@@ -15,6 +15,7 @@ from typing import Any
 from guardkit_state.config import gates_verdict
 from guardkit_state.model import CoachDecision, GateResult, PlayerReport, TurnMode, TurnState, turn_state_id
 from guardkit_state.turns.ledger import CriteriaLedger
+from guardkit_state.turns.promises import SOURCE_KEY, source_name
 from guardkit_state.turns.stall import feedback_signature
 
 _COACH_TO_STATE = {"approve": "approved", "feedback": "feedback", "reject": "rejected", "error": "error"}
@@ -86,37 +87,21 @@ def assemble_turn_state(
     error: str | None = None,
     gate_results: Sequence[GateResult] = (),
     promises_source: int | None = None,
+    lacks_promises: bool = False,
 ) -> TurnState:
-    """Build the full TurnState from the reports and the ledger (pure)."""
+    """Build the full TurnState from the reports and the ledger (pure).
+
+    ``promises_source`` is the earlier turn whose Player report's promises stand for this turn's;
+    ``lacks_promises`` says this turn's Player left them out, which the turn state then records
+    even when no earlier report has any (the next turn looks no further back than this one).
+    """
     measured = turn_measurements(player, coach)
     coach_decision = "error" if error or coach is None else _COACH_TO_STATE[coach.decision]
     feedback = error if error else (coach.feedback_text if coach else None)
-    blockers = list(player.blockers) if player else []
-    if coach:
-        blockers += [str(i.get("description")) for i in coach.issues
-                     if i.get("category") == "blocker" or i.get("severity") == "blocker"]
-    delta = ledger.delta(ledger_before)
-    total = len(ledger.entries)
-    progress = f"{ledger.verified_count}/{total} criteria verified"
-    if delta:
-        progress += f" ({' '.join(delta)})"
-    what_next = coach.what_to_try_next if coach else None
-    if what_next is None and coach_decision not in ("approved",):
-        open_items = [e.criterion_id for e in ledger.entries if e.status != "verified"]
-        if error:
-            what_next = f"Recover from the failure: {error}"
-        elif open_items:
-            what_next = "Address " + ", ".join(open_items[:5]) + (" and more" if len(open_items) > 5 else "")
-    files: list[str] = []
-    if player:
-        for name in [*player.files_created, *player.files_modified]:
-            if name not in files:
-                files.append(name)
     seconds = (datetime.fromisoformat(completed_at) - datetime.fromisoformat(started_at)).total_seconds()
-    lessons = (list(player.lessons) if player else []) + (list(coach.lessons) if coach else [])
     extra: dict[str, Any] = {}
-    if promises_source is not None:
-        extra["completion_promises_source"] = f"player_turn_{promises_source}.json"
+    if lacks_promises or promises_source is not None:
+        extra[SOURCE_KEY] = source_name(promises_source)
     return TurnState(
         id=turn_state_id(feature_id, task_id, turn),
         feature_id=feature_id,
@@ -127,11 +112,11 @@ def assemble_turn_state(
         player_decision=_player_decision(player, error),  # type: ignore[arg-type]
         coach_decision=coach_decision,  # type: ignore[arg-type]
         coach_feedback=feedback,
-        blockers_found=blockers,
-        progress_summary=progress,
+        blockers_found=_blockers(player, coach),
+        progress_summary=_progress(ledger, ledger_before),
         acceptance_criteria_status=ledger.statuses(),
         criteria_provenance=ledger.provenance(),
-        files_modified=files,
+        files_modified=_files(player),
         tests_passed=measured["tests_passed"],
         tests_failed=measured["tests_failed"],
         coverage=measured["coverage"],
@@ -139,14 +124,55 @@ def assemble_turn_state(
         started_at=started_at,
         completed_at=completed_at,
         duration_seconds=max(0.0, round(seconds, 3)),
-        lessons_from_turn=lessons,
-        what_to_try_next=what_next,
+        lessons_from_turn=(list(player.lessons) if player else []) + (list(coach.lessons) if coach else []),
+        what_to_try_next=_what_next(coach, coach_decision, ledger, error),
         feedback_signature=feedback_signature(feedback) if coach_decision != "approved" else None,
         verified_count=ledger.verified_count,
         gate_results=[g.to_dict() for g in gate_results],
         error=error,
         extra=extra,
     )
+
+
+def _blockers(player: PlayerReport | None, coach: CoachDecision | None) -> list[str]:
+    """The Player's blockers, then the issues the Coach filed as blockers."""
+    blockers = list(player.blockers) if player else []
+    if coach:
+        blockers += [str(i.get("description")) for i in coach.issues
+                     if i.get("category") == "blocker" or i.get("severity") == "blocker"]
+    return blockers
+
+
+def _progress(ledger: CriteriaLedger, ledger_before: CriteriaLedger) -> str:
+    """``3/8 criteria verified (+AC-002 -AC-005)``."""
+    delta = ledger.delta(ledger_before)
+    progress = f"{ledger.verified_count}/{len(ledger.entries)} criteria verified"
+    if delta:
+        progress += f" ({' '.join(delta)})"
+    return progress
+
+
+def _what_next(coach: CoachDecision | None, coach_decision: str, ledger: CriteriaLedger,
+               error: str | None) -> str | None:
+    """The Coach's advice, else (unless approved) recovering from the error or the open criteria."""
+    what_next = coach.what_to_try_next if coach else None
+    if what_next is None and coach_decision not in ("approved",):
+        open_items = [e.criterion_id for e in ledger.entries if e.status != "verified"]
+        if error:
+            what_next = f"Recover from the failure: {error}"
+        elif open_items:
+            what_next = "Address " + ", ".join(open_items[:5]) + (" and more" if len(open_items) > 5 else "")
+    return what_next
+
+
+def _files(player: PlayerReport | None) -> list[str]:
+    """The files the Player created, then those it modified, each once."""
+    files: list[str] = []
+    if player:
+        for name in [*player.files_created, *player.files_modified]:
+            if name not in files:
+                files.append(name)
+    return files
 
 
 __all__ = ["apply_gate_verdict", "assemble_turn_state", "gate_inputs", "turn_measurements"]

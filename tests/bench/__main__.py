@@ -5,6 +5,7 @@ Usage::
     python -m tests.bench                      # full sizes, bench-results.json
     python -m tests.bench --quick --out x.json # tiny sizes (the smoke test)
     python -m tests.bench --only record,resume --repeat 25
+    python -m tests.bench --only record        # just recording turns (with and without promises)
 
 Every number is a median over repeated runs after warm-up; ratios are against the floor (the same
 bytes written or read the cheapest durable way) and against LangGraph's SqliteSaver when installed.
@@ -90,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("record", "resume", "storage"):
             if name in only:
                 results["cases"][name] = got.get(name) if "error" not in got else got
+        if "record" in only and "error" not in got:
+            results["cases"]["record_no_promises"] = got.get("record_no_promises")
+            results["cases"]["record_turn"] = got.get("record_turn")
         if got.get("langgraph") and got["langgraph"] != "langgraph-checkpoint-sqlite":
             results["notes"].append(f"LangGraph columns skipped: {got['langgraph']}")
     case("status", lambda: bench_status.run_status(

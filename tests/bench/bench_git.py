@@ -23,7 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.git.repo import GitRepo, commit_turn
+from guardkit_state.git.commits import commit_turn
+from guardkit_state.git.repo import GitRepo
 
 FILES = 1000
 TASK_ID = "TASK-BENCH-001"

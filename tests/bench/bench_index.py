@@ -13,6 +13,10 @@ reports, in milliseconds:
 
 With ``kuzu`` importable it also measures Kuzu (the rejected embedded alternative) indexing the
 same 200 episodes and answering the same search with a group filter, to keep the choice honest.
+
+Then the labelled query set and the 10,000-turn case (:mod:`.bench_index_queries`): precision@5
+and latency of the file scan and the index side by side, printed as a table and returned under
+``queryset`` and ``scale`` (``--quick``: ~1,100 turns instead of ~10,000).
 """
 
 from __future__ import annotations
@@ -90,6 +94,9 @@ def run() -> dict[str, Any]:
         result["files_search_ms"] = _median_ms(lambda: files.search(QUERY))
         result["search_ratio_vs_files"] = round(result["search_ms"] / max(result["files_search_ms"], 1e-6), 2)
         result["kuzu"] = _kuzu(root)
+    from . import bench_index_queries
+
+    result.update(bench_index_queries.run(quick="--quick" in sys.argv))
     return result
 
 
@@ -105,7 +112,7 @@ def _kuzu(root: Path) -> dict[str, Any]:
     from graphiti_core.nodes import EpisodeType, EpisodicNode
     from graphiti_core.utils.datetime_utils import utc_now
 
-    from guardkit_state.index.records import load_turn_state_records
+    from guardkit_state.index.turn_records import load_turn_state_records
 
     records = load_turn_state_records(root).records
 

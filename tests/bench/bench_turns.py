@@ -8,7 +8,12 @@ thing), then:
   JSON files and splice the frontmatter, all atomic with fsync). Interleaved with each turn:
   the **floor** (the same four files' bytes written with temp + fsync + replace + directory fsync,
   nothing parsed or validated) and a **LangGraph step** (``put_writes`` + ``put`` of a checkpoint
-  holding the same state, in a database holding the same history).
+  holding the same state, in a database holding the same history). Twice: with Player reports that
+  carry their completion promises, and without (**no promises**: only turn 1's report has them, so
+  every later turn recovers them from turn 1, the farthest look-back there is).
+* **record_turn** — the same turns through the public :func:`record_turn`, as ``guardkit-state
+  record`` runs it: each call finds and reads the task file afresh (settled), takes the lock, and
+  records the turn (no target: the loop above is what a loop pays; this is what a new process pays).
 * **resume** — a new process's work: ``TurnLifecycle.open`` + ``resume_point`` + ``context_for``,
   next to ``SqliteSaver.get_tuple`` (connection opened, latest checkpoint loaded) and to reading the
   bytes resume reads (the task file and the last turn state).
@@ -25,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.store.turn_files import FILE_PATTERNS
-from guardkit_state.turns.lifecycle import TurnLifecycle
+from guardkit_state.turns.lifecycle import TurnLifecycle, record_turn
 from guardkit_state.turns.resume import resume_point
 
 from . import peer_langgraph
@@ -42,6 +47,7 @@ from .common import (
 )
 
 RECORD_AT = (1, 10, 25, 50, 200)  # 25: where the LangGraph target is set
+RECORD_TURN_AT = (1, 50, 200)  # through record_turn (a new process's view)
 RESUME_AT = (1, 25, 200)
 STORAGE_AT = 50
 WARMUP = 2
@@ -50,8 +56,9 @@ WARMUP = 2
 class History:
     """A task repository with ``turns`` recorded turns, and its LangGraph twin."""
 
-    def __init__(self, root: Path, turns: int, *, langgraph: bool) -> None:
+    def __init__(self, root: Path, turns: int, *, langgraph: bool, promises: bool = True) -> None:
         self.root = root
+        self.promises = promises
         self.task_path = make_task_repo(root)
         self.initial_task_bytes = self.task_path.stat().st_size
         self.lifecycle = TurnLifecycle.open(root, TASK_ID, max_turns=100_000)
@@ -63,14 +70,29 @@ class History:
             self.record()
             if self.peer is not None:
                 self.peer.run_step(self.turn_content(self.lifecycle.recorded_turns))
+        self.next_number = turns + 1
+
+    def player(self, turn: int) -> dict[str, Any]:
+        """Turn ``turn``'s Player report; without promises (after turn 1) unless this history keeps them."""
+        report = player_report(turn)
+        if not self.promises and turn > 1:
+            del report["completion_promises"]
+        return report
 
     def record(self) -> None:
         """One turn, as a loop records it."""
         lifecycle = self.lifecycle
         active = lifecycle.begin_turn()
-        lifecycle.record_player(player_report(active.number))
+        lifecycle.record_player(self.player(active.number))
         lifecycle.record_coach(coach_decision(active.number))
         lifecycle.complete_turn()
+
+    def record_turn(self) -> int:
+        """One turn through the public ``record_turn`` (a fresh view of the task each time); its number."""
+        number = record_turn(self.root, TASK_ID, self.player(self.next_number), coach_decision(self.next_number),
+                             max_turns=100_000).turn_state.turn_number
+        self.next_number = number + 1
+        return number
 
     def turn_files(self, turn: int) -> list[Path]:
         store = self.lifecycle.store
@@ -116,12 +138,17 @@ def _resume(root: Path) -> str:
 
 
 def run(*, record_at: tuple[int, ...] = RECORD_AT, resume_at: tuple[int, ...] = RESUME_AT,
-        storage_at: int | None = STORAGE_AT, repeat: int = 15, langgraph: bool = True) -> dict[str, Any]:
-    """Run the record, resume and storage cases; medians (ms) and ratios."""
+        storage_at: int | None = STORAGE_AT, repeat: int = 15, langgraph: bool = True,
+        record_turn_at: tuple[int, ...] | None = None) -> dict[str, Any]:
+    """Run the record (with and without promises, looped and through ``record_turn``), resume and
+    storage cases; medians (ms) and ratios. ``record_turn_at`` defaults to the record sizes in
+    :data:`RECORD_TURN_AT`."""
     skipped = peer_langgraph.available() if langgraph else "disabled"
     use_peer = skipped is None
-    result: dict[str, Any] = {"record": [], "resume": [], "storage": None, "repeat": repeat,
-                              "langgraph": skipped or "langgraph-checkpoint-sqlite"}
+    if record_turn_at is None:
+        record_turn_at = tuple(n for n in record_at if n in RECORD_TURN_AT) or record_at[:1]
+    result: dict[str, Any] = {"record": [], "record_no_promises": [], "record_turn": [], "resume": [],
+                              "storage": None, "repeat": repeat, "langgraph": skipped or "langgraph-checkpoint-sqlite"}
     with tempfile.TemporaryDirectory(prefix="gks-bench-turns-") as tmp:
         if storage_at:
             history = History(Path(tmp) / "storage", storage_at, langgraph=use_peer)
@@ -129,15 +156,20 @@ def run(*, record_at: tuple[int, ...] = RECORD_AT, resume_at: tuple[int, ...] = 
                 result["storage"] = _storage(history)
             finally:
                 history.close()
-        for turns in sorted(set(record_at) | set(resume_at)):
-            history = History(Path(tmp) / f"h{turns}", turns, langgraph=use_peer)
-            try:
-                if turns in resume_at:
-                    result["resume"].append(_resume_case(history, turns, repeat))
-                if turns in record_at:
-                    result["record"].append(_record_case(history, turns, repeat))
-            finally:
-                history.close()
+        for promises in (True, False):
+            sizes = set(record_at) | (set(resume_at) if promises else set())
+            for turns in sorted(sizes):
+                history = History(Path(tmp) / f"h{turns}-{promises}", turns, langgraph=use_peer, promises=promises)
+                try:
+                    if promises and turns in resume_at:
+                        result["resume"].append(_resume_case(history, turns, repeat))
+                    if turns in record_at:
+                        result["record" if promises else "record_no_promises"].append(
+                            _record_case(history, turns, repeat))
+                    if turns in record_turn_at:  # last: it leaves the history's lifecycle behind the file
+                        result["record_turn"].append(_record_turn_case(history, turns, repeat))
+                finally:
+                    history.close()
     return result
 
 
@@ -160,6 +192,21 @@ def _record_case(history: History, turns: int, repeat: int) -> dict[str, Any]:
         if peer_sample is not None:
             peer.append(peer_sample)
     return _row({"prior_turns": turns}, ours, floor, peer)
+
+
+def _record_turn_case(history: History, turns: int, repeat: int) -> dict[str, Any]:
+    """``record_turn`` after ``turns`` recorded turns, next to the floor (no LangGraph column)."""
+    ours: list[float] = []
+    floor: list[float] = []
+    history.next_number = history.lifecycle.recorded_turns + 1
+    for i in range(WARMUP + repeat):
+        numbers: list[int] = []
+        sample = timed_ms(lambda: numbers.append(history.record_turn()))
+        floor_sample = history.floor(numbers[0])
+        if i >= WARMUP:
+            ours.append(sample)
+            floor.append(floor_sample)
+    return _row({"prior_turns": turns, "promises": history.promises}, ours, floor, [])
 
 
 def _row(case: dict[str, Any], ours: list[float], floor: list[float], peer: list[float]) -> dict[str, Any]:

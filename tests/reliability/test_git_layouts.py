@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.errors import LockedError
-from guardkit_state.git.repo import GitRepo, commit_turn
+from guardkit_state.git.checkouts import shared_lock_path
+from guardkit_state.git.commits import commit_turn
+from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager
-from guardkit_state.store.fsio import exclusive_lock
-from guardkit_state.turns.lifecycle import shared_lock_path
+from guardkit_state.store.locks import exclusive_lock
 
 from .harness import TASK_ID, TASK_REL, Setup, agent_command, git, make_project
 

@@ -58,7 +58,7 @@ TASK_CASES: list[tuple[str, bytes, str]] = [
 
 #: name, player-report text (or bytes), where
 # (name, report bytes, where the error must point, exit code). `record` exits 2 for a file that is
-# not a readable JSON report and 1 for a readable report it rejects (issue #3's contract).
+# not a readable JSON report and 1 for a readable report it rejects (record's documented exit codes, docs/lifecycle.md).
 REPORT_CASES: list[tuple[str, bytes, str, int]] = [
     ("json-nan", b'{"files_modified": [], "coverage": NaN}', "player.json:1", 2),
     ("json-infinity", b'{"coverage": -Infinity}', "player.json:1", 2),

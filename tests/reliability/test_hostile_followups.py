@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.errors import InputError
-from guardkit_state.git.repo import GitRepo, commit_turn
+from guardkit_state.git.commits import commit_turn
+from guardkit_state.git.repo import GitRepo
 from guardkit_state.store import fsio
 from guardkit_state.turns.intake import checked_max_turns
 

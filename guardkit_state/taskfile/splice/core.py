@@ -52,7 +52,8 @@ def splice_state(text: str, update: StateUpdate, *, path: Path | str | None = No
             ``parsed``); without it ``text`` is parsed here.
 
     A no-op update returns the identical text with method ``noop``. Any other result carries
-    ``parsed``, the verified reading of the new text (its node tree only when it was read in full).
+    ``parsed``, the verified reading of the new text, with a node tree located in it: the next
+    splice of that text takes its keys' positions from it instead of parsing it again.
 
     Raises:
         FrontmatterError: broken delimiters, invalid YAML, both state keys, a state block that is
@@ -62,7 +63,7 @@ def splice_state(text: str, update: StateUpdate, *, path: Path | str | None = No
     """
     if update.is_empty:
         return SpliceResult(text, "noop")
-    # A parse without its node tree (a write confirmed span by span) cannot locate keys: read again.
+    # A parse without its node tree cannot locate keys, nor one of another text: read again.
     reusable = parsed is not None and (parsed.node is not None or not parsed.data) and _is_parse_of(parsed, text)
     old = parsed if parsed is not None and reusable else parse_frontmatter(text, path=path)
     split = old.split
@@ -71,17 +72,35 @@ def splice_state(text: str, update: StateUpdate, *, path: Path | str | None = No
         created = _create_frontmatter(split, update)
         return SpliceResult(created, "splice", None,
                             verify_write(old, created, update, path=path, edits=None, allowed=[]))
-    fm = split.yaml_text
     top = _top_entries(old, path)
     block = next((top[key] for key in STATE_KEYS if key in top), None)
     edits = Edits()
     # Spans the edits may touch: the verification refuses a byte changed anywhere else.
-    allowed = [(block.start, block.end) if block else (len(fm), len(fm))]
+    allowed = [(block.start, block.end) if block else (len(split.yaml_text), len(split.yaml_text))]
     # Top-level keys first, so a key added before the state block lands above it.
+    allowed += _edit_top_level(old, top, block, update, edits, path)
+    method: SpliceMethod = "splice"
+    reason: str | None = None
+    if update.touches_state:
+        method, reason = _edit_state(old, block, update, edits, path)
+    new_fm = edits.apply(split.yaml_text) if edits.items else split.yaml_text
+    if new_fm == split.yaml_text:
+        return SpliceResult(text, "noop")
+    new_text = split.prefix + new_fm + split.closing + split.body
+    verified = verify_write(old, new_text, update, path=path, edits=edits, allowed=allowed)
+    return SpliceResult(new_text, method, reason, verified)
+
+
+def _edit_top_level(old: ParsedFrontmatter, top: dict[str, Entry], block: Entry | None, update: StateUpdate,
+                    edits: Edits, path: Path | str | None) -> list[tuple[int, int]]:
+    """Add the edits of the update's top-level keys; returns the spans of the existing ones."""
+    split = old.split
+    fm = split.yaml_text
+    spans = []
     for key, value in update.top_level.items():
         entry = top.get(key)
         if entry is not None:
-            allowed.append((entry.start, entry.end))
+            spans.append((entry.start, entry.end))
         try:
             set_value(fm, edits, entry, key, value, old.data.get(key, MISSING), 0, split.newline,
                       insert_at=block.start if block else _end_of(fm, edits, split.newline))
@@ -90,18 +109,7 @@ def splice_state(text: str, update: StateUpdate, *, path: Path | str | None = No
             raise FrontmatterError(f"cannot update top-level '{key}': {why}", path=path,
                                    line=line_of(fm, entry.start, split.line_offset),
                                    expected="'key: value'") from None
-    method: SpliceMethod = "splice"
-    reason: str | None = None
-    if update.touches_state:
-        method, reason = _edit_state(old, block, update, edits, path)
-    if not edits.items:
-        return SpliceResult(text, "noop")
-    new_fm = edits.apply(fm)
-    if new_fm == fm:
-        return SpliceResult(text, "noop")
-    new_text = split.prefix + new_fm + split.closing + split.body
-    verified = verify_write(old, new_text, update, path=path, edits=edits, allowed=allowed)
-    return SpliceResult(new_text, method, reason, verified)
+    return spans
 
 
 def _edit_state(old: ParsedFrontmatter, block: Entry | None, update: StateUpdate, edits: Edits,

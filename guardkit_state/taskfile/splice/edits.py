@@ -56,8 +56,11 @@ def set_value(fm: str, edits: Edits, entry: Entry | None, key: str, value: Any, 
         raise Fallback(f"'{key}' is written as a '? key' entry")
     node = entry.value
     anchor = entry.anchor(fm)
+    # In place only when the value ends at a blank or the line's end: a quoted value followed
+    # directly by more text (``''#``, which YAML reads as ``''``) is rewritten with its whole entry.
     if (isinstance(node, yaml.ScalarNode) and node.style in _INLINE_STYLES and not entry.tagged(fm)
-            and node.end_mark.index <= entry.line_end):
+            and node.end_mark.index <= entry.line_end and fm[node.end_mark.index:node.end_mark.index + 1]
+            in ("", " ", "\t", "\r", "\n")):
         scalar = render_scalar(value)
         if scalar is not None:
             start = node.start_mark.index + len(anchor)

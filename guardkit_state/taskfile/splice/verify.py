@@ -9,11 +9,13 @@ the first differing key, before anything is written. A key elsewhere that is a Y
 value the update changes would change with it, so such a write is refused too, and says why.
 
 Reading back the whole frontmatter costs as much as the rest of a turn on a long history, so
-when the old text has no alias (nothing in it is reached twice) only the edited top-level
-entries are parsed: each edited span starts at a top-level key line and ends where the next one
-starts (positions from the strict parse of the old text), every byte around the spans is shown
-identical, and a YAML block mapping's entries at column 0 are read independently of each other
-when no alias crosses them. Whatever that shortcut cannot confirm is read back in full.
+when the old text has no alias (nothing in it is reached twice) the recorded turns but the last are
+left out of what is read back: every byte outside the edited spans is shown identical first, the
+left-out lines are whole items of a block sequence that no edit touches (such items read the same
+without the ones before them), and the rest of the frontmatter must read as the intent without
+them. The node tree of that reading, its marks moved to where they are in the new text, is what
+the next write locates its keys from, so a loop parses a task file in full once, when it reads it.
+Whatever that shortcut cannot confirm is read back in full.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def verify_write(old: ParsedFrontmatter, new_text: str, update: StateUpdate, *, 
         WriteVerificationError: the new text does not parse, or differs from the intent.
     """
     if edits is not None and not old.aliased:
-        confirmed = _verify_spans(old, new_text, update, edits, allowed, path)
+        confirmed = _verify_pruned(old, new_text, update, edits, allowed, path)
         if confirmed is not None:
             return confirmed
     try:
@@ -84,11 +86,12 @@ def _alias_hint(old: ParsedFrontmatter, update: StateUpdate, actual: dict[str, A
             "or remove the anchor, to record turns)")
 
 
-def _verify_spans(old: ParsedFrontmatter, new_text: str, update: StateUpdate, edits: Edits,
-                  allowed: list[tuple[int, int]], path: Path | str | None) -> ParsedFrontmatter | None:
-    """The new text's data when reading only the edited top-level entries confirms it, else None.
+def _verify_pruned(old: ParsedFrontmatter, new_text: str, update: StateUpdate, edits: Edits,
+                   allowed: list[tuple[int, int]], path: Path | str | None) -> ParsedFrontmatter | None:
+    """The new text's reading when its frontmatter, less the turns recorded before, confirms it, else None.
 
-    The result carries no node tree (``node`` None): the next splice parses its text afresh.
+    The result carries the data expected and a node tree located in the new text (see
+    :func:`_located`), so the next write splices without parsing the whole file again.
     """
     root = old.node
     try:
@@ -101,37 +104,96 @@ def _verify_spans(old: ParsedFrontmatter, new_text: str, update: StateUpdate, ed
         _check_bytes(old.split, split, edits, allowed, path)
     except WriteVerificationError:
         return None  # the full read names the first differing key, which says more
-    history = _recorded_turns_span(old, edits)
-    spans = _edited_spans(old.split.yaml_text, edits, allowed, skip=history)
-    if spans is None:
+    cut = _history_cut(old, edits)
+    fm = split.yaml_text
+    lo = hi = 0
+    if cut is not None:
+        lo, hi = _moved(cut[0], edits), _moved(cut[1], edits)
+    try:
+        pruned = parse_yaml(fm[:lo] + fm[hi:], path=path)
+    except GuardkitStateError:
         return None
-    pieces: list[tuple[int, list[tuple[Any, Any]]]] = []
-    for key_node, _ in root.value:
-        start = key_node.start_mark.index
-        if not any(lo <= start < hi for lo, hi, _ in spans):
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == MERGE_TAG:
-                return None
-            pieces.append((start, [(key_node.value, old.data.get(key_node.value, _ABSENT))]))
-    for lo, hi, text in spans:
-        try:
-            region = parse_yaml(text, path=path).data
-        except GuardkitStateError:
-            return None
-        if not isinstance(region, dict):
-            return None
-        if history is not None and lo <= history[0] < hi and not _restore_turns(old, region):
-            return None
-        pieces.append((lo, list(region.items())))
-    composed: dict[Any, Any] = {}
-    for _, items in sorted(pieces, key=lambda piece: piece[0]):
-        for key, value in items:
-            if key in composed or value is _ABSENT:
-                return None  # a duplicate key: the full read reports it
-            composed[key] = value
     expected = expected_data(old, update)
-    if first_difference(expected, composed) is not None:
+    if not isinstance(pruned.node, yaml.MappingNode) or pruned.aliased or \
+            first_difference(_less_turns(old, expected, cut is not None), pruned.data) is not None:
         return None
-    return ParsedFrontmatter(expected, split, None)
+    node = _located(old, pruned.node, fm, lo, hi)
+    return None if node is None else ParsedFrontmatter(expected, split, node)
+
+
+def _history_cut(old: ParsedFrontmatter, edits: Edits) -> tuple[int, int] | None:
+    """The lines of every recorded turn but the last (untouched by any edit), else None.
+
+    A block sequence's items read the same without the ones before them, and these lines are
+    shown byte-identical: they are most of a long history, so they are left out of what is read.
+    """
+    span = _recorded_turns_span(old, edits)
+    turns = _child_node(_state_node(old), "turns")
+    if span is None or not isinstance(turns, yaml.SequenceNode):
+        return None
+    fm, lo = old.split.yaml_text, span[0]
+    last = turns.value[-1].start_mark.index
+    hi = fm.rfind("\n", 0, last) + 1
+    # An item's mark is its content's, after the dash: only '- ' may stand before it on its line.
+    touched = any(start <= hi and end >= lo for start, end, _, _ in edits.items)
+    if hi <= lo or fm[hi:last].replace(" ", "") not in ("", "-") or touched:
+        return None
+    return lo, hi
+
+
+def _moved(pos: int, edits: Edits) -> int:
+    """Where the old offset ``pos`` (outside every edit) is in the new text."""
+    return pos + sum(len(text) - (end - start) for start, end, _, text in edits.items if end <= pos)
+
+
+def _less_turns(old: ParsedFrontmatter, expected: dict[str, Any], cut: bool) -> dict[str, Any]:
+    """``expected`` as the pruned text reads: without the recorded turns that were left out."""
+    key = old.state_key
+    if not cut or key is None:
+        return expected
+    left_out = len(old.data[key]["turns"]) - 1
+    block = expected[key]
+    return {**expected, key: {**block, "turns": block["turns"][left_out:]}}
+
+
+def _located(old: ParsedFrontmatter, root: yaml.MappingNode, fm: str, lo: int, hi: int) -> yaml.MappingNode | None:
+    """``root``, parsed from ``fm`` less ``fm[lo:hi]``, with every mark moved to where it is in ``fm``.
+
+    The turns sequence starts where its first item does (not the first item read), so the next
+    write finds the recorded turns' lines again.
+    """
+    if hi > lo:
+        lines = fm.count("\n", lo, hi)
+        for node in _nodes(root):
+            for name in ("start_mark", "end_mark"):
+                mark = getattr(node, name)
+                if mark.index >= lo:
+                    setattr(node, name, yaml.Mark(mark.name, mark.index + hi - lo, mark.line + lines, mark.column,
+                                                  None, 0))
+        key = old.state_key
+        block = _child_node(root, key) if key is not None else None
+        turns = _child_node(block, "turns") if isinstance(block, yaml.MappingNode) else None
+        if not isinstance(turns, yaml.SequenceNode) or not turns.value:
+            return None
+        first = lo + len(fm[lo:hi]) - len(fm[lo:hi].lstrip(" "))
+        turns.start_mark = yaml.Mark(turns.start_mark.name, first, fm.count("\n", 0, first),
+                                     first - (fm.rfind("\n", 0, first) + 1), None, 0)
+    return root
+
+
+def _nodes(root: yaml.Node) -> list[yaml.Node]:
+    """Every node of a tree (read without aliases: each is reached once)."""
+    out: list[yaml.Node] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack += (key, value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack += node.value
+    return out
 
 
 def _recorded_turns_span(old: ParsedFrontmatter, edits: Edits) -> tuple[int, int] | None:
@@ -167,50 +229,6 @@ def _child_node(node: yaml.Node | None, name: str) -> yaml.Node | None:
         if isinstance(key, yaml.ScalarNode) and key.value == name and key.tag != MERGE_TAG:
             return value if isinstance(value, yaml.Node) else None
     return None
-
-
-def _restore_turns(old: ParsedFrontmatter, region: dict[Any, Any]) -> bool:
-    """Put the recorded turns left out of the read back in front of the ones the region adds."""
-    key = old.state_key
-    block, old_block = region.get(key), old.data.get(key or "")
-    if not isinstance(block, dict) or not isinstance(old_block, dict) or not isinstance(old_block.get("turns"), list):
-        return False
-    added = block.get("turns")
-    if added is not None and not isinstance(added, list):
-        return False
-    block["turns"] = [*old_block["turns"], *(added or [])]
-    return True
-
-
-def _edited_spans(fm: str, edits: Edits, allowed: list[tuple[int, int]], *,
-                  skip: tuple[int, int] | None = None) -> list[tuple[int, int, str]] | None:
-    """Each allowed span holding edits, with its new text, when it is whole top-level lines.
-
-    A span must start at a line start at column 0 (a top-level key, or the end of the text) and
-    end at a line end, and its new text must end with a line break; else None. The lines
-    ``skip`` (untouched by any edit) are left out of the span's text.
-    """
-    spans: list[tuple[int, int, str]] = []
-    cut = [(skip[0], skip[1], -1, "")] if skip is not None else []
-    for lo, hi in sorted(set(allowed)):
-        inside = [item for item in sorted([*edits.items, *cut]) if lo <= item[0] and item[1] <= hi]
-        if not [item for item in inside if item[2] >= 0]:
-            continue
-        if (lo > 0 and fm[lo - 1] != "\n") or (hi > lo and fm[hi - 1] != "\n") or fm[lo:lo + 1] in (" ", "\t", "-"):
-            return None
-        parts, pos = [], lo
-        for start, end, _, text in inside:
-            parts.append(fm[pos:start])
-            parts.append(text)
-            pos = max(pos, end)
-        parts.append(fm[pos:hi])
-        text = "".join(parts)
-        if text and not text.endswith("\n"):
-            return None
-        if spans and lo < spans[-1][1]:
-            return None  # overlapping spans: leave it to the full read
-        spans.append((lo, hi, text))
-    return spans
 
 
 def expected_data(old: ParsedFrontmatter, update: StateUpdate, *, follow_aliases: bool = False) -> dict[str, Any]:

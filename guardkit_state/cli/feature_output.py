@@ -1,0 +1,157 @@
+"""``guardkit-state feature-build FEAT-X``: a whole feature, its waves of tasks in parallel.
+
+Reached through ``feature-build`` when its argument names a feature (``FEAT-...``, or a plan's
+``.yaml`` file). Calls :func:`~guardkit_state.features.build.build_feature` and renders its
+events, each task loop's progress prefixed with the task's id; a Ctrl-C is said by
+``guardkit_state.cli.main`` from the run's own :class:`~guardkit_state.features.result.FeatureInterrupted`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+
+from guardkit_state.cli.exit_codes import ExitCode
+from guardkit_state.cli.output import Output, safe
+from guardkit_state.errors import InputError
+from guardkit_state.features.events import (
+    FeatureEvent,
+    FeatureNote,
+    FeatureStarted,
+    TaskBlocked,
+    TaskEnded,
+    TaskEvent,
+    TaskMerged,
+    TaskStarted,
+    WaveStarted,
+)
+from guardkit_state.features.result import FeatureResult
+from guardkit_state.loop.events import LoopNote
+
+#: A feature's id starts like GuardKit's plan files are named.
+FEATURE_PREFIX = "FEAT-"
+#: Options of ``feature-build`` that concern one task's loop only.
+_TASK_ONLY = (("no_worktree", "--no-worktree"), ("reopen", "--reopen"), ("report", "--report"))
+
+
+def names_feature(ref: str) -> bool:
+    """True when ``feature-build``'s argument names a feature (an id or a plan file), not a task."""
+    return ref.startswith(FEATURE_PREFIX) or ref.endswith(".yaml")
+
+
+def run_feature(args: argparse.Namespace, out: Output) -> int:
+    """Run (or resume) the feature named by ``args.task_id``; the exit code of its result."""
+    from guardkit_state.features.build import FeatureOptions, build_feature
+    from guardkit_state.loop.agents import CommandAgent
+
+    for name, flag in _TASK_ONLY:
+        if getattr(args, name, None):
+            raise InputError(f"{flag} applies to one task's loop; a feature's tasks always run in worktrees "
+                             "of their own")
+    if args.verbose:
+        handler = logging.StreamHandler(out.stderr)
+        handler.setFormatter(logging.Formatter("  log: %(message)s"))
+        logging.getLogger("guardkit_state").addHandler(handler)
+    options = FeatureOptions(max_parallel=getattr(args, "max_parallel", None), max_turns=args.max_turns,
+                             resume=args.resume, base_branch=args.base_branch, turn_timeout=args.turn_timeout)
+
+    shown: set[str] = set()
+
+    def on_event(event: FeatureEvent) -> None:
+        if args.json:
+            return
+        note = event.event.text if isinstance(event, TaskEvent) and isinstance(event.event, LoopNote) else \
+            event.text if isinstance(event, FeatureNote) else None
+        if note is not None:
+            # Every loop says the same of the shared checkout (its uncommitted changes): once is enough.
+            if note in shown:
+                return
+            shown.add(note)
+        for line in feature_lines(event, out):
+            out.note(line)
+
+    result = build_feature(args.repo, args.task_id, CommandAgent(args.player), CommandAgent(args.coach), options,
+                           on_event=on_event)
+    if args.json:
+        out.json(result.to_dict())
+    else:
+        render_result(result, out)
+    return ExitCode(result.exit_code)
+
+
+def render_result(result: FeatureResult, out: Output) -> None:
+    """The end of a feature run (stdout): its verdict, then one line per task."""
+    good = result.status == "completed"
+    verdict = out.style(result.status, "bold", "green" if good else "yellow")
+    out.line(f"{result.feature_id}: {verdict} — {safe(result.reason)}")
+    width = max((len(task.task_id) for task in result.tasks), default=0)
+    for task in result.tasks:
+        merge = f"  merge {task.merge_commit[:10]}" if task.merge_commit else ""
+        outcome = task.outcome or "-"
+        out.line(f"  {safe(task.task_id):<{width}}  wave {task.wave}  {task.status:<11} {outcome:<19} "
+                 f"{task.turns} turn(s){merge}")
+    if result.worktree:
+        out.line(f"  branch {safe(result.branch)} in {safe(result.worktree)}")
+
+
+# -- progress: one renderer per event type -------------------------------------------------------
+@functools.singledispatch
+def feature_lines(event: FeatureEvent, out: Output) -> list[str]:
+    """The progress lines (stderr) for one feature event; none for a type not shown."""
+    return []
+
+
+@feature_lines.register
+def _(event: FeatureStarted, out: Output) -> list[str]:
+    tasks = sum(len(wave) for wave in event.waves)
+    again = " (resumed)" if event.resumed else ""
+    return [out.style(f"feature {safe(event.feature_id)}", "bold") + f"{again}: {tasks} task(s) in "
+            f"{len(event.waves)} wave(s), up to {event.max_parallel} at a time · branch {safe(event.branch)} "
+            f"in {safe(event.worktree)}"]
+
+
+@feature_lines.register
+def _(event: WaveStarted, out: Output) -> list[str]:
+    done = len(event.task_ids) - len(event.to_run)
+    tail = f" ({done} already done)" if done else ""
+    return [out.style(f"wave {event.number}/{event.total}", "bold") + f": {safe(', '.join(event.task_ids))}{tail}"]
+
+
+@feature_lines.register
+def _(event: TaskStarted, out: Output) -> list[str]:
+    how = "resuming from its files" if event.resume else "started"
+    return [f"[{safe(event.task_id)}] {how}"]
+
+
+@feature_lines.register
+def _(event: TaskEvent, out: Output) -> list[str]:
+    from guardkit_state.cli.cmd_feature_build import progress_lines
+
+    return [f"[{safe(event.task_id)}] {line.lstrip()}" for line in progress_lines(event.event, out)]
+
+
+@feature_lines.register
+def _(event: TaskEnded, out: Output) -> list[str]:
+    task = event.outcome
+    return [f"[{safe(task.task_id)}] {task.outcome or 'stopped'} after {task.turns} turn(s): {safe(task.reason)}"]
+
+
+@feature_lines.register
+def _(event: TaskMerged, out: Output) -> list[str]:
+    sha = f" ({event.sha[:10]})" if event.sha else ""
+    return [f"merged {safe(event.branch)}{sha}"]
+
+
+@feature_lines.register
+def _(event: TaskBlocked, out: Output) -> list[str]:
+    why = f"conflict in {', '.join(event.conflicts)}" if event.conflicts else (event.error or "merge refused")
+    return [out.style(f"{event.task_id} blocked", "yellow") + f": {safe(why)}; branch {safe(event.branch)} kept"]
+
+
+@feature_lines.register
+def _(event: FeatureNote, out: Output) -> list[str]:
+    return [f"note: {safe(event.text)}"]
+
+
+__all__ = ["feature_lines", "names_feature", "render_result", "run_feature"]

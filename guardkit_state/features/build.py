@@ -1,0 +1,359 @@
+"""``feature-build FEAT-X``: the waves of a feature, their tasks in parallel, each isolated, merged in
+plan order, resumable at any instant.
+
+The feature runs on its own branch ``autobuild/FEAT-X`` (from the checked-out branch, or
+``base_branch``) in its own worktree ``.guardkit/worktrees/FEAT-X``, never the user's checkout.
+Wave after wave (:func:`~guardkit_state.features.waves.plan_waves`), the wave's tasks run at the
+same time (up to ``max_parallel``), each as the task loop in a process of its own, on
+``autobuild/TASK-Y`` branched from the feature branch as it stands when the wave starts. When every
+task of the wave has ended, the approved ones are merged into the feature branch in plan order, so
+the result does not depend on which agent finished first. A conflict blocks that task (its branch
+and worktree kept); a task that ends without approval lets its wave finish, then the feature stops
+before the next wave.
+
+Only this process writes the plan (:func:`~guardkit_state.features.plan_writer.modify_plan`), and
+the plan only reports: where each task stands is read from its files and git
+(:mod:`guardkit_state.features.progress`), so ``resume=True`` after a kill at any instant ends
+with the same tasks approved, the same turns, and one merge per task.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from guardkit_state.errors import GuardkitStateError, InputError, ResumeError
+from guardkit_state.features import plan_progress as progress_values
+from guardkit_state.features.events import (
+    FeatureEventSink,
+    FeatureNote,
+    FeatureStarted,
+    TaskBlocked,
+    TaskEnded,
+    TaskEvent,
+    TaskMerged,
+    TaskStarted,
+    WaveStarted,
+    ignore,
+)
+from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
+from guardkit_state.features.plan_splice import PlanUpdate
+from guardkit_state.features.plan_writer import modify_plan
+from guardkit_state.features.processes import ChildEnd, LoopJob, TaskPool
+from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
+from guardkit_state.features.result import FeatureInterrupted, FeatureResult, TaskOutcome, resume_command
+from guardkit_state.features.waves import Waves, default_max_parallel, plan_waves
+from guardkit_state.git.checkouts import shared_lock_path
+from guardkit_state.git.merge import merge_branch, merge_message, recover_interrupted_merge
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.worktrees import WorktreeManager, check_base_branch
+from guardkit_state.loop.agents import Agent
+from guardkit_state.loop.events import LoopEvent
+from guardkit_state.loop.run import LoopOptions
+from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
+from guardkit_state.store.fsio import crash_point, remove_stale_temp_files
+from guardkit_state.store.layout import branch_for, log_file, worktrees_dir
+from guardkit_state.store.locks import exclusive_lock
+from guardkit_state.taskfile.resolve import find_task
+from guardkit_state.turns.completion import utc_now
+from guardkit_state.turns.intake import checked_max_turns, checked_timeout
+
+log = logging.getLogger("guardkit_state.features.build")
+
+#: How long a run waits for the feature's lock (held a moment longer by the stopping task loops of
+#: a run that was just killed).
+LOCK_WAIT = 5.0
+
+
+@dataclass
+class FeatureOptions:
+    """How to run a feature; refused at construction (:class:`InputError`) when a value cannot work.
+
+    Attributes:
+        max_parallel: task loops running at once (default: the plan's ``recommended_parallel``,
+            capped by the machine's CPUs).
+        max_turns: each task's turn budget (default: the task's own, else 5).
+        resume: continue a feature run from its files.
+        base_branch: what the feature branch starts from (default: the checked-out branch).
+        turn_timeout: kill an agent running longer than this many seconds.
+    """
+
+    max_parallel: int | None = None
+    max_turns: int | None = None
+    resume: bool = False
+    base_branch: str | None = None
+    turn_timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        value = self.max_parallel
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise InputError(f"max_parallel must be a whole number of at least 1, not {value!r}")
+        checked_max_turns(self.max_turns)
+        checked_timeout(self.turn_timeout)
+
+
+def build_feature(repo_root: Path | str, feature: str, player: Agent, coach: Agent,
+                  options: FeatureOptions | None = None, *, on_event: FeatureEventSink | None = None) -> FeatureResult:
+    """Run (or resume) the feature ``feature`` (an id ``FEAT-X`` or a plan file's path); see the module.
+
+    ``on_event`` receives the run's progress (:mod:`guardkit_state.features.events`), each task
+    loop's own events wrapped in :class:`~guardkit_state.features.events.TaskEvent`.
+
+    Returns the :class:`FeatureResult`: ``status`` ``completed`` (exit code 0) or ``stopped`` (1,
+    with the reason: a task not approved, a merge conflict, a loop that died).
+
+    Raises:
+        FeatureNotFoundError, ParseError, SchemaError, WaveError, TaskNotFoundError: the plan or a
+            task of it cannot be used; raised before anything starts.
+        InputError: no git repository, or an unknown ``base_branch``.
+        ResumeError: ``resume`` with nothing to resume, or a fresh start of a feature already started.
+        LockedError: another run of this feature is under way.
+        FeatureInterrupted: Ctrl+C / SIGTERM / SIGHUP; every task loop stopped with its state saved.
+    """
+    options = options or FeatureOptions()
+    root = Path(repo_root).resolve()
+    plan_path = find_plan(root, feature)
+    plan = load_plan(plan_path)
+    waves = plan_waves(plan)
+    for task in plan.tasks:
+        find_task(root, task.id)  # a missing task file is said now, not halfway through the feature
+    git = GitRepo.discover(root)
+    if git is None:
+        raise InputError(f"{root} is not a git repository (or git is not installed): a feature's tasks run "
+                         "in worktrees and are merged into a feature branch", path=root)
+    if options.base_branch is not None:
+        check_base_branch(git, options.base_branch)
+    run = _FeatureRun(root, git, plan_path, plan, waves, (player, coach), options, on_event or ignore)
+    return run.start()
+
+
+class _FeatureRun:
+    """One invocation of a feature run (an object so each step stays a small method)."""
+
+    feature_repo: GitRepo  # set by _prepare(), which every other step follows
+    fgit: FeatureGit
+
+    def __init__(self, root: Path, git: GitRepo, plan_path: Path, plan: FeaturePlan, waves: Waves,
+                 agents: tuple[Agent, Agent], options: FeatureOptions, emit: FeatureEventSink) -> None:
+        self.root, self.git, self.plan_path, self.waves = root, git, plan_path, waves
+        self.player, self.coach = agents
+        self.options = options
+        self.emit = emit
+        self.feature_id = plan.feature_id
+        self.branch = branch_for(plan.feature_id)
+        max_parallel = options.max_parallel or default_max_parallel(plan)
+        self.result = FeatureResult(plan.feature_id, plan_path, self.branch, None, waves.to_lists(), max_parallel)
+        self.result.tasks = [TaskOutcome(task.id, waves.wave_of(task.id)) for task in plan.tasks]
+        self.states: dict[str, TaskState] = {}
+        self.pool = TaskPool(max_parallel, self._task_event)
+
+    def note(self, text: str) -> None:
+        self.result.notes.append(text)
+        log.info("%s: %s", self.feature_id, text)
+        self.emit(FeatureNote(text))
+
+    def start(self) -> FeatureResult:
+        with logging_to(log_file(self.root)), interrupts_as_exceptions():
+            # The children of a run killed a moment ago still hold this lock while they save their state.
+            with exclusive_lock(shared_lock_path(self.root, self.feature_id), wait=LOCK_WAIT,
+                                holder=f"feature {self.feature_id}"):
+                try:
+                    self._run()
+                except KeyboardInterrupt as stop:
+                    self._interrupted()
+                    raise FeatureInterrupted(self.result) from stop
+                except BaseException:
+                    self.pool.stop()  # no task loop outlives the run that started it
+                    raise
+        return self.result
+
+    # -- setup -----------------------------------------------------------------------------
+    def _run(self) -> None:
+        self._prepare()
+        # Where every task stands, from its files: a task's phase changes only in its own wave.
+        for outcome in self.result.tasks:
+            self._settle(read_task_state(self.fgit, outcome.task_id, max_turns=self.options.max_turns))
+        self._write(lambda plan: progress_values.run_started(
+            plan, worktree=str(self.fgit.feature_worktree), resumed=self.options.resume, now=utc_now()))
+        self._reconcile()
+        for number, wave in enumerate(self.waves, start=1):
+            if not self._wave(number, wave):
+                self.result.status = "stopped"
+                break
+            crash_point("feature.between_waves")
+        else:
+            self.result.status = "completed"
+            self.result.reason = f"every wave merged into {self.branch}"
+        completed = self.result.status == "completed"
+        failed = any(o.status in ("failed", "blocked") for o in self.result.tasks)
+        self._write(lambda _plan: progress_values.run_ended(completed=completed, failed=failed,
+                                                            waves=len(self.waves), now=utc_now()))
+
+    def _prepare(self) -> None:
+        """Fresh start or resume (checked under the lock), the feature worktree, repairs of a kill."""
+        exists = self.git.branch_exists(self.branch)
+        if self.options.resume and not exists:
+            raise ResumeError(f"{self.feature_id} has nothing to resume (no branch {self.branch}); start it with "
+                              f"'guardkit-state feature-build {self.feature_id} --player CMD --coach CMD'")
+        if not self.options.resume and exists:
+            raise ResumeError(f"{self.feature_id} has already started (branch {self.branch} exists); continue it "
+                              f"with '{resume_command(self.feature_id)}'")
+        removed = remove_stale_temp_files(self.plan_path.parent)
+        if removed:
+            self.note(f"removed {len(removed)} temp file(s) an interrupted plan write left")
+        manager = WorktreeManager(self.git)
+        worktree = manager.create(self.feature_id, self.options.base_branch)
+        for text in worktree.notes:
+            self.note(text)
+        self.result.worktree = worktree.path
+        self.feature_repo = worktree.repo()
+        self.fgit = FeatureGit(self.git, self.root, self.branch, worktree.path, worktrees_dir(manager.root))
+        branches = [branch_for(task.task_id) for task in self.result.tasks]
+        for text in recover_interrupted_merge(self.feature_repo, lambda: branches):
+            self.note(text)
+        self.emit(FeatureStarted(self.feature_id, self.branch, worktree.path, self.waves.groups,
+                                 self.pool.max_parallel, self.options.resume))
+
+    # -- a wave ----------------------------------------------------------------------------
+    def _wave(self, number: int, task_ids: tuple[str, ...]) -> bool:
+        """Run the wave's unfinished tasks, merge the approved ones; False when the feature stops here."""
+        to_run = tuple(task_id for task_id in task_ids if self.states[task_id].runs)
+        self.emit(WaveStarted(number, len(self.waves), task_ids, to_run))
+        self._write(lambda _plan: PlanUpdate(execution={"current_wave": number, "last_updated": utc_now()}))
+        if to_run:
+            self.pool.run([self._job(self.states[task_id]) for task_id in to_run], starting=self._task_starting,
+                          started=self._task_started, ended=self._task_ended)
+        for task_id in task_ids:
+            state = self.states[task_id]
+            if state.runs:
+                break  # not ended: the tasks after it wait, so merges keep the plan's order
+            if state.phase == "approved":
+                self._merge(number, state)
+        return self._wave_done(number, task_ids)
+
+    def _job(self, state: TaskState) -> LoopJob:
+        options = LoopOptions(max_turns=self.options.max_turns, resume=state.resume, base_branch=self.branch,
+                              turn_timeout=self.options.turn_timeout)
+        return LoopJob(state.task_id, self.root, self.player, self.coach, options)
+
+    def _task_starting(self, job: LoopJob) -> None:
+        outcome = self.result.task(job.task_id)
+        outcome.ran, outcome.resumed = True, job.options.resume
+        self._write(lambda plan: PlanUpdate(tasks={job.task_id: progress_values.task_started(
+            job.task_id, plan, now=utc_now())}))
+
+    def _task_started(self, job: LoopJob, pid: int | None) -> None:
+        self.emit(TaskStarted(job.task_id, job.options.resume, pid))
+
+    def _task_event(self, task_id: str, event: LoopEvent) -> None:
+        self.emit(TaskEvent(task_id, event))
+
+    def _task_ended(self, end: ChildEnd) -> None:
+        """A child is reaped: where its task stands is read from its files, then written to the plan."""
+        state = read_task_state(self.fgit, end.task_id, max_turns=self.options.max_turns)
+        outcome = self._settle(state, end)
+        self.emit(TaskEnded(outcome))
+        self._write_task(end.task_id)
+
+    def _settle(self, state: TaskState, end: ChildEnd | None = None) -> TaskOutcome:
+        """Record ``state`` (and how its process ended) in the task's outcome."""
+        self.states[state.task_id] = state
+        outcome = self.result.task(state.task_id)
+        outcome.turns, outcome.decisions, outcome.reason = state.turns, state.decisions, state.reason
+        if state.phase == "merged":
+            outcome.status, outcome.outcome, outcome.merge_commit = "completed", "approved", state.merge_commit
+        elif state.phase == "approved":
+            outcome.status, outcome.outcome = "in_progress", "approved"
+        elif state.phase == "failed":
+            outcome.status, outcome.outcome = "failed", state.outcome
+        elif state.phase == "closed":
+            outcome.status = "skipped"
+        elif end is not None:
+            error = end.kind in ("error", "done")
+            outcome.status, outcome.outcome = ("failed", "error") if error else ("in_progress", "interrupted")
+            outcome.reason = {"error": end.text, "done": f"{end.text}, but its files say it did not end",
+                              "interrupted": f"{end.text}; its state is saved",
+                              "died": f"{end.text} before it ended"}[end.kind]
+        return outcome
+
+    def _merge(self, number: int, state: TaskState) -> None:
+        task_id = state.task_id
+        branch = branch_for(task_id)
+        message = merge_message(self.feature_id, task_id, branch=branch, target=self.branch, wave=number,
+                                summary=f"{task_id} approved in {state.turns} turn(s).")
+        crash_point("feature.before_merge")
+        merged = merge_branch(self.feature_repo, branch, message)
+        crash_point("feature.after_merge")
+        outcome = self.result.task(task_id)
+        if merged.merged:
+            self.states[task_id] = replace(state, phase="merged", merge_commit=merged.sha)
+            outcome.status, outcome.merge_commit = "completed", merged.sha
+            outcome.reason = f"approved in {state.turns} turn(s) and merged"
+            self.emit(TaskMerged(task_id, branch, merged.sha, merged.already))
+        else:
+            outcome.status, outcome.conflicts = "blocked", merged.conflicts
+            outcome.reason = (f"merge conflict in {', '.join(merged.conflicts)}" if merged.conflicts
+                              else f"the merge was refused: {merged.error}")
+            self.emit(TaskBlocked(task_id, branch, merged.conflicts, merged.error))
+        self._write_task(task_id)
+
+    def _wave_done(self, number: int, task_ids: tuple[str, ...]) -> bool:
+        left = [self.result.task(t) for t in task_ids if self.states[t].phase not in ("merged", "closed")]
+        if not left:
+            self._write(lambda plan: progress_values.wave_completed(plan, number, now=utc_now()))
+            return True
+        first = left[0]
+        after = f"; the feature stops before wave {number + 1}" if number < len(self.waves) else ""
+        if first.status == "blocked":
+            why = (f"{first.task_id} is blocked: {first.reason}; its branch {branch_for(first.task_id)} and "
+                   f"worktree are kept (merge it into {self.branch} by hand, then --resume)")
+        elif first.status == "failed":
+            why = f"{first.task_id} ended without approval ({first.outcome}): {first.reason}"
+        else:
+            why = f"{first.task_id} did not end: {first.reason}; continue with '{resume_command(self.feature_id)}'"
+        self.result.reason = why + after
+        return False
+
+    # -- interruption and the plan -----------------------------------------------------------
+    def _interrupted(self) -> None:
+        """Stop every running loop (state saved), then record the tasks that ended meanwhile."""
+        self.result.status = "interrupted"
+        ends = self.pool.stop()
+        for end in ends:
+            with contextlib.suppress(KeyboardInterrupt, GuardkitStateError):
+                self._task_ended(end)
+        self.result.reason = f"interrupted; continue with '{resume_command(self.feature_id)}'"
+
+    def _reconcile(self) -> None:
+        """Write what the files say of tasks the plan reports otherwise (a run killed between a merge
+        and its plan write), and the counters; nothing when the plan already agrees."""
+        counts = progress_values.counters(self.result.tasks)
+        ended = [o for o in self.result.tasks if self.states[o.task_id].phase in ("merged", "approved", "failed")]
+
+        def change(plan: FeaturePlan) -> PlanUpdate | None:
+            now = utc_now()
+            tasks = {o.task_id: progress_values.task_values(o, plan, now=now) for o in ended
+                     if progress_values.disagrees(o, plan)}
+            if not tasks and progress_values.counted(plan, counts):
+                return None
+            return PlanUpdate(tasks=tasks, execution={**counts, "last_updated": now})
+        self._write(change)
+
+    def _write_task(self, task_id: str) -> None:
+        outcome = self.result.task(task_id)
+        counts = progress_values.counters(self.result.tasks)
+
+        def change(plan: FeaturePlan) -> PlanUpdate:
+            now = utc_now()
+            return PlanUpdate(tasks={task_id: progress_values.task_values(outcome, plan, now=now)},
+                              execution={**counts, "last_updated": now})
+        self._write(change)
+
+    def _write(self, change: Callable[[FeaturePlan], PlanUpdate | None]) -> None:
+        modify_plan(self.plan_path, change)
+
+
+__all__ = ["FeatureOptions", "build_feature"]

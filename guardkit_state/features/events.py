@@ -1,0 +1,142 @@
+"""What a feature run tells its caller while it runs: one small record per step, by type.
+
+:func:`guardkit_state.features.build.build_feature` calls its ``on_event`` callback with the
+records below. A task loop's own progress (:mod:`guardkit_state.loop.events`) arrives wrapped in a
+:class:`TaskEvent` naming the task, since several loops run at once. Like the loop's events each
+record has a ``kind`` and a ``to_dict()`` (a JSON view for logs and tools).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from guardkit_state.features.result import TaskOutcome
+    from guardkit_state.loop.events import LoopEvent
+
+
+@dataclass(frozen=True)
+class FeatureStarted:
+    """The feature's branch and worktree are ready; ``waves`` are the task ids of each wave."""
+
+    kind: ClassVar[str] = "feature"
+    feature_id: str
+    branch: str
+    worktree: Path
+    waves: tuple[tuple[str, ...], ...]
+    max_parallel: int
+    resumed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"feature_id": self.feature_id, "branch": self.branch, "worktree": str(self.worktree),
+                "waves": [list(wave) for wave in self.waves], "max_parallel": self.max_parallel,
+                "resumed": self.resumed}
+
+
+@dataclass(frozen=True)
+class WaveStarted:
+    """Wave ``number`` (1-based) begins; ``to_run`` are the tasks whose loops run in it (the
+    others of ``task_ids`` ended in an earlier run)."""
+
+    kind: ClassVar[str] = "wave"
+    number: int
+    total: int
+    task_ids: tuple[str, ...]
+    to_run: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"number": self.number, "total": self.total, "task_ids": list(self.task_ids),
+                "to_run": list(self.to_run)}
+
+
+@dataclass(frozen=True)
+class TaskStarted:
+    """A task's loop starts in its own process (``resume``: it continues from its files)."""
+
+    kind: ClassVar[str] = "task"
+    task_id: str
+    resume: bool
+    pid: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "resume": self.resume, "pid": self.pid}
+
+
+@dataclass(frozen=True)
+class TaskEvent:
+    """A progress event of one task's loop, as that loop told it."""
+
+    kind: ClassVar[str] = "task_event"
+    task_id: str
+    event: LoopEvent
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "kind": self.event.kind, "data": self.event.to_dict()}
+
+
+@dataclass(frozen=True)
+class TaskEnded:
+    """A task's loop process has exited; ``outcome`` is what its files say."""
+
+    kind: ClassVar[str] = "task_end"
+    outcome: TaskOutcome
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.outcome.to_dict()
+
+
+@dataclass(frozen=True)
+class TaskMerged:
+    """A task's branch was merged into the feature branch (``already``: by an earlier run)."""
+
+    kind: ClassVar[str] = "merge"
+    task_id: str
+    branch: str
+    sha: str | None
+    already: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "branch": self.branch, "sha": self.sha, "already": self.already}
+
+
+@dataclass(frozen=True)
+class TaskBlocked:
+    """A task's approved branch could not be merged: ``conflicts`` (paths), or git's ``error``."""
+
+    kind: ClassVar[str] = "blocked"
+    task_id: str
+    branch: str
+    conflicts: tuple[str, ...]
+    error: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "branch": self.branch, "conflicts": list(self.conflicts),
+                "error": self.error}
+
+
+@dataclass(frozen=True)
+class FeatureNote:
+    """Something the run did on its own that the user should know (a repair, a skipped task)."""
+
+    kind: ClassVar[str] = "note"
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text}
+
+
+FeatureEvent = FeatureStarted | WaveStarted | TaskStarted | TaskEvent | TaskEnded | TaskMerged | TaskBlocked \
+    | FeatureNote
+#: The ``on_event`` callback of :func:`~guardkit_state.features.build.build_feature`.
+FeatureEventSink = Callable[[FeatureEvent], None]
+
+
+def ignore(event: FeatureEvent) -> None:
+    """The callback when the caller gives none."""
+
+
+__all__ = ["FeatureEvent", "FeatureEventSink", "FeatureNote", "FeatureStarted", "TaskBlocked", "TaskEnded",
+           "TaskEvent", "TaskMerged", "TaskStarted", "WaveStarted", "ignore"]

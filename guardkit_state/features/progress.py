@@ -1,0 +1,159 @@
+"""Where each task of a feature stands, read from the files alone: its task file and git.
+
+The plan file reports progress; it does not decide it. What a run does with a task is decided
+from what a kill cannot make inconsistent: the task's own copy of its task file (in its worktree,
+else on its branch), its turn commits, and the feature branch's merge commits (found by their
+``Guardkit-Task`` trailer). So a resumed run never re-runs an approved task, never merges one twice,
+and continues an interrupted one at its turn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from guardkit_state.errors import GuardkitStateError
+from guardkit_state.git.merge import find_task_merge, is_ancestor
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.model import Outcome
+from guardkit_state.store.layout import artifacts_dir, branch_for
+from guardkit_state.store.turn_files import TurnStore
+from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.taskfile.resolve import resolve_task
+from guardkit_state.turns.intake import closed_reason
+from guardkit_state.turns.resume import resume_point
+
+#: ``new``: never started; ``resume``: started and not ended (or an approval still uncommitted);
+#: ``approved``: approved and committed, not yet merged; ``merged``: on the feature branch;
+#: ``failed``: ended without approval; ``closed``: finished before this feature ran it (its task
+#: file says completed, cancelled ... or approved, and it has no branch of its own).
+Phase = Literal["new", "resume", "approved", "merged", "failed", "closed"]
+#: Outcomes that end a task's loop without approval.
+_FAILED = (Outcome.MAX_TURNS_EXCEEDED.value, Outcome.UNRECOVERABLE_STALL.value)
+
+
+@dataclass(frozen=True)
+class TaskState:
+    """One task as its files say: the phase, and its turns so far.
+
+    ``resume`` says how its loop would start (from its files, or afresh); ``reason`` explains an
+    ended loop; ``merge_commit`` is the merge on the feature branch (None when merged by hand).
+    """
+
+    task_id: str
+    phase: Phase
+    turns: int = 0
+    decisions: tuple[str, ...] = ()
+    outcome: str | None = None
+    reason: str = ""
+    merge_commit: str | None = None
+    resume: bool = False
+
+    @property
+    def runs(self) -> bool:
+        """True when the task's loop has to run (again)."""
+        return self.phase in ("new", "resume")
+
+
+@dataclass(frozen=True)
+class FeatureGit:
+    """The git side of a feature run: the main checkout, the feature branch and the worktrees folder."""
+
+    main: GitRepo
+    root: Path
+    feature_branch: str
+    feature_worktree: Path
+    worktrees: Path
+
+    def task_worktree(self, task_id: str) -> Path:
+        return self.worktrees / task_id
+
+
+def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = None) -> TaskState:
+    """Where ``task_id`` stands (see the module docstring); reads only, never writes.
+
+    ``max_turns`` is the run's turn budget: a task that used up a smaller one may go on.
+    """
+    branch = branch_for(task_id)
+    merge = find_task_merge(git.main, task_id, git.feature_branch)
+    has_branch = git.main.branch_exists(branch)
+    worktree = git.task_worktree(task_id)
+    own = worktree.is_dir() or has_branch
+    # Once merged, the feature branch holds the task's file too (its own branch may be pruned since).
+    source = branch if has_branch else git.feature_branch if merge is not None else None
+    copy = _task_copy(git, task_id, worktree if worktree.is_dir() else None, source)
+    turns, decisions, outcome = _history(copy)
+    if merge is not None:
+        return TaskState(task_id, "merged", turns, decisions, "approved", "merged into the feature branch", merge)
+    if not own:
+        return _not_started(task_id, copy, turns, decisions)
+    approved = outcome == Outcome.APPROVED.value or (decisions[-1:] == ("approve",))
+    if approved:
+        if git.main.find_turn_commit(task_id, turns, rev=branch) is None:
+            # Approved in its files but killed before that turn's commit: the loop commits it.
+            return TaskState(task_id, "resume", turns, decisions, "approved", "approval not committed yet", None, True)
+        if is_ancestor(git.main, branch, git.feature_branch):
+            return TaskState(task_id, "merged", turns, decisions, "approved", "merged into the feature branch")
+        return TaskState(task_id, "approved", turns, decisions, "approved", f"approved by the Coach in turn {turns}")
+    if outcome in _FAILED and not (outcome == Outcome.MAX_TURNS_EXCEEDED.value and max_turns and max_turns > turns):
+        return TaskState(task_id, "failed", turns, decisions, outcome, _ended_reason(copy, outcome, turns))
+    resume = turns > 0 or _turn_begun(copy, worktree)
+    return TaskState(task_id, "resume", turns, decisions, outcome, "interrupted before it ended", None, resume)
+
+
+def _not_started(task_id: str, copy: TaskFile | None, turns: int, decisions: tuple[str, ...]) -> TaskState:
+    """A task without a worktree or branch of its own: closed before this run, or new."""
+    if copy is not None and closed_reason(copy) is not None:
+        return TaskState(task_id, "closed", turns, decisions, None, f"{task_id} {closed_reason(copy)}")
+    # Turns recorded in the main checkout (a loop run there without a worktree) are continued.
+    return TaskState(task_id, "new", turns, decisions, None, "", None, turns > 0)
+
+
+def _history(copy: TaskFile | None) -> tuple[int, tuple[str, ...], str | None]:
+    state = copy.state if copy is not None else None
+    if state is None:
+        return 0, (), None
+    outcome = state.extra.get("outcome")
+    return len(state.turns), tuple(t.decision for t in state.turns), outcome if isinstance(outcome, str) else None
+
+
+def _ended_reason(copy: TaskFile | None, outcome: str, turns: int) -> str:
+    state = copy.state if copy is not None else None
+    told = state.extra.get("outcome_reason") if state is not None else None
+    if isinstance(told, str) and told.strip():
+        return told
+    if outcome == Outcome.MAX_TURNS_EXCEEDED.value:
+        return f"the Coach did not approve within {turns} turns"
+    return "the loop stalled (the same feedback, no progress)"
+
+
+def _task_copy(git: FeatureGit, task_id: str, worktree: Path | None, branch: str | None) -> TaskFile | None:
+    """The task file that holds the task's live state: its worktree's copy, else its branch's, else
+    the main checkout's (or None when none can be read: the loop itself then says why)."""
+    with contextlib.suppress(GuardkitStateError):
+        if worktree is not None:
+            return TaskFile.load(resolve_task(worktree, task_id).path)
+        main_copy = resolve_task(git.root, task_id).path
+        if branch is not None:
+            rel = main_copy.relative_to(git.root).as_posix()
+            status, raw, _ = git.main.run("show", f"{branch}:{rel}", check=False)
+            if status == 0:
+                return TaskFile.from_bytes(raw, git.root / rel)
+        return TaskFile.load(main_copy)
+    return None
+
+
+def _turn_begun(copy: TaskFile | None, worktree: Path) -> bool:
+    """True when turn 1's files exist in the worktree (an interrupted first turn: resume it)."""
+    if copy is None or not worktree.is_dir():
+        return False
+    task_id = copy.task_id or worktree.name
+    store = TurnStore(artifacts_dir(worktree, task_id), task_id)
+    with contextlib.suppress(GuardkitStateError):
+        return resume_point(copy, store).action != "start"
+    return False
+
+
+__all__ = ["FeatureGit", "Phase", "TaskState", "read_task_state"]

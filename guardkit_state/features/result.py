@@ -1,0 +1,118 @@
+"""How a feature run ends: a :class:`FeatureResult` (one :class:`TaskOutcome` per task), or
+:class:`FeatureInterrupted` raised."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+#: How a feature run ended: every task merged, stopped before a wave (a task not approved, a
+#: merge conflict, a loop that died), or interrupted (Ctrl+C, SIGTERM, SIGHUP).
+FeatureStatus = Literal["completed", "stopped", "interrupted"]
+
+
+@dataclass
+class TaskOutcome:
+    """One task of the feature as its files and the feature branch say after the run.
+
+    Attributes:
+        task_id: the task.
+        wave: its 1-based wave.
+        status: the word written into the plan (GuardKit's): ``pending``, ``in_progress``,
+            ``completed`` (approved and merged), ``failed`` (ended not approved), ``blocked``
+            (approved, but its branch could not be merged); or ``skipped`` (never written: the
+            task was completed or closed before the feature ran it).
+        outcome: how its loop ended: ``approved``, ``max_turns_exceeded``,
+            ``unrecoverable_stall``, ``error`` (the loop could not go on), ``interrupted`` (its
+            loop stopped before it ended), or None (not started).
+        turns: turns recorded in its task file.
+        decisions: the Coach's decision of each turn, in order.
+        merge_commit: the merge commit on the feature branch, once merged.
+        conflicts: the conflicting paths when the merge conflicted.
+        reason: one sentence for people.
+        ran: a loop of this task ran during this invocation.
+        resumed: that loop continued from the task's files.
+    """
+
+    task_id: str
+    wave: int
+    status: str = "pending"
+    outcome: str | None = None
+    turns: int = 0
+    decisions: tuple[str, ...] = ()
+    merge_commit: str | None = None
+    conflicts: tuple[str, ...] = ()
+    reason: str = ""
+    ran: bool = False
+    resumed: bool = False
+
+    @property
+    def approved(self) -> bool:
+        return self.outcome == "approved"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "wave": self.wave, "status": self.status, "outcome": self.outcome,
+                "turns": self.turns, "decisions": list(self.decisions), "merge_commit": self.merge_commit,
+                "conflicts": list(self.conflicts), "reason": self.reason, "ran": self.ran,
+                "resumed": self.resumed}
+
+
+@dataclass
+class FeatureResult:
+    """How a feature run ended; ``tasks`` in plan order."""
+
+    feature_id: str
+    plan_path: Path
+    branch: str
+    worktree: Path | None
+    waves: list[list[str]]
+    max_parallel: int
+    tasks: list[TaskOutcome] = field(default_factory=list)
+    status: FeatureStatus = "stopped"
+    reason: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return {"completed": 0, "stopped": 1, "interrupted": 130}[self.status]
+
+    def task(self, task_id: str) -> TaskOutcome:
+        """The outcome of ``task_id`` (KeyError when the feature has no such task)."""
+        for outcome in self.tasks:
+            if outcome.task_id == task_id:
+                return outcome
+        raise KeyError(task_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "feature_id": self.feature_id, "plan": str(self.plan_path), "branch": self.branch,
+            "worktree": str(self.worktree) if self.worktree else None, "waves": self.waves,
+            "max_parallel": self.max_parallel, "status": self.status, "reason": self.reason,
+            "exit_code": self.exit_code, "tasks": [task.to_dict() for task in self.tasks], "notes": self.notes,
+        }
+
+
+def resume_command(feature_id: str) -> str:
+    return f"guardkit-state feature-build {feature_id} --player ... --coach ... --resume"
+
+
+class FeatureInterrupted(KeyboardInterrupt):
+    """Ctrl+C, SIGTERM or SIGHUP stopped the feature run; every task loop stopped with its state saved.
+
+    ``result`` is the run as it stood (``status == "interrupted"``); ``str()`` says how to go on.
+    A :class:`KeyboardInterrupt`, so code catching that catches it as before.
+    """
+
+    def __init__(self, result: FeatureResult) -> None:
+        self.result = result
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        running = [t.task_id for t in self.result.tasks if t.outcome == "interrupted"]
+        stopped = f"; stopped {', '.join(running)} with their state saved" if running else ""
+        return (f"feature {self.result.feature_id} interrupted{stopped}: continue with "
+                f"'{resume_command(self.result.feature_id)}'")
+
+
+__all__ = ["FeatureInterrupted", "FeatureResult", "FeatureStatus", "TaskOutcome", "resume_command"]

@@ -1,0 +1,88 @@
+"""A feature plan against ``schemas/feature_plan.schema.json``: every problem with its JSON path
+and the file line it sits on.
+
+The schema is permissive about what GuardKit and its users add and strict about the values a
+feature run relies on (see the schema's description); it is one more record kind of
+:mod:`guardkit_state.store.schemas`, found there by its file name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from guardkit_state.errors import SchemaError
+from guardkit_state.store.json_paths import PathParts
+from guardkit_state.store.schemas import problems_of
+
+#: The record kind (``schemas/feature_plan.schema.json``).
+PLAN_KIND = "feature_plan"
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class PlanProblem:
+    """One problem (or warning) in a plan file: what, the file line and the JSON path.
+
+    ``message`` already says what was expected. ``line`` is 1-based; either may be None.
+    """
+
+    message: str
+    line: int | None = None
+    pointer: str | None = None
+    severity: Severity = "error"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"severity": self.severity, "line": self.line, "pointer": self.pointer, "message": self.message}
+
+
+def node_line(root: yaml.Node | None, parts: PathParts) -> int | None:
+    """The file line (1-based) of the deepest node on ``parts``: a key's own line in a mapping,
+    an item's line in a sequence; None without a node tree."""
+    node, line = root, None
+    for part in parts:
+        if isinstance(node, yaml.MappingNode):
+            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == str(part)), None)
+            if pair is None:
+                break
+            line, node = pair[0].start_mark.line, pair[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line
+        else:
+            break
+    return None if line is None else line + 1
+
+
+def schema_problems(data: Any, node: yaml.Node | None = None) -> list[PlanProblem]:
+    """Every schema violation of ``data`` as a plan, sorted by JSON path, each with its line."""
+    return [PlanProblem(problem.text, node_line(node, problem.parts), problem.pointer)
+            for problem in problems_of(PLAN_KIND, data)]
+
+
+def check_plan_data(data: Any, *, node: yaml.Node | None = None, path: Path | str | None = None) -> None:
+    """Refuse a plan whose data does not match the schema.
+
+    Raises:
+        SchemaError: ``problems`` lists every violation as ``(pointer, message)``; the error's
+            own message, pointer and line are the first one's.
+    """
+    problems = schema_problems(data, node)
+    if not problems:
+        return
+    raise_problems(problems, path, "the feature plan does not match its schema")
+
+
+def raise_problems(problems: list[PlanProblem], path: Path | str | None, what: str) -> None:
+    """Raise :class:`SchemaError` for ``problems`` (not empty), the first one leading."""
+    first = problems[0]
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    raise SchemaError(f"{what}: {first.message}{more}", problems=[(p.pointer or "$", p.message) for p in problems],
+                      path=path, line=first.line, pointer=first.pointer, expected="a valid feature plan")
+
+
+__all__ = ["PLAN_KIND", "PlanProblem", "check_plan_data", "node_line", "raise_problems", "schema_problems"]

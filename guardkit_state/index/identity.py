@@ -1,0 +1,110 @@
+"""Which project an index group belongs to: a name unique to one checkout, the same every time.
+
+Graph groups are named ``{project}__{group}``. On a shared server the folder name alone is not
+enough: two checkouts called ``proj`` would share a group, and each ``sync`` would delete the
+other's turns (and one's ``seed`` replace the other's role constraints). The project is
+``{folder}_{id}``, where ``id`` is 10 hex digits of the SHA-256 of
+
+* the repository's **root commit** (two different repositories never share an id), and
+* the **absolute path of the main checkout** (two checkouts of one repository — ``proj`` and a
+  copy of it, or clones side by side — never share one).
+
+Derived, not drawn at random: the same checkout gets the same groups from every command and
+after ``rm -rf .guardkit/index`` (a rebuild restores identical ids), and a read never needs to
+write anything. Its limit: the same repository at the same path on two machines (two CI
+runners, two dev containers) *is* one project to it; give each its own name with
+``GUARDKIT_INDEX_PROJECT`` when they share a server. A loop worktree (``.guardkit/worktrees/
+TASK-X``) belongs to its main checkout. Writers keep the result in
+``.guardkit/index/identity.json`` so later commands skip the one ``git`` call; it is a cache,
+recomputed whenever it was written for another path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from guardkit_state.store.fsio import atomic_write_text
+from guardkit_state.store.layout import WORKTREES_DIR, index_dir
+
+IDENTITY_FILE = "identity.json"
+#: Pins the project part of every group name (``[A-Za-z0-9_]`` after cleaning).
+PROJECT_ENV = "GUARDKIT_INDEX_PROJECT"
+_ID_LENGTH = 10
+
+
+def sanitize_group_part(name: str) -> str:
+    """``my-app.v2`` -> ``my_app_v2``: only ``[A-Za-z0-9_]`` survive; never empty."""
+    cleaned = re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_")
+    return cleaned or "project"
+
+
+@dataclass(frozen=True)
+class ProjectIdentity:
+    """The project part of this checkout's group names, and what it was derived from."""
+
+    project: str
+    checkout: Path
+    root_commit: str
+    #: ``derived`` (root commit + path) or ``pinned`` (``GUARDKIT_INDEX_PROJECT``).
+    source: str = "derived"
+
+
+def checkout_root(repo_root: Path) -> Path:
+    """The main checkout of ``repo_root`` (a loop worktree under ``.guardkit/worktrees`` maps to it)."""
+    root = Path(repo_root).resolve()
+    depth = len(WORKTREES_DIR.parts)
+    if len(root.parts) > depth + 1 and root.parts[-depth - 1:-1] == WORKTREES_DIR.parts:
+        return Path(*root.parts[:-depth - 1])
+    return root
+
+
+def project_identity(repo_root: Path, *, create: bool = False) -> ProjectIdentity:
+    """This checkout's project name; ``create`` (writers only) keeps it in the identity cache."""
+    root = checkout_root(repo_root)
+    pinned = os.environ.get(PROJECT_ENV, "").strip()
+    if pinned:
+        return ProjectIdentity(sanitize_group_part(pinned), root, "", "pinned")
+    cached = _read_cache(root)
+    commit = cached if cached is not None else root_commit(root)
+    digest = hashlib.sha256(f"{commit}\0{root}".encode()).hexdigest()[:_ID_LENGTH]
+    identity = ProjectIdentity(f"{sanitize_group_part(root.name)}_{digest}", root, commit)
+    if create and cached is None:
+        with contextlib.suppress(OSError):
+            path = index_dir(root) / IDENTITY_FILE
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, json.dumps({"path": str(root), "root_commit": commit,
+                                                "project": identity.project}, indent=2) + "\n")
+    return identity
+
+
+def root_commit(root: Path) -> str:
+    """The repository's first commit (the smallest id when histories were joined), or ``""``."""
+    if not any(os.path.lexists(folder / ".git") for folder in (root, *root.parents)):
+        return ""
+    try:
+        result = subprocess.run(["git", "-C", str(root), "rev-list", "--max-parents=0", "HEAD"],
+                                capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    commits = sorted(result.stdout.split()) if result.returncode == 0 else []
+    return commits[0] if commits else ""
+
+
+def _read_cache(root: Path) -> str | None:
+    """The cached root commit, when the cache exists, is well formed and was written for this path."""
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads((index_dir(root) / IDENTITY_FILE).read_text(encoding="utf-8"))
+        if isinstance(data, dict) and data.get("path") == str(root) and isinstance(data.get("root_commit"), str):
+            return str(data["root_commit"])
+    return None
+
+
+__all__ = ["IDENTITY_FILE", "PROJECT_ENV", "ProjectIdentity", "checkout_root", "project_identity", "root_commit",
+           "sanitize_group_part"]

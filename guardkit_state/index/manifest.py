@@ -1,0 +1,251 @@
+"""What the index was built from: a small local file, read before the index is opened.
+
+``.guardkit/index/manifest.json`` (one per index location: the embedded index, or each server
+URI) is written after every successful write to the index, under the index lock. It says:
+
+* which embedder built the index (name and dimension) — every later command uses it;
+* the signature (size, mtime, ctime, inode) of every file the records came from — so
+  :func:`freshness` can tell, from a few ``stat`` calls and without starting any server,
+  whether files changed since the last sync (for the whole project or one task's scope);
+* every indexed record's key, kind, task, feature, turn, time and decision — so filters
+  (``--task``, ``--decision`` ...) are resolved locally and pushed into graphiti's search;
+* which turns retention keeps out of the index — so a question about them is answered from
+  the files, with a note, instead of from other turns.
+
+The index itself stays the authority: ``sync`` converges it with the files whatever the
+manifest says, and a missing or unreadable manifest only means "unknown, scan the files".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from guardkit_state.index.records import FEATURE, TASK, IndexRecord
+from guardkit_state.store.fsio import atomic_write_text
+from guardkit_state.store.layout import (
+    OVERRIDES_FILE,
+    QUALITY_GATES_FILE,
+    STATE_DIR,
+    index_dir,
+    worktrees_dir,
+)
+
+MANIFEST_VERSION = 1
+Signature = list[int]
+
+
+@dataclass
+class RecordMeta:
+    """What a filter needs to know about one indexed record, without reading the index."""
+
+    kind: str
+    task: str | None
+    feature: str | None
+    turn: int | None
+    when: str | None
+    decision: str | None
+    path: str | None
+    hash: str
+    criteria: list[str] = field(default_factory=list)
+    fields: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, record: IndexRecord) -> RecordMeta:
+        return cls(record.kind, record.task_id, record.feature_id, record.turn_number, record.completed_at,
+                   record.decision, record.source_path, record.content_hash[:16], list(record.criteria),
+                   dict(record.fields))
+
+    # The attributes query.allowed() reads, named as on IndexRecord.
+    @property
+    def task_id(self) -> str | None:
+        return self.task
+
+    @property
+    def feature_id(self) -> str | None:
+        return self.feature
+
+    @property
+    def turn_number(self) -> int | None:
+        return self.turn
+
+    @property
+    def completed_at(self) -> str | None:
+        return self.when
+
+
+@dataclass
+class Manifest:
+    """The local record of one index location (see the module docstring)."""
+
+    location: str
+    group: str
+    embedder: str
+    dimension: int
+    synced_at: str
+    sources: dict[str, Signature] = field(default_factory=dict)
+    records: dict[str, RecordMeta] = field(default_factory=dict)
+    #: Turns retention keeps out of the index (they are still in the files).
+    pruned: dict[str, RecordMeta] = field(default_factory=dict)
+    #: Configuration groups written (``seed``), with their signature sources included in ``sources``.
+    seeded: bool = False
+    version: int = MANIFEST_VERSION
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True) + "\n"
+
+    def tasks_of_feature(self, feature: str) -> set[str]:
+        return {m.task for m in self.records.values() if m.task and (m.feature or "").upper() == feature.upper()}
+
+
+def manifest_path(repo_root: Path, location: str) -> Path:
+    """``manifest.json`` for the embedded index, ``manifest-<hash>.json`` for a server URI."""
+    if location == "embedded":
+        return index_dir(repo_root) / "manifest.json"
+    return index_dir(repo_root) / f"manifest-{hashlib.sha256(location.encode()).hexdigest()[:12]}.json"
+
+
+def load_manifest(repo_root: Path, location: str) -> Manifest | None:
+    """The manifest, or None when there is none or it cannot be read (then nothing is known)."""
+    with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
+        raw = json.loads(manifest_path(repo_root, location).read_text(encoding="utf-8"))
+        if raw.get("version") != MANIFEST_VERSION:
+            return None
+        raw["records"] = {k: RecordMeta(**v) for k, v in raw["records"].items()}
+        raw["pruned"] = {k: RecordMeta(**v) for k, v in raw["pruned"].items()}
+        return Manifest(**raw)
+    return None
+
+
+def save_manifest(repo_root: Path, manifest: Manifest) -> None:
+    path = manifest_path(repo_root, manifest.location)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, manifest.to_json(), limit=None)
+
+
+def remove_manifest(repo_root: Path, location: str) -> None:
+    with contextlib.suppress(OSError):
+        manifest_path(repo_root, location).unlink()
+
+
+# --------------------------------------------------------------------------- file signatures
+
+
+def signature(path: str) -> Signature | None:
+    """(size, mtime, ctime, inode): an in-place edit, an atomic replace or a touch all change it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _turn_files_of(root: str, task_dir: str) -> Iterable[str]:
+    with contextlib.suppress(OSError), os.scandir(task_dir) as listing:
+        for entry in listing:
+            if entry.name.startswith("turn_state_turn_") and entry.name.endswith(".json"):
+                yield os.path.relpath(entry.path, root)
+
+
+def turn_file_paths(repo_root: Path, tasks: Iterable[str] | None = None) -> list[str]:
+    """Relative paths of the turn state files (of ``tasks`` only, when given), main and worktrees."""
+    root = str(repo_root)
+    dirs: list[str] = []
+    homes = [root]
+    with contextlib.suppress(OSError), os.scandir(worktrees_dir(root)) as trees:
+        homes += [entry.path for entry in trees if entry.is_dir(follow_symlinks=False)]
+    for home in homes:
+        state = os.path.join(home, str(STATE_DIR))
+        if tasks is not None:
+            dirs += [os.path.join(state, task) for task in tasks]
+            continue
+        with contextlib.suppress(OSError), os.scandir(state) as listing:
+            dirs += [entry.path for entry in listing if entry.is_dir(follow_symlinks=False)]
+    return [path for directory in dirs for path in _turn_files_of(root, directory)]
+
+
+def source_signatures(repo_root: Path, paths: Iterable[str]) -> dict[str, Signature]:
+    """Signatures of ``paths`` (relative to ``repo_root``); files that vanished are left out."""
+    root = str(repo_root)
+    found: dict[str, Signature] = {}
+    for rel in paths:
+        sig = signature(os.path.join(root, rel))
+        if sig is not None:
+            found[rel] = sig
+    return found
+
+
+def project_source_paths(repo_root: Path, records: Iterable[IndexRecord]) -> list[str]:
+    """Every file the project group's records can come from: turn files, task files, plans."""
+    from guardkit_state.features.plan import find_plans
+    from guardkit_state.taskfile.discovery import iter_task_files, loop_worktrees, own_task_files
+
+    root = Path(repo_root)
+    paths = set(turn_file_paths(root))
+    paths |= {p.relative_to(root).as_posix() for p in iter_task_files(root)}
+    for tree in loop_worktrees(root):
+        paths |= {os.path.relpath(entry.path, root) for entry in own_task_files(tree.path, tree.name)}
+    paths |= {p.relative_to(root).as_posix() for p in find_plans(root)}
+    paths |= {r.source_path for r in records if r.source_path}
+    return sorted(paths)
+
+
+def config_source_paths() -> list[str]:
+    return [QUALITY_GATES_FILE.as_posix(), OVERRIDES_FILE.as_posix()]
+
+
+# --------------------------------------------------------------------------- freshness
+
+
+@dataclass
+class Freshness:
+    """How the files in a query's scope differ from what the index was built from."""
+
+    changed: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.changed or self.added or self.removed)
+
+    def describe(self) -> str:
+        parts = [f"{len(v)} {k}" for k, v in (("changed", self.changed), ("new", self.added),
+                                              ("removed", self.removed)) if v]
+        shown = (self.added or self.changed or self.removed)[0]
+        return f"{', '.join(parts)} file(s) since the last sync (e.g. {shown})"
+
+
+def freshness(repo_root: Path, manifest: Manifest, tasks: set[str] | None = None) -> Freshness:
+    """Compare the files in scope (every file, or those of ``tasks``) with the manifest."""
+    root = Path(repo_root)
+    if tasks is None:
+        current = source_signatures(root, project_source_paths(root, ()))
+        known = {p: s for p, s in manifest.sources.items() if p not in config_source_paths()}
+    else:
+        wanted = {t.upper() for t in tasks}
+        in_scope = {m.path for m in manifest.records.values()
+                    if m.path and (m.task or "").upper() in wanted and m.kind in (TASK, "turn_states")}
+        in_scope |= set(turn_file_paths(root, sorted(tasks)))
+        in_scope |= {m.path for m in manifest.records.values() if m.kind == FEATURE and m.path}
+        current = source_signatures(root, in_scope)
+        known = {p: s for p, s in manifest.sources.items() if p in in_scope}
+    result = Freshness()
+    for path, sig in current.items():
+        old = known.get(path)
+        if old is None:
+            result.added.append(path)
+        elif old != sig:
+            result.changed.append(path)
+    result.removed = sorted(set(known) - set(current))
+    return result
+
+
+__all__ = ["MANIFEST_VERSION", "Freshness", "Manifest", "RecordMeta", "config_source_paths", "freshness",
+           "load_manifest", "manifest_path", "project_source_paths", "remove_manifest", "save_manifest",
+           "signature", "source_signatures", "turn_file_paths"]

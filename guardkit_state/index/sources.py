@@ -1,0 +1,54 @@
+"""Every record of a checkout, read from its files: the one loader behind the file scan and ``sync``.
+
+Turns come from ``turn_state_turn_N.json`` files (a loop worktree's copy wins), then from the turns
+task files list without such a file; tasks from task files; features from feature plans. A task
+a plan lists without naming its feature in its own frontmatter is given the plan's feature.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from guardkit_state.errors import GuardkitStateError
+from guardkit_state.index.frontmatter_turns import load_frontmatter_turn_records
+from guardkit_state.index.records import IndexRecord, project_group_id
+from guardkit_state.index.task_records import load_feature_records, load_task_records, task_record_from_data
+from guardkit_state.index.turn_records import load_turn_state_records
+
+
+@dataclass
+class ProjectRecords:
+    """The project group's records (turns, tasks, features) and the files that could not be read."""
+
+    records: list[IndexRecord]
+    problems: list[GuardkitStateError] = field(default_factory=list)
+
+    def turns(self) -> list[IndexRecord]:
+        return [r for r in self.records if r.turn_number is not None]
+
+
+def load_project_records(repo_root: Path, group: str | None = None) -> ProjectRecords:
+    """Turn, task and feature records of the checkout at ``repo_root``, sorted by key."""
+    root = Path(repo_root)
+    group = group or project_group_id(root)
+    loaded = load_turn_state_records(root, group=group)
+    problems = list(loaded.problems)
+    records = list(loaded.records)
+    known = {(r.task_id or "", r.turn_number or 0) for r in records}
+    records += load_frontmatter_turn_records(root, known, group=group)
+    tasks, task_problems = load_task_records(root, group)
+    features, feature_problems = load_feature_records(root, group)
+    problems += task_problems + feature_problems
+    planned = {str(t.get("id")): f.feature_id for f in features for t in f.data.get("tasks") or []
+               if isinstance(t, dict) and f.feature_id}
+    for i, task in enumerate(tasks):
+        feature = planned.get(task.task_id or "")
+        if feature and not task.feature_id:
+            data = dict(task.data) | {"feature_id": feature}
+            tasks[i] = task_record_from_data(data, group, source_path=task.source_path)
+    records += tasks + features
+    return ProjectRecords(sorted(records, key=lambda r: r.key), problems)
+
+
+__all__ = ["ProjectRecords", "load_project_records"]

@@ -1,0 +1,170 @@
+"""Read-only views of one task, as data: what ``show``, ``context`` and ``suggest-mode`` print.
+
+Each function finds the task, reads what it needs through the public lifecycle and ledger API,
+and returns a record whose ``to_dict()`` is the command's ``--json``; the commands only render.
+``show`` and ``context`` read the copy the loop works on (its worktree's while one exists).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from guardkit_state.config import load_config, render_player_role_section
+from guardkit_state.errors import InputError
+from guardkit_state.taskfile.document import TaskFile, find_task
+from guardkit_state.taskfile.locate import TaskLocation, locate_task
+from guardkit_state.turns.history import TaskHistory
+from guardkit_state.turns.lifecycle import TurnLifecycle
+from guardkit_state.turns.resume import ResumePoint, resume_point
+
+if TYPE_CHECKING:
+    from guardkit_state.config.modes import ModeAdvice
+    from guardkit_state.taskfile.state_block import TurnEntry
+    from guardkit_state.turns.ledger import CriteriaCounts
+    from guardkit_state.turns.stall import Stall
+
+
+@dataclass(frozen=True)
+class CriterionRow:
+    """One acceptance criterion as the recorded turns leave it."""
+
+    id: str
+    text: str
+    status: str
+    set_by_turn: int | None
+    #: Verified only because the Coach approved the task, not by a verdict on this criterion.
+    implied_by_approval: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "text": self.text, "status": self.status, "set_by_turn": self.set_by_turn,
+                "implied_by_approval": self.implied_by_approval}
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """A task's loop at a glance: its turns, criteria, stall and resume point."""
+
+    location: TaskLocation
+    task: TaskFile
+    criteria: tuple[CriterionRow, ...]
+    counts: CriteriaCounts
+    stall: Stall | None
+    resume: ResumePoint
+
+    @property
+    def turns(self) -> list[TurnEntry]:
+        return self.task.state.turns if self.task.state else []
+
+    @property
+    def max_turns(self) -> int | None:
+        return self.task.state.max_turns if self.task.state else None
+
+    @property
+    def outcome(self) -> Any:
+        """The ``outcome`` the frontmatter records (as written there), or None."""
+        return self.task.state.extra.get("outcome") if self.task.state else None
+
+    def to_dict(self) -> dict[str, Any]:
+        location = self.location
+        return {
+            "task_id": location.task_id,
+            "title": self.task.title,
+            "path": str(location.task_path),
+            "in_worktree": location.in_worktree,
+            # Which copy was read and why, and the other copies of the id (empty when it has one file).
+            "resolved": location.resolution.to_dict() if location.resolution else None,
+            "status": self.task.status,
+            "max_turns": self.max_turns,
+            "outcome": self.outcome,
+            "turns": [t.to_dict() for t in self.turns],
+            "criteria": [c.to_dict() for c in self.criteria],
+            "criteria_counts": self.counts.to_dict(),
+            "stall": self.stall.reason if self.stall else None,
+            "resume": self.resume.to_dict(),
+        }
+
+
+def task_view(repo_root: Path | str, task_id: str) -> TaskView:
+    """``task_id`` (an id or a task file's path) as ``show`` shows it."""
+    location = locate_task(repo_root, task_id)
+    task, store = location.load()
+    point = resume_point(task, store)
+    # The ledger and the stall as the recorded turns tell them: turn-state files, else the turns
+    # GuardKit's own loop listed in the frontmatter. Read through the TaskHistory that
+    # TurnLifecycle.ledger() reads, not a TurnLifecycle itself: that refuses a hand-edited history
+    # (a gap), and `show` is how the user looks at such a file.
+    history = TaskHistory(task, store)
+    ledger = history.ledger()
+    texts = {c.id: c.text for c in task.criteria}
+    rows = tuple(CriterionRow(e.criterion_id, texts.get(e.criterion_id, ""), e.status, e.set_by_turn, e.implied)
+                 for e in ledger.entries)
+    return TaskView(location, task, rows, ledger.counts(), history.stall(), point)
+
+
+@dataclass(frozen=True)
+class ContinuationContext:
+    """The markdown a turn's Player receives in ``GUARDKIT_CONTEXT_FILE``."""
+
+    location: TaskLocation
+    turn: int
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        resolution = self.location.resolution
+        return {"task_id": self.location.task_id, "turn": self.turn, "context": self.text,
+                "resolved": resolution.to_dict() if resolution else None}
+
+
+def continuation_context(repo_root: Path | str, task_id: str, turn: int | None = None) -> ContinuationContext:
+    """The context turn ``turn`` (default: the next) starts from, as the loop would write it.
+
+    Raises:
+        InputError: ``turn`` is not one of 1 .. the next turn.
+    """
+    location = locate_task(repo_root, task_id)
+    task, _ = location.load()
+    lifecycle = TurnLifecycle(task, root=location.checkout)
+    next_turn = lifecycle.recorded_turns + 1
+    # Turn 0 is out of range too (not "the next turn"): only an absent turn means the next.
+    number = next_turn if turn is None else turn
+    if number < 1 or number > next_turn:
+        raise InputError(f"turn {number} is out of range", task_id=task_id, expected=f"1..{next_turn}")
+    # The same text the loop writes, Player role section included.
+    role_section = render_player_role_section(load_config(Path(repo_root).resolve()))
+    return ContinuationContext(location, number, lifecycle.context_for(number, role_section=role_section))
+
+
+@dataclass(frozen=True)
+class ModeSuggestion:
+    """The advisory implementation mode for a task's complexity (nothing is blocked by it)."""
+
+    task_id: str | None
+    #: The complexity as written (a task may hold something that is not a number).
+    complexity: object
+    #: Where it came from: the task file's path, or the value given.
+    source: str
+    #: None when the complexity is not an estimate in 1-10.
+    advice: ModeAdvice | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "complexity": self.complexity, "complexity_source": self.source,
+                "advice": self.advice.to_dict() if self.advice else None}
+
+
+def mode_suggestion(repo_root: Path | str, task_id: str | None = None, *, complexity: int | None = None,
+                    source: str = "given") -> ModeSuggestion:
+    """The mode for ``complexity`` when given, else for ``task_id``'s own complexity."""
+    if complexity is None:
+        if task_id is None:
+            raise InputError("a task id or a complexity is needed")
+        task = TaskFile.load(find_task(Path(repo_root), task_id))
+        complexity, shown, source = task.complexity, task.data.get("complexity"), str(task.path)
+    else:
+        shown = complexity
+    return ModeSuggestion(task_id, shown, source, load_config(Path(repo_root)).suggest_mode(complexity))
+
+
+__all__ = ["ContinuationContext", "CriterionRow", "ModeSuggestion", "TaskView", "continuation_context",
+           "mode_suggestion", "task_view"]

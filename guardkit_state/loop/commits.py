@@ -1,0 +1,74 @@
+"""The loop's git side: one commit per recorded turn, and the turn a kill left uncommitted."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from guardkit_state.git.commits import CommitResult, commit_turn
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
+
+
+class TurnCommits:
+    """Commits the turns of one run of the loop.
+
+    In a managed worktree every change is committed (the Player's code and the turn's files);
+    elsewhere only the exact files of the turn, so a user's unrelated edits stay out of it.
+    ``note`` says what the user should know (a turn recorded but not committed, a ``.gitignore``
+    rule overridden).
+    """
+
+    def __init__(self, git: GitRepo, task_id: str, *, managed_worktree: bool, note: Callable[[str], None]) -> None:
+        self.git = git
+        self.task_id = task_id
+        self.managed_worktree = managed_worktree
+        self.note = note
+        self._reports_ignored: bool | None = None  # asked of git once, at the first commit
+
+    def commit_pending(self, lifecycle: TurnLifecycle) -> None:
+        """Commit the last recorded turn if it has no commit: a kill between the frontmatter append
+        and the git commit leaves one."""
+        state = lifecycle.task.state
+        last = state.turns[-1] if state is not None and state.turns else None
+        if last is None or self.git.find_turn_commit(self.task_id, last.turn):
+            return
+        own = self._turn_files(lifecycle, last.turn)
+        paths = None if self.managed_worktree else [*own, str(lifecycle.task.path)]
+        result = commit_turn(self.git, task_id=self.task_id, turn=last.turn, decision=last.decision,
+                             mode=last.mode or "recovering_state", paths=paths,
+                             managed_worktree=self.managed_worktree, force_paths=self._forced(own))
+        if result.sha:
+            self.note(f"committed turn {last.turn}, which was recorded but not committed before the interruption")
+
+    def commit(self, lifecycle: TurnLifecycle, record: TurnRecord) -> CommitResult:
+        """The commit of the turn just recorded (a git failure is said, never raised)."""
+        number = record.turn_state.turn_number
+        paths = None if self.managed_worktree else [str(p) for p in record.written]
+        result = commit_turn(self.git, task_id=self.task_id, turn=number, decision=record.entry.decision,
+                             mode=record.turn_state.mode, paths=paths, managed_worktree=self.managed_worktree,
+                             force_paths=self._forced(self._turn_files(lifecycle, number)))
+        if result.error:
+            self.note(f"turn {number} recorded but not committed: {result.error}")
+        return result
+
+    @staticmethod
+    def _turn_files(lifecycle: TurnLifecycle, number: int) -> list[str]:
+        """The exact per-turn files of turn ``number`` the store holds (its reports and turn state)."""
+        paths = (lifecycle.store.path(kind, number) for kind in ("player_turn", "coach_turn", "turn_state"))
+        return [str(p) for p in paths if p.is_file()]
+
+    def _forced(self, own: list[str]) -> list[str]:
+        """``own`` when a ``.gitignore`` rule hides the turn files (asked once per run), else nothing.
+
+        The reports are the loop's memory: a commit without them would leave ``log`` without
+        criteria deltas and a merged branch without its history, so they are committed anyway,
+        and the rule overridden is said once.
+        """
+        if self._reports_ignored is None and own:
+            rules = self.git.ignore_rules(own)
+            self._reports_ignored = bool(rules)
+            if rules:
+                shown = sorted(set(rules.values()))
+                self.note(f"committing {self.task_id}'s turn files although {', '.join(shown)} ignores them "
+                          "(exact paths only: player_turn_N.json, coach_turn_N.json, turn_state_turn_N.json)")
+        return own if self._reports_ignored else []

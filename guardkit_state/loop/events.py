@@ -1,0 +1,148 @@
+"""What the loop tells its caller while it runs: one small record per step, by type.
+
+:func:`guardkit_state.loop.run.feature_build` calls its ``on_event`` callback with one of the
+records below as each step happens. A caller picks the types it cares about (``isinstance``, or a
+``functools.singledispatch`` renderer as the CLI does) and ignores the rest; the records carry the
+library's own objects (a :class:`TurnRecord`, a :class:`ResumePoint`), never text made for a
+terminal.
+
+Each record also has a ``kind`` and a ``to_dict()``: the older ``(kind, data)`` form of the
+callback, which :func:`as_kind_and_data` adapts, and a JSON view for logs and tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from guardkit_state.config.modes import ModeAdvice
+    from guardkit_state.git.commits import CommitResult
+    from guardkit_state.model import TurnMode
+    from guardkit_state.turns.lifecycle import TurnRecord
+    from guardkit_state.turns.resume import ResumePoint
+
+
+@dataclass(frozen=True)
+class LoopNote:
+    """Something the loop did on its own that the user should know (a temp file removed, a stale
+    lock reaped, a report reused, a turn committed late); also in ``LoopResult.notes``."""
+
+    kind: ClassVar[str] = "note"
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text}
+
+
+@dataclass(frozen=True)
+class ModeSuggested:
+    """The advisory implementation mode for the task's complexity (nothing is blocked by it)."""
+
+    kind: ClassVar[str] = "advice"
+    advice: ModeAdvice
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.advice.to_dict()
+
+
+@dataclass(frozen=True)
+class WorktreeReady:
+    """The loop's worktree exists (created, found, or restored) and the turns run in it."""
+
+    kind: ClassVar[str] = "worktree"
+    path: Path
+    branch: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "branch": self.branch}
+
+
+@dataclass(frozen=True)
+class Resuming:
+    """``resume=True``: where the files say the loop continues from."""
+
+    kind: ClassVar[str] = "resume"
+    point: ResumePoint
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.point.to_dict()
+
+
+@dataclass(frozen=True)
+class TurnStarted:
+    """Turn ``turn`` begins; ``action`` is the resume point's (``run_turn``, ``rerun_coach``, ...)."""
+
+    kind: ClassVar[str] = "turn"
+    turn: int
+    mode: TurnMode
+    action: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"turn": self.turn, "mode": self.mode.value, "action": self.action}
+
+
+@dataclass(frozen=True)
+class ReportsReused:
+    """Reports an interrupted run left on disk are recorded instead of running those agents again."""
+
+    kind: ClassVar[str] = "reuse"
+    turn: int
+    roles: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"turn": self.turn, "files": list(self.roles)}
+
+
+@dataclass(frozen=True)
+class AgentStarted:
+    """The Player (``role="player"``) or the Coach starts on turn ``turn``."""
+
+    kind: ClassVar[str] = "agent"
+    turn: int
+    role: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"turn": self.turn, "role": self.role}
+
+
+@dataclass(frozen=True)
+class TurnRecorded:
+    """A turn is in the files (and committed, when ``commit`` says so); the loop goes on or ends."""
+
+    kind: ClassVar[str] = "recorded"
+    record: TurnRecord
+    #: None outside git.
+    commit: CommitResult | None
+
+    @property
+    def turn(self) -> int:
+        return self.record.turn_state.turn_number
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.record.to_dict() | {"commit": self.commit.to_dict() if self.commit else None}
+
+
+LoopEvent = LoopNote | ModeSuggested | WorktreeReady | Resuming | TurnStarted | ReportsReused | AgentStarted \
+    | TurnRecorded
+#: The ``on_event`` callback of :func:`~guardkit_state.loop.run.feature_build`.
+EventSink = Callable[[LoopEvent], None]
+#: The older form of the callback: the event's ``kind`` and ``to_dict()``.
+KindAndData = Callable[[str, dict[str, Any]], None]
+
+
+def as_kind_and_data(callback: KindAndData) -> EventSink:
+    """An ``on_event`` for a callback written for ``(kind, data)`` pairs (``"turn"``, ``{"turn": 2, ...}``)."""
+    def sink(event: LoopEvent) -> None:
+        callback(event.kind, event.to_dict())
+    return sink
+
+
+def ignore(event: LoopEvent) -> None:
+    """The callback when the caller gives none."""
+
+
+__all__ = ["AgentStarted", "EventSink", "KindAndData", "LoopEvent", "LoopNote", "ModeSuggested", "ReportsReused",
+           "Resuming", "TurnRecorded", "TurnStarted", "WorktreeReady", "as_kind_and_data", "ignore"]

@@ -1,0 +1,71 @@
+"""How a run of the loop ends: a :class:`LoopResult`, or :class:`LoopInterrupted` raised."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from guardkit_state.model import Outcome
+
+if TYPE_CHECKING:
+    from guardkit_state.git.commits import CommitResult
+    from guardkit_state.turns.lifecycle import TurnRecord
+    from guardkit_state.turns.resume import ResumePoint
+
+
+@dataclass
+class LoopResult:
+    """How a run of the loop ended."""
+
+    task_id: str
+    outcome: Outcome | None
+    reason: str
+    turns: list[TurnRecord] = field(default_factory=list)
+    commits: list[CommitResult] = field(default_factory=list)
+    resumed_from: ResumePoint | None = None
+    checkout: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.outcome is Outcome.APPROVED else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "outcome": self.outcome.value if self.outcome else None,
+            "reason": self.reason,
+            "exit_code": self.exit_code,
+            "checkout": str(self.checkout) if self.checkout else None,
+            "resumed_from": self.resumed_from.to_dict() if self.resumed_from else None,
+            "turns": [t.to_dict() for t in self.turns],
+            "commits": [c.to_dict() for c in self.commits],
+            "notes": self.notes,
+        }
+
+
+class LoopInterrupted(KeyboardInterrupt):
+    """Ctrl+C, SIGTERM or SIGHUP stopped the loop; its files are consistent.
+
+    ``turn`` and ``phase`` say where (``phase``: ``starting``, ``player``, ``coach`` or
+    ``recorded``; both None before the first turn began), and ``str()`` how to go on. It is a
+    :class:`KeyboardInterrupt`, so code catching that catches it as before.
+    """
+
+    def __init__(self, task_id: str, *, turn: int | None, phase: str | None, resumed: bool) -> None:
+        self.task_id = task_id
+        self.turn = turn
+        self.phase = phase
+        self.resumed = resumed
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        command = f"guardkit-state feature-build {self.task_id} --player ... --coach ..."
+        if self.turn is None and not self.resumed:
+            return f"interrupted before the first turn began; nothing was recorded: run '{command}' again"
+        where = f" during turn {self.turn} ({self.phase})" if self.turn is not None else ""
+        return f"interrupted{where}: state saved; continue with '{command} --resume'"
+
+
+__all__ = ["LoopInterrupted", "LoopResult"]

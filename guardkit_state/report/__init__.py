@@ -1,0 +1,15 @@
+"""The HTML report of a task's loop: a turn timeline, a criteria matrix, and what each turn said.
+
+``write_report(repo, "TASK-AUTH-001")`` reads the task's files (never an index) and writes one
+self-contained page; ``build_task_report`` and ``render_report`` are its two halves.
+"""
+
+from __future__ import annotations
+
+from guardkit_state.report.collect import build_task_report
+from guardkit_state.report.page import render_report
+from guardkit_state.report.view import Cell, CriterionRow, TaskReport, TurnView
+from guardkit_state.report.write import ReportResult, default_report_path, write_report
+
+__all__ = ["Cell", "CriterionRow", "ReportResult", "TaskReport", "TurnView", "build_task_report",
+           "default_report_path", "render_report", "write_report"]

@@ -1,0 +1,84 @@
+"""Write a task's report: build it from the files, draw it, and replace the output file atomically.
+
+A browser tab left open on the file shows the new report on reload: the page is written the way
+the store writes every file (:func:`~guardkit_state.store.fsio.atomic_write_bytes`: a temp file
+beside it, renamed over it), so a reader never sees half a page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from guardkit_state.errors import GuardkitStateError, InputError
+from guardkit_state.report.collect import build_task_report
+from guardkit_state.report.page import render_report
+from guardkit_state.report.view import TaskReport
+from guardkit_state.store.fsio import atomic_write_bytes
+from guardkit_state.store.layout import report_file
+
+#: A page is for reading by anyone the folder is shared with: 0644 whatever the umask, and whatever
+#: mode the page it replaces had (the store's writes keep the old mode, or take the umask's).
+PAGE_MODE = 0o644
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """A written report: where, how big, and what it counts."""
+
+    path: Path
+    bytes: int
+    report: TaskReport
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "bytes": self.bytes, **self.report.summary()}
+
+
+def default_report_path(repo: Path | str, task_id: str) -> Path:
+    """``.guardkit/reports/TASK-ID.html`` in ``repo``."""
+    return report_file(repo, task_id)
+
+
+def write_report(repo: Path | str, task: str, output: Path | str | None = None, *,
+                 running_turn: int | None = None) -> ReportResult:
+    """Write the HTML report of ``task`` to ``output`` (default :func:`default_report_path`).
+
+    Raises:
+        InputError: ``output`` is a directory, or a feature was named (not available yet).
+        TaskNotFoundError, ParseError...: the task cannot be read (nothing is written).
+        GuardkitStateError: the file cannot be written.
+    """
+    report = build_task_report(repo, task, running_turn=running_turn)
+    path = Path(output) if output is not None else default_report_path(repo, report.task_id)
+    if path.is_dir():
+        raise InputError(f"{path} is a directory", path=path, expected="the path of an .html file to write")
+    text = render_report(report).encode("utf-8")
+    _write_page(path, text)
+    return ReportResult(path=path, bytes=len(text), report=report)
+
+
+def _write_page(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` in one rename (its folder is created when missing).
+
+    Raises:
+        GuardkitStateError: the file system refused (``cannot write the report: ...``).
+        UnwritableFileError, NotRegularFileError, UnsafePathError: what the store never replaces
+            (a read-only or hard-linked file, a special file, a symlink leaving its checkout).
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # No size cap: the store caps what it writes at what it reads back, and nothing reads a page back.
+        atomic_write_bytes(path, data, mode=PAGE_MODE, limit=None)
+    except OSError as exc:
+        raise _cannot_write(path, exc) from exc
+    except GuardkitStateError as exc:
+        # An OS error inside the write (no space, permission denied ...) is said as the report's;
+        # the store's typed refusals already name the file and what to do.
+        if type(exc) is GuardkitStateError and isinstance(exc.__cause__, OSError):
+            raise _cannot_write(path, exc.__cause__) from exc.__cause__
+        raise
+
+
+def _cannot_write(path: Path, exc: OSError) -> GuardkitStateError:
+    return GuardkitStateError(f"cannot write the report: {exc.strerror or exc}", path=path)

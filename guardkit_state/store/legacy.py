@@ -1,0 +1,189 @@
+"""Normalisation of known legacy record shapes to the canonical shape (pure: never mutates its input).
+
+GuardKit producers wrote aliases over the years (``ac_id``, ``description``, ``done``, the v4 Coach
+``{verdict, findings}`` shape, GuardKit's own criterion statuses ...). Reading maps each known alias to
+the canonical shape, with a warning for every lossy reading; anything that is not a known alias is
+left for the schema to judge (:func:`guardkit_state.store.schemas.validate_record`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from guardkit_state.store.json_paths import PathParts, format_pointer
+
+_PROMISE_STATUS = {"complete": "complete", "done": "complete", "finished": "complete",
+                   "completed": "complete", "partial": "partial", "incomplete": "incomplete"}
+_COACH_DECISION = {"approve": "approve", "approved": "approve", "feedback": "feedback",
+                   "reject": "reject", "rejected": "reject"}
+_TURN_STATE_COACH = {"approved": "approved", "approve": "approved", "feedback": "feedback",
+                     "revise": "feedback", "rejected": "rejected", "reject": "rejected", "error": "error"}
+# GuardKit copies the coach's decision into player_decision; the Player did implement something.
+_TURN_STATE_PLAYER = {"implemented": "implemented", "failed": "failed", "blocked": "blocked",
+                      "approve": "implemented", "approved": "implemented", "feedback": "implemented",
+                      "reject": "implemented", "rejected": "implemented", "error": "failed"}
+# The per-criterion statuses GuardKit's own turn states write, read as the ledger's three states.
+_CRITERION_STATUS = {"verified": "verified", "rejected": "rejected", "pending": "pending",
+                     "completed": "verified", "complete": "verified", "in_progress": "pending",
+                     "not_started": "pending", "failed": "rejected"}
+_TURN_MODES = ("fresh_start", "continuing_work", "recovering_state")
+_PLAYER_LISTS = ("files_modified", "files_created", "tests_written", "concerns",
+                 "requirements_addressed", "requirements_remaining", "lessons", "blockers")
+_TURN_STATE_LISTS = ("blockers_found", "files_modified", "lessons_from_turn", "gate_results")
+
+
+@dataclass
+class _Notes:
+    """Collects warnings while a record is normalised."""
+
+    warnings: list[str] = field(default_factory=list)
+
+    def warn(self, parts: PathParts, text: str) -> None:
+        self.warnings.append(f"{format_pointer(parts)}: {text}")
+
+
+def _rename(obj: dict[str, Any], old: str, new: str, where: PathParts, notes: _Notes) -> None:
+    """Move the legacy key ``old`` to ``new``; when both are present and differ, keep both."""
+    if old not in obj:
+        return
+    if new not in obj:
+        obj[new] = obj.pop(old)
+    elif obj[new] == obj[old]:
+        del obj[old]
+    else:
+        notes.warn(where + (old,), f"legacy key {old!r} ignored: {new!r} is also present")
+
+
+def _mapped(value: Any, table: dict[str, str]) -> Any:
+    """``value`` through ``table`` (case- and space-insensitive) or unchanged when not listed."""
+    if isinstance(value, str):
+        return table.get(value.strip().lower().replace("-", "_").replace(" ", "_"), value)
+    return value
+
+
+def _null_lists_to_empty(obj: dict[str, Any], names: tuple[str, ...]) -> None:
+    for name in names:
+        if name in obj and obj[name] is None:
+            obj[name] = []
+
+
+def _normalise_player(data: dict[str, Any], notes: _Notes) -> None:
+    _null_lists_to_empty(data, _PLAYER_LISTS)
+    promises = data.get("completion_promises", ())
+    if promises is None:
+        del data["completion_promises"]  # the model reads absent and null alike
+    elif isinstance(promises, list):
+        for i, promise in enumerate(promises):
+            if not isinstance(promise, dict):
+                continue
+            where: PathParts = ("completion_promises", i)
+            _rename(promise, "ac_id", "criterion_id", where, notes)
+            _rename(promise, "description", "criterion_text", where, notes)
+            if "status" in promise:
+                promise["status"] = _mapped(promise["status"], _PROMISE_STATUS)
+            if promise.get("implementation_files", ()) is None:
+                promise["implementation_files"] = []
+
+
+def _normalise_coach(data: dict[str, Any], notes: _Notes) -> None:
+    if "verdict" in data and "decision" not in data:
+        # The v4 Coach shape: {verdict: approve|reject, findings: [...]}.
+        data["decision"] = data.pop("verdict")
+        if "findings" in data and "issues" not in data:
+            data["issues"] = data.pop("findings")
+    if "decision" in data:
+        data["decision"] = _mapped(data["decision"], _COACH_DECISION)
+    issues = data.get("issues", ())
+    if issues is None:
+        data["issues"] = []
+    elif isinstance(issues, list):
+        data["issues"] = [{"description": item} if isinstance(item, str) else item for item in issues]
+    checks = data.get("criteria_verification", ())
+    if checks is None:
+        data["criteria_verification"] = []
+    elif isinstance(checks, list):
+        for i, check in enumerate(checks):
+            if not isinstance(check, dict):
+                continue
+            where: PathParts = ("criteria_verification", i)
+            _rename(check, "ac_id", "criterion_id", where, notes)
+            if "result" not in check:
+                continue
+            result = check["result"]
+            mapped = _mapped(result, {"verified": "verified", "rejected": "rejected"})
+            if mapped in ("verified", "rejected"):
+                check["result"] = mapped
+            elif result is None or isinstance(result, str):
+                # Only an explicit "verified" counts; anything else must not pass as verified.
+                check["result"] = "rejected"
+                notes.warn(where + ("result",), f"{json.dumps(result)} read as \"rejected\"")
+
+
+def _normalise_turn_state(data: dict[str, Any], notes: _Notes) -> None:
+    _rename(data, "turn", "turn_number", (), notes)
+    for name, default in (("feature_id", None), ("player_summary", ""), ("coach_feedback", None)):
+        data.setdefault(name, default)
+    if "mode" in data:
+        data["mode"] = _mapped(data["mode"], {m: m for m in _TURN_MODES})
+    if "player_decision" in data:
+        data["player_decision"] = _mapped(data["player_decision"], _TURN_STATE_PLAYER)
+    if "coach_decision" in data:
+        data["coach_decision"] = _mapped(data["coach_decision"], _TURN_STATE_COACH)
+    _null_lists_to_empty(data, _TURN_STATE_LISTS)
+    for name in ("acceptance_criteria_status", "criteria_provenance"):
+        if name in data and data[name] is None:
+            data[name] = {}
+    statuses = data.get("acceptance_criteria_status")
+    if isinstance(statuses, dict):
+        data["acceptance_criteria_status"] = {k: _mapped(v, _CRITERION_STATUS) for k, v in statuses.items()}
+
+
+def _normalise_autobuild_state(data: dict[str, Any], notes: _Notes) -> None:
+    if data.get("turns", ()) is None:
+        data["turns"] = []
+    if data.get("criteria", ()) is None:
+        data["criteria"] = {}
+    turns = data.get("turns")
+    for i, entry in enumerate(turns if isinstance(turns, list) else ()):  # a non-list is the schema's to report
+        if isinstance(entry, dict):
+            _rename(entry, "coach_decision", "decision", ("turns", i), notes)
+
+
+_NORMALISERS: dict[str, Callable[[dict[str, Any], _Notes], None]] = {
+    "player_turn": _normalise_player,
+    "coach_turn": _normalise_coach,
+    "turn_state": _normalise_turn_state,
+    "autobuild_state": _normalise_autobuild_state,
+}
+
+
+def normalise(kind: str, data: Any, *, owned: bool = False) -> tuple[Any, list[str]]:
+    """Map known legacy shapes of a ``kind`` record to the canonical shape.
+
+    Returns a new object (the input is never mutated, unless ``owned``) and warnings, each ``"$.path: text"``, for
+    lossy readings such as a criterion ``result`` of ``"unverified"`` read as ``"rejected"``.
+    Anything that is not a known alias is left for the schema to judge.
+    """
+    return normalise_copy(kind, data, plain=False, owned=owned)
+
+
+def normalise_copy(kind: str, data: Any, *, plain: bool, owned: bool = False) -> tuple[Any, list[str]]:
+    """:func:`normalise`, told whether ``data`` is plain JSON (``plain``: copied the fast way)."""
+    notes = _Notes()
+    # Plain JSON data is copied by a C-speed JSON round trip (a deepcopy costs ~10x more); data the
+    # caller owns (``owned=True``: e.g. just parsed, shared with nobody) is normalised in place.
+    if owned:
+        out = data
+    else:
+        out = json.loads(json.dumps(data, ensure_ascii=False)) if plain else copy.deepcopy(data)
+    normaliser = _NORMALISERS.get(kind)
+    if normaliser is not None and isinstance(out, dict):
+        normaliser(out, notes)
+    return out, notes.warnings
+
+
+__all__ = ["normalise", "normalise_copy"]

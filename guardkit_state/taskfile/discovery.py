@@ -1,0 +1,194 @@
+"""Finding task files: the one walker over ``tasks/``, and the cheap tests of what a file is.
+
+Every reader (``show`` and the resolver, ``status``, ``validate``, the index) walks ``tasks/``
+through :func:`walk_markdown`, so they all see the same files:
+
+* a symlinked folder is never followed (a link to ``/`` or to a parent would walk out of the
+  repository, or for ever);
+* a symlinked file is read only when it resolves inside its checkout (a link planted in a
+  repository must not make it read, or write, a file elsewhere);
+* a FIFO, socket or device is never opened (a FIFO would block the reader for ever): it is
+  skipped with a note;
+* the order is fixed: a folder's files by name, then its subfolders by name.
+
+Which of several copies of an id is the truth is :mod:`guardkit_state.taskfile.resolve`'s job.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from guardkit_state.errors import FrontmatterError, GuardkitStateError, UnsafePathError
+from guardkit_state.store import fsio
+from guardkit_state.store.layout import TASKS_DIR, worktrees_dir
+from guardkit_state.taskfile.state_block import STATE_KEYS
+
+log = logging.getLogger("guardkit_state.taskfile.discovery")
+
+#: A task file's name: ``PREFIX-...md`` (READMEs and guides are not tasks).
+TASK_FILE_NAME = re.compile(r"^[A-Z][A-Z0-9]*-[A-Za-z0-9.]+.*\.md$")
+#: A state block starts a line of the frontmatter: a raw-bytes check before any parse.
+STATE_MARKERS = tuple(f"\n{key}:".encode() for key in STATE_KEYS)
+
+_ID_SEGMENT = re.compile(r"^[A-Z0-9][A-Z0-9.]*$")
+_TREE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_ID_LINE = re.compile(r"^id:[ \t]*['\"]?([^'\"\s#]+)", re.M)
+#: How much of a file's head :func:`declared_id` scans for its ``id:``.
+_HEAD_BYTES = 8192
+
+
+def walk_markdown(root: Path | str, top: Path | str,
+                  special: list[Path] | None = None) -> Iterator[os.DirEntry[str]]:
+    """Every readable ``*.md`` file below ``top`` (inside checkout ``root``), by the rules above.
+
+    Yields scandir entries (no Path objects: a walk of 10,000 files costs ~0.1 s less this way).
+    A FIFO, socket or device is added to ``special`` when given, so a caller can name it.
+    """
+    stack = [str(top)]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError:  # gone, not a folder, or unreadable: nothing to read there
+            continue
+        folders = []
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.path)
+            elif entry.name.endswith(".md") and _readable(root, entry, special):
+                yield entry
+        stack.extend(reversed(folders))
+
+
+def _readable(root: Path | str, entry: os.DirEntry[str], special: list[Path] | None) -> bool:
+    """True for a regular file, or a symlink to one inside ``root``; notes what is skipped."""
+    if entry.is_file(follow_symlinks=False):
+        return True
+    try:
+        if entry.is_symlink() and (entry.is_dir() or not _inside(root, entry)):
+            return False  # a symlinked folder (never followed), or a link leaving the checkout
+        if entry.is_file():  # a stat, never an open: False for a FIFO, socket, device or dangling link
+            return True
+        os.stat(entry.path)
+    except OSError:
+        return False  # dangling, or gone since the listing
+    log.warning("skipping %s: not a regular file", entry.path)
+    if special is not None:
+        special.append(Path(entry.path))
+    return False
+
+
+def _inside(root: Path | str, link: os.DirEntry[str]) -> bool:
+    try:
+        fsio.resolve_inside(Path(root), Path(link.path))
+    except UnsafePathError:
+        log.warning("skipping %s: symlink leaves the repository", link.path)
+        return False
+    return True
+
+
+def iter_task_files(repo_root: Path | str) -> Iterator[Path]:
+    """Every task-like markdown file under ``repo_root/tasks`` (``PREFIX-...md``), in walk order.
+
+    READMEs and guides are skipped by name; symlinks leaving the repository, FIFOs, sockets and
+    devices are skipped (with a logged note).
+    """
+    root = Path(repo_root)
+    for entry in walk_markdown(root, root / TASKS_DIR):
+        if TASK_FILE_NAME.match(entry.name):
+            yield Path(entry.path)
+
+
+def task_copies(repo_root: Path | str, task_id: str, special: list[Path] | None = None) -> list[Path]:
+    """Every file of ``task_id`` under ``repo_root/tasks``, in walk order (possibly none)."""
+    task_id = fsio.validate_task_id(task_id)
+    root = Path(repo_root)
+    return [Path(entry.path) for entry in walk_markdown(root, root / TASKS_DIR, special)
+            if names_task(Path(entry.path), task_id)]
+
+
+def loop_worktrees(home: Path | str) -> list[os.DirEntry[str]]:
+    """The loop worktrees in ``home`` (the main checkout): real folders under ``.guardkit/worktrees``
+    named like a task id, by name."""
+    try:
+        with os.scandir(worktrees_dir(home)) as listing:
+            trees = [e for e in listing if e.is_dir(follow_symlinks=False) and _TREE_NAME.match(e.name)]
+    except OSError:
+        return []
+    return sorted(trees, key=lambda e: e.name)
+
+
+def own_task_files(tree: Path | str, task_id: str) -> Iterator[os.DirEntry[str]]:
+    """The files of ``task_id`` in its loop worktree ``tree``.
+
+    A worktree is a full checkout, but only its loop's own task is read there: every other task is
+    read from the main checkout.
+    """
+    for entry in walk_markdown(tree, Path(tree) / TASKS_DIR):
+        if named_for(entry.name, task_id) and names_task(Path(entry.path), task_id):
+            yield entry
+
+
+def named_for(name: str, task_id: str) -> bool:
+    """True when a file name is ``<id>.md`` or ``<id>-<slug>.md`` (the name alone, no read)."""
+    return name == f"{task_id}.md" or name.startswith(f"{task_id}-")
+
+
+def names_task(path: Path, task_id: str) -> bool:
+    """True when ``path`` is a file of ``task_id``: named for it, and not declaring another id."""
+    name = path.name
+    if name == f"{task_id}.md":
+        return True
+    if not named_for(name, task_id):
+        return False
+    # TASK-ABC-1-2-x.md starts with "TASK-ABC-1-" too: trust the file's own id when it has one.
+    declared = declared_id(path)
+    return declared is None or declared == task_id
+
+
+def declared_id(path: Path) -> str | None:
+    """The ``id:`` a task file declares in its frontmatter, by a cheap scan of its head (no YAML parse)."""
+    try:
+        # Never a blocking open: the name may have become a FIFO since the walk looked at it.
+        head = fsio.read_bytes_capped(path)[:_HEAD_BYTES].decode("utf-8", "replace")
+    except GuardkitStateError:
+        return None
+    from guardkit_state.taskfile.frontmatter import split_frontmatter  # here: the CLI builds its parser without YAML
+
+    try:
+        split = split_frontmatter(head + "\n---\n")
+    except FrontmatterError:
+        return None
+    match = _ID_LINE.search(split.yaml_text) if split.has_frontmatter else None
+    return match.group(1) if match else None
+
+
+def task_id_from_filename(name: str) -> str:
+    """``TASK-SFT-009-quality-gate-update.md`` -> ``TASK-SFT-009`` (upper-case segments)."""
+    stem = name[:-3] if name.endswith(".md") else name
+    segments = stem.split("-")
+    taken = [segments[0]]
+    for segment in segments[1:]:
+        if not _ID_SEGMENT.match(segment):
+            break
+        taken.append(segment)
+    return "-".join(taken)
+
+
+__all__ = [
+    "STATE_MARKERS",
+    "TASK_FILE_NAME",
+    "declared_id",
+    "iter_task_files",
+    "loop_worktrees",
+    "named_for",
+    "names_task",
+    "own_task_files",
+    "task_copies",
+    "task_id_from_filename",
+    "walk_markdown",
+]

@@ -1,0 +1,192 @@
+"""A python-frontmatter handler that reads task files strictly and saves them byte for byte.
+
+``frontmatter.load(path, handler=FrontmatterHandler())`` reads the frontmatter with the task-file
+rules (exact ``---`` split, C safe loader, dates kept as strings, duplicate keys refused with a
+typed error). The handler keeps the text it loaded, so ``frontmatter.dumps(post)`` (or
+``frontmatter.dump``) splices only the keys that changed into that text: comments, key order,
+quoting, blank lines and the body's bytes stay as they were (:mod:`handler_save`).
+
+python-frontmatter strips the text before a handler sees it; the handler takes the unstripped text
+from python-frontmatter's own ``loads`` call, so the whitespace around the text is kept too. It
+also turns CRLF line endings into LF before any handler runs; :meth:`FrontmatterHandler.read`
+keeps them. See ``docs/python-frontmatter.md``.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import frontmatter
+from frontmatter.default_handlers import BaseHandler
+
+from guardkit_state.errors import FrontmatterError, GuardkitStateError, InputError
+from guardkit_state.taskfile.frontmatter import parse_frontmatter, split_frontmatter
+from guardkit_state.taskfile.handler_save import LoadedText, fresh_text, save_text, to_plain
+from guardkit_state.taskfile.splice.render import render_yaml
+from guardkit_state.taskfile.strict_yaml import parse_yaml
+
+__all__ = ["FrontmatterHandler"]
+
+#: python-frontmatter passes metadata to ``Post(content, handler, **metadata)``: these keys cannot pass.
+_RESERVED_KEYS = ("content", "handler")
+#: How far up the stack python-frontmatter's ``loads`` sits from ``split`` (split ← parse ← loads).
+_FRAMES_UP = 4
+_LOADS_CODE = frontmatter.loads.__code__
+
+
+class FrontmatterHandler(BaseHandler):
+    """Strict reading and byte-preserving saving for python-frontmatter, one handler per text.
+
+    A handler keeps the text it loaded, and a post keeps the bytes of the text its handler
+    loaded: ``frontmatter.dumps(post)`` writes that text with only the changed keys (and body)
+    changed. A handler refuses to load a second, different text (use a new one per file); a post
+    whose handler loaded no text is written afresh.
+    """
+
+    FM_BOUNDARY = re.compile(r"\A\ufeff?---[ \t]*\r?$", re.M)
+    START_DELIMITER = END_DELIMITER = "---"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.path: Path | None = None  # the file :meth:`read` loaded, for error messages
+        self._loaded: LoadedText | None = None
+        self._exact: str | None = None  # a text given to :meth:`reads`, before python-frontmatter changes it
+        self._handed_out: str | None = None  # the YAML text :meth:`split` gave python-frontmatter
+
+    @property
+    def text(self) -> str | None:
+        """The text this handler loaded (None before it loaded one)."""
+        return self._loaded.text if self._loaded is not None else None
+
+    # ----------------------------------------------------------------- exact reading
+
+    def read(self, path: Path | str) -> frontmatter.Post:
+        """Load the file at ``path`` keeping every byte, CRLF line endings included."""
+        with open(path, encoding="utf-8", newline="") as handle:
+            text = handle.read()
+        previous, self.path = self.path, Path(path)
+        try:
+            return self.reads(text)
+        except GuardkitStateError:
+            if self._loaded is not None and self._loaded.text != text:
+                self.path = previous  # refused: the handler still holds the text it loaded before
+            raise
+
+    def reads(self, text: str) -> frontmatter.Post:
+        """Load ``text`` keeping every character, CRLF line endings included."""
+        self._exact = text
+        try:
+            return frontmatter.loads(text, handler=self)
+        finally:
+            self._exact = None
+
+    # ----------------------------------------------------------------- python-frontmatter's interface
+
+    def detect(self, text: str) -> bool:
+        """True when ``text`` opens with a frontmatter delimiter line."""
+        try:
+            return split_frontmatter(text).has_frontmatter
+        except GuardkitStateError:
+            return True  # an unclosed frontmatter: loading it reports the typed error
+
+    def split(self, text: str) -> tuple[str, str]:
+        """Split strictly; raises ValueError (python-frontmatter's "no frontmatter") when there is none.
+
+        Raises:
+            FrontmatterError, DuplicateKeyError: the strict reader refuses the text.
+            InputError: this handler already loaded a different text.
+        """
+        original, whole = self._original_of(text)
+        if self._loaded is not None and self._loaded.text != original:
+            raise InputError("this FrontmatterHandler already holds the text it loaded before; a post is saved "
+                             "into the text its handler loaded, so use one FrontmatterHandler per file",
+                             path=self.path, expected="frontmatter.load(path, handler=FrontmatterHandler())")
+        parsed = parse_frontmatter(original, path=self.path)
+        _check_keys(parsed.data, parsed.line_of, self.path)
+        self._loaded = LoadedText(original, parsed, whole)
+        split = parsed.split
+        if not split.has_frontmatter:
+            raise ValueError("no frontmatter")
+        self._handed_out = split.yaml_text
+        return split.yaml_text, split.body.replace("\r\n", "\n")
+
+    def load(self, fm: str, **kwargs: object) -> Any:
+        """The strictly read metadata: a copy of what :meth:`split` read, or ``fm`` parsed strictly."""
+        if kwargs:
+            raise TypeError(f"FrontmatterHandler.load takes no options (got {', '.join(kwargs)})")
+        if self._loaded is not None and fm is self._handed_out:
+            self._handed_out = None
+            # A copy: the post's nested values may be changed in place, the loaded reading may not.
+            return copy.deepcopy(self._loaded.parsed.data)
+        data = parse_yaml(fm, path=self.path).data
+        return {} if data is None else data
+
+    def export(self, metadata: dict[str, object], **kwargs: object) -> str:
+        """``metadata`` as block YAML that the strict reader reads back as exactly ``metadata``."""
+        if kwargs:
+            raise TypeError(f"FrontmatterHandler.export takes no options (got {', '.join(kwargs)})")
+        return render_yaml(to_plain(metadata)).removesuffix("\n")
+
+    def format(self, post: frontmatter.Post, **kwargs: object) -> str:
+        """The text of ``post``: the loaded text with only what changed spliced in, or a new text.
+
+        Raises:
+            FrontmatterError: a change the text's layout cannot take without losing bytes.
+            WriteVerificationError: the new text would not read back as the post's metadata.
+        """
+        if kwargs:
+            raise TypeError(f"FrontmatterHandler keeps the text's own layout and takes no options "
+                            f"(got {', '.join(kwargs)})")
+        owner = post.handler if isinstance(post.handler, FrontmatterHandler) else None
+        loaded = owner._loaded if owner is not None else None
+        if owner is None or loaded is None:
+            return fresh_text(dict(post.metadata), post.content)
+        if not loaded.whole:
+            raise FrontmatterError("the text around the frontmatter is not known (python-frontmatter strips it "
+                                   "before a handler sees it, and frontmatter.parse was called directly): its "
+                                   "bytes cannot be kept", path=owner.path,
+                                   expected="a post from frontmatter.load or frontmatter.loads")
+        return save_text(loaded, dict(post.metadata), post.content, path=owner.path)
+
+    # ----------------------------------------------------------------- the text before python-frontmatter
+
+    def _original_of(self, seen: str) -> tuple[str, bool]:
+        """The text python-frontmatter stripped into ``seen``, whitespace around it included, and
+        whether it was found (else ``seen`` itself: ``frontmatter.parse`` was called directly).
+
+        python-frontmatter's ``parse`` strips the text before calling ``split``, so no handler is
+        given the whitespace around it (a file's final line break, blank lines before the opening
+        ``---``); its ``loads``, a frame or two up, still holds the text unstripped. The text is
+        taken only when it strips to exactly what was seen.
+        """
+        candidates: list[object] = [self._exact] if self._exact is not None else []
+        frame = sys._getframe(1)
+        for _ in range(_FRAMES_UP):
+            if frame.f_code is _LOADS_CODE:
+                candidates.append(frame.f_locals.get("text"))
+                break
+            if frame.f_back is None:
+                break
+            frame = frame.f_back
+        del frame  # a frame held by a local keeps every caller's locals alive
+        for text in candidates:
+            if isinstance(text, str) and text.replace("\r\n", "\n").strip() == seen:
+                return text, True
+        return seen, False
+
+
+def _check_keys(data: dict[str, Any], line_of: Callable[[str], int | None], path: Path | None) -> None:
+    """Refuse top-level keys python-frontmatter cannot pass to ``Post(content, handler, **metadata)``."""
+    for key in data:
+        if not isinstance(key, str):
+            raise FrontmatterError(f"top-level key {key!r} is not a string: python-frontmatter passes metadata as "
+                                   "keyword arguments", path=path, expected="string keys")
+        if key in _RESERVED_KEYS:
+            raise FrontmatterError(f"top-level key {key!r} cannot pass through python-frontmatter (it is an "
+                                   "argument of Post)", path=path, line=line_of(key),
+                                   expected=f"no '{key}' key at the top level")

@@ -1,0 +1,105 @@
+"""Merging task branches into a feature branch (``guardkit_state.git.merge``): trailers, conflicts
+aborted, merges found again, and what a killed merge leaves repaired. Real git repositories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from guardkit_state.errors import GitError, InputError
+from guardkit_state.git.merge import (
+    find_task_merge,
+    is_ancestor,
+    merge_branch,
+    merge_in_progress,
+    merge_message,
+    recover_interrupted_merge,
+)
+from guardkit_state.git.repo import GitRepo
+
+from .conftest import run_git
+
+
+def _repo(git_repo: Path) -> GitRepo:
+    (git_repo / "shared.txt").write_text("base\n")
+    run_git(git_repo, "add", "shared.txt")
+    run_git(git_repo, "commit", "-q", "-m", "base")
+    run_git(git_repo, "branch", "feature")
+    for name, path, text in (("task-a", "a.txt", "a\n"), ("task-b", "b.txt", "b\n"), ("task-c", "shared.txt", "c\n"),
+                             ("task-d", "shared.txt", "d\n")):
+        run_git(git_repo, "checkout", "-q", "-b", name, "feature")
+        (git_repo / path).write_text(text)
+        run_git(git_repo, "add", path)
+        run_git(git_repo, "commit", "-q", "-m", f"{name} work")
+    run_git(git_repo, "checkout", "-q", "feature")
+    repo = GitRepo.discover(git_repo)
+    assert repo is not None
+    return repo
+
+
+def _message(task: str) -> str:
+    return merge_message("FEAT-X", task, branch=f"autobuild/{task}", target="autobuild/FEAT-X", wave=1,
+                         summary=f"{task} approved in 1 turn(s).")
+
+
+def test_a_merge_carries_trailers_and_is_found_again(git_repo: Path) -> None:
+    repo = _repo(git_repo)
+    first = merge_branch(repo, "task-a", _message("TASK-A"))
+    second = merge_branch(repo, "task-b", _message("TASK-B"))
+    assert first.merged and second.merged and not first.already
+    trailers = run_git(git_repo, "log", "-1", "--format=%(trailers:only,unfold)", second.sha or "")
+    assert trailers.split("\n")[:3] == ["Guardkit-Feature: FEAT-X", "Guardkit-Task: TASK-B", "Guardkit-Wave: 1"]
+    assert run_git(git_repo, "rev-list", "--parents", "-n", "1", second.sha or "").count(" ") == 2  # --no-ff
+    assert find_task_merge(repo, "TASK-A", "feature") == first.sha
+    assert find_task_merge(repo, "TASK-B", "feature") == second.sha
+    assert find_task_merge(repo, "TASK-AB", "feature") is None
+    assert find_task_merge(repo, "TASK-A", "no-such-branch") is None
+    assert is_ancestor(repo, "task-a", "feature") and not is_ancestor(repo, "task-c", "feature")
+    again = merge_branch(repo, "task-a", _message("TASK-A"))
+    assert again.already and again.sha == second.sha  # never merged twice
+
+
+def test_a_conflict_is_aborted_and_reported(git_repo: Path) -> None:
+    repo = _repo(git_repo)
+    assert merge_branch(repo, "task-c", _message("TASK-C")).merged
+    head = repo.head_sha()
+    result = merge_branch(repo, "task-d", _message("TASK-D"))
+    assert (result.sha, result.conflicts, result.merged) == (None, ("shared.txt",), False)
+    assert repo.head_sha() == head and not merge_in_progress(repo)
+    assert run_git(git_repo, "status", "--porcelain") == ""
+    assert (git_repo / "shared.txt").read_text() == "c\n"
+    assert run_git(git_repo, "rev-parse", "task-d").strip()  # the task's branch is untouched
+
+
+def test_merge_messages_refuse_forged_trailers() -> None:
+    with pytest.raises(InputError):
+        merge_message("FEAT-X", "TASK-A\nGuardkit-Task: TASK-B", branch="b", target="t")
+
+
+def test_recovery_aborts_a_merge_left_in_progress_and_removes_stale_locks(git_repo: Path) -> None:
+    repo = _repo(git_repo)
+    run_git(git_repo, "merge", "--no-ff", "--no-commit", "task-a")
+    assert merge_in_progress(repo)
+    (repo.git_dir / "ORIG_HEAD.lock").write_text("")
+    (repo.git_dir / "index.lock").write_text("")
+    notes = recover_interrupted_merge(repo, lambda: ["task-a"])
+    assert any("ORIG_HEAD.lock" in note for note in notes) and any("index.lock" in note for note in notes)
+    assert any("aborted a merge" in note for note in notes)
+    assert not merge_in_progress(repo) and run_git(git_repo, "status", "--porcelain") == ""
+    assert merge_branch(repo, "task-a", _message("TASK-A")).merged
+
+
+def test_recovery_restores_files_a_merge_began_to_write_and_refuses_others(git_repo: Path) -> None:
+    repo = _repo(git_repo)
+    # What a merge killed before it wrote MERGE_HEAD can leave: the branch's files, half checked out.
+    (git_repo / "a.txt").write_text("a\n")
+    (git_repo / "shared.txt").write_text("c\n")
+    notes = recover_interrupted_merge(repo, lambda: ["task-a", "task-c", "no-such-branch"])
+    assert notes == [f"restored 2 file(s) an interrupted merge had begun to write in {git_repo}"]
+    assert run_git(git_repo, "status", "--porcelain") == "" and not (git_repo / "a.txt").exists()
+    # A change no task branch makes is someone's edit: named, and nothing is touched.
+    (git_repo / "notes.md").write_text("mine\n")
+    with pytest.raises(GitError, match=r"changes no merge made: notes\.md"):
+        recover_interrupted_merge(repo, lambda: ["task-a"])
+    assert (git_repo / "notes.md").read_text() == "mine\n"

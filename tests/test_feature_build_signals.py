@@ -1,0 +1,107 @@
+"""Stopping a feature run: Ctrl+C and SIGTERM stop every task loop cleanly (state saved, no agent left
+running, exit 130 with the resume command); a killed run's loops stop on their own; resume completes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from .feature_support import (
+    FeatureProject,
+    TaskSpec,
+    agent_alive,
+    kill_agents,
+    make_feature,
+    merged_tasks,
+    read_state,
+    session_processes,
+    start_cli,
+)
+
+T1, T2, T3 = "TASK-FB-001", "TASK-FB-002", "TASK-FB-003"
+WAIT = 60.0
+
+
+def _wait_until(condition: Callable[[], bool], proc: subprocess.Popen[str], what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended ({proc.returncode}) before {what}: {proc.communicate()[1]}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _slow_project(tmp_path: Path) -> FeatureProject:
+    """Wave 1's two Players sleep long enough to be interrupted mid-turn."""
+    return make_feature(tmp_path, [TaskSpec(T1, sleep=30), TaskSpec(T2, sleep=30), TaskSpec(T3, [T1, T2])],
+                        [[T1, T2], [T3]])
+
+
+def _both_players_running(project: FeatureProject) -> Callable[[], bool]:
+    return lambda: {e["task"] for e in project.invocations() if e["event"] == "start"} == {T1, T2}
+
+
+def _make_fast(project: FeatureProject) -> None:
+    project.spec_file.write_text(json.dumps({t.task_id: {**t.agent_spec(), "sleep": 0} for t in project.tasks}))
+
+
+def _resume_and_check(project: FeatureProject) -> None:
+    proc = start_cli(project, "--resume")
+    _, err = proc.communicate(timeout=WAIT)
+    assert proc.returncode == 0, err
+    state = read_state(project)
+    assert merged_tasks(project.root) == [T1, T2, T3]
+    # The interrupted turn 1 of each task was re-run, not doubled: one approving turn each.
+    assert {t: s["turns"] for t, s in state.tasks.items()} == {T1: [(1, "approve")], T2: [(1, "approve")],
+                                                               T3: [(1, "approve")]}
+    assert state.execution["tasks_completed"] == 3 and state.plan_status == "completed"
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_an_interruption_stops_every_loop_and_resume_completes(tmp_path: Path, how: str) -> None:
+    project = _slow_project(tmp_path)
+    proc = start_cli(project)
+    try:
+        _wait_until(_both_players_running(project), proc, "both Players to start")
+        if how == "ctrl-c":
+            os.killpg(proc.pid, signal.SIGINT)  # what the terminal does: the run's process group
+        else:
+            proc.send_signal(signal.SIGTERM)  # the run alone: it forwards the stop to its loops
+        _, err = proc.communicate(timeout=WAIT)
+        assert proc.returncode == 130, err
+        assert "interrupted" in err and "feature-build FEAT-FB --player ... --coach ... --resume" in err
+        assert agent_alive(project.invocations()) == []
+        assert session_processes(proc.pid) == []
+        plan = read_state(project)
+        assert {t: plan.tasks[t]["status"] for t in (T1, T2, T3)} == {T1: "in_progress", T2: "in_progress",
+                                                                      T3: "pending"}
+    finally:
+        kill_agents(project.invocations())
+    _make_fast(project)
+    _resume_and_check(project)
+
+
+def test_a_killed_run_leaves_no_loop_or_agent_running(tmp_path: Path) -> None:
+    """SIGKILL of the run alone: its loops notice, stop cleanly and stop their agents."""
+    project = _slow_project(tmp_path)
+    proc = start_cli(project)
+    try:
+        _wait_until(_both_players_running(project), proc, "both Players to start")
+        proc.kill()
+        proc.communicate(timeout=WAIT)
+        deadline = time.monotonic() + WAIT
+        while session_processes(proc.pid) or agent_alive(project.invocations()):
+            assert time.monotonic() < deadline, "a task loop or agent outlived the killed run"
+            time.sleep(0.05)
+    finally:
+        kill_agents(project.invocations())
+    _make_fast(project)
+    _resume_and_check(project)
