@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint bench soak clean
+.PHONY: demo demo-feature test test-fast lint bench soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/python examples/run_demo.py
+
+# A whole feature: three tasks in two waves, wave 1's two in parallel, merged in plan order.
+demo-feature: $(STAMP)
+	$(BIN)/python examples/run_feature_demo.py
 
 # Lint and types first: a style or type error fails `make test` (and so CI) before the suite runs.
 lint: $(STAMP)

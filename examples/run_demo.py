@@ -240,21 +240,27 @@ def demo(workdir: Path, console: Console) -> int:
     return 1 if problems else 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_main(argv: Sequence[str] | None, description: str, prefix: str,
+             demo_in: Callable[[Path, Console], int]) -> int:
+    """The command line both demos share: ``--workdir``, then the demo, with one-line failures."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--workdir", type=Path,
                         help="directory to create the demo project in (default: a new temp directory)")
     args = parser.parse_args(argv)
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="guardkit-demo-"))
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix=prefix))
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        return demo(workdir.resolve(), Console())
+        return demo_in(workdir.resolve(), Console())
     except KeyboardInterrupt:
         print("\ndemo interrupted", file=sys.stderr)
         return 130
     except subprocess.CalledProcessError as exc:
         print(f"demo setup failed: {exc} {exc.stderr or ''}", file=sys.stderr)
         return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_main(argv, (__doc__ or "").splitlines()[0], "guardkit-demo-", demo)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ JSON Schema and git imports it does not use.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -42,6 +42,11 @@ _EXPORTS: dict[str, str] = {
     "FeatureResult": "features.result",
     "TaskOutcome": "features.result",
     "FeatureInterrupted": "features.result",
+    "FeaturePlan": "features.plan", "load_plan": "features.plan", "find_plan": "features.plan",
+    "plan_waves": "features.waves", "PlanUpdate": "features.plan_splice", "modify_plan": "features.plan_writer",
+    "update_plan": "features.plan_writer", "validate_plan_file": "features.validation",
+    "feature_view": "inspect.feature_view", "read_feature_log": "inspect.feature_log",
+    "feature_status": "inspect.status", "LoopInterrupted": "loop.outcome",
     "TaskSummary": "inspect.status", "repo_status": "inspect.status",
     # configuration, git
     "load_config": "config", "ResolvedConfig": "config",
@@ -63,8 +68,101 @@ _EXPORTS: dict[str, str] = {
     "LockedError": "errors", "ResumeError": "errors", "GitError": "errors", "AgentError": "errors",
     "IndexBackendError": "errors", "MissingExtraError": "errors", "WriteVerificationError": "errors",
     "NotRegularFileError": "errors", "UnwritableFileError": "errors", "AlreadyRecordedError": "errors",
-    "FileBusyError": "errors",
+    "FileBusyError": "errors", "FeaturePlanError": "errors", "WaveError": "errors",
+    "FeatureNotFoundError": "errors",
 }
+
+# -- typing block (generated from _EXPORTS; tests/test_exported_members.py checks it) --
+if TYPE_CHECKING:  # what mypy and editors see; at run time names load lazily (__getattr__)
+    from guardkit_state.config import ResolvedConfig, load_config
+    from guardkit_state.errors import (
+        AgentError,
+        AlreadyRecordedError,
+        AmbiguousTaskError,
+        ConfigError,
+        DuplicateKeyError,
+        FeatureNotFoundError,
+        FeaturePlanError,
+        FileBusyError,
+        FileTooLargeError,
+        FrontmatterError,
+        GitError,
+        GuardkitStateError,
+        IndexBackendError,
+        InputError,
+        InvalidTaskIdError,
+        LockedError,
+        MissingExtraError,
+        NotRegularFileError,
+        ParseError,
+        ResumeError,
+        SchemaError,
+        SchemaVersionError,
+        TaskNotFoundError,
+        TurnAlreadyRecordedError,
+        TurnError,
+        UnsafePathError,
+        UnwritableFileError,
+        WaveError,
+        WriteVerificationError,
+    )
+    from guardkit_state.features.build import FeatureOptions, build_feature
+    from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
+    from guardkit_state.features.plan_splice import PlanUpdate
+    from guardkit_state.features.plan_writer import modify_plan, update_plan
+    from guardkit_state.features.result import FeatureInterrupted, FeatureResult, TaskOutcome
+    from guardkit_state.features.validation import validate_plan_file
+    from guardkit_state.features.waves import plan_waves
+    from guardkit_state.git.commits import commit_turn
+    from guardkit_state.git.repo import GitRepo
+    from guardkit_state.git.worktrees import WorktreeManager
+    from guardkit_state.index import (
+        EmbedderMismatchError,
+        FileIndex,
+        SearchHit,
+        SearchResult,
+        graphiti_status,
+        make_filters,
+        open_graphiti,
+        search,
+        update_graphiti,
+    )
+    from guardkit_state.inspect.feature_log import read_feature_log
+    from guardkit_state.inspect.feature_view import feature_view
+    from guardkit_state.inspect.review import turn_diff, turn_log
+    from guardkit_state.inspect.status import TaskSummary, feature_status, repo_status
+    from guardkit_state.loop.agents import Agent, CallableAgent, CommandAgent, TurnRequest
+    from guardkit_state.loop.outcome import LoopInterrupted
+    from guardkit_state.loop.run import LoopOptions, LoopResult, feature_build
+    from guardkit_state.model import (
+        AutobuildState,
+        CoachDecision,
+        CompletionPromise,
+        Criterion,
+        CriterionVerification,
+        GateResult,
+        LedgerEntry,
+        Outcome,
+        PlayerReport,
+        TurnEntry,
+        TurnMode,
+        TurnState,
+    )
+    from guardkit_state.report import ReportResult, TaskReport, build_task_report, render_report, write_report
+    from guardkit_state.store.jsonio import load_record
+    from guardkit_state.store.schemas import validate_record
+    from guardkit_state.store.turn_files import TurnStore
+    from guardkit_state.taskfile.document import TaskFile, extract_criteria
+    from guardkit_state.taskfile.handler import FrontmatterHandler
+    from guardkit_state.taskfile.locate import TaskLocation, locate_task
+    from guardkit_state.taskfile.resolve import Resolution, find_task, resolve_task
+    from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate
+    from guardkit_state.turns.context import render_continuation_context
+    from guardkit_state.turns.ledger import CriteriaLedger
+    from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord, record_turn
+    from guardkit_state.turns.resume import ResumePoint, resume_point
+    from guardkit_state.turns.stall import detect_stall, feedback_signature
+# -- end of typing block --
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

@@ -17,8 +17,11 @@ pointer, the task and turn, and what was expected. ``str(error)`` renders one li
     │   ├── UnsafePathError            a path (or symlink) leaving the repository
     │   ├── NotRegularFileError        a FIFO, socket, device or directory where a file must be
     │   ├── UnwritableFileError        read-only, hard-linked, or its owner/group cannot be kept
-    │   └── ConfigError                a malformed configuration file
+    │   ├── ConfigError                a malformed configuration file
+    │   └── FeaturePlanError           a feature plan that cannot be used as written
+    │       └── WaveError              its waves cannot be formed (cycle, unknown dependency ...)
     ├── TaskNotFoundError              no task file with that exact id
+    │   └── FeatureNotFoundError       no feature plan with that id
     ├── AmbiguousTaskError             several task files with that exact id
     ├── TurnError                      the turn lifecycle was used out of order
     │   └── TurnAlreadyRecordedError   a recorded turn is immutable
@@ -34,7 +37,9 @@ pointer, the task and turn, and what was expected. ``str(error)`` renders one li
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 #: How much of one value (an id, a pointer) an error line shows; longer values are cut and their
 #: length said, so a hostile 5,000-character id cannot flood the terminal.
@@ -193,6 +198,27 @@ class ConfigError(InputError):
 
 class TaskNotFoundError(GuardkitStateError):
     """No task file matches the id exactly."""
+
+
+class FeatureNotFoundError(TaskNotFoundError):
+    """No feature plan with that id in the repository."""
+
+
+class FeaturePlanError(InputError):
+    """A feature plan that cannot be used as written (a duplicate task id, waves that contradict
+    the dependencies, a cycle, a layout a write cannot edit ...).
+
+    ``task_ids`` names the tasks concerned (empty when the problem is not about tasks).
+    """
+
+    def __init__(self, message: str, *, task_ids: Sequence[str] = (), **context: Any) -> None:
+        super().__init__(message, **context)
+        self.task_ids = list(task_ids)
+
+
+class WaveError(FeaturePlanError):
+    """The waves of a plan cannot be formed: an unknown dependency, a cycle, a task listed in no
+    wave or in two, or groups that contradict the dependencies. ``task_ids`` names the tasks."""
 
 
 class AmbiguousTaskError(GuardkitStateError):

@@ -30,3 +30,29 @@ def test_importing_the_cli_does_not_import_heavy_modules() -> None:
             "heavy = [m for m in ('jsonschema', 'git', 'graphiti_core', 'yaml') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_typing_block_names_every_export_from_its_module() -> None:
+    # mypy and editors read the TYPE_CHECKING imports; the lazy loader reads _EXPORTS: they must agree.
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(guardkit_state.__file__).read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If)
+                 and getattr(node.test, "id", "") == "TYPE_CHECKING")
+    typed = {alias.name: node.module for node in block.body if isinstance(node, ast.ImportFrom)
+             for alias in node.names}
+    exports = {name: f"guardkit_state.{module}" for name, module in guardkit_state._EXPORTS.items()}
+    assert typed == exports
+
+
+def test_the_wheel_lists_every_package_of_the_source_tree() -> None:
+    # setuptools ships only the packages pyproject names: a new subpackage left out breaks installs.
+    import tomllib
+    from pathlib import Path
+
+    root = Path(guardkit_state.__file__).parent
+    listed = set(tomllib.loads((root.parent / "pyproject.toml").read_text(encoding="utf-8"))
+                 ["tool"]["setuptools"]["packages"])
+    on_disk = {".".join(init.parent.relative_to(root.parent).parts) for init in root.rglob("__init__.py")}
+    assert on_disk <= listed

@@ -41,9 +41,9 @@ def test_the_default_embedder_is_recorded(project: Path) -> None:
     with open_graphiti(project) as index:
         index.sync()
     status = graphiti_status(project)
-    assert (status.embedder, status.dimension) == ("hashing", 256)
+    assert (status.embedder, status.dimension) == ("hashing", 128)
     manifest = load_manifest(project.resolve(), "embedded")
-    assert manifest is not None and (manifest.embedder, manifest.dimension) == ("hashing", 256)
+    assert manifest is not None and (manifest.embedder, manifest.dimension) == ("hashing", 128)
 
 
 def test_an_endpoint_embedder_is_recorded_and_used_without_being_named(project: Path,
@@ -70,7 +70,7 @@ def test_another_embedder_is_refused_with_one_line_and_exit_2(project: Path, end
     capsys.readouterr()
     assert run(["search", "token refresh", "--embedder", "hashing", "--repo", str(project)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "(64 dimensions)" in err[0] and "not 'hashing' (256 dimensions)" in err[0]
+    assert len(err) == 1 and "(64 dimensions)" in err[0] and "not 'hashing' (128 dimensions)" in err[0]
     assert run(["graphiti", "sync", "--embedder", "hashing", "--repo", str(project)]) == 2
 
 
@@ -79,7 +79,7 @@ def test_rebuild_switches_the_embedder(project: Path, endpoint: EmbeddingServer)
         index.sync()
     assert run(["graphiti", "rebuild", "--embedder", "hashing", "--repo", str(project)]) == 0
     status = graphiti_status(project)
-    assert (status.embedder, status.dimension) == ("hashing", 256)
+    assert (status.embedder, status.dimension) == ("hashing", 128)
     assert search(project, "token refresh", embedder="hashing").backend == "graphiti"
 
 
@@ -127,3 +127,15 @@ def test_minilm_finds_meaning_when_installed(tmp_path: Path) -> None:
         index.sync()
         assert [h.task_id for h in index.search("slow response time")][:1] == ["TASK-API-001"]
     assert json.loads((root / ".guardkit/index/manifest.json").read_text())["dimension"] == 384
+
+
+def test_vectors_of_another_dimension_under_the_same_name_are_refused(project: Path) -> None:
+    from falkordb import FalkorDB
+
+    with open_graphiti(project) as index:
+        index.sync()
+        group = index.project_group
+        FalkorDB(unix_socket_path=index._server.socket_path).select_graph(group).query(
+            "MATCH (m:GuardkitIndexMeta) SET m.dimension = 256")  # as a release with 256-wide hashing left it
+    with pytest.raises(EmbedderMismatchError, match=r"'hashing' \(256 dimensions\), not 'hashing' \(128"):
+        search(project, "token refresh")

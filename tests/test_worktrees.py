@@ -211,3 +211,28 @@ def test_real_recorded_worktree_paths_fall_back_to_this_checkout(project: Path, 
         assert found is not None and found.path == wt.path, (path, note)
         if not Path(path).exists():
             assert "does not exist here" in note
+
+
+def test_listing_waits_out_a_worktree_another_process_is_still_creating(project: Path) -> None:
+    # A parallel feature task's `git worktree add` writes its admin files while another lists
+    # the worktrees; git fails the whole listing on the half-written one ("failed to read ...
+    # commondir"). Here the half-written state is made by hand and completed 80 ms later.
+    import threading
+    import time
+
+    from guardkit_state.git.checkouts import worktree_records
+
+    manager = _manager(project)
+    manager.create("TASK-OTHER-001")
+    commondir = project / ".git" / "worktrees" / "TASK-OTHER-001" / "commondir"
+    whole = commondir.read_bytes()
+    commondir.write_bytes(b"")
+    with pytest.raises(GitError):  # what git itself says about the half-made worktree
+        GitRepo.discover(project).run("worktree", "list", "--porcelain", "-z")  # type: ignore[union-attr]
+    finisher = threading.Timer(0.08, commondir.write_bytes, args=(whole,))
+    finisher.start()
+    started = time.monotonic()
+    records = worktree_records(GitRepo.discover(project))  # type: ignore[arg-type]
+    finisher.join()
+    assert any(Path(r["worktree"]).name == "TASK-OTHER-001" for r in records)
+    assert time.monotonic() - started < 2.0

@@ -14,7 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "context",
         help="print the continuation context for a turn (what the Player is told)",
         description="Render, from the files, the markdown summary of the previous turn and the "
-        "cumulative criteria that turn N's Player receives in GUARDKIT_CONTEXT_FILE.",
+        "cumulative criteria that turn N's Player receives in GUARDKIT_CONTEXT_FILE. Read from the "
+        "copy the loop works on (its worktree's; after a feature run, the feature's), named on stderr.",
         epilog="Example:\n  guardkit-state context TASK-AUTH-001            # the next turn\n"
         "  guardkit-state context TASK-AUTH-001 --turn 2",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -30,6 +31,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.inspect.task_view import continuation_context
 
     context = continuation_context(args.repo, args.task_id, args.turn)
+    if context.location.source != "main":
+        # The copy is not the main checkout's (a loop's worktree, a feature's copy): said, on stderr.
+        out.note(f"note: {safe(context.location.note)}")
     if args.json:
         out.json(context.to_dict())
     else:

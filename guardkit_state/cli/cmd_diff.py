@@ -8,7 +8,6 @@ from typing import Any
 from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_repo_option
 from guardkit_state.cli.output import Output, safe
-from guardkit_state.inspect.review import turn_diff
 
 EXAMPLE = """\
 Example:
@@ -33,6 +32,8 @@ def register(subparsers: Any) -> None:
 
 
 def show_diff(args: argparse.Namespace, out: Output) -> int:
+    from guardkit_state.inspect.review import turn_diff  # git and YAML load only when the command runs
+
     text = turn_diff(args.repo, args.task_id, args.turn, stat=args.stat, state_only=args.state_only)
     for line in text.splitlines():
         out.line(safe(line))

@@ -34,15 +34,19 @@ FEEDBACK_CHARS = 160
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser(
         "feature-build",
-        help="run a Player/Coach loop on a task, with all state in files",
+        help="run a Player/Coach loop on a task, or a feature's waves of tasks, with all state in files",
         description="Run the Player command, then the Coach command, record the turn, commit it, and "
         "repeat until the Coach approves, the loop stalls, or --max-turns is reached. Each turn runs "
         "in the worktree .guardkit/worktrees/TASK-ID (branch autobuild/TASK-ID). Stop it at any "
-        "moment and continue with --resume.",
+        "moment and continue with --resume. Given a feature (FEAT-ID or a plan's .yaml), run its "
+        "waves: each wave's tasks in parallel, each in its own worktree, merged into autobuild/FEAT-ID "
+        "in plan order.",
         epilog="Example:\n"
         "  guardkit-state feature-build TASK-AUTH-001 --player 'python agents/player.py' \\\n"
         "      --coach 'python agents/coach.py' --max-turns 5\n"
-        "  guardkit-state feature-build TASK-AUTH-001 --player ... --coach ... --resume\n\n"
+        "  guardkit-state feature-build TASK-AUTH-001 --player ... --coach ... --resume\n"
+        "  guardkit-state feature-build FEAT-AUTH --player ... --coach ... --max-parallel 3\n"
+        "  (then: guardkit-state show FEAT-AUTH · guardkit-state log FEAT-AUTH)\n\n"
         "Agents get GUARDKIT_TASK_ID, GUARDKIT_TURN, GUARDKIT_MODE, GUARDKIT_TASK_FILE,\n"
         "GUARDKIT_CONTEXT_FILE and GUARDKIT_REPORT_FILE (the Coach also GUARDKIT_PLAYER_REPORT_FILE\n"
         "and GUARDKIT_PROMPT_FILE) and must write a JSON report to GUARDKIT_REPORT_FILE.\n\n"
@@ -50,7 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "error, 130 interrupted (state saved; continue with --resume).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("task_id", metavar="TASK-ID")
+    parser.add_argument("task_id", metavar="TASK-ID|FEAT-ID",
+                        help="a task id (or task file), or a feature id (or its plan's .yaml file)")
     parser.add_argument("--player", required=True, metavar="CMD", help="the Player command (run through the shell)")
     parser.add_argument("--coach", required=True, metavar="CMD", help="the Coach command (run through the shell)")
     parser.add_argument("--max-turns", type=turn_count, metavar="N", help="turn budget (default: the task's, else 5); "
@@ -65,8 +70,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--turn-timeout", type=seconds, metavar="SECONDS",
                         help="kill an agent running longer than this")
     parser.add_argument("--verbose", "-v", action="store_true", help="also show the autobuild log on the terminal")
-    parser.add_argument("--max-parallel", type=turn_count, metavar="N", help="a feature (FEAT-ID): task loops "
-                        "run at once (default: the plan's recommended_parallel, capped by the CPUs)")
+    parser.add_argument("--max-parallel", type=turn_count, metavar="N", help="features only (FEAT-ID): task "
+                        "loops run at once (default: the plan's recommended_parallel, capped by the CPUs); "
+                        "ignored, with a note, for a task")
     add_report_option(parser)
     add_json_option(parser, "print the result as JSON at the end")
     parser.set_defaults(handler=run)
@@ -79,6 +85,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if names_feature(args.task_id):  # FEAT-ID or a plan's .yaml: its waves of tasks, in parallel
         return run_feature(args, out)
     from guardkit_state.loop.run import LoopOptions, feature_build
+
+    if getattr(args, "max_parallel", None) is not None:
+        out.note("note: --max-parallel applies to features (FEAT-ID) only; a task runs one loop, so it is ignored")
 
     if args.verbose:
         handler = logging.StreamHandler(out.stderr)

@@ -1,40 +1,83 @@
-"""``guardkit-state log TASK-ID``: one line per turn, from the turn commits on git."""
+"""``guardkit-state log TASK-ID``: one line per turn, from the turn commits on git; ``log FEAT-ID``:
+the feature branch's merges, then each task's turns."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option, add_repo_option
 from guardkit_state.cli.output import Output, safe
-from guardkit_state.inspect.review import read_turn_log
+
+if TYPE_CHECKING:
+    from guardkit_state.inspect.review import TurnLog
 
 EXAMPLE = """\
 Example:
   guardkit-state log TASK-AUTH-001
   guardkit-state log TASK-AUTH-001 --json
+  guardkit-state log FEAT-AUTH          # the feature branch's merges, then each task's turns
 """
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "log", help="show a task's turns: commit, decision, mode, criteria delta",
-        description="Show the turns of a task from its turn commits (branch autobuild/TASK-ID, or the "
-                    "current branch after a merge) and its turn_state files.",
+        description="Show the turns of a task from its turn commits (branch autobuild/TASK-ID, the "
+                    "feature branch autobuild/FEAT-ID once a feature merged it, or the current branch after "
+                    "a merge) and its turn_state files. Given a feature, list the merges on its branch "
+                    "(commit, task, wave, when) and each task's turns.",
         epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("task_id", metavar="TASK-ID", help="exact task id")
+    parser.add_argument("task_id", metavar="TASK-ID|FEAT-ID", help="exact task id, or a feature id or plan file")
     add_repo_option(parser)
     add_json_option(parser)
     parser.set_defaults(handler=show_log)
 
 
 def show_log(args: argparse.Namespace, out: Output) -> int:
+    from guardkit_state.cli.feature_output import names_feature
+
+    if names_feature(args.task_id):
+        return show_feature_log(args, out)
+    from guardkit_state.inspect.review import read_turn_log  # git and YAML load only when the command runs
+
     result = read_turn_log(args.repo, args.task_id)
     if args.json:
         out.json(result.to_dict())
         return ExitCode.OK
-    out.note(f"{safe(result.task_id)}: turns from {safe(result.source)}")
+    render_turns(result, out)
+    return ExitCode.OK
+
+
+def show_feature_log(args: argparse.Namespace, out: Output) -> int:
+    from guardkit_state.inspect.feature_log import read_feature_log
+
+    log = read_feature_log(args.repo, args.task_id)
+    if args.json:
+        out.json(log.to_dict())
+        return ExitCode.OK
+    out.line(out.style(f"{safe(log.feature_id)}: merges on {safe(log.branch)}", "bold"))
+    for note in log.notes:
+        out.note(safe(note))
+    for m in log.merges:
+        wave = f"wave {m.wave}" if m.wave is not None else "wave ?"
+        task = safe(m.task_id) if m.task_id else f"(merged by hand: {safe(m.subject)})"
+        out.line(f"  {out.style(m.sha[:10], 'yellow')} {wave:<7} {safe(m.date)}  {task}")
+    if not log.merges and not log.notes:
+        out.line("  no merges yet")
+    for turns in log.tasks:
+        out.line("")
+        render_turns(turns, out, heading=True)
+    return ExitCode.OK
+
+
+def render_turns(result: TurnLog, out: Output, *, heading: bool = False) -> None:
+    """One line per turn; where the turns were read from goes to stderr (or a heading line)."""
+    if heading:
+        out.line(out.style(f"{safe(result.task_id)}: turns from {safe(result.source)}", "bold"))
+    else:
+        out.note(f"{safe(result.task_id)}: turns from {safe(result.source)}")
     for note in result.notes:
         out.note(safe(note))
     for e in result.entries:
@@ -45,4 +88,3 @@ def show_log(args: argparse.Namespace, out: Output) -> int:
                  f"{safe(e.mode or '?'):<17} {safe(e.date or '')} {safe(delta)}{verified}")
     if not result.entries and not result.notes:
         out.note("no turns recorded")
-    return ExitCode.OK

@@ -1,4 +1,5 @@
-"""``guardkit-state show``: a task's loop at a glance — status, turns, criteria, resume point."""
+"""``guardkit-state show``: a task's loop at a glance — status, turns, criteria, resume point — or a
+feature's waves × tasks and what runs next."""
 
 from __future__ import annotations
 
@@ -10,28 +11,45 @@ from guardkit_state.cli.options import add_json_option, add_repo_option
 from guardkit_state.cli.output import Output, safe
 
 if TYPE_CHECKING:
+    from guardkit_state.inspect.feature_view import FeatureView
     from guardkit_state.inspect.task_view import TaskView
 
 ICON_STYLE = {"verified": ("✓", "green"), "rejected": ("✗", "red"), "pending": ("○", "dim")}
 DECISION_STYLE = {"approve": "green", "feedback": "yellow", "reject": "red", "error": "red"}
+TASK_STATUS_STYLE = {"completed": "green", "approved": "green", "in_progress": "yellow", "blocked": "red",
+                     "failed": "red", "pending": "dim", "skipped": "dim"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser(
         "show",
-        help="show a task's loop: status, turns, criteria, resume point",
+        help="show a task's loop (status, turns, criteria, resume point) or a feature's waves",
         description="Show the loop state of one task, read from its files (the running loop's "
-        "worktree copy when there is one).",
-        epilog="Example:\n  guardkit-state show TASK-AUTH-001\n  guardkit-state show TASK-AUTH-001 --json",
+        "worktree copy when there is one; after a feature run, the feature's copy). Given a feature "
+        "(FEAT-ID or a plan's .yaml), show its waves × tasks from the files and git, and what runs next.",
+        epilog="Example:\n  guardkit-state show TASK-AUTH-001\n  guardkit-state show TASK-AUTH-001 --json\n"
+        "  guardkit-state show FEAT-AUTH --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("task_id", metavar="TASK-ID", help="a task id, or the path of a task file")
+    parser.add_argument("task_id", metavar="TASK-ID|FEAT-ID",
+                        help="a task id or task file's path; a feature id or plan file's path")
     add_repo_option(parser)
     add_json_option(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
+    from guardkit_state.cli.feature_output import names_feature
+
+    if names_feature(args.task_id):
+        from guardkit_state.inspect.feature_view import feature_view
+
+        feature = feature_view(args.repo, args.task_id)
+        if args.json:
+            out.json(feature.to_dict())
+        else:
+            render_feature(feature, out)
+        return ExitCode.OK
     from guardkit_state.inspect.task_view import task_view
 
     view = task_view(args.repo, args.task_id)
@@ -48,7 +66,9 @@ def render(view: TaskView, out: Output) -> None:
     out.line(f"status {safe(task.status)} · {len(view.turns)} turn(s) of {view.max_turns or '?'}"
              f" · criteria {view.counts.describe()}"
              + (f" · outcome {safe(view.outcome)}" if view.outcome else ""))
-    out.line(out.style(("worktree copy: " if location.in_worktree else "file: ") + safe(location.task_path), "dim"))
+    label = {"main": "file: ", "worktree": "worktree copy: "}.get(location.source)
+    shown = f"{label}{location.task_path}" if label else f"read from {location.describe()}"
+    out.line(out.style(safe(shown), "dim"))
     if view.turns:
         out.line("")
         out.line(out.style("turn  mode              decision  feedback", "bold"))
@@ -72,3 +92,33 @@ def render(view: TaskView, out: Output) -> None:
         out.line(out.style(f"stall: {safe(view.stall.reason)}", "red"))
     out.line("")
     out.line(f"next: {safe(view.resume.describe())}")
+
+
+def render_feature(view: FeatureView, out: Output) -> None:
+    """Waves × tasks: one line per task (status, turns, outcome, criteria, merge), then what runs next."""
+    totals = view.totals
+    out.line(out.style(f"{view.feature_id}: {safe(view.name or '')}", "bold"))
+    done = totals.get("completed", 0) + totals.get("skipped", 0)
+    out.line(f"plan status {safe(view.plan_status or '-')} · {done}/{totals['tasks']} task(s) done · "
+             f"{totals['turns']} turn(s) · {len(view.waves)} wave(s) from {view.wave_source}")
+    where = f"branch {view.branch}" + (f" · worktree {view.worktree}" if view.worktree else "") \
+        if view.started else f"not started (no branch {view.branch})"
+    out.line(out.style(safe(where), "dim"))
+    for note in view.notes:
+        out.note(f"note: {safe(note)}")
+    width = max((len(safe(row.task_id)) for row in view.tasks), default=8)
+    for number in range(1, len(view.waves) + 1):
+        out.line("")
+        out.line(out.style(f"wave {number}", "bold"))
+        for row in view.wave(number):
+            status = out.style(f"{safe(row.status):<11}", TASK_STATUS_STYLE.get(row.status, "dim"))
+            criteria = row.criteria.describe() if row.criteria is not None else "criteria ? (task file unreadable)"
+            merged = f" · merged {row.merge_commit[:10]}" if row.merge_commit else " · merged" if row.merged else ""
+            conflicts = f" · conflicts: {safe(', '.join(row.conflicts))}" if row.conflicts else ""
+            outcome = f" · {safe(row.outcome)}" if row.outcome and row.status not in ("completed",) else ""
+            out.line(f"  {safe(row.task_id):<{width}}  {status} {row.turns:>2} turn(s)  {criteria}"
+                     f"{outcome}{merged}{conflicts}")
+    out.line("")
+    out.line(f"next: {safe(view.next.text)}")
+    if view.next.command:
+        out.line(out.style(f"  {safe(view.next.command)}", "dim"))

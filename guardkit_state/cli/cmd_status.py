@@ -1,4 +1,4 @@
-"""``guardkit-state status``: every task with loop state, one line each."""
+"""``guardkit-state status``: every task with loop state, one line each; then every feature plan."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from guardkit_state.cli.options import add_json_option, add_repo_option
 from guardkit_state.cli.output import Output, safe
 
 if TYPE_CHECKING:
-    from guardkit_state.inspect.status import TaskSummary
+    from guardkit_state.inspect.status import FeatureSummary, TaskSummary
 
 DECISION_STYLE = {"approve": "green", "feedback": "yellow", "reject": "red", "error": "red"}
 
@@ -18,22 +18,28 @@ DECISION_STYLE = {"approve": "green", "feedback": "yellow", "reject": "red", "er
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser(
         "status",
-        help="list every task with loop state: turns, last decision, criteria",
+        help="list every task with loop state (turns, last decision, criteria), and every feature",
         description="Scan tasks/ (and running loops' worktrees) for tasks with autobuild state. "
         "Summaries are cached in .guardkit/cache/status.json, keyed by each file's size and mtime; "
-        "the cache is never trusted over a changed file.",
+        "the cache is never trusted over a changed file. Feature plans (.guardkit/features/FEAT-*.yaml) "
+        "follow, with the progress their plan reports ('show FEAT-ID' reads it from the files and git). "
+        "--json prints the list of tasks; with --features, {\"tasks\": [...], \"features\": [...]}.",
         epilog="Example:\n  guardkit-state status\n"
-        "  guardkit-state status --json | jq '.[] | select(.last_decision==\"error\")'",
+        "  guardkit-state status --json | jq '.[] | select(.last_decision==\"error\")'\n"
+        "  guardkit-state status --json --features | jq '.features[] | {feature_id, done, total}'",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_repo_option(parser)
     parser.add_argument("--no-cache", action="store_true", help="ignore and do not write the summary cache")
+    parser.add_argument("--features", action="store_true",
+                        help="with --json: an object with the tasks and the features (the list of tasks "
+                        "alone stays the default, for scripts reading it)")
     add_json_option(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.inspect.status import repo_status
+    from guardkit_state.inspect.status import feature_status, repo_status
 
     summaries = repo_status(args.repo, use_cache=not args.no_cache)
     copied = [s.task_id for s in summaries if s.resolved]
@@ -43,11 +49,24 @@ def run(args: argparse.Namespace, out: Output) -> int:
                  f"{', …' if len(copied) > 3 else ''}); each row reads the copy 'show' reads "
                  "(see 'resolved' in --json)")
     if args.json:
-        out.json([s.to_dict() for s in summaries])
+        tasks = [s.to_dict() for s in summaries]
+        if args.features:
+            out.json({"tasks": tasks, "features": [f.to_dict() for f in feature_status(args.repo)]})
+        else:
+            out.json(tasks)
         return ExitCode.OK
     if not summaries:
         out.line("no tasks with loop state under tasks/")
-        return ExitCode.OK
+    else:
+        _task_lines(summaries, out)
+    features = feature_status(args.repo)
+    if features:
+        out.line("")
+        _feature_lines(features, out)
+    return ExitCode.OK
+
+
+def _task_lines(summaries: list[TaskSummary], out: Output) -> None:
     width = max(len(safe(s.task_id)) for s in summaries)
     status_width = max([12, *(len(safe(s.status or "-")) for s in summaries if not s.error)])
     for s in summaries:
@@ -59,7 +78,21 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.line(f"{safe(s.task_id):<{width}}  {safe(s.status or '-'):<{status_width}} {s.turns:>3} turn(s)  "
                  f"{out.style(f'{decision:<8}', DECISION_STYLE.get(decision, 'dim'))}  "
                  f"{_counts(s)}{where}")
-    return ExitCode.OK
+
+
+def _feature_lines(features: list[FeatureSummary], out: Output) -> None:
+    """One line per feature plan: its status, tasks done, waves, turns (as the plan reports them)."""
+    out.line(out.style("features", "bold"))
+    width = max(len(safe(f.feature_id)) for f in features)
+    for f in features:
+        if f.error:
+            out.line(f"{safe(f.feature_id):<{width}}  {out.style('unreadable', 'red')}  {safe(f.error)}")
+            continue
+        stopped = f.tasks.get("failed", 0) + f.tasks.get("blocked", 0)
+        waves = f"wave {f.current_wave}/{f.waves}" if f.waves is not None else "waves ?"
+        extra = f" · {stopped} failed/blocked" if stopped else ""
+        out.line(f"{safe(f.feature_id):<{width}}  {safe(f.status or '-'):<12} {f.done}/{f.total} task(s) done  "
+                 f"{waves}  {f.total_turns} turn(s){extra}")
 
 
 def _counts(summary: TaskSummary) -> str:

@@ -32,7 +32,7 @@ from guardkit_state.loop.events import LoopNote
 #: A feature's id starts like GuardKit's plan files are named.
 FEATURE_PREFIX = "FEAT-"
 #: Options of ``feature-build`` that concern one task's loop only.
-_TASK_ONLY = (("no_worktree", "--no-worktree"), ("reopen", "--reopen"), ("report", "--report"))
+_TASK_ONLY = (("no_worktree", "--no-worktree"), ("reopen", "--reopen"))
 
 
 def names_feature(ref: str) -> bool:
@@ -71,8 +71,14 @@ def run_feature(args: argparse.Namespace, out: Output) -> int:
         for line in feature_lines(event, out):
             out.note(line)
 
-    result = build_feature(args.repo, args.task_id, CommandAgent(args.player), CommandAgent(args.coach), options,
-                           on_event=on_event)
+    from guardkit_state.cli.cmd_report import feature_report_events
+
+    report = feature_report_events(on_event, out, args)  # --report FILE: rewritten after every task turn
+    try:
+        result = build_feature(args.repo, args.task_id, CommandAgent(args.player), CommandAgent(args.coach), options,
+                               on_event=report)
+    finally:
+        report.finish()  # the page as the files stand now, however the run stopped
     if args.json:
         out.json(result.to_dict())
     else:

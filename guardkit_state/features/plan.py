@@ -14,14 +14,13 @@ mappings, which they keep: keys this package does not know (``smoke_gates``,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from guardkit_state.errors import InputError, ParseError, TaskNotFoundError
+from guardkit_state.errors import FeatureNotFoundError, FeaturePlanError, ParseError, TaskNotFoundError
 from guardkit_state.features.schema import check_plan_data, node_line
 from guardkit_state.store import fsio, layout
 from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
@@ -30,22 +29,6 @@ from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
 PLAN_PREFIX = "FEAT-"
 PLAN_SUFFIX = ".yaml"
 PLAN_GLOB = f"{PLAN_PREFIX}*{PLAN_SUFFIX}"
-
-
-class FeaturePlanError(InputError):
-    """A feature plan that cannot be used as written (a duplicate task id, waves that contradict
-    the dependencies, a cycle, a layout a write cannot edit ...).
-
-    ``task_ids`` names the tasks concerned (empty when the problem is not about tasks).
-    """
-
-    def __init__(self, message: str, *, task_ids: Sequence[str] = (), **context: Any) -> None:
-        super().__init__(message, **context)
-        self.task_ids = list(task_ids)
-
-
-class FeatureNotFoundError(TaskNotFoundError):
-    """No feature plan with that id in the repository."""
 
 
 # --------------------------------------------------------------------------- the views

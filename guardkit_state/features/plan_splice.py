@@ -23,8 +23,13 @@ from typing import Any
 
 import yaml
 
-from guardkit_state.errors import GuardkitStateError, ParseError, TaskNotFoundError, WriteVerificationError
-from guardkit_state.features.plan import FeaturePlanError
+from guardkit_state.errors import (
+    FeaturePlanError,
+    GuardkitStateError,
+    ParseError,
+    TaskNotFoundError,
+    WriteVerificationError,
+)
 from guardkit_state.features.schema import node_line, raise_problems, schema_problems
 from guardkit_state.store.json_paths import format_pointer
 from guardkit_state.taskfile.splice.edits import MISSING, Fallback, set_value

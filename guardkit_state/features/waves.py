@@ -19,16 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from guardkit_state.features.plan import FeaturePlan, FeaturePlanError, PlanTask
+from guardkit_state.errors import WaveError
+from guardkit_state.features.plan import FeaturePlan, PlanTask
 from guardkit_state.features.schema import node_line
 from guardkit_state.store.json_paths import format_pointer, parse_pointer
 
 WaveSource = Literal["parallel_groups", "dependencies"]
-
-
-class WaveError(FeaturePlanError):
-    """The waves of a plan cannot be formed: an unknown dependency, a cycle, a task listed in no
-    wave or in two, or groups that contradict the dependencies. ``task_ids`` names the tasks."""
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,17 @@ turn from paying for a subprocess.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from guardkit_state.git.parse import parse_worktree_list_z
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store.layout import task_lock_file
+
+#: ``git worktree list`` reads every worktree's admin folder, and one that a concurrent
+#: ``git worktree add`` (a parallel task of a feature) is still writing fails the whole listing
+#: ("failed to read .../worktrees/TASK-X/commondir"). It is complete within milliseconds: retried.
+_LIST_RETRY_PAUSES = (0.02, 0.05, 0.1, 0.2, 0.4)
 
 #: Variables that point git at a repository other than the one it would find by looking upwards.
 _GIT_DIR_VARIABLES = ("GIT_DIR", "GIT_COMMON_DIR")
@@ -61,12 +67,24 @@ def main_checkout_root(repo: GitRepo) -> Path:
                               cwd=repo.common_dir, check=False)
     if status == 0 and out.strip():
         return Path(out.decode("utf-8", "surrogateescape").strip())
-    records = parse_worktree_list_z(repo.run("worktree", "list", "--porcelain", "-z")[1])
+    records = worktree_records(repo)
     if records and "bare" not in records[0]:
         first = Path(records[0]["worktree"])
         if first.is_dir() and not os.path.samefile(first, repo.common_dir):
             return first
     return repo.root
+
+
+def worktree_records(repo: GitRepo) -> list[dict[str, str]]:
+    """``git worktree list`` as one dict per worktree, retried while another worktree is half made."""
+    for pause in _LIST_RETRY_PAUSES:
+        status, out, err = repo.run("worktree", "list", "--porcelain", "-z", check=False)
+        if status == 0:
+            return parse_worktree_list_z(out)
+        if "/worktrees/" not in err:
+            break
+        time.sleep(pause)
+    return parse_worktree_list_z(repo.run("worktree", "list", "--porcelain", "-z")[1])
 
 
 def worktrees_home(checkout: Path) -> Path:

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GitError, InputError
-from guardkit_state.git.checkouts import main_checkout_root
-from guardkit_state.git.parse import parse_worktree_list_z
+from guardkit_state.git.checkouts import main_checkout_root, worktree_records
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store import layout
 from guardkit_state.store.fsio import TEMP_PREFIX, atomic_write_text, validate_task_id
@@ -125,7 +124,10 @@ class WorktreeManager:
         if found is not None:
             return found
         notes: list[str] = [n for n in note.split("; ") if "deleted by hand" in n]
-        if self.repo.is_dirty():
+        # Only news when the worktree starts from the user's own checkout: a feature's task starts
+        # from the feature branch, whatever the checkout holds (the plan the run itself updates).
+        from_checkout = base_branch is None or base_branch == self.repo.current_branch()
+        if from_checkout and self.repo.is_dirty():
             notes.append("your checkout has uncommitted changes; they are not part of the worktree")
         if self.main.branch_exists(branch):
             return self._add_from_branch(task_id, notes)
@@ -344,7 +346,7 @@ class WorktreeManager:
     # -- helpers ---------------------------------------------------------------------------
 
     def _worktree_records(self) -> builtins.list[dict[str, str]]:
-        return parse_worktree_list_z(self.repo.run("worktree", "list", "--porcelain", "-z")[1])
+        return worktree_records(self.repo)
 
     def _ensure_ignored(self) -> None:
         """``.guardkit/worktrees/.gitignore`` = ``*``: worktrees never show in the main ``git status``."""

@@ -24,8 +24,9 @@ import argparse
 import contextlib
 import logging
 import os
-import subprocess
+import shutil
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -60,13 +61,12 @@ def index_turn_best_effort(repo_root: Path, turn_state_path: Path | None = None,
             return "skipped: graphiti extra not installed"
         if not graphiti_configured(root, uri):
             return "skipped: no index configured (run 'guardkit-state graphiti sync' to create one)"
-        child = _spawn(root, index_dir(root), uri)
+        pid = _spawn(root, index_dir(root), uri)
         if budget_seconds <= 0:
-            return f"pending: indexing in the background (pid {child.pid})"
-        try:
-            code = child.wait(timeout=budget_seconds)
-        except subprocess.TimeoutExpired:
-            return f"pending: still running in the background (pid {child.pid})"
+            return f"pending: indexing in the background (pid {pid})"
+        code = _wait(pid, budget_seconds)
+        if code is None:
+            return f"pending: still running in the background (pid {pid})"
         if code == 0:
             return "indexed"
         if code == QUEUED:
@@ -77,23 +77,57 @@ def index_turn_best_effort(repo_root: Path, turn_state_path: Path | None = None,
         return f"failed: {type(exc).__name__}: {exc}"
 
 
-def _spawn(root: Path, directory: Path, uri: str | None) -> subprocess.Popen[bytes]:
+#: Indexers this process started and has not reaped yet (reaped at the next call, never waited for).
+_CHILDREN: set[int] = set()
+
+
+def _spawn(root: Path, directory: Path, uri: str | None) -> int:
+    """Start the indexer in its own session, scheduled idle from its first instruction; its pid.
+
+    Through ``chrt --idle`` when it exists, so not even Python's start-up competes with the loop
+    (``posix_spawn`` refuses ``SCHED_IDLE``, and ``subprocess`` could only set it from a
+    ``preexec_fn``, unsafe in a process with threads); otherwise the child lowers itself first thing.
+    """
+    _reap()
     env = dict(os.environ)
     env.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
     if uri:
         env["GUARDKIT_GRAPHITI_URI"] = uri
-    try:
+    log_path = os.devnull
+    with contextlib.suppress(OSError):
         directory.mkdir(parents=True, exist_ok=True)
-        log_handle = open(directory / HOOK_LOG, "ab")  # noqa: SIM115 - handed to the child
-    except OSError:
-        log_handle = None
-    try:
-        return subprocess.Popen([sys.executable, "-m", "guardkit_state.index.after_turn", "--repo", str(root)],
-                                stdin=subprocess.DEVNULL, stdout=log_handle or subprocess.DEVNULL,
-                                stderr=log_handle or subprocess.DEVNULL, env=env, start_new_session=True)
-    finally:
-        if log_handle is not None:
-            log_handle.close()
+        log_path = str(directory / HOOK_LOG)
+    output = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+               (os.POSIX_SPAWN_OPEN, 1, log_path, output, 0o644), (os.POSIX_SPAWN_DUP2, 1, 2)]
+    argv = [sys.executable, "-m", "guardkit_state.index.after_turn", "--repo", str(root)]
+    chrt = shutil.which("chrt")
+    if chrt is not None:
+        argv = [chrt, "--idle", "0", *argv]
+    pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
+    _CHILDREN.add(pid)
+    return pid
+
+
+def _reap() -> None:
+    for pid in list(_CHILDREN):
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                continue
+        _CHILDREN.discard(pid)
+
+
+def _wait(pid: int, timeout: float) -> int | None:
+    """The child's exit status, or None when it still runs after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            _CHILDREN.discard(pid)
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.02)
 
 
 def _child_main(argv: Sequence[str] | None = None) -> int:

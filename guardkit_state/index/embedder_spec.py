@@ -28,7 +28,7 @@ MINILM = "minilm"
 OPENAI = "openai"
 DEFAULT_EMBEDDER = HASHING
 #: Dimensions known without asking the model.
-KNOWN_DIMENSIONS = {HASHING: 256, MINILM: 384}
+KNOWN_DIMENSIONS = {HASHING: 128, MINILM: 384}
 
 
 class EmbedderMismatchError(IndexBackendError, InputError):

@@ -29,7 +29,7 @@ from guardkit_state.errors import IndexBackendError
 
 META_LABEL = "GuardkitIndexMeta"
 #: Bumped whenever what the index stores changes shape: an older graph is rebuilt by ``sync``.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True)

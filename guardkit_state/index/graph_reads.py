@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphiti_core.nodes import EpisodicNode
 
-from guardkit_state.errors import GuardkitStateError
+from guardkit_state.errors import GuardkitStateError, IndexBackendError
 from guardkit_state.index.base import IndexStatus, SearchHit
 from guardkit_state.index.graph_meta import read_meta
 from guardkit_state.index.graph_search import semantic_channels
@@ -81,7 +81,10 @@ def search_index(index: GraphitiIndex, query_text: str, *, groups: Sequence[str]
             gdriver = await index.group_driver(driver, group)
             meta = await read_meta(gdriver, group)
             if meta is None or not meta.current:
-                continue
+                if group != index.project_group:
+                    continue  # a configuration group never seeded (or seeded by an older version)
+                raise IndexBackendError("the index was built by an older version or never synced",
+                                        expected="'guardkit-state graphiti sync'")
             index.check_meta(meta)
             scoped = pool if group == index.project_group else None
             anchors = [anchor_uuid(group, k, m.kind, m.task, m.feature) for k, m in scoped] if scoped is not None \

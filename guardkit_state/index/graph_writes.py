@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphiti_core.edges import EntityEdge, EpisodicEdge
 from graphiti_core.embedder.client import EmbedderClient
@@ -28,12 +28,19 @@ from graphiti_core.utils.bulk_utils import add_nodes_and_edges_bulk
 from graphiti_core.utils.datetime_utils import utc_now
 
 from guardkit_state.errors import GuardkitStateError
+from guardkit_state.index.base import SyncReport
 from guardkit_state.index.query import parse_time
 from guardkit_state.index.records import Entity, IndexRecord, record_from_content, stable_uuid
+
+if TYPE_CHECKING:
+    from guardkit_state.index.graphiti_backend import GraphitiIndex
 
 log = logging.getLogger("guardkit_state.index")
 
 SOURCE_DESCRIPTION = "guardkit-state"
+#: The extra label of a record's own entity (its turn, task, feature or configuration entry),
+#: embedded from the record's whole text: the record-level vector search scans just these.
+ANCHOR_LABEL = "RecordAnchor"
 #: Records per bulk save: bounds one query's size and the memory of one batch.
 CHUNK = 400
 
@@ -68,7 +75,8 @@ async def _write_chunk(driver: Any, group: str, records: Sequence[IndexRecord], 
     nodes = list(entities.values())
     texts = {e.uuid: r.search_text for r in records for e in r.entities}  # a record's anchor: its whole text
     node_vectors = await embedder.create_batch([texts.get(e.uuid) or f"{e.name} {e.summary}" for e in nodes])
-    entity_nodes = [EntityNode(uuid=e.uuid, name=e.name, group_id=group, labels=[e.label], summary=e.summary,
+    entity_nodes = [EntityNode(uuid=e.uuid, name=e.name, group_id=group,
+                               labels=[e.label, ANCHOR_LABEL] if e.uuid in texts else [e.label], summary=e.summary,
                                name_embedding=v, created_at=now,
                                attributes={"record_key": e.record_key} if e.record_key else {})
                     for e, v in zip(nodes, node_vectors, strict=True)]
@@ -124,4 +132,50 @@ async def list_episodes(driver: Any, group: str) -> dict[str, EpisodicNode]:
     return {episode.uuid: episode for episode in episodes}
 
 
-__all__ = ["CHUNK", "delete_records", "delete_uuids", "existing_uuids", "list_episodes", "write_records"]
+async def apply_changes(index: GraphitiIndex, gdriver: Any, group: str, desired: list[IndexRecord],
+                         report: SyncReport, *, stored: dict[str, EpisodicNode] | None,
+                         trusted: dict[str, str] | None, dry_run: bool, remove_missing: bool) -> None:
+    """Compare ``desired`` with what the group holds; write the difference (unless a dry run)."""
+    want = {r.uuid: r for r in desired}
+    to_write: list[IndexRecord] = []
+    stale: list[str] = []
+    if stored is not None:
+        held = {uuid: ep.content for uuid, ep in stored.items()}
+        same = {uuid for uuid, r in want.items() if held.get(uuid) == r.content}
+    else:
+        held = dict.fromkeys(trusted or {}, "")
+        same = {uuid for uuid, r in want.items() if (trusted or {}).get(uuid) == r.content_hash[:16]}
+    for uuid, record in want.items():
+        if uuid in same:
+            report.unchanged += 1
+        elif uuid in held:
+            report.updated.append(record.key)
+            stale.append(uuid)
+            to_write.append(record)
+        else:
+            report.added.append(record.key)
+            to_write.append(record)
+    gone = [uuid for uuid in held if uuid not in want] if remove_missing else []
+    if dry_run or not (to_write or gone):
+        report.removed.extend(sorted(_names(stored, gone, index)))
+        return
+    if stored is None:  # the manifest named them: read just their stored content, to delete what they owned
+        stored = {ep.uuid: ep for ep in await EpisodicNode.get_by_uuids(gdriver, stale + gone)} if stale or gone else {}
+    report.removed.extend(sorted(_names(stored, gone, index)))
+    keep = set().union(*(r.owned_uuids() for r in to_write)) if to_write else set()
+    old = [stored[u] for u in stale if stored is not None and u in stored]
+    await delete_records(gdriver, group, old, keep=keep)
+    await delete_records(gdriver, group, [stored[u] for u in gone if stored is not None and u in stored])
+    await write_records(gdriver, group, to_write, index.embedder_client())
+
+
+def _names(stored: dict[str, EpisodicNode] | None, uuids: list[str], index: GraphitiIndex) -> list[str]:
+    if stored is not None:
+        return [stored[u].name for u in uuids if u in stored]
+    manifest = index.manifest
+    by_uuid = {stable_uuid(index.project_group, k): k for k in (manifest.records if manifest else {})}
+    return [by_uuid.get(u, u) for u in uuids]
+
+
+__all__ = ["ANCHOR_LABEL", "CHUNK", "apply_changes", "delete_records", "delete_uuids", "existing_uuids",
+           "list_episodes", "write_records"]

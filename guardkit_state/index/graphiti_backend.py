@@ -46,11 +46,12 @@ from guardkit_state.index.config_records import load_system_records
 from guardkit_state.index.embedded import FALKOR_DIR, EmbeddedFalkor, move_aside_snapshot
 from guardkit_state.index.embedder_spec import DEFAULT_EMBEDDER, EmbedderSpec, mismatch, parse_embedder
 from guardkit_state.index.graph_meta import GraphMeta, create_graph, drop_graph, read_meta
-from guardkit_state.index.graph_writes import delete_records, list_episodes, write_records
+from guardkit_state.index.graph_writes import ANCHOR_LABEL, apply_changes, delete_records, list_episodes
 from guardkit_state.index.identity import checkout_root
 from guardkit_state.index.manifest import (
     Manifest,
     RecordMeta,
+    common_terms,
     config_source_paths,
     load_manifest,
     project_source_paths,
@@ -214,7 +215,8 @@ class GraphitiIndex:
             if gdriver.provider == GraphProvider.FALKORDB:
                 from guardkit_state.index.graph_interface import FastFalkorSearch
 
-                gdriver.search_interface = FastFalkorSearch()
+                common = self.manifest.common_terms if self.manifest and group == self.project_group else []
+                gdriver.search_interface = FastFalkorSearch(common=frozenset(common), vector_label=ANCHOR_LABEL)
             cache[group] = gdriver
         return cache[group]
 
@@ -256,8 +258,11 @@ class GraphitiIndex:
         """
         if self.asked is not None and self.asked.name != meta.embedder:
             raise mismatch(meta.embedder, meta.dimension, self.asked.name, self.asked.known_dimension)
+        stored = parse_embedder(meta.embedder)
+        if stored.known_dimension not in (None, meta.dimension):  # same name, other vectors (a newer release)
+            raise mismatch(meta.embedder, meta.dimension, stored.name, stored.known_dimension)
         if self._spec is None or self._spec.name != meta.embedder:
-            self._spec, self._client, self._dimension = parse_embedder(meta.embedder), None, meta.dimension
+            self._spec, self._client, self._dimension = stored, None, meta.dimension
 
     async def prepare(self, driver: GraphDriver, group: str, *, reset: bool = False) -> GraphDriver:
         """The group's driver, its graph current: created (node 0 = metadata) or rebuilt when older.
@@ -311,7 +316,7 @@ class GraphitiIndex:
         self._converge(self.project_group, keep, report, dry_run=dry_run, trusted=trusted)
         if not dry_run:
             self._save_snapshot()
-            self._write_manifest(records=keep, pruned=dropped, sources=sources)
+            self._write_manifest(records=keep, pruned=dropped, sources=sources, common=common_terms(keep))
         return report
 
     def prune(self, *, dry_run: bool = False) -> SyncReport:
@@ -418,13 +423,14 @@ class GraphitiIndex:
                 fresh = group in self.created
                 self.created.discard(group)
                 stored = {} if fresh else None if trusted is not None else await list_episodes(gdriver, group)
-            await _apply_changes(self, gdriver, group, desired, report, stored=stored, trusted=trusted,
+            await apply_changes(self, gdriver, group, desired, report, stored=stored, trusted=trusted,
                                  dry_run=dry_run, remove_missing=remove_missing)
 
         self._run(work)
 
     def _write_manifest(self, *, records: list[IndexRecord] | None = None, pruned: list[IndexRecord] | None = None,
-                        sources: dict[str, list[int]] | None = None, seeded: bool = False) -> None:
+                        sources: dict[str, list[int]] | None = None, seeded: bool = False,
+                        common: list[str] | None = None) -> None:
         old = self.manifest
         manifest = Manifest(location=self.manifest_key, group=self.project_group, embedder=self.embedder_spec().name,
                             dimension=self._dimension or self.embedder_spec().known_dimension or 0,
@@ -432,7 +438,8 @@ class GraphitiIndex:
                             sources=dict(old.sources) if old is not None and old.group == self.project_group else {},
                             records=dict(old.records) if old is not None and records is None else {},
                             pruned=dict(old.pruned) if old is not None and pruned is None else {},
-                            seeded=seeded or bool(old and old.seeded))
+                            seeded=seeded or bool(old and old.seeded),
+                            common_terms=common if common is not None else list(old.common_terms) if old else [])
         if records is not None:
             manifest.records = {r.key: RecordMeta.of(r) for r in records}
         if pruned is not None:
@@ -459,53 +466,6 @@ class GraphitiIndex:
         from guardkit_state.index.graph_reads import index_status
 
         return index_status(self)
-
-
-async def _apply_changes(index: GraphitiIndex, gdriver: GraphDriver, group: str, desired: list[IndexRecord],
-                         report: SyncReport, *, stored: dict[str, EpisodicNode] | None,
-                         trusted: dict[str, str] | None, dry_run: bool, remove_missing: bool) -> None:
-    """Compare ``desired`` with what the group holds; write the difference (unless a dry run)."""
-    want = {r.uuid: r for r in desired}
-    to_write: list[IndexRecord] = []
-    stale: list[str] = []
-    if stored is not None:
-        held = {uuid: ep.content for uuid, ep in stored.items()}
-        same = {uuid for uuid, r in want.items() if held.get(uuid) == r.content}
-    else:
-        held = dict.fromkeys(trusted or {}, "")
-        same = {uuid for uuid, r in want.items() if (trusted or {}).get(uuid) == r.content_hash[:16]}
-    for uuid, record in want.items():
-        if uuid in same:
-            report.unchanged += 1
-        elif uuid in held:
-            report.updated.append(record.key)
-            stale.append(uuid)
-            to_write.append(record)
-        else:
-            report.added.append(record.key)
-            to_write.append(record)
-    gone = [uuid for uuid in held if uuid not in want] if remove_missing else []
-    if dry_run or not (to_write or gone):
-        report.removed.extend(sorted(_names(stored, gone, index)))
-        return
-    if stored is None:  # the manifest named them: read just their stored content, to delete what they owned
-        stored = {ep.uuid: ep for ep in await EpisodicNode.get_by_uuids(gdriver, stale + gone)} if stale or gone else {}
-    report.removed.extend(sorted(_names(stored, gone, index)))
-    keep = set().union(*(r.owned_uuids() for r in to_write)) if to_write else set()
-    old = [stored[u] for u in stale if stored is not None and u in stored]
-    await delete_records(gdriver, group, old, keep=keep)
-    await delete_records(gdriver, group, [stored[u] for u in gone if stored is not None and u in stored])
-    await write_records(gdriver, group, to_write, index.embedder_client())
-
-
-def _names(stored: dict[str, EpisodicNode] | None, uuids: list[str], index: GraphitiIndex) -> list[str]:
-    if stored is not None:
-        return [stored[u].name for u in uuids if u in stored]
-    from guardkit_state.index.records import stable_uuid
-
-    manifest = index.manifest
-    by_uuid = {stable_uuid(index.project_group, k): k for k in (manifest.records if manifest else {})}
-    return [by_uuid.get(u, u) for u in uuids]
 
 
 #: Graphs whose indexes this process already built (index location, graph name): each command

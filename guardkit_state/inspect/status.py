@@ -1,4 +1,4 @@
-"""One line per task with loop state: the data behind ``guardkit-state status``.
+"""One line per task with loop state, and one per feature plan: the data behind ``guardkit-state status``.
 
 Repositories hold thousands of task files and most have no loop state, so the scan first checks
 the raw text for a state block before parsing anything, and keeps a cache of summaries keyed by
@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import FileTooLargeError, GuardkitStateError
+from guardkit_state.features.plan import FeaturePlan, find_plans, load_plan
+from guardkit_state.features.waves import plan_waves
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir, read_bytes_capped
 from guardkit_state.store.layout import status_cache_file, tasks_dir
@@ -235,3 +237,67 @@ def _load_cache(root: Path) -> dict[str, Any]:
         return {}
     files = data.get("files") if isinstance(data, dict) and data.get("version") == CACHE_VERSION else None
     return files if isinstance(files, dict) else {}
+
+
+# --------------------------------------------------------------------------- features
+
+
+@dataclass
+class FeatureSummary:
+    """One feature plan's progress, as the plan reports it (``show FEAT-ID`` reads the files and git).
+
+    ``tasks`` counts the plan's tasks by their ``status`` (``pending`` for none written).
+    """
+
+    feature_id: str
+    path: str
+    name: str | None
+    status: str | None
+    total: int
+    tasks: dict[str, int]
+    waves: int | None
+    current_wave: int
+    completed_waves: list[int]
+    total_turns: int
+    last_updated: str | None
+    error: str | None = None
+
+    @property
+    def done(self) -> int:
+        return self.tasks.get("completed", 0) + self.tasks.get("skipped", 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "done": self.done}
+
+
+def feature_status(repo_root: Path | str) -> list[FeatureSummary]:
+    """One summary per ``.guardkit/features/FEAT-*.yaml``, sorted by file name.
+
+    Only the plans are read (no task file, no git), so the list costs one small parse per plan;
+    an unreadable plan is listed with its error.
+    """
+    root = Path(repo_root).resolve()
+    summaries: list[FeatureSummary] = []
+    for path in find_plans(root):
+        relpath = path.relative_to(root).as_posix()
+        try:
+            summaries.append(_feature_summary(load_plan(path), relpath))
+        except GuardkitStateError as exc:
+            summaries.append(FeatureSummary(path.stem, relpath, None, None, 0, {}, None, 0, [], 0, None, str(exc)))
+    return summaries
+
+
+def _feature_summary(plan: FeaturePlan, relpath: str) -> FeatureSummary:
+    counts: dict[str, int] = {}
+    for task in plan.tasks:
+        status = task.status or "pending"
+        counts[status] = counts.get(status, 0) + 1
+    try:
+        waves: int | None = len(plan_waves(plan))
+    except GuardkitStateError:
+        waves = None  # the plan's waves cannot be formed: 'show' says why
+    execution = plan.execution
+    return FeatureSummary(
+        plan.feature_id, relpath, plan.name, plan.status, len(plan.tasks), counts, waves,
+        execution.current_wave if execution else 0, execution.completed_waves if execution else [],
+        execution.total_turns if execution else 0, execution.last_updated if execution else None)

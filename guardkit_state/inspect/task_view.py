@@ -75,6 +75,7 @@ class TaskView:
             "in_worktree": location.in_worktree,
             # Which copy was read and why, and the other copies of the id (empty when it has one file).
             "resolved": location.resolution.to_dict() if location.resolution else None,
+            "copy": location.to_dict(),
             "status": self.task.status,
             "max_turns": self.max_turns,
             "outcome": self.outcome,
@@ -114,7 +115,7 @@ class ContinuationContext:
     def to_dict(self) -> dict[str, Any]:
         resolution = self.location.resolution
         return {"task_id": self.location.task_id, "turn": self.turn, "context": self.text,
-                "resolved": resolution.to_dict() if resolution else None}
+                "resolved": resolution.to_dict() if resolution else None, "copy": self.location.to_dict()}
 
 
 def continuation_context(repo_root: Path | str, task_id: str, turn: int | None = None) -> ContinuationContext:

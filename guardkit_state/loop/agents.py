@@ -103,10 +103,19 @@ class CommandAgent:
         # Its own session means a SIGKILLed loop cannot take the agent with it: the pid file, which
         # the child writes before the agent starts, lets the next run stop an agent left running.
         pid_file = agent_pid_file(request.report_file)
-        proc = subprocess.Popen(self.command, shell=True, cwd=request.workdir, env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True, preexec_fn=_announcer(pid_file, request))
+        # A stop signal that lands while the child is between fork and exec would run the loop's
+        # Python handler in the child (a failed start, not a stop) or escape before `proc` exists
+        # (an agent nobody stops). Held until the agent runs, it is raised here, in the try below.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
         try:
+            proc = subprocess.Popen(self.command, shell=True, cwd=request.workdir, env=env,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True, preexec_fn=_announcer(pid_file, request, held))
+        except BaseException:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            raise
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             stdout, stderr = proc.communicate(timeout=request.timeout)
         except subprocess.TimeoutExpired:
             _kill_tree(proc)
@@ -151,7 +160,11 @@ def _start_time(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
-def _announcer(pid_file: Path, request: TurnRequest) -> Callable[[], None]:
+#: Signals the loop turns into a saved stop (see loop/session.py), held while an agent starts.
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+def _announcer(pid_file: Path, request: TurnRequest, mask: set[int | signal.Signals]) -> Callable[[], None]:
     """The agent process's first act (in the child, before exec): record its own process group.
 
     Written by the child itself, the file exists before the agent runs a single instruction, so
@@ -173,6 +186,11 @@ def _announcer(pid_file: Path, request: TurnRequest) -> Callable[[], None]:
             os.replace(tmp, target)
         except Exception:
             pass
+        # In its own session now: the agent gets default handlers and the loop's signal mask back
+        # (a signal that reached it before the session began ends it, as it would have anyway).
+        for signum in _STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     return announce
 

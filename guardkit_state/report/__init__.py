@@ -2,14 +2,25 @@
 
 ``write_report(repo, "TASK-AUTH-001")`` reads the task's files (never an index) and writes one
 self-contained page; ``build_task_report`` and ``render_report`` are its two halves.
+``write_feature_report(repo, "FEAT-X")`` does the same for a feature: its waves × tasks grid, then
+every task's report (``build_feature_report`` and ``render_feature_report``).
 """
 
 from __future__ import annotations
 
 from guardkit_state.report.collect import build_task_report
+from guardkit_state.report.feature import FeatureReport, FeatureTask, build_feature_report
+from guardkit_state.report.feature_page import render_feature_report
 from guardkit_state.report.page import render_report
 from guardkit_state.report.view import Cell, CriterionRow, TaskReport, TurnView
-from guardkit_state.report.write import ReportResult, default_report_path, write_report
+from guardkit_state.report.write import (
+    FeatureReportResult,
+    ReportResult,
+    default_report_path,
+    write_feature_report,
+    write_report,
+)
 
-__all__ = ["Cell", "CriterionRow", "ReportResult", "TaskReport", "TurnView", "build_task_report",
-           "default_report_path", "render_report", "write_report"]
+__all__ = ["Cell", "CriterionRow", "FeatureReport", "FeatureReportResult", "FeatureTask", "ReportResult",
+           "TaskReport", "TurnView", "build_feature_report", "build_task_report", "default_report_path",
+           "render_feature_report", "render_report", "write_feature_report", "write_report"]

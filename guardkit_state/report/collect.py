@@ -36,18 +36,21 @@ def build_task_report(repo: Path | str, task: str, *, running_turn: int | None =
     ``running_turn``: a loop is running that turn now (the page says so instead of the next step).
 
     Raises:
-        InputError: ``task`` names a feature (feature reports do not exist yet).
+        InputError: ``task`` names a feature (its report is
+            :func:`~guardkit_state.report.feature.build_feature_report`'s).
         TaskNotFoundError, AmbiguousTaskError, ParseError...: the task file cannot be read.
     """
     if _FEATURE_ID.match(task):
-        raise InputError(f"{task} is a feature: feature reports are not available yet; "
-                         "report one of its tasks instead", expected="a task id such as TASK-AUTH-001")
+        raise InputError(f"{task} is a feature: its report is build_feature_report's "
+                         f"('guardkit-state report {task}')", expected="a task id such as TASK-AUTH-001")
     location = locate_task(Path(repo), task)
     task_file, store = location.load()
     note = location.resolution.note if location.resolution is not None else None
     notes: list[str] = [note] if note else []
     state = task_file.state
     entries = list(state.turns) if state is not None else []
+    if running_turn is not None and any(entry.turn >= running_turn for entry in entries):
+        running_turn = None  # the files are ahead of the event that said it started: it is recorded
     turns = [(entry, _turn_files(store, entry.turn, notes)) for entry in entries]
     history = TaskHistory(task_file, store)
     final = matrix.final_ledger(history)

@@ -23,47 +23,64 @@ LABELS = {"verified": "verified", "implied": "implied by approval", "rejected": 
 def render_report(report: TaskReport) -> str:
     """The whole page for ``report``."""
     title = f"{report.task_id} — {one_line(report.title, 120)}" if report.title else report.task_id
+    return page(title, "".join([
+        _header(report), "<main>\n", task_body(report), "</main>\n",
+        f"<footer>guardkit-state report of {esc(report.path)} · generated {esc(report.generated_at)} from the "
+        "task file and its turn reports · this page runs no script and loads nothing</footer>\n"]))
+
+
+def page(title: str, body: str, extra_css: str = "") -> str:
+    """The page around ``body`` (HTML already drawn): the policy, the style (and ``extra_css``), and
+    ``title`` (raw text, escaped here)."""
     return "".join([
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n",
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n",
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
         "<meta name=\"generator\" content=\"guardkit-state report\">\n",
-        f"<title>{esc(title)} · guardkit-state report</title>\n<style>{CSS}</style></head>\n<body>\n",
-        _header(report),
-        "<main>\n", _timeline(report.turns), _matrix(report.criteria, report.turns), "</main>\n",
-        f"<footer>guardkit-state report of {esc(report.path)} · generated {esc(report.generated_at)} from the "
-        "task file and its turn reports · this page runs no script and loads nothing</footer>\n",
-        "</body></html>\n",
+        f"<title>{esc(title)} · guardkit-state report</title>\n<style>{CSS}{extra_css}</style></head>\n<body>\n",
+        body, "</body></html>\n",
     ])
 
 
-def _header(report: TaskReport) -> str:
+def task_body(report: TaskReport, prefix: str = "", heading: str = "h2") -> str:
+    """The turn timeline and the criteria matrix of ``report``; ``prefix`` starts every id (so several
+    tasks share a page), ``heading`` is their headings' tag."""
+    return (_timeline(report.turns, prefix, heading)
+            + _matrix(report.criteria, report.turns, prefix, heading))
+
+
+def task_facts(report: TaskReport) -> str:
+    """The line of facts under a task's title, its next step and its notes."""
     facts = [f"status <b>{esc(report.status)}</b>",
              f"{len(report.turns)} turn(s) of {esc(report.max_turns) if report.max_turns else '?'}",
              f"criteria {esc(report.counts.describe())}"]
     if report.outcome:
         facts.append(f"outcome <b>{esc(report.outcome)}</b>")
-    parts = [f"<header>\n<h1><span class=\"mono\">{esc(report.task_id)}</span> {esc(report.title)}</h1>\n",
-             f"<p class=\"facts\">{' · '.join(facts)}</p>\n"]
+    parts = [f"<p class=\"facts\">{' · '.join(facts)}</p>\n"]
     if report.next_step:
         parts.append(f"<p class=\"next\">next: {esc(report.next_step)}</p>\n")
     if report.notes:
         parts.append("<ul class=\"notes\">" + "".join(f"<li>{esc(n, 600)}</li>" for n in report.notes) + "</ul>\n")
-    parts.append("</header>\n")
     return "".join(parts)
 
 
-def _timeline(turns: Sequence[TurnView]) -> str:
+def _header(report: TaskReport) -> str:
+    return (f"<header>\n<h1><span class=\"mono\">{esc(report.task_id)}</span> {esc(report.title)}</h1>\n"
+            f"{task_facts(report)}</header>\n")
+
+
+def _timeline(turns: Sequence[TurnView], prefix: str = "", heading: str = "h2") -> str:
     if not turns:
-        return "<section id=\"timeline\"><h2>Turns</h2><p class=\"dim\">No turn recorded yet.</p></section>\n"
-    head = "".join(f"<th class=\"turn d-{_token(t.decision)}\" id=\"turn-{t.number}\" scope=\"col\">Turn "
+        return (f"<section id=\"{prefix}timeline\"><{heading}>Turns</{heading}><p class=\"dim\">No turn recorded "
+                "yet.</p></section>\n")
+    head = "".join(f"<th class=\"turn d-{token(t.decision)}\" id=\"{prefix}turn-{t.number}\" scope=\"col\">Turn "
                    f"{t.number}<br><span class=\"dim\" title=\"{esc(t.timestamp or '')}\">"
                    f"{esc(when(t.timestamp))}</span></th>" for t in turns)
     rows = [
         ("mode", [esc(t.mode) for t in turns]),
-        ("Player", [f"<span class=\"p-{_token(t.player_outcome)}\">{esc(t.player_outcome)}</span>"
+        ("Player", [f"<span class=\"p-{token(t.player_outcome)}\">{esc(t.player_outcome)}</span>"
                     + (f"<br><span class=\"dim\">tests: {esc(t.tests)}</span>" if t.tests else "") for t in turns]),
-        ("Coach", [f"<span class=\"badge d-{_token(t.decision)}\">{esc(t.decision)}</span>" for t in turns]),
+        ("Coach", [f"<span class=\"badge d-{token(t.decision)}\">{esc(t.decision)}</span>" for t in turns]),
         ("criteria", [_delta(t.delta) for t in turns]),
         ("duration", [esc(duration(t.duration_seconds)) for t in turns]),
         ("commit", [f"<code>{esc(t.commit[:10])}</code>" if t.commit else "<span class=\"dim\">—</span>"
@@ -73,7 +90,8 @@ def _timeline(turns: Sequence[TurnView]) -> str:
     ]
     body = "".join(f"<tr class=\"row-{name.lower()}\"><th scope=\"row\">{name}</th>"
                    + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>\n" for name, cells in rows)
-    return ("<section id=\"timeline\"><h2>Turns</h2>\n<div class=\"scroll\"><table class=\"timeline\">\n"
+    return (f"<section id=\"{prefix}timeline\"><{heading}>Turns</{heading}>\n<div class=\"scroll\">"
+            "<table class=\"timeline\">\n"
             f"<thead><tr><th scope=\"row\">turn</th>{head}</tr></thead>\n<tbody>\n{body}</tbody></table></div>"
             "</section>\n")
 
@@ -153,18 +171,19 @@ def _issues(turn: TurnView) -> str:
     return f"<h4>Coach issues</h4><ul class=\"items\">{shown}</ul>"
 
 
-def _matrix(rows: Sequence[CriterionRow], turns: Sequence[TurnView]) -> str:
+def _matrix(rows: Sequence[CriterionRow], turns: Sequence[TurnView], prefix: str = "", heading: str = "h2") -> str:
     if not rows:
-        return ("<section id=\"criteria\"><h2>Acceptance criteria</h2><p class=\"dim\">The task lists no "
-                "acceptance criteria.</p></section>\n")
-    head = "".join(f"<th scope=\"col\" class=\"d-{_token(t.decision)}\">T{t.number}</th>" for t in turns)
+        return (f"<section id=\"{prefix}criteria\"><{heading}>Acceptance criteria</{heading}><p class=\"dim\">The "
+                "task lists no acceptance criteria.</p></section>\n")
+    head = "".join(f"<th scope=\"col\" class=\"d-{token(t.decision)}\">T{t.number}</th>" for t in turns)
     body = "".join(
         f"<tr data-criterion=\"{esc(row.id, 200)}\"><th scope=\"row\" class=\"crit\"><span class=\"cid\">"
         f"{esc(row.id, 200)}</span>{esc(row.text, 2000)}</th>"
         + "".join(_cell(row, cell, turn.number) for cell, turn in zip(row.cells, turns, strict=False)) + "</tr>\n"
         for row in rows)
     legend = "".join(f"<span class=\"s-{s}\">{SYMBOLS[s]} {LABELS[s]}</span>" for s in LABELS)
-    return ("<section id=\"criteria\"><h2>Acceptance criteria, turn by turn</h2>\n<div class=\"scroll\">"
+    return (f"<section id=\"{prefix}criteria\"><{heading}>Acceptance criteria, turn by turn</{heading}>\n"
+            "<div class=\"scroll\">"
             f"<table class=\"matrix\">\n<thead><tr><th scope=\"row\">criterion</th>{head}</tr></thead>\n"
             f"<tbody>\n{body}</tbody></table></div>\n<p class=\"legend\">{legend} · a framed cell changed in "
             "that turn; a striped one fell back from verified</p></section>\n")
@@ -180,7 +199,7 @@ def _cell(row: CriterionRow, cell: Cell, turn: int) -> str:
             f"{'fell back' if cell.regression else LABELS[cell.status].split(' ')[0]}</td>")
 
 
-def _token(value: str) -> str:
+def token(value: str) -> str:
     """A class-name token from a closed vocabulary (anything else becomes ``other``)."""
     known = ("approve", "feedback", "reject", "error", "implemented", "failed", "blocked", "unknown")
     return value if value in known else "other"

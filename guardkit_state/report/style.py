@@ -51,3 +51,22 @@ background:repeating-linear-gradient(135deg,var(--bad-bg) 0 6px,#fff 6px 9px)}
 .legend span{display:inline-block;padding:0 6px;margin-right:8px;border-radius:4px}
 footer{margin-top:22px;font-size:11px;color:var(--dim)}
 """
+
+#: What only a feature's page adds: the waves × tasks grid, the turn chips, the task sections.
+FEATURE_CSS = """
+table.grid td,table.grid th{white-space:nowrap}
+table.grid td.blocked{white-space:normal;max-width:260px;overflow-wrap:anywhere}
+table.grid tr.wave-head th{background:#eef1f4;font-weight:600;position:static}
+.st-completed{color:var(--ok);background:var(--ok-bg);border-color:var(--ok)}
+.st-approved{color:var(--imp);background:var(--imp-bg);border-color:var(--imp)}
+.st-failed,.st-blocked{color:var(--bad);background:var(--bad-bg);border-color:var(--bad)}
+.st-running,.st-in_progress{color:var(--warn);background:var(--warn-bg);border-color:var(--warn)}
+.st-pending,.st-skipped,.st-other{color:var(--dim);background:var(--pend-bg);border-color:var(--line)}
+.chips{display:flex;gap:3px;flex-wrap:nowrap}
+.chip{display:inline-block;min-width:22px;padding:0 5px;border-radius:4px;border:1px solid;font-size:11px;
+text-align:center;text-decoration:none}
+.chip.running{color:var(--warn);border-style:dashed}
+section.task{border-top:2px solid var(--line);margin-top:28px;padding-top:4px}
+section.task h2{font-size:17px}section.task h3{font-size:14px;margin:16px 0 6px}
+a{color:#0969da}
+"""

@@ -1,4 +1,4 @@
-"""Write a task's report: build it from the files, draw it, and replace the output file atomically.
+"""Write a task's (or a feature's) report: build it from the files, draw it, and replace the output file atomically.
 
 A browser tab left open on the file shows the new report on reload: the page is written the way
 the store writes every file (:func:`~guardkit_state.store.fsio.atomic_write_bytes`: a temp file
@@ -7,12 +7,15 @@ beside it, renamed over it), so a reader never sees half a page.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError, InputError
 from guardkit_state.report.collect import build_task_report
+from guardkit_state.report.feature import FeatureReport, build_feature_report
+from guardkit_state.report.feature_page import render_feature_report
 from guardkit_state.report.page import render_report
 from guardkit_state.report.view import TaskReport
 from guardkit_state.store.fsio import atomic_write_bytes
@@ -35,6 +38,18 @@ class ReportResult:
         return {"path": str(self.path), "bytes": self.bytes, **self.report.summary()}
 
 
+@dataclass(frozen=True)
+class FeatureReportResult:
+    """A written feature report: where, how big, and what it counts."""
+
+    path: Path
+    bytes: int
+    report: FeatureReport
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "bytes": self.bytes, **self.report.summary()}
+
+
 def default_report_path(repo: Path | str, task_id: str) -> Path:
     """``.guardkit/reports/TASK-ID.html`` in ``repo``."""
     return report_file(repo, task_id)
@@ -50,12 +65,36 @@ def write_report(repo: Path | str, task: str, output: Path | str | None = None, 
         GuardkitStateError: the file cannot be written.
     """
     report = build_task_report(repo, task, running_turn=running_turn)
-    path = Path(output) if output is not None else default_report_path(repo, report.task_id)
-    if path.is_dir():
-        raise InputError(f"{path} is a directory", path=path, expected="the path of an .html file to write")
+    path = _output(repo, report.task_id, output)
     text = render_report(report).encode("utf-8")
     _write_page(path, text)
     return ReportResult(path=path, bytes=len(text), report=report)
+
+
+def write_feature_report(repo: Path | str, feature: str, output: Path | str | None = None, *,
+                         running: Mapping[str, int | None] | None = None) -> FeatureReportResult:
+    """Write the HTML report of ``feature`` (``FEAT-X`` or a plan file's path) to ``output``
+    (default ``.guardkit/reports/FEAT-X.html``), replacing it atomically.
+
+    ``running``: the tasks whose loops run now, each with its current turn (None between turns).
+
+    Raises:
+        InputError: ``output`` is a directory.
+        FeatureNotFoundError, ParseError, SchemaError: the plan cannot be read (nothing is written).
+        GuardkitStateError: the file cannot be written.
+    """
+    report = build_feature_report(repo, feature, running=running)
+    path = _output(repo, report.feature_id, output)
+    text = render_feature_report(report).encode("utf-8")
+    _write_page(path, text)
+    return FeatureReportResult(path=path, bytes=len(text), report=report)
+
+
+def _output(repo: Path | str, name: str, output: Path | str | None) -> Path:
+    path = Path(output) if output is not None else default_report_path(repo, name)
+    if path.is_dir():
+        raise InputError(f"{path} is a directory", path=path, expected="the path of an .html file to write")
+    return path
 
 
 def _write_page(path: Path, data: bytes) -> None:

@@ -1,57 +1,195 @@
-"""Which copy of a task is the truth: the resolver's pick in the main checkout, or its own loop's
-worktree copy.
+"""Which copy of a task is the truth: the resolver's pick in the main checkout, its own loop's
+worktree copy, or — for a task a feature ran — the feature's copy.
 
 While a loop runs in ``.guardkit/worktrees/TASK-ID``, that worktree's copy of TASK-ID and its turn
 files are the truth; another loop's worktree is never read for this task. Within a checkout the
 copy is chosen by :func:`guardkit_state.taskfile.resolve.resolve_task`, so every command reads the same one.
+
+A feature run (``feature-build FEAT-X``) records a task's turns in the task's worktree, then merges
+its branch into the feature branch ``autobuild/FEAT-X``; the main checkout's copy stays as it was
+until the user merges the feature. Once the task's worktree is pruned, its turns are read, in this
+order, from its own branch when that is not merged yet, from the feature's worktree
+(``.guardkit/worktrees/FEAT-X``), else from the feature branch through git. The main checkout is
+read again once the feature branch is part of its HEAD. Every location says which copy it is.
 """
 
 from __future__ import annotations
 
+import contextlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
-from guardkit_state.errors import TaskNotFoundError
+from guardkit_state.errors import GuardkitStateError, TaskNotFoundError
 from guardkit_state.git.checkouts import worktrees_home
-from guardkit_state.store.layout import artifacts_dir, worktree_path
+from guardkit_state.git.merge import is_ancestor
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.store import fsio
+from guardkit_state.store.layout import artifacts_dir, branch_for, features_dir, worktree_path
 from guardkit_state.store.turn_files import TurnStore
+from guardkit_state.taskfile.discovery import STATE_MARKERS
 from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.taskfile.resolve import REASON_GIVEN, Resolution, resolve_task
+from guardkit_state.taskfile.resolve import REASON_GIVEN, Resolution, holds_state, resolve_task
+
+#: Where a location's copy comes from: the main checkout, the task's loop worktree, the task's
+#: branch (its worktree gone), a feature's worktree, or the feature branch (through git).
+Source = Literal["main", "worktree", "task branch", "feature worktree", "feature branch"]
+
+_PLAN_ID = re.compile(r"^id:[ \t]*['\"]?([^'\"#\s]+)['\"]?[ \t]*(?:#.*)?$", re.M)
 
 
 @dataclass(frozen=True)
 class TaskLocation:
-    """A task as found: the checkout holding its live state, its file, and how it was chosen."""
+    """A task as found: the checkout holding its live state, its file, and how it was chosen.
+
+    ``in_worktree`` is True for the task's own loop worktree only (the copy its loop continues);
+    ``source`` says which copy it is, and ``rev`` is the branch a git copy is read from (its file
+    then does not exist on disk as read: ``task_path`` is where it sits in that branch).
+    """
 
     task_id: str
     checkout: Path
     task_path: Path
     in_worktree: bool
     resolution: Resolution | None = None
+    source: Source = "main"
+    rev: str | None = None
+    feature_id: str | None = None
 
     @property
     def note(self) -> str:
-        where = "the loop's worktree copy" if self.in_worktree else "the main checkout"
-        return f"reading {where}: {self.task_path}"
+        return f"reading {self.describe()}"
+
+    def describe(self) -> str:
+        """Which copy this is, for people: ``the feature worktree copy (FEAT-X): <path>`` ..."""
+        if self.rev is not None:
+            rel = self._relative()
+            return f"{self.source} {self.rev} (from git, its worktree was removed): {rel}"
+        where = {"main": "the main checkout", "worktree": "the loop's worktree copy",
+                 "feature worktree": f"the feature worktree copy ({self.feature_id})"}.get(self.source, self.source)
+        return f"{where}: {self.task_path}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "path": str(self.task_path), "rev": self.rev, "feature_id": self.feature_id,
+                "checkout": str(self.checkout)}
 
     def load(self) -> tuple[TaskFile, TurnStore]:
-        task = TaskFile.load(self.task_path)
+        task = self._read_from_git() if self.rev is not None else TaskFile.load(self.task_path)
         return task, TurnStore(artifacts_dir(self.checkout, self.task_id), self.task_id)
+
+    def _relative(self) -> str:
+        try:
+            return self.task_path.relative_to(self.checkout).as_posix()
+        except ValueError:
+            return str(self.task_path)
+
+    def _read_from_git(self) -> TaskFile:
+        raw = _git_copy(GitRepo.discover(self.checkout), str(self.rev), self._relative())
+        if raw is None:
+            raise TaskNotFoundError(f"{self.task_id} is no longer on {self.rev}", path=self.task_path,
+                                    task_id=self.task_id)
+        return TaskFile.from_bytes(raw, self.task_path)
 
 
 def locate_task(repo_root: Path | str, task: str) -> TaskLocation:
-    """Find ``task`` (an id or a task file's path), preferring its own loop's worktree copy."""
+    """Find ``task`` (an id or a task file's path), preferring its own loop's worktree copy, then
+    (for a task of a feature run not yet merged into HEAD) the feature's copy; see the module."""
     root = Path(repo_root).resolve()
     found = resolve_task(root, task)
     if found.reason == REASON_GIVEN:  # a path names its checkout (a worktree's file is read there)
-        return TaskLocation(found.task_id, found.checkout, found.path, found.checkout != root, found)
+        source: Source = "worktree" if found.checkout != root else "main"
+        return TaskLocation(found.task_id, found.checkout, found.path, found.checkout != root, found, source)
     # Loop worktrees live in the repository's main checkout, also when this is a linked worktree.
-    worktree = worktree_path(worktrees_home(root), found.task_id)
+    home = worktrees_home(root)
+    worktree = worktree_path(home, found.task_id)
     if worktree.is_dir():
         try:
             copy = resolve_task(worktree, found.task_id)
         except TaskNotFoundError:
             copy = None
         if copy is not None:
-            return TaskLocation(found.task_id, worktree, copy.path, True, copy)
-    return TaskLocation(found.task_id, root, found.path, False, found)
+            return TaskLocation(found.task_id, worktree, copy.path, True, copy, "worktree")
+    return _feature_copy(root, home, found) or TaskLocation(found.task_id, root, found.path, False, found)
+
+
+# --------------------------------------------------------------------------- features
+
+
+def features_of_task(root: Path | str, task_id: str) -> list[str]:
+    """The ids of the feature plans in ``root`` that list ``task_id``, by plan file name.
+
+    A line scan, not a YAML parse: it runs for every task command, and a broken plan must not
+    stop a task from being read.
+    """
+    directory = features_dir(root)
+    try:
+        plans = sorted(p for p in directory.iterdir() if p.name.startswith("FEAT-") and p.suffix == ".yaml")
+    except OSError:
+        return []
+    entry = re.compile(rf"^[ \t]*(?:-[ \t]+)?id:[ \t]*['\"]?{re.escape(task_id)}['\"]?[ \t]*(?:#.*)?$", re.M)
+    found: list[str] = []
+    for plan in plans:
+        try:
+            text = fsio.read_bytes_capped(plan).decode("utf-8", "replace")
+        except GuardkitStateError:
+            continue
+        if entry.search(text):
+            top = _PLAN_ID.search(text)  # the plan's own id names its branch; the file name else
+            found.append(top.group(1) if top else plan.stem)
+    return found
+
+
+def feature_branch_of_task(repo: GitRepo, root: Path | str, task_id: str) -> tuple[str, str] | None:
+    """``(feature id, branch)`` of a feature that ran ``task_id`` and is not yet merged into HEAD.
+
+    None when no feature lists the task, none has a branch, or each is part of HEAD already (the
+    checkout then holds the feature's copies itself).
+    """
+    for feature_id in features_of_task(root, task_id):
+        branch = branch_for(feature_id)
+        with contextlib.suppress(GuardkitStateError):
+            if repo.branch_exists(branch) and not is_ancestor(repo, branch, "HEAD"):
+                return feature_id, branch
+    return None
+
+
+def _feature_copy(root: Path, home: Path, found: Resolution) -> TaskLocation | None:
+    """The copy a feature run left of ``found``'s task (see the module), or None."""
+    if not features_of_task(root, found.task_id):
+        return None  # the common case: no git call at all
+    repo = GitRepo.discover(root)
+    if repo is None:
+        return None
+    feature = feature_branch_of_task(repo, root, found.task_id)
+    if feature is None:
+        return None
+    feature_id, feature_branch = feature
+    rel = found.path.relative_to(root).as_posix()
+    task_id = found.task_id
+    task_branch = branch_for(task_id)
+    with contextlib.suppress(GuardkitStateError):
+        if (repo.branch_exists(task_branch) and not is_ancestor(repo, task_branch, feature_branch)
+                and _git_copy(repo, task_branch, rel, state_only=True) is not None):
+            return TaskLocation(task_id, root, found.path, False, found, "task branch", task_branch, feature_id)
+    tree = worktree_path(home, feature_id)
+    if (tree / rel).is_file() and holds_state(tree / rel):
+        return TaskLocation(task_id, tree, tree / rel, False, found, "feature worktree", None, feature_id)
+    if _git_copy(repo, feature_branch, rel, state_only=True) is not None:
+        return TaskLocation(task_id, root, found.path, False, found, "feature branch", feature_branch, feature_id)
+    return None
+
+
+def _git_copy(repo: GitRepo | None, rev: str, rel: str, *, state_only: bool = False) -> bytes | None:
+    """The bytes of ``rev:rel`` (None when absent, or without a state block when ``state_only``)."""
+    if repo is None:
+        return None
+    status, raw, _ = repo.run("show", f"{rev}:{rel}", check=False)
+    if status != 0 or len(raw) > fsio.MAX_FILE_BYTES:
+        return None
+    if state_only and not any(marker in raw for marker in STATE_MARKERS):
+        return None
+    return raw
+
+
+__all__ = ["Source", "TaskLocation", "feature_branch_of_task", "features_of_task", "locate_task"]

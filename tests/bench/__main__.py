@@ -6,6 +6,7 @@ Usage::
     python -m tests.bench --quick --out x.json # tiny sizes (the smoke test)
     python -m tests.bench --only record,resume --repeat 25
     python -m tests.bench --only record        # just recording turns (with and without promises)
+    python -m tests.bench --only feature       # feature-build: parallel tasks, orchestration overhead
 
 Every number is a median over repeated runs after warm-up; ratios are against the floor (the same
 bytes written or read the cheapest durable way) and against LangGraph's SqliteSaver when installed.
@@ -27,7 +28,7 @@ from . import bench_status, bench_turns
 from .common import machine
 from .report import render_table
 
-CASES = ("record", "resume", "storage", "status", "startup", "git", "index")
+CASES = ("record", "resume", "storage", "status", "startup", "git", "index", "feature")
 
 
 def _corpus() -> Path | None:
@@ -102,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     case("startup", lambda: bench_status.run_startup(repeat=2 if quick else 15))
     case("git", lambda: _git(3 if quick else 20))
     case("index", lambda: _index(results["notes"]))
+    case("feature", lambda: _feature(quick))
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
@@ -114,6 +116,12 @@ def _git(repeat: int) -> dict[str, Any]:
     from . import bench_git
 
     return bench_git.run(repeat)
+
+
+def _feature(quick: bool) -> dict[str, Any]:
+    from . import bench_feature
+
+    return bench_feature.run(quick=quick)
 
 
 def _index(notes: list[str]) -> dict[str, Any]:

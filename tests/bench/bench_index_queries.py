@@ -99,7 +99,8 @@ def render(result: dict[str, Any]) -> str:
     qs = result["queryset"]
     lines = [f"Labelled query set: {qs['questions']} questions over {qs['tasks']} tasks and {qs['turns']} turns "
              "(P@5 = answer records in the first five / min(5, expected); latency = median ms).", "",
-             "| questions | n | file scan P@5 | index P@5 | file scan ms | index ms (warm) |", "|---|---|---|---|---|---|"]
+             "| questions | n | file scan P@5 | index P@5 | file scan ms | index ms (warm) |",
+             "|---|---|---|---|---|---|"]
     for kind in ("identifier", "recency", "filtered", "task", "feature", "theme", "all"):
         row = qs["by_kind"].get(kind)
         if row:

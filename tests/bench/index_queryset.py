@@ -45,7 +45,8 @@ THEMES: dict[str, tuple[tuple[str, ...], str | None, tuple[str, ...]]] = {
 }
 
 FEATURES = {
-    "FEAT-AUTH": ("Authentication", ["JWT login", "Token refresh", "Password reset", "Account lockout", "Session audit"]),
+    "FEAT-AUTH": ("Authentication", ["JWT login", "Token refresh", "Password reset", "Account lockout",
+                                     "Session audit"]),
     "FEAT-PAY": ("Payments", ["Card capture", "Refunds", "Payment webhooks", "Invoice export", "Currency rounding"]),
     "FEAT-SEARCH": ("Search", ["Query parser", "Ranking tweaks", "Search endpoint", "Facets", "Autocomplete"]),
     "FEAT-CAT": ("Catalogue", ["Product import", "Catalogue cache", "Price history", "Stock sync"]),

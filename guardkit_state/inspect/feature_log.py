@@ -1,0 +1,116 @@
+"""``log FEAT-X``: the merges on a feature branch, and each task's turns, from git.
+
+A feature run merges every approved task branch into ``autobuild/FEAT-X`` with a merge commit whose
+trailers name the feature, the task and the wave (:mod:`guardkit_state.git.merge`); those commits
+are the feature's history. Each task's turns are its turn log
+(:func:`guardkit_state.inspect.review.read_turn_log`), read from its branch, else from the feature
+branch once its own branch is gone. Reads only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from guardkit_state.errors import GuardkitStateError
+from guardkit_state.features.plan import find_plan, load_plan
+from guardkit_state.git.merge import TRAILER_FEATURE, TRAILER_TASK, TRAILER_WAVE
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.inspect.review import TurnLog, read_turn_log
+from guardkit_state.store.layout import branch_for
+
+_FIELD, _RECORD = "\x1f", "\x1e"
+_FORMAT = "%x1f".join(["%H", "%cI", "%s", f"%(trailers:key={TRAILER_FEATURE},valueonly,separator=%x2C)",
+                       f"%(trailers:key={TRAILER_TASK},valueonly,separator=%x2C)",
+                       f"%(trailers:key={TRAILER_WAVE},valueonly,separator=%x2C)"]) + "%x1e"
+
+
+@dataclass(frozen=True)
+class FeatureMerge:
+    """One merge commit on the feature branch: the task it brought in (None: merged by hand)."""
+
+    sha: str
+    task_id: str | None
+    wave: int | None
+    date: str
+    subject: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sha": self.sha, "task_id": self.task_id, "wave": self.wave, "date": self.date,
+                "subject": self.subject}
+
+
+@dataclass
+class FeatureLog:
+    """A feature's merges (oldest first) and each task's turns, in plan order."""
+
+    feature_id: str
+    branch: str
+    merges: list[FeatureMerge] = field(default_factory=list)
+    tasks: list[TurnLog] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def merge_of(self, task_id: str) -> FeatureMerge | None:
+        return next((m for m in reversed(self.merges) if m.task_id == task_id), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"feature_id": self.feature_id, "branch": self.branch, "notes": self.notes,
+                "merges": [m.to_dict() for m in self.merges],
+                "tasks": [{**log.to_dict(), "merge": _merge_dict(self.merge_of(log.task_id))} for log in self.tasks]}
+
+
+def _merge_dict(merge: FeatureMerge | None) -> dict[str, Any] | None:
+    return merge.to_dict() if merge is not None else None
+
+
+def read_feature_log(repo_root: Path | str, feature: str) -> FeatureLog:
+    """The merges and task turns of ``feature`` (an id ``FEAT-X`` or a plan file's path).
+
+    Raises:
+        FeatureNotFoundError, ParseError, SchemaError: the plan cannot be read.
+    """
+    root = Path(repo_root).resolve()
+    plan = load_plan(find_plan(root, feature))
+    result = FeatureLog(plan.feature_id, branch_for(plan.feature_id))
+    repo = GitRepo.discover(root)
+    if repo is None:
+        result.notes.append("not a git repository (or no git): no merges; turns read from files only")
+    elif not repo.branch_exists(result.branch):
+        result.notes.append(f"{plan.feature_id} has not started (no branch {result.branch})")
+    else:
+        result.merges = feature_merges(repo, result.branch, plan.feature_id)
+    for task in plan.tasks:
+        try:
+            result.tasks.append(read_turn_log(root, task.id))
+        except GuardkitStateError as exc:
+            log = TurnLog(task.id, "none")
+            log.notes.append(str(exc))
+            result.tasks.append(log)
+    return result
+
+
+def feature_merges(repo: GitRepo, branch: str, feature_id: str) -> list[FeatureMerge]:
+    """The merge commits on ``branch``'s first-parent line since it left its base, oldest first.
+
+    A merge whose trailers name another feature is not this feature's; a merge without trailers
+    (a conflict resolved by hand) is listed with no task.
+    """
+    status, out, _ = repo.run("log", "--first-parent", "--merges", "--reverse", f"--format={_FORMAT}",
+                              f"refs/heads/{branch}", "--", check=False)
+    if status != 0:
+        return []
+    merges: list[FeatureMerge] = []
+    for record in out.decode("utf-8", "replace").split(_RECORD):
+        fields = record.strip("\n").split(_FIELD)
+        if len(fields) != 6:
+            continue
+        sha, date, subject, feature, task, wave = (f.strip() for f in fields)
+        if feature and feature_id not in feature.split(","):
+            continue
+        merges.append(FeatureMerge(sha, task.split(",")[0].strip() or None,
+                                   int(wave) if wave.isdigit() else None, date, subject))
+    return merges
+
+
+__all__ = ["FeatureLog", "FeatureMerge", "feature_merges", "read_feature_log"]

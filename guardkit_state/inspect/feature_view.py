@@ -1,0 +1,219 @@
+"""A feature at a glance, as data: what ``show FEAT-X`` prints.
+
+Waves × tasks, each task as its files and git say — the reading the feature run itself makes
+(:func:`guardkit_state.features.progress.read_task_state`): its own copy of its task file (in its
+worktree, else on its branch or the feature branch), its turn commits, and the feature branch's
+merge commits. The plan is read for the waves, the names and what only a run could record there
+(the paths of a merge conflict). Nothing is written, no lock is taken: this works while the
+feature runs and after it was killed. The next step is what ``--resume`` would do from here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from guardkit_state.errors import GuardkitStateError
+from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
+from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
+from guardkit_state.features.result import resume_command
+from guardkit_state.features.waves import plan_waves
+from guardkit_state.git.checkouts import worktrees_home
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.store.layout import branch_for, worktrees_dir
+from guardkit_state.taskfile.locate import locate_task
+from guardkit_state.turns.history import criteria_counts
+from guardkit_state.turns.ledger import CriteriaCounts
+
+#: A task's phase (from its files) -> the word shown, GuardKit's plan status words where they exist.
+_STATUS = {"new": "pending", "resume": "in_progress", "approved": "approved", "merged": "completed",
+           "failed": "failed", "closed": "skipped"}
+
+
+@dataclass(frozen=True)
+class FeatureTaskRow:
+    """One task of the feature as its files say.
+
+    ``status``: ``pending``, ``in_progress`` (started, not ended), ``approved`` (not merged yet),
+    ``blocked`` (approved, its merge conflicted), ``completed`` (merged), ``failed``, ``skipped``
+    (closed before the feature ran it). ``copy`` says which copy of the task file was read.
+    """
+
+    task_id: str
+    wave: int
+    name: str | None
+    status: str
+    phase: str
+    turns: int
+    decisions: tuple[str, ...]
+    outcome: str | None
+    reason: str
+    merged: bool
+    merge_commit: str | None
+    conflicts: tuple[str, ...]
+    criteria: CriteriaCounts | None
+    copy: str | None
+    plan_status: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "wave": self.wave, "name": self.name, "status": self.status,
+                "phase": self.phase, "turns": self.turns, "decisions": list(self.decisions),
+                "outcome": self.outcome, "reason": self.reason, "merged": self.merged,
+                "merge_commit": self.merge_commit, "conflicts": list(self.conflicts),
+                "criteria": self.criteria.to_dict() if self.criteria is not None else None,
+                "copy": self.copy, "plan_status": self.plan_status}
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """What a run (or ``--resume``) does next: the wave, the tasks it runs or merges, or why it stops."""
+
+    wave: int | None
+    run: tuple[str, ...]
+    merge: tuple[str, ...]
+    stopped_by: tuple[str, ...]
+    text: str
+    command: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"wave": self.wave, "run": list(self.run), "merge": list(self.merge),
+                "stopped_by": list(self.stopped_by), "text": self.text, "command": self.command}
+
+
+@dataclass
+class FeatureView:
+    """A feature as ``show FEAT-X`` shows it: its waves of task rows and what runs next."""
+
+    feature_id: str
+    name: str | None
+    plan_path: Path
+    plan_status: str | None
+    branch: str
+    started: bool
+    worktree: Path | None
+    wave_source: str
+    waves: list[list[str]]
+    tasks: list[FeatureTaskRow]
+    next: NextStep
+    last_updated: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def wave(self, number: int) -> list[FeatureTaskRow]:
+        """The rows of wave ``number`` (1-based), in plan order."""
+        return [row for row in self.tasks if row.wave == number]
+
+    @property
+    def totals(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for row in self.tasks:
+            counts[row.status] = counts.get(row.status, 0) + 1
+        return {"tasks": len(self.tasks), **counts, "turns": sum(row.turns for row in self.tasks)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "feature_id": self.feature_id, "name": self.name, "plan": str(self.plan_path),
+            "plan_status": self.plan_status, "branch": self.branch, "started": self.started,
+            "worktree": str(self.worktree) if self.worktree else None, "wave_source": self.wave_source,
+            "waves": [{"number": n, "tasks": [row.to_dict() for row in self.wave(n)]}
+                      for n in range(1, len(self.waves) + 1)],
+            "totals": self.totals, "next": self.next.to_dict(), "last_updated": self.last_updated,
+            "notes": self.notes,
+        }
+
+
+def feature_view(repo_root: Path | str, feature: str) -> FeatureView:
+    """``feature`` (an id ``FEAT-X`` or a plan file's path) as ``show`` shows it; reads only.
+
+    Raises:
+        FeatureNotFoundError, ParseError, SchemaError, WaveError: the plan cannot be read.
+    """
+    root = Path(repo_root).resolve()
+    plan_path = find_plan(root, feature)
+    plan = load_plan(plan_path)
+    waves = plan_waves(plan)
+    branch = branch_for(plan.feature_id)
+    git = GitRepo.discover(root)
+    notes: list[str] = []
+    started = git is not None and git.branch_exists(branch)
+    home = worktrees_home(root)
+    fgit = None if git is None else FeatureGit(git, root, branch, worktrees_dir(home) / plan.feature_id,
+                                               worktrees_dir(home))
+    if git is None:
+        notes.append("not a git repository (or no git): tasks read from the main checkout only")
+    rows = [_row(root, plan, fgit, task.id, waves.wave_of(task.id)) for task in plan.tasks]
+    worktree = worktrees_dir(home) / plan.feature_id
+    execution = plan.execution
+    return FeatureView(plan.feature_id, plan.name, plan_path, plan.status, branch, started,
+                       worktree if worktree.is_dir() else None, waves.source, waves.to_lists(), rows,
+                       next_step(plan.feature_id, waves.to_lists(), rows, started=started),
+                       execution.last_updated if execution is not None else None, notes)
+
+
+def _row(root: Path, plan: FeaturePlan, fgit: FeatureGit | None, task_id: str, wave: int) -> FeatureTaskRow:
+    entry = plan.task(task_id)
+    state = read_task_state(fgit, task_id) if fgit is not None else TaskState(task_id, "new")
+    status = _STATUS[state.phase]
+    conflicts: tuple[str, ...] = ()
+    recorded = entry.raw.get("merge_conflicts")
+    # Only a run can know a merge conflicted (it aborts the merge at once): the plan keeps the paths.
+    if state.phase == "approved" and entry.status == "blocked":
+        status = "blocked"
+        conflicts = tuple(str(p) for p in recorded) if isinstance(recorded, list) else ()
+    counts, copy = _criteria(root, task_id)
+    return FeatureTaskRow(task_id, wave, entry.name, status, state.phase, state.turns, state.decisions,
+                          state.outcome, state.reason, state.phase == "merged", state.merge_commit, conflicts,
+                          counts, copy, entry.status)
+
+
+def _criteria(root: Path, task_id: str) -> tuple[CriteriaCounts | None, str | None]:
+    """The task's criteria counts from the copy ``show TASK-ID`` reads, and which copy that is."""
+    with contextlib.suppress(GuardkitStateError):
+        location = locate_task(root, task_id)
+        task, _ = location.load()
+        return criteria_counts(task, location.checkout), location.describe()
+    return None, None
+
+
+def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow], *, started: bool) -> NextStep:
+    """What the next run does: the first wave not wholly merged, the tasks it runs and merges, and
+    the tasks that stop the feature there (pure)."""
+    by_id = {row.task_id: row for row in rows}
+    command = resume_command(feature_id) if started else \
+        f"guardkit-state feature-build {feature_id} --player ... --coach ..."
+    for number, wave in enumerate(waves, start=1):
+        left = [by_id[t] for t in wave if by_id[t].status not in ("completed", "skipped")]
+        if not left:
+            continue
+        run = tuple(r.task_id for r in left if r.phase in ("new", "resume"))
+        merge = tuple(r.task_id for r in left if r.status == "approved")
+        stop = tuple(r.task_id for r in left if r.status in ("failed", "blocked"))
+        parts = []
+        if run:
+            parts.append("runs " + ", ".join(_run_text(by_id[t]) for t in run))
+        if merge:
+            parts.append("merges " + ", ".join(merge) + f" into {branch_for(feature_id)}")
+        if stop:
+            parts.append("stops: " + "; ".join(_stop_text(by_id[t], feature_id) for t in stop))
+        return NextStep(number, run, merge, stop, f"wave {number}/{len(waves)} " + ", then ".join(parts),
+                        command if run or merge else None)
+    return NextStep(None, (), (), (), f"nothing: every wave is merged into {branch_for(feature_id)}"
+                    if started else "nothing: the feature has no tasks", None)
+
+
+def _run_text(row: FeatureTaskRow) -> str:
+    if row.phase == "new":
+        return row.task_id
+    return f"{row.task_id} (resumes after turn {row.turns})" if row.turns else f"{row.task_id} (restarts turn 1)"
+
+
+def _stop_text(row: FeatureTaskRow, feature_id: str) -> str:
+    if row.status == "blocked":
+        paths = ", ".join(row.conflicts) or "its merge was refused"
+        return (f"{row.task_id} is blocked ({paths}): merge {branch_for(row.task_id)} into "
+                f"{branch_for(feature_id)} by hand, then --resume")
+    return f"{row.task_id} ended without approval ({row.outcome}): {row.reason}"
+
+
+__all__ = ["FeatureTaskRow", "FeatureView", "NextStep", "feature_view", "next_step"]

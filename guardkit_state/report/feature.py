@@ -1,0 +1,147 @@
+"""Read a feature from its files into a :class:`FeatureReport`: its waves, where each task stands,
+and each task's own report (the I/O edge of the feature page).
+
+Where a task stands is what ``show FEAT-X`` says (:func:`~guardkit_state.inspect.feature_view.feature_view`),
+which reads it as the orchestrator does (:func:`~guardkit_state.features.progress.read_task_state`:
+the task's own copy of its task file, its turn commits, the feature branch's merges), so the page,
+``show`` and a resumed run never disagree. Each task's full report is
+:func:`~guardkit_state.report.collect.build_task_report` of the copy that holds its turns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from guardkit_state.errors import GuardkitStateError
+from guardkit_state.git.checkouts import worktrees_home
+from guardkit_state.inspect.feature_view import FeatureTaskRow, feature_view
+from guardkit_state.report.collect import build_task_report
+from guardkit_state.report.view import TaskReport
+from guardkit_state.store.layout import worktree_path, worktrees_dir
+from guardkit_state.taskfile.resolve import resolve_task
+
+#: What the grid says of a task: ``show``'s words (``pending``, ``in_progress``, ``approved``,
+#: ``blocked``, ``completed``, ``failed``, ``skipped``), and ``running`` while its loop runs.
+TASK_STATUSES = ("pending", "running", "in_progress", "approved", "completed", "blocked", "failed", "skipped")
+
+
+@dataclass
+class FeatureTask:
+    """One task of the feature: a cell row of the grid, and its section below it."""
+
+    task_id: str
+    wave: int
+    name: str
+    status: str
+    turns: int
+    outcome: str | None
+    merged: bool
+    merge_commit: str | None = None
+    #: The paths whose merge conflict keeps an approved task off the feature branch.
+    blocked_paths: list[str] = field(default_factory=list)
+    reason: str = ""
+    #: The turn its loop is running now (None: not running, or between two turns).
+    running_turn: int | None = None
+    #: The task's own report; None when its files could not be read (``error`` says why).
+    report: TaskReport | None = None
+    error: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "wave": self.wave, "status": self.status, "turns": self.turns,
+                "outcome": self.outcome, "merged": self.merged, "merge_commit": self.merge_commit,
+                "blocked_paths": list(self.blocked_paths), "error": self.error}
+
+
+@dataclass
+class FeatureReport:
+    """Everything a feature's page shows."""
+
+    feature_id: str
+    name: str
+    plan_path: str
+    branch: str
+    plan_status: str
+    waves: list[list[str]]
+    tasks: list[FeatureTask]
+    #: What a run (or ``--resume``) does next, as ``show`` says it.
+    next_step: str = ""
+    notes: list[str] = field(default_factory=list)
+    generated_at: str = ""
+
+    def task(self, task_id: str) -> FeatureTask:
+        return next(t for t in self.tasks if t.task_id == task_id)
+
+    def summary(self) -> dict[str, Any]:
+        """The report's counts, for ``--json`` and tools."""
+        counts: dict[str, int] = {}
+        for task in self.tasks:
+            counts[task.status] = counts.get(task.status, 0) + 1
+        return {"feature_id": self.feature_id, "waves": len(self.waves), "tasks": [t.summary() for t in self.tasks],
+                "task_statuses": counts, "turns": sum(t.turns for t in self.tasks), "notes": list(self.notes)}
+
+
+def build_feature_report(repo: Path | str, feature: str, *, running: Mapping[str, int | None] | None = None,
+                         generated_at: str | None = None) -> FeatureReport:
+    """The report of ``feature`` (an id ``FEAT-X`` or a plan file's path) in ``repo``, from its files.
+
+    ``running``: the tasks whose loops run now (a live ``feature-build --report``), each with the
+    turn it is in (None between two turns).
+
+    Raises:
+        FeatureNotFoundError, ParseError, SchemaError, WaveError: the plan cannot be read.
+    """
+    root = Path(repo).resolve()
+    view = feature_view(root, feature)
+    running = running or {}
+    feature_worktree = view.worktree or worktree_path(worktrees_dir(worktrees_home(root)), view.feature_id)
+    tasks = [_task(root, feature_worktree, row, running) for row in view.tasks]
+    next_step = "loops are running; this page is rewritten after every turn" if running else view.next.text
+    return FeatureReport(
+        feature_id=view.feature_id, name=view.name or "", plan_path=_shown(view.plan_path, root),
+        branch=view.branch, plan_status=view.plan_status or "—", waves=view.waves, tasks=tasks,
+        next_step=next_step, notes=list(view.notes),
+        generated_at=generated_at or datetime.now().astimezone().isoformat(timespec="seconds"))
+
+
+def _task(root: Path, feature_worktree: Path, row: FeatureTaskRow, running: Mapping[str, int | None]) -> FeatureTask:
+    task = FeatureTask(task_id=row.task_id, wave=row.wave, name=row.name or "",
+                       status="running" if row.task_id in running else row.status, turns=row.turns,
+                       outcome=row.outcome, merged=row.merged, merge_commit=row.merge_commit,
+                       blocked_paths=list(row.conflicts), reason=row.reason, running_turn=running.get(row.task_id))
+    try:
+        task.report = build_task_report(root, _task_ref(root, feature_worktree, row), running_turn=task.running_turn,
+                                        generated_at="")
+    except GuardkitStateError as exc:
+        task.error = str(exc)
+        return task
+    if task.running_turn is not None and any(t.number >= task.running_turn for t in task.report.turns):
+        # The loop's event lags behind its files: that turn is recorded already, not running.
+        task.running_turn = None
+    return task
+
+
+def _task_ref(root: Path, feature_worktree: Path, row: FeatureTaskRow) -> str:
+    """What :func:`build_task_report` reads: the task's own worktree copy while it has one (found by
+    its id), else, once merged, the feature worktree's copy (its turns came with the merge), else the
+    main checkout's."""
+    if not row.merged or worktree_path(worktrees_dir(worktrees_home(root)), row.task_id).is_dir():
+        return row.task_id
+    with contextlib.suppress(GuardkitStateError):
+        if feature_worktree.is_dir():
+            return str(resolve_task(feature_worktree, row.task_id).path)
+    return row.task_id
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root))
+    except (ValueError, OSError):
+        return str(path)
+
+
+__all__ = ["TASK_STATUSES", "FeatureReport", "FeatureTask", "build_feature_report"]
