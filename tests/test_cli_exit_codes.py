@@ -108,3 +108,11 @@ def test_an_unknown_base_branch_is_refused_before_anything_exists(git_repo: Path
     assert run([*argv, "--repo", str(git_repo)]) == ExitCode.USAGE
     assert "unknown base branch 'no-such-branch'" in capsys.readouterr().err
     assert not (git_repo / ".guardkit").exists()
+
+
+def test_the_interrupted_code_main_uses_is_the_table_s() -> None:
+    # cli/__init__ spells 130 itself (it must import nothing at module level): keep it the table's.
+    import guardkit_state.cli as cli
+    from guardkit_state.cli.exit_codes import ExitCode
+
+    assert cli._EXIT_INTERRUPTED == ExitCode.INTERRUPTED

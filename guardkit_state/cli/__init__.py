@@ -12,12 +12,14 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from guardkit_state.cli.exit_codes import ExitCode
-
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["ExitCode", "main"]
+__all__ = ["main"]
+
+#: ExitCode.INTERRUPTED, spelled here: this module is imported by the console script before
+#: main() runs, so it imports nothing a Ctrl-C could interrupt outside main()'s try.
+_EXIT_INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -32,5 +34,5 @@ def main(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt as stop:
         # A loop's interruption says where it stopped and how to continue; a bare Ctrl-C says nothing.
         sys.stderr.write(f"error: {str(stop) or 'interrupted'}\n")
-        code = ExitCode.INTERRUPTED
+        code = _EXIT_INTERRUPTED
     sys.exit(code)

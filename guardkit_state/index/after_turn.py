@@ -84,9 +84,10 @@ _CHILDREN: set[int] = set()
 def _spawn(root: Path, directory: Path, uri: str | None) -> int:
     """Start the indexer in its own session, scheduled idle from its first instruction; its pid.
 
-    Through ``chrt --idle`` when it exists, so not even Python's start-up competes with the loop
-    (``posix_spawn`` refuses ``SCHED_IDLE``, and ``subprocess`` could only set it from a
-    ``preexec_fn``, unsafe in a process with threads); otherwise the child lowers itself first thing.
+    Through ``chrt --idle`` (and ``ionice -c 3``) when they exist, so not even Python's start-up
+    competes with the loop (``posix_spawn`` refuses ``SCHED_IDLE``, and ``subprocess`` could only
+    set it from a ``preexec_fn``, unsafe in a process with threads); otherwise the child lowers
+    itself first thing.
     """
     _reap()
     env = dict(os.environ)
@@ -101,6 +102,9 @@ def _spawn(root: Path, directory: Path, uri: str | None) -> int:
     actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                (os.POSIX_SPAWN_OPEN, 1, log_path, output, 0o644), (os.POSIX_SPAWN_DUP2, 1, 2)]
     argv = [sys.executable, "-m", "guardkit_state.index.after_turn", "--repo", str(root)]
+    ionice = shutil.which("ionice")
+    if ionice is not None:  # its disk writes (the snapshot, the manifest) wait for the loop's too
+        argv = [ionice, "-c", "3", *argv]
     chrt = shutil.which("chrt")
     if chrt is not None:
         argv = [chrt, "--idle", "0", *argv]
