@@ -75,17 +75,18 @@ def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
 
 
-def make_project(root: Path) -> Path:
-    """Copy the template into ``root/durations`` and commit it on ``main``."""
-    project = root / "durations"
-    shutil.copytree(HERE / "project", project, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+def make_project(root: Path, template: str = "project", name: str = "durations",
+                 message: str = "durations: project skeleton and TASK-DEMO-001") -> Path:
+    """Copy ``examples/<template>`` into ``root/<name>`` and commit it on ``main``."""
+    project = root / name
+    shutil.copytree(HERE / template, project, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     git(project, "init", "-q", "-b", "main").check_returncode()
     # A machine without a git identity still runs the demo: set one locally for this repo only.
     if not git(project, "config", "user.email").stdout.strip():
         git(project, "config", "user.email", "demo@example.com")
         git(project, "config", "user.name", "guardkit-state demo")
     git(project, "add", "-A").check_returncode()
-    git(project, "commit", "-q", "-m", "durations: project skeleton and TASK-DEMO-001").check_returncode()
+    git(project, "commit", "-q", "-m", message).check_returncode()
     return project
 
 

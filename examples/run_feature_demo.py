@@ -12,28 +12,20 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from run_demo import HERE, Console, git, guardkit_state, run, run_main
+from run_demo import make_project as make_demo_project
 
 FEATURE_ID = "FEAT-DEMO"
 BRANCH = f"autobuild/{FEATURE_ID}"
 PLAN_REL = Path(".guardkit/features") / f"{FEATURE_ID}.yaml"
 def make_project(root: Path) -> Path:
     """Copy the template into ``root/textkit`` and commit it on ``main``."""
-    project = root / "textkit"
-    shutil.copytree(HERE / "feature_project", project, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    git(project, "init", "-q", "-b", "main").check_returncode()
-    # A machine without a git identity still runs the demo: set one locally for this repo only.
-    if not git(project, "config", "user.email").stdout.strip():
-        git(project, "config", "user.email", "demo@example.com")
-        git(project, "config", "user.name", "guardkit-state demo")
-    git(project, "add", "-A").check_returncode()
-    git(project, "commit", "-q", "-m", "textkit: acceptance tests and the FEAT-DEMO plan").check_returncode()
-    return project
+    return make_demo_project(root, "feature_project", "textkit",
+                             "textkit: acceptance tests and the FEAT-DEMO plan")
 
 
 def agent(name: str) -> str:
