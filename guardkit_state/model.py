@@ -7,6 +7,7 @@ fields that producers add are kept in ``extra`` and written back unchanged.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from enum import Enum
@@ -43,6 +44,7 @@ class Outcome(str, Enum):  # noqa: UP042 - str() and format() of members must no
         return "in_review" if self is Outcome.APPROVED else "blocked"
 
 
+@functools.lru_cache(maxsize=4096)  # every turn hashes the same few criteria again
 def text_hash(text: str) -> str:
     """Short stable hash of a criterion's text (whitespace-normalised), to notice edits."""
     normal = " ".join(text.split())

@@ -93,13 +93,20 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None,
     concurrent editor save to microseconds, not an fsync).
     """
     path = Path(path)
-    target, existing = _prepare(path, len(data), limit)
+    target, existing = _prepare(path, len(data), limit, check_folder=False)
     if mode is None:
         mode = stat.S_IMODE(existing.st_mode) if existing is not None else _new_file_mode()
     directory = target.parent
     tmp = directory / f"{TEMP_PREFIX}{target.name}.{os.getpid()}.{time.monotonic_ns()}"
     try:
-        _write_temp(tmp, data, mode, existing, target)
+        try:
+            _write_temp(tmp, data, mode, existing, target)
+        except OSError:
+            # Checked here, not before each write: a folder that cannot take the temp file is rare,
+            # and this names the reason (read-only file system, folder permissions) as check_writable does.
+            _discard(tmp)
+            _check_folder(target)
+            raise
         crash_point("write.before_replace")
         if precondition is not None and not precondition():
             os.unlink(tmp)
@@ -160,7 +167,8 @@ def check_writable(path: Path, size: int = 0, *, limit: int | None = MAX_FILE_BY
     return _prepare(Path(path), size, limit)[0]
 
 
-def _prepare(path: Path, size: int, limit: int | None) -> tuple[Path, os.stat_result | None]:
+def _prepare(path: Path, size: int, limit: int | None, *,
+             check_folder: bool = True) -> tuple[Path, os.stat_result | None]:
     if limit is not None and size > limit:
         # The cap is the one every read applies: a file written over it could never be read again.
         cap = f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit}-byte"
@@ -168,7 +176,8 @@ def _prepare(path: Path, size: int, limit: int | None) -> tuple[Path, os.stat_re
                                 "nothing was written", path=path, expected=f"at most {limit} bytes")
     target = _write_target(path)
     info = _replaceable(target)
-    _check_folder(target)
+    if check_folder:
+        _check_folder(target)
     return target, info
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from guardkit_state.errors import ParseError, SchemaError
 from guardkit_state.store.fsio import MAX_FILE_BYTES, decode_utf8, read_bytes_capped
+from guardkit_state.store.json_text import canonical_json
 from guardkit_state.store.schemas import check_record, format_pointer, validate_record
 
 #: Deepest nesting of arrays/objects accepted; real reports nest 4 levels.
@@ -262,7 +263,7 @@ def dump_json(data: Any) -> str:
         SchemaError: ``data`` holds something JSON cannot represent (NaN, a set, an object).
     """
     try:
-        return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        return canonical_json(data) + "\n"
     except (TypeError, ValueError) as exc:
         raise SchemaError(f"cannot be written as JSON: {exc}", expected="JSON-representable data") from exc
 

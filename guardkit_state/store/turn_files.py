@@ -45,6 +45,7 @@ class TurnStore:
         self.directory = Path(directory)
         self.task_id = task_id
         self._cache: dict[Path, tuple[tuple[int, int, int, int], str]] = {}
+        self._paths: dict[tuple[str, int], Path] = {}  # a turn's paths are asked for many times per turn
 
     @property
     def work_dir(self) -> Path:
@@ -56,7 +57,11 @@ class TurnStore:
         return self.work_dir / f"context_turn_{turn}.md"
 
     def path(self, kind: str, turn: int) -> Path:
-        return self.directory / FILE_PATTERNS[kind].format(n=turn)
+        key = (kind, turn)
+        found = self._paths.get(key)
+        if found is None:
+            found = self._paths[key] = self.directory / FILE_PATTERNS[kind].format(n=turn)
+        return found
 
     def exists(self, kind: str, turn: int) -> bool:
         return self.path(kind, turn).is_file()

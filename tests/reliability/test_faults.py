@@ -133,6 +133,20 @@ def test_read_only_file_system(tmp_path: Path, record_figures: Callable[[dict[st
     record_figures({"faults": 1, "fault": "EROFS"})
 
 
+def test_a_write_on_a_read_only_file_system_is_refused_by_name(tmp_path: Path) -> None:
+    from guardkit_state.errors import UnwritableFileError
+    from guardkit_state.store.fsio import atomic_write_bytes
+
+    with _tmpfs(tmp_path / "disk", "1m") as disk:
+        (disk / "kept.json").write_bytes(b"{}\n")
+        assert subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=False).returncode == 0
+        for name in ("kept.json", "new.json"):
+            with pytest.raises(UnwritableFileError, match="read-only file system"):
+                atomic_write_bytes(disk / name, b"[]\n")
+        assert sorted(p.name for p in disk.iterdir()) == ["kept.json"]
+        assert (disk / "kept.json").read_bytes() == b"{}\n"
+
+
 @pytest.mark.parametrize("how", ["DELETE", "MOVE"])
 def test_task_file_deleted_or_moved_mid_loop(tmp_path: Path, how: str,
                                              record_figures: Callable[[dict[str, Any]], None]) -> None:

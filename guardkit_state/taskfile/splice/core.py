@@ -137,7 +137,8 @@ def _edit_state(old: ParsedFrontmatter, block: Entry | None, update: StateUpdate
 def _top_entries(old: ParsedFrontmatter, path: Path | str | None) -> dict[str, Entry]:
     """The top-level entries by key, refusing layouts new keys cannot be spliced into."""
     fm, offset = old.split.yaml_text, old.split.line_offset
-    end_marker = _DOCUMENT_END.search(fm)
+    # The substring test first: a multi-line regex search costs more than a whole splice on a long file.
+    end_marker = _DOCUMENT_END.search(fm) if fm.startswith("...") or "\n..." in fm else None
     if end_marker is not None:
         # Text spliced after YAML's document-end marker would start a second document.
         raise FrontmatterError("the frontmatter contains a YAML document-end line ('...'); the state block "
