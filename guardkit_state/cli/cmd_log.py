@@ -59,7 +59,7 @@ def show_feature_log(args: argparse.Namespace, out: Output) -> int:
         return ExitCode.OK
     out.line(out.style(f"{safe(log.feature_id)}: merges on {safe(log.branch)}", "bold"))
     for note in log.notes:
-        out.note(safe(note))
+        out.line(out.style(f"  {safe(note)}", "dim"))  # why the merges section is empty, beside it
     for m in log.merges:
         wave = f"wave {m.wave}" if m.wave is not None else "wave ?"
         task = safe(m.task_id) if m.task_id else f"(merged by hand: {safe(m.subject)})"
@@ -74,12 +74,15 @@ def show_feature_log(args: argparse.Namespace, out: Output) -> int:
 
 def render_turns(result: TurnLog, out: Output, *, heading: bool = False) -> None:
     """One line per turn; where the turns were read from goes to stderr (or a heading line)."""
+    # Under a heading (a feature's log) the notes are that task's section: why it has no turns
+    # belongs on stdout beside it, or 'log FEAT-X > file' keeps empty sections without a reason.
+    say = out.line if heading else out.note
     if heading:
         out.line(out.style(f"{safe(result.task_id)}: turns from {safe(result.source)}", "bold"))
     else:
         out.note(f"{safe(result.task_id)}: turns from {safe(result.source)}")
     for note in result.notes:
-        out.note(safe(note))
+        say(out.style(safe(note), "dim") if heading else safe(note))
     for e in result.entries:
         sha = e.sha[:10] if e.sha else "(no commit)"
         delta = " ".join(e.delta) or "-"
@@ -87,4 +90,4 @@ def render_turns(result: TurnLog, out: Output, *, heading: bool = False) -> None
         out.line(f"turn {e.turn:<3} {out.style(sha, 'yellow')} {safe(e.decision or '?'):<9} "
                  f"{safe(e.mode or '?'):<17} {safe(e.date or '')} {safe(delta)}{verified}")
     if not result.entries and not result.notes:
-        out.note("no turns recorded")
+        say("no turns recorded")

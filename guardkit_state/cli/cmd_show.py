@@ -112,12 +112,15 @@ def render_feature(view: FeatureView, out: Output) -> None:
         out.line(out.style(f"wave {number}", "bold"))
         for row in view.wave(number):
             status = out.style(f"{safe(row.status):<11}", TASK_STATUS_STYLE.get(row.status, "dim"))
-            criteria = row.criteria.describe() if row.criteria is not None else "criteria ? (task file unreadable)"
+            criteria = row.criteria.describe() if row.criteria is not None else "criteria ?"
             merged = f" · merged {row.merge_commit[:10]}" if row.merge_commit else " · merged" if row.merged else ""
             conflicts = f" · conflicts: {safe(', '.join(row.conflicts))}" if row.conflicts else ""
             outcome = f" · {safe(row.outcome)}" if row.outcome and row.status not in ("completed",) else ""
             out.line(f"  {safe(row.task_id):<{width}}  {status} {row.turns:>2} turn(s)  {criteria}"
                      f"{outcome}{merged}{conflicts}")
+            if row.error:
+                # Why the task file could not be read (not found, not valid YAML ...), under its row.
+                out.line(out.style(f"  {'':<{width}}  {safe(row.error)}", "red"))
     out.line("")
     out.line(f"next: {safe(view.next.text)}")
     if view.next.command:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from guardkit_state.cli.exit_codes import ExitCode
@@ -83,16 +84,26 @@ def _task_lines(summaries: list[TaskSummary], out: Output) -> None:
 def _feature_lines(features: list[FeatureSummary], out: Output) -> None:
     """One line per feature plan: its status, tasks done, waves, turns (as the plan reports them)."""
     out.line(out.style("features", "bold"))
-    width = max(len(safe(f.feature_id)) for f in features)
-    for f in features:
+    names = [_handle(f) for f in features]
+    width = max(len(name) for name in names)
+    status_width = max([12, *(len(safe(f.status or "-")) for f in features if not f.error)])
+    for f, name in zip(features, names, strict=True):
         if f.error:
-            out.line(f"{safe(f.feature_id):<{width}}  {out.style('unreadable', 'red')}  {safe(f.error)}")
+            out.line(f"{name:<{width}}  {out.style('unreadable', 'red')}  {safe(f.error)}")
             continue
         stopped = f.tasks.get("failed", 0) + f.tasks.get("blocked", 0)
         waves = f"wave {f.current_wave}/{f.waves}" if f.waves is not None else "waves ?"
         extra = f" · {stopped} failed/blocked" if stopped else ""
-        out.line(f"{safe(f.feature_id):<{width}}  {safe(f.status or '-'):<12} {f.done}/{f.total} task(s) done  "
+        out.line(f"{name:<{width}}  {safe(f.status or '-'):<{status_width}} {f.done}/{f.total} task(s) done  "
                  f"{waves}  {f.total_turns} turn(s){extra}")
+
+
+def _handle(feature: FeatureSummary) -> str:
+    """The name 'show', 'log' and 'report' find the plan by: its file's, which its ``id`` may not match."""
+    stem = Path(feature.path).stem
+    if stem == feature.feature_id:
+        return safe(stem)
+    return f"{safe(stem)} (id {safe(feature.feature_id)})"
 
 
 def _counts(summary: TaskSummary) -> str:

@@ -22,10 +22,12 @@ from guardkit_state.features.result import resume_command
 from guardkit_state.features.waves import plan_waves
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.model import Outcome
 from guardkit_state.store.layout import branch_for, worktrees_dir
 from guardkit_state.taskfile.locate import locate_task
 from guardkit_state.turns.history import criteria_counts
 from guardkit_state.turns.ledger import CriteriaCounts
+from guardkit_state.turns.resume import resume_point
 
 #: A task's phase (from its files) -> the word shown, GuardKit's plan status words where they exist.
 _STATUS = {"new": "pending", "resume": "in_progress", "approved": "approved", "merged": "completed",
@@ -56,6 +58,12 @@ class FeatureTaskRow:
     criteria: CriteriaCounts | None
     copy: str | None
     plan_status: str | None
+    #: Why its task file could not be read (None when it could): a run refuses to start then.
+    error: str | None = None
+    #: Where its loop stands inside a turn, when an interruption left one half done (the task's
+    #: resume point: ``rerun_coach``, ``complete_from_reports``, ``rerun_turn``), and that step in words.
+    resume_action: str | None = None
+    resume_text: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "wave": self.wave, "name": self.name, "status": self.status,
@@ -63,7 +71,9 @@ class FeatureTaskRow:
                 "outcome": self.outcome, "reason": self.reason, "merged": self.merged,
                 "merge_commit": self.merge_commit, "conflicts": list(self.conflicts),
                 "criteria": self.criteria.to_dict() if self.criteria is not None else None,
-                "copy": self.copy, "plan_status": self.plan_status}
+                "copy": self.copy, "plan_status": self.plan_status, "error": self.error,
+                "resume": {"action": self.resume_action, "text": self.resume_text}
+                if self.resume_action is not None else None}
 
 
 @dataclass(frozen=True)
@@ -161,19 +171,43 @@ def _row(root: Path, plan: FeaturePlan, fgit: FeatureGit | None, task_id: str, w
     if state.phase == "approved" and entry.status == "blocked":
         status = "blocked"
         conflicts = tuple(str(p) for p in recorded) if isinstance(recorded, list) else ()
-    counts, copy = _criteria(root, task_id)
+    copy = _read_copy(root, task_id, resumes=state.runs)
     return FeatureTaskRow(task_id, wave, entry.name, status, state.phase, state.turns, state.decisions,
                           state.outcome, state.reason, state.phase == "merged", state.merge_commit, conflicts,
-                          counts, copy, entry.status)
+                          copy.counts, copy.where, entry.status, copy.error, copy.resume_action, copy.resume_text)
 
 
-def _criteria(root: Path, task_id: str) -> tuple[CriteriaCounts | None, str | None]:
-    """The task's criteria counts from the copy ``show TASK-ID`` reads, and which copy that is."""
-    with contextlib.suppress(GuardkitStateError):
+@dataclass(frozen=True)
+class _Copy:
+    """What the copy ``show TASK-ID`` reads says of a task: its criteria, and where a resumed loop starts."""
+
+    counts: CriteriaCounts | None = None
+    where: str | None = None
+    error: str | None = None
+    resume_action: str | None = None
+    resume_text: str | None = None
+
+
+#: Resume points inside a turn: an interruption left part of it on disk, and ``--resume`` does only
+#: the rest (which "restarts turn N" or "resumes after turn N" would misstate).
+_MID_TURN = ("rerun_coach", "complete_from_reports", "rerun_turn")
+
+
+def _read_copy(root: Path, task_id: str, *, resumes: bool) -> _Copy:
+    """The task's criteria counts from the copy ``show TASK-ID`` reads, which copy that is, and (for
+    a task a run continues) its resume point when that falls inside a turn."""
+    try:
         location = locate_task(root, task_id)
-        task, _ = location.load()
-        return criteria_counts(task, location.checkout), location.describe()
-    return None, None
+        task, store = location.load()
+        counts, where = criteria_counts(task, location.checkout), location.describe()
+    except GuardkitStateError as exc:
+        return _Copy(error=str(exc))
+    if resumes:
+        with contextlib.suppress(GuardkitStateError):
+            point = resume_point(task, store)
+            if point.action in _MID_TURN:
+                return _Copy(counts, where, None, point.action, point.describe())
+    return _Copy(counts, where)
 
 
 def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow], *, started: bool) -> NextStep:
@@ -182,6 +216,12 @@ def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow
     by_id = {row.task_id: row for row in rows}
     command = resume_command(feature_id) if started else \
         f"guardkit-state feature-build {feature_id} --player ... --coach ..."
+    # A run reads every task it has to run before it starts anything: one it cannot read stops it there.
+    unreadable = [row for row in rows if row.phase in ("new", "resume") and row.error is not None]
+    if unreadable:
+        return NextStep(unreadable[0].wave, (), (), tuple(r.task_id for r in unreadable),
+                        "nothing can run: feature-build refuses to start while a task file cannot be read: "
+                        + "; ".join(f"{r.task_id}: {r.error}" for r in unreadable), None)
     for number, wave in enumerate(waves, start=1):
         left = [by_id[t] for t in wave if by_id[t].status not in ("completed", "skipped")]
         if not left:
@@ -205,6 +245,8 @@ def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow
 def _run_text(row: FeatureTaskRow) -> str:
     if row.phase == "new":
         return row.task_id
+    if row.resume_text is not None:
+        return f"{row.task_id} ({row.resume_text})"
     return f"{row.task_id} (resumes after turn {row.turns})" if row.turns else f"{row.task_id} (restarts turn 1)"
 
 
@@ -213,7 +255,11 @@ def _stop_text(row: FeatureTaskRow, feature_id: str) -> str:
         paths = ", ".join(row.conflicts) or "its merge was refused"
         return (f"{row.task_id} is blocked ({paths}): merge {branch_for(row.task_id)} into "
                 f"{branch_for(feature_id)} by hand, then --resume")
-    return f"{row.task_id} ended without approval ({row.outcome}): {row.reason}"
+    text = f"{row.task_id} ended without approval ({row.outcome}): {row.reason}"
+    if row.outcome == Outcome.MAX_TURNS_EXCEEDED.value:
+        # A run continues such a task when given a larger budget (features.progress reads it so).
+        text += f" (--resume --max-turns {row.turns + 1} or more gives it more turns)"
+    return text
 
 
 __all__ = ["FeatureTaskRow", "FeatureView", "NextStep", "feature_view", "next_step"]

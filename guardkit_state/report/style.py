@@ -53,6 +53,8 @@ footer{margin-top:22px;font-size:11px;color:var(--dim)}
 """
 
 #: What only a feature's page adds: the waves × tasks grid, the turn chips, the task sections.
+#: The grid is as wide as the window allows: task names and turn chips wrap in their cells, so a task
+#: of 25 turns does not push the columns to its right out of sight.
 FEATURE_CSS = """
 table.grid td,table.grid th{white-space:nowrap}
 table.grid td.blocked{white-space:normal;max-width:260px;overflow-wrap:anywhere}
@@ -62,7 +64,9 @@ table.grid tr.wave-head th{background:#eef1f4;font-weight:600;position:static}
 .st-failed,.st-blocked{color:var(--bad);background:var(--bad-bg);border-color:var(--bad)}
 .st-running,.st-in_progress{color:var(--warn);background:var(--warn-bg);border-color:var(--warn)}
 .st-pending,.st-skipped,.st-other{color:var(--dim);background:var(--pend-bg);border-color:var(--line)}
-.chips{display:flex;gap:3px;flex-wrap:nowrap}
+table.grid{width:auto}table.grid td.timeline{white-space:normal;min-width:120px}
+table.grid th[scope=row]{white-space:normal;min-width:160px}
+.chips{display:flex;gap:3px;flex-wrap:wrap;max-width:340px}
 .chip{display:inline-block;min-width:22px;padding:0 5px;border-radius:4px;border:1px solid;font-size:11px;
 text-align:center;text-decoration:none}
 .chip.running{color:var(--warn);border-style:dashed}
