@@ -278,6 +278,26 @@ def test_modify_plan_computes_from_the_plan_on_disk(tmp_path: Path) -> None:
     assert not modify_plan(path, lambda plan: None).changed
 
 
+def test_several_changes_apply_in_order_and_land_in_one_write(tmp_path: Path) -> None:
+    path = write_plan(tmp_path)
+    seen: list[int] = []
+
+    def count_one(plan: FeaturePlan) -> PlanUpdate:
+        done = plan.execution.tasks_completed if plan.execution else 0
+        seen.append(done)
+        return PlanUpdate().set_execution(tasks_completed=done + 1)
+
+    before = path.stat().st_ino
+    written = modify_plan(path, count_one, lambda plan: None, count_one)
+    assert seen == [seen[0], seen[0] + 1]  # the second change saw what the first one set
+    assert written.changed and written.plan.execution is not None
+    assert written.plan.execution.tasks_completed == seen[0] + 2
+    assert path.stat().st_ino != before  # replaced...
+    assert len(list(path.parent.iterdir())) == 2  # ...once, with no temp file left (the plan and .locks)
+    assert load_plan(path).execution.tasks_completed == seen[0] + 2  # type: ignore[union-attr]
+    assert not modify_plan(path, lambda plan: None, lambda plan: PlanUpdate()).changed
+
+
 def test_a_save_by_another_program_during_the_write_is_kept(tmp_path: Path) -> None:
     path = write_plan(tmp_path)
     calls = []

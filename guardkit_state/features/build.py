@@ -149,6 +149,8 @@ class _FeatureRun:
         self.result.tasks = [TaskOutcome(task.id, waves.wave_of(task.id)) for task in plan.tasks]
         self.states: dict[str, TaskState] = {}
         self.pool = TaskPool(max_parallel, self._task_event)
+        #: Plan changes not written yet: steps that follow one another land in one write (see _write).
+        self._pending: list[Callable[[FeaturePlan], PlanUpdate | None]] = []
 
     def note(self, text: str) -> None:
         self.result.notes.append(text)
@@ -167,6 +169,8 @@ class _FeatureRun:
                     raise FeatureInterrupted(self.result) from stop
                 except BaseException:
                     self.pool.stop()  # no task loop outlives the run that started it
+                    with contextlib.suppress(GuardkitStateError):
+                        self._flush()  # what the run did before it failed still shows in the plan
                     raise
         return self.result
 
@@ -190,7 +194,7 @@ class _FeatureRun:
         completed = self.result.status == "completed"
         failed = any(o.status in ("failed", "blocked") for o in self.result.tasks)
         self._write(lambda _plan: progress_values.run_ended(completed=completed, failed=failed,
-                                                            waves=len(self.waves), now=utc_now()))
+                                                            waves=len(self.waves), now=utc_now()), now=True)
 
     def _prepare(self) -> None:
         """Fresh start or resume (checked under the lock), the feature worktree, repairs of a kill."""
@@ -211,9 +215,10 @@ class _FeatureRun:
         self.result.worktree = worktree.path
         self.feature_repo = worktree.repo()
         self.fgit = FeatureGit(self.git, self.root, self.branch, worktree.path, worktrees_dir(manager.root))
-        branches = [branch_for(task.task_id) for task in self.result.tasks]
-        for text in recover_interrupted_merge(self.feature_repo, lambda: branches):
-            self.note(text)
+        if self.options.resume:  # a fresh start has just made the worktree: no merge can be half-done in it
+            branches = [branch_for(task.task_id) for task in self.result.tasks]
+            for text in recover_interrupted_merge(self.feature_repo, lambda: branches):
+                self.note(text)
         self.emit(FeatureStarted(self.feature_id, self.branch, worktree.path, self.waves.groups,
                                  self.pool.max_parallel, self.options.resume))
 
@@ -243,7 +248,7 @@ class _FeatureRun:
         outcome = self.result.task(job.task_id)
         outcome.ran, outcome.resumed = True, job.options.resume
         self._write(lambda plan: PlanUpdate(tasks={job.task_id: progress_values.task_started(
-            job.task_id, plan, now=utc_now())}))
+            job.task_id, plan, now=utc_now())}), now=True)  # written before its loop starts
 
     def _task_started(self, job: LoopJob, pid: int | None) -> None:
         self.emit(TaskStarted(job.task_id, job.options.resume, pid))
@@ -256,7 +261,7 @@ class _FeatureRun:
         state = read_task_state(self.fgit, end.task_id, max_turns=self.options.max_turns)
         outcome = self._settle(state, end)
         self.emit(TaskEnded(outcome))
-        self._write_task(end.task_id)
+        self._write_task(end.task_id, now=True)  # one task's end shows while the others still run
 
     def _settle(self, state: TaskState, end: ChildEnd | None = None) -> TaskOutcome:
         """Record ``state`` (and how its process ended) in the task's outcome."""
@@ -325,6 +330,8 @@ class _FeatureRun:
         for end in ends:
             with contextlib.suppress(KeyboardInterrupt, GuardkitStateError):
                 self._task_ended(end)
+        with contextlib.suppress(KeyboardInterrupt, GuardkitStateError):
+            self._flush()
         self.result.reason = f"interrupted; continue with '{resume_command(self.feature_id)}'"
 
     def _reconcile(self) -> None:
@@ -342,7 +349,7 @@ class _FeatureRun:
             return PlanUpdate(tasks=tasks, execution={**counts, "last_updated": now})
         self._write(change)
 
-    def _write_task(self, task_id: str) -> None:
+    def _write_task(self, task_id: str, *, now: bool = False) -> None:
         outcome = self.result.task(task_id)
         counts = progress_values.counters(self.result.tasks)
 
@@ -350,10 +357,24 @@ class _FeatureRun:
             now = utc_now()
             return PlanUpdate(tasks={task_id: progress_values.task_values(outcome, plan, now=now)},
                               execution={**counts, "last_updated": now})
-        self._write(change)
+        self._write(change, now=now)
 
-    def _write(self, change: Callable[[FeaturePlan], PlanUpdate | None]) -> None:
-        modify_plan(self.plan_path, change)
+    def _write(self, change: Callable[[FeaturePlan], PlanUpdate | None], *, now: bool = False) -> None:
+        """Queue ``change`` for the plan; with ``now``, write every queued change (one write).
+
+        The plan is written before a task loop starts, when one ends, and when the run stops:
+        the steps between (the run starting, a wave starting, merges) join the next write. The
+        plan reports progress; where a task stands is read from its files and git, so a plan a
+        kill left a step behind is put right by ``--resume``.
+        """
+        self._pending.append(change)
+        if now:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            changes, self._pending = tuple(self._pending), []
+            modify_plan(self.plan_path, *changes)
 
 
 __all__ = ["FeatureOptions", "build_feature"]

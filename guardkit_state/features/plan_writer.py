@@ -86,7 +86,7 @@ def plan_lock(plan_path: Path | str, *, wait: float = LOCK_WAIT) -> Iterator[Non
             held.discard(key)
 
 
-def modify_plan(path: Path | str, change: Callable[[FeaturePlan], PlanUpdate | None], *,
+def modify_plan(path: Path | str, *changes: Callable[[FeaturePlan], PlanUpdate | None],
                 wait: float = LOCK_WAIT) -> PlanWrite:
     """Apply ``change(plan)`` to the plan file under its lock; returns the plan as written.
 
@@ -94,6 +94,9 @@ def modify_plan(path: Path | str, change: Callable[[FeaturePlan], PlanUpdate | N
     It runs while the lock is held and again if the file changed under the write, so it must
     be quick, depend only on the plan it is given, and not modify it (the plan's data is the
     reference the new text is verified against). Nothing is written for a no-op.
+
+    Several changes are applied in order, each to the plan the one before made (each splice
+    verified), and written once: a run's steps that follow one another cost one write.
 
     Raises:
         LockedError: another writer held the lock for ``wait`` seconds.
@@ -110,18 +113,13 @@ def modify_plan(path: Path | str, change: Callable[[FeaturePlan], PlanUpdate | N
         raw = fsio.read_bytes_capped(path)
         for attempt in range(WRITE_ATTEMPTS):
             plan = _read(path, raw)
-            update = change(plan)
-            if update is None or update.is_empty:
-                return PlanWrite(plan, False)
-            result = splice_plan(plan.text, update, path=path, parsed=plan.parsed)
-            if not result.changed:
+            written = _applied(path, plan, changes)
+            if written is plan:
                 return PlanWrite(plan, False)
             fsio.crash_point("plan.before_write")
-            if fsio.atomic_write_text(path, result.text, precondition=partial(_holds, path, raw)):
+            if fsio.atomic_write_text(path, written.text, precondition=partial(_holds, path, raw)):
                 fsio.crash_point("plan.after_write")
-                # The verification read the new text in full and checked it against the schema.
-                written = parse_plan(result.text, path=path, parsed=result.parsed, check=False)
-                _remember(path, result.text.encode("utf-8"), written)
+                _remember(path, written.text.encode("utf-8"), written)
                 return PlanWrite(written, True)
             # Someone else saved the file between our read and our rename (the lock binds only
             # guardkit-state's writers): wait until their save is complete, then redo the change.
@@ -129,6 +127,20 @@ def modify_plan(path: Path | str, change: Callable[[FeaturePlan], PlanUpdate | N
             raw = read_settled(path)
     raise FileBusyError(f"the feature plan kept changing while it was written ({WRITE_ATTEMPTS} attempts); "
                         "nothing was overwritten: try again", path=path, expected="a moment without other writers")
+
+
+def _applied(path: Path, plan: FeaturePlan, changes: tuple[Callable[[FeaturePlan], PlanUpdate | None], ...]) \
+        -> FeaturePlan:
+    """``plan`` with every change applied in order (``plan`` itself when none changes anything)."""
+    for change in changes:
+        update = change(plan)
+        if update is None or update.is_empty:
+            continue
+        result = splice_plan(plan.text, update, path=path, parsed=plan.parsed)
+        if result.changed:
+            # The verification read the new text in full and checked it against the schema.
+            plan = parse_plan(result.text, path=path, parsed=result.parsed, check=False)
+    return plan
 
 
 def update_plan(path: Path | str, update: PlanUpdate, *, wait: float = LOCK_WAIT) -> PlanWrite:

@@ -130,9 +130,12 @@ def merge_branch(repo: GitRepo, branch: str, message: str) -> MergeResult:
     Raises:
         GitError: git itself cannot run, or the abort after a failed merge fails.
     """
-    head = repo.head_sha()
-    if head is not None and is_ancestor(repo, branch, "HEAD"):
-        return MergeResult(head, already=True)
+    try:
+        if is_ancestor(repo, branch, "HEAD"):
+            return MergeResult(repo.head_sha(), already=True)
+    except GitError:
+        if repo.head_sha() is not None:
+            raise  # an unknown branch; on an unborn HEAD there is nothing it could already be part of
     # --no-log: git's shortlog would follow the trailers and hide them from trailer parsing.
     status, _, stderr = repo.run("merge", "--no-ff", "--no-log", "--no-edit", "-q", "-m", message, branch,
                                  check=False, pre=repo.identity_args())

@@ -120,20 +120,20 @@ class WorktreeManager:
             check_base_branch(self.repo, base_branch)
         path = self.path_for(task_id)
         branch = branch_for(task_id)
-        found, note = self.find(task_id, restore=False)
+        found, note, branch_exists = self._find(task_id, None, restore=False)
         if found is not None:
             return found
         notes: list[str] = [n for n in note.split("; ") if "deleted by hand" in n]
         # Only news when the worktree starts from the user's own checkout: a feature's task starts
         # from the feature branch, whatever the checkout holds (the plan the run itself updates).
-        from_checkout = base_branch is None or base_branch == self.repo.current_branch()
-        if from_checkout and self.repo.is_dirty():
+        current = self.repo.current_branch()
+        if (base_branch is None or base_branch == current) and self.repo.is_dirty():
             notes.append("your checkout has uncommitted changes; they are not part of the worktree")
-        if self.main.branch_exists(branch):
+        if branch_exists:
             return self._add_from_branch(task_id, notes)
-        base, start = self._start_point(task_id, base_branch, notes)
+        base, start, base_is_branch = self._start_point(task_id, base_branch or current, notes)
         self._ensure_ignored()
-        track = ["--track"] if base is not None and self.main.branch_exists(base) else []
+        track = ["--track"] if base_is_branch else []
         try:
             # --track records the base as the branch's upstream, so list/prune know where it merges.
             self.main.run("worktree", "add", "-q", *track, "-b", branch, str(path), start)
@@ -145,20 +145,22 @@ class WorktreeManager:
         log.info("created worktree %s on %s from %s", path, branch, start)
         return Worktree(task_id, path, branch, base if track else None, tuple(notes))
 
-    def _start_point(self, task_id: str, base_branch: str | None, notes: list[str]) -> tuple[str | None, str]:
-        """(base branch or None when detached, the revision to branch from) for a new loop branch."""
-        base = base_branch or self.repo.current_branch()
+    def _start_point(self, task_id: str, base: str | None, notes: list[str]) -> tuple[str | None, str, bool]:
+        """(base branch or None when detached, the revision to branch from, whether the base is a
+        local branch) for a new loop branch; ``base`` is the one asked for, else the checkout's branch."""
         if base is not None:
             # git runs in the main checkout: a revision like HEAD~1 must mean the user's, so it is
-            # resolved here; a branch name means the same everywhere.
-            sha = None if self.repo.branch_exists(base) else self.repo.resolve(base)
-            return base, sha or base
+            # resolved here; a branch name means the same everywhere (a worktree's branches are
+            # the main checkout's).
+            if self.repo.branch_exists(base):
+                return base, base, True
+            return base, self.repo.resolve(base) or base, False
         head = self.repo.head_sha()
         if head is None:
             raise GitError("the repository has no commits yet; make a first commit before a loop",
                            path=self.root, task_id=task_id, expected="a commit to branch from")
         notes.append(f"HEAD is detached; branching from commit {head[:12]}")
-        return None, head
+        return None, head, False
 
     def _created_meanwhile(self, task_id: str, start: str, notes: list[str]) -> Worktree | None:
         """The worktree or branch another process created since :meth:`create` looked, if reusable.
@@ -184,6 +186,12 @@ class WorktreeManager:
         conventional path is used and the note says so. A worktree deleted by hand is pruned
         from git's records and, with ``restore``, re-created from its branch.
         """
+        found, note, _ = self._find(task_id, recorded_path, restore=restore)
+        return found, note
+
+    def _find(self, task_id: str, recorded_path: str | Path | None, *,
+              restore: bool) -> tuple[Worktree | None, str, bool]:
+        """:meth:`find`, and whether the branch exists (when no worktree was found; True otherwise)."""
         branch = branch_for(validate_task_id(task_id))
         notes: list[str] = []
         registered = {Path(w["worktree"]): w for w in self._worktree_records()}
@@ -212,7 +220,7 @@ class WorktreeManager:
                     notes.append(f"recorded worktree path {recorded_path} does not exist here; using {candidate}")
                 base = self.main.upstream_of(branch)
                 return Worktree(task_id, candidate, _short(record.get("branch")) or branch, base,
-                                tuple(notes)), "; ".join(notes) or f"worktree at {candidate}"
+                                tuple(notes)), "; ".join(notes) or f"worktree at {candidate}", True
         if recorded_path and not candidates[0].exists():
             notes.append(f"recorded worktree path {recorded_path} does not exist here; looked at {conventional}")
         stale = [p for p, w in registered.items() if "prunable" in w or (p == conventional and not p.exists())]
@@ -221,12 +229,12 @@ class WorktreeManager:
             notes.append(f"worktree {', '.join(map(str, stale))} was deleted by hand; pruned git's record of it")
         if not self.main.branch_exists(branch):
             notes.append(f"no worktree and no branch {branch} for {task_id}")
-            return None, "; ".join(notes)
+            return None, "; ".join(notes), False
         if not restore:
             notes.append(f"branch {branch} exists; resuming re-creates the worktree from it")
-            return None, "; ".join(notes)
+            return None, "; ".join(notes), True
         worktree = self._add_from_branch(task_id, notes)
-        return worktree, "; ".join(worktree.notes)
+        return worktree, "; ".join(worktree.notes), True
 
     def _discard_half_created(self, path: Path) -> str:
         """Remove a worktree whose ``git worktree add`` was killed before it set HEAD.
