@@ -42,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "FeatureResult": "features.result",
     "TaskOutcome": "features.result",
     "FeatureInterrupted": "features.result",
+    "FeatureNotStarted": "features.result",
     "FeaturePlan": "features.plan", "load_plan": "features.plan", "find_plan": "features.plan",
     "plan_waves": "features.waves", "PlanUpdate": "features.plan_splice", "modify_plan": "features.plan_writer",
     "update_plan": "features.plan_writer", "validate_plan_file": "features.validation",
@@ -110,7 +111,7 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time names load lazily (_
     from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
     from guardkit_state.features.plan_splice import PlanUpdate
     from guardkit_state.features.plan_writer import modify_plan, update_plan
-    from guardkit_state.features.result import FeatureInterrupted, FeatureResult, TaskOutcome
+    from guardkit_state.features.result import FeatureInterrupted, FeatureNotStarted, FeatureResult, TaskOutcome
     from guardkit_state.features.validation import validate_plan_file
     from guardkit_state.features.waves import plan_waves
     from guardkit_state.git.commits import commit_turn

@@ -3,19 +3,23 @@
 Reached through ``feature-build`` when its argument names a feature (``FEAT-...``, or a plan's
 ``.yaml`` file). Calls :func:`~guardkit_state.features.build.build_feature` and renders its
 events, each task loop's progress prefixed with the task's id; a Ctrl-C is said by
-``guardkit_state.cli.main`` from the run's own :class:`~guardkit_state.features.result.FeatureInterrupted`.
+``guardkit_state.cli.main`` from the run's own :class:`~guardkit_state.features.result.FeatureInterrupted`,
+or from :class:`~guardkit_state.features.result.FeatureNotStarted` when it came before the run began.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import logging
+from pathlib import Path
 
 from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.output import Output, safe
-from guardkit_state.errors import InputError
+from guardkit_state.errors import GuardkitStateError, InputError
 from guardkit_state.features.events import (
+    NOT_RUN_WORDS,
     FeatureEvent,
     FeatureNote,
     FeatureStarted,
@@ -26,7 +30,7 @@ from guardkit_state.features.events import (
     TaskStarted,
     WaveStarted,
 )
-from guardkit_state.features.result import FeatureResult
+from guardkit_state.features.result import FeatureInterrupted, FeatureNotStarted, FeatureResult
 from guardkit_state.loop.events import LoopNote
 
 #: A feature's id starts like GuardKit's plan files are named.
@@ -42,6 +46,32 @@ def names_feature(ref: str) -> bool:
 
 def run_feature(args: argparse.Namespace, out: Output) -> int:
     """Run (or resume) the feature named by ``args.task_id``; the exit code of its result."""
+    try:
+        return _run_feature(args, out)
+    except FeatureInterrupted:
+        raise  # the run began: it says what it stopped and how to continue
+    except KeyboardInterrupt as stop:
+        # Stopped outside the run (its modules loading, its plan and tasks being checked, its lock
+        # awaited): whether --resume can continue is for the files to say, i.e. the feature branch.
+        raise _not_started(args.repo, args.task_id) from stop
+
+
+def _not_started(repo: Path | str, ref: str) -> FeatureNotStarted:
+    """The interruption of a run of ``ref`` that had not begun, told by whether its branch exists."""
+    from guardkit_state.features.plan import find_plan, load_plan
+    from guardkit_state.git.repo import GitRepo
+    from guardkit_state.store.layout import branch_for
+
+    feature, started = ref, False
+    with contextlib.suppress(GuardkitStateError, OSError):
+        root = Path(repo).resolve()
+        feature = load_plan(find_plan(root, ref)).feature_id
+        git = GitRepo.discover(root)
+        started = git is not None and git.branch_exists(branch_for(feature))
+    return FeatureNotStarted(feature, started=started)
+
+
+def _run_feature(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.features.build import FeatureOptions, build_feature
     from guardkit_state.loop.agents import CommandAgent
 
@@ -119,8 +149,10 @@ def _(event: FeatureStarted, out: Output) -> list[str]:
 
 @feature_lines.register
 def _(event: WaveStarted, out: Output) -> list[str]:
-    done = len(event.task_ids) - len(event.to_run)
-    tail = f" ({done} already done)" if done else ""
+    # The tasks not run again, each kind by name: a failed task is not "done".
+    words = {**NOT_RUN_WORDS, "ended": "ended in an earlier run"}
+    told = ", ".join(f"{count} {words.get(phase, phase)}" for phase, count in event.not_run().items())
+    tail = f" ({told})" if told else ""
     return [out.style(f"wave {event.number}/{event.total}", "bold") + f": {safe(', '.join(event.task_ids))}{tail}"]
 
 

@@ -226,7 +226,8 @@ class _FeatureRun:
     def _wave(self, number: int, task_ids: tuple[str, ...]) -> bool:
         """Run the wave's unfinished tasks, merge the approved ones; False when the feature stops here."""
         to_run = tuple(task_id for task_id in task_ids if self.states[task_id].runs)
-        self.emit(WaveStarted(number, len(self.waves), task_ids, to_run))
+        phases = tuple(self.states[task_id].phase for task_id in task_ids)
+        self.emit(WaveStarted(number, len(self.waves), task_ids, to_run, phases))
         self._write(lambda _plan: PlanUpdate(execution={"current_wave": number, "last_updated": utc_now()}))
         if to_run:
             self.pool.run([self._job(self.states[task_id]) for task_id in to_run], starting=self._task_starting,

@@ -36,20 +36,47 @@ class FeatureStarted:
                 "resumed": self.resumed}
 
 
+#: What a task of a wave that does not run is, by its phase (``features.progress``), in the order
+#: a wave's line lists them: merged by an earlier run, approved but not merged yet (this wave
+#: merges it), ended without approval, closed before the feature ran it.
+NOT_RUN_WORDS = {"merged": "already merged", "approved": "approved awaiting merge", "failed": "failed",
+                 "closed": "skipped"}
+
+
 @dataclass(frozen=True)
 class WaveStarted:
     """Wave ``number`` (1-based) begins; ``to_run`` are the tasks whose loops run in it (the
-    others of ``task_ids`` ended in an earlier run)."""
+    others of ``task_ids`` ended in an earlier run).
+
+    ``phases`` is each task's phase as the run read it from its files (``new``, ``resume``,
+    ``approved``, ``merged``, ``failed``, ``closed``), in ``task_ids`` order; empty when the
+    sender did not say, and then the tasks not run are not told apart.
+    """
 
     kind: ClassVar[str] = "wave"
     number: int
     total: int
     task_ids: tuple[str, ...]
     to_run: tuple[str, ...]
+    phases: tuple[str, ...] = ()
+
+    def not_run(self) -> dict[str, int]:
+        """How many tasks that do not run are of each phase (:data:`NOT_RUN_WORDS` order), or
+        ``{"ended": n}`` when ``phases`` was not given."""
+        skipped = [i for i, task_id in enumerate(self.task_ids) if task_id not in self.to_run]
+        if len(self.phases) != len(self.task_ids):
+            return {"ended": len(skipped)} if skipped else {}
+        counts = dict.fromkeys(NOT_RUN_WORDS, 0)
+        for index in skipped:
+            counts[self.phases[index]] = counts.get(self.phases[index], 0) + 1
+        return {phase: count for phase, count in counts.items() if count}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"number": self.number, "total": self.total, "task_ids": list(self.task_ids),
-                "to_run": list(self.to_run)}
+        out: dict[str, Any] = {"number": self.number, "total": self.total, "task_ids": list(self.task_ids),
+                               "to_run": list(self.to_run)}
+        if len(self.phases) == len(self.task_ids):
+            out["phases"] = dict(zip(self.task_ids, self.phases, strict=True))
+        return out
 
 
 @dataclass(frozen=True)
@@ -138,5 +165,5 @@ def ignore(event: FeatureEvent) -> None:
     """The callback when the caller gives none."""
 
 
-__all__ = ["FeatureEvent", "FeatureEventSink", "FeatureNote", "FeatureStarted", "TaskBlocked", "TaskEnded",
-           "TaskEvent", "TaskMerged", "TaskStarted", "WaveStarted", "ignore"]
+__all__ = ["NOT_RUN_WORDS", "FeatureEvent", "FeatureEventSink", "FeatureNote", "FeatureStarted", "TaskBlocked",
+           "TaskEnded", "TaskEvent", "TaskMerged", "TaskStarted", "WaveStarted", "ignore"]

@@ -1,5 +1,5 @@
 """How a feature run ends: a :class:`FeatureResult` (one :class:`TaskOutcome` per task), or
-:class:`FeatureInterrupted` raised."""
+:class:`FeatureInterrupted` raised (:class:`FeatureNotStarted` when it was stopped before it began)."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ class FeatureResult:
 
 
 def resume_command(feature_id: str) -> str:
-    return f"guardkit-state feature-build {feature_id} --player ... --coach ... --resume"
+    return f"{start_command(feature_id)} --resume"
 
 
 class FeatureInterrupted(KeyboardInterrupt):
@@ -115,4 +115,32 @@ class FeatureInterrupted(KeyboardInterrupt):
                 f"'{resume_command(self.result.feature_id)}'")
 
 
-__all__ = ["FeatureInterrupted", "FeatureResult", "FeatureStatus", "TaskOutcome", "resume_command"]
+class FeatureNotStarted(KeyboardInterrupt):
+    """Ctrl+C, SIGTERM or SIGHUP stopped a feature run outside the run itself: while its modules
+    loaded, its plan and tasks were checked, or it waited for the feature's lock (or, a second
+    time, while an interrupted run stopped).
+
+    ``started`` says whether the feature branch exists. Without it this invocation recorded
+    nothing, and ``--resume`` would find nothing to resume: the way on is a fresh start again.
+    With it, ``--resume`` continues. A :class:`KeyboardInterrupt`, like :class:`FeatureInterrupted`.
+    """
+
+    def __init__(self, feature: str, *, started: bool) -> None:
+        self.feature = feature
+        self.started = started
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        if self.started:
+            return f"feature {self.feature} interrupted: continue with '{resume_command(self.feature)}'"
+        return (f"feature {self.feature} interrupted before it started; nothing was recorded: run "
+                f"'{start_command(self.feature)}' again")
+
+
+def start_command(feature_id: str) -> str:
+    """The command that starts ``feature_id`` afresh (``--resume`` refuses a feature not started)."""
+    return f"guardkit-state feature-build {feature_id} --player ... --coach ..."
+
+
+__all__ = ["FeatureInterrupted", "FeatureNotStarted", "FeatureResult", "FeatureStatus", "TaskOutcome",
+           "resume_command", "start_command"]

@@ -19,6 +19,7 @@ from guardkit_state.git.merge import TRAILER_FEATURE, TRAILER_TASK, TRAILER_WAVE
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.inspect.review import TurnLog, read_turn_log
 from guardkit_state.store.layout import branch_for
+from guardkit_state.taskfile.discovery import listing_scope
 
 _FIELD, _RECORD = "\x1f", "\x1e"
 _FORMAT = "%x1f".join(["%H", "%cI", "%s", f"%(trailers:key={TRAILER_FEATURE},valueonly,separator=%x2C)",
@@ -70,7 +71,11 @@ def read_feature_log(repo_root: Path | str, feature: str) -> FeatureLog:
     Raises:
         FeatureNotFoundError, ParseError, SchemaError: the plan cannot be read.
     """
-    root = Path(repo_root).resolve()
+    with listing_scope():  # one listing of tasks/ for every task of the feature (see discovery)
+        return _feature_log(Path(repo_root).resolve(), feature)
+
+
+def _feature_log(root: Path, feature: str) -> FeatureLog:
     plan = load_plan(find_plan(root, feature))
     result = FeatureLog(plan.feature_id, branch_for(plan.feature_id))
     repo = GitRepo.discover(root)

@@ -24,6 +24,7 @@ from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Outcome
 from guardkit_state.store.layout import branch_for, worktrees_dir
+from guardkit_state.taskfile.discovery import listing_scope
 from guardkit_state.taskfile.locate import locate_task
 from guardkit_state.turns.history import criteria_counts
 from guardkit_state.turns.ledger import CriteriaCounts
@@ -139,7 +140,12 @@ def feature_view(repo_root: Path | str, feature: str) -> FeatureView:
     Raises:
         FeatureNotFoundError, ParseError, SchemaError, WaveError: the plan cannot be read.
     """
-    root = Path(repo_root).resolve()
+    # Each task is resolved several times (its state, its copy, its criteria): list tasks/ once.
+    with listing_scope():
+        return _feature_view(Path(repo_root).resolve(), feature)
+
+
+def _feature_view(root: Path, feature: str) -> FeatureView:
     plan_path = find_plan(root, feature)
     plan = load_plan(plan_path)
     waves = plan_waves(plan)

@@ -23,6 +23,7 @@ from guardkit_state.inspect.feature_view import FeatureTaskRow, feature_view
 from guardkit_state.report.collect import build_task_report
 from guardkit_state.report.view import TaskReport
 from guardkit_state.store.layout import worktree_path, worktrees_dir
+from guardkit_state.taskfile.discovery import listing_scope
 from guardkit_state.taskfile.resolve import resolve_task
 
 #: What the grid says of a task: ``show``'s words (``pending``, ``in_progress``, ``approved``,
@@ -95,9 +96,13 @@ def build_feature_report(repo: Path | str, feature: str, *, running: Mapping[str
     Raises:
         FeatureNotFoundError, ParseError, SchemaError, WaveError: the plan cannot be read.
     """
-    root = Path(repo).resolve()
+    with listing_scope():  # one listing of tasks/ for every task of the feature (see discovery)
+        return _feature_report(Path(repo).resolve(), feature, running or {}, generated_at)
+
+
+def _feature_report(root: Path, feature: str, running: Mapping[str, int | None],
+                    generated_at: str | None) -> FeatureReport:
     view = feature_view(root, feature)
-    running = running or {}
     feature_worktree = view.worktree or worktree_path(worktrees_dir(worktrees_home(root)), view.feature_id)
     tasks = [_task(root, feature_worktree, row, running) for row in view.tasks]
     next_step = "loops are running; this page is rewritten after every turn" if running else view.next.text

@@ -12,15 +12,24 @@ through :func:`walk_markdown`, so they all see the same files:
 * the order is fixed: a folder's files by name, then its subfolders by name.
 
 Which of several copies of an id is the truth is :mod:`guardkit_state.taskfile.resolve`'s job.
+
+A command that reads many tasks (``show FEAT-X`` resolves each task of a feature several times)
+runs inside :func:`listing_scope`: each ``tasks/`` folder is then walked once for the whole
+command instead of once per lookup. Outside a scope nothing is remembered, so a long-running
+process (the feature loop) always sees files created, moved or removed since its last lookup.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from guardkit_state.errors import FrontmatterError, GuardkitStateError, UnsafePathError
 from guardkit_state.store import fsio
@@ -39,6 +48,58 @@ _TREE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _ID_LINE = re.compile(r"^id:[ \t]*['\"]?([^'\"\s#]+)", re.M)
 #: How much of a file's head :func:`declared_id` scans for its ``id:``.
 _HEAD_BYTES = 8192
+
+_T = TypeVar("_T")
+#: What one read-only command already listed or read (see :func:`listing_scope`); None outside one.
+_SCOPE: ContextVar[dict[tuple[str, ...], Any] | None] = ContextVar("guardkit_state_listing_scope", default=None)
+
+
+@contextlib.contextmanager
+def listing_scope() -> Iterator[None]:
+    """Within the block, each ``tasks/`` folder is walked once, and whatever else is
+    :func:`scoped` is computed once: for one read-only command that looks up many tasks.
+
+    Never wrap a loop that writes or waits for agents in it: a listing taken inside the scope
+    does not see files created, moved or removed later. A nested scope shares the outer one.
+    """
+    if _SCOPE.get() is not None:
+        yield
+        return
+    token = _SCOPE.set({})
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+def scoped(key: tuple[str, ...], compute: Callable[[], _T]) -> _T:
+    """``compute()``, remembered under ``key`` for the rest of the current :func:`listing_scope`
+    (computed every time outside one)."""
+    cache = _SCOPE.get()
+    if cache is None:
+        return compute()
+    if key not in cache:
+        cache[key] = compute()
+    result: _T = cache[key]
+    return result
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """The readable ``*.md`` files below a ``tasks/`` folder as ``(name, path)`` pairs in walk
+    order, and the FIFOs, sockets and devices the walk skipped."""
+
+    files: tuple[tuple[str, str], ...]
+    special: tuple[Path, ...]
+
+
+def _listing(root: Path) -> _Listing:
+    def walk() -> _Listing:
+        special: list[Path] = []
+        files = tuple((entry.name, entry.path) for entry in walk_markdown(root, root / TASKS_DIR, special))
+        return _Listing(files, tuple(special))
+
+    return scoped(("tasks", os.fspath(root)), walk)
 
 
 def walk_markdown(root: Path | str, top: Path | str,
@@ -106,9 +167,13 @@ def iter_task_files(repo_root: Path | str) -> Iterator[Path]:
 def task_copies(repo_root: Path | str, task_id: str, special: list[Path] | None = None) -> list[Path]:
     """Every file of ``task_id`` under ``repo_root/tasks``, in walk order (possibly none)."""
     task_id = fsio.validate_task_id(task_id)
-    root = Path(repo_root)
-    return [Path(entry.path) for entry in walk_markdown(root, root / TASKS_DIR, special)
-            if names_task(Path(entry.path), task_id)]
+    listing = _listing(Path(repo_root))
+    if special is not None:
+        special.extend(listing.special)
+    # The name test first, inlined (named_for): a feature's lookups test every listed name.
+    exact, prefix = f"{task_id}.md", f"{task_id}-"
+    return [Path(path) for name, path in listing.files
+            if (name == exact or name.startswith(prefix)) and names_task(Path(path), task_id)]
 
 
 def loop_worktrees(home: Path | str) -> list[os.DirEntry[str]]:
@@ -184,10 +249,12 @@ __all__ = [
     "TASK_FILE_NAME",
     "declared_id",
     "iter_task_files",
+    "listing_scope",
     "loop_worktrees",
     "named_for",
     "names_task",
     "own_task_files",
+    "scoped",
     "task_copies",
     "task_id_from_filename",
     "walk_markdown",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,7 +29,7 @@ from guardkit_state.git.repo import GitRepo
 from guardkit_state.store import fsio
 from guardkit_state.store.layout import artifacts_dir, branch_for, features_dir, worktree_path
 from guardkit_state.store.turn_files import TurnStore
-from guardkit_state.taskfile.discovery import STATE_MARKERS
+from guardkit_state.taskfile.discovery import STATE_MARKERS, scoped
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import REASON_GIVEN, Resolution, holds_state, resolve_task
 
@@ -37,6 +38,8 @@ from guardkit_state.taskfile.resolve import REASON_GIVEN, Resolution, holds_stat
 Source = Literal["main", "worktree", "task branch", "feature worktree", "feature branch"]
 
 _PLAN_ID = re.compile(r"^id:[ \t]*['\"]?([^'\"#\s]+)['\"]?[ \t]*(?:#.*)?$", re.M)
+#: An ``id:`` line at any depth (a task entry's, or the plan's own): the ids a plan lists.
+_TASK_ENTRY = re.compile(r"^[ \t]*(?:-[ \t]+)?id:[ \t]*['\"]?([^'\"#\s]+)['\"]?[ \t]*(?:#.*)?$", re.M)
 
 
 @dataclass(frozen=True)
@@ -122,22 +125,41 @@ def features_of_task(root: Path | str, task_id: str) -> list[str]:
     A line scan, not a YAML parse: it runs for every task command, and a broken plan must not
     stop a task from being read.
     """
-    directory = features_dir(root)
-    try:
-        plans = sorted(p for p in directory.iterdir() if p.name.startswith("FEAT-") and p.suffix == ".yaml")
-    except OSError:
-        return []
-    entry = re.compile(rf"^[ \t]*(?:-[ \t]+)?id:[ \t]*['\"]?{re.escape(task_id)}['\"]?[ \t]*(?:#.*)?$", re.M)
-    found: list[str] = []
-    for plan in plans:
-        try:
-            text = fsio.read_bytes_capped(plan).decode("utf-8", "replace")
-        except GuardkitStateError:
-            continue
-        if entry.search(text):
+    return list(_plan_index(root).get(task_id, ()))
+
+
+def _plan_index(root: Path | str) -> dict[str, tuple[str, ...]]:
+    """Task id -> the features whose plan lists it (in plan file order): one scan of every plan
+    per :func:`~guardkit_state.taskfile.discovery.listing_scope` (a feature's tasks all ask)."""
+    def scan() -> dict[str, tuple[str, ...]]:
+        index: dict[str, list[str]] = {}
+        for stem, text in plan_texts(root):
             top = _PLAN_ID.search(text)  # the plan's own id names its branch; the file name else
-            found.append(top.group(1) if top else plan.stem)
-    return found
+            feature_id = top.group(1) if top else stem
+            for task_id in dict.fromkeys(match.group(1) for match in _TASK_ENTRY.finditer(text)):
+                index.setdefault(task_id, []).append(feature_id)
+        return {task_id: tuple(features) for task_id, features in index.items()}
+
+    return scoped(("plan index", str(features_dir(root))), scan)
+
+
+def plan_texts(root: Path | str) -> tuple[tuple[str, str], ...]:
+    """``(file stem, text)`` of every readable feature plan in ``root``, by file name; read once per
+    :func:`~guardkit_state.taskfile.discovery.listing_scope`."""
+    directory = features_dir(root)
+
+    def read() -> tuple[tuple[str, str], ...]:
+        try:
+            plans = sorted(p for p in directory.iterdir() if p.name.startswith("FEAT-") and p.suffix == ".yaml")
+        except OSError:
+            return ()
+        texts: list[tuple[str, str]] = []
+        for plan in plans:
+            with contextlib.suppress(GuardkitStateError):
+                texts.append((plan.stem, fsio.read_bytes_capped(plan).decode("utf-8", "replace")))
+        return tuple(texts)
+
+    return scoped(("plans", str(directory)), read)
 
 
 def feature_branch_of_task(repo: GitRepo, root: Path | str, task_id: str) -> tuple[str, str] | None:
@@ -148,17 +170,23 @@ def feature_branch_of_task(repo: GitRepo, root: Path | str, task_id: str) -> tup
     """
     for feature_id in features_of_task(root, task_id):
         branch = branch_for(feature_id)
-        with contextlib.suppress(GuardkitStateError):
-            if repo.branch_exists(branch) and not is_ancestor(repo, branch, "HEAD"):
-                return feature_id, branch
+        if scoped(("unmerged", str(repo.root), branch), partial(_unmerged, repo, branch)):
+            return feature_id, branch
     return None
+
+
+def _unmerged(repo: GitRepo, branch: str) -> bool:
+    """True when ``branch`` exists and is not part of HEAD (False when git cannot tell)."""
+    with contextlib.suppress(GuardkitStateError):
+        return repo.branch_exists(branch) and not is_ancestor(repo, branch, "HEAD")
+    return False
 
 
 def _feature_copy(root: Path, home: Path, found: Resolution) -> TaskLocation | None:
     """The copy a feature run left of ``found``'s task (see the module), or None."""
     if not features_of_task(root, found.task_id):
         return None  # the common case: no git call at all
-    repo = GitRepo.discover(root)
+    repo = scoped(("git", str(root)), partial(GitRepo.discover, root))
     if repo is None:
         return None
     feature = feature_branch_of_task(repo, root, found.task_id)
@@ -192,4 +220,4 @@ def _git_copy(repo: GitRepo | None, rev: str, rel: str, *, state_only: bool = Fa
     return raw
 
 
-__all__ = ["Source", "TaskLocation", "feature_branch_of_task", "features_of_task", "locate_task"]
+__all__ = ["Source", "TaskLocation", "feature_branch_of_task", "features_of_task", "locate_task", "plan_texts"]

@@ -41,6 +41,7 @@ from guardkit_state.taskfile.discovery import (
     STATE_MARKERS,
     declared_id,
     named_for,
+    scoped,
     task_copies,
     task_id_from_filename,
 )
@@ -124,7 +125,12 @@ def search_rank(relpath: str) -> tuple[int, str, int, str]:
 
 
 def plan_paths(checkout: Path) -> set[str]:
-    """Every ``tasks[].file_path`` of the feature plans in ``checkout``, relative to it."""
+    """Every ``tasks[].file_path`` of the feature plans in ``checkout``, relative to it (read once
+    per :func:`~guardkit_state.taskfile.discovery.listing_scope`)."""
+    return set(scoped(("plan paths", os.fspath(checkout)), lambda: frozenset(_plan_paths(checkout))))
+
+
+def _plan_paths(checkout: Path) -> set[str]:
     found: set[str] = set()
     directory = layout.features_dir(checkout)
     try:

@@ -8,6 +8,7 @@ and the :class:`StateUpdate` that appends it.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,12 +17,16 @@ from typing import Any
 from guardkit_state.model import CoachDecision, GateResult, Outcome, PlayerReport, TurnEntry, TurnMode, TurnState
 from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate
 from guardkit_state.taskfile.state_block import AutobuildState
-from guardkit_state.turns.ledger import CriteriaLedger
+from guardkit_state.turns.ledger import CriteriaLedger, ignored_ids_note
 from guardkit_state.turns.stall import Stall, TurnSignal, detect_stall
 from guardkit_state.turns.turn_state import assemble_turn_state
 
+log = logging.getLogger("guardkit_state.turns.completion")
+
 #: How many recently recorded turn entries a write re-asserts (restored if a stale save dropped them).
 RESTORABLE_TURNS = 2
+#: ``extra`` key of a turn state's warnings: what was recorded differently from what the reports said.
+WARNINGS_KEY = "warnings"
 
 
 def utc_now() -> str:
@@ -56,6 +61,7 @@ class TurnRecord:
             "frontmatter_write": self.splice.method,
             "frontmatter_note": self.splice.reason,
             "promises_recovered_from": self.promises_recovered_from,
+            "warnings": list(self.turn_state.extra.get(WARNINGS_KEY) or []),
             "written": [str(p) for p in self.written],
             "turn_state": self.turn_state.to_dict(),
         }
@@ -108,6 +114,8 @@ def finish_turn(inputs: TurnInputs, completed_at: str) -> FinishedTurn:
     outcome = _outcome(state, stall, number, inputs.max_turns)
     if stall is not None:
         state.extra["stall"] = stall.reason
+    if coach is not None and error is None:
+        _note_ignored_criteria(state, ledger_before, coach)
     entry = TurnEntry(
         turn=number, decision="error" if error or coach is None else coach.decision,
         feedback=error if error else state.coach_feedback, timestamp=completed_at,
@@ -115,6 +123,17 @@ def finish_turn(inputs: TurnInputs, completed_at: str) -> FinishedTurn:
         coach_success=coach is not None and not error, mode=inputs.mode.value,
     )
     return FinishedTurn(state, ledger, stall, outcome, entry)
+
+
+def _note_ignored_criteria(state: TurnState, ledger_before: CriteriaLedger, coach: CoachDecision) -> None:
+    """Warn, in the turn state and the log, of Coach verdicts on ids the task does not have (the
+    ledger passed over them; the Coach's report file keeps them as written)."""
+    ignored = ledger_before.ignored_ids(coach)
+    if not ignored:
+        return
+    note = ignored_ids_note(state.task_id, ignored, (e.criterion_id for e in ledger_before.entries))
+    log.warning("%s turn %d: %s", state.task_id, state.turn_number, note)
+    state.extra.setdefault(WARNINGS_KEY, []).append(note)
 
 
 @dataclass(frozen=True)
@@ -172,5 +191,5 @@ def one_line(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-__all__ = ["RESTORABLE_TURNS", "FinishedTurn", "Placement", "TurnInputs", "TurnRecord", "finish_turn", "one_line",
-           "state_update", "utc_now"]
+__all__ = ["RESTORABLE_TURNS", "WARNINGS_KEY", "FinishedTurn", "Placement", "TurnInputs", "TurnRecord", "finish_turn",
+           "one_line", "state_update", "utc_now"]

@@ -4,15 +4,24 @@ GuardKit lost verified criteria between turns: a Player whose turn-1 work met ev
 re-judged from scratch when later turns omitted their promises, and the loop stalled. The ledger
 remembers: a criterion verified in turn N stays verified until the Coach explicitly rejects it in a
 later turn (a regression), and every status records the turn that set it. Pure functions only.
+
+Only the task's own criteria are counted: a Coach verdict on an id the task does not have (ids are
+matched exactly, as :func:`~guardkit_state.taskfile.criteria_text.extract_criteria` names them)
+stays in the Coach's report file but never enters the ledger, else a Coach could inflate
+"1/1 verified" to "3001/3001" by inventing ids. A task whose criteria cannot be read from it
+(none parsed) has nothing to check against and keeps every id a verdict names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from guardkit_state.model import CoachDecision, Criterion, LedgerEntry
+
+#: How many ignored criterion ids a warning names before it says "and N more".
+NAMED_IDS = 5
 
 ICONS = {"verified": "✓", "rejected": "✗", "pending": "○"}
 #: The note of a criterion an approval verified without an itemised verdict (files written before
@@ -60,9 +69,14 @@ def _implied(old: Mapping[str, Any]) -> bool:
 
 @dataclass(frozen=True)
 class CriteriaLedger:
-    """Status of every criterion, in the task's order, with provenance."""
+    """Status of every criterion, in the task's order, with provenance.
+
+    ``known`` is the task's own criterion ids; ``None`` when the task lists none, and then any id
+    a verdict names is taken in (there is nothing to check against).
+    """
 
     entries: tuple[LedgerEntry, ...] = field(default_factory=tuple)
+    known: frozenset[str] | None = field(default=None, compare=False)
 
     @classmethod
     def start(
@@ -71,9 +85,12 @@ class CriteriaLedger:
         """A ledger for ``criteria``, carrying over ``previous`` provenance (from the last turn state).
 
         A criterion whose text changed since it was judged (its hash differs) goes back to
-        ``pending``, visibly, with a note. Ids judged earlier but no longer in the task are kept at
-        the end so nothing the Coach said disappears.
+        ``pending``, visibly, with a note. Ids judged earlier but not in the task (an edited task,
+        or a verdict on a made-up id recorded before such verdicts were ignored) are dropped: their
+        verdicts stay in the Coach's report files. A task without criteria keeps every earlier id.
         """
+        criteria = list(criteria)
+        known = frozenset(criterion.id for criterion in criteria) or None
         previous = previous or {}
         entries: list[LedgerEntry] = []
         seen: set[str] = set()
@@ -89,21 +106,32 @@ class CriteriaLedger:
                     entry.notes = "criterion text changed; judged again"
             entries.append(entry)
         for cid, old in previous.items():
-            if cid not in seen:
+            if cid not in seen and known is None:
                 entries.append(LedgerEntry(cid, old.get("status", "pending"), old.get("set_by_turn"),
                                            old.get("text_hash"), old.get("notes", ""), _implied(old)))
-        return cls(tuple(entries))
+        return cls(tuple(entries), known)
+
+    def ignored_ids(self, coach: CoachDecision) -> list[str]:
+        """The ids ``coach`` judges that the task does not have (in report order, each once):
+        :meth:`apply_coach` passes over their verdicts."""
+        if self.known is None:
+            return []
+        return list(dict.fromkeys(v.criterion_id for v in coach.criteria_verification
+                                  if v.criterion_id not in self.known))
 
     def apply_coach(self, turn: int, coach: CoachDecision) -> CriteriaLedger:
         """The ledger after the Coach's decision of ``turn``.
 
         Explicit verdicts set the status (a later ``rejected`` demotes a verified criterion); an
         approval verifies every pending criterion, marked as implied by the approval (the Coach did
-        not itemise it); silence keeps the old status.
+        not itemise it); silence keeps the old status. A verdict on an id the task does not have
+        (:meth:`ignored_ids`) changes nothing.
         """
         by_id = {e.criterion_id: e for e in self.entries}
         order = [e.criterion_id for e in self.entries]
         for verdict in coach.criteria_verification:
+            if self.known is not None and verdict.criterion_id not in self.known:
+                continue
             old = by_id.get(verdict.criterion_id)
             if old is None:
                 order.append(verdict.criterion_id)
@@ -113,12 +141,12 @@ class CriteriaLedger:
                                                       notes=verdict.notes, implied=False)
             else:
                 by_id[verdict.criterion_id] = old
-        ledger = CriteriaLedger(tuple(by_id[cid] for cid in order))
+        ledger = replace(self, entries=tuple(by_id[cid] for cid in order))
         return ledger.imply_approval(turn) if coach.decision == "approve" else ledger
 
     def imply_approval(self, turn: int) -> CriteriaLedger:
         """The ledger after an approval in ``turn``: every pending criterion verified, as implied."""
-        return CriteriaLedger(tuple(
+        return replace(self, entries=tuple(
             replace(e, status="verified", set_by_turn=turn, notes=APPROVAL_NOTE, implied=True)
             if e.status == "pending" else e for e in self.entries))
 
@@ -155,6 +183,18 @@ class CriteriaLedger:
             elif was == "verified" and entry.status != "verified":
                 out.append(f"-{entry.criterion_id}")
         return out
+
+
+def ignored_ids_note(task_id: str, ignored: Sequence[str], known: Iterable[str] = ()) -> str:
+    """What a turn's warning says of verdicts on ids ``task_id`` does not have: the first
+    :data:`NAMED_IDS` named, then "and N more" (a Coach may invent thousands)."""
+    named = ", ".join(ignored[:NAMED_IDS])
+    if len(ignored) > NAMED_IDS:
+        named += f" and {len(ignored) - NAMED_IDS} more"
+    own = list(known)
+    mine = f" (its criteria: {', '.join(own[:NAMED_IDS])}{' ...' if len(own) > NAMED_IDS else ''})" if own else ""
+    return (f"the Coach judged {len(ignored)} criterion id(s) {task_id} does not have{mine}: {named}; "
+            "those verdicts are kept in the Coach's report but not counted")
 
 
 def criteria_lines(criteria: Iterable[Criterion], statuses: Mapping[str, str], *, indent: str = "  ") -> list[str]:
