@@ -249,9 +249,11 @@ class _FeatureRun:
         outcome = self.result.task(job.task_id)
         outcome.ran, outcome.resumed = True, job.options.resume
         self._write(lambda plan: PlanUpdate(tasks={job.task_id: progress_values.task_started(
-            job.task_id, plan, now=utc_now())}), now=True)  # written before its loop starts
+            job.task_id, plan, now=utc_now())}))
 
     def _task_started(self, job: LoopJob, pid: int | None) -> None:
+        # Written once the loop's process exists: the write overlaps the loop's own start-up.
+        self._flush()
         self.emit(TaskStarted(job.task_id, job.options.resume, pid))
 
     def _task_event(self, task_id: str, event: LoopEvent) -> None:
@@ -259,7 +261,8 @@ class _FeatureRun:
 
     def _task_ended(self, end: ChildEnd) -> None:
         """A child is reaped: where its task stands is read from its files, then written to the plan."""
-        state = read_task_state(self.fgit, end.task_id, max_turns=self.options.max_turns)
+        # Its loop has just run, so it was not merged (only this process merges, under the lock).
+        state = read_task_state(self.fgit, end.task_id, max_turns=self.options.max_turns, known_unmerged=True)
         outcome = self._settle(state, end)
         self.emit(TaskEnded(outcome))
         self._write_task(end.task_id, now=True)  # one task's end shows while the others still run
@@ -291,7 +294,8 @@ class _FeatureRun:
         message = merge_message(self.feature_id, task_id, branch=branch, target=self.branch, wave=number,
                                 summary=f"{task_id} approved in {state.turns} turn(s).")
         crash_point("feature.before_merge")
-        merged = merge_branch(self.feature_repo, branch, message)
+        # read_task_state has just found the branch not part of the feature branch (phase "approved").
+        merged = merge_branch(self.feature_repo, branch, message, known_unmerged=True)
         crash_point("feature.after_merge")
         outcome = self.result.task(task_id)
         if merged.merged:
@@ -363,7 +367,7 @@ class _FeatureRun:
     def _write(self, change: Callable[[FeaturePlan], PlanUpdate | None], *, now: bool = False) -> None:
         """Queue ``change`` for the plan; with ``now``, write every queued change (one write).
 
-        The plan is written before a task loop starts, when one ends, and when the run stops:
+        The plan is written as a task loop starts, when one ends, and when the run stops:
         the steps between (the run starting, a wave starting, merges) join the next write. The
         plan reports progress; where a task stands is read from its files and git, so a plan a
         kill left a step behind is put right by ``--resume``.

@@ -71,13 +71,16 @@ class FeatureGit:
         return self.worktrees / task_id
 
 
-def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = None) -> TaskState:
+def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = None,
+                    known_unmerged: bool = False) -> TaskState:
     """Where ``task_id`` stands (see the module docstring); reads only, never writes.
 
     ``max_turns`` is the run's turn budget: a task that used up a smaller one may go on.
+    ``known_unmerged``: the caller knows no merge of the task is on the feature branch (its loop
+    has just run, and only the caller merges), so the feature branch's history is not searched.
     """
     branch = branch_for(task_id)
-    merge = find_task_merge(git.main, task_id, git.feature_branch)
+    merge = None if known_unmerged else find_task_merge(git.main, task_id, git.feature_branch)
     has_branch = git.main.branch_exists(branch)
     worktree = git.task_worktree(task_id)
     own = worktree.is_dir() or has_branch

@@ -116,7 +116,9 @@ class WorktreeManager:
         when it starts where this one would have. Raises :class:`InputError` for a base that
         names no commit (before anything is created) and :class:`GitError` when git refuses.
         """
-        if base_branch is not None:
+        # A base that is a branch is known to exist: only another revision needs resolving.
+        base_is_branch = base_branch is not None and self.repo.branch_exists(base_branch)
+        if base_branch is not None and not base_is_branch:
             check_base_branch(self.repo, base_branch)
         path = self.path_for(task_id)
         branch = branch_for(task_id)
@@ -131,7 +133,11 @@ class WorktreeManager:
             notes.append("your checkout has uncommitted changes; they are not part of the worktree")
         if branch_exists:
             return self._add_from_branch(task_id, notes)
-        base, start, base_is_branch = self._start_point(task_id, base_branch or current, notes)
+        base: str | None = base_branch
+        if base_branch is not None:
+            start = base_branch if base_is_branch else self._resolved(base_branch)
+        else:
+            base, start, base_is_branch = self._start_point(task_id, current, notes)
         self._ensure_ignored()
         track = ["--track"] if base_is_branch else []
         try:
@@ -145,16 +151,19 @@ class WorktreeManager:
         log.info("created worktree %s on %s from %s", path, branch, start)
         return Worktree(task_id, path, branch, base if track else None, tuple(notes))
 
-    def _start_point(self, task_id: str, base: str | None, notes: list[str]) -> tuple[str | None, str, bool]:
+    def _resolved(self, revision: str) -> str:
+        # git runs in the main checkout: a revision like HEAD~1 must mean the user's, so it is
+        # resolved here; a branch name means the same everywhere (a worktree's branches are the
+        # main checkout's).
+        return self.repo.resolve(revision) or revision
+
+    def _start_point(self, task_id: str, current: str | None, notes: list[str]) -> tuple[str | None, str, bool]:
         """(base branch or None when detached, the revision to branch from, whether the base is a
-        local branch) for a new loop branch; ``base`` is the one asked for, else the checkout's branch."""
-        if base is not None:
-            # git runs in the main checkout: a revision like HEAD~1 must mean the user's, so it is
-            # resolved here; a branch name means the same everywhere (a worktree's branches are
-            # the main checkout's).
-            if self.repo.branch_exists(base):
-                return base, base, True
-            return base, self.repo.resolve(base) or base, False
+        local branch) for a new loop branch started from the checkout's ``current`` branch."""
+        if current is not None:
+            if self.repo.branch_exists(current):
+                return current, current, True
+            return current, self._resolved(current), False  # an unborn branch: git says so
         head = self.repo.head_sha()
         if head is None:
             raise GitError("the repository has no commits yet; make a first commit before a loop",
