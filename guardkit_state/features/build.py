@@ -378,8 +378,8 @@ class _FeatureRun:
 
     def _flush(self) -> None:
         if self._pending:
-            changes, self._pending = tuple(self._pending), []
-            modify_plan(self.plan_path, *changes)
+            modify_plan(self.plan_path, *self._pending)
+            self._pending.clear()  # only once written: a write cut short is tried again by the next
 
 
 __all__ = ["FeatureOptions", "build_feature"]

@@ -121,7 +121,9 @@ class GitRepo:
         return out.decode().strip() if status == 0 else None
 
     def branch_exists(self, name: str) -> bool:
-        return self.ok("rev-parse", "-q", "--verify", f"refs/heads/{name}")
+        """True when ``name`` is exactly a local branch (``main~1`` or ``main^{tree}`` are not:
+        ``rev-parse --verify refs/heads/NAME`` would take them as revisions of the branch)."""
+        return self.ok("show-ref", "--verify", "-q", f"refs/heads/{name}")
 
     def resolve(self, rev: str) -> str | None:
         """The commit sha ``rev`` names, or None."""

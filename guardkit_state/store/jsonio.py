@@ -173,7 +173,8 @@ def parse_json(text: str, *, path: Path | str | None = None, max_depth: int = MA
         check_storable(value, path=path)
     return value
 
-_STORABLE = "valid Unicode text and finite numbers (what can be written back as JSON)"
+_STORABLE = (f"valid Unicode text, finite numbers and at most {MAX_DEPTH} levels of nesting "
+             "(what can be written back as JSON and read again)")
 
 
 def check_storable(value: Any, *, path: Path | str | None = None) -> bool:
@@ -200,6 +201,9 @@ def check_storable(value: Any, *, path: Path | str | None = None) -> bool:
         elif isinstance(item, float):
             if not math.isfinite(item):
                 raise _unstorable(f"number is out of range (it reads as {item})", parts, path)
+        elif isinstance(item, (dict, list, tuple)) and len(parts) >= MAX_DEPTH:
+            # Every read refuses it (see _check_depth): a file written with it could never be read.
+            raise _unstorable(f"data is nested deeper than {MAX_DEPTH} levels", parts, path)
         elif isinstance(item, dict):
             children: list[tuple[Any, tuple[str | int, ...]]] = []
             for key, child in item.items():
