@@ -391,7 +391,7 @@ def test_a_report_that_cannot_be_written_never_stops_the_loop(repo: Path) -> Non
     import io
     from types import SimpleNamespace
 
-    from guardkit_state.cli.cmd_report import report_events
+    from guardkit_state.cli.live_report import report_events
     from guardkit_state.cli.output import Output
     from guardkit_state.loop.events import LoopEvent, TurnRecorded, TurnStarted
     from guardkit_state.model import TurnMode

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from guardkit_state.cli.app import run as cli_run
-from guardkit_state.cli.cmd_report import feature_report_events
+from guardkit_state.cli.live_report import feature_report_events
 from guardkit_state.cli.output import Output
 from guardkit_state.errors import FeatureNotFoundError, InputError
 from guardkit_state.features.build import build_feature

@@ -11,7 +11,7 @@ import argparse
 import functools
 import logging
 
-from guardkit_state.cli.cmd_report import add_report_option, report_events
+from guardkit_state.cli.cmd_report import add_report_option
 from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option, add_repo_option, seconds, turn_count
 from guardkit_state.cli.output import Output, one_line, safe
@@ -102,6 +102,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
                 out.note(line)
 
     # --report FILE: the page is rewritten as the loop goes, after each event is shown.
+    from guardkit_state.cli.live_report import report_events
+
     report = report_events(on_event, out, args)
     try:
         result = feature_build(args.repo, args.task_id, CommandAgent(args.player), CommandAgent(args.coach),

@@ -101,7 +101,7 @@ def _run_feature(args: argparse.Namespace, out: Output) -> int:
         for line in feature_lines(event, out):
             out.note(line)
 
-    from guardkit_state.cli.cmd_report import feature_report_events
+    from guardkit_state.cli.live_report import feature_report_events
 
     report = feature_report_events(on_event, out, args)  # --report FILE: rewritten after every task turn
     try:

@@ -96,6 +96,9 @@ def worktrees_home(checkout: Path) -> Path:
     root = Path(checkout)
     if (root / ".git").is_dir():
         return root
+    if "GIT_DIR" not in os.environ and not any(os.path.lexists(folder / ".git")
+                                                for folder in (root.absolute(), *root.absolute().parents)):
+        return root  # in no git checkout at all: nothing to ask git (nor to load its library for)
     repo = GitRepo.discover(root)
     return root if repo is None else main_checkout_root(repo)
 

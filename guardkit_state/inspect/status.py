@@ -15,14 +15,12 @@ import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import FileTooLargeError, GuardkitStateError
-from guardkit_state.features.plan import FeaturePlan, find_plans, load_plan
-from guardkit_state.features.waves import plan_waves
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir, read_bytes_capped
-from guardkit_state.store.layout import status_cache_file, tasks_dir
+from guardkit_state.store.layout import features_dir, status_cache_file, tasks_dir
 from guardkit_state.taskfile.discovery import (
     STATE_MARKERS,
     declared_id,
@@ -33,9 +31,14 @@ from guardkit_state.taskfile.discovery import (
     task_id_from_filename,
     walk_markdown,
 )
-from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import Copy, choose, plan_paths
-from guardkit_state.turns.history import criteria_counts
+
+if TYPE_CHECKING:
+    from guardkit_state.features.plan import FeaturePlan
+    from guardkit_state.taskfile.document import TaskFile
+
+# The task document, the history and the feature plans are imported where a file must be read:
+# a status served from its cache reads none, and their imports were most of its time.
 
 #: Bumped whenever a summary's shape or meaning changes (unreadable files are keyed by the id the
 #: resolver finds them by; criteria counts apart): an older cache is rebuilt, never misread.
@@ -75,6 +78,8 @@ def summarise(task: TaskFile, *, relpath: str, in_worktree: bool = False) -> Tas
     # Counted as ``show`` counts them (its checkout holds the turn files: the path minus relpath).
     path = str(task.path)
     checkout = Path(path[: -len(relpath)] if path.endswith(relpath) else task.path.parent)
+    from guardkit_state.turns.history import criteria_counts
+
     counts = criteria_counts(task, checkout)
     return TaskSummary(
         task_id=task.task_id or Path(relpath).stem, path=relpath, status=task.status, turns=len(state.turns),
@@ -188,6 +193,8 @@ def _summarise_file(path: Path, relpath: str, in_worktree: bool) -> dict[str, An
         return None
     if not any(marker in raw for marker in STATE_MARKERS):
         return None
+    from guardkit_state.taskfile.document import TaskFile
+
     try:
         summary = summarise(TaskFile.from_bytes(raw, path), relpath=relpath, in_worktree=in_worktree)
     except GuardkitStateError as exc:
@@ -277,6 +284,10 @@ def feature_status(repo_root: Path | str) -> list[FeatureSummary]:
     an unreadable plan is listed with its error.
     """
     root = Path(repo_root).resolve()
+    if not features_dir(root).is_dir():
+        return []  # no plans: nothing to import or read
+    from guardkit_state.features.plan import find_plans, load_plan
+
     summaries: list[FeatureSummary] = []
     for path in find_plans(root):
         relpath = path.relative_to(root).as_posix()
@@ -288,6 +299,8 @@ def feature_status(repo_root: Path | str) -> list[FeatureSummary]:
 
 
 def _feature_summary(plan: FeaturePlan, relpath: str) -> FeatureSummary:
+    from guardkit_state.features.waves import plan_waves
+
     counts: dict[str, int] = {}
     for task in plan.tasks:
         status = task.status or "pending"
