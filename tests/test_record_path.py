@@ -141,16 +141,35 @@ def test_the_fallback_reads_one_earlier_report_however_long_the_history(tmp_path
     for turn in range(2, 13):
         _record(tmp_path, turn, promises=False)
     reads: Counter[int] = Counter()
-    real = TurnStore.read_player
+    real = TurnStore.peek
 
-    def counting(store: TurnStore, turn: int) -> Any:
-        reads[turn] += 1
-        return real(store, turn)
+    def counting(store: TurnStore, kind: str, turn: int) -> Any:
+        if kind == "player_turn":
+            reads[turn] += 1
+        return real(store, kind, turn)
 
-    monkeypatch.setattr(TurnStore, "read_player", counting)
+    monkeypatch.setattr(TurnStore, "peek", counting)
     rec = _record(tmp_path, 13, promises=False)
     assert rec.promises_recovered_from == 1
     assert dict(reads) == {1: 1}  # turn 12's state names the source; only that report is read
+
+
+def test_a_report_changed_on_disk_is_seen_by_the_next_look(tmp_path: Path) -> None:
+    make_task_repo(tmp_path)
+    _record(tmp_path, 1, promises=True)
+    store = TurnStore(tmp_path / ".guardkit/autobuild" / TASK, TASK)
+    first = store.peek("player_turn", 1)
+    assert first is not None and first["completion_promises"]
+    assert store.peek("player_turn", 1) is first  # unchanged: the same reading, shared
+    path = store.path("player_turn", 1)
+    edited = json.loads(path.read_text(encoding="utf-8"))
+    edited["completion_promises"] = []
+    path.write_text(json.dumps(edited, indent=2), encoding="utf-8")  # in place, as an editor saves
+    again = store.peek("player_turn", 1)
+    assert again is not None and again["completion_promises"] == []
+    assert promises_source(store, 2) is None  # the fallback sees the edit too
+    path.unlink()
+    assert store.peek("player_turn", 1) is None
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,17 @@ FILE_PATTERNS = {
 }
 
 
+def _identity(path: Path) -> tuple[int, int, int, int] | None:
+    """What tells a file's versions apart (inode, size, times); None when it is no regular file."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 class TurnStore:
     """Read and write one task's per-turn JSON files."""
 
@@ -46,6 +58,7 @@ class TurnStore:
         self.task_id = task_id
         self._cache: dict[Path, tuple[tuple[int, int, int, int], str]] = {}
         self._paths: dict[tuple[str, int], Path] = {}  # a turn's paths are asked for many times per turn
+        self._peeked: dict[Path, tuple[tuple[int, int, int, int], dict[str, Any]]] = {}
 
     @property
     def work_dir(self) -> Path:
@@ -113,6 +126,7 @@ class TurnStore:
     def _put(self, kind: str, path: Path, text: str, *, canonical: bool) -> Path:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._cache.pop(path, None)
+        self._peeked.pop(path, None)
         atomic_write_text(path, text)
         # What read() would return for these bytes (already checked): the next turn reads it.
         self._remember(path, text if canonical else
@@ -132,19 +146,27 @@ class TurnStore:
         Served from memory while the file is unchanged since this store last validated it.
         """
         path = self.path(kind, turn)
-        try:
-            st = os.stat(path)
-        except (FileNotFoundError, NotADirectoryError):
+        identity = _identity(path)
+        if identity is None:
             return None
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        identity = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         hit = self._cache.get(path)
         if hit is not None and hit[0] == identity:
             copy: dict[str, Any] = json.loads(hit[1])  # a fresh copy: callers may mutate what they get
             return copy
         data = load_record(kind, path)
         self._cache[path] = (identity, json.dumps(data, ensure_ascii=False))
+        return data
+
+    def peek(self, kind: str, turn: int) -> Mapping[str, Any] | None:
+        """:meth:`read`, for a caller that only looks: the same record, shared (never to be changed)."""
+        path = self.path(kind, turn)
+        identity = _identity(path)
+        seen = self._peeked.get(path)
+        if identity is not None and seen is not None and seen[0] == identity:
+            return seen[1]
+        data = self.read(kind, turn)
+        if data is not None and identity is not None:
+            self._peeked[path] = (identity, data)
         return data
 
     def read_player(self, turn: int) -> PlayerReport | None:

@@ -70,7 +70,7 @@ def _told_source(store: TurnStore, turn: int) -> Any:
     state that tells also says that report has none.
     """
     try:
-        data = store.read("turn_state", turn)
+        data = store.peek("turn_state", turn)
     except GuardkitStateError:
         return _UNTOLD
     if data is None or SOURCE_KEY not in data:
@@ -84,14 +84,13 @@ def _told_source(store: TurnStore, turn: int) -> Any:
 
 def _has_promises(store: TurnStore, turn: int) -> bool:
     """True when turn ``turn``'s Player report is readable and carries promises."""
-    if not store.exists("player_turn", turn):
-        return False
     try:
-        report = store.read_player(turn)
+        # The validated dict says it (a record built from it would say the same, at several times the cost).
+        report = store.peek("player_turn", turn)
     except Exception as exc:  # an unreadable old report just isn't a source
         log.warning("skipping unreadable %s: %s", store.path("player_turn", turn).name, exc)
         return False
-    return report is not None and bool(report.completion_promises)
+    return report is not None and bool(report.get("completion_promises"))
 
 
 __all__ = ["SOURCE_KEY", "promises_source", "source_name"]
