@@ -17,7 +17,6 @@ every child it has to stop.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import importlib
 import logging
 import multiprocessing
@@ -310,6 +309,8 @@ def _sender(conn: Connection) -> Callable[[tuple[Any, ...]], None]:
 
 def _stop_with_parent(parent_pid: int) -> None:
     """SIGINT this process when its parent dies: by the kernel where it can, else by polling."""
+    import ctypes  # here, in the child: the parent (and every other command) never needs it
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         registered = libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGINT), 0, 0, 0) == 0
