@@ -80,7 +80,7 @@ def _median(samples: list[float]) -> float:
     return round(statistics.median(samples), 1)
 
 
-def run_parallel(repeat: int = 3, sleep: float = SLEEP) -> dict[str, Any]:
+def run_parallel(repeat: int = 5, sleep: float = SLEEP) -> dict[str, Any]:
     alone: list[float] = []
     parallel: list[float] = []
     serial: list[float] = []
@@ -99,7 +99,7 @@ def run_parallel(repeat: int = 3, sleep: float = SLEEP) -> dict[str, Any]:
     return row
 
 
-def run_overhead(repeat: int = 7) -> dict[str, Any]:
+def run_overhead(repeat: int = 11) -> dict[str, Any]:
     alone: list[float] = []
     feature: list[float] = []
     with tempfile.TemporaryDirectory(prefix="gks-bench-feature-") as tmp:
