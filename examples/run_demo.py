@@ -230,14 +230,20 @@ def demo(workdir: Path, console: Console) -> int:
         if code != 0:
             problems.append(f"'{display(argv)}' exited {code}")
 
+    return conclude(problems, "Done: turn 2 learned from turn 1's feedback, survived Ctrl-C, and was approved on "
+                    "resume.", project, f"git log --stat autobuild/{TASK_ID}")
+
+
+def conclude(problems: list[str], done: str, project: Path, try_next: str) -> int:
+    """The demo's last lines: what went wrong, or ``done``; where the project is kept. The exit code."""
     print()
     if problems:
         print("The demo did not go as expected:")
         for problem in problems:
             print(f"  - {problem}")
     else:
-        print("Done: turn 2 learned from turn 1's feedback, survived Ctrl-C, and was approved on resume.")
-    print(f"The project is kept at {project}; try 'git log --stat autobuild/{TASK_ID}' there.")
+        print(done)
+    print(f"The project is kept at {project}; try '{try_next}' there.")
     return 1 if problems else 0
 
 

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from run_demo import HERE, Console, git, guardkit_state, run, run_main
+from run_demo import HERE, Console, conclude, git, guardkit_state, run, run_main
 from run_demo import make_project as make_demo_project
 
 FEATURE_ID = "FEAT-DEMO"
@@ -81,15 +81,8 @@ def demo(workdir: Path, console: Console) -> int:
     for line in plan_diff(project):
         console.output(line)
 
-    print()
-    if problems:
-        print("The demo did not go as expected:")
-        for problem in problems:
-            print(f"  - {problem}")
-    else:
-        print("Done: two tasks ran side by side, one needed a second turn, and wave 2 built on both.")
-    print(f"The project is kept at {project}; try 'git log --graph --oneline {BRANCH}' there.")
-    return 1 if problems else 0
+    return conclude(problems, "Done: two tasks ran side by side, one needed a second turn, and wave 2 built on both.",
+                    project, f"git log --graph --oneline {BRANCH}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -294,8 +294,7 @@ class _FeatureRun:
         message = merge_message(self.feature_id, task_id, branch=branch, target=self.branch, wave=number,
                                 summary=f"{task_id} approved in {state.turns} turn(s).")
         crash_point("feature.before_merge")
-        # read_task_state has just found the branch not part of the feature branch (phase "approved").
-        merged = merge_branch(self.feature_repo, branch, message, known_unmerged=True)
+        merged = merge_branch(self.feature_repo, branch, message)
         crash_point("feature.after_merge")
         outcome = self.result.task(task_id)
         if merged.merged:

@@ -120,19 +120,18 @@ def merge_in_progress(repo: GitRepo) -> bool:
     return repo.ok("rev-parse", "-q", "--verify", "MERGE_HEAD")
 
 
-def merge_branch(repo: GitRepo, branch: str, message: str, *, known_unmerged: bool = False) -> MergeResult:
+def merge_branch(repo: GitRepo, branch: str, message: str) -> MergeResult:
     """``git merge --no-ff`` of ``branch`` into the branch checked out in ``repo``; never left half-done.
 
     A conflict is aborted at once (the working tree is back at its HEAD) and returned with the
     conflicting paths; any other refusal (a hook, files in the way) is returned in ``error``. A
-    branch already reachable from HEAD is not merged again (``already``); ``known_unmerged`` skips
-    that check when the caller has just made it (under the lock that keeps other merges out).
+    branch already reachable from HEAD is not merged again (``already``).
 
     Raises:
         GitError: git itself cannot run, or the abort after a failed merge fails.
     """
     try:
-        if not known_unmerged and is_ancestor(repo, branch, "HEAD"):
+        if is_ancestor(repo, branch, "HEAD"):
             return MergeResult(repo.head_sha(), already=True)
     except GitError:
         if repo.head_sha() is not None:
