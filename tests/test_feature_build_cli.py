@@ -73,3 +73,15 @@ def test_task_only_options_and_a_second_fresh_start_are_usage_errors(tmp_path: P
     assert _run(project).returncode == 0
     again = _run(project)
     assert again.returncode == 2 and "already started" in again.stderr and "--resume" in again.stderr
+
+
+def test_a_plan_the_run_cannot_write_is_refused_before_anything_is_made(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    project.plan_path.chmod(0o444)  # as a copy from a read-only checkout leaves it
+    run = _run(project)
+    assert run.returncode == 2 and "read-only" in run.stderr and project.plan_path.name in run.stderr
+    branches = subprocess.run(["git", "branch", "--list", "autobuild/*"], cwd=project.root, capture_output=True,
+                              text=True, check=True).stdout
+    assert branches == "" and not (project.root / ".guardkit" / "worktrees").exists()
+    project.plan_path.chmod(0o644)
+    assert _run(project).returncode == 0

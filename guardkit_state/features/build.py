@@ -54,7 +54,7 @@ from guardkit_state.loop.agents import Agent
 from guardkit_state.loop.events import LoopEvent
 from guardkit_state.loop.run import LoopOptions
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
-from guardkit_state.store.fsio import crash_point, remove_stale_temp_files
+from guardkit_state.store.fsio import check_writable, crash_point, remove_stale_temp_files
 from guardkit_state.store.layout import branch_for, log_file, worktrees_dir
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.taskfile.resolve import find_task
@@ -117,6 +117,7 @@ def build_feature(repo_root: Path | str, feature: str, player: Agent, coach: Age
     root = Path(repo_root).resolve()
     plan_path = find_plan(root, feature)
     plan = load_plan(plan_path)
+    check_writable(plan_path)  # the run reports into it: a plan it cannot write is refused before anything is made
     waves = plan_waves(plan)
     for task in plan.tasks:
         find_task(root, task.id)  # a missing task file is said now, not halfway through the feature
