@@ -47,6 +47,24 @@ def test_create_makes_branch_worktree_and_tracks_base(project: Path) -> None:
     assert (project / ".guardkit" / "worktrees" / ".gitignore").read_text().splitlines()[-1] == "*"
 
 
+def test_a_branch_made_first_is_checked_out_later_where_create_would_put_it(project: Path) -> None:
+    (project / "README.md").write_text("# edited by the user\n")
+    manager = _manager(project)
+    made = manager.create_branch(TASK_ID)
+    assert made.branch == BRANCH and made.base_branch == "main" and not made.path.exists()
+    assert run_git(project, "rev-parse", "--abbrev-ref", f"{BRANCH}@{{upstream}}").strip() == "main"
+    assert manager.find(TASK_ID, restore=False)[0] is None  # nothing checked out yet
+    wt = manager.check_out(made)
+    assert wt.path == made.path == project / ".guardkit" / "worktrees" / TASK_ID
+    assert run_git(wt.path, "symbolic-ref", "--short", "HEAD").strip() == BRANCH
+    assert any("uncommitted changes" in n for n in wt.notes)
+    assert (wt.path / "README.md").read_text() == "# test project\n"
+    found, _ = manager.find(TASK_ID)
+    assert found is not None and found.path == wt.path and found.base_branch == "main"
+    with pytest.raises(GitError):
+        manager.create_branch(TASK_ID)  # the branch exists: never moved
+
+
 def test_loop_leaves_main_checkout_status_unchanged(project: Path) -> None:
     before = _status(project)
     head = run_git(project, "rev-parse", "HEAD")

@@ -49,7 +49,7 @@ from guardkit_state.features.waves import Waves, default_max_parallel, plan_wave
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.git.merge import merge_branch, merge_message, recover_interrupted_merge
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.git.worktrees import WorktreeManager, check_base_branch
+from guardkit_state.git.worktrees import Worktree, WorktreeManager, check_base_branch
 from guardkit_state.loop.agents import Agent
 from guardkit_state.loop.events import LoopEvent
 from guardkit_state.loop.run import LoopOptions
@@ -134,8 +134,10 @@ def build_feature(repo_root: Path | str, feature: str, player: Agent, coach: Age
 class _FeatureRun:
     """One invocation of a feature run (an object so each step stays a small method)."""
 
-    feature_repo: GitRepo  # set by _prepare(), which every other step follows
-    fgit: FeatureGit
+    fgit: FeatureGit  # set by _prepare(), which every other step follows
+    #: The feature worktree (merges happen there): a fresh run checks it out as its first tasks start.
+    _feature_repo: GitRepo | None = None
+    _unchecked: Worktree | None = None
 
     def __init__(self, root: Path, git: GitRepo, plan_path: Path, plan: FeaturePlan, waves: Waves,
                  agents: tuple[Agent, Agent], options: FeatureOptions, emit: FeatureEventSink) -> None:
@@ -210,18 +212,36 @@ class _FeatureRun:
         if removed:
             self.note(f"removed {len(removed)} temp file(s) an interrupted plan write left")
         manager = WorktreeManager(self.git)
-        worktree = manager.create(self.feature_id, self.options.base_branch)
-        for text in worktree.notes:
-            self.note(text)
-        self.result.worktree = worktree.path
-        self.feature_repo = worktree.repo()
-        self.fgit = FeatureGit(self.git, self.root, self.branch, worktree.path, worktrees_dir(manager.root))
-        if self.options.resume:  # a fresh start has just made the worktree: no merge can be half-done in it
+        if self.options.resume:
+            worktree = self._use(manager.create(self.feature_id, self.options.base_branch))
             branches = [branch_for(task.task_id) for task in self.result.tasks]
-            for text in recover_interrupted_merge(self.feature_repo, lambda: branches):
+            for text in recover_interrupted_merge(self._feature_worktree(), lambda: branches):
                 self.note(text)
+        else:
+            # Only the branch now: the tasks start from it, and its worktree is checked out while they
+            # do (see _feature_worktree). A run killed in between is resumed like any other.
+            worktree = self._unchecked = manager.create_branch(self.feature_id, self.options.base_branch)
+            for text in worktree.notes:
+                self.note(text)
+        self.result.worktree = worktree.path
+        self.fgit = FeatureGit(self.git, self.root, self.branch, worktree.path, worktrees_dir(manager.root))
         self.emit(FeatureStarted(self.feature_id, self.branch, worktree.path, self.waves.groups,
                                  self.pool.max_parallel, self.options.resume))
+
+    def _use(self, worktree: Worktree) -> Worktree:
+        for text in worktree.notes:
+            self.note(text)
+        self._feature_repo = worktree.repo()
+        return worktree
+
+    def _feature_worktree(self) -> GitRepo:
+        """The feature worktree, checked out on first need in a fresh run."""
+        if self._feature_repo is None:
+            assert self._unchecked is not None  # _prepare() made the branch
+            crash_point("feature.before_checkout")  # the branch exists, its tasks may run, no worktree yet
+            self._use(WorktreeManager(self.git).check_out(self._unchecked, self.options.base_branch))
+        assert self._feature_repo is not None
+        return self._feature_repo
 
     # -- a wave ----------------------------------------------------------------------------
     def _wave(self, number: int, task_ids: tuple[str, ...]) -> bool:
@@ -253,9 +273,12 @@ class _FeatureRun:
             job.task_id, plan, now=utc_now())}))
 
     def _task_started(self, job: LoopJob, pid: int | None) -> None:
-        # Written once the loop's process exists: the write overlaps the loop's own start-up.
-        self._flush()
         self.emit(TaskStarted(job.task_id, job.options.resume, pid))
+        # Once the loop's process exists, the run's own work overlaps the loop's start-up: the feature
+        # worktree (checked out before the plan is written, so the checkout it starts from shows
+        # only the user's changes) and the plan write.
+        self._feature_worktree()
+        self._flush()
 
     def _task_event(self, task_id: str, event: LoopEvent) -> None:
         self.emit(TaskEvent(task_id, event))
@@ -266,7 +289,9 @@ class _FeatureRun:
         state = read_task_state(self.fgit, end.task_id, max_turns=self.options.max_turns, known_unmerged=True)
         outcome = self._settle(state, end)
         self.emit(TaskEnded(outcome))
-        self._write_task(end.task_id, now=True)  # one task's end shows while the others still run
+        # One task's end shows while the others still run; the last one's lands with what follows
+        # (the merges, the next wave's start or the run's end), a moment later.
+        self._write_task(end.task_id, now=bool(self.pool.running))
 
     def _settle(self, state: TaskState, end: ChildEnd | None = None) -> TaskOutcome:
         """Record ``state`` (and how its process ended) in the task's outcome."""
@@ -295,7 +320,7 @@ class _FeatureRun:
         message = merge_message(self.feature_id, task_id, branch=branch, target=self.branch, wave=number,
                                 summary=f"{task_id} approved in {state.turns} turn(s).")
         crash_point("feature.before_merge")
-        merged = merge_branch(self.feature_repo, branch, message)
+        merged = merge_branch(self._feature_worktree(), branch, message)
         crash_point("feature.after_merge")
         outcome = self.result.task(task_id)
         if merged.merged:

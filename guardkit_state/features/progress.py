@@ -97,7 +97,8 @@ def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = No
         if git.main.find_turn_commit(task_id, turns, rev=branch) is None:
             # Approved in its files but killed before that turn's commit: the loop commits it.
             return TaskState(task_id, "resume", turns, decisions, "approved", "approval not committed yet", None, True)
-        if is_ancestor(git.main, branch, git.feature_branch):
+        # (A branch just run holds its approved turn's commit, which no merge has taken yet.)
+        if not known_unmerged and is_ancestor(git.main, branch, git.feature_branch):
             return TaskState(task_id, "merged", turns, decisions, "approved", "merged into the feature branch")
         return TaskState(task_id, "approved", turns, decisions, "approved", f"approved by the Coach in turn {turns}")
     if outcome in _FAILED and not (outcome == Outcome.MAX_TURNS_EXCEEDED.value and max_turns and max_turns > turns):

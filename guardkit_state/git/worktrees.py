@@ -116,30 +116,19 @@ class WorktreeManager:
         when it starts where this one would have. Raises :class:`InputError` for a base that
         names no commit (before anything is created) and :class:`GitError` when git refuses.
         """
-        # A base that is a branch is known to exist: only another revision needs resolving.
-        base_is_branch = base_branch is not None and self.repo.branch_exists(base_branch)
-        if base_branch is not None and not base_is_branch:
-            check_base_branch(self.repo, base_branch)
+        base_is_branch = self._checked_base(base_branch)
         path = self.path_for(task_id)
         branch = branch_for(task_id)
         found, note, branch_exists = self._find(task_id, None, restore=False)
         if found is not None:
             return found
         notes: list[str] = [n for n in note.split("; ") if "deleted by hand" in n]
-        # Only news when the worktree starts from the user's own checkout: a feature's task starts
-        # from the feature branch, whatever the checkout holds (the plan the run itself updates).
         current = self.repo.current_branch()
-        if (base_branch is None or base_branch == current) and self.repo.is_dirty():
-            notes.append("your checkout has uncommitted changes; they are not part of the worktree")
+        notes += self._checkout_notes(base_branch, current)
         if branch_exists:
             return self._add_from_branch(task_id, notes)
-        base: str | None = base_branch
-        if base_branch is not None:
-            start = base_branch if base_is_branch else self._resolved(base_branch)
-        else:
-            base, start, base_is_branch = self._start_point(task_id, current, notes)
+        base, start, track = self._branch_start(task_id, base_branch, base_is_branch, current, notes)
         self._ensure_ignored()
-        track = ["--track"] if base_is_branch else []
         try:
             # --track records the base as the branch's upstream, so list/prune know where it merges.
             self.main.run("worktree", "add", "-q", *track, "-b", branch, str(path), start)
@@ -150,6 +139,56 @@ class WorktreeManager:
             return raced
         log.info("created worktree %s on %s from %s", path, branch, start)
         return Worktree(task_id, path, branch, base if track else None, tuple(notes))
+
+    def create_branch(self, task_id: str, base_branch: str | None = None) -> Worktree:
+        """Make only the new branch :meth:`create` would check out, from the same start.
+
+        Returns the worktree to be: its path does not exist until :meth:`check_out` makes it (a
+        feature run starts its first tasks from the feature branch while its own worktree is
+        checked out). Raises :class:`InputError` for a base that names no commit and
+        :class:`GitError` when git refuses (the branch exists).
+        """
+        base_is_branch = self._checked_base(base_branch)
+        notes: list[str] = []
+        current = self.repo.current_branch() if base_branch is None else None
+        base, start, track = self._branch_start(task_id, base_branch, base_is_branch, current, notes)
+        branch = branch_for(task_id)
+        self.main.run("branch", *track, branch, start)
+        log.info("created branch %s from %s", branch, start)
+        return Worktree(task_id, self.path_for(task_id), branch, base if track else None, tuple(notes))
+
+    def check_out(self, made: Worktree, base_branch: str | None = None) -> Worktree:
+        """The worktree of the branch :meth:`create_branch` made (``base_branch`` as given to it)."""
+        notes = [*made.notes, *self._checkout_notes(base_branch, self.repo.current_branch())]
+        self._ensure_ignored()
+        self.main.run("worktree", "add", "-q", str(made.path), made.branch)
+        log.info("created worktree %s on %s", made.path, made.branch)
+        return Worktree(made.task_id, made.path, made.branch, made.base_branch, tuple(notes))
+
+    def _checked_base(self, base_branch: str | None) -> bool:
+        """Whether ``base_branch`` is a local branch; another revision must name a commit (InputError)."""
+        # A base that is a branch is known to exist: only another revision needs resolving.
+        base_is_branch = base_branch is not None and self.repo.branch_exists(base_branch)
+        if base_branch is not None and not base_is_branch:
+            check_base_branch(self.repo, base_branch)
+        return base_is_branch
+
+    def _checkout_notes(self, base_branch: str | None, current: str | None) -> list[str]:
+        # Only news when the worktree starts from the user's own checkout: a feature's task starts
+        # from the feature branch, whatever the checkout holds (the plan the run itself updates).
+        if (base_branch is None or base_branch == current) and self.repo.is_dirty():
+            return ["your checkout has uncommitted changes; they are not part of the worktree"]
+        return []
+
+    def _branch_start(self, task_id: str, base_branch: str | None, base_is_branch: bool, current: str | None,
+                      notes: list[str]) -> tuple[str | None, str, list[str]]:
+        """(the base, the revision a new branch starts at, ``--track`` or nothing) for :meth:`create`."""
+        base: str | None = base_branch
+        if base_branch is not None:
+            start = base_branch if base_is_branch else self._resolved(base_branch)
+        else:
+            base, start, base_is_branch = self._start_point(task_id, current, notes)
+        return base, start, ["--track"] if base_is_branch else []
 
     def _resolved(self, revision: str) -> str:
         # git runs in the main checkout: a revision like HEAD~1 must mean the user's, so it is

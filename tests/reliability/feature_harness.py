@@ -41,6 +41,7 @@ COMMENT = "# Feature plan for the feature-build tests (this comment must survive
 #: Named kill points and how often each is reached in one whole run (bounds for the random N).
 #: The run's own steps (merges, waves, plan writes) kill the run; a task loop's kill that loop.
 CRASH_POINTS: dict[str, int] = {
+    "feature.before_checkout": 1,
     "feature.before_merge": 3,
     "feature.after_merge": 3,
     "feature.between_waves": 2,
