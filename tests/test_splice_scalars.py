@@ -67,3 +67,38 @@ def test_appended_multiline_feedback_reads_back_exactly(feedback: str) -> None:
     assert "\n  ...\n" not in result.text
     assert parse_frontmatter(result.text).data["autobuild_state"]["turns"] == [
         {"turn": 1, "decision": "feedback", "feedback": feedback}]
+
+
+# One line of text as agents write it: ASCII with every indicator YAML knows, some non-ASCII, a tab.
+LINE_CHARS = st.sampled_from(list(" abcTXY0129-_.:#'\",[]{}&*!|>%@`?~=<+/\\") + ["é", "\t", "😀", "\u2028"])
+LINES = st.text(alphabet=LINE_CHARS, min_size=0, max_size=40)
+ENTRY_VALUES = st.one_of(st.none(), st.booleans(), st.integers(min_value=-10**6, max_value=10**6), LINES,
+                         st.sampled_from(["yes", "null", "1.5", "2026-11-21T10:00:00+00:00", "---x", "... x",
+                                          "- x", "a: b", "a:b", "a #b", "a#b", "x:", "'q'", " lead", "trail ",
+                                          "2026-01-01T4", "...", "1_000", "<<", "="]))
+ENTRIES = st.dictionaries(st.sampled_from(["turn", "mode", "decision", "feedback", "timestamp", "player_summary"]),
+                          ENTRY_VALUES, min_size=1, max_size=6)
+
+
+def _dumped(data: Any) -> str:
+    """What PyYAML's C safe dumper writes, the reference for the rendering's fast path."""
+    import yaml
+    return str(yaml.dump(data, Dumper=yaml.CSafeDumper, allow_unicode=True, sort_keys=False,
+                         default_flow_style=False, width=-1))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(ENTRIES, min_size=1, max_size=3))
+def test_turn_entries_render_as_the_dumper_writes_them(turns: list[dict[str, Any]]) -> None:
+    rendered = render_yaml(turns)
+    assert parse_yaml(rendered).data == turns
+    if all("\n" not in v for t in turns for v in t.values() if isinstance(v, str)):
+        assert rendered == _dumped(turns)  # one-line values: byte for byte what the dumper writes
+
+
+@settings(max_examples=3000, deadline=None)
+@given(LINES)
+def test_one_line_values_render_as_the_dumper_writes_them(value: str) -> None:
+    rendered = render_yaml({"feedback": value})
+    assert rendered == _dumped({"feedback": value})
+    assert parse_yaml(rendered).data == {"feedback": value}

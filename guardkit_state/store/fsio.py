@@ -174,8 +174,12 @@ def _prepare(path: Path, size: int, limit: int | None, *,
         cap = f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit}-byte"
         raise FileTooLargeError(f"refusing to write {size} bytes: over the {cap} limit task files are read with; "
                                 "nothing was written", path=path, expected=f"at most {limit} bytes")
-    target = _write_target(path)
-    info = _replaceable(target)
+    info = _lstat(path)
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        target = _write_target(path)
+        info = _replaceable(target, _lstat(target))
+    else:
+        target, info = path, _replaceable(path, info)
     if check_folder:
         _check_folder(target)
     return target, info
@@ -224,14 +228,20 @@ def _checkout_of(path: Path) -> Path | None:
     return None
 
 
-def _replaceable(target: Path) -> os.stat_result | None:
-    """The stat of the file ``target`` names (None when there is none) once it is safe to replace."""
+def _lstat(path: Path) -> os.stat_result | None:
+    """``os.lstat(path)``, None when nothing is there; other OS errors name the file."""
     try:
-        info = os.lstat(target)
+        return os.lstat(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise GuardkitStateError(describe_os_error(exc, "write"), path=target) from exc
+        raise GuardkitStateError(describe_os_error(exc, "write"), path=path) from exc
+
+
+def _replaceable(target: Path, info: os.stat_result | None) -> os.stat_result | None:
+    """``info`` (the lstat of ``target``, None when there is none) once ``target`` is safe to replace."""
+    if info is None:
+        return None
     if not stat.S_ISREG(info.st_mode):
         raise NotRegularFileError(f"not a regular file ({_kind(info.st_mode)}); refusing to replace it",
                                   path=target, expected="a regular file")

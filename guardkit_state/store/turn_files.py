@@ -124,7 +124,8 @@ class TurnStore:
             )
 
     def _put(self, kind: str, path: Path, text: str, *, canonical: bool) -> Path:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        if not os.path.isdir(self.directory):  # one stat: the folder is there from the first turn on
+            self.directory.mkdir(parents=True, exist_ok=True)
         self._cache.pop(path, None)
         self._peeked.pop(path, None)
         atomic_write_text(path, text)

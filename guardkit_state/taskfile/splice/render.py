@@ -50,7 +50,7 @@ def render_yaml(data: Any) -> str:
     parsing it alone; a string the literal style cannot carry falls back to quoted style.
     """
     data = plain_data(data)
-    fast = _render_flat(data)
+    fast = _render_flat_items(data) if isinstance(data, list) else _render_flat(data)
     if fast is not None:
         return fast
     for dumper in (_Dumper, yaml.CSafeDumper):
@@ -99,24 +99,77 @@ def _fast_scalar(value: Any) -> str | None:
     if type(value) is int and _INT_TOKEN.match(str(value)):
         return str(value)
     if type(value) is str:
-        if _PLAIN_TOKEN.match(value) and _reads_as_str(value, _WRITE_RESOLVERS):
+        if _PLAIN_TOKEN.match(value) and not value.startswith("...") and _reads_as_str(value, _WRITE_RESOLVERS):
             return value
-        if _TIMESTAMP_TOKEN.match(value):  # PyYAML quotes these too: they would read as dates
-            return f"'{value}'"
+        if _TIMESTAMP_TOKEN.match(value) and not _reads_as_str(value, _WRITE_RESOLVERS):
+            return f"'{value}'"  # PyYAML quotes these too: they would read as dates
     return None
 
 
-def _render_flat(data: Any) -> str | None:
-    """``key: scalar`` lines for a flat mapping of simple keys and scalars, else ``None``."""
+# One-line text in printable ASCII (most agent feedback), written as the C dumper writes it in a
+# block mapping's value: plain unless libyaml's analysis forbids it (an indicator where it would
+# start or end a token, a space at either end, a value the resolvers would not read as a string),
+# else single-quoted. Anything else (other characters, line breaks, the empty string) goes the slow
+# way. tests/test_splice_scalars.py holds the two to the same output over generated text.
+_ASCII_LINE = re.compile(r"[\x20-\x7e]+\Z")
+_FIRST_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
+
+
+def _fast_text(value: str) -> str | None:
+    """``value`` (a str) as a block mapping value, exactly as the C safe dumper writes it, else ``None``."""
+    if not _ASCII_LINE.match(value):
+        return None
+    if _plain_allowed(value) and _reads_as_str(value, _WRITE_RESOLVERS):
+        return value
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _plain_allowed(text: str) -> bool:
+    """libyaml's rule for a plain scalar in block context, for one line of printable ASCII."""
+    first, second = text[0], text[1:2]
+    if first in _FIRST_INDICATORS or (first in "?:-" and second in ("", " ")):
+        return False
+    if text.startswith(("---", "...")) or first == " " or text[-1] == " ":
+        return False
+    return ": " not in text and not text.endswith(":") and " #" not in text
+
+
+def _fast_value(value: Any) -> str | None:
+    fast = _fast_scalar(value)
+    if fast is None and type(value) is str:
+        return _fast_text(value)
+    return fast
+
+
+def _flat_lines(data: Any, indent: str = "") -> list[str] | None:
+    """``key: scalar`` lines for a flat mapping of simple keys and one-line scalars, else ``None``."""
     if not isinstance(data, dict) or not data:
         return None
     lines = []
     for key, value in data.items():
-        rendered = _fast_scalar(value)
+        rendered = _fast_value(value)
+        # Keys stay simple tokens: a long or spaced key is a case for the dumper (it may write '? key').
         if type(key) is not str or _fast_scalar(key) != key or rendered is None:
             return None
-        lines.append(f"{key}: {rendered}\n")
-    return "".join(lines)
+        lines.append(f"{indent}{key}: {rendered}\n")
+    return lines
+
+
+def _render_flat(data: Any) -> str | None:
+    """``key: scalar`` lines for a flat mapping of simple keys and scalars, else ``None``."""
+    lines = _flat_lines(data)
+    return None if lines is None else "".join(lines)
+
+
+def _render_flat_items(data: list[Any]) -> str | None:
+    """A block list of flat mappings (turn entries) as the dumper writes it, else ``None``."""
+    out: list[str] = []
+    for item in data:
+        lines = _flat_lines(item, "  ")
+        if lines is None:
+            return None
+        out += ["- " + lines[0][2:], *lines[1:]]
+    return "".join(out) or None
 
 
 def same(a: Any, b: Any) -> bool:
@@ -141,7 +194,7 @@ def indent_lines(text: str, indent: int, newline: str) -> str:
 
 def render_scalar(value: Any) -> str | None:
     """``value`` as a one-line YAML scalar (plain or quoted), or None when it needs several lines."""
-    fast = _fast_scalar(value)
+    fast = _fast_value(value)
     if fast is not None:
         return fast
     rendered = render_yaml({"k": value})

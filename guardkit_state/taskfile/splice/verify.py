@@ -262,6 +262,8 @@ def first_difference(expected: Any, actual: Any, pointer: str = "$") -> str | No
     """JSON path of the first place where ``actual`` differs from ``expected`` (type-exact), or None."""
     if expected is actual:
         return None  # the same object (a value carried over unchanged) cannot differ from itself
+    if pointer == "$" and _same_repr(expected, actual):
+        return None
     if type(expected) is not type(actual):
         return pointer
     if isinstance(expected, dict):
@@ -282,6 +284,15 @@ def first_difference(expected: Any, actual: Any, pointer: str = "$") -> str | No
     if isinstance(expected, float) and math.isnan(expected) and math.isnan(actual):
         return None
     return None if expected == actual else pointer
+
+
+def _same_repr(expected: Any, actual: Any) -> bool:
+    """The common case at C speed: built-in values whose reprs agree are equal, type for type and in
+    key order (``1``, ``True``, ``1.0`` and ``'1'`` all differ); any doubt is left to the walk."""
+    try:
+        return repr(expected) == repr(actual)
+    except RecursionError:
+        return False
 
 
 def _child(pointer: str, key: Any) -> str:
