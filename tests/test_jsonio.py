@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from guardkit_state.errors import FileTooLargeError, GuardkitStateError, ParseError, SchemaError
-from guardkit_state.store.jsonio import MAX_DEPTH, dump_json, dump_record, load_json, load_record
+from guardkit_state.store.jsonio import MAX_DEPTH, check_storable, dump_json, dump_record, load_json, load_record
 
 
 def _write(tmp_path: Path, name: str, data: bytes | str) -> Path:
@@ -117,3 +119,55 @@ def test_dump_record_checks_before_writing() -> None:
         dump_record("player_turn", {"task_id": "TASK-A-1", "turn": 0})
     assert info.value.pointer == "$.turn"
     assert json.loads(dump_record("player_turn", {"task_id": "TASK-A-1", "turn": 1}))["turn"] == 1
+
+
+# Data an agent's report may hold once parsed or built in Python: JSON's types, tuples, int keys,
+# text with lone surrogates, NaN and infinities, and nesting up to past the limit.
+_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
+                    st.text(alphabet=st.sampled_from(["a", "é", "\ud800", "\U0001f600", " "]), max_size=4))
+_KEYS = st.one_of(st.text(alphabet=st.sampled_from(["k", "é", "\udfff"]), max_size=3), st.integers(0, 3))
+_DATA = st.recursive(_LEAVES, lambda inner: st.one_of(st.lists(inner, max_size=3), st.tuples(inner, inner),
+                                                      st.dictionaries(_KEYS, inner, max_size=3)), max_leaves=12)
+
+
+def _depth(value: object) -> int:
+    """Levels of containers: a container at depth MAX_DEPTH (counting from 0) is over the limit."""
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, (list, tuple)):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
+
+
+def _plain(value: object) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) for k in value) and all(_plain(v) for v in value.values())
+    if isinstance(value, tuple):
+        return False
+    return all(_plain(v) for v in value) if isinstance(value, list) else True
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_DATA, st.integers(0, MAX_DEPTH + 1))
+@example(None, MAX_DEPTH)
+@example(None, MAX_DEPTH + 1)
+@example({}, MAX_DEPTH - 1)
+@example({}, MAX_DEPTH)
+@example({"k": "\ud800"}, 0)
+@example({"\udfff": 1}, 0)
+@example(("a",), 0)
+@example({1: 2}, 0)
+@example([float("nan")], 0)
+def test_check_storable_refuses_exactly_what_strict_json_cannot_hold(data: object, wrap: int) -> None:
+    for _ in range(wrap):  # push the data towards (and past) the nesting limit
+        data = [data]
+    try:
+        json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        writable = _depth(data) <= MAX_DEPTH
+    except (ValueError, UnicodeEncodeError):
+        writable = False
+    if writable:
+        assert check_storable(data) is _plain(data)
+    else:
+        with pytest.raises(SchemaError):
+            check_storable(data)

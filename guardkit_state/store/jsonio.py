@@ -190,6 +190,8 @@ def check_storable(value: Any, *, path: Path | str | None = None) -> bool:
     Raises:
         SchemaError: names ``path`` and the JSON path of the first such value in document order.
     """
+    if _plain_and_storable(value):
+        return True  # the common case, found without tracking JSON paths; they are for errors
     plain = True
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
     while stack:
@@ -220,6 +222,35 @@ def check_storable(value: Any, *, path: Path | str | None = None) -> bool:
         elif not isinstance(item, _PLAIN_SCALARS):
             plain = False
     return plain
+
+
+def _plain_and_storable(value: Any) -> bool:
+    """True when ``value`` is built of the exact JSON types only (dicts with str keys, lists, str,
+    int, bool, None, finite floats), all text valid Unicode and nesting within :data:`MAX_DEPTH`:
+    then :func:`check_storable` has nothing to refuse and it is plain. False means "walk it"."""
+    level, depth = [value], 0
+    while level:
+        below: list[Any] = []
+        for item in level:
+            kind = type(item)
+            if kind is str:
+                if not _encodable(item):
+                    return False
+            elif kind is dict:
+                if depth >= MAX_DEPTH or not all(type(key) is str and _encodable(key) for key in item):
+                    return False
+                below.extend(item.values())
+            elif kind is list:
+                if depth >= MAX_DEPTH:
+                    return False
+                below.extend(item)
+            elif kind is float:
+                if not math.isfinite(item):
+                    return False
+            elif kind is not int and kind is not bool and item is not None:
+                return False
+        level, depth = below, depth + 1
+    return True
 
 
 #: The scalars of plain JSON data (as the schema module's fast path takes them).
