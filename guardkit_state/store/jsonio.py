@@ -234,11 +234,14 @@ def _plain_and_storable(value: Any) -> bool:
         for item in level:
             kind = type(item)
             if kind is str:
-                if not _encodable(item):
+                if not item.isascii() and not _encodable(item):
                     return False
             elif kind is dict:
-                if depth >= MAX_DEPTH or not all(type(key) is str and _encodable(key) for key in item):
+                if depth >= MAX_DEPTH:
                     return False
+                for key in item:
+                    if type(key) is not str or (not key.isascii() and not _encodable(key)):
+                        return False
                 below.extend(item.values())
             elif kind is list:
                 if depth >= MAX_DEPTH:

@@ -196,7 +196,7 @@ class _NotBuiltin(Exception):
     pass
 
 
-_BUILTIN_SCALARS = (str, int, float, bool, type(None))
+_BUILTIN_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _copy_builtin_json(value: Any) -> Any:
@@ -207,10 +207,11 @@ def _copy_builtin_json(value: Any) -> Any:
         for key, item in value.items():
             if type(key) is not str:
                 raise _NotBuiltin
-            copied[key] = _copy_builtin_json(item)
+            # Scalars (most values) are taken as they are, without a call each.
+            copied[key] = item if type(item) in _BUILTIN_SCALARS else _copy_builtin_json(item)
         return copied
     if kind is list:
-        return [_copy_builtin_json(item) for item in value]
+        return [item if type(item) in _BUILTIN_SCALARS else _copy_builtin_json(item) for item in value]
     if kind in _BUILTIN_SCALARS:
         return value
     raise _NotBuiltin
