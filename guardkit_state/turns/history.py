@@ -10,6 +10,7 @@ them, as a :class:`TurnState` built from the entry, marked ``source: frontmatter
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,13 @@ def turn_signal(state: TurnState) -> TurnSignal:
     """What the stall detector needs from a turn state (a frontmatter one may not know its count)."""
     known = state.extra.get("verified_count_known", True) is not False
     return TurnSignal(state.turn_number, state.feedback_signature, state.verified_count if known else None)
+
+
+def record_signal(record: Mapping[str, Any]) -> TurnSignal:
+    """:func:`turn_signal` of a turn-state record as read, without building the :class:`TurnState`."""
+    known = record.get("verified_count_known", True) is not False
+    count = int(record.get("verified_count") or 0)  # as TurnState.from_dict reads it
+    return TurnSignal(record["turn_number"], record.get("feedback_signature"), count if known else None)
 
 
 @dataclass(frozen=True)
@@ -136,12 +144,22 @@ class TaskHistory:
         """Signals of the turns before ``upto`` (at most a window's worth)."""
         signals: list[TurnSignal] = []
         for number in range(max(1, upto - NO_CHANGE_WINDOW + 1), upto):
-            state = self.turn_state(number)
-            if state is None:
+            signal = self._signal(number)
+            if signal is None:
                 signals = []  # a gap breaks the window
                 continue
-            signals.append(turn_signal(state))
+            signals.append(signal)
         return signals
+
+    def _signal(self, number: int) -> TurnSignal | None:
+        # A turn-state file is looked at in place (the window's turns but the last are read for
+        # this alone); anything else is read as the ledger reads it.
+        if number not in self._read and self.store is not None:
+            record = self.store.peek("turn_state", number)
+            if record is not None:
+                return record_signal(record)
+        state = self.turn_state(number)
+        return None if state is None else turn_signal(state)
 
     def stall(self) -> Stall | None:
         """The stall the recorded turns show, if any."""
