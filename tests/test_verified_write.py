@@ -179,3 +179,25 @@ def test_a_write_parses_the_whole_text_once(tmp_path: Path, monkeypatch: pytest.
                            append_turns=[{"turn": 152, "decision": "approve"}], top_level={"status": "done"}))
     assert len([s for s in sizes if s > 2_000]) == 0, sizes  # at most one before the read-back was pruned
     assert len(task.text) > 90_000
+
+
+@pytest.mark.parametrize(("change", "pointer"), [
+    (lambda t: t.replace("  - turn: 3\n", "  - turn: 4\n"), "$.autobuild_state.turns[2].turn"),  # the new turn
+    (lambda t: t.replace("  - turn: 2\n", "  - turn: 5\n"), "$.autobuild_state.turns[1].turn"),  # a recorded one
+    (lambda t: t.replace("  - turn: 1\n    decision: feedback\n", "  - turn: 1\n    decision: approve\n"),
+     "$.autobuild_state.turns[0].decision"),
+])
+def test_a_write_after_a_write_still_refuses_a_changed_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: Callable[[str], str], pointer: str
+) -> None:
+    """The second write locates its keys from the first one's read-back, which left the recorded
+    turns out: a corrupted turn, recorded or new, is still found."""
+    task = _task(tmp_path)
+    task.apply(UPDATE)
+    before = task.path.read_bytes()
+    _corrupt(monkeypatch, change)
+    turn_3 = {"turn": 3, "decision": "feedback", "timestamp": "2026-11-21T10:20:00+00:00"}
+    with pytest.raises(WriteVerificationError) as info:
+        task.apply(StateUpdate(block_scalars={"current_turn": 3}, append_turns=[turn_3]))
+    assert info.value.pointer == pointer
+    assert task.path.read_bytes() == before

@@ -9,13 +9,14 @@ the first differing key, before anything is written. A key elsewhere that is a Y
 value the update changes would change with it, so such a write is refused too, and says why.
 
 Reading back the whole frontmatter costs as much as the rest of a turn on a long history, so
-when the old text has no alias (nothing in it is reached twice) the recorded turns but the last are
-left out of what is read back: every byte outside the edited spans is shown identical first, the
-left-out lines are whole items of a block sequence that no edit touches (such items read the same
-without the ones before them), and the rest of the frontmatter must read as the intent without
-them. The node tree of that reading, its marks moved to where they are in the new text, is what
-the next write locates its keys from, so a loop parses a task file in full once, when it reads it.
-Whatever that shortcut cannot confirm is read back in full.
+when the old text has no alias (nothing in it is reached twice) the recorded turns are left out of
+what is read back (all of them when new turns follow, else all but the last): every byte outside
+the edited spans is shown identical first, the left-out lines are whole items of a block sequence
+that no edit touches (such items read the same without the ones before them), and the rest of the
+frontmatter must read as the intent without them. The node tree of that reading, its marks moved
+to where they are in the new text, is what the next write locates its keys from, so a loop parses
+a task file in full once, when it reads it. Whatever that shortcut cannot confirm is read back in
+full.
 """
 
 from __future__ import annotations
@@ -106,52 +107,59 @@ def _verify_pruned(old: ParsedFrontmatter, new_text: str, update: StateUpdate, e
         return None  # the full read names the first differing key, which says more
     cut = _history_cut(old, edits)
     fm = split.yaml_text
-    lo = hi = 0
+    lo = hi = left_out = 0
     if cut is not None:
-        lo, hi = _moved(cut[0], edits), _moved(cut[1], edits)
+        lo, hi, left_out = _moved(cut[0], edits), _moved(cut[1], edits, before_inserts=True), cut[2]
     try:
         pruned = parse_yaml(fm[:lo] + fm[hi:], path=path)
     except GuardkitStateError:
         return None
     expected = expected_data(old, update)
     if not isinstance(pruned.node, yaml.MappingNode) or pruned.aliased or \
-            first_difference(_less_turns(old, expected, cut is not None), pruned.data) is not None:
+            first_difference(_less_turns(old, expected, left_out), pruned.data) is not None:
         return None
     node = _located(old, pruned.node, fm, lo, hi)
     return None if node is None else ParsedFrontmatter(expected, split, node)
 
 
-def _history_cut(old: ParsedFrontmatter, edits: Edits) -> tuple[int, int] | None:
-    """The lines of every recorded turn but the last (untouched by any edit), else None.
+def _history_cut(old: ParsedFrontmatter, edits: Edits) -> tuple[int, int, int] | None:
+    """The lines of recorded turns left out of the read-back, and how many turns they hold, else None.
 
     A block sequence's items read the same without the ones before them, and these lines are
     shown byte-identical: they are most of a long history, so they are left out of what is read.
+    When new turns are appended after them, every recorded turn is left out (the new ones keep
+    the list a list); otherwise every one but the last.
     """
     span = _recorded_turns_span(old, edits)
     turns = _child_node(_state_node(old), "turns")
     if span is None or not isinstance(turns, yaml.SequenceNode):
         return None
     fm, lo = old.split.yaml_text, span[0]
+    # Counted in the data: a tree located by the last write holds only the turns it read.
+    recorded = len(old.data[old.state_key]["turns"]) if old.state_key is not None else 0
+    if recorded and any(start == end == span[1] and text for start, end, _, text in edits.items):
+        return lo, span[1], recorded
     last = turns.value[-1].start_mark.index
     hi = fm.rfind("\n", 0, last) + 1
     # An item's mark is its content's, after the dash: only '- ' may stand before it on its line.
     touched = any(start <= hi and end >= lo for start, end, _, _ in edits.items)
     if hi <= lo or fm[hi:last].replace(" ", "") not in ("", "-") or touched:
         return None
-    return lo, hi
+    return lo, hi, recorded - 1
 
 
-def _moved(pos: int, edits: Edits) -> int:
-    """Where the old offset ``pos`` (outside every edit) is in the new text."""
-    return pos + sum(len(text) - (end - start) for start, end, _, text in edits.items if end <= pos)
+def _moved(pos: int, edits: Edits, *, before_inserts: bool = False) -> int:
+    """Where the old offset ``pos`` (outside every edit) is in the new text: after what was
+    inserted exactly there, or (``before_inserts``) before it."""
+    return pos + sum(len(text) - (end - start) for start, end, _, text in edits.items
+                     if end <= pos and not (before_inserts and start == end == pos))
 
 
-def _less_turns(old: ParsedFrontmatter, expected: dict[str, Any], cut: bool) -> dict[str, Any]:
-    """``expected`` as the pruned text reads: without the recorded turns that were left out."""
+def _less_turns(old: ParsedFrontmatter, expected: dict[str, Any], left_out: int) -> dict[str, Any]:
+    """``expected`` as the pruned text reads: without the ``left_out`` recorded turns."""
     key = old.state_key
-    if not cut or key is None:
+    if not left_out or key is None:
         return expected
-    left_out = len(old.data[key]["turns"]) - 1
     block = expected[key]
     return {**expected, key: {**block, "turns": block["turns"][left_out:]}}
 
