@@ -194,6 +194,7 @@ class _FeatureRun:
         else:
             self.result.status = "completed"
             self.result.reason = f"every wave merged into {self.branch}"
+        self._feature_worktree()  # a run that ran and merged no task still leaves its worktree (else: a no-op)
         completed = self.result.status == "completed"
         failed = any(o.status in ("failed", "blocked") for o in self.result.tasks)
         self._write(lambda _plan: progress_values.run_ended(completed=completed, failed=failed,
@@ -239,7 +240,8 @@ class _FeatureRun:
         if self._feature_repo is None:
             assert self._unchecked is not None  # _prepare() made the branch
             crash_point("feature.before_checkout")  # the branch exists, its tasks may run, no worktree yet
-            self._use(WorktreeManager(self.git).check_out(self._unchecked, self.options.base_branch))
+            # Its notes were said when the branch was made (before the run wrote into the checkout).
+            self._feature_repo = WorktreeManager(self.git).check_out(self._unchecked).repo()
         assert self._feature_repo is not None
         return self._feature_repo
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import filecmp
 import logging
+import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -145,25 +146,31 @@ class WorktreeManager:
 
         Returns the worktree to be: its path does not exist until :meth:`check_out` makes it (a
         feature run starts its first tasks from the feature branch while its own worktree is
-        checked out). Raises :class:`InputError` for a base that names no commit and
-        :class:`GitError` when git refuses (the branch exists).
+        checked out). Its ``notes`` (the checkout's uncommitted changes among them) are taken now,
+        before the caller writes anything there. Raises :class:`InputError` for a base that names
+        no commit and :class:`GitError` when git refuses (the branch exists) or something is at
+        the worktree's path, before the branch is made.
         """
         base_is_branch = self._checked_base(base_branch)
-        notes: list[str] = []
-        current = self.repo.current_branch() if base_branch is None else None
+        path = self.path_for(task_id)
+        if os.path.lexists(path) and not (path.is_dir() and not any(path.iterdir())):
+            # git would refuse the checkout only later, once the caller's tasks are under way.
+            raise GitError(f"{path} already exists and is not a worktree of {branch_for(task_id)}; move it away "
+                           "and start again (nothing was made)", path=path, task_id=task_id)
+        current = self.repo.current_branch()
+        notes = self._checkout_notes(base_branch, current)
         base, start, track = self._branch_start(task_id, base_branch, base_is_branch, current, notes)
         branch = branch_for(task_id)
         self.main.run("branch", *track, branch, start)
         log.info("created branch %s from %s", branch, start)
-        return Worktree(task_id, self.path_for(task_id), branch, base if track else None, tuple(notes))
+        return Worktree(task_id, path, branch, base if track else None, tuple(notes))
 
-    def check_out(self, made: Worktree, base_branch: str | None = None) -> Worktree:
-        """The worktree of the branch :meth:`create_branch` made (``base_branch`` as given to it)."""
-        notes = [*made.notes, *self._checkout_notes(base_branch, self.repo.current_branch())]
+    def check_out(self, made: Worktree) -> Worktree:
+        """The worktree of the branch :meth:`create_branch` made (``made``, notes included)."""
         self._ensure_ignored()
         self.main.run("worktree", "add", "-q", str(made.path), made.branch)
         log.info("created worktree %s on %s", made.path, made.branch)
-        return Worktree(made.task_id, made.path, made.branch, made.base_branch, tuple(notes))
+        return made
 
     def _checked_base(self, base_branch: str | None) -> bool:
         """Whether ``base_branch`` is a local branch; another revision must name a commit (InputError)."""

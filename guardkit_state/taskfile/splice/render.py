@@ -149,7 +149,8 @@ def _flat_lines(data: Any, indent: str = "") -> list[str] | None:
     for key, value in data.items():
         rendered = _fast_value(value)
         # Keys stay simple tokens: a long or spaced key is a case for the dumper (it may write '? key').
-        if type(key) is not str or _fast_scalar(key) != key or rendered is None:
+        # libyaml writes a key over 128 characters as '? key' (and reads a plain one only up to 1024).
+        if type(key) is not str or len(key) > 128 or _fast_scalar(key) != key or rendered is None:
             return None
         lines.append(f"{indent}{key}: {rendered}\n")
     return lines
