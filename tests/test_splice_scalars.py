@@ -102,3 +102,36 @@ def test_one_line_values_render_as_the_dumper_writes_them(value: str) -> None:
     rendered = render_yaml({"feedback": value})
     assert rendered == _dumped({"feedback": value})
     assert parse_yaml(rendered).data == {"feedback": value}
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.one_of(TOKENS, LINES), min_size=1, max_size=6))
+def test_a_scalar_reads_the_same_whether_or_not_its_tag_is_remembered(tokens: list[str]) -> None:
+    """The reader remembers each short scalar's resolved tag: a fresh reader's answer must match it,
+    plain and quoted, as a key and as a value."""
+    import yaml
+
+    from guardkit_state.taskfile import strict_yaml
+
+    assert not strict_yaml.StrictLoader.yaml_path_resolvers  # the tag depends on the text alone
+    lines = [f"k{i}: {token}" for i, token in enumerate(tokens)] + [f"'{t}': v" for t in tokens]
+    text = "\n".join(line for line in lines if "\n" not in line and "\t" not in line) + "\n"
+
+    class Fresh(yaml.CSafeLoader):  # the same resolvers, nothing remembered
+        yaml_implicit_resolvers = strict_yaml.StrictLoader.yaml_implicit_resolvers
+
+    try:
+        expected = yaml.load(text, Loader=Fresh)
+    except yaml.YAMLError:
+        return  # not YAML: the reader's refusals have their own tests
+    for _ in range(2):  # the second reading answers from what the first remembered
+        try:
+            assert _typed_tree(parse_yaml(text).data) == _typed_tree(expected)
+        except GuardkitStateError:
+            return  # duplicate keys and the like: refused by the strict reader, with its own tests
+
+
+def _typed_tree(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_typed_tree(k): _typed_tree(v) for k, v in value.items()}
+    return _typed(value)

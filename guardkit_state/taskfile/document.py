@@ -185,7 +185,9 @@ class TaskFile:
         if result.method == "noop":
             return result
         for attempt in range(REAPPLY_ATTEMPTS):
-            current = fsio.read_bytes_capped(self.path)
+            # The first attempt trusts the text it was loaded from: an editor save since then is
+            # caught by the check just before the rename, and the next attempt re-reads.
+            current = self._raw if attempt == 0 else fsio.read_bytes_capped(self.path)
             if current != self._raw:
                 _CONTENDED.add(self.path)
                 # An editor saved meanwhile (perhaps in place, still writing): wait until the file

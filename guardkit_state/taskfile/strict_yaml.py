@@ -25,6 +25,10 @@ except AttributeError:  # pragma: no cover - only without libyaml
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
+#: Scalars whose resolved tags are remembered: the short ones, up to this many.
+_CACHED_SCALAR_LENGTH = 64
+_CACHED_SCALARS = 50_000
+
 #: Expanded node count above which aliases are treated as an alias bomb.
 MAX_EXPANDED_NODES = 200_000
 
@@ -36,6 +40,22 @@ class StrictLoader(_BaseLoader):  # type: ignore[misc]
         first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
         for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()  # type: ignore[attr-defined]
     }
+
+    #: Tags of plain and quoted scalars already resolved (keys and values repeat across reads).
+    _scalar_tags: ClassVar[dict[tuple[str, bool], str]] = {}
+
+    def resolve(self, kind: type, value: Any, implicit: Any) -> Any:
+        # A scalar's tag depends on its text and on whether it is plain alone: this loader has no
+        # path resolvers. The C parser asks for every scalar it reads, so the answer is remembered.
+        if kind is not yaml.ScalarNode or len(value) > _CACHED_SCALAR_LENGTH:
+            return super().resolve(kind, value, implicit)
+        key = (value, bool(implicit[0]))
+        tag = self._scalar_tags.get(key)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(self._scalar_tags) < _CACHED_SCALARS:
+                self._scalar_tags[key] = tag
+        return tag
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
