@@ -201,3 +201,43 @@ def test_a_write_after_a_write_still_refuses_a_changed_turn(
         task.apply(StateUpdate(block_scalars={"current_turn": 3}, append_turns=[turn_3]))
     assert info.value.pointer == pointer
     assert task.path.read_bytes() == before
+
+
+def test_entries_above_the_state_block_are_located_after_writes_that_read_them_as_comments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes that leave the entries above the state block out of their read-back keep their places:
+    a later write edits one of them exactly."""
+    read_back: list[str] = []
+    real = strict_yaml.parse_yaml
+    monkeypatch.setattr(splice_verify, "parse_yaml", lambda text, **kw: (read_back.append(text), real(text, **kw))[1])
+    task = _task(tmp_path)
+    for turn in (2, 3):
+        task.apply(StateUpdate(block_scalars={"current_turn": turn},
+                               append_turns=[{"turn": turn, "decision": "feedback"}]))
+    task.apply(StateUpdate(block_scalars={"current_turn": 4}, append_turns=[{"turn": 4, "decision": "approve"}],
+                           top_level={"status": "done", "priority": 2}))
+    text = task.path.read_text()
+    assert text.startswith("---\nid: TASK-V-1\ntitle: Verify   # keep me\nstatus: done\npriority: 2\n"
+                           "Jira ticket: X-12\nautobuild_state:\n  current_turn: 4\n")
+    assert TaskFile.load(task.path).data == task.data
+    assert [t["turn"] for t in task.data["autobuild_state"]["turns"]] == [1, 2, 3, 4]
+    # Turns 2 and 3 read the entries above the block as blank comments; turn 4 edits two of them.
+    assert [text.startswith("#") for text in read_back] == [True, True, False]
+
+
+@pytest.mark.parametrize(("change", "pointer"), [
+    (lambda t: t.replace("title: Verify", "title: Verified"), "$.title"),
+    (lambda t: t.replace("Jira ticket: X-12\n", "Jira ticket: X-12\nid: TASK-V-2\n"), None),  # a repeated key
+])
+def test_a_changed_entry_above_the_state_block_is_refused_after_such_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: Callable[[str], str], pointer: str | None
+) -> None:
+    task = _task(tmp_path)
+    task.apply(UPDATE)
+    before = task.path.read_bytes()
+    _corrupt(monkeypatch, change)
+    with pytest.raises(FrontmatterError) as info:
+        task.apply(StateUpdate(block_scalars={"current_turn": 3}, append_turns=[{"turn": 3, "decision": "x"}]))
+    assert pointer is None or info.value.pointer == pointer
+    assert task.path.read_bytes() == before

@@ -13,16 +13,19 @@ when the old text has no alias (nothing in it is reached twice) the recorded tur
 what is read back (all of them when new turns follow, else all but the last): every byte outside
 the edited spans is shown identical first, the left-out lines are whole items of a block sequence
 that no edit touches (such items read the same without the ones before them), and the rest of the
-frontmatter must read as the intent without them. The node tree of that reading, its marks moved
-to where they are in the new text, is what the next write locates its keys from, so a loop parses
-a task file in full once, when it reads it. Whatever that shortcut cannot confirm is read back in
-full.
+frontmatter must read as the intent without them. The top-level entries above the state block,
+when no edit falls among them, are read back as blank comment lines of the same lengths (a block
+mapping's entries read the same without their neighbours; none may repeat their keys). The node
+tree of that reading, its marks moved to where they are in the new text, is what the next write
+locates its keys from, so a loop parses a task file in full once, when it reads it. Whatever that
+shortcut cannot confirm is read back in full.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any
@@ -110,16 +113,74 @@ def _verify_pruned(old: ParsedFrontmatter, new_text: str, update: StateUpdate, e
     lo = hi = left_out = 0
     if cut is not None:
         lo, hi, left_out = _moved(cut[0], edits), _moved(cut[1], edits, before_inserts=True), cut[2]
+    head = _head(old, edits)
+    text = fm[:lo] + fm[hi:]
+    if head is not None:  # the untouched entries above the state block, read as blank comment lines
+        text = _blanked(text[:head.end]) + text[head.end:]
     try:
-        pruned = parse_yaml(fm[:lo] + fm[hi:], path=path)
+        pruned = parse_yaml(text, path=path)
     except GuardkitStateError:
         return None
     expected = expected_data(old, update)
-    if not isinstance(pruned.node, yaml.MappingNode) or pruned.aliased or \
-            first_difference(_less_turns(old, expected, left_out), pruned.data) is not None:
+    wanted: dict[str, Any] | None = _less_turns(old, expected, left_out)
+    if head is not None and wanted is not None:
+        wanted = head.without(wanted, old, pruned.data)
+    if wanted is None or not isinstance(pruned.node, yaml.MappingNode) or pruned.aliased or \
+            first_difference(wanted, pruned.data) is not None:
         return None
     node = _located(old, pruned.node, fm, lo, hi)
+    if node is not None and head is not None:
+        node.value[0:0] = head.pairs  # their marks stand: no edit comes before them
+        node.start_mark = root.start_mark
     return None if node is None else ParsedFrontmatter(expected, split, node)
+
+
+@dataclass(frozen=True)
+class _Head:
+    """The top-level entries above the state block, when no edit falls among them: they are read
+    back as blank comment lines of the same lengths (every offset after them stays where it is)."""
+
+    end: int  # where the state block's key line starts (the same in the old and the new text)
+    keys: frozenset[str]
+    pairs: list[tuple[yaml.Node, yaml.Node]]
+
+    def without(self, wanted: dict[str, Any], old: ParsedFrontmatter, read: Any) -> dict[str, Any] | None:
+        """``wanted`` less these entries, or None when the update changes one of them or the rest of
+        the text repeats one of their keys (which only a full read can judge)."""
+        if not isinstance(read, dict) or any(key in self.keys for key in read):
+            return None
+        if any(wanted.get(key, _ABSENT) is not old.data[key] and
+               first_difference(wanted.get(key, _ABSENT), old.data[key]) is not None for key in self.keys):
+            return None
+        return {key: value for key, value in wanted.items() if key not in self.keys}
+
+
+def _head(old: ParsedFrontmatter, edits: Edits) -> _Head | None:
+    """The :class:`_Head` of ``old`` for these edits, else None (keys not plain strings at column 0,
+    a merge key, an edit above the state block)."""
+    root, key = old.node, old.state_key
+    if not isinstance(root, yaml.MappingNode) or root.flow_style or key is None or len(root.value) != len(old.data):
+        return None
+    index = next((i for i, (k, _) in enumerate(root.value) if isinstance(k, yaml.ScalarNode) and k.value == key), 0)
+    pairs = root.value[:index]
+    names = list(old.data)[:index]
+    if not pairs or any(not isinstance(k, yaml.ScalarNode) or k.tag == MERGE_TAG or k.start_mark.column != 0 or
+                        k.value != name for (k, _), name in zip(pairs, names, strict=True)):
+        return None
+    end = root.value[index][0].start_mark.index
+    fm = old.split.yaml_text
+    if root.value[index][0].start_mark.column != 0 or any(start < end for start, _, _, _ in edits.items):
+        return None
+    return _Head(end, frozenset(names), list(pairs)) if fm[:end].endswith("\n") else None
+
+
+# A line's text, up to any character YAML reads as a line break.
+_LINE_TEXT = re.compile("[^\r\n\x85\u2028\u2029]+")
+
+
+def _blanked(text: str) -> str:
+    """``text`` as comment lines of the same lengths and breaks: it reads as nothing at all."""
+    return _LINE_TEXT.sub(lambda line: "#" + " " * (len(line.group()) - 1), text)
 
 
 def _history_cut(old: ParsedFrontmatter, edits: Edits) -> tuple[int, int, int] | None:
