@@ -166,3 +166,21 @@ def test_json_output_escapes_bidi(char: str, tmp_path: Path) -> None:
     sink = Sink()
     Output(sink, sink, colour=False, json_mode=True).json({"v": f"a{char}b"})  # type: ignore[arg-type]
     assert char not in sink.text and json.loads(sink.text) == {"v": f"a{char}b"}
+
+
+@pytest.mark.parametrize("data", [
+    [{"task_id": "TASK-1", "verified": 3, "total": 4, "resolved": None, "notes": ["é", "\u2028", "\x7f"]}],
+    {"nan": float("nan"), "inf": float("-inf")},  # JSON cannot hold these: the standard library writes them
+    {"path": Path("tasks/x.md"), "set": {1}},  # not JSON: written as str(), as ever
+    {1: "int key", False: "bool key", None: "null key", 2.5: "float key", "nested": [[], {}, [1.5, -0.0]]},
+])
+def test_json_output_is_the_standard_librarys_text(data: object) -> None:
+    """--json output takes a faster writer for plain data; the text must stay what it always was."""
+    import io
+
+    from guardkit_state.cli.output import Output
+
+    stream = io.StringIO()
+    Output(stream, io.StringIO(), False, True).json(data)
+    expected = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    assert stream.getvalue() == expected.replace("\u2028", "\\u2028").replace("\x7f", "\\u007f") + "\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import copy
 import json
 import os
 from collections.abc import Iterator
@@ -67,7 +68,11 @@ class TaskSummary:
     resolved: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Built directly: asdict's deep copy of every field was most of a cached status's output time.
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        if self.resolved is not None:
+            data["resolved"] = copy.deepcopy(self.resolved)
+        return data
 
 
 def summarise(task: TaskFile, *, relpath: str, in_worktree: bool = False) -> TaskSummary | None:
