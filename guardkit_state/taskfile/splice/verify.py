@@ -12,10 +12,11 @@ Reading back the whole frontmatter costs as much as the rest of a turn on a long
 when the old text has no alias (nothing in it is reached twice) the recorded turns are left out of
 what is read back (all of them when new turns follow, else all but the last): every byte outside
 the edited spans is shown identical first, the left-out lines are whole items of a block sequence
-that no edit touches (such items read the same without the ones before them), and the rest of the
-frontmatter must read as the intent without them. The top-level entries above the state block,
-when no edit falls among them, are read back as blank comment lines of the same lengths (a block
-mapping's entries read the same without their neighbours; none may repeat their keys). The node
+that no edit touches (such items read the same without the ones before them, when the text after
+them opens an item at their dash's column), and the rest of the frontmatter must read as the intent
+without them. The top-level entries above the state block, when no edit falls among them, are read
+back as blank comment lines of the same lengths (a block mapping's entries read the same without
+their neighbours when a key at column 0 follows them at once; none may repeat their keys). The node
 tree of that reading, its marks moved to where they are in the new text, is what the next write
 locates its keys from, so a loop parses a task file in full once, when it reads it. Whatever that
 shortcut cannot confirm is read back in full.
@@ -126,6 +127,7 @@ def _verify_pruned(old: ParsedFrontmatter, new_text: str, update: StateUpdate, e
     if head is not None and wanted is not None:
         wanted = head.without(wanted, old, pruned.data)
     if wanted is None or not isinstance(pruned.node, yaml.MappingNode) or pruned.aliased or \
+            (head is not None and not head.followed_by(pruned.node)) or \
             first_difference(wanted, pruned.data) is not None:
         return None
     node = _located(old, pruned.node, fm, lo, hi)
@@ -153,6 +155,12 @@ class _Head:
                first_difference(wanted.get(key, _ABSENT), old.data[key]) is not None for key in self.keys):
             return None
         return {key: value for key, value in wanted.items() if key not in self.keys}
+
+    def followed_by(self, root: yaml.MappingNode) -> bool:
+        """True when the text read after these entries opens with a key at column 0 right where they
+        end: only then do they read as before (a line indented under the last of them, or a blank
+        line after its '|+' scalar, would become part of its value in a full read)."""
+        return not root.flow_style and bool(root.value) and root.value[0][0].start_mark.index == self.end
 
 
 def _head(old: ParsedFrontmatter, edits: Edits) -> _Head | None:
@@ -199,6 +207,13 @@ def _history_cut(old: ParsedFrontmatter, edits: Edits) -> tuple[int, int, int] |
     # Counted in the data: a tree located by the last write holds only the turns it read.
     recorded = len(old.data[old.state_key]["turns"]) if old.state_key is not None else 0
     if recorded and any(start == end == span[1] and text for start, end, _, text in edits.items):
+        # The left-out turns read as before only when what follows them opens an item at their
+        # dash's column: a line indented more would continue the last of them in a full read, and
+        # a blank line would lengthen its '|+' scalar.
+        following = "".join(text for start, end, _, text in sorted(edits.items) if start == end == span[1])
+        dash = fm[lo:turns.start_mark.index] + "-"
+        if not (following.startswith(dash) and following[len(dash):len(dash) + 1] in (" ", "\r", "\n")):
+            return None
         return lo, span[1], recorded
     last = turns.value[-1].start_mark.index
     hi = fm.rfind("\n", 0, last) + 1
