@@ -239,6 +239,13 @@ def cli_argv(project: FeatureProject, *extra: str) -> list[str]:
             "--player", agent_command("player.py"), "--coach", agent_command("coach.py"), *extra]
 
 
+def run_cli(project: FeatureProject, *extra: str) -> subprocess.CompletedProcess[str]:
+    """The CLI run to its end (see :func:`start_cli`), its output captured."""
+    proc = start_cli(project, *extra)
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def start_cli(project: FeatureProject, *extra: str, crash_at: str | None = None) -> subprocess.Popen[str]:
     """The CLI in a session of its own (as a terminal would run it), its output piped."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GUARDKIT_", "FEATURE_"))}

@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from .feature_support import FeatureProject, TaskSpec, cli_argv, make_feature, start_cli
+from .feature_support import FeatureProject, TaskSpec, cli_argv, make_feature, run_cli
 
 T1, T2, T3 = "TASK-FB-001", "TASK-FB-002", "TASK-FB-003"
 
@@ -17,15 +17,9 @@ def _project(tmp_path: Path) -> FeatureProject:
     return make_feature(tmp_path, [TaskSpec(T1, approve_at=2), TaskSpec(T2), TaskSpec(T3, [T1, T2])], None)
 
 
-def _run(project: FeatureProject, *extra: str) -> subprocess.CompletedProcess[str]:
-    proc = start_cli(project, *extra)
-    out, err = proc.communicate(timeout=120)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-
-
 def test_progress_is_prefixed_by_task_and_the_result_lists_every_task(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    run = _run(project, "--max-parallel", "2")
+    run = run_cli(project, "--max-parallel", "2")
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines()[0] == "FEAT-FB: completed — every wave merged into autobuild/FEAT-FB"
     rows = [line.split() for line in run.stdout.splitlines()[1:4]]
@@ -67,21 +61,21 @@ def _env(project: FeatureProject) -> dict[str, str]:
 
 def test_task_only_options_and_a_second_fresh_start_are_usage_errors(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    run = _run(project, "--no-worktree")
+    run = run_cli(project, "--no-worktree")
     assert run.returncode == 2 and "--no-worktree applies to one task's loop" in run.stderr
-    assert _run(project, "--resume").returncode == 2
-    assert _run(project).returncode == 0
-    again = _run(project)
+    assert run_cli(project, "--resume").returncode == 2
+    assert run_cli(project).returncode == 0
+    again = run_cli(project)
     assert again.returncode == 2 and "already started" in again.stderr and "--resume" in again.stderr
 
 
 def test_a_plan_the_run_cannot_write_is_refused_before_anything_is_made(tmp_path: Path) -> None:
     project = _project(tmp_path)
     project.plan_path.chmod(0o444)  # as a copy from a read-only checkout leaves it
-    run = _run(project)
+    run = run_cli(project)
     assert run.returncode == 2 and "read-only" in run.stderr and project.plan_path.name in run.stderr
     branches = subprocess.run(["git", "branch", "--list", "autobuild/*"], cwd=project.root, capture_output=True,
                               text=True, check=True).stdout
     assert branches == "" and not (project.root / ".guardkit" / "worktrees").exists()
     project.plan_path.chmod(0o644)
-    assert _run(project).returncode == 0
+    assert run_cli(project).returncode == 0

@@ -4,7 +4,6 @@ told about their checkout, and what the run leaves, must be what they were when 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 from .feature_support import (
@@ -13,7 +12,7 @@ from .feature_support import (
     TaskSpec,
     git,
     make_feature,
-    start_cli,
+    run_cli,
     task_rel,
 )
 
@@ -25,15 +24,9 @@ def _project(tmp_path: Path) -> FeatureProject:
     return make_feature(tmp_path, [TaskSpec(T1), TaskSpec(T2), TaskSpec(T3, [T1, T2])], None)
 
 
-def _run(project: FeatureProject, *extra: str) -> subprocess.CompletedProcess[str]:
-    proc = start_cli(project, *extra)
-    out, err = proc.communicate(timeout=120)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-
-
 def test_the_live_report_written_in_a_clean_checkout_does_not_make_it_uncommitted(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    run = _run(project, "--report", "report.html")
+    run = run_cli(project, "--report", "report.html")
     assert run.returncode == 0, run.stderr
     assert (project.root / "report.html").is_file()
     assert DIRTY not in run.stderr  # the page is the run's own file, written after the run started
@@ -42,7 +35,7 @@ def test_the_live_report_written_in_a_clean_checkout_does_not_make_it_uncommitte
 def test_a_dirty_checkout_is_still_said_once(tmp_path: Path) -> None:
     project = _project(tmp_path)
     (project.root / "README.md").write_text("# edited by the user\n")
-    run = _run(project, "--json")
+    run = run_cli(project, "--json")
     assert run.returncode == 0, run.stderr
     notes = json.loads(run.stdout)["notes"]
     assert [note for note in notes if DIRTY in note] == [
@@ -52,7 +45,7 @@ def test_a_dirty_checkout_is_still_said_once(tmp_path: Path) -> None:
 def test_a_detached_head_is_said_once(tmp_path: Path) -> None:
     project = _project(tmp_path)
     git(project.root, "checkout", "-q", "--detach", "HEAD")
-    run = _run(project, "--json")
+    run = run_cli(project, "--json")
     assert run.returncode == 0, run.stderr
     notes = json.loads(run.stdout)["notes"]
     assert len([note for note in notes if "HEAD is detached" in note]) == 1, notes
@@ -64,7 +57,7 @@ def test_a_run_with_nothing_to_run_or_merge_still_leaves_its_worktree(tmp_path: 
         path = project.root / task_rel(task_id)
         path.write_text(path.read_text().replace("status: backlog", "status: completed"))
     git(project.root, "commit", "-qam", "tasks done by hand")
-    run = _run(project)
+    run = run_cli(project)
     assert run.returncode == 0, run.stderr
     assert f"branch {FEATURE_BRANCH} in {project.feature_worktree}" in run.stdout
     assert project.feature_worktree.is_dir()
@@ -77,7 +70,7 @@ def test_something_at_the_worktree_path_is_refused_before_any_task_runs(tmp_path
     leftover.mkdir(parents=True)
     (leftover / "notes.txt").write_text("kept from an earlier try\n")
     plan_before = project.plan_path.read_bytes()
-    run = _run(project)
+    run = run_cli(project)
     assert run.returncode != 0
     assert "already exists" in run.stderr and "started" not in run.stderr
     assert project.invocations() == []  # no agent ran
@@ -85,5 +78,5 @@ def test_something_at_the_worktree_path_is_refused_before_any_task_runs(tmp_path
     assert git(project.root, "branch", "--list", FEATURE_BRANCH).strip() == ""  # nothing made: start again
     (leftover / "notes.txt").unlink()
     leftover.rmdir()
-    again = _run(project)
+    again = run_cli(project)
     assert again.returncode == 0, again.stderr
