@@ -7,7 +7,9 @@ and the feature run's event types (only ``feature-build`` needs them, when it ru
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from guardkit_state.cli.output import Output, safe
@@ -63,12 +65,20 @@ class ReportEvents:
 
         if self.path is None:
             return
-        try:
-            write_report(self.repo, self.task_id, self.path, running_turn=running_turn)
-        except (GuardkitStateError, OSError) as exc:
-            if not self._warned:
-                self._warned = True
-                self.out.note(f"  note: report {safe(self.path)} not written: {safe(exc)}")
+        self._warned = _write_page(partial(write_report, self.repo, self.task_id, self.path,
+                                           running_turn=running_turn), self.out, self.path, self._warned, "  ")
+
+
+def _write_page(write: Callable[[], object], out: Output, path: Path, warned: bool, indent: str = "") -> bool:
+    """Write the page; a page that cannot be written never stops the run, and is said once.
+    Returns whether that has been said."""
+    try:
+        write()
+    except (GuardkitStateError, OSError) as exc:
+        if not warned:
+            out.note(f"{indent}note: report {safe(path)} not written: {safe(exc)}")
+        return True
+    return warned
 
 
 def report_events(inner: EventSink, out: Output, args: argparse.Namespace) -> ReportEvents:
@@ -130,12 +140,8 @@ class FeatureReportEvents:
 
         if self.path is None:
             return
-        try:
-            write_feature_report(self.repo, self.feature, self.path, running=dict(self.running))
-        except (GuardkitStateError, OSError) as exc:
-            if not self._warned:
-                self._warned = True
-                self.out.note(f"note: report {safe(self.path)} not written: {safe(exc)}")
+        self._warned = _write_page(partial(write_feature_report, self.repo, self.feature, self.path,
+                                           running=dict(self.running)), self.out, self.path, self._warned)
 
 
 def feature_report_events(inner: FeatureEventSink, out: Output, args: argparse.Namespace) -> FeatureReportEvents:

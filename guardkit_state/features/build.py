@@ -214,26 +214,22 @@ class _FeatureRun:
             self.note(f"removed {len(removed)} temp file(s) an interrupted plan write left")
         manager = WorktreeManager(self.git)
         if self.options.resume:
-            worktree = self._use(manager.create(self.feature_id, self.options.base_branch))
-            branches = [branch_for(task.task_id) for task in self.result.tasks]
-            for text in recover_interrupted_merge(self._feature_worktree(), lambda: branches):
-                self.note(text)
+            worktree = manager.create(self.feature_id, self.options.base_branch)
+            self._feature_repo = worktree.repo()
         else:
             # Only the branch now: the tasks start from it, and its worktree is checked out while they
             # do (see _feature_worktree). A run killed in between is resumed like any other.
             worktree = self._unchecked = manager.create_branch(self.feature_id, self.options.base_branch)
-            for text in worktree.notes:
+        for text in worktree.notes:
+            self.note(text)
+        if self.options.resume:
+            branches = [branch_for(task.task_id) for task in self.result.tasks]
+            for text in recover_interrupted_merge(self._feature_worktree(), lambda: branches):
                 self.note(text)
         self.result.worktree = worktree.path
         self.fgit = FeatureGit(self.git, self.root, self.branch, worktree.path, worktrees_dir(manager.root))
         self.emit(FeatureStarted(self.feature_id, self.branch, worktree.path, self.waves.groups,
                                  self.pool.max_parallel, self.options.resume))
-
-    def _use(self, worktree: Worktree) -> Worktree:
-        for text in worktree.notes:
-            self.note(text)
-        self._feature_repo = worktree.repo()
-        return worktree
 
     def _feature_worktree(self) -> GitRepo:
         """The feature worktree, checked out on first need in a fresh run."""

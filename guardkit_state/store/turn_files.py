@@ -135,11 +135,9 @@ class TurnStore:
         return path
 
     def _remember(self, path: Path, canonical: str) -> None:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return
-        self._cache[path] = ((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns), canonical)
+        identity = _identity(path)
+        if identity is not None:
+            self._cache[path] = (identity, canonical)
 
     def read(self, kind: str, turn: int) -> dict[str, Any] | None:
         """The validated, normalised record, or ``None`` when the file does not exist.
