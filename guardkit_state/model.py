@@ -7,6 +7,7 @@ fields that producers add are kept in ``extra`` and written back unchanged.
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 from dataclasses import dataclass, field
@@ -53,6 +54,16 @@ def text_hash(text: str) -> str:
 
 def _pop_known(data: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in names}
+
+
+def _copied(value: Any) -> Any:
+    """A mapping of a record's list as a dict of its own (its values are JSON scalars), else a deep copy."""
+    if isinstance(value, dict) and all(type(v) in _SCALARS for v in value.values()):
+        return dict(value)
+    return copy.deepcopy(value)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 @dataclass(frozen=True)
@@ -347,14 +358,17 @@ class TurnState:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TurnState:
+        # Nothing mutable is shared with ``data``: it may be a record the store keeps (TurnStore.peek).
         known = {name: data[name] for name in cls._FIELDS if name in data}
-        for name in ("blockers_found", "files_modified", "lessons_from_turn", "gate_results"):
+        for name in ("blockers_found", "files_modified", "lessons_from_turn"):
             known[name] = list(known.get(name) or [])
-        for name in ("acceptance_criteria_status", "criteria_provenance"):
-            known[name] = dict(known.get(name) or {})
+        known["gate_results"] = [_copied(g) for g in known.get("gate_results") or []]
+        known["acceptance_criteria_status"] = dict(known.get("acceptance_criteria_status") or {})
+        known["criteria_provenance"] = {k: _copied(v) for k, v in (known.get("criteria_provenance") or {}).items()}
         known.setdefault("progress_summary", "")
         known["verified_count"] = int(known.get("verified_count") or 0)
-        return cls(**known, extra=_pop_known(data, (*cls._FIELDS, "schema_version")))
+        extra = _pop_known(data, (*cls._FIELDS, "schema_version"))
+        return cls(**known, extra=copy.deepcopy(extra) if extra else extra)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"schema_version": SCHEMA_VERSION}

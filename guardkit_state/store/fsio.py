@@ -47,13 +47,13 @@ def crash_point(name: str) -> None:
     """Test-only hook: SIGKILL this process when ``GUARDKIT_STATE_CRASH_AT`` names this point.
 
     The variable holds ``name`` or ``name:N`` (die at the N-th time the point is reached, 1-based).
-    The reliability harness uses it to kill the loop inside each write step. Costs one dict lookup
-    when unset.
+    The reliability harness sets it for the process it starts, so it is read once, on import: a
+    write passes a dozen of these points, and an environment lookup each was a measurable part
+    of recording a turn.
     """
-    spec = os.environ.get("GUARDKIT_STATE_CRASH_AT")
-    if not spec:
+    if not _CRASH_AT:
         return
-    target, _, count = spec.partition(":")
+    target, _, count = _CRASH_AT.partition(":")
     if target != name:
         return
     seen = _CRASH_COUNTS.get(name, 0) + 1
@@ -62,10 +62,11 @@ def crash_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+_CRASH_AT = os.environ.get("GUARDKIT_STATE_CRASH_AT")
 _CRASH_COUNTS: dict[str, int] = {}
 
 
-def fsync_directory(directory: Path) -> None:
+def fsync_directory(directory: Path | str) -> None:
     """fsync a directory so a rename inside it survives power loss."""
     fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
@@ -85,19 +86,23 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None,
     or group could not be kept, a symlink leaving its checkout. A symlink inside it is written
     through: the target is replaced (the temp file sits beside it) and the link stays a link.
 
-    Mode, owner and group are kept; a new file gets ``mode`` or 0644 less the umask. OS errors
+    Mode, owner and group are kept; a new file gets ``mode``, or 0644 less the umask. OS errors
     (ENOSPC, EROFS, EACCES ...) raise :class:`GuardkitStateError` with the path after the temp
     file is removed, so the original is untouched. ``precondition`` is called after the fsync,
     just before the rename: when it returns False the temp file is removed, nothing is replaced
     and False is returned (the caller re-reads and retries; this keeps the window for a
     concurrent editor save to microseconds, not an fsync).
     """
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)
     target, existing = _prepare(path, len(data), limit, check_folder=False)
-    if mode is None:
-        mode = stat.S_IMODE(existing.st_mode) if existing is not None else _new_file_mode()
-    directory = target.parent
-    tmp = directory / f"{TEMP_PREFIX}{target.name}.{os.getpid()}.{time.monotonic_ns()}"
+    if mode is None and existing is not None:
+        mode = stat.S_IMODE(existing.st_mode)
+    # Plain strings from here on: the names go to half a dozen system calls, and a Path is turned
+    # back into a string for each (a measurable share of writing a small file).
+    target_name = os.fspath(target)
+    directory, name = os.path.split(target_name)
+    directory = directory or "."
+    tmp = os.path.join(directory, f"{TEMP_PREFIX}{name}.{os.getpid()}.{time.monotonic_ns()}")
     try:
         try:
             _write_temp(tmp, data, mode, existing, target)
@@ -111,7 +116,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None,
         if precondition is not None and not precondition():
             os.unlink(tmp)
             return False
-        os.replace(tmp, target)
+        os.replace(tmp, target_name)
         crash_point("write.after_replace")
         fsync_directory(directory)
     except OSError as exc:
@@ -123,8 +128,10 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None,
     return True
 
 
-def _write_temp(tmp: Path, data: bytes, mode: int, existing: os.stat_result | None, target: Path) -> None:
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+def _write_temp(tmp: str, data: bytes, mode: int | None, existing: os.stat_result | None, target: Path) -> None:
+    """Write and fsync the temp file; ``mode`` None: a new file's, 0644 less the umask (as the kernel
+    applies it when the file is created: no umask call, which would race other threads' files)."""
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644 if mode is None else 0o600)
     try:
         crash_point("write.temp_open")
         view = memoryview(data)
@@ -133,22 +140,17 @@ def _write_temp(tmp: Path, data: bytes, mode: int, existing: os.stat_result | No
             view = view[written:]
         if existing is not None:
             _keep_owner(fd, existing, target)  # before fchmod: a chown may clear set-id bits
-        os.fchmod(fd, mode)
+        if mode is not None:
+            os.fchmod(fd, mode)
         crash_point("write.before_fsync")
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
-def _discard(tmp: Path) -> None:
+def _discard(tmp: str) -> None:
     with contextlib.suppress(OSError):
         os.unlink(tmp)
-
-
-def _new_file_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o644 & ~umask
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int | None = None,
@@ -384,7 +386,7 @@ def read_bytes_capped(path: Path, *, limit: int = MAX_FILE_BYTES) -> bytes:
     A FIFO, socket or device is refused (:class:`NotRegularFileError`) without a blocking open:
     a FIFO named like a task file must not hang a command.
     """
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)
     fd, size = _open_regular(path)
     try:
         if size > limit:

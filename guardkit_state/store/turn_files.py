@@ -145,7 +145,9 @@ class TurnStore:
         Served from memory while the file is unchanged since this store last validated it.
         """
         path = self.path(kind, turn)
-        identity = _identity(path)
+        return self._read(kind, path, _identity(path))
+
+    def _read(self, kind: str, path: Path, identity: tuple[int, int, int, int] | None) -> dict[str, Any] | None:
         if identity is None:
             return None
         hit = self._cache.get(path)
@@ -163,7 +165,7 @@ class TurnStore:
         seen = self._peeked.get(path)
         if identity is not None and seen is not None and seen[0] == identity:
             return seen[1]
-        data = self.read(kind, turn)
+        data = self._read(kind, path, identity)  # the file just looked at: not stat'ed twice
         if data is not None and identity is not None:
             self._peeked[path] = (identity, data)
         return data

@@ -103,9 +103,11 @@ class TaskHistory:
     def _turn_state(self, number: int) -> TurnState | None:
         if number < 1:
             return None
-        state = self.store.read_turn_state(number) if self.store is not None else None
-        if state is not None:
-            return state
+        # Looked at in place: the stall window of the next turns looks at the same record again,
+        # and a record is decoded once instead of once for each (from_dict copies what it keeps).
+        record = self.store.peek("turn_state", number) if self.store is not None else None
+        if record is not None:
+            return TurnState.from_dict(dict(record))
         turns = self.task.state.turns if self.task.state else []
         # Entries are normally numbered 1..n (a hand-edited gap is refused before any write).
         entry = turns[number - 1] if number <= len(turns) else None
