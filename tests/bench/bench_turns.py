@@ -5,7 +5,9 @@ thing), then:
 
 * **record** — ``repeat`` more turns through one long-lived :class:`TurnLifecycle`, as a loop uses it
   (``begin_turn``, ``record_player``, ``record_coach``, ``complete_turn``: validate, write the three
-  JSON files and splice the frontmatter, all atomic with fsync). Interleaved with each turn:
+  JSON files and splice the frontmatter, all atomic with fsync). The reports are the agents' output:
+  they are built before the clock starts. The history lengths take turns, record by record, so the
+  rows (and "200 prior turns vs 1") are measured under the same conditions. Interleaved with each turn:
   the **floor** (the same four files' bytes written with temp + fsync + replace + directory fsync,
   nothing parsed or validated) and a **LangGraph step** (``put_writes`` + ``put`` of a checkpoint
   holding the same state, in a database holding the same history). Twice: with Player reports that
@@ -79,18 +81,24 @@ class History:
             del report["completion_promises"]
         return report
 
-    def record(self) -> None:
-        """One turn, as a loop records it."""
+    def reports(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The next turn's Player report and Coach decision, as the agents hand them over."""
+        number = self.lifecycle.recorded_turns + 1
+        return self.player(number), coach_decision(number)
+
+    def record(self, reports: tuple[dict[str, Any], dict[str, Any]] | None = None) -> None:
+        """One turn, as a loop records it (``reports``: the agents' output, built beforehand)."""
+        player, coach = reports or self.reports()
         lifecycle = self.lifecycle
-        active = lifecycle.begin_turn()
-        lifecycle.record_player(self.player(active.number))
-        lifecycle.record_coach(coach_decision(active.number))
+        lifecycle.begin_turn()
+        lifecycle.record_player(player)
+        lifecycle.record_coach(coach)
         lifecycle.complete_turn()
 
-    def record_turn(self) -> int:
+    def record_turn(self, reports: tuple[dict[str, Any], dict[str, Any]] | None = None) -> int:
         """One turn through the public ``record_turn`` (a fresh view of the task each time); its number."""
-        number = record_turn(self.root, TASK_ID, self.player(self.next_number), coach_decision(self.next_number),
-                             max_turns=100_000).turn_state.turn_number
+        player, coach = reports or (self.player(self.next_number), coach_decision(self.next_number))
+        number = record_turn(self.root, TASK_ID, player, coach, max_turns=100_000).turn_state.turn_number
         self.next_number = number + 1
         return number
 
@@ -157,41 +165,50 @@ def run(*, record_at: tuple[int, ...] = RECORD_AT, resume_at: tuple[int, ...] = 
             finally:
                 history.close()
         for promises in (True, False):
-            sizes = set(record_at) | (set(resume_at) if promises else set())
-            for turns in sorted(sizes):
-                history = History(Path(tmp) / f"h{turns}-{promises}", turns, langgraph=use_peer, promises=promises)
-                try:
-                    if promises and turns in resume_at:
-                        result["resume"].append(_resume_case(history, turns, repeat))
-                    if turns in record_at:
-                        result["record" if promises else "record_no_promises"].append(
-                            _record_case(history, turns, repeat))
-                    if turns in record_turn_at:  # last: it leaves the history's lifecycle behind the file
-                        result["record_turn"].append(_record_turn_case(history, turns, repeat))
-                finally:
+            sizes = sorted(set(record_at) | (set(resume_at) if promises else set()))
+            histories = {}
+            try:
+                for turns in sizes:
+                    histories[turns] = History(Path(tmp) / f"h{turns}-{promises}", turns, langgraph=use_peer,
+                                               promises=promises)
+                if promises:
+                    result["resume"] = [_resume_case(histories[turns], turns, repeat) for turns in sizes
+                                        if turns in resume_at]
+                result["record" if promises else "record_no_promises"] = _record_cases(
+                    {turns: histories[turns] for turns in sizes if turns in record_at}, repeat)
+                # Last: it leaves each history's lifecycle behind its task file.
+                result["record_turn"] += [_record_turn_case(histories[turns], turns, repeat) for turns in sizes
+                                          if turns in record_turn_at]
+            finally:
+                for history in histories.values():
                     history.close()
     return result
 
 
-def _record_case(history: History, turns: int, repeat: int) -> dict[str, Any]:
-    ours: list[float] = []
-    floor: list[float] = []
-    peer: list[float] = []
+def _record_cases(histories: dict[int, History], repeat: int) -> list[dict[str, Any]]:
+    """One row per history length; the lengths take turns, record by record (in a rotating order),
+    so that a machine slowing down or speeding up during the run weighs on every row alike."""
+    samples: dict[int, tuple[list[float], list[float], list[float]]] = {n: ([], [], []) for n in histories}
+    order = list(histories)
     for i in range(WARMUP + repeat):
-        sample = timed_ms(history.record)
-        number = history.lifecycle.recorded_turns
-        floor_sample = history.floor(number)
-        peer_sample = None
-        if history.peer is not None:
-            content = history.turn_content(number)  # building the dicts is not LangGraph's cost
-            peer_sample = timed_ms(lambda: history.peer.run_step(content))
-        if i < WARMUP:
-            continue
-        ours.append(sample)
-        floor.append(floor_sample)
-        if peer_sample is not None:
-            peer.append(peer_sample)
-    return _row({"prior_turns": turns}, ours, floor, peer)
+        for turns in order[i % len(order):] + order[:i % len(order)]:
+            history = histories[turns]
+            reports = history.reports()  # the agents' output: made before the clock starts, as in a loop
+            sample = timed_ms(lambda: history.record(reports))
+            number = history.lifecycle.recorded_turns
+            floor_sample = history.floor(number)
+            peer_sample = None
+            if history.peer is not None:
+                content = history.turn_content(number)  # building the dicts is not LangGraph's cost
+                peer_sample = timed_ms(lambda: history.peer.run_step(content))
+            if i < WARMUP:
+                continue
+            ours, floor, peer = samples[turns]
+            ours.append(sample)
+            floor.append(floor_sample)
+            if peer_sample is not None:
+                peer.append(peer_sample)
+    return [_row({"prior_turns": turns}, *samples[turns]) for turns in histories]
 
 
 def _record_turn_case(history: History, turns: int, repeat: int) -> dict[str, Any]:
@@ -201,7 +218,8 @@ def _record_turn_case(history: History, turns: int, repeat: int) -> dict[str, An
     history.next_number = history.lifecycle.recorded_turns + 1
     for i in range(WARMUP + repeat):
         numbers: list[int] = []
-        sample = timed_ms(lambda: numbers.append(history.record_turn()))
+        reports = history.player(history.next_number), coach_decision(history.next_number)
+        sample = timed_ms(lambda: numbers.append(history.record_turn(reports)))
         floor_sample = history.floor(numbers[0])
         if i >= WARMUP:
             ours.append(sample)
