@@ -131,10 +131,29 @@ def entries_of(fm: str, node: yaml.MappingNode, lo: int, hi: int) -> list[Entry]
         if own and (isinstance(value_node, yaml.ScalarNode) or getattr(value_node, "flow_style", False)):
             # A quoted scalar may continue on lines that look like comments: its end mark is exact.
             end = max(end, _line_end_at(fm, value_node.end_mark.index, stop))
+        elif own:
+            kept = _last_kept_scalar(fm, value_node)
+            if kept is not None:
+                # The blank lines a '|+' scalar ends with are its text: what follows goes after them.
+                end = max(end, _line_end_at(fm, kept.end_mark.index, stop))
         key = key_node.value if isinstance(key_node, yaml.ScalarNode) and key_node.tag == _STR_TAG else None
         entries.append(Entry(key, start, pos, colon, line_end, end, column, value_node if own else None,
                              merge=key_node.tag == MERGE_TAG))
     return entries
+
+
+def _last_kept_scalar(fm: str, node: yaml.Node) -> yaml.ScalarNode | None:
+    """The block collection ``node``'s last scalar when it is a block scalar that keeps its final
+    line breaks (``|+``, ``>2+`` ...), else None."""
+    while isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.value and not node.flow_style:
+        last = node.value[-1]
+        node = last[1] if isinstance(node, yaml.MappingNode) else last
+    if not isinstance(node, yaml.ScalarNode) or node.style not in ("|", ">"):
+        return None
+    start = node.start_mark.index
+    newline = fm.find("\n", start)
+    header = fm[start : newline if newline >= 0 else len(fm)].split("#", 1)[0]
+    return node if "+" in header else None
 
 
 def by_key(entries: list[Entry]) -> dict[str, Entry]:
