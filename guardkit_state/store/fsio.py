@@ -47,13 +47,13 @@ def crash_point(name: str) -> None:
     """Test-only hook: SIGKILL this process when ``GUARDKIT_STATE_CRASH_AT`` names this point.
 
     The variable holds ``name`` or ``name:N`` (die at the N-th time the point is reached, 1-based).
-    The reliability harness sets it for the process it starts, so it is read once, on import: a
-    write passes a dozen of these points, and an environment lookup each was a measurable part
-    of recording a turn.
+    The reliability harness uses it to kill the loop inside each write step. Read at each point
+    (a test may remove it after the package is imported); one lookup when unset.
     """
-    if not _CRASH_AT:
+    spec = os.environ.get("GUARDKIT_STATE_CRASH_AT")
+    if not spec:
         return
-    target, _, count = _CRASH_AT.partition(":")
+    target, _, count = spec.partition(":")
     if target != name:
         return
     seen = _CRASH_COUNTS.get(name, 0) + 1
@@ -62,7 +62,6 @@ def crash_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-_CRASH_AT = os.environ.get("GUARDKIT_STATE_CRASH_AT")
 _CRASH_COUNTS: dict[str, int] = {}
 
 
@@ -86,7 +85,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None,
     or group could not be kept, a symlink leaving its checkout. A symlink inside it is written
     through: the target is replaced (the temp file sits beside it) and the link stays a link.
 
-    Mode, owner and group are kept; a new file gets ``mode``, or 0644 less the umask. OS errors
+    Mode, owner and group are kept; a new file gets ``mode``, or is made 0644 as any program makes
+    one there (less the umask, or as the folder's default ACL says). OS errors
     (ENOSPC, EROFS, EACCES ...) raise :class:`GuardkitStateError` with the path after the temp
     file is removed, so the original is untouched. ``precondition`` is called after the fsync,
     just before the rename: when it returns False the temp file is removed, nothing is replaced

@@ -265,11 +265,13 @@ class TurnLifecycle(TurnView):
     def _written(self, inputs: TurnInputs) -> list[Path]:
         """The files the turn wrote or took over: the reports on disk, its turn state, the task file."""
         number = inputs.number
-        # A report the turn has was written by this turn or read from its file: either way it is there.
-        reports = [self.store.path(kind, number) for kind, report in (("player_turn", inputs.player),
-                                                                      ("coach_turn", inputs.coach))
-                   if report is not None]
-        return [*reports, self.store.path("turn_state", number), self.task.path]
+        written = [self.store.path("turn_state", number), self.task.path]
+        # Looked at, not assumed: an agent run between the reports' writes may have moved one.
+        if inputs.player is not None and self.store.exists("player_turn", number):
+            written.insert(0, self.store.path("player_turn", number))
+        if inputs.coach is not None and self.store.exists("coach_turn", number):
+            written.insert(1 if inputs.player is not None else 0, self.store.path("coach_turn", number))
+        return written
 
     def _write_turn(self, state: TurnState, update: StateUpdate) -> SpliceResult:
         """Write the turn state, then append the turn to the task file (the commit point).
