@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal
@@ -52,7 +53,7 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:12]
 
 
-def _pop_known(data: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+def _pop_known(data: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in names}
 
 
@@ -357,7 +358,7 @@ class TurnState:
                "gate_results", "error")
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TurnState:
+    def from_dict(cls, data: Mapping[str, Any]) -> TurnState:
         # Nothing mutable is shared with ``data``: it may be a record the store keeps (TurnStore.peek).
         known = {name: data[name] for name in cls._FIELDS if name in data}
         for name in ("blockers_found", "files_modified", "lessons_from_turn"):

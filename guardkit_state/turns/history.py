@@ -107,7 +107,7 @@ class TaskHistory:
         # and a record is decoded once instead of once for each (from_dict copies what it keeps).
         record = self.store.peek("turn_state", number) if self.store is not None else None
         if record is not None:
-            return TurnState.from_dict(dict(record))
+            return TurnState.from_dict(record)
         turns = self.task.state.turns if self.task.state else []
         # Entries are normally numbered 1..n (a hand-edited gap is refused before any write).
         entry = turns[number - 1] if number <= len(turns) else None

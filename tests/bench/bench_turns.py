@@ -81,9 +81,10 @@ class History:
             del report["completion_promises"]
         return report
 
-    def reports(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The next turn's Player report and Coach decision, as the agents hand them over."""
-        number = self.lifecycle.recorded_turns + 1
+    def reports(self, number: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Turn ``number``'s (default: the next one's) Player report and Coach decision, as the
+        agents hand them over."""
+        number = number or self.lifecycle.recorded_turns + 1
         return self.player(number), coach_decision(number)
 
     def record(self, reports: tuple[dict[str, Any], dict[str, Any]] | None = None) -> None:
@@ -95,9 +96,9 @@ class History:
         lifecycle.record_coach(coach)
         lifecycle.complete_turn()
 
-    def record_turn(self, reports: tuple[dict[str, Any], dict[str, Any]] | None = None) -> int:
+    def record_turn(self, reports: tuple[dict[str, Any], dict[str, Any]]) -> int:
         """One turn through the public ``record_turn`` (a fresh view of the task each time); its number."""
-        player, coach = reports or (self.player(self.next_number), coach_decision(self.next_number))
+        player, coach = reports
         number = record_turn(self.root, TASK_ID, player, coach, max_turns=100_000).turn_state.turn_number
         self.next_number = number + 1
         return number
@@ -218,7 +219,7 @@ def _record_turn_case(history: History, turns: int, repeat: int) -> dict[str, An
     history.next_number = history.lifecycle.recorded_turns + 1
     for i in range(WARMUP + repeat):
         numbers: list[int] = []
-        reports = history.player(history.next_number), coach_decision(history.next_number)
+        reports = history.reports(history.next_number)  # the lifecycle is behind the file here
         sample = timed_ms(lambda: numbers.append(history.record_turn(reports)))
         floor_sample = history.floor(numbers[0])
         if i >= WARMUP:
