@@ -19,6 +19,7 @@ from typing import Any
 
 from guardkit_state.errors import GitError, InputError
 from guardkit_state.git.checkouts import main_checkout_root, worktree_records
+from guardkit_state.git.locks import remove_stale_locks
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store import layout
 from guardkit_state.store.fsio import TEMP_PREFIX, atomic_write_text, validate_task_id
@@ -132,7 +133,7 @@ class WorktreeManager:
         self._ensure_ignored()
         try:
             # --track records the base as the branch's upstream, so list/prune know where it merges.
-            self.main.run("worktree", "add", "-q", *track, "-b", branch, str(path), start)
+            self._add_worktree(branch, *track, "-b", branch, str(path), start)
         except GitError:
             raced = self._created_meanwhile(task_id, start, notes)
             if raced is None:
@@ -168,9 +169,21 @@ class WorktreeManager:
     def check_out(self, made: Worktree) -> Worktree:
         """The worktree of the branch :meth:`create_branch` made (``made``, notes included)."""
         self._ensure_ignored()
-        self.main.run("worktree", "add", "-q", str(made.path), made.branch)
+        self._add_worktree(made.branch, str(made.path), made.branch)
         log.info("created worktree %s on %s", made.path, made.branch)
         return made
+
+    def _add_worktree(self, branch: str, *args: str) -> None:
+        """``git worktree add -q ARGS`` for ``branch``. A git killed while it held the branch's ref lock
+        (a loop killed as its worktree was made) leaves the lock behind and every later add fails on
+        it: a lock no live git process holds is removed, and the add made once more."""
+        try:
+            self.main.run("worktree", "add", "-q", *args)
+        except GitError as exc:
+            if ".lock" not in exc.stderr or not remove_stale_locks(self.root, self.main.git_dir,
+                                                                    self.main.common_dir, branch):
+                raise
+            self.main.run("worktree", "add", "-q", *args)
 
     def _checked_base(self, base_branch: str | None) -> bool:
         """Whether ``base_branch`` is a local branch; another revision must name a commit (InputError)."""
@@ -308,7 +321,7 @@ class WorktreeManager:
         path, branch = self.path_for(task_id), branch_for(task_id)
         self._ensure_ignored()
         count = len(self.main.turn_commits(task_id, rev=branch))
-        self.main.run("worktree", "add", "-q", str(path), branch)
+        self._add_worktree(branch, str(path), branch)
         notes.append(f"branch {branch} already exists ({count} turn commit(s)); "
                      f"reusing it in a re-created worktree {path}")
         log.info("re-created worktree %s from existing branch %s", path, branch)
