@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal
@@ -53,7 +53,7 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(normal.encode("utf-8")).hexdigest()[:12]
 
 
-def _pop_known(data: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+def _pop_known(data: Mapping[str, Any], names: Collection[str]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in names}
 
 
@@ -93,7 +93,7 @@ class CompletionPromise:
     implementation_files: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    _KNOWN = ("criterion_id", "criterion_text", "status", "evidence", "test_file", "implementation_files")
+    _KNOWN = frozenset(("criterion_id", "criterion_text", "status", "evidence", "test_file", "implementation_files"))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CompletionPromise:
@@ -146,8 +146,8 @@ class PlayerReport:
     _LISTS = ("files_modified", "files_created", "tests_written", "concerns",
               "requirements_addressed", "requirements_remaining", "lessons", "blockers")
     _SCALARS = ("summary", "test_output_summary", "tests_passed_count", "tests_failed_count", "coverage")
-    _KNOWN = ("schema_version", "task_id", "turn", "tests_run", "tests_passed", "implementation_notes",
-              "completion_promises", *_LISTS, *_SCALARS)
+    _KNOWN = frozenset(("schema_version", "task_id", "turn", "tests_run", "tests_passed", "implementation_notes",
+                        "completion_promises", *_LISTS, *_SCALARS))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PlayerReport:
@@ -233,8 +233,8 @@ class CoachDecision:
     lessons: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    _KNOWN = ("schema_version", "task_id", "turn", "decision", "issues", "criteria_verification",
-              "validation_results", "rationale", "feedback", "what_to_try_next", "lessons")
+    _KNOWN = frozenset(("schema_version", "task_id", "turn", "decision", "issues", "criteria_verification",
+                        "validation_results", "rationale", "feedback", "what_to_try_next", "lessons"))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CoachDecision:

@@ -86,3 +86,69 @@ def test_dump_json_is_the_canonical_text_with_a_final_newline() -> None:
     report = {"task_id": "TASK-1", "turn": 2, "notes": "é \u2028 \x00 \"q\" \\", "files": [], "gates": {},
               "criteria": [{"id": "AC-001", "ok": True, "score": 0.5}]}
     assert dump_json(report) == stdlib(report) + "\n"
+
+
+# The C fast path (orjson, when installed) must give the same text wherever it is taken: these
+# cases sit on its edges (floats around its bounds, the types it writes and json.dumps does not).
+
+float_bits = st.integers(min_value=0, max_value=2**64 - 1).map(
+    lambda bits: __import__("struct").unpack("<d", bits.to_bytes(8, "little"))[0])
+
+
+@settings(max_examples=600)
+@given(st.lists(st.one_of(float_bits, st.floats(min_value=1e-5, max_value=1e-3),
+                          st.floats(min_value=1e15, max_value=1e17), st.floats(allow_subnormal=True)),
+                max_size=8))
+def test_every_float_is_spelled_as_json_dumps_spells_it(numbers: list[float]) -> None:
+    data = {"numbers": numbers, "first": numbers[0] if numbers else 0.0}
+    assert outcome(canonical_json, data) == outcome(stdlib, data)
+
+
+@pytest.mark.parametrize("number", [1e-4, 9.999999999999999e-05, 1e-5, 5e-324, -0.0, 0.0, 1e16, 9999999999999998.0,
+                                    -1e16, 1.5e300, 2.5, 0.1, 1e15, 123456.789])
+def test_floats_at_the_fast_paths_bounds(number: float) -> None:
+    assert canonical_json([number, {"x": number}]) == stdlib([number, {"x": number}])
+
+
+def _odd_values() -> list[Any]:
+    import dataclasses
+    import datetime
+    import decimal
+    import enum
+    import uuid
+
+    class Colour(enum.Enum):
+        RED = 1
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    class Name(enum.StrEnum):
+        ADA = "ada"
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    return [uuid.UUID(int=7), Colour.RED, Level.HIGH, Name.ADA, datetime.datetime(2026, 1, 2),
+            datetime.date(2026, 1, 2), Point(1), decimal.Decimal("1.5"), 2**64, -(2**63) - 1, "\ud800 lone",
+            Text("sub"), Number(5), Real(2.5), OrderedDict(a=1)]
+
+
+@pytest.mark.parametrize("value", _odd_values(), ids=lambda value: type(value).__name__)
+def test_types_orjson_writes_and_json_dumps_does_not_are_refused_alike(value: Any) -> None:
+    data = {"report": [value]}
+    assert outcome(canonical_json, data) == outcome(stdlib, data)
+
+
+def test_nesting_past_the_fast_paths_depth_is_written_alike() -> None:
+    data: Any = "leaf"
+    for _ in range(300):
+        data = [data]
+    assert canonical_json({"deep": data}) == stdlib({"deep": data})
+
+
+def test_a_container_reached_many_times_is_written_alike() -> None:
+    row = list(range(300))
+    table = [row] * 800  # 240,000 values: past the fast path's budget, written by the Python writer
+    assert canonical_json(table) == stdlib(table)

@@ -171,3 +171,22 @@ def test_check_storable_refuses_exactly_what_strict_json_cannot_hold(data: objec
     else:
         with pytest.raises(SchemaError):
             check_storable(data)
+
+
+def test_a_report_holding_itself_twice_is_refused_not_walked_forever(tmp_path: Path) -> None:
+    # Each level of [a, a] doubles: a walk level by level without a budget never ended. Run in a
+    # child process so that a regression fails this test (by its timeout) instead of hanging the suite.
+    import subprocess
+    import sys
+
+    script = (
+        "from guardkit_state.store.jsonio import check_storable\n"
+        "from guardkit_state.errors import SchemaError\n"
+        "from guardkit_state.store.json_text import canonical_json\n"
+        "twice = []\ntwice += [twice, twice]\n"
+        "try:\n    check_storable({'notes': twice})\n"
+        "except SchemaError as exc:\n    print('refused', exc.pointer[:8])\n"
+        "try:\n    canonical_json({'notes': twice})\nexcept ValueError as exc:\n    print('refused', exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.stdout.splitlines() == ["refused $.notes[", "refused Circular reference detected"], done.stderr

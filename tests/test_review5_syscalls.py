@@ -113,6 +113,21 @@ def test_a_crash_variable_removed_after_import_no_longer_arms_the_hook(tmp_path:
     assert target.read_bytes() == b"{}"
 
 
+def test_a_process_started_without_the_crash_variable_never_looks_for_it(tmp_path: Path) -> None:
+    """The hook is armed only in a process started with the variable (as the harness starts its
+    loops): a process started without it does not look it up at every point of every write."""
+    target = tmp_path / "file.json"
+    run = _python("""
+        import os, sys
+        from pathlib import Path
+        from guardkit_state.store import fsio
+        os.environ["GUARDKIT_STATE_CRASH_AT"] = "write.before_replace"  # set after the start: not armed
+        fsio.atomic_write_bytes(Path(sys.argv[1]), b"{}")
+    """, str(target), env={})
+    assert run.returncode == 0, f"killed by signal {-run.returncode}" if run.returncode < 0 else run.stderr
+    assert target.read_bytes() == b"{}"
+
+
 def test_a_process_started_with_the_crash_variable_dies_at_the_named_step(tmp_path: Path) -> None:
     """What the reliability harness relies on: a process started with the variable is killed
     at the N-th time it reaches the step, and the file it was replacing is left as it was."""

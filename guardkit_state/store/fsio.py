@@ -47,10 +47,14 @@ def crash_point(name: str) -> None:
     """Test-only hook: SIGKILL this process when ``GUARDKIT_STATE_CRASH_AT`` names this point.
 
     The variable holds ``name`` or ``name:N`` (die at the N-th time the point is reached, 1-based).
-    The reliability harness uses it to kill the loop inside each write step. Read at each point
-    (a test may remove it after the package is imported); one lookup when unset.
+    The reliability harness uses it to kill the loop inside each write step, in a process it starts
+    with the variable set. A process started without it never looks again (a turn passes ~18
+    points; each lookup in ``os.environ`` costs ~2 µs); one started with it reads it at each point,
+    so that removing it (as the test suite does, after importing the package) disarms the hook.
     """
-    spec = os.environ.get("GUARDKIT_STATE_CRASH_AT")
+    if not _CRASH_ARMED_AT_START:
+        return
+    spec = os.environ.get(_CRASH_VARIABLE)
     if not spec:
         return
     target, _, count = spec.partition(":")
@@ -63,6 +67,8 @@ def crash_point(name: str) -> None:
 
 
 _CRASH_COUNTS: dict[str, int] = {}
+_CRASH_VARIABLE = "GUARDKIT_STATE_CRASH_AT"
+_CRASH_ARMED_AT_START = bool(os.environ.get(_CRASH_VARIABLE))
 
 
 def fsync_directory(directory: Path | str) -> None:
@@ -93,6 +99,15 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None,
     and False is returned (the caller re-reads and retries; this keeps the window for a
     concurrent editor save to microseconds, not an fsync).
     """
+    return atomic_write_stat(path, data, mode=mode, precondition=precondition, limit=limit) is not None
+
+
+def atomic_write_stat(path: Path, data: bytes, *, mode: int | None = None,
+                      precondition: Callable[[], bool] | None = None,
+                      limit: int | None = MAX_FILE_BYTES) -> os.stat_result | None:
+    """:func:`atomic_write_bytes`, returning the new file's status (None when ``precondition``
+    said no): taken from the file's own descriptor after the rename, so it is this write's file
+    even if another writer replaced it since, and no path is looked up again to learn it."""
     path = path if isinstance(path, Path) else Path(path)
     target, existing = _prepare(path, len(data), limit, check_folder=False)
     if mode is None and existing is not None:
@@ -103,9 +118,10 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None,
     directory, name = os.path.split(target_name)
     directory = directory or "."
     tmp = os.path.join(directory, f"{TEMP_PREFIX}{name}.{os.getpid()}.{time.monotonic_ns()}")
+    fd = -1
     try:
         try:
-            _write_temp(tmp, data, mode, existing, target)
+            fd = _write_temp(tmp, data, mode, existing, target)
         except OSError:
             # Checked here, not before each write: a folder that cannot take the temp file is rare,
             # and this names the reason (read-only file system, folder permissions) as check_writable does.
@@ -115,9 +131,10 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None,
         crash_point("write.before_replace")
         if precondition is not None and not precondition():
             os.unlink(tmp)
-            return False
+            return None
         os.replace(tmp, target_name)
         crash_point("write.after_replace")
+        written = os.fstat(fd)  # after the rename: its ctime is the file's from now on
         fsync_directory(directory)
     except OSError as exc:
         _discard(tmp)
@@ -125,12 +142,16 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None,
     except BaseException:
         _discard(tmp)
         raise
-    return True
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    return written
 
 
-def _write_temp(tmp: str, data: bytes, mode: int | None, existing: os.stat_result | None, target: Path) -> None:
-    """Write and fsync the temp file; ``mode`` None: a new file's, 0644 less the umask (as the kernel
-    applies it when the file is created: no umask call, which would race other threads' files)."""
+def _write_temp(tmp: str, data: bytes, mode: int | None, existing: os.stat_result | None, target: Path) -> int:
+    """Write and fsync the temp file; its descriptor, still open (the caller closes it). ``mode``
+    None: a new file's, 0644 less the umask (as the kernel applies it when the file is created: no
+    umask call, which would race other threads' files)."""
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644 if mode is None else 0o600)
     try:
         crash_point("write.temp_open")
@@ -144,8 +165,10 @@ def _write_temp(tmp: str, data: bytes, mode: int | None, existing: os.stat_resul
             os.fchmod(fd, mode)
         crash_point("write.before_fsync")
         os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 def _discard(tmp: str) -> None:

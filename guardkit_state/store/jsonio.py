@@ -20,7 +20,7 @@ from typing import Any
 
 from guardkit_state.errors import ParseError, SchemaError
 from guardkit_state.store.fsio import MAX_FILE_BYTES, decode_utf8, read_bytes_capped
-from guardkit_state.store.json_text import canonical_json
+from guardkit_state.store.json_text import canonical_json, encodable, plain_json
 from guardkit_state.store.schemas import check_record, format_pointer, validate_record
 
 #: Deepest nesting of arrays/objects accepted; real reports nest 4 levels.
@@ -190,14 +190,14 @@ def check_storable(value: Any, *, path: Path | str | None = None) -> bool:
     Raises:
         SchemaError: names ``path`` and the JSON path of the first such value in document order.
     """
-    if _plain_and_storable(value):
+    if plain_json(value, max_depth=MAX_DEPTH):
         return True  # the common case, found without tracking JSON paths; they are for errors
     plain = True
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
     while stack:
         item, parts = stack.pop()
         if isinstance(item, str):
-            if not _encodable(item):
+            if not encodable(item):
                 raise _unstorable(f"text {_escaped(item)} holds a lone surrogate, which is not valid Unicode",
                                   parts, path)
         elif isinstance(item, float):
@@ -211,7 +211,7 @@ def check_storable(value: Any, *, path: Path | str | None = None) -> bool:
             for key, child in item.items():
                 if not isinstance(key, str):
                     plain = False
-                elif not _encodable(key):
+                elif not encodable(key):
                     raise _unstorable(f"key {_escaped(key)} holds a lone surrogate, which is not valid Unicode",
                                       parts, path)
                 children.append((child, (*parts, key)))
@@ -224,50 +224,8 @@ def check_storable(value: Any, *, path: Path | str | None = None) -> bool:
     return plain
 
 
-def _plain_and_storable(value: Any) -> bool:
-    """True when ``value`` is built of the exact JSON types only (dicts with str keys, lists, str,
-    int, bool, None, finite floats), all text valid Unicode and nesting within :data:`MAX_DEPTH`:
-    then :func:`check_storable` has nothing to refuse and it is plain. False means "walk it"."""
-    level, depth = [value], 0
-    while level:
-        below: list[Any] = []
-        for item in level:
-            kind = type(item)
-            if kind is str:
-                if not item.isascii() and not _encodable(item):
-                    return False
-            elif kind is dict:
-                if depth >= MAX_DEPTH:
-                    return False
-                for key in item:
-                    if type(key) is not str or (not key.isascii() and not _encodable(key)):
-                        return False
-                below.extend(item.values())
-            elif kind is list:
-                if depth >= MAX_DEPTH:
-                    return False
-                below.extend(item)
-            elif kind is float:
-                if not math.isfinite(item):
-                    return False
-            elif kind is not int and kind is not bool and item is not None:
-                return False
-        level, depth = below, depth + 1
-    return True
-
-
 #: The scalars of plain JSON data (as the schema module's fast path takes them).
 _PLAIN_SCALARS = (int, bool, type(None))
-
-
-def _encodable(text: str) -> bool:
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _escaped(text: str, limit: int = 40) -> str:

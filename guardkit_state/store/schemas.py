@@ -44,6 +44,7 @@ from guardkit_state.store.json_paths import PathParts as PathParts
 from guardkit_state.store.json_paths import format_pointer as format_pointer
 from guardkit_state.store.json_paths import parse_pointer as parse_pointer
 from guardkit_state.store.json_paths import sort_key
+from guardkit_state.store.json_text import PLAIN_JSON_VALUES
 from guardkit_state.store.legacy import normalise as normalise
 from guardkit_state.store.legacy import normalise_copy
 
@@ -222,8 +223,11 @@ _PLAIN_SCALARS = (str, int, float, bool, type(None))
 
 
 def _is_plain_json(data: Any) -> bool:
-    """True when ``data`` is made of dicts with str keys, lists and JSON scalars only."""
-    stack = [data]
+    """True when ``data`` is made of dicts with str keys, lists and JSON scalars only, subclasses
+    included (an ``OrderedDict``, an ``IntEnum``: the copy that validation makes turns them into the
+    built-in types); False for anything else, or past :data:`PLAIN_JSON_VALUES` values (a container
+    that holds itself)."""
+    stack, budget = [data], PLAIN_JSON_VALUES
     while stack:
         value = stack.pop()
         if isinstance(value, dict):
@@ -234,6 +238,9 @@ def _is_plain_json(data: Any) -> bool:
         elif isinstance(value, list):
             stack.extend(value)
         elif not isinstance(value, _PLAIN_SCALARS):
+            return False
+        budget -= 1
+        if budget < 0:
             return False
     return True
 

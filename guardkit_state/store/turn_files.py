@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.errors import SchemaError, TurnAlreadyRecordedError
+from guardkit_state.errors import GuardkitStateError, SchemaError, TurnAlreadyRecordedError
 from guardkit_state.model import CoachDecision, CompletionPromise, PlayerReport, TurnState
-from guardkit_state.store.fsio import atomic_write_text
+from guardkit_state.store.fsio import atomic_write_stat
 from guardkit_state.store.jsonio import check_storable, dump_json, dump_record, load_record
 from guardkit_state.store.layout import WORK_DIR
 from guardkit_state.store.layout import artifacts_dir as artifacts_dir  # re-exported: the folder is the layout's
@@ -47,6 +47,10 @@ def _identity(path: Path) -> tuple[int, int, int, int] | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
+    return _identity_of(st)
+
+
+def _identity_of(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
@@ -124,20 +128,22 @@ class TurnStore:
             )
 
     def _put(self, kind: str, path: Path, text: str, *, canonical: bool) -> Path:
-        if not os.path.isdir(self.directory):  # one stat: the folder is there from the first turn on
-            self.directory.mkdir(parents=True, exist_ok=True)
         self._cache.pop(path, None)
         self._peeked.pop(path, None)
-        atomic_write_text(path, text)
+        data = text.encode("utf-8")
+        try:
+            written = atomic_write_stat(path, data)
+        except GuardkitStateError:
+            # The folder is there from the first turn on: it is looked for only when a write fails.
+            if os.path.isdir(self.directory):
+                raise
+            self.directory.mkdir(parents=True, exist_ok=True)
+            written = atomic_write_stat(path, data)
         # What read() would return for these bytes (already checked): the next turn reads it.
-        self._remember(path, text if canonical else
-                       json.dumps(normalise(kind, json.loads(text), owned=True)[0], ensure_ascii=False))
+        if written is not None and stat.S_ISREG(written.st_mode):
+            self._cache[path] = (_identity_of(written), text if canonical else
+                                 json.dumps(normalise(kind, json.loads(text), owned=True)[0], ensure_ascii=False))
         return path
-
-    def _remember(self, path: Path, canonical: str) -> None:
-        identity = _identity(path)
-        if identity is not None:
-            self._cache[path] = (identity, canonical)
 
     def read(self, kind: str, turn: int) -> dict[str, Any] | None:
         """The validated, normalised record, or ``None`` when the file does not exist.

@@ -107,26 +107,33 @@ def entries_of(fm: str, node: yaml.MappingNode, lo: int, hi: int) -> list[Entry]
     for key_node, value_node in node.value:
         pos = key_node.start_mark.index
         start = fm.rfind("\n", 0, pos) + 1
-        lead = fm[start:pos].lstrip(" ")
-        column = pos - start - len(lead)
-        explicit = lead[:1] == "?" and not lead[1:].strip(" \t")
-        if pos <= previous or start < lo or pos >= hi or (lead and not explicit):
+        lead = fm[start:pos]
+        explicit = False
+        if lead.strip(" "):  # only a '? ' may stand between the indent and a key
+            body = lead.lstrip(" ")
+            explicit = body[:1] == "?" and not body[1:].strip(" \t")
+            lead = lead[: len(lead) - len(body)]
+        if pos <= previous or start < lo or pos >= hi or (len(lead) != pos - start and not explicit):
             raise LayoutError(f"the key on line {key_node.start_mark.line + 1} does not start a line of its own "
                               "(an alias used as a key?)")
+        column = len(lead)
         if indent is not None and column != indent:
             raise LayoutError(f"the key on line {key_node.start_mark.line + 1} is not aligned with the others")
         indent = column
-        colon = _colon_after(fm, key_node.end_mark.index)
+        key_end = key_node.end_mark.index
+        # Most keys are followed by their ':' at once; blanks before it are looked past.
+        colon = key_end if fm[key_end : key_end + 1] == ":" else _colon_after(fm, key_end)
         if colon < 0 and not explicit:
             raise LayoutError(f"no ':' after the key on line {key_node.start_mark.line + 1}")
         found.append((key_node, value_node, start, pos, colon, column))
         previous = pos
     entries = []
+    last = len(found) - 1
     for index, (key_node, value_node, start, pos, colon, column) in enumerate(found):
-        stop = found[index + 1][2] if index + 1 < len(found) else hi
+        stop = found[index + 1][2] if index < last else hi
         newline = fm.find("\n", pos, stop)
         line_end = stop if newline < 0 else newline + 1
-        own = value_node.start_mark.index >= max(colon, pos)  # an alias's marks are its anchor's
+        own = value_node.start_mark.index >= (colon if colon > pos else pos)  # an alias's marks are its anchor's
         end = _content_end(fm, line_end, stop, column)
         if own and (isinstance(value_node, yaml.ScalarNode) or getattr(value_node, "flow_style", False)):
             # A quoted scalar may continue on lines that look like comments: its end mark is exact.
@@ -136,9 +143,10 @@ def entries_of(fm: str, node: yaml.MappingNode, lo: int, hi: int) -> list[Entry]
             if kept is not None:
                 # The blank lines a '|+' scalar ends with are its text: what follows goes after them.
                 end = max(end, _line_end_at(fm, kept.end_mark.index, stop))
-        key = key_node.value if isinstance(key_node, yaml.ScalarNode) and key_node.tag == _STR_TAG else None
+        tag = key_node.tag
+        key = key_node.value if tag == _STR_TAG and isinstance(key_node, yaml.ScalarNode) else None
         entries.append(Entry(key, start, pos, colon, line_end, end, column, value_node if own else None,
-                             merge=key_node.tag == MERGE_TAG))
+                             merge=tag == MERGE_TAG))
     return entries
 
 

@@ -33,6 +33,9 @@ _Dumper.add_representer(str, _represent_str)  # type: ignore[arg-type]
 
 def plain_data(value: Any) -> Any:
     """``value`` with enums as their values and tuples as lists, so the safe dumper accepts it."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value  # most values: no enum, no container (an enum's type is its own class)
     if isinstance(value, Enum):
         return plain_data(value.value)
     if isinstance(value, dict):

@@ -24,6 +24,7 @@ shortcut cannot confirm is read back in full.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -186,6 +187,7 @@ def _head(old: ParsedFrontmatter, edits: Edits) -> _Head | None:
 _LINE_TEXT = re.compile("[^\r\n\x85\u2028\u2029]+")
 
 
+@functools.lru_cache(maxsize=16)  # a loop blanks the same lines above the state block every turn
 def _blanked(text: str) -> str:
     """``text`` as comment lines of the same lengths and breaks: it reads as nothing at all."""
     return _LINE_TEXT.sub(lambda line: "#" + " " * (len(line.group()) - 1), text)
@@ -247,37 +249,39 @@ def _located(old: ParsedFrontmatter, root: yaml.MappingNode, fm: str, lo: int, h
     write finds the recorded turns' lines again.
     """
     if hi > lo:
-        lines = fm.count("\n", lo, hi)
-        for node in _nodes(root):
-            for name in ("start_mark", "end_mark"):
-                mark = getattr(node, name)
-                if mark.index >= lo:
-                    setattr(node, name, yaml.Mark(mark.name, mark.index + hi - lo, mark.line + lines, mark.column,
-                                                  None, 0))
+        _shift_marks(root, lo, hi - lo, fm.count("\n", lo, hi))
         key = old.state_key
         block = _child_node(root, key) if key is not None else None
         turns = _child_node(block, "turns") if isinstance(block, yaml.MappingNode) else None
         if not isinstance(turns, yaml.SequenceNode) or not turns.value:
             return None
-        first = lo + len(fm[lo:hi]) - len(fm[lo:hi].lstrip(" "))
+        first = lo
+        while first < hi and fm[first] == " ":
+            first += 1
         turns.start_mark = yaml.Mark(turns.start_mark.name, first, fm.count("\n", 0, first),
                                      first - (fm.rfind("\n", 0, first) + 1), None, 0)
     return root
 
 
-def _nodes(root: yaml.Node) -> list[yaml.Node]:
-    """Every node of a tree (read without aliases: each is reached once)."""
-    out: list[yaml.Node] = []
+def _shift_marks(root: yaml.Node, lo: int, shift: int, lines: int) -> None:
+    """Move every mark at or after ``lo`` by ``shift`` characters and ``lines`` lines (the tree was
+    read without aliases: each node is reached once). A node that ends before ``lo`` holds no such
+    mark, nor do its children: they are passed over."""
     stack = [root]
     while stack:
         node = stack.pop()
-        out.append(node)
+        end = node.end_mark
+        if end.index < lo:
+            continue
+        node.end_mark = yaml.Mark(end.name, end.index + shift, end.line + lines, end.column, None, 0)
+        start = node.start_mark
+        if start.index >= lo:
+            node.start_mark = yaml.Mark(start.name, start.index + shift, start.line + lines, start.column, None, 0)
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
                 stack += (key, value)
         elif isinstance(node, yaml.SequenceNode):
             stack += node.value
-    return out
 
 
 def _recorded_turns_span(old: ParsedFrontmatter, edits: Edits) -> tuple[int, int] | None:
