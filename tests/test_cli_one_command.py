@@ -25,6 +25,10 @@ from guardkit_state.cli.app import COMMAND_MODULES, build_parser, command_named
     (["statu"], None),
     (["--help"], None),
     ([], None),
+    (["--deb", "status"], "status"),  # --debug cut short, as argparse takes it
+    (["-h", "status"], None),  # the top-level help: every command listed
+    (["--", "status"], None),  # argparse reads '--' as the command: refused, every command listed
+    (["-1", "show", "TASK-1"], None),
 ])
 def test_the_command_an_argv_runs(argv: list[str], expected: str | None) -> None:
     assert command_named(argv) == expected

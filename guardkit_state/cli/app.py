@@ -88,11 +88,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def command_named(argv: Sequence[str]) -> str | None:
-    """The :data:`COMMAND_MODULES` entry of the command ``argv`` runs: its first word that is no
-    option (the top-level options take no value), when that is a command's name; else None
-    (``--help``, a typo: every command is needed, to list them)."""
-    word = next((arg for arg in argv if not arg.startswith("-")), None)
+    """The :data:`COMMAND_MODULES` entry of the command ``argv`` runs: its first word, or the first
+    after ``--debug`` (the one top-level option a command follows), when that is a command's name;
+    else None (``--help``, a typo, a ``--``: every command is needed, to list them)."""
+    words = iter(argv)
+    word = next(words, None)
+    while word in _DEBUG_SPELLINGS:
+        word = next(words, None)
     return next((name for name in COMMAND_MODULES if name.replace("_", "-") == word), None)
+
+
+#: ``--debug`` as argparse takes it: whole, or cut short to any prefix no other option shares.
+_DEBUG_SPELLINGS = frozenset("--debug"[:end] for end in range(3, len("--debug") + 1))
 
 
 def run(argv: Sequence[str] | None = None) -> int:
