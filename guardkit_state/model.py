@@ -59,12 +59,13 @@ def _pop_known(data: Mapping[str, Any], names: Collection[str]) -> dict[str, Any
 
 def _copied(value: Any) -> Any:
     """A mapping of a record's list as a dict of its own (its values are JSON scalars), else a deep copy."""
-    if isinstance(value, dict) and all(type(v) in _SCALARS for v in value.values()):
+    if isinstance(value, dict) and all(type(v) in _SCALAR_TYPES for v in value.values()):
         return dict(value)
     return copy.deepcopy(value)
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+#: The types of JSON scalars (not to be confused with a record's ``_SCALARS``, its scalar fields).
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import struct
 from collections import OrderedDict
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guardkit_state.store.json_text import canonical_json
+from guardkit_state.store.json_text import PLAIN_JSON_VALUES, canonical_json
 from guardkit_state.store.jsonio import dump_json
 
 
@@ -92,7 +93,7 @@ def test_dump_json_is_the_canonical_text_with_a_final_newline() -> None:
 # cases sit on its edges (floats around its bounds, the types it writes and json.dumps does not).
 
 float_bits = st.integers(min_value=0, max_value=2**64 - 1).map(
-    lambda bits: __import__("struct").unpack("<d", bits.to_bytes(8, "little"))[0])
+    lambda bits: struct.unpack("<d", bits.to_bytes(8, "little"))[0])
 
 
 @settings(max_examples=600)
@@ -149,6 +150,6 @@ def test_nesting_past_the_fast_paths_depth_is_written_alike() -> None:
 
 
 def test_a_container_reached_many_times_is_written_alike() -> None:
-    row = list(range(300))
-    table = [row] * 800  # 240,000 values: past the fast path's budget, written by the Python writer
+    row = list(range(1000))
+    table = [row] * (PLAIN_JSON_VALUES // 1000 + 1)  # past the fast path's budget: the Python writer's
     assert canonical_json(table) == stdlib(table)

@@ -87,6 +87,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: ``--debug`` as argparse takes it: whole, or cut short to any prefix no other option shares.
+_DEBUG_SPELLINGS = frozenset("--debug"[:end] for end in range(3, len("--debug") + 1))
+
+
 def command_named(argv: Sequence[str]) -> str | None:
     """The :data:`COMMAND_MODULES` entry of the command ``argv`` runs: its first word, or the first
     after ``--debug`` (the one top-level option a command follows), when that is a command's name;
@@ -96,10 +100,6 @@ def command_named(argv: Sequence[str]) -> str | None:
     while word in _DEBUG_SPELLINGS:
         word = next(words, None)
     return next((name for name in COMMAND_MODULES if name.replace("_", "-") == word), None)
-
-
-#: ``--debug`` as argparse takes it: whole, or cut short to any prefix no other option shares.
-_DEBUG_SPELLINGS = frozenset("--debug"[:end] for end in range(3, len("--debug") + 1))
 
 
 def run(argv: Sequence[str] | None = None) -> int:

@@ -139,10 +139,10 @@ class TurnStore:
                 raise
             self.directory.mkdir(parents=True, exist_ok=True)
             written = atomic_write_stat(path, data)
+        assert written is not None  # None only when a precondition says no, and there is none
         # What read() would return for these bytes (already checked): the next turn reads it.
-        if written is not None and stat.S_ISREG(written.st_mode):
-            self._cache[path] = (_identity_of(written), text if canonical else
-                                 json.dumps(normalise(kind, json.loads(text), owned=True)[0], ensure_ascii=False))
+        self._cache[path] = (_identity_of(written), text if canonical else
+                             json.dumps(normalise(kind, json.loads(text), owned=True)[0], ensure_ascii=False))
         return path
 
     def read(self, kind: str, turn: int) -> dict[str, Any] | None:

@@ -107,16 +107,12 @@ def entries_of(fm: str, node: yaml.MappingNode, lo: int, hi: int) -> list[Entry]
     for key_node, value_node in node.value:
         pos = key_node.start_mark.index
         start = fm.rfind("\n", 0, pos) + 1
-        lead = fm[start:pos]
-        explicit = False
-        if lead.strip(" "):  # only a '? ' may stand between the indent and a key
-            body = lead.lstrip(" ")
-            explicit = body[:1] == "?" and not body[1:].strip(" \t")
-            lead = lead[: len(lead) - len(body)]
-        if pos <= previous or start < lo or pos >= hi or (len(lead) != pos - start and not explicit):
+        lead = fm[start:pos].lstrip(" ")  # only a '? ' may stand between the indent and a key
+        column = pos - start - len(lead)
+        explicit = lead[:1] == "?" and not lead[1:].strip(" \t")
+        if pos <= previous or start < lo or pos >= hi or (lead and not explicit):
             raise LayoutError(f"the key on line {key_node.start_mark.line + 1} does not start a line of its own "
                               "(an alias used as a key?)")
-        column = len(lead)
         if indent is not None and column != indent:
             raise LayoutError(f"the key on line {key_node.start_mark.line + 1} is not aligned with the others")
         indent = column
