@@ -122,6 +122,25 @@ def run(args: argparse.Namespace, out: Output) -> int:
     return ExitCode(result.exit_code)
 
 
+def agent_run_line(run: dict[str, object]) -> str:
+    """``claude (sonnet) $0.0123 · 1,200 in / 340 out · 12.3s``: what an agent's run cost."""
+    parts = [str(run.get("agent") or "agent") + (f" ({run['model']})" if run.get("model") else "")]
+    cost = run.get("cost_usd")
+    if isinstance(cost, (int, float)):
+        parts.append(f"${cost:.4f}")
+    tokens_in, tokens_out = run.get("tokens_in"), run.get("tokens_out")
+    if isinstance(tokens_in, int) or isinstance(tokens_out, int):
+        parts.append(f"{_count(tokens_in)} in / {_count(tokens_out)} out")
+    duration = run.get("duration_seconds")
+    if isinstance(duration, (int, float)):
+        parts.append(f"{duration:.1f}s")
+    return " · ".join(parts)
+
+
+def _count(value: object) -> str:
+    return f"{value:,}" if isinstance(value, int) else "?"
+
+
 # -- progress: one renderer per event type -------------------------------------------------------
 @functools.singledispatch
 def progress_lines(event: LoopEvent, out: Output) -> list[str]:
@@ -170,12 +189,23 @@ def _(event: ReportsReused, out: Output) -> list[str]:
 @progress_lines.register
 def _(event: TurnRecorded, out: Output) -> list[str]:
     record = event.record
-    decision = safe(record.entry.decision)
-    delta = " ".join(record.ledger.delta(record.ledger_before))
-    lines = [f"  coach: {decision} — {record.ledger.counts().describe('criteria')}" + (f" ({delta})" if delta else "")]
-    feedback = record.turn_state.coach_feedback
-    if feedback and record.entry.decision != "approve":
-        lines.append(f"  feedback: {one_line(feedback, FEEDBACK_CHARS)}")
+    state = record.turn_state
+    if state.error:
+        # Whose failure it was: a Player that cannot start is not the Coach's error.
+        role = state.failed_role or "turn"
+        lines = [f"  {role}: error — {one_line(state.error, 3 * FEEDBACK_CHARS)}"]
+    else:
+        decision = safe(record.entry.decision)
+        delta = " ".join(record.ledger.delta(record.ledger_before))
+        lines = [f"  coach: {decision} — {record.ledger.counts().describe('criteria')}" +
+                 (f" ({delta})" if delta else "")]
+        if state.gate_override:
+            lines.append(f"  gate: {one_line(state.gate_override, FEEDBACK_CHARS)}")
+        feedback = state.coach_feedback
+        if feedback and record.entry.decision != "approve" and not state.gate_override:
+            lines.append(f"  feedback: {one_line(feedback, FEEDBACK_CHARS)}")
+    lines.extend(f"  {role}: {agent_run_line(run)}" for role, run in state.agent_runs.items()
+                 if run.get("cost_usd") is not None or run.get("tokens_in") is not None)
     if event.commit is not None and event.commit.sha:
         lines.append(f"  commit {event.commit.sha[:10]}")
     return lines

@@ -1,0 +1,74 @@
+"""What an agent did to the worktree, read from git rather than from the agent's own claims.
+
+Three questions, each answered by ``git status``/``git diff`` in the checkout, leaving the loop's own
+files (``.guardkit/``) out: which files the Player changed this turn (since the last commit), the
+turn's diff for the Coach, and whether the Coach changed anything (a fingerprint taken before and
+after it ran: paths, their status and their bytes' hash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from guardkit_state.git.parse import StatusEntry
+from guardkit_state.git.repo import GitRepo
+
+#: The loop's own directory: its files change during a turn by design.
+OWN_DIR = ".guardkit/"
+
+
+def _changes(git: GitRepo, cwd: Path) -> list[StatusEntry]:
+    return [e for e in git.status(cwd=cwd) if not e.path.startswith(OWN_DIR)]
+
+
+@dataclass(frozen=True)
+class ChangedFiles:
+    """Files changed since the last commit: created (untracked or added) and modified (or deleted)."""
+
+    created: list[str]
+    modified: list[str]
+
+
+def changed_files(git: GitRepo, cwd: Path) -> ChangedFiles:
+    """The files changed in ``cwd``'s checkout since HEAD, outside ``.guardkit/``."""
+    created: list[str] = []
+    modified: list[str] = []
+    for entry in _changes(git, cwd):
+        (created if entry.code.strip() in ("??", "A", "AM") else modified).append(entry.path)
+    return ChangedFiles(sorted(created), sorted(modified))
+
+
+def turn_diff(git: GitRepo, cwd: Path) -> str:
+    """The worktree's changes since HEAD as one diff: tracked files, then each new file in full."""
+    exclude = f":(exclude){OWN_DIR}"
+    status, out, _ = git.run("diff", "--no-color", "--no-ext-diff", "HEAD", "--", ".", exclude, cwd=cwd, check=False)
+    parts = [out.decode("utf-8", "replace")] if status == 0 else []
+    for entry in _changes(git, cwd):
+        if entry.code.strip() == "??":
+            _, new, _ = git.run("diff", "--no-color", "--no-index", "--", "/dev/null", entry.path, cwd=cwd,
+                                check=False)  # exit 1 means "differs", as it always does here
+            parts.append(new.decode("utf-8", "replace"))
+    return "".join(parts)
+
+
+def fingerprint(git: GitRepo, cwd: Path) -> dict[str, str]:
+    """Each changed path outside ``.guardkit/`` -> its status and the hash of its bytes now."""
+    prints: dict[str, str] = {}
+    for entry in _changes(git, cwd):
+        path = cwd / entry.path
+        try:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "-"
+        except OSError:
+            digest = "?"
+        prints[entry.path] = f"{entry.code} {digest}"
+    return prints
+
+
+def changed_between(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """The paths whose fingerprint differs (created, changed again, reverted or deleted)."""
+    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+
+
+__all__ = ["OWN_DIR", "ChangedFiles", "changed_between", "changed_files", "fingerprint", "turn_diff"]
