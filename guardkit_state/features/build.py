@@ -45,6 +45,7 @@ from guardkit_state.features.plan_writer import modify_plan
 from guardkit_state.features.processes import ChildEnd, LoopJob, TaskPool
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
 from guardkit_state.features.result import FeatureInterrupted, FeatureResult, TaskOutcome, resume_command
+from guardkit_state.features.spend import feature_spend
 from guardkit_state.features.waves import Waves, default_max_parallel, plan_waves
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.git.merge import merge_branch, merge_message, recover_interrupted_merge
@@ -79,6 +80,9 @@ class FeatureOptions:
         resume: continue a feature run from its files.
         base_branch: what the feature branch starts from (default: the checked-out branch).
         turn_timeout: kill an agent running longer than this many seconds.
+        max_cost: stop once the agents of the feature's tasks have reported this many USD: checked
+            before each wave, and each task loop gets what is left (tasks of one wave running in
+            parallel each get all of it, so a wave can go over by what its other tasks spend).
     """
 
     max_parallel: int | None = None
@@ -86,6 +90,7 @@ class FeatureOptions:
     resume: bool = False
     base_branch: str | None = None
     turn_timeout: float | None = None
+    max_cost: float | None = None
 
     def __post_init__(self) -> None:
         value = self.max_parallel
@@ -187,6 +192,9 @@ class _FeatureRun:
             plan, worktree=str(self.fgit.feature_worktree), resumed=self.options.resume, now=utc_now()))
         self._reconcile()
         for number, wave in enumerate(self.waves, start=1):
+            if self._over_budget():
+                self.result.status = "stopped"
+                break
             if not self._wave(number, wave):
                 self.result.status = "stopped"
                 break
@@ -259,9 +267,24 @@ class _FeatureRun:
                 self._merge(number, state)
         return self._wave_done(number, task_ids)
 
+    def _spent(self) -> float:
+        return feature_spend(self.fgit.worktrees, (task.task_id for task in self.result.tasks))
+
+    def _over_budget(self) -> bool:
+        """True (the reason said) when the feature's agents have spent ``--max-cost`` already."""
+        limit = self.options.max_cost
+        if limit is None:
+            return False
+        spent = self._spent()
+        if spent < limit:
+            return False
+        self.result.reason = f"--max-cost reached: ${spent:.4f} spent on {self.feature_id} (limit ${limit:g})"
+        return True
+
     def _job(self, state: TaskState) -> LoopJob:
+        left = None if self.options.max_cost is None else max(self.options.max_cost - self._spent(), 1e-9)
         options = LoopOptions(max_turns=self.options.max_turns, resume=state.resume, base_branch=self.branch,
-                              turn_timeout=self.options.turn_timeout)
+                              turn_timeout=self.options.turn_timeout, max_cost=left)
         return LoopJob(state.task_id, self.root, self.player, self.coach, options)
 
     def _task_starting(self, job: LoopJob) -> None:

@@ -1,0 +1,31 @@
+"""What a feature's agents have cost so far: the sum over its tasks' recorded turns (their turn states)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from guardkit_state.store.layout import artifacts_dir
+
+
+def feature_spend(worktrees: Path, task_ids: Iterable[str]) -> float:
+    """USD the agents reported for every recorded turn of ``task_ids`` (each in its own worktree).
+
+    A turn state that cannot be read counts 0: spending is a limit, never a reason to fail.
+    """
+    total = 0.0
+    for task_id in task_ids:
+        for path in sorted(artifacts_dir(worktrees / task_id, task_id).glob("turn_state_turn_*.json")):
+            try:
+                runs = json.loads(path.read_text(encoding="utf-8")).get("agent_runs") or {}
+            except (OSError, ValueError, AttributeError):
+                continue
+            for run in runs.values() if isinstance(runs, dict) else ():
+                cost = run.get("cost_usd") if isinstance(run, dict) else None
+                if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+                    total += cost
+    return total
+
+
+__all__ = ["feature_spend"]
