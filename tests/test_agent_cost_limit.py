@@ -21,6 +21,9 @@ def test_a_task_stops_once_its_agents_cost_the_limit(tmp_path: Path, fakes: Path
     shown = json.loads(run_cli(root, fakes, "show", TASK, "--json").stdout)
     assert len(shown["turns"]) == 1 and shown["outcome"] == "cost_limit_reached"
     assert shown["cost"]["total_usd"] == 0.025
+    [row] = [r for r in json.loads(run_cli(root, fakes, "status", "--json").stdout) if r["task_id"] == TASK]
+    assert row["cost_usd"] == 0.025
+    assert "$0.0250" in run_cli(root, fakes, "status").stdout
 
 
 def test_a_bad_limit_is_refused_before_anything_runs(tmp_path: Path, fakes: Path) -> None:

@@ -45,7 +45,6 @@ from guardkit_state.features.plan_writer import modify_plan
 from guardkit_state.features.processes import ChildEnd, LoopJob, TaskPool
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
 from guardkit_state.features.result import FeatureInterrupted, FeatureResult, TaskOutcome, resume_command
-from guardkit_state.features.spend import feature_spend
 from guardkit_state.features.waves import Waves, default_max_parallel, plan_waves
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.git.merge import merge_branch, merge_message, recover_interrupted_merge
@@ -61,6 +60,7 @@ from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.turns.completion import utc_now
 from guardkit_state.turns.intake import checked_max_turns, checked_timeout
+from guardkit_state.turns.spend import feature_spend
 
 log = logging.getLogger("guardkit_state.features.build")
 

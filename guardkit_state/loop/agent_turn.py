@@ -30,7 +30,7 @@ from guardkit_state.loop.briefing import (
     player_prompt,
 )
 from guardkit_state.loop.worktree_watch import changed_between, fingerprint, turn_diff
-from guardkit_state.model import TurnMode, TurnState
+from guardkit_state.model import TurnMode
 from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir
 from guardkit_state.turns.context import must_address_lines
 from guardkit_state.turns.lifecycle import TurnLifecycle
@@ -151,22 +151,6 @@ class TurnBriefing:
                        diff_file=diff_file)
 
 
-def turn_cost(state: TurnState) -> float:
-    """What a turn's agents reported they cost, in USD (agents that report none count 0)."""
-    return sum(float(run["cost_usd"]) for run in state.agent_runs.values()
-               if isinstance(run.get("cost_usd"), (int, float)) and not isinstance(run.get("cost_usd"), bool))
-
-
-def task_cost(lifecycle: TurnLifecycle) -> float:
-    """What every recorded turn of the task cost, as its turn states say."""
-    total = 0.0
-    for number in range(1, lifecycle.recorded_turns + 1):
-        state = lifecycle.history.turn_state(number)
-        if state is not None:
-            total += turn_cost(state)
-    return total
-
-
 class ReadOnlyWatch:
     """Proves a Coach left the worktree as it found it (outside the loop's own ``.guardkit/``)."""
 
@@ -185,5 +169,4 @@ class ReadOnlyWatch:
                              task_id=request.task_id, turn=request.turn)
 
 
-__all__ = ["FAILURE_KINDS", "AgentRuns", "ReadOnlyWatch", "TurnBriefing", "agent_name", "failure_kind", "task_cost",
-           "turn_cost"]
+__all__ = ["FAILURE_KINDS", "AgentRuns", "ReadOnlyWatch", "TurnBriefing", "agent_name", "failure_kind"]

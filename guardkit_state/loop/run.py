@@ -21,7 +21,7 @@ from guardkit_state.errors import AgentError, GuardkitStateError, InputError, Re
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager, check_base_branch
-from guardkit_state.loop.agent_turn import AgentRuns, ReadOnlyWatch, TurnBriefing, failure_kind, task_cost
+from guardkit_state.loop.agent_turn import AgentRuns, ReadOnlyWatch, TurnBriefing, failure_kind
 from guardkit_state.loop.agents import Agent, stop_orphaned_agents
 from guardkit_state.loop.commits import TurnCommits
 from guardkit_state.loop.events import (
@@ -53,6 +53,7 @@ from guardkit_state.taskfile.document import TaskFile, find_task
 from guardkit_state.turns.intake import check_may_continue, checked_max_turns, checked_timeout, read_task_settled
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 from guardkit_state.turns.resume import ResumePoint, resume_point
+from guardkit_state.turns.spend import task_spend
 from guardkit_state.turns.verdicts import VERDICT_WORDS_KEY, describe_verdict_words
 
 log = logging.getLogger("guardkit_state.loop.run")
@@ -321,7 +322,7 @@ class _Run:
                 return Outcome.AGENT_FAILED, (f"the {role} failed twice in a row ({kind}): "
                                               f"{' '.join((state.error or '').split())[:300]}")
         if self.options.max_cost is not None:
-            spent = task_cost(lifecycle)
+            spent = task_spend(lifecycle.root, self.task_id) or 0.0
             if spent >= self.options.max_cost:
                 return Outcome.COST_LIMIT_REACHED, (f"--max-cost reached: ${spent:.4f} spent on {self.task_id} "
                                                     f"(limit ${self.options.max_cost:g})")
