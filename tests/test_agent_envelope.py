@@ -105,3 +105,33 @@ def test_a_bad_agents_file_is_refused_naming_the_key(tmp_path: Path, yaml_text: 
     with pytest.raises(ConfigError) as info:
         load_presets(tmp_path)
     assert said in str(info.value)
+
+
+@pytest.mark.parametrize(("name", "player_has", "coach_has"), [
+    ("claude", ["--permission-mode", "acceptEdits"], ["--permission-mode", "plan"]),
+    ("codex", ["--sandbox", "workspace-write"], ["--sandbox", "read-only"]),
+    ("gemini", ["--approval-mode", "auto_edit"], ["--approval-mode", "default"]),
+    ("aider", [], ["--dry-run"]),
+])
+def test_the_coach_runs_with_its_cli_read_only_options(tmp_path: Path, name: str, player_has: list[str],
+                                                       coach_has: list[str]) -> None:
+    from guardkit_state.loop.agents import TurnRequest
+
+    schema = tmp_path / "schema.json"
+    schema.write_text('{"type": "object"}')
+    agent = PresetAgent(PRESETS[name])
+    argvs = {}
+    for role in ("player", "coach"):
+        request = TurnRequest(role=role, task_id="TASK-A-1", turn=1, mode="fresh_start", workdir=tmp_path,
+                              task_file=tmp_path / "t.md", context_file=tmp_path / "c.md",
+                              report_file=tmp_path / "r.json", prompt_file=tmp_path / "p.md", schema_file=schema)
+        argvs[role] = agent.argv(request, prompt="THE PROMPT", log_file=tmp_path / "log.jsonl")
+    for role, wanted in (("player", player_has), ("coach", coach_has)):
+        joined = " ".join(argvs[role])
+        assert " ".join(wanted) in joined, (role, argvs[role])
+    assert "read-only" not in " ".join(argvs["player"]) and "--dry-run" not in argvs["player"]
+    if name == "claude":
+        assert argvs["coach"][argvs["coach"].index("--json-schema") + 1] == '{"type": "object"}'
+        assert argvs["coach"][:3] == ["claude", "-p", "THE PROMPT"]
+    if name == "codex":
+        assert argvs["coach"][-1] == "-" and str(schema) in argvs["coach"]
