@@ -15,6 +15,7 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextResourceContents
 
 from .feature_support import FEATURE_ID, TaskSpec, make_feature
@@ -284,6 +285,22 @@ def test_the_task_file_and_a_turns_reports_are_resources(repo: Path) -> None:
     assert json.loads(turn_text.text) == reports
 
 
+def test_a_resource_that_cannot_be_read_is_a_protocol_error_with_the_cli_line(repo: Path) -> None:
+    async def session(client: Client) -> list[str]:
+        errors = []
+        for uri in ("guardkit://task/TASK-NOPE-1", f"guardkit://task/{TASK}/turn/1", f"guardkit://task/{TASK}/turn/x"):
+            with pytest.raises(MCPError) as failed:
+                await client.read_resource(uri)
+            errors.append(failed.value.error.message)
+        return errors
+
+    missing, unrecorded, not_a_number = with_server(repo, session)
+    assert missing == cli(repo, "show", "TASK-NOPE-1").stderr.strip()
+    assert unrecorded == f"error: {TASK} has no recorded turn (expected a task with a recorded turn " \
+        "('record' or a loop records one))"
+    assert not_a_number == "error: turn must be a number, not 'x'"
+
+
 # ------------------------------------------------------------------------------------------ the wire
 
 
@@ -343,3 +360,25 @@ def test_without_the_mcp_extra_the_command_says_which_install_fixes_it(tmp_path:
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == "error: the MCP server needs the mcp extra (mcp is not installed) " \
         "(expected pip install 'guardkit-state[mcp]')\n"
+
+
+def test_records_sent_at_once_are_taken_one_at_a_time(repo: Path) -> None:
+    """Calls run in the server's worker threads: the same turn sent twice at once is recorded once
+    and the other call answered "already recorded", never refused as locked."""
+    player, coach = player_report(1), coach_decision(1, "feedback", feedback="add the refresh test")
+    arguments = {"task_id": TASK, "player": player, "coach": coach}
+
+    async def session(client: Client) -> list[Any]:
+        results: list[Any] = []
+
+        async def send() -> None:
+            results.append(answer(await client.call_tool("record_turn", arguments)))
+
+        async with anyio.create_task_group() as group:
+            for _ in range(4):
+                group.start_soon(send)
+        return results
+
+    results = with_server(repo, session)
+    assert sorted(bool(r.get("already_recorded")) for r in results) == [False, True, True, True]
+    assert [t["turn"] for t in cli_json(repo, "show", TASK)["turns"]] == [1]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -147,6 +148,11 @@ def build_server(repo: Path, *, read_only: bool = False) -> MCPServer[Any]:
         return answers.search(root, query, groups=groups, task=task, feature=feature, decision=decision,
                               since=since, limit=limit, backend=backend)
 
+    # The SDK runs each call in a worker thread: two records at once would meet at the task's lock,
+    # and the second be refused as "locked by another run". One at a time, the second is answered
+    # as the CLI answers it after the first: the next turn, or "already recorded".
+    writing = threading.Lock()
+
     if not read_only:
         @tool(WRITE)
         def record_turn(task_id: TaskRef, player: Report = None, coach: Report = None,
@@ -160,8 +166,9 @@ def build_server(repo: Path, *, read_only: bool = False) -> MCPServer[Any]:
             written; the ledger, stall and outcome are updated. Sending the very reports of a
             recorded turn again answers "already_recorded": true (nothing to do). Returns the JSON
             of `record --json`."""
-            return answers.record(root, task_id, player=player, coach=coach, player_file=player_file,
-                                  coach_file=coach_file, mode=mode, max_turns=max_turns, reopen=reopen)
+            with writing:
+                return answers.record(root, task_id, player=player, coach=coach, player_file=player_file,
+                                      coach_file=coach_file, mode=mode, max_turns=max_turns, reopen=reopen)
 
     @server.resource("guardkit://task/{task_id}", name="task-file", mime_type="text/markdown",
                      description="A task file's text, from the copy `show` reads.")
