@@ -382,3 +382,23 @@ def test_records_sent_at_once_are_taken_one_at_a_time(repo: Path) -> None:
     results = with_server(repo, session)
     assert sorted(bool(r.get("already_recorded")) for r in results) == [False, True, True, True]
     assert [t["turn"] for t in cli_json(repo, "show", TASK)["turns"]] == [1]
+
+
+def test_two_servers_on_one_repository_agree(repo: Path) -> None:
+    """Neither keeps anything of its own: a turn recorded through one is in the other's next answer."""
+    args = ["-m", "guardkit_state", "mcp", "--repo", str(repo)]
+    player, coach = player_report(1), coach_decision(1, "feedback", feedback="cover the expired token")
+
+    async def main() -> tuple[Any, Any, Any]:
+        async with Client(StdioServerParameters(command=sys.executable, args=args, cwd=str(repo))) as first, \
+                Client(StdioServerParameters(command=sys.executable, args=[*args, "--read-only"],
+                                             cwd=str(repo))) as second:
+            before = answer(await second.call_tool("show", {"task_id": TASK}))
+            answer(await first.call_tool("record_turn", {"task_id": TASK, "player": player, "coach": coach}))
+            return (before, answer(await first.call_tool("show", {"task_id": TASK})),
+                    answer(await second.call_tool("show", {"task_id": TASK})))
+
+    before, through_first, through_second = anyio.run(main)
+    assert before["turns"] == []
+    assert through_first == through_second
+    assert [t["feedback"] for t in through_second["turns"]] == ["cover the expired token"]
