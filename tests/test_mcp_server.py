@@ -402,3 +402,27 @@ def test_two_servers_on_one_repository_agree(repo: Path) -> None:
     assert before["turns"] == []
     assert through_first == through_second
     assert [t["feedback"] for t in through_second["turns"]] == ["cover the expired token"]
+
+
+def test_an_inline_report_is_read_as_strictly_as_a_report_file(repo: Path) -> None:
+    """Nesting deeper than a report file may hold is refused as `record` refuses the file (the
+    JSON-RPC parser would let it through), naming the report instead of a file; nothing written."""
+    nested: Any = "deep"
+    for _ in range(80):
+        nested = [nested]
+    player = player_report(1, concerns=[nested])
+    coach = coach_decision(1, "feedback", feedback="x")
+    player_file, coach_file = repo / "deep.json", repo / "coach.json"
+    player_file.write_text(json.dumps(player), encoding="utf-8")
+    coach_file.write_text(json.dumps(coach), encoding="utf-8")
+    before = tree(repo)
+
+    async def session(client: Client) -> CallToolResult:
+        return await client.call_tool("record_turn", {"task_id": TASK, "player": player, "coach": coach})
+
+    refused = with_server(repo, session)
+    done = cli(repo, "record", TASK, "--player", str(player_file), "--coach", str(coach_file))
+    assert done.returncode == 2
+    assert error_text(refused) == done.stderr.strip().replace(str(player_file), "the player report")
+    assert "nest" in error_text(refused)
+    assert tree(repo) == before

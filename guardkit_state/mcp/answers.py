@@ -10,11 +10,12 @@ the same validation, refusals and "already recorded" answers.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from guardkit_state.errors import AlreadyRecordedError, GuardkitStateError, InputError
+from guardkit_state.errors import AlreadyRecordedError, FileTooLargeError, GuardkitStateError, InputError
 
 if TYPE_CHECKING:
     from guardkit_state.index.searching import Backend
@@ -131,13 +132,22 @@ def record(root: Path, ref: str, *, player: dict[str, Any] | None = None, coach:
 def _report(root: Path, name: str, given: dict[str, Any] | None,
             file: str | None) -> tuple[dict[str, Any], Path | None]:
     """A report given inline or as a file; exactly one of the two."""
-    from guardkit_state.store.jsonio import load_json
+    from guardkit_state.store.fsio import MAX_FILE_BYTES
+    from guardkit_state.store.jsonio import load_json, parse_json
 
     if (given is None) == (file is None):
         raise InputError(f"give the {name} report either inline ('{name}') or as a file ('{name}_file')",
                          expected=f"exactly one of {name}, {name}_file")
     if given is not None:
-        return given, None
+        # Read as `record` reads a report file: its text strict JSON (no NaN, bounded nesting)
+        # under the same size cap. The JSON-RPC parser lets through what that reading refuses.
+        text = json.dumps(given, ensure_ascii=False)
+        size = len(text.encode("utf-8"))
+        if size > MAX_FILE_BYTES:
+            raise FileTooLargeError(f"the {name} report is {size} bytes, over the {MAX_FILE_BYTES}-byte limit",
+                                    expected=f"at most {MAX_FILE_BYTES} bytes")
+        checked: dict[str, Any] = parse_json(text, path=f"the {name} report")
+        return checked, None
     path = Path(file or "")
     path = path if path.is_absolute() else root / path
     if not path.is_file():
