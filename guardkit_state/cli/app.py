@@ -44,6 +44,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "search",
     "report",
     "agents",
+    "mcp",
 )
 
 #: Errors that mean "the command cannot run as asked": bad input, an unknown or ambiguous task,
