@@ -88,3 +88,37 @@ def test_a_gate_that_overturns_an_approval_says_so_in_one_line(tmp_path: Path) -
 ])
 def test_failure_kinds(reason: str, kind: str | None) -> None:
     assert failure_kind(reason) == kind
+
+
+@pytest.mark.parametrize(("path", "cache"), [
+    ("src/__pycache__/mod.cpython-311.pyc", True), (".pytest_cache/v/cache/nodeids", True), (".coverage", True),
+    (".coverage.host.123", True), ("pkg/.mypy_cache/x.json", True), ("src/mod.py", False),
+    ("cache_utils.py", False), ("docs/coverage.md", False),
+])
+def test_what_tests_leave_behind_is_not_a_coach_change(path: str, cache: bool) -> None:
+    from guardkit_state.loop.worktree_watch import is_cache
+
+    assert is_cache(path) is cache
+
+
+COACH_RUNS_TESTS = """\
+import json, os, subprocess, sys
+from pathlib import Path
+Path("__pycache__").mkdir(exist_ok=True)
+Path("__pycache__/work.cpython-311.pyc").write_bytes(b"compiled")
+Path(".coverage").write_text("data")
+ids = [c["id"] for c in json.loads(Path(os.environ["GUARDKIT_CRITERIA_FILE"]).read_text())["criteria"]]
+Path(os.environ["GUARDKIT_REPORT_FILE"]).write_text(json.dumps({
+    "decision": "approve", "issues": [], "rationale": "tests pass",
+    "criteria_verification": [{"criterion_id": c, "result": "verified", "notes": ""} for c in ids],
+    "validation_results": {"tests_passed_count": 5, "tests_failed_count": 0, "coverage": 95.0}}))
+"""
+
+
+def test_a_coach_that_runs_the_tests_is_still_read_only(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: task_text(TASK, LABELLED_BODY)})
+    (tmp_path / "p.py").write_text(PLAYER)
+    (tmp_path / "c.py").write_text(COACH_RUNS_TESTS)
+    run = cli(root, "feature-build", TASK, "--player", shlex.join([sys.executable, str(tmp_path / "p.py"), "works"]),
+              "--coach", shlex.join([sys.executable, str(tmp_path / "c.py")]), "--max-turns", "2")
+    assert run.returncode == 0, run.stdout + run.stderr

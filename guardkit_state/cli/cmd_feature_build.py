@@ -52,7 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "GUARDKIT_PROMPT_FILE (its whole prompt), GUARDKIT_CONTEXT_FILE, GUARDKIT_CRITERIA_FILE,\n"
         "GUARDKIT_SCHEMA_FILE and GUARDKIT_REPORT_FILE (the Coach also GUARDKIT_PLAYER_REPORT_FILE and\n"
         "GUARDKIT_DIFF_FILE) and writes a JSON report to GUARDKIT_REPORT_FILE (docs/agents.md).\n\n"
-        "Exit codes: 0 approved, 1 not approved (max turns or stall), 2 usage or configuration\n"
+        "Exit codes: 0 approved, 1 not approved (max turns, stall, the same agent failure twice,\n"
+        "--max-cost reached), 2 usage or configuration\n"
         "error, 130 interrupted (state saved; continue with --resume).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -38,12 +38,11 @@ from guardkit_state.turns.lifecycle import TurnLifecycle
 #: Kinds of agent failure that a retry cannot fix: the same one twice in a row stops the loop.
 #: Matched (case-insensitive) in the failure's reason, which quotes the agent's own error.
 FAILURE_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("missing binary", re.compile(r"status 127\b|command not found|no such file or directory|not installed",
-                                  re.I)),
-    ("authentication", re.compile(r"invalid api key|api key|authenticat|unauthori[sz]ed|\b401\b|not logged in|"
-                                  r"please (run )?/?login|credentials", re.I)),
+    ("missing binary", re.compile(r"status 127\b|command not found", re.I)),
+    ("authentication", re.compile(r"invalid api key|api key not valid|incorrect api key|authenticat|"
+                                  r"unauthori[sz]ed|\b401\b|not logged in|please (run )?/?login", re.I)),
     ("quota", re.compile(r"quota|rate.?limit|\b429\b|usage limit|credit balance|insufficient.?(funds|credit)|"
-                         r"resource.?exhausted|billing", re.I)),
+                         r"resource.?exhausted", re.I)),
 )
 
 

@@ -17,8 +17,9 @@ from typing import Any
 
 from guardkit_state.model import Criterion
 
-#: Longest diff quoted in the Coach's prompt; the whole diff is in ``GUARDKIT_DIFF_FILE``.
-MAX_PROMPT_DIFF_CHARS = 60_000
+#: Longest diff quoted in the Coach's prompt; the whole diff is in ``GUARDKIT_DIFF_FILE``. Kept well
+#: under the 128 KiB a single command-line argument may hold (presets pass the prompt as one).
+MAX_PROMPT_DIFF_CHARS = 40_000
 
 
 def criteria_document(task_id: str, criteria: Sequence[Criterion], statuses: dict[str, str]) -> dict[str, Any]:

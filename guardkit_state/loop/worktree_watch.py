@@ -17,10 +17,23 @@ from guardkit_state.git.repo import GitRepo
 
 #: The loop's own directory: its files change during a turn by design.
 OWN_DIR = ".guardkit/"
+#: What running a project's tests or linters leaves behind (a Coach runs them): not a change of the
+#: work. A folder named so anywhere in a path, or a file with one of these names or suffixes.
+CACHE_DIRS = frozenset(("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox",
+                        ".nox", ".cache", ".coverage_html", "htmlcov"))
+CACHE_FILES = frozenset((".coverage", "coverage.xml"))
+CACHE_SUFFIXES = (".pyc", ".pyo")
+
+
+def is_cache(path: str) -> bool:
+    """True for a path that tests or linters write (``docs/agents.md``): not the agent's work."""
+    parts = path.rstrip("/").split("/")
+    return (any(part in CACHE_DIRS for part in parts[:-1]) or parts[-1] in CACHE_DIRS
+            or parts[-1] in CACHE_FILES or parts[-1].startswith(".coverage.") or parts[-1].endswith(CACHE_SUFFIXES))
 
 
 def _changes(git: GitRepo, cwd: Path) -> list[StatusEntry]:
-    return [e for e in git.status(cwd=cwd) if not e.path.startswith(OWN_DIR)]
+    return [e for e in git.status(cwd=cwd) if not e.path.startswith(OWN_DIR) and not is_cache(e.path)]
 
 
 @dataclass(frozen=True)
@@ -71,4 +84,5 @@ def changed_between(before: dict[str, str], after: dict[str, str]) -> list[str]:
     return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
 
 
-__all__ = ["OWN_DIR", "ChangedFiles", "changed_between", "changed_files", "fingerprint", "turn_diff"]
+__all__ = ["CACHE_DIRS", "CACHE_FILES", "CACHE_SUFFIXES", "OWN_DIR", "ChangedFiles", "changed_between", "changed_files",
+           "fingerprint", "is_cache", "turn_diff"]
