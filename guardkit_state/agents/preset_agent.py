@@ -2,14 +2,13 @@
 
 The report comes from the agent's schema-enforced structured output where its CLI has one, else
 from the report file, else from the JSON in its answer; the loop then validates it against
-``schemas/``. A Player's files changed are read from git, not from its claims (what it claimed is
-kept beside them when it differs). An envelope that says ``is_error`` is an error even after exit 0.
+``schemas/`` (and, for a Player, takes its files changed from git). An envelope that says
+``is_error`` is an error even after exit 0.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,10 +16,8 @@ from typing import Any
 
 from guardkit_state.agents.envelope import AgentEnvelope, read_envelope, report_in_text
 from guardkit_state.agents.presets import AgentPreset, is_preset_name, load_presets
-from guardkit_state.errors import AgentError, GuardkitStateError
-from guardkit_state.git.repo import GitRepo
+from guardkit_state.errors import AgentError
 from guardkit_state.loop.agents import Agent, CommandAgent, TurnRequest, read_report_file, run_agent_process
-from guardkit_state.loop.worktree_watch import changed_files
 from guardkit_state.turns.turn_state import AGENT_RUN_KEY
 
 #: How much of an agent's own error text is quoted in the turn's reason.
@@ -84,8 +81,6 @@ class PresetAgent:
             raise AgentError(f"{where} exited with status {returncode}" + (f": {tail}" if tail else ""),
                              task_id=request.task_id, turn=request.turn)
         report = self._report(request, envelope, stdout.decode("utf-8", "replace"))
-        if request.role == "player":
-            report = _files_from_git(report, request.workdir)
         report[AGENT_RUN_KEY] = self.last_run
         return report
 
@@ -114,22 +109,6 @@ def _fill(word: str, values: Mapping[str, str]) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())[:ERROR_CHARS]
-
-
-def _files_from_git(report: dict[str, Any], workdir: Path) -> dict[str, Any]:
-    """The Player's report with its files as git sees them (its own list kept when it differs)."""
-    git = GitRepo.discover(workdir)
-    if git is None:
-        return report
-    try:
-        truth = changed_files(git, workdir)
-    except GuardkitStateError:
-        return report
-    claimed = {"files_created": report.get("files_created"), "files_modified": report.get("files_modified")}
-    out = {**report, "files_created": truth.created, "files_modified": truth.modified}
-    if claimed != {"files_created": truth.created, "files_modified": truth.modified}:
-        out["claimed_files"] = json.loads(json.dumps(claimed))
-    return out
 
 
 def agent_for(spec: str, repo_root: Path | None = None) -> Agent:

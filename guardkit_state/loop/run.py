@@ -39,6 +39,7 @@ from guardkit_state.loop.events import (
 from guardkit_state.loop.outcome import LoopInterrupted, LoopResult
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
 from guardkit_state.loop.start import fresh_start_refused, preflight
+from guardkit_state.loop.worktree_watch import with_files_from_git
 from guardkit_state.model import Outcome, TurnMode
 from guardkit_state.store.fsio import (
     crash_point,
@@ -368,7 +369,12 @@ class _Run:
         else:
             action = "run_turn"  # a fresh Player report: an earlier Coach report no longer applies
             self._agent_starts(number, "player")
-            recorded = lifecycle.record_player(runs.run("player", self.player, player))
+            report = runs.run("player", self.player, player)
+            if self.git is not None:  # the files the turn changed are git's to say, not the agent's
+                own = lifecycle.task.path.resolve().relative_to(briefing.checkout.resolve()).as_posix() \
+                    if lifecycle.task.path.resolve().is_relative_to(briefing.checkout.resolve()) else ""
+                report = with_files_from_git(report, self.git, briefing.checkout, exclude=(own,))
+            recorded = lifecycle.record_player(report)
             crash_point("loop.after_player")
         self.phase = "coach"
         coach = briefing.coach_request(player, recorded.headline if recorded is not None else "")

@@ -9,8 +9,10 @@ after it ran: paths, their status and their bytes' hash).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from guardkit_state.git.parse import StatusEntry
 from guardkit_state.git.repo import GitRepo
@@ -44,13 +46,31 @@ class ChangedFiles:
     modified: list[str]
 
 
-def changed_files(git: GitRepo, cwd: Path) -> ChangedFiles:
-    """The files changed in ``cwd``'s checkout since HEAD, outside ``.guardkit/``."""
+def changed_files(git: GitRepo, cwd: Path, *, exclude: Collection[str] = ()) -> ChangedFiles:
+    """The files changed in ``cwd``'s checkout since HEAD, outside ``.guardkit/`` and ``exclude``."""
     created: list[str] = []
     modified: list[str] = []
     for entry in _changes(git, cwd):
+        if entry.path in exclude:
+            continue
         (created if entry.code.strip() in ("??", "A", "AM") else modified).append(entry.path)
     return ChangedFiles(sorted(created), sorted(modified))
+
+
+def with_files_from_git(report: dict[str, Any], git: GitRepo, cwd: Path, *,
+                        exclude: Collection[str] = ()) -> dict[str, Any]:
+    """A Player's report with its files as git sees them; what it claimed is kept as ``claimed_files``
+    when it differs (a report that is not an object is left for the schema to refuse). ``exclude``:
+    paths the loop itself wrote (the task file copied into a worktree)."""
+    if not isinstance(report, dict):
+        return report
+    truth = changed_files(git, cwd, exclude=exclude)
+    seen = {"files_created": truth.created, "files_modified": truth.modified}
+    claimed = {"files_created": report.get("files_created"), "files_modified": report.get("files_modified")}
+    out = {**report, **seen}
+    if claimed != seen:
+        out["claimed_files"] = claimed
+    return out
 
 
 def turn_diff(git: GitRepo, cwd: Path) -> str:
@@ -85,4 +105,4 @@ def changed_between(before: dict[str, str], after: dict[str, str]) -> list[str]:
 
 
 __all__ = ["CACHE_DIRS", "CACHE_FILES", "CACHE_SUFFIXES", "OWN_DIR", "ChangedFiles", "changed_between", "changed_files",
-           "fingerprint", "is_cache", "turn_diff"]
+           "fingerprint", "is_cache", "turn_diff", "with_files_from_git"]
