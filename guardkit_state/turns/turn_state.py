@@ -142,7 +142,8 @@ def assemble_turn_state(
         {c.criterion_id: c.notes for c in coach.criteria_verification if c.notes.strip()},
         agent_runs=_agent_runs(player, None if error else coach, agent_runs),
         failed_role=failed_role if error else None,
-        verdict_words=list(coach.extra.get(VERDICT_WORDS_KEY) or []) if coach and not error else [],
+        verdict_words=[dict(w) for w in coach.extra.get(VERDICT_WORDS_KEY) or [] if isinstance(w, dict)]
+        if coach and not error else [],
         gate_override=coach.extra.get(GATE_OVERRIDE_KEY) if coach and not error else None,
         extra=extra,
     )
