@@ -95,7 +95,7 @@ def table_rows(case: Any) -> list[tuple[str, ...]]:
     met = "yes" if case["per_turn_ms"] <= TARGET_MS else "**no**"
     return [(f"Agents: a {case['turns']}-turn loop, --player claude --coach codex (fake CLIs) "
              "(floor: the same loop, plain scripted agents)",
-             f"+{case['per_turn_ms']:.0f} ms/turn ({case['presets_ms']:.0f} ms)", f"{case['plain_ms']:.0f} ms",
+             f"{case['per_turn_ms']:+.0f} ms/turn ({case['presets_ms']:.0f} ms)", f"{case['plain_ms']:.0f} ms",
              f"{case['presets_ms'] / case['plain_ms']:.2f}x", "", "", f"<= +{TARGET_MS:.0f} ms/turn", met)]
 
 
