@@ -120,3 +120,32 @@ def test_agents_lists_presets_found_and_their_versions(tmp_path: Path, fakes: Pa
     assert by_name["claude"]["found"] and by_name["claude"]["version"] == "2.0.14 (Claude Code)"
     assert by_name["claude"]["source"] == ".guardkit/config/agents.yaml"
     assert by_name["mine"]["found"] is False and by_name["codex"]["source"] == "built-in"
+
+
+def test_the_player_goes_on_with_its_session_across_turns_and_a_resume(tmp_path: Path, fakes: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    log = tmp_path / "log"
+    log.mkdir()
+    args = ("feature-build", TASK, "--player", "claude", "--coach", "codex", "--continue-session")
+    stopped = run_cli(root, fakes, *args, FAKE_INTERRUPT="player:2", FAKE_LOG=str(log))
+    assert stopped.returncode == 130, stopped.stdout + stopped.stderr
+    resumed = run_cli(root, fakes, *args, "--resume", FAKE_LOG=str(log))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    calls = [json.loads(line) for line in (log / "argv").read_text().splitlines()]
+    players = [argv for name, role, turn, argv in calls if role == "player"]
+    assert "--resume" not in players[0]  # turn 1: a new session
+    session = _turn_state(root, 1)["agent_runs"]["player"]["session_id"]  # type: ignore[index]
+    assert len(players) == 3  # turn 1; turn 2 interrupted; turn 2 again in the resumed run
+    for argv in players[1:]:  # turn 2 goes on with it, in the resumed run too (read from turn 1's state)
+        assert argv[argv.index("--resume") + 1] == session
+    # The Coach never continues a session: each judges afresh.
+    assert all("--resume" not in argv for name, role, turn, argv in calls if role == "coach")
+
+
+def test_without_the_option_every_turn_starts_a_new_session(tmp_path: Path, fakes: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    log = tmp_path / "log"
+    log.mkdir()
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", "claude", "--coach", "claude", FAKE_LOG=str(log))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert all("--resume" not in json.loads(line)[3] for line in (log / "argv").read_text().splitlines())

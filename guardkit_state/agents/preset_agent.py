@@ -38,7 +38,8 @@ class PresetAgent:
         schema_text = request.schema_file.read_text(encoding="utf-8") if request.schema_file else ""
         values = {"prompt": prompt, "prompt_file": str(request.prompt_file or ""), "schema": schema_text,
                   "schema_file": str(request.schema_file or ""), "report_file": str(request.report_file),
-                  "workdir": str(request.workdir), "log_file": str(log_file)}
+                  "workdir": str(request.workdir), "log_file": str(log_file),
+                  "session_id": request.session_id or ""}
         argv: list[str] = []
         for word in self.preset.command:
             if word == "{role_args}":
@@ -46,6 +47,9 @@ class PresetAgent:
             elif word == "{schema_args}":
                 if request.schema_file is not None:
                     argv.extend(self.preset.schema_args)
+            elif word == "{continue_args}":
+                if request.session_id:
+                    argv.extend(self.preset.continue_args)
             else:
                 argv.append(word)
         return [_fill(word, values) for word in argv]

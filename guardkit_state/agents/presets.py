@@ -24,8 +24,8 @@ from guardkit_state.taskfile.strict_yaml import parse_yaml
 AGENTS_FILE = ".guardkit/config/agents.yaml"
 OUTPUTS = ("json", "jsonl", "text")
 ROLES = ("player", "coach")
-_KEYS = frozenset(("description", "binary", "command", "player", "coach", "schema_args", "stdin", "output",
-                   "fields", "log", "version"))
+_KEYS = frozenset(("description", "binary", "command", "player", "coach", "schema_args", "continue_args", "stdin",
+                   "output", "fields", "log", "version"))
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,8 @@ class AgentPreset:
     binary: str | None = None
     role_args: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     schema_args: tuple[str, ...] = ()
+    #: How the Player goes on with an earlier session (``{session_id}``); empty: it cannot.
+    continue_args: tuple[str, ...] = ()
     stdin_prompt: bool = False
     fields: Mapping[str, Any] = field(default_factory=dict)
     log_fields: Mapping[str, Any] = field(default_factory=dict)
@@ -84,6 +86,7 @@ def preset_from_dict(name: str, data: Mapping[str, Any], *, source: str) -> Agen
         binary=data.get("binary") if isinstance(data.get("binary"), str) else None,
         role_args={role: _strings(data.get(role, []), f"{where}.{role}") for role in ROLES},
         schema_args=_strings(data.get("schema_args", []), f"{where}.schema_args"),
+        continue_args=_strings(data.get("continue_args", []), f"{where}.continue_args"),
         stdin_prompt=stdin == "prompt", fields=dict(data.get("fields") or {}), log_fields=dict(log.get("fields") or {}),
         version=_strings(data.get("version", []), f"{where}.version"), source=source)
 

@@ -64,6 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "agents') or a shell command")
     parser.add_argument("--coach", required=True, metavar="NAME|CMD",
                         help="the Coach: an agent preset (it runs read-only) or a shell command")
+    parser.add_argument("--continue-session", action="store_true",
+                        help="the Player goes on with the agent session of its previous turn (claude and gemini "
+                        "presets; also after --resume)")
     parser.add_argument("--max-cost", type=usd, metavar="USD",
                         help="stop cleanly once the agents' reported cost reaches this (per task; for a feature, "
                         "for the whole feature)")
@@ -104,7 +107,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         logging.getLogger("guardkit_state").addHandler(handler)
     options = LoopOptions(max_turns=args.max_turns, resume=args.resume, use_worktree=not args.no_worktree,
                           turn_timeout=args.turn_timeout, base_branch=args.base_branch, reopen=args.reopen,
-                          max_cost=args.max_cost)
+                          max_cost=args.max_cost, continue_session=args.continue_session)
 
     def on_event(event: LoopEvent) -> None:
         if not args.json:

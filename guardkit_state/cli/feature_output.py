@@ -85,7 +85,8 @@ def _run_feature(args: argparse.Namespace, out: Output) -> int:
         logging.getLogger("guardkit_state").addHandler(handler)
     options = FeatureOptions(max_parallel=getattr(args, "max_parallel", None), max_turns=args.max_turns,
                              resume=args.resume, base_branch=args.base_branch, turn_timeout=args.turn_timeout,
-                             max_cost=getattr(args, "max_cost", None))
+                             max_cost=getattr(args, "max_cost", None),
+                             continue_session=bool(getattr(args, "continue_session", False)))
 
     shown: set[str] = set()
 

@@ -91,6 +91,7 @@ class FeatureOptions:
     base_branch: str | None = None
     turn_timeout: float | None = None
     max_cost: float | None = None
+    continue_session: bool = False
 
     def __post_init__(self) -> None:
         value = self.max_parallel
@@ -284,7 +285,8 @@ class _FeatureRun:
     def _job(self, state: TaskState) -> LoopJob:
         left = None if self.options.max_cost is None else max(self.options.max_cost - self._spent(), 1e-9)
         options = LoopOptions(max_turns=self.options.max_turns, resume=state.resume, base_branch=self.branch,
-                              turn_timeout=self.options.turn_timeout, max_cost=left)
+                              turn_timeout=self.options.turn_timeout, max_cost=left,
+                              continue_session=self.options.continue_session)
         return LoopJob(state.task_id, self.root, self.player, self.coach, options)
 
     def _task_starting(self, job: LoopJob) -> None:

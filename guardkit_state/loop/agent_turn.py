@@ -92,6 +92,8 @@ class TurnBriefing:
     mode: TurnMode
     timeout: float | None
     git: GitRepo | None
+    #: Set (the Player's agent name) to go on with the session its previous turn's run reported.
+    continue_agent: str | None = None
 
     def __post_init__(self) -> None:
         self.work = ensure_private_dir(self.lifecycle.store.work_dir)
@@ -127,7 +129,15 @@ class TurnBriefing:
         return TurnRequest(role="player", task_id=task.task_id, turn=n, mode=self.mode.value, workdir=self.checkout,
                            task_file=task.path, context_file=context_file, report_file=report_file,
                            prompt_file=prompt_file, timeout=self.timeout, criteria_file=criteria_file,
-                           schema_file=schema_file)
+                           schema_file=schema_file, session_id=self._session_to_continue())
+
+    def _session_to_continue(self) -> str | None:
+        """The session the same Player agent reported in the previous turn (kept in its turn state)."""
+        if self.continue_agent is None or self.previous is None:
+            return None
+        run = self.previous.agent_runs.get("player") or {}
+        session = run.get("session_id")
+        return session if run.get("agent") == self.continue_agent and isinstance(session, str) and session else None
 
     def coach_request(self, player: TurnRequest, player_summary: str) -> TurnRequest:
         """The diff, schema and prompt written (after the Player ran); the Coach's request."""
@@ -147,7 +157,7 @@ class TurnBriefing:
             report_file=str(report_file)))
         return replace(player, role="coach", report_file=report_file, prompt_file=prompt_file,
                        player_report_file=lifecycle.store.path("player_turn", n), schema_file=schema_file,
-                       diff_file=diff_file)
+                       diff_file=diff_file, session_id=None)
 
 
 class ReadOnlyWatch:

@@ -46,6 +46,8 @@ class TurnRequest:
     criteria_file: Path | None = None
     schema_file: Path | None = None
     diff_file: Path | None = None
+    #: The agent session to go on with (the Player's previous turn's, with ``--continue-session``).
+    session_id: str | None = None
 
     def env(self) -> dict[str, str]:
         env = {
@@ -64,6 +66,8 @@ class TurnRequest:
         for name, path in (("CRITERIA", self.criteria_file), ("SCHEMA", self.schema_file), ("DIFF", self.diff_file)):
             if path is not None:
                 env[f"GUARDKIT_{name}_FILE"] = str(path)
+        if self.session_id:
+            env["GUARDKIT_SESSION_ID"] = self.session_id
         env.update(self.extra_env)
         return env
 

@@ -21,7 +21,7 @@ from guardkit_state.errors import AgentError, GuardkitStateError, InputError, Re
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager, check_base_branch
-from guardkit_state.loop.agent_turn import AgentRuns, ReadOnlyWatch, TurnBriefing, failure_kind
+from guardkit_state.loop.agent_turn import AgentRuns, ReadOnlyWatch, TurnBriefing, agent_name, failure_kind
 from guardkit_state.loop.agents import Agent, stop_orphaned_agents
 from guardkit_state.loop.commits import TurnCommits
 from guardkit_state.loop.events import (
@@ -77,6 +77,8 @@ class LoopOptions:
     reopen: bool = False
     #: Stop once the agents' reported cost of this task's turns reaches this many USD.
     max_cost: float | None = None
+    #: The Player goes on with the agent session its previous turn reported (presets that can).
+    continue_session: bool = False
 
     def __post_init__(self) -> None:
         checked_max_turns(self.max_turns)
@@ -335,7 +337,7 @@ class _Run:
         self.turn, self.phase = number, "starting"
         self.emit(TurnStarted(number, active.mode, action))
         briefing = TurnBriefing(self.config, lifecycle, checkout, number, active.mode, self.options.turn_timeout,
-                                self.git)
+                                self.git, agent_name(self.player) if self.options.continue_session else None)
         runs = AgentRuns()
         error: str | None = None
         failed_role: str | None = None

@@ -71,7 +71,8 @@ def _failing(role: str) -> str | None:
 
 
 def claude(argv: list[str], role: str, turn: int) -> int:
-    session = str(uuid.uuid4())
+    # --resume ID goes on with that session (the real CLI refuses an id it does not know).
+    session = argv[argv.index("--resume") + 1] if "--resume" in argv else str(uuid.uuid4())
     base = {"type": "result", "duration_ms": 2100, "duration_api_ms": 1900, "num_turns": 4, "session_id": session,
             "total_cost_usd": COST["claude"], "uuid": str(uuid.uuid4()),
             "usage": {"input_tokens": 1200, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 800,
@@ -182,6 +183,8 @@ def main(name: str) -> int:
     if os.environ.get("FAKE_LOG"):
         with (Path(os.environ["FAKE_LOG"]) / "calls").open("a") as out:
             out.write(f"{name} {role} {turn}\n")
+        with (Path(os.environ["FAKE_LOG"]) / "argv").open("a") as out:
+            out.write(json.dumps([name, role, turn, [a for a in argv if len(a) < 200]]) + "\n")
     if os.environ.get("FAKE_INTERRUPT") == f"{role}:{turn}":
         os.kill(os.getppid(), signal.SIGINT)  # Ctrl-C reaches the loop; it stops this agent
         time.sleep(60)
