@@ -373,9 +373,9 @@ class _Run:
             self._agent_starts(number, "player")
             report = runs.run("player", self.player, player)
             if self.git is not None:  # the files the turn changed are git's to say, not the agent's
-                own = lifecycle.task.path.resolve().relative_to(briefing.checkout.resolve()).as_posix() \
-                    if lifecycle.task.path.resolve().is_relative_to(briefing.checkout.resolve()) else ""
-                report = with_files_from_git(report, self.git, briefing.checkout, exclude=(own,))
+                # The task file is the loop's (a copy it made in a worktree is not the Player's work).
+                report = with_files_from_git(report, self.git, briefing.checkout,
+                                             exclude=_inside(lifecycle.task.path, briefing.checkout))
             recorded = lifecycle.record_player(report)
             crash_point("loop.after_player")
         self.phase = "coach"
@@ -438,6 +438,12 @@ class _Run:
     def _finish(self, lifecycle: TurnLifecycle, outcome: Outcome, reason: str) -> None:
         lifecycle.mark_outcome(outcome, reason=reason)
         self.result.outcome, self.result.reason = outcome, reason
+
+
+def _inside(path: Path, root: Path) -> tuple[str, ...]:
+    """``path`` relative to ``root`` (posix), as git names it; nothing when it lies outside."""
+    path, root = path.resolve(), root.resolve()
+    return (path.relative_to(root).as_posix(),) if path.is_relative_to(root) else ()
 
 
 def _agent_reason(exc: GuardkitStateError) -> str:
