@@ -135,3 +135,11 @@ def test_the_coach_runs_with_its_cli_read_only_options(tmp_path: Path, name: str
         assert argvs["coach"][:3] == ["claude", "-p", "THE PROMPT"]
     if name == "codex":
         assert argvs["coach"][-1] == "-" and str(schema) in argvs["coach"]
+
+
+@pytest.mark.parametrize("subtype", ["error_max_turns", "error_during_execution", "error_max_budget_usd"])
+def test_a_claude_error_subtype_is_an_error(subtype: str) -> None:
+    out = {"type": "result", "subtype": subtype, "is_error": False, "session_id": "s", "total_cost_usd": 0.5,
+           "usage": {"input_tokens": 1, "output_tokens": 1}}
+    env = read_envelope(PRESETS["claude"], json.dumps(out))
+    assert env is not None and env.is_error and env.subtype == subtype and env.cost_usd == 0.5

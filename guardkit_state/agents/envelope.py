@@ -134,6 +134,7 @@ def read_envelope(preset: AgentPreset, stdout: str, *, log_text: str = "") -> Ag
     error_text = error if isinstance(error, str) else (json.dumps(error) if error not in (None, False, "") else None)
     structured = values.get("structured")
     result = values.get("result")
+    subtype = str(values["subtype"]) if values.get("subtype") else None
     return AgentEnvelope(
         result=result if isinstance(result, str) else ("" if result is None else json.dumps(result)),
         structured=structured if isinstance(structured, dict) else None,
@@ -141,8 +142,9 @@ def read_envelope(preset: AgentPreset, stdout: str, *, log_text: str = "") -> Ag
         tokens_in=_integer(values.get("tokens_in")),
         tokens_out=_integer(values.get("tokens_out")),
         session_id=str(values["session_id"]) if values.get("session_id") else None,
-        is_error=values.get("is_error") is True or error_text is not None,
-        subtype=str(values["subtype"]) if values.get("subtype") else None,
+        # Claude's ``error_max_turns``, ``error_during_execution`` ... are errors whatever the flag says.
+        is_error=values.get("is_error") is True or error_text is not None or (subtype or "").startswith("error"),
+        subtype=subtype,
         error=error_text,
         model=str(values["model"]) if values.get("model") else None,
     )

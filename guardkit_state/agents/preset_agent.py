@@ -64,7 +64,7 @@ class PresetAgent:
             log_file.unlink()
         argv = self.argv(request, prompt=prompt, log_file=log_file)
         started = time.monotonic()
-        self.last_run = {"agent": self.name, "duration_seconds": None}
+        self.last_run = {"agent": self.name}  # what is known should it not start
         returncode, stdout, stderr = run_agent_process(
             argv, request, stdin=prompt.encode("utf-8") if self.preset.stdin_prompt else None)
         duration = time.monotonic() - started
