@@ -42,3 +42,13 @@ def test_a_feature_stops_before_the_wave_after_its_limit(tmp_path: Path, fakes: 
     # TASK-FB-1 took two turns ($0.05, approved in its second): the next wave does not start.
     assert f"--max-cost reached: $0.0500 spent on {FEATURE_ID} (limit $0.03)" in run.stdout + run.stderr
     assert not (project.root / ".guardkit" / "worktrees" / "TASK-FB-2").exists()
+
+
+def test_a_feature_task_whose_agent_fails_twice_is_failed_with_its_reason(tmp_path: Path, fakes: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-1")])
+    run = run_cli(project.root, fakes, "feature-build", FEATURE_ID, "--player", "claude", "--coach", "codex",
+                  "--json", FAKE_FAIL="auth", FAKE_FAIL_ROLE="player")
+    assert run.returncode == 1, run.stdout + run.stderr
+    [task] = json.loads(run.stdout)["tasks"]
+    assert (task["status"], task["outcome"]) == ("failed", "agent_failed")
+    assert "the Player failed twice in a row (authentication)" in task["reason"]
