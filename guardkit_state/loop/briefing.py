@@ -124,7 +124,7 @@ def output_contract(role: str, *, task_id: str, turn: int, criteria: Sequence[Cr
 
 def _task_sections(task_id: str, title: str, body: str, criteria: Sequence[Criterion],
                    statuses: dict[str, str]) -> list[str]:
-    lines = ["## Acceptance Criteria"]
+    lines = ["## The criteria, by id (with their status so far)"]
     lines += [f"- {c.id}: {' '.join(c.text.split())}" + (f" [{statuses[c.id]}]" if c.id in statuses else "")
               for c in criteria] or ["(none listed in the task)"]
     return [f"## Task {task_id}: {title}", body.strip() or "(the task file has no body)", "\n".join(lines)]

@@ -69,11 +69,7 @@ def must_address_lines(previous: TurnState) -> list[str]:
     lines: list[str] = []
     issues = previous.coach_issues
     feedback = (previous.coach_feedback or "").strip()
-    # Feedback made of the issues' own descriptions (what a Coach without `feedback` is read as)
-    # is not said twice.
-    said = {" ".join(str(i["description"]).split()) for i in issues}
-    told = [" ".join(line.strip().removeprefix("- ").split()) for line in feedback.splitlines() if line.strip()]
-    if feedback and not (issues and all(line in said for line in told)):
+    if feedback and not _feedback_lists_issues(previous):  # else the issues below say it, with more
         lines.append(feedback)
     if issues:
         lines.append("Specifically:")
@@ -91,6 +87,15 @@ def must_address_lines(previous: TurnState) -> list[str]:
         lines.append("Criteria not verified, with the Coach's notes:")
         lines.extend(f"- {cid}: {' '.join(note.split())}" for cid, note in notes)
     return lines
+
+
+def _feedback_lists_issues(previous: TurnState) -> bool:
+    """True when the feedback is made of the issues' own descriptions (what a Coach that writes no
+    ``feedback`` is read as): the issues, listed with their details, say it already."""
+    feedback = (previous.coach_feedback or "").strip()
+    said = {" ".join(str(i["description"]).split()) for i in previous.coach_issues}
+    told = [" ".join(line.strip().removeprefix("- ").split()) for line in feedback.splitlines() if line.strip()]
+    return bool(said and told) and all(line in said for line in told)
 
 
 def _issue_line(issue: dict[str, object]) -> str:
@@ -114,7 +119,10 @@ def _previous_turn_lines(prev: TurnState) -> list[str]:
     ]
     if prev.coach_feedback:
         lines.append("")
-        lines.append(f"**Coach feedback**: {prev.coach_feedback}")
+        if _feedback_lists_issues(prev) and len(prev.coach_issues) > 1:
+            lines.append(f"**Coach feedback**: {len(prev.coach_issues)} issue(s), listed under MUST ADDRESS below")
+        else:
+            lines.append(f"**Coach feedback**: {prev.coach_feedback}")
     if prev.error:
         lines.append(f"**Error**: {prev.error}")
     if prev.extra.get("source") == "frontmatter":
