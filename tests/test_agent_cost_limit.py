@@ -42,6 +42,12 @@ def test_a_feature_stops_before_the_wave_after_its_limit(tmp_path: Path, fakes: 
     # TASK-FB-1 took two turns ($0.05, approved in its second): the next wave does not start.
     assert f"--max-cost reached: $0.0500 spent on {FEATURE_ID} (limit $0.03)" in run.stdout + run.stderr
     assert not (project.root / ".guardkit" / "worktrees" / "TASK-FB-2").exists()
+    # The feature's page and its --json say what each task cost, and the total.
+    page = run_cli(project.root, fakes, "report", FEATURE_ID, "--output", str(tmp_path / "f.html"))
+    assert page.returncode == 0, page.stderr
+    assert "agents' cost <b>$0.0500</b>" in (tmp_path / "f.html").read_text()
+    tasks = json.loads(run_cli(project.root, fakes, "report", FEATURE_ID, "--json").stdout)["tasks"]
+    assert [t["cost_usd"] for t in tasks] == [0.05, None]
 
 
 def test_a_feature_task_whose_agent_fails_twice_is_failed_with_its_reason(tmp_path: Path, fakes: Path) -> None:
