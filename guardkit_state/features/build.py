@@ -254,6 +254,8 @@ class _FeatureRun:
         for task_id in task_ids:
             state = self.states[task_id]
             if state.runs:
+                if self.result.task(task_id).status == "failed":
+                    continue  # its loop ended in an error: a sibling's approved work is still merged
                 break  # not ended: the tasks after it wait, so merges keep the plan's order
             if state.phase == "approved":
                 self._merge(number, state)

@@ -3,7 +3,9 @@
 A turn commit (:func:`commit_turn`) never raises for a git failure: the turn's files are already
 written when it is called, so a failing hook or a locked index is *returned* in
 :class:`CommitResult` for the caller to report. Its message carries ``Task:``/``Turn:``/
-``Decision:``/``Mode:`` trailers, which is how :func:`turn_commits` finds it again on any branch.
+``Decision:``/``Mode:`` trailers, which is how :func:`turn_commits` finds it again for reading
+(``log``, ``diff``); whether a turn *is* committed is asked of the ledger of commits the loop made
+(:mod:`guardkit_state.git.turn_ledger`), never of a message anyone could have written.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import GitError, InputError
+from guardkit_state.git import turn_ledger
 from guardkit_state.git.parse import LOG_FORMAT, TurnCommit, parse_turn_log
 from guardkit_state.git.runner import git_error, nothing_to_commit, one_line
 from guardkit_state.store.fsio import validate_task_id
@@ -68,16 +71,36 @@ def turn_commits(repo: GitRepo, task_id: str, *, rev: str = "HEAD", depth: int |
         if "unknown revision" in stderr or "bad revision" in stderr or "does not have any commits" in stderr:
             return []
         raise git_error(["git", *args, rev], status, stderr, repo.root)
-    return [c for c in parse_turn_log(out.decode("utf-8", "replace")) if c.task_id == task_id]
+    found = [c for c in parse_turn_log(out.decode("utf-8", "replace")) if c.task_id == task_id]
+    return _with_recorded(repo, task_id, rev, found)
+
+
+def _with_recorded(repo: GitRepo, task_id: str, rev: str, found: list[TurnCommit]) -> list[TurnCommit]:
+    """``found`` (by trailers) plus the ledger's commits on ``rev`` whose trailers git cannot see (a
+    commit-msg hook appended a paragraph after them), newest first."""
+    known = {c.sha for c in found}
+    missing = [e for e in turn_ledger.entries(repo, task_id) if e.sha not in known]
+    if not missing:
+        return found
+    on_rev = [e for e in missing if repo.run("merge-base", "--is-ancestor", e.sha, rev, check=False)[0] == 0]
+    if not on_rev:
+        return found
+    out = repo.run("log", "--no-walk=sorted", "--format=%H%x1f%cI%x1f%s%x1e", *(e.sha for e in on_rev))[1]
+    heads = {}
+    for record in out.decode("utf-8", "replace").split("\x1e"):
+        fields = record.strip("\n").split("\x1f")
+        if len(fields) == 3:
+            heads[fields[0]] = (fields[1], fields[2])
+    extra = [TurnCommit(e.sha, heads[e.sha][0], heads[e.sha][1], task_id, e.turn, e.decision, e.mode)
+             for e in on_rev if e.sha in heads]
+    return sorted([*found, *extra], key=lambda c: c.date, reverse=True)
 
 
 def find_turn_commit(repo: GitRepo, task_id: str, turn: int, *, rev: str = "HEAD",
-                     depth: int | None = DEDUPE_DEPTH) -> str | None:
-    """The newest commit on ``rev`` whose trailers say ``Task: task_id`` and ``Turn: turn``."""
-    for commit in turn_commits(repo, task_id, rev=rev, depth=depth):
-        if commit.turn == turn:
-            return commit.sha
-    return None
+                     after: str | None = None) -> str | None:
+    """The turn commit of ``turn`` this loop made, on ``rev`` (and not in ``after``, the run's
+    base, when given); see :mod:`guardkit_state.git.turn_ledger`. A look-alike message is not one."""
+    return turn_ledger.verified_turn_commit(repo, task_id, turn, rev=rev, after=after)
 
 
 def commit_turn(
@@ -90,6 +113,7 @@ def commit_turn(
     paths: Sequence[str | Path] | None = None,
     managed_worktree: bool,
     force_paths: Sequence[str | Path] = (),
+    after: str | None = None,
 ) -> CommitResult:
     """Make the one commit of a completed turn; never raises for a git failure.
 
@@ -97,8 +121,9 @@ def commit_turn(
     included; elsewhere only ``paths`` (required) are. ``force_paths`` (exact files: the turn's own
     reports) are committed even where a ``.gitignore`` rule hides them. The message is
     ``autobuild(TASK): turn N <decision>`` with ``Task:``/``Turn:``/``Decision:``/``Mode:``
-    trailers. If a commit for this Task and Turn already exists near HEAD (resume after a kill),
-    nothing is committed and ``skipped`` says so. A stale ``index.lock`` is removed and the commit
+    trailers. If this loop already made the commit of this Task and Turn on HEAD, after ``after``
+    (the run's base; resume after a kill), nothing is committed and ``skipped`` says so. A
+    commit made is recorded in the task's ledger (:mod:`guardkit_state.git.turn_ledger`). A stale ``index.lock`` is removed and the commit
     retried once. Raises :class:`InputError` only for misuse (bad id, no paths outside a worktree).
     """
     validate_task_id(task_id)
@@ -110,7 +135,7 @@ def commit_turn(
     message = turn_message(task_id, turn, _value(decision), _value(mode))
     notes: list[str] = []
     try:
-        existing = find_turn_commit(repo, task_id, turn)
+        existing = find_turn_commit(repo, task_id, turn, after=after)
         if existing:
             return CommitResult(existing, skipped=f"turn {turn} of {task_id} is already committed as {existing[:12]}")
         sha = _commit_retrying_a_stale_lock(repo, message, None if managed_worktree else list(paths or []),
@@ -120,6 +145,7 @@ def commit_turn(
         return CommitResult(None, error=one_line(exc), notes=tuple(notes))
     if sha is None:
         return CommitResult(None, skipped="nothing to commit", notes=tuple(notes))
+    turn_ledger.record(repo, task_id, turn_ledger.LedgerEntry(sha, turn, _value(decision), _value(mode)))
     if repo.identity_args():
         notes.append(f"no git identity configured; committed as {FALLBACK_NAME} <{FALLBACK_EMAIL}>")
     return CommitResult(sha, notes=tuple(notes))

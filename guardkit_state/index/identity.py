@@ -90,7 +90,8 @@ def root_commit(root: Path) -> str:
         return ""
     try:
         result = subprocess.run(["git", "-C", str(root), "rev-list", "--max-parents=0", "HEAD"],
-                                capture_output=True, text=True, timeout=10, check=False)
+                                capture_output=True, text=True, timeout=10, check=False,
+                                env=clean_environment())
     except (OSError, subprocess.TimeoutExpired):
         return ""
     commits = sorted(result.stdout.split()) if result.returncode == 0 else []

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from guardkit_state.errors import GitError
+from guardkit_state.git.checkouts import repair_worktree_link
 from guardkit_state.git.commits import CommitResult, commit_turn
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.runner import one_line
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 
 
@@ -15,38 +18,71 @@ class TurnCommits:
     In a managed worktree every change is committed (the Player's code and the turn's files);
     elsewhere only the exact files of the turn, so a user's unrelated edits stay out of it.
     ``note`` says what the user should know (a turn recorded but not committed, a ``.gitignore``
-    rule overridden).
+    rule overridden). ``base`` is the run's base branch: a turn commit already in it belongs to an
+    earlier run of the task (merged since), never to this one.
     """
 
-    def __init__(self, git: GitRepo, task_id: str, *, managed_worktree: bool, note: Callable[[str], None]) -> None:
+    def __init__(self, git: GitRepo, task_id: str, *, managed_worktree: bool, note: Callable[[str], None],
+                 base: str | None = None) -> None:
         self.git = git
         self.task_id = task_id
         self.managed_worktree = managed_worktree
         self.note = note
+        self.base = base if base is not None and git.resolve(base) is not None else None
         self._reports_ignored: bool | None = None  # asked of git once, at the first commit
+        #: Why the last turn's commit failed (git's own words), for the run's outcome.
+        self.last_error: str | None = None
+
+    def verified(self, turn: int) -> str | None:
+        """The commit of ``turn`` this run's loop made, on the checkout's branch after the base; or None."""
+        return self.git.find_turn_commit(self.task_id, turn, after=self.base)
+
+    def _repair(self) -> str | None:
+        """Restore a managed worktree's ``.git`` link an agent removed; the failure's words, or None."""
+        if not self.managed_worktree:
+            return None
+        try:
+            text = repair_worktree_link(self.git.common_dir, self.git.root)
+        except GitError as exc:
+            return one_line(exc)
+        if text:
+            self.note(text)
+        return None
 
     def commit_pending(self, lifecycle: TurnLifecycle) -> None:
         """Commit the last recorded turn if it has no commit: a kill between the frontmatter append
         and the git commit leaves one."""
         state = lifecycle.task.state
         last = state.turns[-1] if state is not None and state.turns else None
-        if last is None or self.git.find_turn_commit(self.task_id, last.turn):
+        if last is None:
+            return
+        self.last_error = self._repair()
+        if self.last_error is not None or self.verified(last.turn):
             return
         own = self._turn_files(lifecycle, last.turn)
         paths = None if self.managed_worktree else [*own, str(lifecycle.task.path)]
         result = commit_turn(self.git, task_id=self.task_id, turn=last.turn, decision=last.decision,
                              mode=last.mode or "recovering_state", paths=paths,
-                             managed_worktree=self.managed_worktree, force_paths=self._forced(own))
-        if result.sha:
-            self.note(f"committed turn {last.turn}, which was recorded but not committed before the interruption")
+                             managed_worktree=self.managed_worktree, force_paths=self._forced(own), after=self.base)
+        self.last_error = result.error
+        if result.committed:
+            self.note(f"committed turn {last.turn}, which was recorded but not committed before")
+        elif result.error:
+            self.note(f"turn {last.turn} is recorded but still not committed: {result.error}")
 
     def commit(self, lifecycle: TurnLifecycle, record: TurnRecord) -> CommitResult:
         """The commit of the turn just recorded (a git failure is said, never raised)."""
         number = record.turn_state.turn_number
+        repair_error = self._repair()
+        if repair_error is not None:
+            self.last_error = repair_error
+            self.note(f"turn {number} recorded but not committed: {repair_error}")
+            return CommitResult(None, error=repair_error)
         paths = None if self.managed_worktree else [str(p) for p in record.written]
         result = commit_turn(self.git, task_id=self.task_id, turn=number, decision=record.entry.decision,
                              mode=record.turn_state.mode, paths=paths, managed_worktree=self.managed_worktree,
-                             force_paths=self._forced(self._turn_files(lifecycle, number)))
+                             force_paths=self._forced(self._turn_files(lifecycle, number)), after=self.base)
+        self.last_error = result.error
         if result.error:
             self.note(f"turn {number} recorded but not committed: {result.error}")
         return result

@@ -179,8 +179,25 @@ class _Run:
                 known = point.outcome in Outcome._value2member_map_
                 self.result.outcome = Outcome(point.outcome) if known else Outcome.APPROVED
                 self.result.reason = point.describe()
-                return
-            self._loop(lifecycle, checkout, point)
+            else:
+                self._loop(lifecycle, checkout, point)
+            self._verify_committed(lifecycle)
+
+    def _verify_committed(self, lifecycle: TurnLifecycle) -> None:
+        """An approval counts (exit 0) only once its turn commit, made by this loop, is on the branch;
+        otherwise the result says git's own reason, and ``--resume`` commits it once that is fixed."""
+        state = lifecycle.task.state
+        if self.commits is None or self.result.outcome is not Outcome.APPROVED or state is None or not state.turns:
+            return
+        last = state.turns[-1].turn
+        if self.commits.verified(last):
+            return
+        assert self.git is not None  # commits exist only with git
+        branch = self.git.current_branch() or "HEAD"
+        why = self.commits.last_error or "git made no commit of it"
+        self.result.commit_error = f"turn {last}'s commit is not on {branch}: {why}"
+        self.result.reason = (f"{self.result.reason}, but {self.result.commit_error}; once that is fixed, "
+                              f"'guardkit-state feature-build {self.task_id} --resume' commits it")
 
     def _prepare(self, main_task_path: Path, main_task: TaskFile) -> tuple[TurnLifecycle, Path]:
         """The checkout (worktree created or found) and the lifecycle of its task copy; under the lock."""
@@ -188,7 +205,7 @@ class _Run:
         self.result.checkout = checkout
         if self.git is not None:
             self.commits = TurnCommits(self.git, self.task_id, managed_worktree=self.managed_worktree,
-                                       note=self.note)
+                                       note=self.note, base=self.base_branch)
         task_path = checkout / main_task_path.relative_to(self.repo_root)
         if not task_path.exists():
             task_path.parent.mkdir(parents=True, exist_ok=True)
