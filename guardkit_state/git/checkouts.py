@@ -117,7 +117,8 @@ def repair_worktree_link(common_dir: Path, worktree: Path) -> str | None:
         raise GitError(f"the worktree {worktree} lost its .git link and 'git worktree repair' could not restore "
                        f"it ({detail}); run 'git worktree prune' and --resume to re-create it from its branch",
                        path=worktree)
-    return f"the worktree {worktree} had lost its .git link (removed by an agent?); restored it with git worktree repair"
+    return (f"the worktree {worktree} had lost its .git link (removed by an agent?); "
+            "restored it with git worktree repair")
 
 
 __all__ = ["common_git_dir", "main_checkout_root", "repair_worktree_link", "shared_lock_path", "worktrees_home"]

@@ -123,7 +123,8 @@ def commit_turn(
     ``autobuild(TASK): turn N <decision>`` with ``Task:``/``Turn:``/``Decision:``/``Mode:``
     trailers. If this loop already made the commit of this Task and Turn on HEAD, after ``after``
     (the run's base; resume after a kill), nothing is committed and ``skipped`` says so. A
-    commit made is recorded in the task's ledger (:mod:`guardkit_state.git.turn_ledger`). A stale ``index.lock`` is removed and the commit
+    commit made is recorded in the task's ledger (:mod:`guardkit_state.git.turn_ledger`). A stale
+    ``index.lock`` is removed and the commit
     retried once. Raises :class:`InputError` only for misuse (bad id, no paths outside a worktree).
     """
     validate_task_id(task_id)

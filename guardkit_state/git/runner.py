@@ -1,8 +1,8 @@
 """Running git: the one place the git CLI is executed, and its failures turned into advice.
 
 git runs as the command line (it honours hooks and the user's config; GitPython's index API is 4x
-slower and is not used), in the clean environment of :mod:`guardkit_state.git.environment`. GitPython is imported lazily,
-only to tell a missing git executable the way it always was; most commands never need it.
+slower and is not used), in the clean environment of :mod:`guardkit_state.git.environment`.
+GitPython is imported lazily, only to tell a missing git executable the way it always was.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from guardkit_state.git.environment import clean_environment
 from guardkit_state.store.fsio import atomic_write_text
 from guardkit_state.store.layout import WORKTREES_DIR, index_dir
 
