@@ -33,10 +33,6 @@ log = logging.getLogger("guardkit_state.git.commits")
 FALLBACK_NAME = "guardkit-state"
 FALLBACK_EMAIL = "autobuild@localhost"
 
-#: How many recent commits are searched for an existing commit of the same turn (resume after a
-#: kill). The interrupted turn's commit, when it exists, is HEAD or very near it.
-DEDUPE_DEPTH = 64
-
 
 @dataclass(frozen=True)
 class CommitResult:
@@ -96,11 +92,10 @@ def _with_recorded(repo: GitRepo, task_id: str, rev: str, found: list[TurnCommit
     return sorted([*found, *extra], key=lambda c: c.date, reverse=True)
 
 
-def find_turn_commit(repo: GitRepo, task_id: str, turn: int, *, rev: str = "HEAD",
-                     after: str | None = None) -> str | None:
-    """The turn commit of ``turn`` this loop made, on ``rev`` (and not in ``after``, the run's
-    base, when given); see :mod:`guardkit_state.git.turn_ledger`. A look-alike message is not one."""
-    return turn_ledger.verified_turn_commit(repo, task_id, turn, rev=rev, after=after)
+def find_turn_commit(repo: GitRepo, task_id: str, turn: int, *, rev: str = "HEAD") -> str | None:
+    """The turn commit of ``turn`` this run of the loop made, on ``rev``; see
+    :mod:`guardkit_state.git.turn_ledger`. A look-alike message is not one."""
+    return turn_ledger.verified_turn_commit(repo, task_id, turn, rev=rev)
 
 
 def commit_turn(
@@ -113,7 +108,6 @@ def commit_turn(
     paths: Sequence[str | Path] | None = None,
     managed_worktree: bool,
     force_paths: Sequence[str | Path] = (),
-    after: str | None = None,
 ) -> CommitResult:
     """Make the one commit of a completed turn; never raises for a git failure.
 
@@ -121,8 +115,8 @@ def commit_turn(
     included; elsewhere only ``paths`` (required) are. ``force_paths`` (exact files: the turn's own
     reports) are committed even where a ``.gitignore`` rule hides them. The message is
     ``autobuild(TASK): turn N <decision>`` with ``Task:``/``Turn:``/``Decision:``/``Mode:``
-    trailers. If this loop already made the commit of this Task and Turn on HEAD, after ``after``
-    (the run's base; resume after a kill), nothing is committed and ``skipped`` says so. A
+    trailers. If this run of the loop already made the commit of this Task and Turn on HEAD
+    (resume after a kill), nothing is committed and ``skipped`` says so. A
     commit made is recorded in the task's ledger (:mod:`guardkit_state.git.turn_ledger`). A stale
     ``index.lock`` is removed and the commit
     retried once. Raises :class:`InputError` only for misuse (bad id, no paths outside a worktree).
@@ -136,7 +130,7 @@ def commit_turn(
     message = turn_message(task_id, turn, _value(decision), _value(mode))
     notes: list[str] = []
     try:
-        existing = find_turn_commit(repo, task_id, turn, after=after)
+        existing = find_turn_commit(repo, task_id, turn)
         if existing:
             return CommitResult(existing, skipped=f"turn {turn} of {task_id} is already committed as {existing[:12]}")
         sha = _commit_retrying_a_stale_lock(repo, message, None if managed_worktree else list(paths or []),
@@ -145,7 +139,14 @@ def commit_turn(
         log.warning("turn %s of %s not committed: %s", turn, task_id, exc)
         return CommitResult(None, error=one_line(exc), notes=tuple(notes))
     if sha is None:
-        return CommitResult(None, skipped="nothing to commit", notes=tuple(notes))
+        adopted = _adopt_head(repo, message)
+        if adopted is None:
+            return CommitResult(None, skipped="nothing to commit", notes=tuple(notes))
+        # A kill between the loop's `git commit` and its ledger line: the turn's files are all
+        # committed (nothing is left to commit, and they are written only after both agents ran),
+        # and HEAD carries the loop's exact message. It is that commit.
+        turn_ledger.record(repo, task_id, turn_ledger.LedgerEntry(adopted, turn, _value(decision), _value(mode)))
+        return CommitResult(adopted, skipped=f"turn {turn} of {task_id} is already committed as {adopted[:12]}")
     turn_ledger.record(repo, task_id, turn_ledger.LedgerEntry(sha, turn, _value(decision), _value(mode)))
     if repo.identity_args():
         notes.append(f"no git identity configured; committed as {FALLBACK_NAME} <{FALLBACK_EMAIL}>")
@@ -172,6 +173,13 @@ def _commit_retrying_a_stale_lock(repo: GitRepo, message: str, paths: list[str |
     raise AssertionError("unreachable: the second attempt returns or raises")
 
 
+def _adopt_head(repo: GitRepo, message: str) -> str | None:
+    """HEAD's sha when its message begins with ``message`` (a hook may have appended to it)."""
+    status, out, _ = repo.run("log", "-1", "--format=%H%n%B", "HEAD", check=False)
+    sha, _, body = out.decode("utf-8", "replace").partition("\n")
+    return sha.strip() if status == 0 and body.startswith(message.rstrip("\n")) else None
+
+
 def turn_message(task_id: str, turn: int, decision: str, mode: str) -> str:
     """The commit message of a turn: subject, blank line, one trailer block git can parse."""
     trailers = {"Task": task_id, "Turn": str(turn), "Decision": decision, "Mode": mode}
@@ -187,5 +195,5 @@ def _value(v: str | Enum) -> str:
     return str(v.value) if isinstance(v, Enum) else str(v)
 
 
-__all__ = ["DEDUPE_DEPTH", "FALLBACK_EMAIL", "FALLBACK_NAME", "CommitResult", "commit_turn", "find_turn_commit",
+__all__ = ["FALLBACK_EMAIL", "FALLBACK_NAME", "CommitResult", "commit_turn", "find_turn_commit",
            "turn_commits", "turn_message"]

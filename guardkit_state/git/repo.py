@@ -288,10 +288,9 @@ class GitRepo:
 
     # -- turn commits (see guardkit_state.git.commits) -------------------------------------
 
-    def find_turn_commit(self, task_id: str, turn: int, *, rev: str = "HEAD",
-                         after: str | None = None) -> str | None:
-        """The commit of ``turn`` the loop made on ``rev`` (not in ``after``), or None."""
-        return commits.find_turn_commit(self, task_id, turn, rev=rev, after=after)
+    def find_turn_commit(self, task_id: str, turn: int, *, rev: str = "HEAD") -> str | None:
+        """The commit of ``turn`` this run of the loop made on ``rev``, or None (see ``turn_ledger``)."""
+        return commits.find_turn_commit(self, task_id, turn, rev=rev)
 
     def turn_commits(self, task_id: str, *, rev: str = "HEAD", depth: int | None = None) -> list[TurnCommit]:
         """Turn commits of ``task_id`` reachable from ``rev``, newest first (by trailers)."""

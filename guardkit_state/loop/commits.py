@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from guardkit_state.errors import GitError
+from guardkit_state.git import turn_ledger
 from guardkit_state.git.checkouts import repair_worktree_link
 from guardkit_state.git.commits import CommitResult, commit_turn
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.runner import one_line
+from guardkit_state.turns.completion import utc_now
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 
 
@@ -18,24 +20,25 @@ class TurnCommits:
     In a managed worktree every change is committed (the Player's code and the turn's files);
     elsewhere only the exact files of the turn, so a user's unrelated edits stay out of it.
     ``note`` says what the user should know (a turn recorded but not committed, a ``.gitignore``
-    rule overridden). ``base`` is the run's base branch: a turn commit already in it belongs to an
-    earlier run of the task (merged since), never to this one.
+    rule overridden).
     """
 
-    def __init__(self, git: GitRepo, task_id: str, *, managed_worktree: bool, note: Callable[[str], None],
-                 base: str | None = None) -> None:
+    def __init__(self, git: GitRepo, task_id: str, *, managed_worktree: bool, note: Callable[[str], None]) -> None:
         self.git = git
         self.task_id = task_id
         self.managed_worktree = managed_worktree
         self.note = note
-        self.base = base if base is not None and git.resolve(base) is not None else None
         self._reports_ignored: bool | None = None  # asked of git once, at the first commit
         #: Why the last turn's commit failed (git's own words), for the run's outcome.
         self.last_error: str | None = None
 
+    def start_run(self) -> None:
+        """A fresh start: commits of an earlier run of the task (merged since) are not this run's."""
+        turn_ledger.start_run(self.git, self.task_id, utc_now())
+
     def verified(self, turn: int) -> str | None:
-        """The commit of ``turn`` this run's loop made, on the checkout's branch after the base; or None."""
-        return self.git.find_turn_commit(self.task_id, turn, after=self.base)
+        """The commit of ``turn`` this run of the loop made, on the checkout's branch; or None."""
+        return self.git.find_turn_commit(self.task_id, turn)
 
     def _repair(self) -> str | None:
         """Restore a managed worktree's ``.git`` link an agent removed; the failure's words, or None."""
@@ -63,7 +66,7 @@ class TurnCommits:
         paths = None if self.managed_worktree else [*own, str(lifecycle.task.path)]
         result = commit_turn(self.git, task_id=self.task_id, turn=last.turn, decision=last.decision,
                              mode=last.mode or "recovering_state", paths=paths,
-                             managed_worktree=self.managed_worktree, force_paths=self._forced(own), after=self.base)
+                             managed_worktree=self.managed_worktree, force_paths=self._forced(own))
         self.last_error = result.error
         if result.committed:
             self.note(f"committed turn {last.turn}, which was recorded but not committed before")
@@ -81,7 +84,7 @@ class TurnCommits:
         paths = None if self.managed_worktree else [str(p) for p in record.written]
         result = commit_turn(self.git, task_id=self.task_id, turn=number, decision=record.entry.decision,
                              mode=record.turn_state.mode, paths=paths, managed_worktree=self.managed_worktree,
-                             force_paths=self._forced(self._turn_files(lifecycle, number)), after=self.base)
+                             force_paths=self._forced(self._turn_files(lifecycle, number)))
         self.last_error = result.error
         if result.error:
             self.note(f"turn {number} recorded but not committed: {result.error}")

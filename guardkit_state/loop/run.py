@@ -171,6 +171,8 @@ class _Run:
                 check_may_continue(lifecycle.task, point.next_turn, reopen=self.options.reopen,
                                    max_turns=lifecycle.max_turns, to="run more turns")
             self._check_start(point)
+            if self.commits is not None and not self.options.resume:
+                self.commits.start_run()  # an earlier run's turn commits (merged since) are not this run's
             # Before the "finished" exit: a kill after the approving turn's append but before its
             # commit must still get that turn committed on resume.
             if self.commits is not None:
@@ -205,7 +207,7 @@ class _Run:
         self.result.checkout = checkout
         if self.git is not None:
             self.commits = TurnCommits(self.git, self.task_id, managed_worktree=self.managed_worktree,
-                                       note=self.note, base=self.base_branch)
+                                       note=self.note)
         task_path = checkout / main_task_path.relative_to(self.repo_root)
         if not task_path.exists():
             task_path.parent.mkdir(parents=True, exist_ok=True)
