@@ -18,6 +18,7 @@ from pathlib import Path
 from guardkit_state.config import ResolvedConfig, load_config, render_coach_prompt, render_player_role_section
 from guardkit_state.errors import AgentError, GuardkitStateError, InputError, ResumeError
 from guardkit_state.git.checkouts import shared_lock_path
+from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager, check_base_branch
 from guardkit_state.loop.agents import Agent, TurnRequest, stop_orphaned_agents
@@ -45,6 +46,7 @@ from guardkit_state.store.fsio import (
     remove_stale_temp_files,
     validate_task_id,
 )
+from guardkit_state.store.home import check_state_home
 from guardkit_state.store.jsonio import load_json
 from guardkit_state.store.layout import artifacts_dir, log_file
 from guardkit_state.store.locks import exclusive_lock
@@ -145,11 +147,13 @@ class _Run:
     # -- setup -----------------------------------------------------------------------------
     def start(self) -> LoopResult:
         """Every refusal first (nothing exists yet), then the run itself, logged and under the lock."""
+        check_state_home(self.repo_root)  # a .guardkit file, or a symlink leaving the repository
         self.config = load_config(self.repo_root)
         options = self.options
         preflight(self.repo_root, self.task_id, reopen=options.reopen, resume=options.resume,
                   use_worktree=options.use_worktree, max_turns=options.max_turns)
         self.git = GitRepo.discover(self.repo_root)
+        check_loop_ids(self.repo_root, [self.task_id], git=self.git is not None)
         if self.git is not None and options.base_branch is not None:
             check_base_branch(self.git, options.base_branch)  # a usage error, before the log exists
         with logging_to(log_file(self.repo_root)), interrupts_as_exceptions():
