@@ -18,7 +18,7 @@ T1 = "TASK-FB-001"
 def test_clean_environment_drops_exactly_the_repository_variables() -> None:
     from guardkit_state.git.environment import REPOSITORY_VARIABLES, clean_environment
 
-    base = {name: "/elsewhere" for name in REPOSITORY_VARIABLES} | {
+    base = dict.fromkeys(REPOSITORY_VARIABLES, "/elsewhere") | {
         "PATH": "/bin", "GIT_AUTHOR_NAME": "Ann", "GIT_CONFIG_NOSYSTEM": "1", "GIT_SSH_COMMAND": "ssh"}
     assert clean_environment(base) == {"PATH": "/bin", "GIT_AUTHOR_NAME": "Ann", "GIT_CONFIG_NOSYSTEM": "1",
                                        "GIT_SSH_COMMAND": "ssh"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,13 +39,13 @@ def _env(project: FeatureProject, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, value)
 
 
-def _feature(project: FeatureProject, monkeypatch: pytest.MonkeyPatch, *, resume: bool = False):  # type: ignore[no-untyped-def]
+def _feature(project: FeatureProject, monkeypatch: pytest.MonkeyPatch, *, resume: bool = False) -> Any:
     _env(project, monkeypatch)
     return build_feature(project.root, FEATURE_ID, *project.agents(), FeatureOptions(resume=resume))
 
 
 def _task(project: FeatureProject, monkeypatch: pytest.MonkeyPatch, task_id: str = T1, *, resume: bool = False,
-          max_turns: int | None = None):  # type: ignore[no-untyped-def]
+          max_turns: int | None = None) -> Any:
     _env(project, monkeypatch)
     return feature_build(project.root, task_id, *project.agents(), LoopOptions(resume=resume, max_turns=max_turns))
 

@@ -148,7 +148,17 @@ def merge_branch(repo: GitRepo, branch: str, message: str) -> MergeResult:
         log.info("merge of %s into %s conflicts in %s; aborted", branch, repo.root, ", ".join(conflicts))
         return MergeResult(None, tuple(conflicts))
     failure = git_error(["git", "merge", "--no-ff", branch], status, stderr, repo.root)
-    return MergeResult(None, error=one_line(failure))
+    return MergeResult(None, error=one_line(failure) + _merge_advice(repo, stderr))
+
+
+def _merge_advice(repo: GitRepo, stderr: str) -> str:
+    """What to do about a refusal git explains only by its own words."""
+    if "does not have a GPG signature" in stderr or "has an untrusted GPG signature" in stderr or (
+            "signature" in stderr and repo.run("config", "--bool", "merge.verifySignatures", check=False)[1]
+            .strip() == b"true"):
+        return (" — merge.verifySignatures is set, and the task's turn commits are not signed by a trusted key: "
+                "sign them (commit.gpgsign with a key), or merge the branch by hand, then --resume")
+    return ""
 
 
 def unmerged_paths(repo: GitRepo) -> list[str]:
