@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +162,19 @@ def test_a_refused_turn_commit_does_not_hold_back_an_approved_sibling(
     again = _feature(project, monkeypatch, resume=True)
     assert (again.status, again.exit_code) == ("completed", 0), again.reason
     assert merged_tasks(project.root) == [T2, T1]
+
+
+def test_an_agents_edit_to_the_recorded_history_is_reverted_and_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Turn 2's Player rewrites turn 1's decision in its worktree's task file.
+    edit = (f"{sys.executable} -c \"import pathlib,os; p=pathlib.Path('{task_rel(T1).as_posix()}'); "
+            "t=p.read_text(); os.environ['GUARDKIT_TURN']=='2' and p.write_text(t.replace('decision: feedback', "
+            "'decision: approve', 1))\"")
+    project = make_feature(tmp_path, [TaskSpec(T1, approve_at=2, shell=edit)])
+    result = _task(project, monkeypatch)
+    assert result.exit_code == 0, result.reason
+    notes = [n for n in result.notes if "changed the recorded history" in n]
+    assert len(notes) == 1 and "turn 1's entry (decision 'feedback' → 'approve')" in notes[0], result.notes
+    committed = git(project.root, "show", f"autobuild/{T1}:{task_rel(T1).as_posix()}")
+    assert [line.strip() for line in committed.splitlines() if line.strip().startswith("decision:")] == [
+        "decision: feedback", "decision: approve"]

@@ -54,6 +54,7 @@ from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile, find_task
 from guardkit_state.turns.intake import check_may_continue, checked_max_turns, checked_timeout, read_task_settled
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
+from guardkit_state.turns.recorded_history import restore_recorded_history
 from guardkit_state.turns.resume import ResumePoint, resume_point
 
 log = logging.getLogger("guardkit_state.loop.run")
@@ -332,11 +333,19 @@ class _Run:
             # An agent that fails, or a report that is invalid, is still a turn: decision "error".
             error = _agent_reason(exc)
             log.warning("turn %d of %s: %s", number, self.task_id, error)
+        self._keep_recorded_history(lifecycle, number)
         task = lifecycle.task
         profile = self.config.gate_profile(task.task_type, task.complexity)
         return lifecycle.complete_turn(error=error, gate_profile=profile,
                                        worktree_path=self.worktree_rel if self.managed_worktree else None,
                                        base_branch=self.base_branch)
+
+    def _keep_recorded_history(self, lifecycle: TurnLifecycle, number: int) -> None:
+        """Undo an agent's edit to the recorded turns or criteria before the turn is written and committed."""
+        changed = restore_recorded_history(lifecycle.task)
+        if changed is not None:
+            self.note(f"turn {number}: an agent changed the recorded history in {lifecycle.task.path.name} "
+                      f"({changed}); restored what the loop recorded")
 
     def _requests(self, lifecycle: TurnLifecycle, checkout: Path, number: int,
                   mode: TurnMode) -> tuple[TurnRequest, TurnRequest]:
