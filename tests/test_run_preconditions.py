@@ -17,6 +17,8 @@ import pytest
 from guardkit_state.errors import FeaturePlanError, FrontmatterError, InputError, InvalidTaskIdError, UnsafePathError
 from guardkit_state.features.build import FeatureOptions, build_feature
 from guardkit_state.loop.run import LoopOptions, feature_build
+from guardkit_state.report.write import write_report
+from guardkit_state.turns.lifecycle import record_turn
 
 from .feature_support import (
     FEATURE_ID,
@@ -112,6 +114,11 @@ def test_a_guardkit_symlink_leaving_the_repository_is_refused(tmp_path: Path, mo
         _task(project, monkeypatch)
     with pytest.raises(UnsafePathError, match="outside the repository"):
         _feature(project, monkeypatch)
+    with pytest.raises(UnsafePathError, match="outside the repository"):
+        write_report(project.root, T1)
+    with pytest.raises(UnsafePathError, match="outside the repository"):
+        record_turn(project.root, T1, player_report(1, task_id=T1),
+                    coach_decision(1, "approve", task_id=T1, verdicts={"AC-001": "verified"}))
     assert sorted(p.relative_to(outside) for p in outside.rglob("*")) == before
 
 
