@@ -142,6 +142,10 @@ def test_a_lone_cr_task_file_is_refused_naming_its_line_endings(
     with pytest.raises(FrontmatterError, match="lone CR"):
         _task(project, monkeypatch)
     _made_nothing(project)
+    with pytest.raises(FrontmatterError, match="lone CR"):
+        record_turn(project.root, T1, player_report(1, task_id=T1),
+                    coach_decision(1, "approve", task_id=T1, verdicts={"AC-001": "verified"}))
+    assert b"\n" not in path.read_bytes()
 
 
 def test_an_error_echoing_a_criterion_id_with_a_newline_is_one_line(tmp_path: Path) -> None:
