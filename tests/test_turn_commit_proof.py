@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -182,3 +184,20 @@ def test_an_agents_edit_to_the_recorded_history_is_reverted_and_named(
     committed = git(project.root, "show", f"autobuild/{T1}:{task_rel(T1).as_posix()}")
     assert [line.strip() for line in committed.splitlines() if line.strip().startswith("decision:")] == [
         "decision: feedback", "decision: approve"]
+
+
+def test_a_kill_between_the_commit_and_its_ledger_line_is_resumed_with_one_commit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = make_feature(tmp_path, [TaskSpec(T1)])
+    player, coach = project.agents()
+    env = {**os.environ, **project.env()}
+    argv = [sys.executable, "-m", "guardkit_state", "feature-build", T1, "--player", player.command,
+            "--coach", coach.command]
+    killed = subprocess.run(argv, cwd=project.root, env={**env, "GUARDKIT_STATE_CRASH_AT": "git.after_commit"},
+                            capture_output=True, text=True, check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    resumed = subprocess.run([*argv, "--resume"], cwd=project.root, env=env, capture_output=True, text=True,
+                             check=False)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    subjects = git(project.root, "log", "--format=%s", f"autobuild/{T1}").splitlines()
+    assert subjects.count(f"autobuild({T1}): turn 1 approve") == 1

@@ -22,7 +22,7 @@ from guardkit_state.errors import GitError, InputError
 from guardkit_state.git import turn_ledger
 from guardkit_state.git.parse import LOG_FORMAT, TurnCommit, parse_turn_log
 from guardkit_state.git.runner import git_error, nothing_to_commit, one_line
-from guardkit_state.store.fsio import validate_task_id
+from guardkit_state.store.fsio import crash_point, validate_task_id
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
@@ -147,6 +147,7 @@ def commit_turn(
         # and HEAD carries the loop's exact message. It is that commit.
         turn_ledger.record(repo, task_id, turn_ledger.LedgerEntry(adopted, turn, _value(decision), _value(mode)))
         return CommitResult(adopted, skipped=f"turn {turn} of {task_id} is already committed as {adopted[:12]}")
+    crash_point("git.after_commit")  # committed, not yet in the ledger: --resume adopts HEAD
     turn_ledger.record(repo, task_id, turn_ledger.LedgerEntry(sha, turn, _value(decision), _value(mode)))
     if repo.identity_args():
         notes.append(f"no git identity configured; committed as {FALLBACK_NAME} <{FALLBACK_EMAIL}>")
