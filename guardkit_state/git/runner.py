@@ -1,8 +1,9 @@
 """Running git: the one place the git CLI is executed, and its failures turned into advice.
 
 git runs as the command line (it honours hooks and the user's config; GitPython's index API is 4x
-slower and is not used), in the clean environment of :mod:`guardkit_state.git.environment`.
-GitPython is imported lazily, only to tell a missing git executable the way it always was.
+slower and is not used), in the clean environment of :mod:`guardkit_state.git.environment`, by
+``subprocess`` (GitPython's ``Git.execute`` cannot remove an inherited variable, and importing
+GitPython costs ~0.3 s a command). :func:`git_module` imports GitPython for code that wants its API.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ def execute(cwd: Path, command: Sequence[str], *, stdin: bytes | None = None,
     raised; a missing git or an OS failure raises :class:`GitError` (naming ``path``, the working
     tree, when given).
     """
-    git_module()  # a missing git executable is said the same way everywhere
     try:
         # Not GitPython's Git.execute: it merges its env= into a copy of os.environ, so it can add
         # variables but never remove an inherited GIT_DIR. LC_ALL/LANGUAGE=C as GitPython sets them:
