@@ -24,12 +24,12 @@ from guardkit_state.taskfile.state_block import AutobuildState
 def restore_recorded_history(task: TaskFile) -> str | None:
     """Put back the recorded turns and criteria of ``task`` (the loop's last write) if the file on
     disk changed them; return what was changed (one line), or None when nothing was."""
+    if not task.is_stale():
+        return None  # the file is the loop's last write, byte for byte
     try:
         raw = fsio.read_bytes_capped(task.path)
     except GuardkitStateError:
         return None  # gone or unreadable: the turn's own write reports it
-    if raw == task.text.encode("utf-8"):
-        return None
     text = raw.decode("utf-8", "replace")
     changed: str | None
     try:
