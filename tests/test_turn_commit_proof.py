@@ -184,6 +184,8 @@ def test_an_agents_edit_to_the_recorded_history_is_reverted_and_named(
     committed = git(project.root, "show", f"autobuild/{T1}:{task_rel(T1).as_posix()}")
     assert [line.strip() for line in committed.splitlines() if line.strip().startswith("decision:")] == [
         "decision: feedback", "decision: approve"]
+    flags = git(project.root, "log", "--format=%(trailers:key=History-Restored,valueonly)%x1e", f"autobuild/{T1}")
+    assert [f.strip() for f in flags.split("\x1e")][:2] == ["turn 1's entry (decision 'feedback' → 'approve')", ""]
 
 
 def test_a_kill_between_the_commit_and_its_ledger_line_is_resumed_with_one_commit(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -108,6 +108,7 @@ def commit_turn(
     paths: Sequence[str | Path] | None = None,
     managed_worktree: bool,
     force_paths: Sequence[str | Path] = (),
+    trailers: Mapping[str, str] | None = None,
 ) -> CommitResult:
     """Make the one commit of a completed turn; never raises for a git failure.
 
@@ -115,11 +116,11 @@ def commit_turn(
     included; elsewhere only ``paths`` (required) are. ``force_paths`` (exact files: the turn's own
     reports) are committed even where a ``.gitignore`` rule hides them. The message is
     ``autobuild(TASK): turn N <decision>`` with ``Task:``/``Turn:``/``Decision:``/``Mode:``
-    trailers. If this run of the loop already made the commit of this Task and Turn on HEAD
-    (resume after a kill), nothing is committed and ``skipped`` says so. A
-    commit made is recorded in the task's ledger (:mod:`guardkit_state.git.turn_ledger`). A stale
-    ``index.lock`` is removed and the commit
-    retried once. Raises :class:`InputError` only for misuse (bad id, no paths outside a worktree).
+    trailers (and ``trailers``, when given). If this run of the loop already made the commit of
+    this Task and Turn on HEAD (resume after a kill), nothing is committed and ``skipped`` says
+    so. A commit made is recorded in the task's ledger (:mod:`guardkit_state.git.turn_ledger`). A
+    stale ``index.lock`` is removed and the commit retried once. Raises :class:`InputError` only
+    for misuse (bad id, no paths outside a worktree).
     """
     validate_task_id(task_id)
     if repo is None:
@@ -127,7 +128,7 @@ def commit_turn(
     if not managed_worktree and not paths:
         raise InputError("outside a managed worktree the paths to commit must be given",
                          task_id=task_id, turn=turn, expected="paths=[...]")
-    message = turn_message(task_id, turn, _value(decision), _value(mode))
+    message = turn_message(task_id, turn, _value(decision), _value(mode), trailers)
     notes: list[str] = []
     try:
         existing = find_turn_commit(repo, task_id, turn)
@@ -181,9 +182,13 @@ def _adopt_head(repo: GitRepo, message: str) -> str | None:
     return sha.strip() if status == 0 and body.startswith(message.rstrip("\n")) else None
 
 
-def turn_message(task_id: str, turn: int, decision: str, mode: str) -> str:
-    """The commit message of a turn: subject, blank line, one trailer block git can parse."""
-    trailers = {"Task": task_id, "Turn": str(turn), "Decision": decision, "Mode": mode}
+def turn_message(task_id: str, turn: int, decision: str, mode: str,
+                 extra: Mapping[str, str] | None = None) -> str:
+    """The commit message of a turn: subject, blank line, one trailer block git can parse.
+
+    ``extra`` trailers follow the four of every turn (``History-Restored``: an agent's edit to
+    the recorded history was undone in this turn)."""
+    trailers = {"Task": task_id, "Turn": str(turn), "Decision": decision, "Mode": mode, **(extra or {})}
     for key, value in trailers.items():
         if not value or "\n" in value or "\r" in value:
             raise InputError(f"invalid trailer value for {key}: {value!r}", task_id=task_id, turn=turn,

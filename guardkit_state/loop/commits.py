@@ -73,8 +73,9 @@ class TurnCommits:
         elif result.error:
             self.note(f"turn {last.turn} is recorded but still not committed: {result.error}")
 
-    def commit(self, lifecycle: TurnLifecycle, record: TurnRecord) -> CommitResult:
-        """The commit of the turn just recorded (a git failure is said, never raised)."""
+    def commit(self, lifecycle: TurnLifecycle, record: TurnRecord, *, restored: str | None = None) -> CommitResult:
+        """The commit of the turn just recorded (a git failure is said, never raised); ``restored``
+        names the recorded entry an agent changed in this turn (a ``History-Restored`` trailer)."""
         number = record.turn_state.turn_number
         repair_error = self._repair()
         if repair_error is not None:
@@ -84,7 +85,8 @@ class TurnCommits:
         paths = None if self.managed_worktree else [str(p) for p in record.written]
         result = commit_turn(self.git, task_id=self.task_id, turn=number, decision=record.entry.decision,
                              mode=record.turn_state.mode, paths=paths, managed_worktree=self.managed_worktree,
-                             force_paths=self._forced(self._turn_files(lifecycle, number)))
+                             force_paths=self._forced(self._turn_files(lifecycle, number)),
+                             trailers={"History-Restored": restored} if restored else None)
         self.last_error = result.error
         if result.error:
             self.note(f"turn {number} recorded but not committed: {result.error}")

@@ -139,6 +139,8 @@ class _Run:
         # Where an interruption finds the loop: the turn under way and its phase.
         self.turn: int | None = None
         self.phase: str | None = None
+        #: The recorded entry an agent changed during the turn under way (flagged in its commit).
+        self.restored: str | None = None
 
     def note(self, text: str) -> None:
         self.result.notes.append(text)
@@ -342,7 +344,7 @@ class _Run:
 
     def _keep_recorded_history(self, lifecycle: TurnLifecycle, number: int) -> None:
         """Undo an agent's edit to the recorded turns or criteria before the turn is written and committed."""
-        changed = restore_recorded_history(lifecycle.task)
+        changed = self.restored = restore_recorded_history(lifecycle.task)
         if changed is not None:
             self.note(f"turn {number}: an agent changed the recorded history in {lifecycle.task.path.name} "
                       f"({changed}); restored what the loop recorded")
@@ -414,7 +416,7 @@ class _Run:
         return True
 
     def _after_turn(self, lifecycle: TurnLifecycle, record: TurnRecord) -> None:
-        commit = self.commits.commit(lifecycle, record) if self.commits is not None else None
+        commit = self.commits.commit(lifecycle, record, restored=self.restored) if self.commits is not None else None
         if commit is not None:
             self.result.commits.append(commit)
         self.phase = "recorded"
