@@ -12,9 +12,13 @@ The oracle is independent of the splice: the texts are cut and read by ``tests/u
 update, not ``apply_update_to_block`` (which the writer itself renders from and verifies against).
 
 Mutation check (done by hand once, and kept as ``test_a_broken_update_function_fails_the_oracle``):
-make ``apply_update_to_block`` leave ``criteria`` alone. Writer and verification then agree with
-each other, every write succeeds, and only this oracle fails ("the state block is not the update
-applied"); the same break passed the former comparison with ``apply_update_to_block``.
+make ``apply_update_to_block`` leave ``criteria`` alone. Where the writer renders the whole block
+from that function (a state block written inline, null or missing), writer and verification agree
+with the broken function, the write succeeds, and only this oracle fails ("the state block is not
+the update applied"); the former comparison with ``apply_update_to_block`` agreed there too. (In a
+block-style state block the criteria lines are edited from the update itself, so the writer's own
+verification refuses the write: by hand, the former fuzz failed this break only through such
+refusals.)
 """
 
 from __future__ import annotations
