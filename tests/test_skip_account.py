@@ -45,7 +45,9 @@ def _run(tmp_path: Path, files: dict[str, str], ci: str | None, workers: str = "
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GUARDKIT_SKIPS_STRICT", "PYTEST_ADDOPTS")}
+    # Not CI's settings nor those of an xdist worker this test may itself be running in.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CI", "GUARDKIT_SKIPS_STRICT", "PYTEST_ADDOPTS") and not k.startswith("PYTEST_XDIST")}
     if ci is not None:
         env["CI"] = ci
     # From the repository root so the plugin imports as tests.skip_account; the suite is the temp one.
