@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from guardkit_state.errors import AgentError, GuardkitStateError
+from guardkit_state.git.environment import clean_environment
 from guardkit_state.store.fsio import TEMP_PREFIX
 from guardkit_state.store.jsonio import load_json
 
@@ -78,7 +79,7 @@ def agent_environment(request: TurnRequest) -> dict[str, str]:
     The one place it is built (shell commands and presets alike), so that what every agent must not
     inherit (git's repository-locating variables) is removed here once.
     """
-    return {**os.environ, **request.env()}
+    return {**clean_environment(), **request.env()}  # no inherited GIT_DIR: its git is its worktree's
 
 
 class Agent(Protocol):
