@@ -455,3 +455,22 @@ def test_a_report_file_outside_the_repository_is_refused_with_nothing_written(re
         assert refused.structured_content["error"] == "UnsafePathError"
     assert tree(repo) == before
     assert not (repo / ".guardkit" / "autobuild" / TASK).exists()
+
+
+def test_an_error_echoing_a_line_break_or_an_escape_is_the_cli_one_line(repo: Path) -> None:
+    """A value the error repeats (the agent's own argument here) holding a newline, an ANSI escape or
+    a bidi control is escaped as the CLI escapes it: the tool error, and a resource error, stay one line."""
+    odd = "tasks/backlog/x\ny\x1b[31m\u202ez\r.md"
+
+    async def session(client: Client) -> tuple[CallToolResult, str]:
+        shown = await client.call_tool("show", {"task_id": odd})
+        with pytest.raises(MCPError) as failed:
+            await client.read_resource("guardkit://task/x%0Ay%1B%5B2J.md")  # the SDK decodes it
+        return shown, failed.value.error.message
+
+    shown, resource_error = with_server(repo, session)
+    done = cli(repo, "show", odd)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert error_text(shown) == done.stderr.strip()
+    assert resource_error == cli(repo, "show", "x\ny\x1b[2J.md").stderr.strip()
+    assert "\\n" in resource_error and "\\x1b" in resource_error
