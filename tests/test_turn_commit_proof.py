@@ -203,3 +203,18 @@ def test_a_kill_between_the_commit_and_its_ledger_line_is_resumed_with_one_commi
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     subjects = git(project.root, "log", "--format=%s", f"autobuild/{T1}").splitlines()
     assert subjects.count(f"autobuild({T1}): turn 1 approve") == 1
+
+
+@pytest.mark.parametrize("switch", ["git checkout -q -b elsewhere", "git checkout -q --detach"])
+def test_a_player_that_switches_its_worktree_off_the_task_branch_gets_no_approval(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, switch: str) -> None:
+    project = make_feature(tmp_path, [TaskSpec(T1, shell=switch)])
+    result = _task(project, monkeypatch)
+    # The turn commit would land on the agent's branch (or nowhere): not approved, and said why.
+    assert result.exit_code == 1
+    assert f"not on autobuild/{T1}" in result.reason and "an agent switched it" in result.reason, result.reason
+    assert f"src/{T1}.txt" not in _tree(project.root, f"autobuild/{T1}")
+    git(project.task_worktree(T1), "switch", "-q", f"autobuild/{T1}")
+    again = _task(project, monkeypatch, resume=True)
+    assert again.exit_code == 0, again.reason
+    assert f".guardkit/autobuild/{T1}/coach_turn_1.json" in _tree(project.root, f"autobuild/{T1}")

@@ -23,10 +23,14 @@ class TurnCommits:
     rule overridden).
     """
 
-    def __init__(self, git: GitRepo, task_id: str, *, managed_worktree: bool, note: Callable[[str], None]) -> None:
+    def __init__(self, git: GitRepo, task_id: str, *, managed_worktree: bool, note: Callable[[str], None],
+                 branch: str | None = None) -> None:
         self.git = git
         self.task_id = task_id
         self.managed_worktree = managed_worktree
+        #: The managed worktree's task branch: turn commits are made and verified on it, whatever
+        #: an agent checked out meanwhile (None: the user's checkout, whose HEAD is the branch).
+        self.branch = branch
         self.note = note
         self._reports_ignored: bool | None = None  # asked of git once, at the first commit
         #: Why the last turn's commit failed (git's own words), for the run's outcome.
@@ -37,11 +41,14 @@ class TurnCommits:
         turn_ledger.start_run(self.git, self.task_id, utc_now())
 
     def verified(self, turn: int) -> str | None:
-        """The commit of ``turn`` this run of the loop made, on the checkout's branch; or None."""
-        return self.git.find_turn_commit(self.task_id, turn)
+        """The commit of ``turn`` this run of the loop made, on the task's branch; or None."""
+        rev = f"refs/heads/{self.branch}" if self.branch else "HEAD"
+        return self.git.find_turn_commit(self.task_id, turn, rev=rev)
 
     def _repair(self) -> str | None:
-        """Restore a managed worktree's ``.git`` link an agent removed; the failure's words, or None."""
+        """Restore a managed worktree's ``.git`` link an agent removed, and refuse to commit on any
+        branch but the task's (an agent that ran ``git switch``/``checkout --detach``); the
+        failure's words, or None."""
         if not self.managed_worktree:
             return None
         try:
@@ -50,6 +57,11 @@ class TurnCommits:
             return one_line(exc)
         if text:
             self.note(text)
+        current = self.git.current_branch()
+        if self.branch and current != self.branch:
+            on = f"branch '{current}'" if current else "a detached HEAD"
+            return (f"the worktree {self.git.root} is on {on}, not on {self.branch} (an agent switched it); "
+                    f"'git -C {self.git.root} switch {self.branch}' takes the turn's files back to it")
         return None
 
     def commit_pending(self, lifecycle: TurnLifecycle) -> None:

@@ -135,6 +135,7 @@ class _Run:
         self.commits: TurnCommits | None = None
         self.managed_worktree = False
         self.worktree_rel: str | None = None
+        self.task_branch: str | None = None
         self.base_branch: str | None = None
         # Where an interruption finds the loop: the turn under way and its phase.
         self.turn: int | None = None
@@ -202,7 +203,7 @@ class _Run:
         if self.commits.verified(last):
             return
         assert self.git is not None  # commits exist only with git
-        branch = self.git.current_branch() or "HEAD"
+        branch = self.task_branch or self.git.current_branch() or "HEAD"
         why = self.commits.last_error or "git made no commit of it"
         self.result.commit_error = f"turn {last}'s commit is not on {branch}: {why}"
         self.result.reason = (f"{self.result.reason}, but {self.result.commit_error}; once that is fixed, "
@@ -214,7 +215,7 @@ class _Run:
         self.result.checkout = checkout
         if self.git is not None:
             self.commits = TurnCommits(self.git, self.task_id, managed_worktree=self.managed_worktree,
-                                       note=self.note)
+                                       note=self.note, branch=self.task_branch)
         task_path = checkout / main_task_path.relative_to(self.repo_root)
         if not task_path.exists():
             task_path.parent.mkdir(parents=True, exist_ok=True)
@@ -253,6 +254,7 @@ class _Run:
             self.note(text)
         self.git = worktree.repo()
         self.managed_worktree = True
+        self.task_branch = worktree.branch
         self.base_branch = worktree.base_branch
         with contextlib.suppress(ValueError):
             # Relative to the main checkout, where find() looks it up (also when run from a linked worktree).
