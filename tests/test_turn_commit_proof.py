@@ -218,3 +218,18 @@ def test_a_player_that_switches_its_worktree_off_the_task_branch_gets_no_approva
     again = _task(project, monkeypatch, resume=True)
     assert again.exit_code == 0, again.reason
     assert f".guardkit/autobuild/{T1}/coach_turn_1.json" in _tree(project.root, f"autobuild/{T1}")
+
+
+def test_a_player_resetting_the_branch_does_not_drop_the_earlier_turns_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Turn 2's Player runs `git reset --hard HEAD~1`: turn 1's commit and its reports leave the worktree.
+    reset = 'test "$GUARDKIT_TURN" = 2 && git reset -q --hard HEAD~1'
+    project = make_feature(tmp_path, [TaskSpec(T1, approve_at=2, shell=reset)])
+    result = _task(project, monkeypatch)
+    assert result.exit_code == 0, result.reason
+    files = _tree(project.root, f"autobuild/{T1}")
+    for turn in (1, 2):
+        for kind in ("player_turn", "coach_turn", "turn_state_turn"):
+            assert f".guardkit/autobuild/{T1}/{kind}_{turn}.json" in files, files
+    assert any("removed the recorded files of earlier turns (player_turn_1.json" in n for n in result.notes), \
+        result.notes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from guardkit_state.errors import GitError
@@ -10,6 +11,7 @@ from guardkit_state.git.checkouts import repair_worktree_link
 from guardkit_state.git.commits import CommitResult, commit_turn
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.runner import one_line
+from guardkit_state.store.fsio import atomic_write_bytes
 from guardkit_state.turns.completion import utc_now
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 
@@ -94,6 +96,7 @@ class TurnCommits:
             self.last_error = repair_error
             self.note(f"turn {number} recorded but not committed: {repair_error}")
             return CommitResult(None, error=repair_error)
+        self._restore_earlier_turn_files(lifecycle, number)
         paths = None if self.managed_worktree else [str(p) for p in record.written]
         result = commit_turn(self.git, task_id=self.task_id, turn=number, decision=record.entry.decision,
                              mode=record.turn_state.mode, paths=paths, managed_worktree=self.managed_worktree,
@@ -103,6 +106,28 @@ class TurnCommits:
         if result.error:
             self.note(f"turn {number} recorded but not committed: {result.error}")
         return result
+
+    def _restore_earlier_turn_files(self, lifecycle: TurnLifecycle, number: int) -> None:
+        """Put back the per-turn files of this run's earlier turns that an agent removed (``git reset
+        --hard``, ``rm -r .guardkit``), from the commits the loop made of them: they are the loop's
+        memory of those turns, and the turn's commit would otherwise drop them from the branch."""
+        newest = {entry.turn: entry.sha for entry in turn_ledger.entries(self.git, self.task_id)
+                  if entry.turn < number}
+        restored: list[str] = []
+        for turn, sha in sorted(newest.items()):
+            for kind in ("player_turn", "coach_turn", "turn_state"):
+                path = lifecycle.store.path(kind, turn)
+                if os.path.lexists(path):
+                    continue
+                rel = path.relative_to(self.git.root).as_posix()
+                status, data, _ = self.git.run("show", f"{sha}:{rel}", check=False)
+                if status == 0:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    atomic_write_bytes(path, data)
+                    restored.append(path.name)
+        if restored:
+            self.note(f"turn {number}: an agent removed the recorded files of earlier turns ({', '.join(restored)}); "
+                      "restored them from the loop's own commits")
 
     @staticmethod
     def _turn_files(lifecycle: TurnLifecycle, number: int) -> list[str]:
