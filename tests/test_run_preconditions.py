@@ -122,6 +122,20 @@ def test_a_guardkit_symlink_leaving_the_repository_is_refused(tmp_path: Path, mo
     assert sorted(p.relative_to(outside) for p in outside.rglob("*")) == before
 
 
+def test_a_store_an_agent_turned_into_a_symlink_leaving_the_worktree_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Turn 1's Player replaces its task's store with a symlink out: turn 2's context, reports and
+    # turn state would be written out there, and the branch would hold only the link.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    store = f".guardkit/autobuild/{T1}"
+    swap = f'test "$GUARDKIT_TURN" = 1 && rm -rf {store} && ln -s {outside} {store}'
+    project = make_feature(tmp_path, [TaskSpec(T1, approve_at=2, shell=swap)])
+    with pytest.raises(UnsafePathError, match="outside the repository"):
+        _task(project, monkeypatch)
+    assert list(outside.iterdir()) == []
+
+
 def test_a_guardkit_file_is_a_typed_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = make_feature(tmp_path, [TaskSpec(T1)])
     git(project.root, "rm", "-q", "-r", ".guardkit")

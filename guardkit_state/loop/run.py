@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
 import time
 from dataclasses import dataclass, replace
@@ -44,6 +45,7 @@ from guardkit_state.store.fsio import (
     crash_point,
     ensure_private_dir,
     remove_stale_temp_files,
+    resolve_inside,
     validate_task_id,
 )
 from guardkit_state.store.home import check_state_home
@@ -326,6 +328,7 @@ class _Run:
 
     def _turn(self, lifecycle: TurnLifecycle, checkout: Path, number: int, action: str,
               mode: TurnMode | None) -> TurnRecord:
+        self._check_store(lifecycle, checkout)
         active = lifecycle.begin_turn(mode)
         self.turn, self.phase = number, "starting"
         self.emit(TurnStarted(number, active.mode, action))
@@ -337,12 +340,21 @@ class _Run:
             # An agent that fails, or a report that is invalid, is still a turn: decision "error".
             error = _agent_reason(exc)
             log.warning("turn %d of %s: %s", number, self.task_id, error)
+        self._check_store(lifecycle, checkout)  # the agents ran in the checkout: a symlink they left is refused
         self._keep_recorded_history(lifecycle, number)
         task = lifecycle.task
         profile = self.config.gate_profile(task.task_type, task.complexity)
         return lifecycle.complete_turn(error=error, gate_profile=profile,
                                        worktree_path=self.worktree_rel if self.managed_worktree else None,
                                        base_branch=self.base_branch)
+
+    @staticmethod
+    def _check_store(lifecycle: TurnLifecycle, checkout: Path) -> None:
+        """Refuse a store an agent replaced by a symlink leaving the checkout (``.guardkit`` or
+        ``.guardkit/autobuild/TASK``): the turn's reports would be written, and committed, elsewhere."""
+        check_state_home(checkout)
+        if os.path.lexists(lifecycle.store.directory):
+            resolve_inside(checkout, lifecycle.store.directory)
 
     def _keep_recorded_history(self, lifecycle: TurnLifecycle, number: int) -> None:
         """Undo an agent's edit to the recorded turns or criteria before the turn is written and committed."""
