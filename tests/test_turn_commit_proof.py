@@ -125,6 +125,20 @@ def test_a_removed_worktree_git_link_is_repaired_and_the_turn_committed(
     assert any("lost its .git link" in note for note in result.notes)
 
 
+def test_a_git_link_rewritten_to_the_main_repository_is_repaired_and_main_untouched(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The Player points its worktree's .git at the main checkout's git dir: git there is on `main`,
+    # and the turn commit landed on the user's main (exit 0).
+    project = make_feature(tmp_path, [TaskSpec(T1, shell=f"echo 'gitdir: {tmp_path}/project/.git' > .git")])
+    main_before = git(project.root, "rev-parse", "main")
+    result = _task(project, monkeypatch)
+    assert result.exit_code == 0, result.reason
+    assert git(project.root, "rev-parse", "main") == main_before
+    assert git(project.root, "status", "--porcelain") == ""
+    assert f"src/{T1}.txt" in _tree(project.root, f"autobuild/{T1}")
+    assert any("pointed to another git directory" in note for note in result.notes), result.notes
+
+
 def test_resume_after_the_git_link_was_removed_repairs_the_worktree(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = make_feature(tmp_path, [TaskSpec(T1, approve_at=2)])
