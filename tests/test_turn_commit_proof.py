@@ -247,3 +247,17 @@ def test_a_player_resetting_the_branch_does_not_drop_the_earlier_turns_files(
             assert f".guardkit/autobuild/{T1}/{kind}_{turn}.json" in files, files
     assert any("removed the recorded files of earlier turns (player_turn_1.json" in n for n in result.notes), \
         result.notes
+
+
+def test_a_task_file_the_player_removed_is_put_back_with_its_recorded_turns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Turn 2's Player deletes its worktree's task file: the turn's write failed, and --resume found
+    # only main's copy (no turns) and refused for good.
+    remove = f'test "$GUARDKIT_TURN" = 2 && rm {task_rel(T1).as_posix()}'
+    project = make_feature(tmp_path, [TaskSpec(T1, approve_at=2, shell=remove)])
+    result = _task(project, monkeypatch)
+    assert result.exit_code == 0, result.reason
+    assert any("the task file itself (removed)" in note for note in result.notes), result.notes
+    committed = git(project.root, "show", f"autobuild/{T1}:{task_rel(T1).as_posix()}")
+    assert [line.strip() for line in committed.splitlines() if line.strip().startswith("decision:")] == [
+        "decision: feedback", "decision: approve"]

@@ -12,6 +12,7 @@ kept) and the caller is told which entry was changed.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict
 
 from guardkit_state.errors import GuardkitStateError, shorten
@@ -26,10 +27,15 @@ def restore_recorded_history(task: TaskFile) -> str | None:
     disk changed them; return what was changed (one line), or None when nothing was."""
     if not task.is_stale():
         return None  # the file is the loop's last write, byte for byte
+    if not os.path.lexists(task.path):
+        # Deleted (or moved away) by an agent: the turn's write would fail, and --resume would find
+        # only the base branch's copy, without the turns. The loop's last write is put back.
+        fsio.atomic_write_text(task.path, task.text)
+        return "the task file itself (removed)"
     try:
         raw = fsio.read_bytes_capped(task.path)
     except GuardkitStateError:
-        return None  # gone or unreadable: the turn's own write reports it
+        return None  # unreadable: the turn's own write reports it
     text = raw.decode("utf-8", "replace")
     changed: str | None
     try:
