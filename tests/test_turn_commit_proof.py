@@ -166,6 +166,20 @@ def test_a_refused_commit_is_an_error_naming_gits_reason_and_resume_commits_it(
     assert f".guardkit/autobuild/{T1}/coach_turn_1.json" in _tree(project.root, f"autobuild/{T1}")
 
 
+def test_a_post_commit_hook_that_moves_head_back_is_no_turn_commit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `git commit` exits 0, then the hook undoes it: HEAD (the base commit) was taken for the turn's.
+    project = make_feature(tmp_path, [TaskSpec(T1)])
+    _hook(project.root, "post-commit", "git reset -q --soft HEAD~1\n")
+    result = _task(project, monkeypatch)
+    assert result.exit_code == 1
+    assert "HEAD is not a new commit" in (result.commit_error or ""), result.reason
+    os.remove(project.root / ".git" / "hooks" / "post-commit")
+    again = _task(project, monkeypatch, resume=True)
+    assert again.exit_code == 0, again.reason
+    assert f"src/{T1}.txt" in _tree(project.root, f"autobuild/{T1}")
+
+
 def test_a_refused_turn_commit_does_not_hold_back_an_approved_sibling(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = make_feature(tmp_path, [TaskSpec(T1), TaskSpec(T2)], [[T1, T2]])
