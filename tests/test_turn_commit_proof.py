@@ -275,3 +275,16 @@ def test_a_task_file_the_player_removed_is_put_back_with_its_recorded_turns(
     committed = git(project.root, "show", f"autobuild/{T1}:{task_rel(T1).as_posix()}")
     assert [line.strip() for line in committed.splitlines() if line.strip().startswith("decision:")] == [
         "decision: feedback", "decision: approve"]
+
+
+def test_a_task_id_the_player_rewrote_is_put_back_and_the_feature_merges_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # With the id rewritten in its worktree's task file, the feature could not find the task's copy:
+    # "approved by the Coach in turn 1, but its files say it did not end".
+    rewrite = f'sed -i "s/^id: {T1}$/id: TASK-OTHER/" {task_rel(T1).as_posix()}'
+    project = make_feature(tmp_path, [TaskSpec(T1, shell=rewrite)])
+    result = _feature(project, monkeypatch)
+    assert (result.status, result.exit_code) == ("completed", 0), result.reason
+    assert merged_tasks(project.root) == [T1]
+    committed = git(project.root, "show", f"{FEATURE_BRANCH}:{task_rel(T1).as_posix()}")
+    assert f"id: {T1}\n" in committed and "TASK-OTHER" not in committed
