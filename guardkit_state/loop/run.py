@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
 import time
 from dataclasses import dataclass, replace
@@ -353,8 +352,7 @@ class _Run:
         """Refuse a store an agent replaced by a symlink leaving the checkout (``.guardkit`` or
         ``.guardkit/autobuild/TASK``): the turn's reports would be written, and committed, elsewhere."""
         check_state_home(checkout)
-        if os.path.lexists(lifecycle.store.directory):
-            resolve_inside(checkout, lifecycle.store.directory)
+        resolve_inside(checkout, lifecycle.store.directory)  # realpath: a link above it counts too
 
     def _keep_recorded_history(self, lifecycle: TurnLifecycle, number: int) -> None:
         """Undo an agent's edit to the recorded turns or criteria before the turn is written and committed."""
