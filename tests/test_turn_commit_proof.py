@@ -288,3 +288,15 @@ def test_a_task_id_the_player_rewrote_is_put_back_and_the_feature_merges_it(
     assert merged_tasks(project.root) == [T1]
     committed = git(project.root, "show", f"{FEATURE_BRANCH}:{task_rel(T1).as_posix()}")
     assert f"id: {T1}\n" in committed and "TASK-OTHER" not in committed
+
+
+def test_work_the_player_reported_but_a_gitignore_rule_kept_out_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The Player ignores its own output: approved with exit 0 and not a word that src/T1.txt is not committed.
+    project = make_feature(tmp_path, [TaskSpec(T1, shell="echo 'src/TASK-*' >> .gitignore")])
+    result = _task(project, monkeypatch)
+    assert result.exit_code == 0, result.reason
+    assert f"src/{T1}.txt" not in _tree(project.root, f"autobuild/{T1}")
+    assert [n for n in result.notes if "kept out of the commit" in n] == [
+        f"turn 1: the Player's report lists files a .gitignore rule kept out of the commit: src/{T1}.txt "
+        "(.gitignore:1:src/TASK-*); 'git add -f' them in the worktree if they are work"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 from guardkit_state.errors import GitError
 from guardkit_state.git import turn_ledger
@@ -105,7 +106,24 @@ class TurnCommits:
         self.last_error = result.error
         if result.error:
             self.note(f"turn {number} recorded but not committed: {result.error}")
+        elif result.committed and self.managed_worktree:
+            self._say_ignored_work(number, record.turn_state.files_modified)
         return result
+
+    def _say_ignored_work(self, number: int, listed: list[str]) -> None:
+        """Name the files the Player's report lists that a ``.gitignore`` rule kept out of the commit:
+        the approval is of work that is not on the branch (a rule the agent added, or a secret it
+        should not commit — which is why they are named, not forced in)."""
+        present = [name for name in listed if name and not Path(name).is_absolute() and ".." not in Path(name).parts
+                   and (self.git.root / name).is_file()]
+        try:
+            rules = self.git.ignore_rules(present) if present else {}
+        except GitError:
+            return
+        if rules:
+            shown = ", ".join(f"{path} ({rule})" for path, rule in sorted(rules.items())[:5])
+            self.note(f"turn {number}: the Player's report lists files a .gitignore rule kept out of the commit: "
+                      f"{shown}; 'git add -f' them in the worktree if they are work")
 
     def _restore_earlier_turn_files(self, lifecycle: TurnLifecycle, number: int) -> None:
         """Put back the per-turn files of this run's earlier turns that an agent removed (``git reset
