@@ -1,0 +1,85 @@
+"""Properties of the three-way merge of loop state (task frontmatter, plans) and of its text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from guardkit_state.remote.merge_driver import merge_texts
+from guardkit_state.remote.state_merge import merge_plan, merge_task_frontmatter
+from guardkit_state.taskfile.splice.render import render_yaml
+from guardkit_state.taskfile.strict_yaml import parse_yaml
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=8))
+keys = st.sampled_from(["title", "status", "tags", "notes", "owner", "priority"])
+mappings = st.dictionaries(keys, st.one_of(scalars, st.lists(scalars, max_size=3)), max_size=5)
+#: A shared 2-core machine makes generation look slow; the examples are small.
+RELAXED = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@RELAXED
+@given(mappings, mappings)
+def test_a_side_left_as_the_base_takes_the_other(base: dict[str, Any], other: dict[str, Any]) -> None:
+    for merged in (merge_task_frontmatter(base, other, base), merge_task_frontmatter(base, base, other)):
+        assert merged.clean and merged.as_ours == other
+
+
+@RELAXED
+@given(mappings, mappings, mappings)
+def test_the_merge_is_symmetric(base: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any]) -> None:
+    one, two = merge_task_frontmatter(base, ours, theirs), merge_task_frontmatter(base, theirs, ours)
+    assert one.as_ours == two.as_theirs and one.as_theirs == two.as_ours
+    assert sorted(c.path for c in one.conflicts) == sorted(c.path for c in two.conflicts)
+    assert (one.as_ours == one.as_theirs) == one.clean
+
+
+def _turn(number: int, word: str) -> dict[str, Any]:
+    return {"turn": number, "decision": word}
+
+
+@RELAXED
+@given(st.integers(0, 4), st.integers(0, 4), st.integers(0, 4), st.sampled_from(["approve", "feedback"]))
+def test_turns_appended_on_one_side_merge_by_number(shared: int, more_o: int, more_t: int, word: str) -> None:
+    base = [_turn(n, "feedback") for n in range(1, shared + 1)]
+    ours = base + [_turn(n, word) for n in range(shared + 1, shared + more_o + 1)]
+    theirs = base + [_turn(n, word) for n in range(shared + 1, shared + more_t + 1)]
+    merged = merge_task_frontmatter({"autobuild_state": {"turns": base}}, {"autobuild_state": {"turns": ours}},
+                                    {"autobuild_state": {"turns": theirs}})
+    assert merged.clean  # the same turn recorded alike on both sides is one turn
+    numbers = [t["turn"] for t in merged.as_ours["autobuild_state"]["turns"]]
+    assert numbers == list(range(1, shared + max(more_o, more_t) + 1))
+
+
+statuses = st.sampled_from(["pending", "in_progress", "completed", "failed", "blocked"])
+
+
+@RELAXED
+@given(statuses, statuses, statuses)
+def test_plan_task_status_never_moves_back(base: str, ours: str, theirs: str) -> None:
+    plan = lambda s: {"tasks": [{"id": "TASK-X-001", "status": s}]}  # noqa: E731
+    merged = merge_plan(plan(base), plan(ours), plan(theirs))
+    order = {"pending": 0, "in_progress": 1, "completed": 2, "failed": 2, "blocked": 2}
+    if merged.clean:
+        got = merged.as_ours["tasks"][0]["status"]
+        assert got in (ours, theirs) and order[got] >= min(order[ours], order[theirs])
+        if base not in (ours, theirs) and ours != theirs:
+            assert order[got] == max(order[ours], order[theirs])
+    else:  # only two different endings conflict
+        assert order[ours] == order[theirs] == 2 and ours != theirs and base not in (ours, theirs)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mappings, mappings, mappings)
+def test_the_driver_writes_what_it_merged_or_marks_a_conflict(base: dict[str, Any], ours: dict[str, Any],
+                                                              theirs: dict[str, Any]) -> None:
+    texts = [f"---\n{render_yaml(d) if d else ''}---\nbody\n" for d in (base, ours, theirs)]
+    result = merge_texts(*texts, "tasks/backlog/TASK-X-001.md")
+    merged = merge_task_frontmatter(base, ours, theirs)
+    if merged.clean:
+        assert result.clean
+        yaml_text = result.text.split("---\n")[1]
+        assert (parse_yaml(yaml_text).data or {}) == merged.as_ours
+    else:
+        assert not result.clean and "<<<<<<< ours\n" in result.text
