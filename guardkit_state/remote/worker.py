@@ -1,0 +1,334 @@
+"""One machine's share of a feature built through the git remote (``feature-build FEAT --remote``).
+
+The same command runs on several machines (or several clones of one); each is a *worker*. A worker
+repeats, until the feature is merged or cannot go on:
+
+1. sync the ``autobuild/*`` branches from the remote (:mod:`branches`) and read where each task
+   stands from them (:func:`~guardkit_state.features.progress.read_task_state`: the files decide);
+2. in the first wave not wholly merged: claim a task that has to run (new, or interrupted and its
+   claim free or stale: taken over) and run its loop, pushing every turn's commit to the task's
+   branch on the remote before the next turn starts;
+3. when every task of the wave is approved: take the merge claim, merge them into the feature
+   branch in plan order and push it with a lease; the next wave is claimable only then;
+4. else wait (``poll`` seconds), saying what for.
+
+Claims are renewed by a heartbeat thread; Ctrl-C or SIGTERM releases them; a SIGKILL leaves them
+to expire, and another worker takes the task over and resumes it from the remote branch.
+The plan file is not written by workers: progress is read from the remote (``status``/``show``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from guardkit_state.errors import ClaimLostError, GuardkitStateError, InputError, RemoteError
+from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
+from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
+from guardkit_state.features.waves import plan_waves
+from guardkit_state.git.merge import merge_branch, merge_message
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.worktrees import WorktreeManager
+from guardkit_state.loop.agents import Agent
+from guardkit_state.loop.events import AgentStarted, LoopEvent, TurnRecorded, TurnStarted
+from guardkit_state.loop.run import LoopOptions, feature_build
+from guardkit_state.loop.session import interrupts_as_exceptions
+from guardkit_state.remote.branches import RemoteBranches
+from guardkit_state.remote.claims import Claim, ClaimBoard, retrying
+from guardkit_state.remote.heartbeat import Heartbeat
+from guardkit_state.store.layout import branch_for, worktrees_dir
+
+log = logging.getLogger("guardkit_state.remote.worker")
+
+#: The claim a worker holds while it merges a wave (one merger at a time).
+MERGE_CLAIM = "MERGE-WAVES"
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """How a worker runs: the remote, its lease, how long a heartbeat must stand still to be
+    stale (default: half the lease), how often it looks again while waiting."""
+
+    remote: str
+    lease: float = 120.0
+    stale_after: float | None = None
+    poll: float = 2.0
+    max_turns: int | None = None
+    turn_timeout: float | None = None
+    worker: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("lease", "poll"):
+            value = getattr(self, name)
+            if not value > 0 or value == float("inf"):
+                raise InputError(f"--{name} is {value!r}; expected a positive number of seconds",
+                                 expected="seconds > 0")
+
+    @property
+    def stale(self) -> float:
+        return self.stale_after if self.stale_after is not None else self.lease / 2
+
+
+@dataclass
+class WorkerResult:
+    """What one worker did: the tasks it ran (and took over), the waves it merged, how it ended."""
+
+    feature: str
+    worker: str
+    ran: list[str] = field(default_factory=list)
+    taken_over: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    done: bool = False
+    reason: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.done else 1
+
+    def to_dict(self) -> dict[str, object]:
+        return {"feature": self.feature, "worker": self.worker, "ran": self.ran, "taken_over": self.taken_over,
+                "merged": self.merged, "done": self.done, "reason": self.reason}
+
+
+class WorkerInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped the worker; its claims were released (``released``)."""
+
+    def __init__(self, feature: str, released: list[str]) -> None:
+        told = f"released the claim(s) of {', '.join(released)}" if released else "it held no claim"
+        super().__init__(f"worker on {feature} interrupted; {told}; run the same command to go on")
+        self.feature = feature
+        self.released = released
+
+
+def run_worker(repo_root: Path, feature: str, player: Agent, coach: Agent, options: WorkerOptions, *,
+               on_note: Callable[[str], None] = lambda text: None,
+               on_event: Callable[[LoopEvent], None] = lambda event: None) -> WorkerResult:
+    """Work on ``feature`` through ``options.remote`` until it is merged or cannot go on."""
+    repo = GitRepo.discover(repo_root)
+    if repo is None:
+        raise InputError(f"{repo_root} is not a git repository", path=repo_root, expected="a clone of the remote")
+    plan = load_plan(find_plan(repo.root, feature))
+    return _Worker(repo, plan, player, coach, options, on_note, on_event).run()
+
+
+class _Worker:
+    def __init__(self, repo: GitRepo, plan: FeaturePlan, player: Agent, coach: Agent, options: WorkerOptions,
+                 on_note: Callable[[str], None], on_event: Callable[[LoopEvent], None]) -> None:
+        self.repo, self.plan, self.player, self.coach, self.options = repo, plan, player, coach, options
+        self.feature = plan.feature_id
+        self.waves = plan_waves(plan)
+        self.board = ClaimBoard(repo, options.remote, options.worker)
+        self.branches = RemoteBranches(repo, options.remote)
+        self.heartbeat = Heartbeat(self.board, options.lease, on_lost=self._lost,
+                                   on_wait=lambda exc: self.note(f"heartbeat: {exc.message}; will retry"))
+        self.feature_branch = branch_for(self.feature)
+        self.fgit = FeatureGit(repo, repo.root, self.feature_branch, worktrees_dir(repo.root) / self.feature,
+                               worktrees_dir(repo.root))
+        self.result = WorkerResult(self.feature, self.board.worker)
+        self.on_note, self.on_event = on_note, on_event
+        self.lost: set[str] = set()
+        self._said = ""
+
+    def note(self, text: str) -> None:
+        log.info("%s", text)
+        self.on_note(text)
+
+    def _lost(self, claim: Claim) -> None:
+        self.lost.add(claim.task)
+        self.note(f"{claim.task}: claim taken over by another worker; stopping it here")
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> WorkerResult:
+        self.note(f"worker {self.board.worker} on {self.feature} through remote '{self.options.remote}'")
+        self.heartbeat.start()
+        try:
+            with interrupts_as_exceptions():
+                try:
+                    self._ensure_feature_branch()
+                    while not self._step():
+                        time.sleep(self.options.poll)
+                except KeyboardInterrupt:
+                    raise WorkerInterrupted(self.feature, self._release_all()) from None
+        finally:
+            self.heartbeat.stop()
+        return self.result
+
+    def _remote(self, action: Callable[[], object], what: str) -> object:
+        return retrying(action, on_wait=lambda n, exc: self.note(f"{what}: {exc.message}; waiting (try {n})"))
+
+    def _ensure_feature_branch(self) -> None:
+        remote = self._remote(self.branches.sync, "fetch")
+        assert isinstance(remote, dict)
+        if self.feature_branch in remote:
+            return
+        start = self.repo.text("rev-parse", "--verify", "HEAD^{commit}")
+        if self.repo.resolve(f"refs/heads/{self.feature_branch}") is None:
+            self.repo.run("branch", self.feature_branch, start)
+        try:
+            self._remote(lambda: self.branches.push(self.feature_branch, None), "push")
+            self.note(f"created {self.feature_branch} on the remote from {start[:10]}")
+        except ClaimLostError:
+            self._remote(self.branches.sync, "fetch")  # another worker created it first: theirs is the one
+
+    def _step(self) -> bool:
+        """One look at the feature; True when this worker is finished."""
+        self._remote(self.branches.sync, "fetch")
+        for number, wave in enumerate(self.waves, start=1):
+            states = {task: read_task_state(self.fgit, task, max_turns=self.options.max_turns) for task in wave}
+            if all(state.phase in ("merged", "closed") for state in states.values()):
+                continue
+            ended = [s for s in states.values() if s.phase == "failed"]
+            if ended:
+                self.result.reason = "; ".join(f"{s.task_id}: {s.reason}" for s in ended)
+                return True
+            if all(state.phase in ("approved", "merged", "closed") for state in states.values()):
+                return self._merge_wave(number, wave, states)
+            for task in wave:
+                if states[task].runs and self._try_task(task, states[task]):
+                    return False
+            self._wait(f"wave {number}: every task that has to run is claimed by a live worker")
+            return False
+        self.result.done, self.result.reason = True, "every wave is merged into " + self.feature_branch
+        self.note(self.result.reason)
+        return True
+
+    def _wait(self, why: str) -> None:
+        if why != self._said:
+            self.note(f"waiting: {why}")
+            self._said = why
+
+    # -- a task -----------------------------------------------------------------------------
+
+    def _try_task(self, task: str, state: TaskState) -> bool:
+        claim = self._remote(lambda: self.board.claim(self.feature, task, self.options.lease), "claim")
+        took_over = False
+        if claim is None:
+            claim = self._remote(lambda: self.board.take_over(self.feature, task, self.options.lease,
+                                                              stale_after=self.options.stale), "takeover")
+            if claim is None:
+                return False
+            took_over = True
+            assert isinstance(claim, Claim)
+            self.note(f"{task}: took over the claim of {claim.previous} (lease ended, heartbeat stale)")
+            self.result.taken_over.append(task)
+        assert isinstance(claim, Claim)
+        self.heartbeat.hold(claim)
+        try:
+            self._run_task(task, state, took_over)
+        finally:
+            held = self.heartbeat.drop(claim)
+            if held is not None:
+                self._release(held)
+        return True
+
+    def _run_task(self, task: str, state: TaskState, took_over: bool) -> None:
+        self._said = ""
+        self._remote(self.branches.sync, "fetch")  # the claim is ours: the branch as the last holder left it
+        branch = branch_for(task)
+        pushed: list[str | None] = [self.repo.resolve(self.branches.tracking(branch))]
+        fresh = read_task_state(self.fgit, task, max_turns=self.options.max_turns, known_unmerged=True)
+        if not fresh.runs:
+            return  # finished by the worker whose claim ended while we looked
+        self.note(f"{task}: running on {self.board.worker}" + (" (resumed from the remote)" if fresh.resume else ""))
+        self.result.ran.append(task)
+        self.lost.discard(task)
+
+        def push() -> None:
+            if self.repo.resolve(f"refs/heads/{branch}") in (None, pushed[0]):
+                return
+            pushed[0] = str(self._remote(lambda: self.branches.push(branch, pushed[0]), f"{task}: push"))
+
+        def sink(event: LoopEvent) -> None:
+            if isinstance(event, (TurnStarted, AgentStarted)) and task in self.lost:
+                raise ClaimLostError(f"{task}: the claim was taken over", path=self.repo.root)
+            if isinstance(event, TurnRecorded):
+                push()  # before the next turn starts: a crash loses at most the turn it was in
+                self.note(f"{task}: turn {event.turn} ({event.record.entry.decision}) pushed")
+            self.on_event(event)
+
+        options = LoopOptions(max_turns=self.options.max_turns, resume=fresh.resume, base_branch=self.feature_branch,
+                              turn_timeout=self.options.turn_timeout)
+        try:
+            feature_build(self.repo.root, task, self.player, self.coach, options, on_event=sink)
+            push()  # an approval committed on resume (no new turn) reaches the remote too
+        except ClaimLostError as exc:
+            self.note(f"{task}: {exc.message}")
+        except RemoteError:
+            raise
+        except GuardkitStateError as exc:
+            self.note(f"{task}: the loop stopped: {exc.message}")
+
+    # -- merges -----------------------------------------------------------------------------
+
+    def _merge_wave(self, number: int, wave: tuple[str, ...], states: dict[str, TaskState]) -> bool:
+        claim = self._remote(lambda: self.board.claim(self.feature, MERGE_CLAIM, self.options.lease), "claim")
+        if claim is None:
+            claim = self._remote(lambda: self.board.take_over(self.feature, MERGE_CLAIM, self.options.lease,
+                                                              stale_after=self.options.stale), "takeover")
+        if claim is None:
+            self._wait(f"wave {number}: another worker is merging it")
+            return False
+        assert isinstance(claim, Claim)
+        self.heartbeat.hold(claim)
+        try:
+            return self._merge_held(number, wave)
+        finally:
+            held = self.heartbeat.drop(claim)
+            if held is not None:
+                self._release(held)
+
+    def _merge_held(self, number: int, wave: tuple[str, ...]) -> bool:
+        self._remote(self.branches.sync, "fetch")
+        expected = self.repo.resolve(self.branches.tracking(self.feature_branch))
+        worktree = WorktreeManager(self.repo).create(self.feature)
+        feature_repo = worktree.repo()
+        if expected is not None and feature_repo.resolve("HEAD") != expected:
+            feature_repo.run("reset", "--hard", "--quiet", expected)  # the remote's feature branch is the truth
+        merged_now: list[str] = []
+        for task in wave:
+            state = read_task_state(self.fgit, task, max_turns=self.options.max_turns)
+            if state.phase != "approved":
+                continue
+            message = merge_message(self.feature, task, branch=branch_for(task), target=self.feature_branch,
+                                    wave=number, summary=f"{task} approved in {state.turns} turn(s).")
+            merged = merge_branch(feature_repo, branch_for(task), message)
+            if not merged.merged:
+                self.result.reason = (f"{task}: merge conflict in {', '.join(merged.conflicts)}" if merged.conflicts
+                                      else f"{task}: the merge was refused: {merged.error}")
+                feature_repo.run("reset", "--hard", "--quiet", expected or "HEAD")
+                return True
+            merged_now.append(task)
+        try:
+            self._remote(lambda: self.branches.push(self.feature_branch, expected), "push")
+        except ClaimLostError:
+            self.note(f"wave {number}: {self.feature_branch} moved on the remote meanwhile; looking again")
+            return False
+        self.result.merged += merged_now
+        self.note(f"wave {number}: merged {', '.join(merged_now) or 'nothing new'} into {self.feature_branch}")
+        return False
+
+    # -- claims -----------------------------------------------------------------------------
+
+    def _release(self, claim: Claim) -> bool:
+        try:
+            return self.board.release(claim)
+        except RemoteError as exc:
+            self.note(f"could not release {claim.ref} ({exc.message}); it expires after its lease")
+            return False
+
+    def _release_all(self) -> list[str]:
+        released = []
+        for claim in self.heartbeat.held():
+            self.heartbeat.drop(claim)
+            if self._release(claim):
+                released.append(claim.task)
+        if released:
+            self.note(f"released the claim(s) of {', '.join(released)}")
+        return released
+
+
+__all__ = ["MERGE_CLAIM", "WorkerInterrupted", "WorkerOptions", "WorkerResult", "run_worker"]

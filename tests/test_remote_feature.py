@@ -1,0 +1,97 @@
+"""``feature-build FEAT --remote``: one feature built by several worker processes, each in a clone
+of one bare remote, with scripted agents."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.feature_support import FEATURE_BRANCH, FEATURE_ID, FeatureProject, TaskSpec, agent_command, git, make_feature
+from tests.remote_support import clone, make_bare
+
+INDEPENDENT = [TaskSpec(f"TASK-FB-{n:03d}", sleep=0.3, approve_at=2 if n == 2 else 1) for n in range(1, 7)]
+DEPENDENT = TaskSpec("TASK-FB-007", dependencies=["TASK-FB-001", "TASK-FB-004"])
+
+
+def worker(project: FeatureProject, checkout: Path, *extra: str, player: str | None = None) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUARDKIT_", "FEATURE_"))}
+    env.update(project.env(), NO_COLOR="1")
+    argv = [sys.executable, "-m", "guardkit_state", "feature-build", FEATURE_ID, "--repo", str(checkout),
+            "--player", player or agent_command("player.py"), "--coach", agent_command("coach.py"),
+            "--remote", "origin", "--poll", "0.1", *extra]
+    return subprocess.Popen(argv, cwd=checkout, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def tree(repo: Path, rev: str, under: str = "src") -> dict[str, str]:
+    names = git(repo, "ls-tree", "-r", "--name-only", rev, "--", under).split()
+    return {name: git(repo, "show", f"{rev}:{name}") for name in names}
+
+
+def merged_order(repo: Path) -> list[str]:
+    out = git(repo, "log", "--first-parent", "--merges", "--reverse",
+              "--format=%(trailers:key=Guardkit-Task,valueonly)%x1e", FEATURE_BRANCH)
+    return [item.strip() for item in out.split("\x1e") if item.strip()]
+
+
+def test_three_workers_build_the_feature_each_task_once_as_one_machine_would(tmp_path: Path) -> None:
+    tasks = [*INDEPENDENT, DEPENDENT]
+    project = make_feature(tmp_path, tasks)
+    bare = make_bare(tmp_path, project.root)
+    machines = [clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in range(1, 4)]
+    procs = [worker(project, machine) for machine in machines]
+    outputs = [proc.communicate(timeout=600) for proc in procs]
+    for proc, (out, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, out + err
+    runs = [(e["task"], e["turn"]) for e in project.invocations() if e["role"] == "player" and e["event"] == "start"]
+    expected = [(spec.task_id, turn) for spec in tasks for turn in range(1, spec.approve_at + 1)]
+    # Every turn of every task run once, by whichever worker.
+    assert sorted(runs) == sorted(expected), "\n".join(err for _, err in outputs)
+    ran_by = [line for _, err in outputs for line in err.splitlines() if ": running on " in line]
+    assert len(ran_by) == len(tasks)
+    assert len({line.split("running on ")[1].split(":")[0:2][1] for line in ran_by}) >= 2  # shared out
+    # Merged in plan order, wave by wave: the dependent task after its wave.
+    assert merged_order(bare) == [spec.task_id for spec in tasks]
+    # The same content as one machine building it alone.
+    solo = make_feature(tmp_path, tasks, name="solo")
+    alone = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", FEATURE_ID, "--repo",
+                            str(solo.root), "--player", agent_command("player.py"), "--coach",
+                            agent_command("coach.py")], env={**os.environ, **solo.env()}, capture_output=True,
+                           text=True, check=False)
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    assert tree(bare, FEATURE_BRANCH) == tree(solo.root, FEATURE_BRANCH)
+    assert set(tree(bare, FEATURE_BRANCH)) == {"src/shared.txt", *(f"src/{spec.task_id}.txt" for spec in tasks)}
+    assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""  # every claim released
+
+
+def test_a_worker_killed_mid_player_is_taken_over_after_its_lease(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    first, second = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    # The first machine's Player hangs in turn 2 (after turn 1 was pushed); it is killed there.
+    mark = tmp_path / "in-turn-2"
+    hanging = (f'if [ "$GUARDKIT_TURN" = 2 ]; then echo $$ > {mark}; sleep 600; fi; '
+               f"exec {agent_command('player.py')}")
+    victim = worker(project, first, "--lease", "2", player=hanging)
+    while not mark.exists():
+        assert victim.poll() is None, victim.communicate()
+        subprocess.run(["sleep", "0.05"], check=False)
+    os.killpg(victim.pid, signal.SIGKILL)  # the worker, mid-Player
+    victim.wait()
+    while not mark.read_text().strip():
+        subprocess.run(["sleep", "0.05"], check=False)
+    os.killpg(int(mark.read_text()), signal.SIGKILL)  # its agent too (a session of its own): the machine died
+    pushed = git(bare, "log", "--format=%(trailers:key=Turn,valueonly)", "autobuild/TASK-FB-001").split()
+    assert pushed == ["1"]  # turn 1 reached the remote before turn 2 started
+    assert git(bare, "for-each-ref", "refs/guardkit/claims/FEAT-FB/") != ""  # the claim is left to expire
+    heir = worker(project, second, "--lease", "2")
+    out, err = heir.communicate(timeout=600)
+    assert heir.returncode == 0, out + err
+    assert "took over the claim" in err
+    players = [(e["task"], e["turn"]) for e in project.invocations()
+               if e["role"] == "player" and e["event"] == "start"]
+    assert players == [("TASK-FB-001", 1), ("TASK-FB-001", 2)]  # turn 1 kept, turn 2 run once more
+    assert merged_order(bare) == ["TASK-FB-001"]
