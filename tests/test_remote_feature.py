@@ -3,11 +3,16 @@ of one bare remote, with scripted agents."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
+
+import pytest
 
 from tests.feature_support import FEATURE_BRANCH, FEATURE_ID, FeatureProject, TaskSpec, agent_command, git, make_feature
 from tests.remote_support import clone, make_bare
@@ -24,6 +29,13 @@ def worker(project: FeatureProject, checkout: Path, *extra: str, player: str | N
             "--remote", "origin", "--poll", "0.1", *extra]
     return subprocess.Popen(argv, cwd=checkout, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def cli(cwd: Path, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "guardkit_state", *args], cwd=cwd, capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
 
 
 def tree(repo: Path, rev: str, under: str = "src") -> dict[str, str]:
@@ -65,6 +77,9 @@ def test_three_workers_build_the_feature_each_task_once_as_one_machine_would(tmp
     assert tree(bare, FEATURE_BRANCH) == tree(solo.root, FEATURE_BRANCH)
     assert set(tree(bare, FEATURE_BRANCH)) == {"src/shared.txt", *(f"src/{spec.task_id}.txt" for spec in tasks)}
     assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""  # every claim released
+    shown = json.loads(cli(machines[0], "show", FEATURE_ID, "--remote", "origin", "--json"))
+    assert [(t["task_id"], t["state"], t["wave"]) for t in shown["tasks"]] == [
+        *((spec.task_id, "merged", 1) for spec in INDEPENDENT), (DEPENDENT.task_id, "merged", 2)]
 
 
 def test_a_worker_killed_mid_player_is_taken_over_after_its_lease(tmp_path: Path) -> None:
@@ -94,4 +109,70 @@ def test_a_worker_killed_mid_player_is_taken_over_after_its_lease(tmp_path: Path
     players = [(e["task"], e["turn"]) for e in project.invocations()
                if e["role"] == "player" and e["event"] == "start"]
     assert players == [("TASK-FB-001", 1), ("TASK-FB-001", 2)]  # turn 1 kept, turn 2 run once more
+    assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_sigterm_releases_the_workers_claims(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine-1")
+    mark = tmp_path / "in-turn-1"
+    hanging = f"echo $$ > {mark}; sleep 600; exec {agent_command('player.py')}"
+    proc = worker(project, machine, player=hanging)
+    try:
+        while not (mark.exists() and mark.read_text().strip()):
+            assert proc.poll() is None, proc.communicate()
+            subprocess.run(["sleep", "0.05"], check=False)
+        assert git(bare, "for-each-ref", "--format=%(refname)", "refs/guardkit/claims/").split() == [
+            "refs/guardkit/claims/FEAT-FB/TASK-FB-001"]
+        watcher = clone(bare.as_uri(), tmp_path / "machine-2")
+        shown = json.loads(cli(watcher, "show", FEATURE_ID, "--remote", "origin", "--json"))
+        task = shown["tasks"][0]
+        assert (task["task_id"], task["state"], task["turns"]) == ("TASK-FB-001", "running", 0)
+        assert task["holder"].startswith(socket.gethostname()) and task["heartbeat_at"] is not None
+        listed = cli(watcher, "status", "--remote", "origin")
+        assert "FEAT-FB on 'origin': 0/1 merged" in listed and "TASK-FB-001" in listed and "held by" in listed
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if mark.exists() and mark.read_text().strip():
+            try:
+                os.killpg(int(mark.read_text()), signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # the loop stopped its agent, as it does on SIGTERM
+    assert proc.returncode == 130, out + err
+    assert "released the claim(s) of TASK-FB-001" in err
+    assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""
+
+
+def test_a_remote_gone_for_a_while_is_waited_for_and_no_turn_is_lost(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.loop.agents import CommandAgent
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine-1")
+    hidden = tmp_path / "hidden.git"
+    # Turn 1's Player takes the remote away (as a network would); it comes back when the worker waits.
+    player = f'if [ "$GUARDKIT_TURN" = 1 ]; then mv {bare} {hidden}; fi; exec {agent_command("player.py")}'
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    notes: list[str] = []
+    lock = threading.Lock()
+
+    def on_note(text: str) -> None:
+        notes.append(text)
+        with lock:
+            if "waiting (try" in text and hidden.exists():
+                hidden.rename(bare)
+
+    result = run_worker(machine, FEATURE_ID, CommandAgent(player), CommandAgent(agent_command("coach.py")),
+                        WorkerOptions(remote="origin", poll=0.1), on_note=on_note)
+    assert result.done, notes
+    waited = [note for note in notes if "waiting (try" in note]
+    assert waited and "TASK-FB-001: push: cannot push autobuild/TASK-FB-001" in waited[0]
+    pushed = git(bare, "log", "--format=%(trailers:key=Turn,valueonly)", "autobuild/TASK-FB-001").split()
+    assert pushed == ["2", "1"]  # turn 1 reached the remote once it was back, before turn 2 started
+    assert notes.index(waited[0]) < next(i for i, n in enumerate(notes) if "turn 2" in n)
     assert merged_order(bare) == ["TASK-FB-001"]

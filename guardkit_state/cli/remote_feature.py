@@ -52,3 +52,33 @@ def run_remote(args: argparse.Namespace, out: Output) -> int:
         out.line(f"  this worker ran: {', '.join(result.ran) or 'nothing'}; merged: "
                  f"{', '.join(result.merged) or 'nothing'}")
     return ExitCode.OK if result.done else ExitCode.FAILED
+
+
+def show_remote(args: argparse.Namespace, out: Output, features: list[str]) -> int:
+    """``show FEAT --remote NAME`` / ``status --remote NAME``: progress read from the remote."""
+    from guardkit_state.cli.feature_output import names_feature
+    from guardkit_state.remote.progress import describe_age, remote_progress
+
+    for ref in features:
+        if not names_feature(ref):
+            raise InputError(f"--remote shows a feature (FEAT-ID or a plan's .yaml), not the task {ref}")
+    found = [remote_progress(args.repo, ref, args.remote) for ref in features]
+    if args.json:
+        out.json([feature.to_dict() for feature in found] if len(features) != 1 or args.command == "status"
+                 else found[0].to_dict())
+        return ExitCode.OK
+    if not found:
+        out.line("no feature plans under .guardkit/features/")
+    for feature in found:
+        done = sum(task.state == "merged" for task in feature.tasks)
+        out.line(out.style(f"{feature.feature}", "bold") + f" on '{safe(feature.remote)}': {done}/"
+                 f"{len(feature.tasks)} merged" + (f"; merging: {safe(feature.merger)}" if feature.merger else ""))
+        for task in feature.tasks:
+            line = f"  wave {task.wave}  {task.task_id:<16} {task.state:<8} turns {task.turns}"
+            if task.holder is not None:
+                line += (f"  held by {safe(task.holder)} since {describe_age(task.claimed_at)}, "
+                         f"heartbeat {describe_age(task.heartbeat_at)}")
+            elif task.outcome:
+                line += f"  ({safe(task.outcome)})"
+            out.line(line)
+    return ExitCode.OK

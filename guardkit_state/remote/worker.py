@@ -19,9 +19,10 @@ The plan file is not written by workers: progress is read from the remote (``sta
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -130,6 +131,7 @@ class _Worker:
         self.result = WorkerResult(self.feature, self.board.worker)
         self.on_note, self.on_event = on_note, on_event
         self.lost: set[str] = set()
+        self.released_at_stop: list[str] = []
         self._said = ""
 
     def note(self, text: str) -> None:
@@ -216,13 +218,8 @@ class _Worker:
             self.note(f"{task}: took over the claim of {claim.previous} (lease ended, heartbeat stale)")
             self.result.taken_over.append(task)
         assert isinstance(claim, Claim)
-        self.heartbeat.hold(claim)
-        try:
+        with self._holding(claim):
             self._run_task(task, state, took_over)
-        finally:
-            held = self.heartbeat.drop(claim)
-            if held is not None:
-                self._release(held)
         return True
 
     def _run_task(self, task: str, state: TaskState, took_over: bool) -> None:
@@ -273,13 +270,8 @@ class _Worker:
             self._wait(f"wave {number}: another worker is merging it")
             return False
         assert isinstance(claim, Claim)
-        self.heartbeat.hold(claim)
-        try:
+        with self._holding(claim):
             return self._merge_held(number, wave)
-        finally:
-            held = self.heartbeat.drop(claim)
-            if held is not None:
-                self._release(held)
 
     def _merge_held(self, number: int, wave: tuple[str, ...]) -> bool:
         self._remote(self.branches.sync, "fetch")
@@ -313,6 +305,22 @@ class _Worker:
 
     # -- claims -----------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _holding(self, claim: Claim) -> Iterator[None]:
+        """Renewed by the heartbeat while the block runs; released after it, however it ends
+        (a Ctrl-C or SIGTERM included: that release is told in the interruption's message)."""
+        self.heartbeat.hold(claim)
+        stopped = False
+        try:
+            yield
+        except KeyboardInterrupt:
+            stopped = True
+            raise
+        finally:
+            held = self.heartbeat.drop(claim)
+            if held is not None and self._release(held) and stopped:
+                self.released_at_stop.append(claim.task)
+
     def _release(self, claim: Claim) -> bool:
         try:
             return self.board.release(claim)
@@ -321,7 +329,7 @@ class _Worker:
             return False
 
     def _release_all(self) -> list[str]:
-        released = []
+        released = self.released_at_stop
         for claim in self.heartbeat.held():
             self.heartbeat.drop(claim)
             if self._release(claim):
