@@ -3,6 +3,7 @@ of one bare remote, with scripted agents."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.feature_support import FEATURE_BRANCH, FEATURE_ID, FeatureProject, TaskSpec, agent_command, git, make_feature
-from tests.remote_support import clone, make_bare
+from tests.remote_support import clone, git_daemon, make_bare
 
 INDEPENDENT = [TaskSpec(f"TASK-FB-{n:03d}", sleep=0.3, approve_at=2 if n == 2 else 1) for n in range(1, 7)]
 DEPENDENT = TaskSpec("TASK-FB-007", dependencies=["TASK-FB-001", "TASK-FB-004"])
@@ -49,11 +50,19 @@ def merged_order(repo: Path) -> list[str]:
     return [item.strip() for item in out.split("\x1e") if item.strip()]
 
 
-def test_three_workers_build_the_feature_each_task_once_as_one_machine_would(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", ["file", "daemon"])
+def test_three_workers_build_the_feature_each_task_once_as_one_machine_would(tmp_path: Path, transport: str) -> None:
     tasks = [*INDEPENDENT, DEPENDENT]
     project = make_feature(tmp_path, tasks)
     bare = make_bare(tmp_path, project.root)
-    machines = [clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in range(1, 4)]
+    with contextlib.ExitStack() as stack:
+        url = bare.as_uri() if transport == "file" else stack.enter_context(git_daemon(tmp_path)).url(bare.name)
+        _build_with_three_workers(tmp_path, project, bare, url, tasks)
+
+
+def _build_with_three_workers(tmp_path: Path, project: FeatureProject, bare: Path, url: str,
+                              tasks: list[TaskSpec]) -> None:
+    machines = [clone(url, tmp_path / f"machine-{n}") for n in range(1, 4)]
     procs = [worker(project, machine) for machine in machines]
     outputs = [proc.communicate(timeout=600) for proc in procs]
     for proc, (out, err) in zip(procs, outputs, strict=True):

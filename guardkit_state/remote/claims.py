@@ -132,8 +132,10 @@ class ClaimBoard:
         there = self.remote_sha(ref)  # the confirmation, and what tells a lost race from a refusal
         if there == sha:
             return replace(mine, sha=sha)
-        if there is not None:
-            return None  # another worker's claim is there: the race is lost, not an error
+        if there is not None or pushed.status == "rejected":
+            # Another worker's claim is (or was, when git compared: since released) there: the race
+            # is lost, not an error. A refusal by the remote's ref lock is such a race too.
+            return None
         raise RemoteRejectedError(f"remote {self.remote!r} refused the claim {ref}: {pushed.detail}",
                                   path=self.repo.root)
 
@@ -236,7 +238,7 @@ class ClaimBoard:
         there = self.remote_sha(claim.ref)
         if there == sha:
             return replace(claim, sha=sha)
-        if there != old:
+        if there != old or pushed.status == "rejected":  # moved since (or when git compared): not ours
             raise ClaimLostError(lost, path=self.repo.root)
         raise RemoteRejectedError(f"remote {self.remote!r} refused {claim.ref}: {pushed.detail}", path=self.repo.root)
 
