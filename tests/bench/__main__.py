@@ -7,6 +7,7 @@ Usage::
     python -m tests.bench --only record,resume --repeat 25
     python -m tests.bench --only record        # just recording turns (with and without promises)
     python -m tests.bench --only feature       # feature-build: parallel tasks, orchestration overhead
+    python -m tests.bench --only remote        # feature-build --remote: 3 workers vs 1, claim/push per turn
 
 Every number is a median over repeated runs after warm-up; ratios are against the floor (the same
 bytes written or read the cheapest durable way) and against LangGraph's SqliteSaver when installed.
@@ -28,7 +29,7 @@ from . import bench_status, bench_turns
 from .common import machine
 from .report import render_table
 
-CASES = ("record", "resume", "storage", "status", "startup", "git", "index", "feature")
+CASES = ("record", "resume", "storage", "status", "startup", "git", "index", "feature", "remote")
 
 
 def _corpus() -> Path | None:
@@ -115,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     case("git", lambda: _git(3 if quick else 20))
     case("index", lambda: _index(results["notes"]))
     case("feature", lambda: _feature(quick))
+    case("remote", lambda: _remote(quick))
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
@@ -133,6 +135,12 @@ def _feature(quick: bool) -> dict[str, Any]:
     from . import bench_feature
 
     return bench_feature.run(quick=quick)
+
+
+def _remote(quick: bool) -> dict[str, Any]:
+    from . import bench_remote
+
+    return bench_remote.run(quick=quick)
 
 
 def _index(notes: list[str]) -> dict[str, Any]:
