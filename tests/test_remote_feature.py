@@ -119,6 +119,8 @@ def test_a_worker_killed_mid_player_is_taken_over_after_its_lease(tmp_path: Path
                if e["role"] == "player" and e["event"] == "start"]
     assert players == [("TASK-FB-001", 1), ("TASK-FB-001", 2)]  # turn 1 kept, turn 2 run once more
     assert merged_order(bare) == ["TASK-FB-001"]
+    history = git(bare, "log", "--format=%s", "autobuild/TASK-FB-001").splitlines()
+    assert any(line.startswith("guardkit: TASK-FB-001 taken over by") for line in history)
 
 
 def test_sigterm_releases_the_workers_claims(tmp_path: Path) -> None:

@@ -132,6 +132,7 @@ class _Worker:
         self.on_note, self.on_event = on_note, on_event
         self.lost: set[str] = set()
         self.released_at_stop: list[str] = []
+        self._states: dict[str, tuple[tuple[str | None, str | None], TaskState]] = {}
         self._said = ""
 
     def note(self, text: str) -> None:
@@ -178,9 +179,10 @@ class _Worker:
 
     def _step(self) -> bool:
         """One look at the feature; True when this worker is finished."""
-        self._remote(self.branches.sync, "fetch")
+        remote = self._remote(self.branches.sync, "fetch")
+        assert isinstance(remote, dict)
         for number, wave in enumerate(self.waves, start=1):
-            states = {task: read_task_state(self.fgit, task, max_turns=self.options.max_turns) for task in wave}
+            states = {task: self._state(task, remote) for task in wave}
             if all(state.phase in ("merged", "closed") for state in states.values()):
                 continue
             ended = [s for s in states.values() if s.phase == "failed"]
@@ -189,14 +191,29 @@ class _Worker:
                 return True
             if all(state.phase in ("approved", "merged", "closed") for state in states.values()):
                 return self._merge_wave(number, wave, states)
+            # One fetch of the claims per look: a task is claimed only when free, taken over only
+            # when its claim is stale here (no push is tried, and refused, for a live claim).
+            claims = self._remote(lambda: self.board.read(self.feature), "fetch claims")
+            assert isinstance(claims, dict)
             for task in wave:
-                if states[task].runs and self._try_task(task, states[task]):
+                if states[task].runs and self._try_task(task, states[task], claims.get(task)):
                     return False
             self._wait(f"wave {number}: every task that has to run is claimed by a live worker")
             return False
         self.result.done, self.result.reason = True, "every wave is merged into " + self.feature_branch
         self.note(self.result.reason)
         return True
+
+    def _state(self, task: str, remote: dict[str, str]) -> TaskState:
+        """Where ``task`` stands; read again only when its branch or the feature branch moved (a
+        waiting worker looks often, and each reading is several git calls)."""
+        key = (remote.get(branch_for(task)), remote.get(self.feature_branch))
+        cached = self._states.get(task)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        state = read_task_state(self.fgit, task, max_turns=self.options.max_turns)
+        self._states[task] = (key, state)
+        return state
 
     def _wait(self, why: str) -> None:
         if why != self._said:
@@ -205,10 +222,14 @@ class _Worker:
 
     # -- a task -----------------------------------------------------------------------------
 
-    def _try_task(self, task: str, state: TaskState) -> bool:
-        claim = self._remote(lambda: self.board.claim(self.feature, task, self.options.lease), "claim")
+    def _try_task(self, task: str, state: TaskState, current: Claim | None) -> bool:
+        if current is not None and not self.board.is_stale(current, stale_after=self.options.stale):
+            return False  # held by a live worker
+        claim = None
+        if current is None:
+            claim = self._remote(lambda: self.board.claim(self.feature, task, self.options.lease), "claim")
         took_over = False
-        if claim is None:
+        if claim is None and current is not None:
             claim = self._remote(lambda: self.board.take_over(self.feature, task, self.options.lease,
                                                               stale_after=self.options.stale), "takeover")
             if claim is None:
@@ -217,12 +238,15 @@ class _Worker:
             assert isinstance(claim, Claim)
             self.note(f"{task}: took over the claim of {claim.previous} (lease ended, heartbeat stale)")
             self.result.taken_over.append(task)
+        if claim is None:
+            return False  # another worker claimed it first
         assert isinstance(claim, Claim)
+        self._states.clear()  # what this run changes is read again afterwards
         with self._holding(claim):
-            self._run_task(task, state, took_over)
+            self._run_task(task, state, claim.previous if took_over else None)
         return True
 
-    def _run_task(self, task: str, state: TaskState, took_over: bool) -> None:
+    def _run_task(self, task: str, state: TaskState, previous: str | None) -> None:
         self._said = ""
         self._remote(self.branches.sync, "fetch")  # the claim is ours: the branch as the last holder left it
         branch = branch_for(task)
@@ -233,6 +257,8 @@ class _Worker:
         self.note(f"{task}: running on {self.board.worker}" + (" (resumed from the remote)" if fresh.resume else ""))
         self.result.ran.append(task)
         self.lost.discard(task)
+        if previous is not None and pushed[0] is not None:
+            pushed[0] = self._record_takeover(task, previous, pushed[0])
 
         def push() -> None:
             if self.repo.resolve(f"refs/heads/{branch}") in (None, pushed[0]):
@@ -258,6 +284,19 @@ class _Worker:
             raise
         except GuardkitStateError as exc:
             self.note(f"{task}: the loop stopped: {exc.message}")
+
+    def _record_takeover(self, task: str, previous: str, tip: str) -> str:
+        """An empty commit on the task's branch saying who took it over from whom, pushed: the
+        takeover is in the task's history (``git log autobuild/TASK-Y``), not only in its claim."""
+        branch = branch_for(task)
+        message = (f"guardkit: {task} taken over by {self.board.worker} from {previous}\n\n"
+                   f"The claim's lease had ended and its heartbeat stood still; the task resumes from "
+                   f"its last pushed turn.\n\nGuardkit-Takeover: {previous}\n")
+        tree = self.repo.text("rev-parse", f"{tip}^{{tree}}")
+        _, out, _ = self.repo.run("commit-tree", tree, "-p", tip, "-m", message, pre=self.repo.identity_args())
+        sha = out.decode().strip()
+        self.repo.run("update-ref", f"refs/heads/{branch}", sha, tip)  # same tree: a worktree on it stays clean
+        return str(self._remote(lambda: self.branches.push(branch, tip), f"{task}: push"))
 
     # -- merges -----------------------------------------------------------------------------
 
