@@ -187,3 +187,30 @@ def test_a_remote_gone_for_a_while_is_waited_for_and_no_turn_is_lost(tmp_path: P
     assert pushed == ["2", "1"]  # turn 1 reached the remote once it was back, before turn 2 started
     assert notes.index(waited[0]) < next(i for i, n in enumerate(notes) if "turn 2" in n)
     assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_remote_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    base = [sys.executable, "-m", "guardkit_state", "feature-build", "--repo", str(project.root),
+            "--player", "true", "--coach", "true"]
+    for extra, said in ((["TASK-FB-001", "--remote", "origin"], "--remote builds a feature"),
+                        ([FEATURE_ID, "--remote", "nowhere"], "no git remote named 'nowhere'"),
+                        ([FEATURE_ID, "--remote", "origin", "--resume"], "--resume does not apply with --remote")):
+        done = subprocess.run([*base, *extra], capture_output=True, text=True, check=False)
+        assert done.returncode == 2 and said in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert git(project.root, "for-each-ref", "refs/heads/autobuild/") == ""  # nothing was created
+
+
+def test_a_worker_says_when_the_merge_driver_is_missing(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine-1")
+    out, err = worker(project, machine).communicate(timeout=600)
+    assert "merge driver is not registered in this clone" in err
+    subprocess.run([sys.executable, "-m", "guardkit_state", "merge-driver", "--install"], cwd=machine, check=True,
+                   capture_output=True)
+    again = worker(project, machine)
+    out, err = again.communicate(timeout=600)
+    assert again.returncode == 0 and "merge driver" not in err, err  # registered: nothing to say
+    assert "1/1 merged" in cli(machine, "show", FEATURE_ID, "--remote", "origin")

@@ -26,11 +26,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from guardkit_state.errors import ClaimLostError, GuardkitStateError, InputError, RemoteError
+from guardkit_state.errors import (
+    ClaimLostError,
+    GuardkitStateError,
+    InputError,
+    RemoteError,
+    RemoteUnreachableError,
+)
 from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
 from guardkit_state.features.waves import plan_waves
 from guardkit_state.git.merge import merge_branch, merge_message
+from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager
 from guardkit_state.loop.agents import Agent
@@ -133,6 +140,9 @@ class _Worker:
         self.lost: set[str] = set()
         self.released_at_stop: list[str] = []
         self._states: dict[str, tuple[tuple[str | None, str | None], TaskState]] = {}
+        self._last_snapshot: object = None
+        self._last_remote: dict[str, str] | None = None
+        self._claims: dict[str, Claim] | None = None
         self._said = ""
 
     def note(self, text: str) -> None:
@@ -147,6 +157,10 @@ class _Worker:
 
     def run(self) -> WorkerResult:
         self.note(f"worker {self.board.worker} on {self.feature} through remote '{self.options.remote}'")
+        found = registration(self.repo)
+        if not found.registered:  # this worker may merge a wave: git would merge loop state as text
+            self.note(f"note: the guardkit-state merge driver is not registered in this clone "
+                      f"({'; '.join(found.missing())}): {INSTALL_HINT}")
         self.heartbeat.start()
         try:
             with interrupts_as_exceptions():
@@ -179,8 +193,14 @@ class _Worker:
 
     def _step(self) -> bool:
         """One look at the feature; True when this worker is finished."""
-        remote = self._remote(self.branches.sync, "fetch")
-        assert isinstance(remote, dict)
+        # One ls-remote first: while nothing moved on the remote (a waiting worker's usual look),
+        # the last fetch, states and claims still hold, and no fetch is made.
+        snapshot = self._remote(self._snapshot, "look")
+        if snapshot != self._last_snapshot or self._last_remote is None:
+            remote = self._remote(self.branches.sync, "fetch")
+            assert isinstance(remote, dict)
+            self._last_snapshot, self._last_remote, self._claims = snapshot, remote, None
+        remote = self._last_remote
         for number, wave in enumerate(self.waves, start=1):
             states = {task: self._state(task, remote) for task in wave}
             if all(state.phase in ("merged", "closed") for state in states.values()):
@@ -193,8 +213,11 @@ class _Worker:
                 return self._merge_wave(number, wave, states)
             # One fetch of the claims per look: a task is claimed only when free, taken over only
             # when its claim is stale here (no push is tried, and refused, for a live claim).
-            claims = self._remote(lambda: self.board.read(self.feature), "fetch claims")
-            assert isinstance(claims, dict)
+            if self._claims is None:
+                read = self._remote(lambda: self.board.read(self.feature), "fetch claims")
+                assert isinstance(read, dict)
+                self._claims = read
+            claims = self._claims
             for task in wave:
                 if states[task].runs and self._try_task(task, states[task], claims.get(task)):
                     return False
@@ -203,6 +226,15 @@ class _Worker:
         self.result.done, self.result.reason = True, "every wave is merged into " + self.feature_branch
         self.note(self.result.reason)
         return True
+
+    def _snapshot(self) -> str:
+        """The remote's loop branches and this feature's claims, as ``ls-remote`` lists them."""
+        status, out, err = self.repo.run("ls-remote", self.options.remote, "refs/heads/autobuild/*",
+                                         f"refs/guardkit/claims/{self.feature}/*", check=False)
+        if status != 0:
+            raise RemoteUnreachableError(f"cannot reach remote {self.options.remote!r}: {err.strip()[:200]}",
+                                         path=self.repo.root)
+        return out.decode("utf-8", "replace")
 
     def _state(self, task: str, remote: dict[str, str]) -> TaskState:
         """Where ``task`` stands; read again only when its branch or the feature branch moved (a
@@ -330,6 +362,9 @@ class _Worker:
             if not merged.merged:
                 self.result.reason = (f"{task}: merge conflict in {', '.join(merged.conflicts)}" if merged.conflicts
                                       else f"{task}: the merge was refused: {merged.error}")
+                note = unregistered_note(feature_repo, merged.conflicts)
+                if note is not None:
+                    self.result.reason += f" ({note})"
                 feature_repo.run("reset", "--hard", "--quiet", expected or "HEAD")
                 return True
             merged_now.append(task)
