@@ -211,6 +211,6 @@ def test_a_worker_says_when_the_merge_driver_is_missing(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "guardkit_state", "merge-driver", "--install"], cwd=machine, check=True,
                    capture_output=True)
     again = worker(project, machine)
-    out, err = again.communicate(timeout=600)
+    _, err = again.communicate(timeout=600)
     assert again.returncode == 0 and "merge driver" not in err, err  # registered: nothing to say
     assert "1/1 merged" in cli(machine, "show", FEATURE_ID, "--remote", "origin")
