@@ -206,7 +206,7 @@ def test_a_worker_says_when_the_merge_driver_is_missing(tmp_path: Path) -> None:
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
     bare = make_bare(tmp_path, project.root)
     machine = clone(bare.as_uri(), tmp_path / "machine-1")
-    out, err = worker(project, machine).communicate(timeout=600)
+    _, err = worker(project, machine).communicate(timeout=600)
     assert "merge driver is not registered in this clone" in err
     subprocess.run([sys.executable, "-m", "guardkit_state", "merge-driver", "--install"], cwd=machine, check=True,
                    capture_output=True)
