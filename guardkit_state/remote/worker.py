@@ -187,7 +187,7 @@ class _Worker:
             self.repo.run("branch", self.feature_branch, start)
         try:
             self._remote(lambda: self.branches.push(self.feature_branch, None), "push")
-            self.note(f"created {self.feature_branch} on the remote from {start[:10]}")
+            self.note(f"{self.feature_branch} on the remote starts at {start[:10]}")
         except ClaimLostError:
             self._remote(self.branches.sync, "fetch")  # another worker created it first: theirs is the one
 
