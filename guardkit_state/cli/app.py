@@ -44,6 +44,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "search",
     "report",
     "merge_driver",
+    "mcp",
 )
 
 #: Errors that mean "the command cannot run as asked": bad input, an unknown or ambiguous task,

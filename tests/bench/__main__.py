@@ -8,6 +8,7 @@ Usage::
     python -m tests.bench --only record        # just recording turns (with and without promises)
     python -m tests.bench --only feature       # feature-build: parallel tasks, orchestration overhead
     python -m tests.bench --only remote        # feature-build --remote: 3 workers vs 1, claim/push per turn
+    python -m tests.bench --only mcp --repeat 10  # a warm MCP tool call beside the CLI
 
 Every number is a median over repeated runs after warm-up; ratios are against the floor (the same
 bytes written or read the cheapest durable way) and against LangGraph's SqliteSaver when installed.
@@ -29,7 +30,7 @@ from . import bench_status, bench_turns
 from .common import machine
 from .report import render_table
 
-CASES = ("record", "resume", "storage", "status", "startup", "git", "index", "feature", "remote")
+CASES = ("record", "resume", "storage", "status", "startup", "git", "index", "feature", "remote", "mcp")
 
 
 def _corpus() -> Path | None:
@@ -117,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     case("index", lambda: _index(results["notes"]))
     case("feature", lambda: _feature(quick))
     case("remote", lambda: _remote(quick))
+    case("mcp", lambda: _mcp(repeat, args.status_files or (200 if quick else None), corpus))
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
@@ -141,6 +143,12 @@ def _remote(quick: bool) -> dict[str, Any]:
     from . import bench_remote
 
     return bench_remote.run(quick=quick)
+
+
+def _mcp(repeat: int, files: int | None, corpus: Path | None) -> dict[str, Any]:
+    from . import bench_mcp
+
+    return bench_mcp.run(files=files or bench_mcp.GUARDKIT_FILES, repeat=repeat, corpus=corpus)
 
 
 def _index(notes: list[str]) -> dict[str, Any]:

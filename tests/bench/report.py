@@ -136,7 +136,14 @@ def _rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
                      _ms(index.get("files_search_ms")), _x(index.get("search_ratio_vs_files")), "", "", "", "-"))
     rows += bench_feature.table_rows(cases.get("feature"))
     rows += bench_remote.table_rows(cases.get("remote"))
-    for name in ("status", "startup", "git", "index"):
+    mcp = cases.get("mcp")
+    if isinstance(mcp, dict) and "mcp_show_ms" in mcp:
+        where = f"{mcp['files']:,} task files, {mcp['turns']} turns"
+        for name in ("show", "context"):
+            rows.append((f"MCP {name}, warm tool call ({where}; beside: the CLI's {name} --json)",
+                         _ms(mcp[f"mcp_{name}_ms"]), _ms(mcp[f"cli_{name}_ms"]), _x(mcp[f"cli/mcp {name}"]) + " CLI",
+                         "", "", "<= 50 ms", _met(_le(mcp[f"mcp_{name}_ms"], 50))))
+    for name in ("status", "startup", "git", "index", "mcp"):
         value = cases.get(name)
         if isinstance(value, dict) and ("error" in value or "skipped" in value):
             rows.append((name, value.get("error") or f"skipped: {value['skipped']}", "", "", "", "", "", "-"))
