@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.feature_support import FEATURE_BRANCH, FEATURE_ID, FeatureProject, TaskSpec, agent_command, git, make_feature
 from tests.remote_support import clone, git_daemon, make_bare
@@ -119,6 +120,9 @@ def test_a_worker_killed_mid_player_is_taken_over_after_its_lease(tmp_path: Path
                if e["role"] == "player" and e["event"] == "start"]
     assert players == [("TASK-FB-001", 1), ("TASK-FB-001", 2)]  # turn 1 kept, turn 2 run once more
     assert merged_order(bare) == ["TASK-FB-001"]
+    recorded = git(bare, "show", "autobuild/TASK-FB-001:tasks/backlog/TASK-FB-001-part.md")
+    state = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]
+    assert [(t["turn"], t["decision"]) for t in state["turns"]] == [(1, "feedback"), (2, "approve")]
     history = git(bare, "log", "--format=%s", "autobuild/TASK-FB-001").splitlines()
     assert any(line.startswith("guardkit: TASK-FB-001 taken over by") for line in history)
 
