@@ -273,7 +273,7 @@ class _Worker:
         if claim is None:
             return False  # another worker claimed it first
         assert isinstance(claim, Claim)
-        self._states.clear()  # what this run changes is read again afterwards
+        self._states.pop(task, None)  # what this run changes is read again afterwards
         with self._holding(claim):
             self._run_task(task, state, claim.previous if took_over else None)
         return True
