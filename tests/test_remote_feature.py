@@ -127,7 +127,8 @@ def test_a_worker_killed_mid_player_is_taken_over_after_its_lease(tmp_path: Path
     assert any(line.startswith("guardkit: TASK-FB-001 taken over by") for line in history)
 
 
-def test_sigterm_releases_the_workers_claims(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_or_ctrl_c_releases_the_workers_claims(tmp_path: Path, signum: int) -> None:
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
     bare = make_bare(tmp_path, project.root)
     machine = clone(bare.as_uri(), tmp_path / "machine-1")
@@ -147,7 +148,7 @@ def test_sigterm_releases_the_workers_claims(tmp_path: Path) -> None:
         assert task["holder"].startswith(socket.gethostname()) and task["heartbeat_at"] is not None
         listed = cli(watcher, "status", "--remote", "origin")
         assert "FEAT-FB on 'origin': 0/1 merged" in listed and "TASK-FB-001" in listed and "held by" in listed
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=120)
     finally:
         if mark.exists() and mark.read_text().strip():
