@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from guardkit_state.remote.merge_driver import merge_texts
 from guardkit_state.remote.state_merge import merge_plan, merge_task_frontmatter
 from guardkit_state.taskfile.splice.render import render_yaml
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from tests.update_oracle import read_yaml, same, split_frontmatter_text
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=8))
 keys = st.sampled_from(["title", "status", "tags", "notes", "owner", "priority"])
@@ -70,16 +71,73 @@ def test_plan_task_status_never_moves_back(base: str, ours: str, theirs: str) ->
         assert order[ours] == order[theirs] == 2 and ours != theirs and base not in (ours, theirs)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(mappings, mappings, mappings)
-def test_the_driver_writes_what_it_merged_or_marks_a_conflict(base: dict[str, Any], ours: dict[str, Any],
-                                                              theirs: dict[str, Any]) -> None:
+def expected_top_level(base: dict[Any, Any], ours: dict[Any, Any],
+                       theirs: dict[Any, Any]) -> tuple[dict[Any, Any], list[Any]]:
+    """The reference model of a three-way merge of mappings whose values are not merged inside
+    (scalars, lists): per key, what changed on one side only wins; both changed alike is one
+    change; both changed otherwise is a conflict. Keys in ours' order, then theirs' new ones."""
+    absent = object()
+    merged: dict[Any, Any] = {}
+    conflicts = []
+    for key in [*ours, *(k for k in theirs if k not in ours)]:
+        b, o, t = (side.get(key, absent) for side in (base, ours, theirs))
+        if o is absent and t is absent:
+            continue
+        if o is not absent and t is not absent and same(o, t):
+            value = o
+        elif o is absent or t is absent:
+            other = t if o is absent else o
+            if b is absent or not same(other, b):
+                if b is absent:
+                    value = other  # added on one side
+                else:
+                    conflicts.append(key)  # deleted on one side, changed on the other
+                    continue
+            else:
+                continue  # deleted on one side, untouched on the other
+        elif b is not absent and same(o, b):
+            value = t
+        elif b is not absent and same(t, b):
+            value = o
+        else:
+            conflicts.append(key)
+            continue
+        merged[key] = value
+    return merged, conflicts
+
+
+def driver_agrees(base: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    """The driver's output, read by ruamel.yaml, against the reference model over ruamel's reading
+    of the three inputs (never against the product's own merge or reader)."""
     texts = [f"---\n{render_yaml(d) if d else ''}---\nbody\n" for d in (base, ours, theirs)]
+    b, o, t = (read_yaml(split_frontmatter_text(text)[0]) or {} for text in texts)
+    expected, conflicts = expected_top_level(b, o, t)
     result = merge_texts(*texts, "tasks/backlog/TASK-X-001.md")
-    merged = merge_task_frontmatter(base, ours, theirs)
-    if merged.clean:
-        assert result.clean
-        yaml_text = result.text.split("---\n")[1]
-        assert (parse_yaml(yaml_text).data or {}) == merged.as_ours
-    else:
-        assert not result.clean and "<<<<<<< ours\n" in result.text
+    if conflicts:
+        return not result.clean and "<<<<<<< ours\n" in result.text
+    if not result.clean:
+        return False
+    got = read_yaml(split_frontmatter_text(result.text)[0]) or {}
+    return same(got, expected)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mappings, mappings, mappings)
+def test_the_driver_writes_what_the_reference_merge_says(base: dict[str, Any], ours: dict[str, Any],
+                                                         theirs: dict[str, Any]) -> None:
+    assert driver_agrees(base, ours, theirs)
+
+
+def test_the_reference_catches_a_merge_that_keeps_ours(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutation check: a merge that ignores theirs' change disagrees with the reference."""
+    from guardkit_state.remote import state_merge
+
+    base, ours, theirs = {"title": "a", "notes": "n"}, {"title": "a", "notes": "n"}, {"title": "b", "notes": "n"}
+    assert driver_agrees(base, ours, theirs)
+    monkeypatch.setattr(state_merge, "_merge", lambda b, o, t, path, rules, conflicts: (o, o))
+    assert not driver_agrees(base, ours, theirs)
+
+
+def test_one_and_true_are_different_values() -> None:
+    # Python's == calls them equal; YAML does not: ours turning 1 into true is a change.
+    assert driver_agrees({"priority": 1}, {"priority": True}, {"priority": 2})

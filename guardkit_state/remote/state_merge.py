@@ -116,11 +116,11 @@ Path = tuple[str, ...]
 def _merge(base: Any, ours: Any, theirs: Any, path: Path, rules: _Rules,
            conflicts: list[Conflict]) -> tuple[Any, Any]:
     """(merged resolving conflicts as ours, merged resolving them as theirs)."""
-    if ours == theirs:
+    if _equal(ours, theirs):
         return ours, ours
-    if ours == base:
+    if _equal(ours, base):
         return theirs, theirs
-    if theirs == base:
+    if _equal(theirs, base):
         return ours, ours
     keyed = rules.list_key(path)
     if keyed is not None and all(isinstance(v, list) for v in (ours, theirs)) and isinstance(base, (list, _Missing)):
@@ -170,6 +170,18 @@ def _merge_keyed(base: list[Any], ours: list[Any], theirs: list[Any], key: str, 
         if value_t is not MISSING:
             merged_t.append(value_t)
     return merged_o, merged_t
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """The same YAML value: ``1``, ``True`` and ``1.0`` differ (Python's ``==`` calls them equal);
+    a mapping's key order does not matter."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 def _index(items: list[Any], key: str) -> dict[Any, Any] | None:
