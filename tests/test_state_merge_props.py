@@ -24,16 +24,21 @@ RELAXED = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mappings, mappings)
 def test_a_side_left_as_the_base_takes_the_other(base: dict[str, Any], other: dict[str, Any]) -> None:
     for merged in (merge_task_frontmatter(base, other, base), merge_task_frontmatter(base, base, other)):
-        assert merged.clean and merged.as_ours == other
+        assert merged.clean and alike(merged.as_ours, other)
 
 
 @RELAXED
 @given(mappings, mappings, mappings)
 def test_the_merge_is_symmetric(base: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any]) -> None:
     one, two = merge_task_frontmatter(base, ours, theirs), merge_task_frontmatter(base, theirs, ours)
-    assert one.as_ours == two.as_theirs and one.as_theirs == two.as_ours
+    assert alike(one.as_ours, two.as_theirs) and alike(one.as_theirs, two.as_ours)
     assert sorted(c.path for c in one.conflicts) == sorted(c.path for c in two.conflicts)
-    assert (one.as_ours == one.as_theirs) == one.clean
+    assert alike(one.as_ours, one.as_theirs) == one.clean
+
+
+def alike(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Equal values key by key, types included (``0`` is not ``False``); the keys' order aside."""
+    return a.keys() == b.keys() and all(same(a[key], b[key]) for key in a)
 
 
 def _turn(number: int, word: str) -> dict[str, Any]:
@@ -118,7 +123,9 @@ def driver_agrees(base: dict[str, Any], ours: dict[str, Any], theirs: dict[str, 
     if not result.clean:
         return False
     got = read_yaml(split_frontmatter_text(result.text)[0]) or {}
-    return same(got, expected)
+    # Values judged exactly; the keys' order is not (a side left as the base yields the other side
+    # whole, in its own order, where the model lists ours' keys first).
+    return alike(got, expected)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
