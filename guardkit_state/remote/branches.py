@@ -67,7 +67,7 @@ class RemoteBranches:
                 self.repo.run("merge", "--ff-only", "--quiet", sha, cwd=Path(where), check=False)
         return remote
 
-    def push(self, branch: str, expected: str | None) -> str:
+    def push(self, branch: str, expected: str | None, *, also: tuple[str, ...] = ()) -> str:
         """Push local ``branch`` onto the remote's, which must be at ``expected`` (None: absent).
 
         Returns the sha pushed. Raises :class:`ClaimLostError` when the remote branch moved (another
@@ -76,17 +76,19 @@ class RemoteBranches:
         """
         sha = self.repo.text("rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}")
         ref = f"refs/heads/{branch}"
-        status, out, err = self.repo.run("push", "--porcelain", "--no-verify",
+        # ``also``: refs pushed with the branch, all or none (``--atomic``): a task's turn ledger.
+        status, out, err = self.repo.run("push", "--porcelain", "--no-verify", *(["--atomic"] if also else []),
                                          f"--force-with-lease={ref}:{expected or ''}", self.remote,
-                                         f"{sha}:{ref}", check=False)
+                                         f"{sha}:{ref}", *also, check=False)
         lines = [line for line in out.decode("utf-8", "replace").splitlines() if "\t" in line]
-        if status == 0 and lines and not lines[0].startswith("!"):
+        mine = [line for line in lines if f":{ref}\t" in line] or lines
+        if status == 0 and lines and not any(line.startswith("!") for line in lines):
             self.repo.run("update-ref", self.tracking(branch), sha)
             return sha
         if not lines:
             raise RemoteUnreachableError(f"cannot push {branch} to {self.remote!r}: {_first(err)}",
                                          path=self.repo.root)
-        summary = lines[0].split("\t")[-1]
+        summary = mine[0].split("\t")[-1]
         # A push racing another one to the same ref can be refused by the remote's ref lock
         # ("failed to update ref"): whether the ref moved tells a lost race from a refusal.
         if "remote rejected" in summary and self._remote_sha(ref) == expected:

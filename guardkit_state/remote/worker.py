@@ -47,6 +47,7 @@ from guardkit_state.loop.session import interrupts_as_exceptions
 from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import Claim, ClaimBoard, retrying
 from guardkit_state.remote.heartbeat import Heartbeat
+from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.store.layout import branch_for, worktrees_dir
 
 log = logging.getLogger("guardkit_state.remote.worker")
@@ -130,6 +131,7 @@ class _Worker:
         self.waves = plan_waves(plan)
         self.board = ClaimBoard(repo, options.remote, options.worker)
         self.branches = RemoteBranches(repo, options.remote)
+        self.ledgers = RemoteLedgers(repo, options.remote, plan.feature_id)
         self.heartbeat = Heartbeat(self.board, options.lease, on_lost=self._lost,
                                    on_wait=lambda exc: self.note(f"heartbeat: {exc.message}; will retry"))
         self.feature_branch = branch_for(self.feature)
@@ -177,8 +179,14 @@ class _Worker:
     def _remote(self, action: Callable[[], object], what: str) -> object:
         return retrying(action, on_wait=lambda n, exc: self.note(f"{what}: {exc.message}; waiting (try {n})"))
 
+    def _sync(self) -> dict[str, str]:
+        """The remote's branches here (:meth:`RemoteBranches.sync`), and its turn ledgers imported."""
+        remote = self.branches.sync()
+        self.ledgers.fetch_and_import()
+        return remote
+
     def _ensure_feature_branch(self) -> None:
-        remote = self._remote(self.branches.sync, "fetch")
+        remote = self._remote(self._sync, "fetch")
         assert isinstance(remote, dict)
         if self.feature_branch in remote:
             return
@@ -189,7 +197,7 @@ class _Worker:
             self._remote(lambda: self.branches.push(self.feature_branch, None), "push")
             self.note(f"{self.feature_branch} on the remote starts at {start[:10]}")
         except ClaimLostError:
-            self._remote(self.branches.sync, "fetch")  # another worker created it first: theirs is the one
+            self._remote(self._sync, "fetch")  # another worker created it first: theirs is the one
 
     def _step(self) -> bool:
         """One look at the feature; True when this worker is finished."""
@@ -197,7 +205,7 @@ class _Worker:
         # the last fetch, states and claims still hold, and no fetch is made.
         snapshot = self._remote(self._snapshot, "look")
         if snapshot != self._last_snapshot or self._last_remote is None:
-            remote = self._remote(self.branches.sync, "fetch")
+            remote = self._remote(self._sync, "fetch")
             assert isinstance(remote, dict)
             self._last_snapshot, self._last_remote, self._claims = snapshot, remote, None
         remote = self._last_remote
@@ -280,7 +288,7 @@ class _Worker:
 
     def _run_task(self, task: str, state: TaskState, previous: str | None) -> None:
         self._said = ""
-        self._remote(self.branches.sync, "fetch")  # the claim is ours: the branch as the last holder left it
+        self._remote(self._sync, "fetch")  # the claim is ours: the branch as the last holder left it
         branch = branch_for(task)
         pushed: list[str | None] = [self.repo.resolve(self.branches.tracking(branch))]
         fresh = read_task_state(self.fgit, task, max_turns=self.options.max_turns, known_unmerged=True)
@@ -295,7 +303,10 @@ class _Worker:
         def push() -> None:
             if self.repo.resolve(f"refs/heads/{branch}") in (None, pushed[0]):
                 return
-            pushed[0] = str(self._remote(lambda: self.branches.push(branch, pushed[0]), f"{task}: push"))
+            local = self.repo.resolve(f"refs/heads/{branch}")
+            assert local is not None
+            pushed[0] = str(self._remote(lambda: self.branches.push(
+                branch, pushed[0], also=(self.ledgers.refspec(task, local),)), f"{task}: push"))
 
         def sink(event: LoopEvent) -> None:
             if isinstance(event, (TurnStarted, AgentStarted)) and task in self.lost:
@@ -345,7 +356,7 @@ class _Worker:
             return self._merge_held(number, wave)
 
     def _merge_held(self, number: int, wave: tuple[str, ...]) -> bool:
-        self._remote(self.branches.sync, "fetch")
+        self._remote(self._sync, "fetch")
         expected = self.repo.resolve(self.branches.tracking(self.feature_branch))
         worktree = WorktreeManager(self.repo).create(self.feature)
         feature_repo = worktree.repo()
