@@ -5,7 +5,8 @@
   by 3 worker processes, each in a clone of its own, and by 1 worker alone. Target: 3 workers <=
   0.5x one worker. (On one machine the workers share its CPUs; the agents mostly sleep.)
 * **claim+push** — what the protocol adds, on loopback ``git daemon``, each a real ``git push`` to
-  the daemon: per turn, the push of its commit to the task branch (with its lease); per task, its
+  the daemon: per turn, the push of its commit to the task branch (with its lease, and the task's
+  turn ledger in the same atomic push); per task, its
   claim (commit-tree, push, ``ls-remote`` confirmation) and its release. Target: <= 150 ms per turn.
 
 The variants run interleaved, so a noisy neighbour slows them alike.
@@ -80,6 +81,7 @@ def run_claim_push(repeat: int = 15) -> dict[str, Any]:
     from guardkit_state.git.repo import GitRepo
     from guardkit_state.remote.branches import RemoteBranches
     from guardkit_state.remote.claims import ClaimBoard
+    from guardkit_state.remote.ledgers import RemoteLedgers
 
     claims: list[float] = []
     pushes: list[float] = []
@@ -98,6 +100,7 @@ def run_claim_push(repeat: int = 15) -> dict[str, Any]:
             repo = GitRepo.discover(machine)
             assert repo is not None
             board, branches = ClaimBoard(repo, "origin", "bench"), RemoteBranches(repo, "origin")
+            ledgers = RemoteLedgers(repo, "origin", "FEAT-B")
             git(machine, "branch", "autobuild/TASK-B-001")
             expected = None
             for n in range(repeat + 1):
@@ -108,7 +111,9 @@ def run_claim_push(repeat: int = 15) -> dict[str, Any]:
                 git(machine, "commit", "-qam", f"turn {n}")  # not timed: the loop makes this commit anyway
                 git(machine, "branch", "-f", "autobuild/TASK-B-001", "HEAD")
                 pushing = time.perf_counter()
-                expected = branches.push("autobuild/TASK-B-001", expected)
+                tip = repo.text("rev-parse", "HEAD")
+                expected = branches.push("autobuild/TASK-B-001", expected,
+                                         also=(ledgers.refspec("TASK-B-001", tip),))  # as a worker pushes
                 pushed = time.perf_counter()
                 assert held is not None and board.release(held)
                 released = time.perf_counter()
