@@ -219,3 +219,16 @@ def test_a_worker_says_when_the_merge_driver_is_missing(tmp_path: Path) -> None:
     _, err = again.communicate(timeout=600)
     assert again.returncode == 0 and "merge driver" not in err, err  # registered: nothing to say
     assert "1/1 merged" in cli(machine, "show", FEATURE_ID, "--remote", "origin")
+
+
+def test_a_task_out_of_turns_stops_the_workers_with_its_reason(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=3), TaskSpec("TASK-FB-002")])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine-1")
+    proc = worker(project, machine, "--max-turns", "1", "--json")
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 1, out + err
+    result = json.loads(out)
+    assert result["done"] is False and result["reason"].startswith("TASK-FB-001: ")
+    assert sorted(result["ran"]) == ["TASK-FB-001", "TASK-FB-002"] and result["merged"] == []
+    assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""

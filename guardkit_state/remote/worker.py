@@ -213,10 +213,6 @@ class _Worker:
             states = {task: self._state(task, remote) for task in wave}
             if all(state.phase in ("merged", "closed") for state in states.values()):
                 continue
-            ended = [s for s in states.values() if s.phase == "failed"]
-            if ended:
-                self.result.reason = "; ".join(f"{s.task_id}: {s.reason}" for s in ended)
-                return True
             if all(state.phase in ("approved", "merged", "closed") for state in states.values()):
                 return self._merge_wave(number, wave, states)
             # One fetch of the claims per look: a task is claimed only when free, taken over only
@@ -229,6 +225,10 @@ class _Worker:
             for task in wave:
                 if states[task].runs and self._try_task(task, states[task], claims.get(task)):
                     return False
+            ended = [s for s in states.values() if s.phase == "failed"]
+            if ended:  # the wave's other tasks ran (or run elsewhere); the next wave cannot start
+                self.result.reason = "; ".join(f"{s.task_id}: {s.reason}" for s in ended)
+                return True
             self._wait(f"wave {number}: every task that has to run is claimed by a live worker")
             return False
         self.result.done, self.result.reason = True, "every wave is merged into " + self.feature_branch
