@@ -34,11 +34,13 @@ class RemoteBranches:
     def tracking(self, branch: str) -> str:
         return f"refs/remotes/{self.remote}/{branch}"
 
-    def fetch(self) -> dict[str, str]:
-        """Fetch every ``autobuild/*`` branch; their shas on the remote, by branch name."""
+    def fetch(self, *also: str) -> dict[str, str]:
+        """Fetch every ``autobuild/*`` branch (and the refspecs ``also``, in the same fetch); the
+        branches' shas on the remote, by branch name."""
         prefix = BRANCH_PREFIX.rstrip("/")
         status, _, err = self.repo.run("fetch", "--quiet", "--no-tags", "--prune", self.remote,
-                                       f"+refs/heads/{prefix}/*:refs/remotes/{self.remote}/{prefix}/*", check=False)
+                                       f"+refs/heads/{prefix}/*:refs/remotes/{self.remote}/{prefix}/*", *also,
+                                       check=False)
         if status != 0:
             raise RemoteUnreachableError(f"cannot fetch from {self.remote!r}: {_first(err)}", path=self.repo.root)
         _, out, _ = self.repo.run("for-each-ref", "--format=%(refname)%00%(objectname)",
@@ -49,9 +51,9 @@ class RemoteBranches:
             found[name.removeprefix(f"refs/remotes/{self.remote}/")] = sha
         return found
 
-    def sync(self) -> dict[str, str]:
+    def sync(self, *also: str) -> dict[str, str]:
         """:meth:`fetch`, then every local branch behind its remote one moved up to it."""
-        remote = self.fetch()
+        remote = self.fetch(*also)
         checked_out = self._checked_out()
         for branch, sha in remote.items():
             local = self.repo.resolve(f"refs/heads/{branch}")

@@ -49,15 +49,27 @@ class RemoteLedgers:
         _, out, _ = self.repo.run("commit-tree", tree, "-m", message, pre=self.repo.identity_args())
         return f"+{out.decode().strip()}:{self.ref(task)}"
 
+    @property
+    def seen(self) -> str:
+        return f"refs/guardkit/seen/{self.remote}/ledgers/{self.feature}"
+
+    def fetch_refspec(self) -> str:
+        """What a fetch of the feature's ledgers asks (to join a fetch of the branches)."""
+        return f"+{LEDGERS_PREFIX}/{self.feature}/*:{self.seen}/*"
+
     def fetch_and_import(self) -> int:
         """Fetch the feature's ledgers and add the entries this clone lacks; how many were added."""
-        seen = f"refs/guardkit/seen/{self.remote}/ledgers/{self.feature}"
         status, _, err = self.repo.run("fetch", "--quiet", "--no-tags", "--prune", self.remote,
-                                       f"+{LEDGERS_PREFIX}/{self.feature}/*:{seen}/*", check=False)
+                                       self.fetch_refspec(), check=False)
         if status != 0:
             raise RemoteUnreachableError(f"cannot fetch ledgers from {self.remote!r}: {err.strip()[:200]}",
                                          path=self.repo.root)
-        _, out, _ = self.repo.run("for-each-ref", "--format=%(refname)%00%(contents)%01", f"{seen}/", check=False)
+        return self.import_fetched()
+
+    def import_fetched(self) -> int:
+        """Add the entries of the ledgers fetched last that this clone lacks; how many were added."""
+        _, out, _ = self.repo.run("for-each-ref", "--format=%(refname)%00%(contents)%01", f"{self.seen}/",
+                                  check=False)
         added = 0
         for record in out.decode("utf-8", "replace").split("\x01"):
             name, _, message = record.strip("\n").partition("\x00")

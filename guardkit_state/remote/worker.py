@@ -181,8 +181,8 @@ class _Worker:
 
     def _sync(self) -> dict[str, str]:
         """The remote's branches here (:meth:`RemoteBranches.sync`), and its turn ledgers imported."""
-        remote = self.branches.sync()
-        self.ledgers.fetch_and_import()
+        remote = self.branches.sync(self.ledgers.fetch_refspec())  # one fetch for both
+        self.ledgers.import_fetched()
         return remote
 
     def _ensure_feature_branch(self) -> None:
