@@ -44,6 +44,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "search",
     "report",
     "merge_driver",
+    "agents",
     "mcp",
 )
 
