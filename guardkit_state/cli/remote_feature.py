@@ -27,8 +27,8 @@ def add_remote_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run_remote(args: argparse.Namespace, out: Output) -> int:
+    from guardkit_state.agents import agent_for
     from guardkit_state.cli.feature_output import names_feature
-    from guardkit_state.loop.agents import CommandAgent
     from guardkit_state.remote.worker import WorkerOptions, run_worker
 
     if not names_feature(args.task_id):
@@ -41,8 +41,10 @@ def run_remote(args: argparse.Namespace, out: Output) -> int:
         handler.setFormatter(logging.Formatter("  log: %(message)s"))
         logging.getLogger("guardkit_state").addHandler(handler)
     options = WorkerOptions(remote=args.remote, lease=args.lease, poll=args.poll, max_turns=args.max_turns,
-                            turn_timeout=args.turn_timeout)
-    result = run_worker(args.repo, args.task_id, CommandAgent(args.player), CommandAgent(args.coach), options,
+                            turn_timeout=args.turn_timeout, max_cost=getattr(args, "max_cost", None),
+                            continue_session=bool(getattr(args, "continue_session", False)))
+    result = run_worker(args.repo, args.task_id, agent_for(args.player, args.repo), agent_for(args.coach, args.repo),
+                        options,
                         on_note=lambda text: None if args.json else out.note(safe(text)))
     if args.json:
         out.json(result.to_dict())

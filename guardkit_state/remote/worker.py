@@ -68,6 +68,8 @@ class WorkerOptions:
     max_turns: int | None = None
     turn_timeout: float | None = None
     worker: str | None = None
+    max_cost: float | None = None
+    continue_session: bool = False
 
     def __post_init__(self) -> None:
         for name in ("lease", "poll"):
@@ -317,7 +319,8 @@ class _Worker:
             self.on_event(event)
 
         options = LoopOptions(max_turns=self.options.max_turns, resume=fresh.resume, base_branch=self.feature_branch,
-                              turn_timeout=self.options.turn_timeout)
+                              turn_timeout=self.options.turn_timeout, max_cost=self.options.max_cost,
+                              continue_session=self.options.continue_session)
         try:
             feature_build(self.repo.root, task, self.player, self.coach, options, on_event=sink)
             push()  # an approval committed on resume (no new turn) reaches the remote too
