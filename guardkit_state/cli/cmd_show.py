@@ -35,12 +35,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         help="a task id or task file's path; a feature id or plan file's path")
     add_repo_option(parser)
     add_json_option(parser)
+    parser.add_argument("--remote", metavar="NAME", help="a feature shared through this git remote: who holds "
+                        "which task, since when, the last heartbeat, turns done, what waits (fetches)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.cli.feature_output import names_feature
 
+    if args.remote is not None:
+        from guardkit_state.cli.remote_feature import show_remote
+
+        return show_remote(args, out, [args.task_id])
     if names_feature(args.task_id):
         from guardkit_state.inspect.feature_view import feature_view
 
@@ -90,6 +96,14 @@ def render(view: TaskView, out: Output) -> None:
     if view.stall:
         out.line("")
         out.line(out.style(f"stall: {safe(view.stall.reason)}", "red"))
+    if view.cost is not None and view.cost.turns:
+        out.line("")
+        out.line(f"{out.style('agents', 'bold')} {safe(view.cost.describe())}")
+        from guardkit_state.inspect.agent_costs import describe_run
+
+        for cost_turn in view.cost.turns:
+            for role, run in cost_turn.runs.items():
+                out.line(f"  turn {cost_turn.turn} {role}: {safe(describe_run(run))}")
     out.line("")
     out.line(f"next: {safe(view.resume.describe())}")
 
