@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from guardkit_state.errors import GitError
+from guardkit_state.errors import GitError, GuardkitStateError
 from guardkit_state.git import turn_ledger
 from guardkit_state.git.checkouts import repair_worktree_link
 from guardkit_state.git.commits import CommitResult, commit_turn
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.runner import one_line
 from guardkit_state.store.fsio import atomic_write_bytes
+from guardkit_state.store.jsonio import load_json
 from guardkit_state.turns.completion import utc_now
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 
@@ -107,7 +109,7 @@ class TurnCommits:
         if result.error:
             self.note(f"turn {number} recorded but not committed: {result.error}")
         elif result.committed and self.managed_worktree:
-            self._say_ignored_work(number, record.turn_state.files_modified)
+            self._say_ignored_work(number, _reported_files(lifecycle, number))
         return result
 
     def _say_ignored_work(self, number: int, listed: list[str]) -> None:
@@ -168,3 +170,18 @@ class TurnCommits:
                 self.note(f"committing {self.task_id}'s turn files although {', '.join(shown)} ignores them "
                           "(exact paths only: player_turn_N.json, coach_turn_N.json, turn_state_turn_N.json)")
         return own if self._reports_ignored else []
+
+
+def _reported_files(lifecycle: TurnLifecycle, number: int) -> list[str]:
+    """The files the Player's report of turn ``number`` claims (``claimed_files`` when git saw others)."""
+    try:
+        report = load_json(lifecycle.store.path("player_turn", number))
+    except GuardkitStateError:
+        return []
+    if not isinstance(report, dict):
+        return []
+    inner = report.get("claimed_files")
+    claimed: dict[str, Any] = inner if isinstance(inner, dict) else report
+    names = [*(claimed.get("files_created") or []), *(claimed.get("files_modified") or [])]
+    return [name for name in names if isinstance(name, str)]
+
