@@ -300,3 +300,14 @@ def test_work_the_player_reported_but_a_gitignore_rule_kept_out_is_named(
     assert [n for n in result.notes if "kept out of the commit" in n] == [
         f"turn 1: the Player's report lists files a .gitignore rule kept out of the commit: src/{T1}.txt "
         "(.gitignore:1:src/TASK-*); 'git add -f' them in the worktree if they are work"]
+
+
+def test_without_a_worktree_a_player_switching_the_users_branch_gets_no_approval(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # In the user's own checkout the turn commit followed the agent onto its new branch, exit 0.
+    project = make_feature(tmp_path, [TaskSpec(T1, shell="git checkout -q -b elsewhere")])
+    _env(project, monkeypatch)
+    result = feature_build(project.root, T1, *project.agents(), LoopOptions(use_worktree=False))
+    assert result.exit_code == 1
+    assert "not on main" in result.reason and "an agent switched it" in result.reason, result.reason
+    assert git(project.root, "log", "--format=%s", "elsewhere").splitlines() == ["initial"]

@@ -33,8 +33,9 @@ class TurnCommits:
         self.git = git
         self.task_id = task_id
         self.managed_worktree = managed_worktree
-        #: The managed worktree's task branch: turn commits are made and verified on it, whatever
-        #: an agent checked out meanwhile (None: the user's checkout, whose HEAD is the branch).
+        #: The branch turn commits are made and verified on, whatever an agent checked out meanwhile:
+        #: the managed worktree's task branch, or the branch the user's checkout was on at the start
+        #: (None: a detached checkout, whose HEAD is taken as it is).
         self.branch = branch
         self.note = note
         self._reports_ignored: bool | None = None  # asked of git once, at the first commit
@@ -52,20 +53,19 @@ class TurnCommits:
 
     def _repair(self) -> str | None:
         """Restore a managed worktree's ``.git`` link an agent removed, and refuse to commit on any
-        branch but the task's (an agent that ran ``git switch``/``checkout --detach``); the
+        branch but :attr:`branch` (an agent that ran ``git switch``/``checkout --detach``); the
         failure's words, or None."""
-        if not self.managed_worktree:
-            return None
-        try:
-            text = repair_worktree_link(self.git.common_dir, self.git.root)
-        except GitError as exc:
-            return one_line(exc)
-        if text:
-            self.note(text)
+        if self.managed_worktree:
+            try:
+                text = repair_worktree_link(self.git.common_dir, self.git.root)
+            except GitError as exc:
+                return one_line(exc)
+            if text:
+                self.note(text)
         current = self.git.current_branch()
         if self.branch and current != self.branch:
             on = f"branch '{current}'" if current else "a detached HEAD"
-            return (f"the worktree {self.git.root} is on {on}, not on {self.branch} (an agent switched it); "
+            return (f"the checkout {self.git.root} is on {on}, not on {self.branch} (an agent switched it); "
                     f"'git -C {self.git.root} switch {self.branch}' takes the turn's files back to it")
         return None
 

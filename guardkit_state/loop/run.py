@@ -249,6 +249,7 @@ class _Run:
             self.note("not a git repository (or git is not installed): turns are recorded without commits")
             return self.repo_root
         if not self.options.use_worktree:
+            self.task_branch = self.git.current_branch()  # an agent's `git switch` must not move the turns
             return self.repo_root
         manager = WorktreeManager(self.git)
         recorded = task.state.worktree_path if task.state else None
