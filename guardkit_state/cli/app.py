@@ -109,6 +109,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser(command_named(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
+    # The words as typed: a "continue with" line repeats them (with --resume), quoted for the shell.
+    args.argv = tuple(sys.argv[1:] if argv is None else argv)
     if not getattr(args, "handler", None):
         parser.print_help()
         return ExitCode.USAGE

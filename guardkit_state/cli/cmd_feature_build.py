@@ -94,7 +94,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
         handler.setFormatter(logging.Formatter("  log: %(message)s"))
         logging.getLogger("guardkit_state").addHandler(handler)
     options = LoopOptions(max_turns=args.max_turns, resume=args.resume, use_worktree=not args.no_worktree,
-                          turn_timeout=args.turn_timeout, base_branch=args.base_branch, reopen=args.reopen)
+                          turn_timeout=args.turn_timeout, base_branch=args.base_branch, reopen=args.reopen,
+                          argv=getattr(args, "argv", None))
 
     def on_event(event: LoopEvent) -> None:
         if not args.json:

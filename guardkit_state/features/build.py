@@ -51,6 +51,7 @@ from guardkit_state.git.merge import merge_branch, merge_message, recover_interr
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import Worktree, WorktreeManager, check_base_branch
 from guardkit_state.loop.agents import Agent
+from guardkit_state.loop.command_line import build_argv
 from guardkit_state.loop.events import LoopEvent
 from guardkit_state.loop.run import LoopOptions
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
@@ -86,6 +87,9 @@ class FeatureOptions:
     resume: bool = False
     base_branch: str | None = None
     turn_timeout: float | None = None
+    #: The command line that started the run (without the program name; the CLI passes its own):
+    #: the "continue with" lines repeat it. Default: built from the agents' commands.
+    argv: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         value = self.max_parallel
@@ -146,6 +150,7 @@ class _FeatureRun:
         self.options = options
         self.emit = emit
         self.feature_id = plan.feature_id
+        self.argv = options.argv if options.argv is not None else build_argv(plan.feature_id, *agents)
         self.branch = branch_for(plan.feature_id)
         max_parallel = options.max_parallel or default_max_parallel(plan)
         self.result = FeatureResult(plan.feature_id, plan_path, self.branch, None, waves.to_lists(), max_parallel)
@@ -169,7 +174,7 @@ class _FeatureRun:
                     self._run()
                 except KeyboardInterrupt as stop:
                     self._interrupted()
-                    raise FeatureInterrupted(self.result) from stop
+                    raise FeatureInterrupted(self.result, argv=self.argv) from stop
                 except BaseException:
                     self.pool.stop()  # no task loop outlives the run that started it
                     with contextlib.suppress(GuardkitStateError):
@@ -208,7 +213,7 @@ class _FeatureRun:
                               f"'guardkit-state feature-build {self.feature_id} --player CMD --coach CMD'")
         if not self.options.resume and exists:
             raise ResumeError(f"{self.feature_id} has already started (branch {self.branch} exists); continue it "
-                              f"with '{resume_command(self.feature_id)}'")
+                              f"with {resume_command(self.feature_id, self.argv)}")
         removed = remove_stale_temp_files(self.plan_path.parent)
         if removed:
             self.note(f"removed {len(removed)} temp file(s) an interrupted plan write left")
@@ -346,7 +351,9 @@ class _FeatureRun:
         elif first.status == "failed":
             why = f"{first.task_id} ended without approval ({first.outcome}): {first.reason}"
         else:
-            why = f"{first.task_id} did not end: {first.reason}; continue with '{resume_command(self.feature_id)}'"
+            why = (f"{first.task_id} did not end: {first.reason}{after}; continue with "
+                   f"{resume_command(self.feature_id, self.argv)}")
+            after = ""
         self.result.reason = why + after
         return False
 
@@ -360,7 +367,7 @@ class _FeatureRun:
                 self._task_ended(end)
         with contextlib.suppress(KeyboardInterrupt, GuardkitStateError):
             self._flush()
-        self.result.reason = f"interrupted; continue with '{resume_command(self.feature_id)}'"
+        self.result.reason = f"interrupted; continue with {resume_command(self.feature_id, self.argv)}"
 
     def _reconcile(self) -> None:
         """Write what the files say of tasks the plan reports otherwise (a run killed between a merge
