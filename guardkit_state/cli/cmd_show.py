@@ -96,11 +96,9 @@ def render(view: TaskView, out: Output) -> None:
 
 def render_feature(view: FeatureView, out: Output) -> None:
     """Waves × tasks: one line per task (status, turns, outcome, criteria, merge), then what runs next."""
-    totals = view.totals
     out.line(out.style(f"{view.feature_id}: {safe(view.name or '')}", "bold"))
-    done = totals.get("completed", 0) + totals.get("skipped", 0)
-    out.line(f"plan status {safe(view.plan_status or '-')} · {done}/{totals['tasks']} task(s) done · "
-             f"{totals['turns']} turn(s) · {len(view.waves)} wave(s) from {view.wave_source}")
+    out.line(f"plan status {safe(view.plan_status or '-')} · {view.tally.describe()} · "
+             f"{len(view.waves)} wave(s) from {view.wave_source}")
     where = f"branch {view.branch}" + (f" · worktree {view.worktree}" if view.worktree else "") \
         if view.started else f"not started (no branch {view.branch})"
     out.line(out.style(safe(where), "dim"))

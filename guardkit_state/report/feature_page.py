@@ -46,6 +46,7 @@ def _header(report: FeatureReport) -> str:
         counts[task.status] = counts.get(task.status, 0) + 1
     told = ", ".join(f"{n} {esc(status)}" for status, n in counts.items())
     facts = [f"plan status <b>{esc(report.plan_status)}</b>",
+             *([f"<b>{esc(report.tally.describe())}</b>"] if report.tally is not None else []),
              f"{len(report.tasks)} task(s) in {len(report.waves)} wave(s)" + (f": {told}" if told else ""),
              f"{sum(t.turns for t in report.tasks)} turn(s)",
              f"branch <code>{esc(report.branch)}</code>"]
