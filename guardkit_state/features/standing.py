@@ -30,6 +30,7 @@ from typing import Any
 from guardkit_state.features.plan import FeaturePlan, PlanTask
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state, unstarted_state
 from guardkit_state.git.checkouts import worktrees_home
+from guardkit_state.git.merge import merged_task_ids
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store.layout import BRANCH_PREFIX, branch_for, worktrees_dir
 
@@ -139,10 +140,14 @@ def read_standings(root: Path, plan: FeaturePlan, fgit: FeatureGit | None,
     ``new``); the statuses and turns are the same either way.
     """
     known = frozenset() if fgit is None else branches if branches is not None else autobuild_branches(fgit.main)
-    started = fgit is not None and fgit.feature_branch in known
+    # The feature branch's merges, in one call: a task with no merge there, no branch and no
+    # worktree of its own is one git holds no run of (what read_task_state would find, asked each).
+    merged = merged_task_ids(fgit.main, f"refs/heads/{fgit.feature_branch}") \
+        if fgit is not None and fgit.feature_branch in known else frozenset()
     standings = []
     for task in plan.tasks:
-        ran = fgit is not None and (started or branch_for(task.id) in known or fgit.task_worktree(task.id).is_dir())
+        ran = fgit is not None and (task.id in merged or branch_for(task.id) in known
+                                    or fgit.task_worktree(task.id).is_dir())
         if fgit is not None and ran:
             state = read_task_state(fgit, task.id)
         elif counts_only and plan_word(task) is not None:

@@ -132,7 +132,8 @@ class FeatureView:
             "worktree": str(self.worktree) if self.worktree else None, "wave_source": self.wave_source,
             "waves": [{"number": n, "tasks": [row.to_dict() for row in self.wave(n)]}
                       for n in range(1, len(self.waves) + 1)],
-            "totals": self.totals, "tally": self.tally.to_dict(), "next": self.next.to_dict(), "last_updated": self.last_updated,
+            "totals": self.totals, "tally": self.tally.to_dict(), "next": self.next.to_dict(),
+            "last_updated": self.last_updated,
             "notes": self.notes,
         }
 
