@@ -119,6 +119,13 @@ def render_feature(view: FeatureView, out: Output) -> None:
             if row.error:
                 # Why the task file could not be read (not found, not valid YAML ...), under its row.
                 out.line(out.style(f"  {'':<{width}}  {safe(row.error)}", "red"))
+    if view.smoke_gate is not None or view.smoke_runs:
+        out.line("")
+        if view.smoke_gate is not None:
+            out.line(f"smoke gate {safe(view.smoke_gate.describe())}")
+        for run in view.smoke_runs:
+            style = {"passed": "green", "warning": "yellow"}.get(run.outcome, "red")
+            out.line(out.style(f"  {safe(run.describe())} · {run.seconds:.1f} s · {safe(run.at)}", style))
     out.line("")
     out.line(f"next: {safe(view.next.text)}")
     if view.next.command:

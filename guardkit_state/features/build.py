@@ -45,6 +45,7 @@ from guardkit_state.features.plan_writer import modify_plan
 from guardkit_state.features.processes import ChildEnd, LoopJob, TaskPool
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
 from guardkit_state.features.result import FeatureInterrupted, FeatureResult, TaskOutcome, resume_command
+from guardkit_state.features.smoke_gates import read_smoke_gate, recorded_runs, run_smoke_gate, with_run
 from guardkit_state.features.waves import Waves, default_max_parallel, plan_waves
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.git.merge import merge_branch, merge_message, recover_interrupted_merge
@@ -123,6 +124,7 @@ def build_feature(repo_root: Path | str, feature: str, player: Agent, coach: Age
     plan = load_plan(plan_path)
     check_writable(plan_path)  # the run reports into it: a plan it cannot write is refused before anything is made
     waves = plan_waves(plan)
+    read_smoke_gate(plan)  # a gate that cannot run is said now, not after the first wave
     for task in plan.tasks:
         find_task(root, task.id)  # a missing task file is said now, not halfway through the feature
     git = GitRepo.discover(root)
@@ -156,6 +158,12 @@ class _FeatureRun:
         self.result = FeatureResult(plan.feature_id, plan_path, self.branch, None, waves.to_lists(), max_parallel)
         self.result.tasks = [TaskOutcome(task.id, waves.wave_of(task.id)) for task in plan.tasks]
         self.states: dict[str, TaskState] = {}
+        self.gate = read_smoke_gate(plan)
+        #: Set when a smoke gate stopped the feature (the plan then says failed).
+        self.gate_failed = False
+        #: Waves whose merges this invocation made (a gate that passed after a wave left as it was
+        #: is not run again on --resume).
+        self.merged_in: set[int] = set()
         self.pool = TaskPool(max_parallel, self._task_event)
         #: Plan changes not written yet: steps that follow one another land in one write (see _write).
         self._pending: list[Callable[[FeaturePlan], PlanUpdate | None]] = []
@@ -192,7 +200,7 @@ class _FeatureRun:
             plan, worktree=str(self.fgit.feature_worktree), resumed=self.options.resume, now=utc_now()))
         self._reconcile()
         for number, wave in enumerate(self.waves, start=1):
-            if not self._wave(number, wave):
+            if not self._wave(number, wave) or not self._smoke_gate(number):
                 self.result.status = "stopped"
                 break
             crash_point("feature.between_waves")
@@ -201,7 +209,7 @@ class _FeatureRun:
             self.result.reason = f"every wave merged into {self.branch}"
         self._feature_worktree()  # a run that ran and merged no task still leaves its worktree (else: a no-op)
         completed = self.result.status == "completed"
-        failed = any(o.status in ("failed", "blocked") for o in self.result.tasks)
+        failed = self.gate_failed or any(o.status in ("failed", "blocked") for o in self.result.tasks)
         self._write(lambda _plan: progress_values.run_ended(completed=completed, failed=failed,
                                                             waves=len(self.waves), now=utc_now()), now=True)
 
@@ -327,6 +335,7 @@ class _FeatureRun:
         crash_point("feature.after_merge")
         outcome = self.result.task(task_id)
         if merged.merged:
+            self.merged_in.add(number)
             self.states[task_id] = replace(state, phase="merged", merge_commit=merged.sha)
             outcome.status, outcome.merge_commit = "completed", merged.sha
             outcome.reason = f"approved in {state.turns} turn(s) and merged"
@@ -337,6 +346,39 @@ class _FeatureRun:
                               else f"the merge was refused: {merged.error}")
             self.emit(TaskBlocked(task_id, branch, merged.conflicts, merged.error))
         self._write_task(task_id)
+
+    def _smoke_gate(self, number: int) -> bool:
+        """Run the plan's smoke gate after wave ``number`` when it says so; False when it halts the
+        feature (the feature worktree and branch are kept for the user to look at)."""
+        gate = self.gate
+        if gate is None or not gate.applies_after(number):
+            return True
+        earlier = next((r for r in recorded_runs(self._plan_now()) if r.wave == number), None)
+        if earlier is not None and not earlier.halts and number not in self.merged_in:
+            return True  # it passed after this wave, and the wave has not changed since
+        worktree = self._feature_worktree().root
+        self.note(f"smoke gate after wave {number}: {gate.describe()} in {worktree}")
+        run = run_smoke_gate(gate, worktree, number, at=utc_now())
+        self._write(lambda plan: PlanUpdate(execution={"smoke_gate_runs": with_run(plan, run),
+                                                      "last_updated": utc_now()}), now=True)
+        if run.outcome == "warning":
+            self.note(f"{run.describe()}: pytest collected no tests (exit 5), a warning as in GuardKit "
+                      "(exit5_is_hard_fail: true makes it a failure)")
+        elif not run.halts:
+            self.note(f"{run.describe()} in {run.seconds:.1f} s")
+            return True
+        if not run.halts:
+            return True
+        self.gate_failed = True
+        tail = " ".join(run.output.split())[-300:]
+        self.result.reason = (f"{run.describe()}; the feature stops after wave {number} (its worktree {worktree} "
+                              f"and branch {self.branch} are kept){': ' + tail if tail else ''}; once fixed, "
+                              f"continue with {resume_command(self.feature_id, self.argv)}")
+        return False
+
+    def _plan_now(self) -> FeaturePlan:
+        self._flush()
+        return load_plan(self.plan_path)
 
     def _wave_done(self, number: int, task_ids: tuple[str, ...]) -> bool:
         left = [self.result.task(t) for t in task_ids if self.states[t].phase not in ("merged", "closed")]

@@ -19,6 +19,7 @@ from guardkit_state.errors import GuardkitStateError
 from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.features.progress import TaskState
 from guardkit_state.features.result import resume_command, start_command
+from guardkit_state.features.smoke_gates import SmokeGate, SmokeRun, read_smoke_gate, recorded_runs
 from guardkit_state.features.standing import FeatureTally, TaskStanding, feature_git, read_standings, tally
 from guardkit_state.features.waves import plan_waves
 from guardkit_state.git.checkouts import worktrees_home
@@ -109,6 +110,9 @@ class FeatureView:
     next: NextStep
     last_updated: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: The plan's smoke gate (GuardKit's ``smoke_gates``) and the runs of it the plan records.
+    smoke_gate: SmokeGate | None = None
+    smoke_runs: list[SmokeRun] = field(default_factory=list)
 
     def wave(self, number: int) -> list[FeatureTaskRow]:
         """The rows of wave ``number`` (1-based), in plan order."""
@@ -135,6 +139,9 @@ class FeatureView:
             "totals": self.totals, "tally": self.tally.to_dict(), "next": self.next.to_dict(),
             "last_updated": self.last_updated,
             "notes": self.notes,
+            "smoke_gate": {"description": self.smoke_gate.describe(), "command": self.smoke_gate.command}
+            if self.smoke_gate is not None else None,
+            "smoke_runs": [run.to_dict() for run in self.smoke_runs],
         }
 
 
@@ -165,10 +172,15 @@ def _feature_view(root: Path, feature: str) -> FeatureView:
             for standing in read_standings(root, plan, fgit)]
     worktree = worktrees_dir(home) / plan.feature_id
     execution = plan.execution
+    gate = None
+    try:
+        gate = read_smoke_gate(plan)
+    except GuardkitStateError as exc:
+        notes.append(f"smoke gate not usable: {exc}")
     return FeatureView(plan.feature_id, plan.name, plan_path, plan.status, branch, started,
                        worktree if worktree.is_dir() else None, waves.source, waves.to_lists(), rows,
                        next_step(plan.feature_id, waves.to_lists(), rows, started=started),
-                       execution.last_updated if execution is not None else None, notes)
+                       execution.last_updated if execution is not None else None, notes, gate, recorded_runs(plan))
 
 
 def _row(root: Path, plan: FeaturePlan, standing: TaskStanding, wave: int) -> FeatureTaskRow:

@@ -76,6 +76,9 @@ class FeatureReport:
     generated_at: str = ""
     #: The feature's counts, as ``status``, ``show`` and ``log`` give them (None: not read yet).
     tally: FeatureTally | None = None
+    #: The plan's smoke gate in words, and one line per recorded run of it.
+    smoke_gate: str | None = None
+    smoke_runs: list[str] = field(default_factory=list)
 
     def task(self, task_id: str) -> FeatureTask:
         return next(t for t in self.tasks if t.task_id == task_id)
@@ -114,7 +117,10 @@ def _feature_report(root: Path, feature: str, running: Mapping[str, int | None],
         feature_id=view.feature_id, name=view.name or "", plan_path=_shown(view.plan_path, root),
         branch=view.branch, plan_status=view.plan_status or "—", waves=view.waves, tasks=tasks,
         next_step=next_step, notes=list(view.notes),
-        generated_at=generated_at or datetime.now().astimezone().isoformat(timespec="seconds"), tally=view.tally)
+        generated_at=generated_at or datetime.now().astimezone().isoformat(timespec="seconds"), tally=view.tally,
+        smoke_gate=view.smoke_gate.describe() if view.smoke_gate is not None else None,
+        smoke_runs=[run.describe() + (f": {run.output[-300:]}" if run.halts and run.output else "")
+                    for run in view.smoke_runs])
 
 
 def _task(root: Path, feature_worktree: Path, row: FeatureTaskRow, running: Mapping[str, int | None]) -> FeatureTask:

@@ -56,6 +56,10 @@ def _header(report: FeatureReport) -> str:
         parts.append(f"<p class=\"next\">next: {esc(report.next_step, 2000)}</p>\n")
     if report.notes:
         parts.append("<ul class=\"notes\">" + "".join(f"<li>{esc(n, 600)}</li>" for n in report.notes) + "</ul>\n")
+    if report.smoke_gate is not None or report.smoke_runs:
+        gate = f"smoke gate {esc(report.smoke_gate, 600)}" if report.smoke_gate is not None else "smoke gate"
+        parts.append(f"<p class=\"facts\">{gate}</p>\n<ul class=\"notes\">"
+                     + "".join(f"<li>{esc(run, 600)}</li>" for run in report.smoke_runs) + "</ul>\n")
     parts.append("</header>\n")
     return "".join(parts)
 
