@@ -86,15 +86,16 @@ class TaskFile:
         return cls.from_bytes(raw, path)
 
     @classmethod
-    def from_bytes(cls, raw: bytes, path: Path) -> TaskFile:
+    def from_bytes(cls, raw: bytes, path: Path, *, warn: bool = True) -> TaskFile:
         """Build a TaskFile from a file's bytes (as read from ``path``).
 
         A key repeated in the frontmatter (GuardKit's whole-file re-dumps leave some) is read as its
-        last value, as GuardKit reads it, with a one-line warning; such a file is not written to.
+        last value, as GuardKit reads it, with a one-line warning (``warn=False``: the caller reports
+        it itself); such a file is not written to.
         """
         text = fsio.decode_utf8(raw, path)
         parsed = parse_frontmatter(text, path=path, keep_last=True)
-        if parsed.duplicates:
+        if parsed.duplicates and warn:
             duplicates_log.warning("%s:%d: %s: the last value is read (as GuardKit reads it)", path,
                                    parsed.duplicates[0].line, describe_duplicates(parsed.duplicates))
         data = parsed.data

@@ -28,7 +28,7 @@ from . import bench_status, bench_turns
 from .common import machine
 from .report import render_table
 
-CASES = ("record", "resume", "storage", "status", "startup", "git", "index", "feature")
+CASES = ("record", "resume", "storage", "status", "startup", "git", "index", "feature", "first_hour")
 
 
 def _corpus() -> Path | None:
@@ -115,12 +115,20 @@ def main(argv: list[str] | None = None) -> int:
     case("git", lambda: _git(3 if quick else 20))
     case("index", lambda: _index(results["notes"]))
     case("feature", lambda: _feature(quick))
+    case("first_hour", lambda: _first_hour(quick, corpus))
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(render_table(results))
     print(f"\nresults written to {args.out}")
     return 0
+
+
+def _first_hour(quick: bool, corpus: Path | None) -> dict[str, Any]:
+    from . import bench_first_hour
+
+    files = 200 if quick else bench_first_hour.GUARDKIT_FILES
+    return bench_first_hour.run_all(files=files, repeat=1 if quick else 3, corpus=corpus)
 
 
 def _git(repeat: int) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import bench_feature
+from . import bench_feature, bench_first_hour
 
 HEADER = ("Case", "guardkit-state", "Floor", "x floor", "LangGraph SqliteSaver", "x LangGraph", "Target", "Met")
 
@@ -135,6 +135,7 @@ def _rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
         rows.append(("Graphiti search (floor: file scan)", _ms(index.get("search_ms")),
                      _ms(index.get("files_search_ms")), _x(index.get("search_ratio_vs_files")), "", "", "", "-"))
     rows += bench_feature.table_rows(cases.get("feature"))
+    rows += bench_first_hour.table_rows(cases.get("first_hour"))
     for name in ("status", "startup", "git", "index"):
         value = cases.get(name)
         if isinstance(value, dict) and ("error" in value or "skipped" in value):
