@@ -57,6 +57,8 @@ def task_facts(report: TaskReport) -> str:
     if report.outcome:
         facts.append(f"outcome <b>{esc(report.outcome)}</b>")
     parts = [f"<p class=\"facts\">{' · '.join(facts)}</p>\n"]
+    if report.stall:
+        parts.append(f"<p class=\"next\"><b>stall:</b> {esc(report.stall)}</p>\n")
     if report.next_step:
         parts.append(f"<p class=\"next\">next: {esc(report.next_step)}</p>\n")
     if report.notes:

@@ -100,11 +100,14 @@ class TaskReport:
     next_step: str = ""
     notes: list[str] = field(default_factory=list)
     generated_at: str = ""
+    #: The stall ``show`` reports (the same detector, the same recorded turns), or None.
+    stall: str | None = None
 
     def summary(self) -> dict[str, Any]:
         """The report's counts, for ``--json`` and tools."""
         return {
             "task_id": self.task_id,
+            "stall": self.stall,
             "turns": len(self.turns),
             "criteria": len(self.criteria),
             "criteria_counts": self.counts.to_dict(),
