@@ -7,7 +7,8 @@ one README per 20 task files, and timed by subprocess:
 
 * ``validate tasks/`` (every task file parsed and its state block checked; guides skipped),
   against a subprocess that reads every file's bytes (the floor);
-* ``search PHRASE`` by file scan: cold (no ``.guardkit/cache/search.json``) and warm (nothing changed).
+* ``search PHRASE --backend files``: cold (no ``.guardkit/cache/search.json``) and warm (nothing
+  changed since), against ``python -c pass``.
 """
 
 from __future__ import annotations
@@ -75,10 +76,49 @@ def table_rows(case: Any) -> list[tuple[str, ...]]:
         return []
     label = f"{case['files']:,} task files + {case['guides']:,} guides/READMEs"
     ok = case["validate_ms"] <= 3000
-    return [(f"validate tasks/ ({label})", f"{case['validate_ms']:,.0f} ms", f"{case['floor_ms']:,.0f} ms",
+    rows = [(f"validate tasks/ ({label})", f"{case['validate_ms']:,.0f} ms", f"{case['floor_ms']:,.0f} ms",
              f"{case['validate/floor']:.1f}x", "", "", "<= 3 s", "yes" if ok else "NO")]
+    if "search_warm_ms" in case:
+        files = f"{case['search_files']:,} task files"
+        rows.append((f"search PHRASE --backend files, cold ({files}; floor: python -c pass)",
+                     f"{case['search_cold_ms']:,.0f} ms", f"{case['python_ms']:,.0f} ms", "", "", "", "", "-"))
+        rows.append(("search PHRASE --backend files, warm (cache, nothing changed)",
+                     f"{case['search_warm_ms']:,.0f} ms",
+                     f"{case['python_ms']:,.0f} ms", f"{case['warm/cold']:.2f}x cold", "", "", "<= 0.5 s",
+                     "yes" if case["search_warm_ms"] <= 500 else "NO"))
+    return rows
+
+
+#: A phrase as a user copies it from a Coach's feedback in the corpus (GuardKit's loop wrote it).
+PHRASE = "tests did not pass during task-work execution"
+
+
+def run_search(*, files: int = GUARDKIT_FILES, repeat: int = 3, corpus: Path | None = None) -> dict[str, Any]:
+    """``search PHRASE --backend files`` cold (no cache) and warm (nothing changed since), against
+    ``python -c pass`` (the floor: what any command costs to start)."""
+    cli = cli_command()
+    env = _env()
+    with tempfile.TemporaryDirectory(prefix="gks-bench-search-") as tmp:
+        root = Path(tmp)
+        made = make_repo(root, files, corpus)
+        cache = root / ".guardkit" / "cache" / "search.json"
+        argv = [*cli, "search", PHRASE, "--backend", "files", "--repo", str(root)]
+        cold: list[float] = []
+        warm: list[float] = []
+        floor: list[float] = []
+        _run_any(argv, root, env)
+        for _ in range(repeat):
+            cache.unlink(missing_ok=True)
+            cold.append(_run_any(argv, root, env))
+            warm.append(_run_any(argv, root, env))
+            floor.append(_run_any([sys.executable, "-c", "pass"], root, env))
+    row: dict[str, Any] = {"search_files": made["files"], "search_cold_ms": median_ms(cold),
+                           "search_warm_ms": median_ms(warm), "python_ms": median_ms(floor)}
+    row["warm/cold"] = ratio(row["search_warm_ms"], row["search_cold_ms"])
+    return row
 
 
 def run_all(*, files: int = GUARDKIT_FILES, repeat: int = 3, corpus: Path | None = None) -> dict[str, Any]:
     """Every case of this module, one dict."""
-    return {**run_validate(files=files, repeat=repeat, corpus=corpus)}
+    return {**run_validate(files=files, repeat=repeat, corpus=corpus),
+            **run_search(files=files, repeat=repeat, corpus=corpus)}
