@@ -15,11 +15,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from guardkit_state.index.base import SearchHit
-from guardkit_state.index.config_records import load_system_records
 from guardkit_state.index.query import Filters, ParsedQuery, allowed, exact_answer, parse_query, time_of
 from guardkit_state.index.records import IndexRecord, resolve_group
 from guardkit_state.index.scan_cache import cached_records
-from guardkit_state.index.sources import load_project_records
 from guardkit_state.index.text import field_score, is_identifier, may_hold, overlap_score
 
 log = logging.getLogger("guardkit_state.index")
@@ -38,6 +36,10 @@ class FileIndex:
         return _in_groups(self._read_records(), groups, self.repo_root)
 
     def _read_records(self) -> list[IndexRecord]:
+        # Imported here: a search answered from the cache reads no task file, so loads no reader.
+        from guardkit_state.index.config_records import load_system_records
+        from guardkit_state.index.sources import load_project_records
+
         records = list(load_project_records(self.repo_root).records)
         try:
             system, reason = load_system_records(self.repo_root)
@@ -87,9 +89,12 @@ def rank_by_overlap(query: ParsedQuery, records: Sequence[IndexRecord], filters:
     for record in pool:
         # The cache keeps each record's tokens (index_text, space-separated): no tokenising here.
         known = tokens_of(record) if tokens_of is not None else None
-        counts = Counter(known.split()) if known is not None and may_hold(query.terms, known) else None
-        overlap = overlap_score(query.terms, record.search_text, doc_counts=counts) if known is None or counts \
-            else -6.0 * sum(is_identifier(term) for term in query.terms)
+        counts = None
+        if known is not None and may_hold(query.terms, known):
+            words = known.split()
+            counts = Counter({term: words.count(term) for term in query.terms})  # only what is scored
+        overlap = overlap_score(query.terms, record.search_text, doc_counts=counts) \
+            if known is None or counts is not None else -6.0 * sum(is_identifier(term) for term in query.terms)
         score = overlap + field_score(query.text, record.fields)
         if phrase and phrase in " ".join(record.search_text.lower().split()):
             score += PHRASE_BONUS  # the words as written, in order: what a pasted sentence is after

@@ -57,13 +57,13 @@ def source_fingerprint(root: Path) -> dict[str, list[int]]:
     checkouts = [root]
     with contextlib.suppress(OSError):
         checkouts += sorted(p for p in (root / ".guardkit" / "worktrees").iterdir() if p.is_dir())
+    prefix = len(os.fspath(root)) + 1
     for checkout in checkouts:
         for folder in _SOURCES:
             for entry in _walk(checkout / folder):
                 with contextlib.suppress(OSError):
                     stat = entry.stat()
-                    found[os.path.relpath(entry.path, root)] = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns,
-                                                                stat.st_ino]
+                    found[entry.path[prefix:]] = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
     return found
 
 
