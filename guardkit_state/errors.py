@@ -16,6 +16,7 @@ pointer, the task and turn, and what was expected. ``str(error)`` renders one li
     │   ├── InvalidTaskIdError         a task id that is not an id (``..``, ``/``, NUL ...)
     │   ├── UnsafePathError            a path (or symlink) leaving the repository
     │   ├── NotRegularFileError        a FIFO, socket, device or directory where a file must be
+    │   ├── NotADirectoryStateError    .guardkit exists but is a file
     │   ├── UnwritableFileError        read-only, hard-linked, or its owner/group cannot be kept
     │   ├── ConfigError                a malformed configuration file
     │   └── FeaturePlanError           a feature plan that cannot be used as written
@@ -186,6 +187,10 @@ class UnsafePathError(InputError):
 
 class NotRegularFileError(InputError):
     """A path that must be a regular file is a FIFO, socket, device or directory."""
+
+
+class NotADirectoryStateError(InputError):
+    """``.guardkit`` (where the state lives) exists but is a file, not a directory."""
 
 
 class UnwritableFileError(InputError):

@@ -35,10 +35,11 @@ class TaskSpec:
     mode: str = "append"
     sleep: float = 0.0
     crash: bool = False
+    shell: str | None = None
 
     def agent_spec(self) -> dict[str, Any]:
         return {"approve_at": self.approve_at, "file": self.file, "mode": self.mode, "sleep": self.sleep,
-                "crash": self.crash}
+                "crash": self.crash, "shell": self.shell}
 
 
 def task_text(task_id: str) -> str:

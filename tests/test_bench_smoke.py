@@ -39,6 +39,9 @@ def test_bench_runner_quick_writes_results_and_table(tmp_path: Path) -> None:
     assert "| Record a turn, 1 prior turns |" in proc.stdout
     assert "| Record a turn, 1 prior turns, no promises |" in proc.stdout
     assert "| status --json, warm (nothing changed) |" in proc.stdout
+    # Resume is timed in a new interpreter per sample, as its label says, not in the warm runner.
+    assert {row["process"] for row in cases["resume"]} == {"fresh per sample"}
+    assert "| Resume at 1 turns, new process (open + resume point + context) |" in proc.stdout
     assert "Note: LangGraph columns skipped: disabled" in proc.stdout
 
 

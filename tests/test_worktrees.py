@@ -236,7 +236,6 @@ def test_listing_waits_out_a_worktree_another_process_is_still_creating(project:
     # the worktrees; git fails the whole listing on the half-written one ("failed to read ...
     # commondir"). Here the half-written state is made by hand and completed 80 ms later.
     import threading
-    import time
 
     from guardkit_state.git.checkouts import worktree_records
 
@@ -249,8 +248,6 @@ def test_listing_waits_out_a_worktree_another_process_is_still_creating(project:
         GitRepo.discover(project).run("worktree", "list", "--porcelain", "-z")  # type: ignore[union-attr]
     finisher = threading.Timer(0.08, commondir.write_bytes, args=(whole,))
     finisher.start()
-    started = time.monotonic()
     records = worktree_records(GitRepo.discover(project))  # type: ignore[arg-type]
     finisher.join()
-    assert any(Path(r["worktree"]).name == "TASK-OTHER-001" for r in records)
-    assert time.monotonic() - started < 2.0
+    assert any(Path(r["worktree"]).name == "TASK-OTHER-001" for r in records)  # it retried, and saw it whole

@@ -43,6 +43,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "graphiti",
     "search",
     "report",
+    "mcp",
 )
 
 #: Errors that mean "the command cannot run as asked": bad input, an unknown or ambiguous task,

@@ -114,8 +114,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if args.json:
         out.json(result.to_dict())
     else:
-        verdict = out.style(result.outcome.value if result.outcome else "stopped", "bold",
-                            "green" if result.exit_code == 0 else "yellow")
+        word = result.outcome.value if result.outcome else "stopped"
+        word += ", not committed" if result.commit_error else ""  # exit 1: git refused the turn commit
+        verdict = out.style(word, "bold", "green" if result.exit_code == 0 else "yellow")
         out.line(f"{args.task_id}: {verdict} — {safe(result.reason)}")
         if result.checkout:
             out.line(f"  checkout: {safe(result.checkout)}")

@@ -119,7 +119,9 @@ class Output:
 
     def error(self, text: str) -> None:
         prefix = "\x1b[31merror:\x1b[0m" if colour_enabled(self.stderr) else "error:"
-        self.stderr.write(f"{prefix} {safe(text)}\n")
+        # One line, always: a value echoed in an error (a criterion id holding a newline) is escaped.
+        flat = safe(text).replace("\r", "\\r").replace("\n", "\\n")
+        self.stderr.write(f"{prefix} {flat}\n")
 
     def error_from(self, exc: GuardkitStateError) -> None:
         if self.json_mode:

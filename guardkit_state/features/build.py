@@ -40,6 +40,7 @@ from guardkit_state.features.events import (
     ignore,
 )
 from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
+from guardkit_state.features.plan_checks import check_plan_identity, check_task_branches
 from guardkit_state.features.plan_splice import PlanUpdate
 from guardkit_state.features.plan_writer import modify_plan
 from guardkit_state.features.processes import ChildEnd, LoopJob, TaskPool
@@ -49,6 +50,7 @@ from guardkit_state.features.smoke_gates import read_smoke_gate, recorded_runs, 
 from guardkit_state.features.waves import Waves, default_max_parallel, plan_waves
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.git.merge import merge_branch, merge_message, recover_interrupted_merge
+from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import Worktree, WorktreeManager, check_base_branch
 from guardkit_state.loop.agents import Agent
@@ -57,6 +59,7 @@ from guardkit_state.loop.events import LoopEvent
 from guardkit_state.loop.run import LoopOptions
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
 from guardkit_state.store.fsio import check_writable, crash_point, remove_stale_temp_files
+from guardkit_state.store.home import check_state_home
 from guardkit_state.store.layout import branch_for, log_file, worktrees_dir
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.taskfile.resolve import find_task
@@ -120,9 +123,11 @@ def build_feature(repo_root: Path | str, feature: str, player: Agent, coach: Age
     """
     options = options or FeatureOptions()
     root = Path(repo_root).resolve()
+    check_state_home(root)  # a .guardkit file, or a symlink leaving the repository
     plan_path = find_plan(root, feature)
     plan = load_plan(plan_path)
     check_writable(plan_path)  # the run reports into it: a plan it cannot write is refused before anything is made
+    check_plan_identity(plan, plan_path)
     waves = plan_waves(plan)
     read_smoke_gate(plan)  # a gate that cannot run is said now, not after the first wave
     for task in plan.tasks:
@@ -131,6 +136,8 @@ def build_feature(repo_root: Path | str, feature: str, player: Agent, coach: Age
     if git is None:
         raise InputError(f"{root} is not a git repository (or git is not installed): a feature's tasks run "
                          "in worktrees and are merged into a feature branch", path=root)
+    check_loop_ids(root, [plan.feature_id, *(task.id for task in plan.tasks)])
+    check_task_branches(git, plan, plan_path)
     if options.base_branch is not None:
         check_base_branch(git, options.base_branch)
     run = _FeatureRun(root, git, plan_path, plan, waves, (player, coach), options, on_event or ignore)
@@ -267,6 +274,8 @@ class _FeatureRun:
         for task_id in task_ids:
             state = self.states[task_id]
             if state.runs:
+                if self.result.task(task_id).status == "failed":
+                    continue  # its loop ended in an error: a sibling's approved work is still merged
                 break  # not ended: the tasks after it wait, so merges keep the plan's order
             if state.phase == "approved":
                 self._merge(number, state)

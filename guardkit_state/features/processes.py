@@ -276,7 +276,8 @@ def _child_main(conn: Connection, parent_pid: int, job: LoopJob) -> None:
         _stop_with_parent(parent_pid)
         result = feature_build(job.repo_root, job.task_id, job.player, job.coach, job.options,
                                on_event=lambda event: send(("event", event)))
-        send(("end", "done", result.reason))
+        # An approval whose turn commit git refused is an error with git's reason, not "done".
+        send(("end", "error" if result.commit_error else "done", result.reason))
     except LoopInterrupted as stopped:
         where = f"during turn {stopped.turn} ({stopped.phase})" if stopped.turn is not None else "before turn 1"
         send(("end", "interrupted", f"interrupted {where}"))

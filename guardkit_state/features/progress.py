@@ -2,9 +2,10 @@
 
 The plan file reports progress; it does not decide it. What a run does with a task is decided
 from what a kill cannot make inconsistent: the task's own copy of its task file (in its worktree,
-else on its branch), its turn commits, and the feature branch's merge commits (found by their
-``Guardkit-Task`` trailer). So a resumed run never re-runs an approved task, never merges one twice,
-and continues an interrupted one at its turn.
+else on its branch), its turn commits (those its loop made: :mod:`guardkit_state.git.turn_ledger`),
+and the feature branch's merge commits (found by their ``Guardkit-Task`` line). So a resumed run
+never re-runs an approved task, never merges one twice, and continues an interrupted one at its
+turn.
 """
 
 from __future__ import annotations

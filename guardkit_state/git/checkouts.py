@@ -1,10 +1,11 @@
 """Which checkout is which: git's common directory, the main checkout, where loop worktrees live.
 
 Asked of git (``rev-parse``, ``worktree list``), never by reading ``.git`` files by hand: a linked
-worktree's or submodule's ``.git`` file, ``core.worktree`` and ``GIT_DIR`` all change the answer,
-and git knows them all. Two shortcuts, taken only when no variable points git elsewhere: a
-checkout whose ``.git`` is a directory is a main checkout, and that directory is its common one; a
-folder with no ``.git`` at or above it has none. Saying so without running git keeps a recorded
+worktree's or submodule's ``.git`` file and ``core.worktree`` change the answer, and git knows
+them all (an inherited ``GIT_DIR`` does not: git runs without it, see
+:mod:`guardkit_state.git.environment`). Two shortcuts: a checkout whose ``.git`` is a directory is
+a main checkout, and that directory is its common one; a folder with no ``.git`` at or above it
+has none. Saying so without running git keeps a recorded
 turn from paying for a subprocess.
 """
 
@@ -14,6 +15,7 @@ import os
 import time
 from pathlib import Path
 
+from guardkit_state.errors import GitError
 from guardkit_state.git.parse import parse_worktree_list_z
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store.layout import task_lock_file
@@ -23,21 +25,15 @@ from guardkit_state.store.layout import task_lock_file
 #: ("failed to read .../worktrees/TASK-X/commondir"). It is complete within milliseconds: retried.
 _LIST_RETRY_PAUSES = (0.02, 0.05, 0.1, 0.2, 0.4)
 
-#: Variables that point git at a repository other than the one it would find by looking upwards.
-_GIT_DIR_VARIABLES = ("GIT_DIR", "GIT_COMMON_DIR")
-
-
 def common_git_dir(checkout: Path | str) -> Path | None:
     """The git directory shared by every working tree of ``checkout``'s repository; None without git."""
     root = Path(checkout)
     dot_git = root / ".git"
-    pointed_elsewhere = any(name in os.environ for name in _GIT_DIR_VARIABLES)
-    if dot_git.is_dir() and not pointed_elsewhere:
+    if dot_git.is_dir():
         return dot_git
-    if not pointed_elsewhere and "GIT_WORK_TREE" not in os.environ and \
-            not any(os.path.lexists(folder / ".git") for folder in (root, *root.parents)):
-        # No '.git' here or above, and no variable pointing git elsewhere: git would find no working
-        # tree either (it looks for exactly that), so it is not run.
+    if not any(os.path.lexists(folder / ".git") for folder in (root, *root.parents)):
+        # No '.git' here or above: git (which runs without GIT_DIR) would find no working tree
+        # either (it looks for exactly that), so it is not run.
         return None
     repo = GitRepo.discover(root)
     return None if repo is None else repo.common_dir
@@ -96,11 +92,33 @@ def worktrees_home(checkout: Path) -> Path:
     root = Path(checkout)
     if (root / ".git").is_dir():
         return root
-    if "GIT_DIR" not in os.environ and not any(os.path.lexists(folder / ".git")
-                                                for folder in (root.absolute(), *root.absolute().parents)):
+    if not any(os.path.lexists(folder / ".git") for folder in (root.absolute(), *root.absolute().parents)):
         return root  # in no git checkout at all: nothing to ask git (nor to load its library for)
     repo = GitRepo.discover(root)
     return root if repo is None else main_checkout_root(repo)
 
 
-__all__ = ["common_git_dir", "main_checkout_root", "shared_lock_path", "worktrees_home"]
+
+def repair_worktree_link(common_dir: Path, worktree: Path) -> str | None:
+    """Restore the ``.git`` link of the linked worktree ``worktree`` when it is gone; a note, or None.
+
+    Without its ``.git`` file, git run in a worktree falls through to the repository above it (the
+    main checkout) and a turn commit would miss the worktree's branch. ``git worktree repair`` is
+    run with the repository named (``--git-dir``). Raises :class:`GitError` when it cannot restore it.
+    """
+    link = worktree / ".git"
+    if os.path.lexists(link) or not worktree.is_dir():
+        return None
+    main = GitRepo(worktree, common_dir, common_dir)
+    _, _, stderr = main.run("worktree", "repair", str(worktree), pre=["--git-dir", str(common_dir)],
+                            cwd=common_dir, check=False)
+    if not link.is_file():
+        detail = " ".join(stderr.split()) or "no message"
+        raise GitError(f"the worktree {worktree} lost its .git link and 'git worktree repair' could not restore "
+                       f"it ({detail}); run 'git worktree prune' and --resume to re-create it from its branch",
+                       path=worktree)
+    return (f"the worktree {worktree} had lost its .git link (removed by an agent?); "
+            "restored it with git worktree repair")
+
+
+__all__ = ["common_git_dir", "main_checkout_root", "repair_worktree_link", "shared_lock_path", "worktrees_home"]

@@ -3,23 +3,26 @@
 A turn commit (:func:`commit_turn`) never raises for a git failure: the turn's files are already
 written when it is called, so a failing hook or a locked index is *returned* in
 :class:`CommitResult` for the caller to report. Its message carries ``Task:``/``Turn:``/
-``Decision:``/``Mode:`` trailers, which is how :func:`turn_commits` finds it again on any branch.
+``Decision:``/``Mode:`` trailers, which is how :func:`turn_commits` finds it again for reading
+(``log``, ``diff``); whether a turn *is* committed is asked of the ledger of commits the loop made
+(:mod:`guardkit_state.git.turn_ledger`), never of a message anyone could have written.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import GitError, InputError
+from guardkit_state.git import turn_ledger
 from guardkit_state.git.parse import LOG_FORMAT, TurnCommit, parse_turn_log
 from guardkit_state.git.runner import git_error, nothing_to_commit, one_line
-from guardkit_state.store.fsio import validate_task_id
+from guardkit_state.store.fsio import crash_point, validate_task_id
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
@@ -29,10 +32,6 @@ log = logging.getLogger("guardkit_state.git.commits")
 #: The identity used when the user has none configured, so a missing identity never fails a turn.
 FALLBACK_NAME = "guardkit-state"
 FALLBACK_EMAIL = "autobuild@localhost"
-
-#: How many recent commits are searched for an existing commit of the same turn (resume after a
-#: kill). The interrupted turn's commit, when it exists, is HEAD or very near it.
-DEDUPE_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -68,16 +67,35 @@ def turn_commits(repo: GitRepo, task_id: str, *, rev: str = "HEAD", depth: int |
         if "unknown revision" in stderr or "bad revision" in stderr or "does not have any commits" in stderr:
             return []
         raise git_error(["git", *args, rev], status, stderr, repo.root)
-    return [c for c in parse_turn_log(out.decode("utf-8", "replace")) if c.task_id == task_id]
+    found = [c for c in parse_turn_log(out.decode("utf-8", "replace")) if c.task_id == task_id]
+    return _with_recorded(repo, task_id, rev, found)
 
 
-def find_turn_commit(repo: GitRepo, task_id: str, turn: int, *, rev: str = "HEAD",
-                     depth: int | None = DEDUPE_DEPTH) -> str | None:
-    """The newest commit on ``rev`` whose trailers say ``Task: task_id`` and ``Turn: turn``."""
-    for commit in turn_commits(repo, task_id, rev=rev, depth=depth):
-        if commit.turn == turn:
-            return commit.sha
-    return None
+def _with_recorded(repo: GitRepo, task_id: str, rev: str, found: list[TurnCommit]) -> list[TurnCommit]:
+    """``found`` (by trailers) plus the ledger's commits on ``rev`` whose trailers git cannot see (a
+    commit-msg hook appended a paragraph after them), newest first."""
+    known = {c.sha for c in found}
+    missing = [e for e in turn_ledger.entries(repo, task_id) if e.sha not in known]
+    if not missing:
+        return found
+    on_rev = [e for e in missing if repo.run("merge-base", "--is-ancestor", e.sha, rev, check=False)[0] == 0]
+    if not on_rev:
+        return found
+    out = repo.run("log", "--no-walk=sorted", "--format=%H%x1f%cI%x1f%s%x1e", *(e.sha for e in on_rev))[1]
+    heads = {}
+    for record in out.decode("utf-8", "replace").split("\x1e"):
+        fields = record.strip("\n").split("\x1f")
+        if len(fields) == 3:
+            heads[fields[0]] = (fields[1], fields[2])
+    extra = [TurnCommit(e.sha, heads[e.sha][0], heads[e.sha][1], task_id, e.turn, e.decision, e.mode)
+             for e in on_rev if e.sha in heads]
+    return sorted([*found, *extra], key=lambda c: c.date, reverse=True)
+
+
+def find_turn_commit(repo: GitRepo, task_id: str, turn: int, *, rev: str = "HEAD") -> str | None:
+    """The turn commit of ``turn`` this run of the loop made, on ``rev``; see
+    :mod:`guardkit_state.git.turn_ledger`. A look-alike message is not one."""
+    return turn_ledger.verified_turn_commit(repo, task_id, turn, rev=rev)
 
 
 def commit_turn(
@@ -90,6 +108,7 @@ def commit_turn(
     paths: Sequence[str | Path] | None = None,
     managed_worktree: bool,
     force_paths: Sequence[str | Path] = (),
+    trailers: Mapping[str, str] | None = None,
 ) -> CommitResult:
     """Make the one commit of a completed turn; never raises for a git failure.
 
@@ -97,9 +116,11 @@ def commit_turn(
     included; elsewhere only ``paths`` (required) are. ``force_paths`` (exact files: the turn's own
     reports) are committed even where a ``.gitignore`` rule hides them. The message is
     ``autobuild(TASK): turn N <decision>`` with ``Task:``/``Turn:``/``Decision:``/``Mode:``
-    trailers. If a commit for this Task and Turn already exists near HEAD (resume after a kill),
-    nothing is committed and ``skipped`` says so. A stale ``index.lock`` is removed and the commit
-    retried once. Raises :class:`InputError` only for misuse (bad id, no paths outside a worktree).
+    trailers (and ``trailers``, when given). If this run of the loop already made the commit of
+    this Task and Turn on HEAD (resume after a kill), nothing is committed and ``skipped`` says
+    so. A commit made is recorded in the task's ledger (:mod:`guardkit_state.git.turn_ledger`). A
+    stale ``index.lock`` is removed and the commit retried once. Raises :class:`InputError` only
+    for misuse (bad id, no paths outside a worktree).
     """
     validate_task_id(task_id)
     if repo is None:
@@ -107,7 +128,7 @@ def commit_turn(
     if not managed_worktree and not paths:
         raise InputError("outside a managed worktree the paths to commit must be given",
                          task_id=task_id, turn=turn, expected="paths=[...]")
-    message = turn_message(task_id, turn, _value(decision), _value(mode))
+    message = turn_message(task_id, turn, _value(decision), _value(mode), trailers)
     notes: list[str] = []
     try:
         existing = find_turn_commit(repo, task_id, turn)
@@ -119,7 +140,16 @@ def commit_turn(
         log.warning("turn %s of %s not committed: %s", turn, task_id, exc)
         return CommitResult(None, error=one_line(exc), notes=tuple(notes))
     if sha is None:
-        return CommitResult(None, skipped="nothing to commit", notes=tuple(notes))
+        adopted = _adopt_head(repo, message)
+        if adopted is None:
+            return CommitResult(None, skipped="nothing to commit", notes=tuple(notes))
+        # A kill between the loop's `git commit` and its ledger line: the turn's files are all
+        # committed (nothing is left to commit, and they are written only after both agents ran),
+        # and HEAD carries the loop's exact message. It is that commit.
+        turn_ledger.record(repo, task_id, turn_ledger.LedgerEntry(adopted, turn, _value(decision), _value(mode)))
+        return CommitResult(adopted, skipped=f"turn {turn} of {task_id} is already committed as {adopted[:12]}")
+    crash_point("git.after_commit")  # committed, not yet in the ledger: --resume adopts HEAD
+    turn_ledger.record(repo, task_id, turn_ledger.LedgerEntry(sha, turn, _value(decision), _value(mode)))
     if repo.identity_args():
         notes.append(f"no git identity configured; committed as {FALLBACK_NAME} <{FALLBACK_EMAIL}>")
     return CommitResult(sha, notes=tuple(notes))
@@ -145,9 +175,20 @@ def _commit_retrying_a_stale_lock(repo: GitRepo, message: str, paths: list[str |
     raise AssertionError("unreachable: the second attempt returns or raises")
 
 
-def turn_message(task_id: str, turn: int, decision: str, mode: str) -> str:
-    """The commit message of a turn: subject, blank line, one trailer block git can parse."""
-    trailers = {"Task": task_id, "Turn": str(turn), "Decision": decision, "Mode": mode}
+def _adopt_head(repo: GitRepo, message: str) -> str | None:
+    """HEAD's sha when its message begins with ``message`` (a hook may have appended to it)."""
+    status, out, _ = repo.run("log", "-1", "--format=%H%n%B", "HEAD", check=False)
+    sha, _, body = out.decode("utf-8", "replace").partition("\n")
+    return sha.strip() if status == 0 and body.startswith(message.rstrip("\n")) else None
+
+
+def turn_message(task_id: str, turn: int, decision: str, mode: str,
+                 extra: Mapping[str, str] | None = None) -> str:
+    """The commit message of a turn: subject, blank line, one trailer block git can parse.
+
+    ``extra`` trailers follow the four of every turn (``History-Restored``: an agent's edit to
+    the recorded history was undone in this turn)."""
+    trailers = {"Task": task_id, "Turn": str(turn), "Decision": decision, "Mode": mode, **(extra or {})}
     for key, value in trailers.items():
         if not value or "\n" in value or "\r" in value:
             raise InputError(f"invalid trailer value for {key}: {value!r}", task_id=task_id, turn=turn,
@@ -160,5 +201,5 @@ def _value(v: str | Enum) -> str:
     return str(v.value) if isinstance(v, Enum) else str(v)
 
 
-__all__ = ["DEDUPE_DEPTH", "FALLBACK_EMAIL", "FALLBACK_NAME", "CommitResult", "commit_turn", "find_turn_commit",
+__all__ = ["FALLBACK_EMAIL", "FALLBACK_NAME", "CommitResult", "commit_turn", "find_turn_commit",
            "turn_commits", "turn_message"]

@@ -95,24 +95,22 @@ def is_ancestor(repo: GitRepo, commit: str, of: str) -> bool:
 
 
 def find_task_merge(repo: GitRepo, task_id: str, rev: str) -> str | None:
-    """The newest merge commit on ``rev``'s first-parent line whose trailers name ``task_id``.
+    """The newest merge commit on ``rev``'s first-parent line whose message has the line
+    ``Guardkit-Task: task_id``.
 
+    Matched as a line, not through git's trailer parser: a commit-msg hook that appends a footer
+    paragraph hides the trailer block from that parser. Only the feature run makes first-parent
+    merges on the feature branch (a task's own commits come in as second parents).
     None when there is none, or when ``rev`` does not exist.
     """
-    fmt = f"%H{_FIELD}%(trailers:key={TRAILER_TASK},valueonly,separator=%x2C){_RECORD}"
-    status, out, stderr = repo.run("log", "--first-parent", "--merges", "-E",
-                                   f"--grep=^{TRAILER_TASK}: {re.escape(task_id)}$",
-                                   f"--format={fmt.replace(_FIELD, '%x1f').replace(_RECORD, '%x1e')}",
+    status, out, stderr = repo.run("log", "--first-parent", "--merges", "-E", "--max-count=1",
+                                   f"--grep=^{TRAILER_TASK}: {re.escape(task_id)}$", "--format=%H",
                                    rev, "--", check=False)
     if status != 0:
         if "unknown revision" in stderr or "bad revision" in stderr or "does not have any commits" in stderr:
             return None
         raise git_error(["git", "log", "--first-parent", rev], status, stderr, repo.root)
-    for record in out.decode("utf-8", "replace").split(_RECORD):
-        sha, _, tasks = record.strip("\n").partition(_FIELD)
-        if sha.strip() and task_id in (t.strip() for t in tasks.split(",")):
-            return sha.strip()
-    return None
+    return out.decode("utf-8", "replace").strip() or None
 
 
 def merged_task_ids(repo: GitRepo, rev: str) -> frozenset[str]:
@@ -161,7 +159,17 @@ def merge_branch(repo: GitRepo, branch: str, message: str) -> MergeResult:
         log.info("merge of %s into %s conflicts in %s; aborted", branch, repo.root, ", ".join(conflicts))
         return MergeResult(None, tuple(conflicts))
     failure = git_error(["git", "merge", "--no-ff", branch], status, stderr, repo.root)
-    return MergeResult(None, error=one_line(failure))
+    return MergeResult(None, error=one_line(failure) + _merge_advice(repo, stderr))
+
+
+def _merge_advice(repo: GitRepo, stderr: str) -> str:
+    """What to do about a refusal git explains only by its own words."""
+    if "does not have a GPG signature" in stderr or "has an untrusted GPG signature" in stderr or (
+            "signature" in stderr and repo.run("config", "--bool", "merge.verifySignatures", check=False)[1]
+            .strip() == b"true"):
+        return (" — merge.verifySignatures is set, and the task's turn commits are not signed by a trusted key: "
+                "sign them (commit.gpgsign with a key), or merge the branch by hand, then --resume")
+    return ""
 
 
 def unmerged_paths(repo: GitRepo) -> list[str]:

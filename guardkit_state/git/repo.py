@@ -21,7 +21,7 @@ from guardkit_state.git import commits
 from guardkit_state.git.commits import FALLBACK_EMAIL, FALLBACK_NAME
 from guardkit_state.git.locks import remove_stale_locks
 from guardkit_state.git.parse import StatusEntry, TurnCommit, parse_status_z
-from guardkit_state.git.runner import execute, git_error, git_module, nothing_to_commit
+from guardkit_state.git.runner import execute, git_error, nothing_to_commit
 from guardkit_state.store.fsio import TEMP_NAME, TEMP_PREFIX
 from guardkit_state.store.layout import INDEX_DIR
 
@@ -66,22 +66,15 @@ class GitRepo:
         start = Path(path)
         if start.is_file():
             start = start.parent
-        try:
-            gitmod = git_module()
-        except GitError as exc:
-            log.info("git is not available: %s", exc.message)
-            return None
         if not start.is_dir():
             return None
         try:
-            status, out, _err = gitmod.cmd.Git(str(start)).execute(
-                ["git", "rev-parse", "--path-format=absolute", "--show-toplevel", "--absolute-git-dir",
-                 "--git-common-dir"],
-                with_extended_output=True, with_exceptions=False,
-            )
-        except (gitmod.exc.GitCommandNotFound, OSError) as exc:
-            log.info("git is not available: %s", exc)
+            status, raw, _err = execute(start, ["git", "rev-parse", "--path-format=absolute", "--show-toplevel",
+                                                "--absolute-git-dir", "--git-common-dir"])
+        except GitError as exc:
+            log.info("git is not available: %s", exc.message)
             return None
+        out = raw.decode("utf-8", "surrogateescape")
         lines = out.splitlines()
         if status != 0 or len(lines) != 3:
             return None  # not inside a working tree (or inside a bare repo / .git itself)
@@ -295,10 +288,9 @@ class GitRepo:
 
     # -- turn commits (see guardkit_state.git.commits) -------------------------------------
 
-    def find_turn_commit(self, task_id: str, turn: int, *, rev: str = "HEAD",
-                         depth: int | None = commits.DEDUPE_DEPTH) -> str | None:
-        """The newest commit on ``rev`` whose trailers say ``Task: task_id`` and ``Turn: turn``."""
-        return commits.find_turn_commit(self, task_id, turn, rev=rev, depth=depth)
+    def find_turn_commit(self, task_id: str, turn: int, *, rev: str = "HEAD") -> str | None:
+        """The commit of ``turn`` this run of the loop made on ``rev``, or None (see ``turn_ledger``)."""
+        return commits.find_turn_commit(self, task_id, turn, rev=rev)
 
     def turn_commits(self, task_id: str, *, rev: str = "HEAD", depth: int | None = None) -> list[TurnCommit]:
         """Turn commits of ``task_id`` reachable from ``rev``, newest first (by trailers)."""

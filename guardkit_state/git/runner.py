@@ -1,19 +1,20 @@
 """Running git: the one place the git CLI is executed, and its failures turned into advice.
 
-git runs through GitPython's command wrapper (it honours hooks and the user's config; GitPython's
-index API is 4x slower and is not used). GitPython is imported lazily: importing it fails when
-the git executable is missing, and most commands never need it.
+git runs as the command line (it honours hooks and the user's config; GitPython's index API is 4x
+slower and is not used), in the clean environment of :mod:`guardkit_state.git.environment`, by
+``subprocess`` (GitPython's ``Git.execute`` cannot remove an inherited variable, and importing
+GitPython costs ~0.3 s a command). :func:`git_module` imports GitPython for code that wants its API.
 """
 
 from __future__ import annotations
 
-import contextlib
-import tempfile
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GitError
+from guardkit_state.git.environment import clean_environment
 
 ADVICE = "Is git installed, and is this a git repository?"
 
@@ -22,28 +23,25 @@ def execute(cwd: Path, command: Sequence[str], *, stdin: bytes | None = None,
             path: Path | None = None) -> tuple[int, bytes, str]:
     """Run ``command`` (``["git", ...]``) in ``cwd``: (exit status, stdout bytes, stderr text).
 
-    A failing command is returned, not raised; a missing git or an OS failure raises
-    :class:`GitError` (naming ``path``, the working tree, when given).
+    git runs in :func:`~guardkit_state.git.environment.clean_environment`: an inherited
+    ``GIT_DIR`` or ``GIT_INDEX_FILE`` never redirects it. A failing command is returned, not
+    raised; a missing git or an OS failure raises :class:`GitError` (naming ``path``, the working
+    tree, when given).
     """
-    gitmod = git_module()
     try:
-        with contextlib.ExitStack() as stack:
-            istream = None
-            if stdin is not None:
-                istream = stack.enter_context(tempfile.TemporaryFile())
-                istream.write(stdin)
-                istream.seek(0)
-            status, out, err = gitmod.cmd.Git(str(cwd)).execute(
-                list(command), istream=istream, with_extended_output=True, with_exceptions=False,
-                stdout_as_string=False, strip_newline_in_stdout=False,
-            )
-    except gitmod.exc.GitCommandNotFound as exc:
-        raise GitError(f"git is not installed or not on PATH. {ADVICE}", command=list(command)) from exc
+        # Not GitPython's Git.execute: it merges its env= into a copy of os.environ, so it can add
+        # variables but never remove an inherited GIT_DIR. LC_ALL/LANGUAGE=C as GitPython sets them:
+        # git's messages ("nothing to commit", "unknown revision") are matched in English.
+        streams: dict[str, Any] = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
+        proc = subprocess.run(list(command), cwd=str(cwd), capture_output=True, check=False,
+                              env={**clean_environment(), "LANGUAGE": "C", "LC_ALL": "C"}, **streams)
+    except FileNotFoundError as exc:
+        if exc.filename == command[0]:
+            raise GitError(f"git is not installed or not on PATH. {ADVICE}", command=list(command)) from exc
+        raise GitError(f"cannot run git: {exc}", command=list(command), path=path) from exc
     except OSError as exc:
         raise GitError(f"cannot run git: {exc}", command=list(command), path=path) from exc
-    stderr = err.decode("utf-8", "replace") if isinstance(err, bytes) else str(err or "")
-    stdout = out if isinstance(out, bytes) else str(out or "").encode()
-    return status, stdout, stderr
+    return proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace")
 
 
 def git_error(command: list[str], status: int, stderr: str, root: Path) -> GitError:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GitError, InputError
-from guardkit_state.git.checkouts import main_checkout_root, worktree_records
+from guardkit_state.git.checkouts import main_checkout_root, repair_worktree_link, worktree_records
 from guardkit_state.git.locks import remove_stale_locks
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store import layout
@@ -264,6 +264,12 @@ class WorktreeManager:
         branch = branch_for(validate_task_id(task_id))
         notes: list[str] = []
         registered = {Path(w["worktree"]): w for w in self._worktree_records()}
+        if self.path_for(task_id) in registered:
+            # A worktree whose .git link an agent removed is repaired, not pruned and added over.
+            repaired = repair_worktree_link(self.repo.common_dir, self.path_for(task_id))
+            if repaired:
+                notes.append(repaired)
+                registered = {Path(w["worktree"]): w for w in self._worktree_records()}
         candidates: list[Path] = []
         if recorded_path:
             recorded = Path(recorded_path)

@@ -30,6 +30,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from guardkit_state.git.environment import clean_environment
 from guardkit_state.store.fsio import atomic_write_text
 from guardkit_state.store.layout import WORKTREES_DIR, index_dir
 
@@ -90,7 +91,8 @@ def root_commit(root: Path) -> str:
         return ""
     try:
         result = subprocess.run(["git", "-C", str(root), "rev-list", "--max-parents=0", "HEAD"],
-                                capture_output=True, text=True, timeout=10, check=False)
+                                capture_output=True, text=True, timeout=10, check=False,
+                                env=clean_environment())
     except (OSError, subprocess.TimeoutExpired):
         return ""
     commits = sorted(result.stdout.split()) if result.returncode == 0 else []

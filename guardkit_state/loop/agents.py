@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from guardkit_state.errors import AgentError, GuardkitStateError
+from guardkit_state.git.environment import clean_environment
 from guardkit_state.store.fsio import TEMP_PREFIX
 from guardkit_state.store.jsonio import load_json
 
@@ -97,7 +98,7 @@ class CommandAgent:
         role = request.role.capitalize()
         with contextlib.suppress(FileNotFoundError):
             request.report_file.unlink()  # a stale report from an interrupted run must not count
-        env = {**os.environ, **request.env()}
+        env = {**clean_environment(), **request.env()}  # no inherited GIT_DIR: its git is its worktree's
         # A session of its own: Ctrl+C in the terminal reaches the loop, which stops the agent
         # itself, and a timeout kills the agent's whole process tree.
         # Its own session means a SIGKILLed loop cannot take the agent with it: the pid file, which

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from guardkit_state.errors import GitError
+from guardkit_state.git import turn_ledger
+from guardkit_state.git.checkouts import repair_worktree_link
 from guardkit_state.git.commits import CommitResult, commit_turn
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.runner import one_line
+from guardkit_state.turns.completion import utc_now
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 
 
@@ -24,29 +29,65 @@ class TurnCommits:
         self.managed_worktree = managed_worktree
         self.note = note
         self._reports_ignored: bool | None = None  # asked of git once, at the first commit
+        #: Why the last turn's commit failed (git's own words), for the run's outcome.
+        self.last_error: str | None = None
+
+    def start_run(self) -> None:
+        """A fresh start: commits of an earlier run of the task (merged since) are not this run's."""
+        turn_ledger.start_run(self.git, self.task_id, utc_now())
+
+    def verified(self, turn: int) -> str | None:
+        """The commit of ``turn`` this run of the loop made, on the checkout's branch; or None."""
+        return self.git.find_turn_commit(self.task_id, turn)
+
+    def _repair(self) -> str | None:
+        """Restore a managed worktree's ``.git`` link an agent removed; the failure's words, or None."""
+        if not self.managed_worktree:
+            return None
+        try:
+            text = repair_worktree_link(self.git.common_dir, self.git.root)
+        except GitError as exc:
+            return one_line(exc)
+        if text:
+            self.note(text)
+        return None
 
     def commit_pending(self, lifecycle: TurnLifecycle) -> None:
         """Commit the last recorded turn if it has no commit: a kill between the frontmatter append
         and the git commit leaves one."""
         state = lifecycle.task.state
         last = state.turns[-1] if state is not None and state.turns else None
-        if last is None or self.git.find_turn_commit(self.task_id, last.turn):
+        if last is None:
+            return
+        self.last_error = self._repair()
+        if self.last_error is not None or self.verified(last.turn):
             return
         own = self._turn_files(lifecycle, last.turn)
         paths = None if self.managed_worktree else [*own, str(lifecycle.task.path)]
         result = commit_turn(self.git, task_id=self.task_id, turn=last.turn, decision=last.decision,
                              mode=last.mode or "recovering_state", paths=paths,
                              managed_worktree=self.managed_worktree, force_paths=self._forced(own))
-        if result.sha:
-            self.note(f"committed turn {last.turn}, which was recorded but not committed before the interruption")
+        self.last_error = result.error
+        if result.committed:
+            self.note(f"committed turn {last.turn}, which was recorded but not committed before")
+        elif result.error:
+            self.note(f"turn {last.turn} is recorded but still not committed: {result.error}")
 
-    def commit(self, lifecycle: TurnLifecycle, record: TurnRecord) -> CommitResult:
-        """The commit of the turn just recorded (a git failure is said, never raised)."""
+    def commit(self, lifecycle: TurnLifecycle, record: TurnRecord, *, restored: str | None = None) -> CommitResult:
+        """The commit of the turn just recorded (a git failure is said, never raised); ``restored``
+        names the recorded entry an agent changed in this turn (a ``History-Restored`` trailer)."""
         number = record.turn_state.turn_number
+        repair_error = self._repair()
+        if repair_error is not None:
+            self.last_error = repair_error
+            self.note(f"turn {number} recorded but not committed: {repair_error}")
+            return CommitResult(None, error=repair_error)
         paths = None if self.managed_worktree else [str(p) for p in record.written]
         result = commit_turn(self.git, task_id=self.task_id, turn=number, decision=record.entry.decision,
                              mode=record.turn_state.mode, paths=paths, managed_worktree=self.managed_worktree,
-                             force_paths=self._forced(self._turn_files(lifecycle, number)))
+                             force_paths=self._forced(self._turn_files(lifecycle, number)),
+                             trailers={"History-Restored": restored} if restored else None)
+        self.last_error = result.error
         if result.error:
             self.note(f"turn {number} recorded but not committed: {result.error}")
         return result

@@ -28,10 +28,12 @@ class LoopResult:
     resumed_from: ResumePoint | None = None
     checkout: Path | None = None
     notes: list[str] = field(default_factory=list)
+    #: Why the approved turn's commit is not on the branch (git's reason); exit 0 needs it None.
+    commit_error: str | None = None
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.outcome is Outcome.APPROVED else 1
+        return 0 if self.outcome is Outcome.APPROVED and self.commit_error is None else 1
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -39,6 +41,7 @@ class LoopResult:
             "outcome": self.outcome.value if self.outcome else None,
             "reason": self.reason,
             "exit_code": self.exit_code,
+            "commit_error": self.commit_error,
             "checkout": str(self.checkout) if self.checkout else None,
             "resumed_from": self.resumed_from.to_dict() if self.resumed_from else None,
             "turns": [t.to_dict() for t in self.turns],

@@ -18,6 +18,7 @@ from pathlib import Path
 from guardkit_state.config import ResolvedConfig, load_config, render_coach_prompt, render_player_role_section
 from guardkit_state.errors import AgentError, GuardkitStateError, InputError, ResumeError
 from guardkit_state.git.checkouts import shared_lock_path
+from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager, check_base_branch
 from guardkit_state.loop.agents import Agent, TurnRequest, stop_orphaned_agents
@@ -46,6 +47,7 @@ from guardkit_state.store.fsio import (
     remove_stale_temp_files,
     validate_task_id,
 )
+from guardkit_state.store.home import check_state_home
 from guardkit_state.store.jsonio import load_json
 from guardkit_state.store.layout import artifacts_dir, log_file
 from guardkit_state.store.locks import exclusive_lock
@@ -53,6 +55,7 @@ from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile, find_task
 from guardkit_state.turns.intake import check_may_continue, checked_max_turns, checked_timeout, read_task_settled
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
+from guardkit_state.turns.recorded_history import restore_recorded_history
 from guardkit_state.turns.resume import ResumePoint, resume_point
 
 log = logging.getLogger("guardkit_state.loop.run")
@@ -141,6 +144,8 @@ class _Run:
         # Where an interruption finds the loop: the turn under way and its phase.
         self.turn: int | None = None
         self.phase: str | None = None
+        #: The recorded entry an agent changed during the turn under way (flagged in its commit).
+        self.restored: str | None = None
 
     def note(self, text: str) -> None:
         self.result.notes.append(text)
@@ -150,11 +155,13 @@ class _Run:
     # -- setup -----------------------------------------------------------------------------
     def start(self) -> LoopResult:
         """Every refusal first (nothing exists yet), then the run itself, logged and under the lock."""
+        check_state_home(self.repo_root)  # a .guardkit file, or a symlink leaving the repository
         self.config = load_config(self.repo_root)
         options = self.options
         preflight(self.repo_root, self.task_id, reopen=options.reopen, resume=options.resume,
                   use_worktree=options.use_worktree, max_turns=options.max_turns)
         self.git = GitRepo.discover(self.repo_root)
+        check_loop_ids(self.repo_root, [self.task_id], git=self.git is not None)
         if self.git is not None and options.base_branch is not None:
             check_base_branch(self.git, options.base_branch)  # a usage error, before the log exists
         with logging_to(log_file(self.repo_root)), interrupts_as_exceptions():
@@ -176,6 +183,8 @@ class _Run:
                 check_may_continue(lifecycle.task, point.next_turn, reopen=self.options.reopen,
                                    max_turns=lifecycle.max_turns, to="run more turns")
             self._check_start(point)
+            if self.commits is not None and not self.options.resume:
+                self.commits.start_run()  # an earlier run's turn commits (merged since) are not this run's
             # Before the "finished" exit: a kill after the approving turn's append but before its
             # commit must still get that turn committed on resume.
             if self.commits is not None:
@@ -184,8 +193,25 @@ class _Run:
                 known = point.outcome in Outcome._value2member_map_
                 self.result.outcome = Outcome(point.outcome) if known else Outcome.APPROVED
                 self.result.reason = point.describe()
-                return
-            self._loop(lifecycle, checkout, point)
+            else:
+                self._loop(lifecycle, checkout, point)
+            self._verify_committed(lifecycle)
+
+    def _verify_committed(self, lifecycle: TurnLifecycle) -> None:
+        """An approval counts (exit 0) only once its turn commit, made by this loop, is on the branch;
+        otherwise the result says git's own reason, and ``--resume`` commits it once that is fixed."""
+        state = lifecycle.task.state
+        if self.commits is None or self.result.outcome is not Outcome.APPROVED or state is None or not state.turns:
+            return
+        last = state.turns[-1].turn
+        if self.commits.verified(last):
+            return
+        assert self.git is not None  # commits exist only with git
+        branch = self.git.current_branch() or "HEAD"
+        why = self.commits.last_error or "git made no commit of it"
+        self.result.commit_error = f"turn {last}'s commit is not on {branch}: {why}"
+        self.result.reason = (f"{self.result.reason}, but {self.result.commit_error}; once that is fixed, "
+                              f"'guardkit-state feature-build {self.task_id} --resume' commits it")
 
     def _prepare(self, main_task_path: Path, main_task: TaskFile) -> tuple[TurnLifecycle, Path]:
         """The checkout (worktree created or found) and the lifecycle of its task copy; under the lock."""
@@ -314,11 +340,19 @@ class _Run:
             # An agent that fails, or a report that is invalid, is still a turn: decision "error".
             error = _agent_reason(exc)
             log.warning("turn %d of %s: %s", number, self.task_id, error)
+        self._keep_recorded_history(lifecycle, number)
         task = lifecycle.task
         profile = self.config.gate_profile(task.task_type, task.complexity)
         return lifecycle.complete_turn(error=error, gate_profile=profile,
                                        worktree_path=self.worktree_rel if self.managed_worktree else None,
                                        base_branch=self.base_branch)
+
+    def _keep_recorded_history(self, lifecycle: TurnLifecycle, number: int) -> None:
+        """Undo an agent's edit to the recorded turns or criteria before the turn is written and committed."""
+        changed = self.restored = restore_recorded_history(lifecycle.task)
+        if changed is not None:
+            self.note(f"turn {number}: an agent changed the recorded history in {lifecycle.task.path.name} "
+                      f"({changed}); restored what the loop recorded")
 
     def _requests(self, lifecycle: TurnLifecycle, checkout: Path, number: int,
                   mode: TurnMode) -> tuple[TurnRequest, TurnRequest]:
@@ -387,7 +421,7 @@ class _Run:
         return True
 
     def _after_turn(self, lifecycle: TurnLifecycle, record: TurnRecord) -> None:
-        commit = self.commits.commit(lifecycle, record) if self.commits is not None else None
+        commit = self.commits.commit(lifecycle, record, restored=self.restored) if self.commits is not None else None
         if commit is not None:
             self.result.commits.append(commit)
         self.phase = "recorded"

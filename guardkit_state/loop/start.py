@@ -9,6 +9,7 @@ from pathlib import Path
 from guardkit_state.errors import ResumeError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.taskfile.document import TaskFile, find_task
+from guardkit_state.taskfile.frontmatter import check_line_endings
 from guardkit_state.taskfile.locate import locate_task
 from guardkit_state.turns.intake import check_may_continue, check_turn_history, closed_reason
 
@@ -21,6 +22,7 @@ def preflight(repo_root: Path, task_id: str, *, reopen: bool, resume: bool, use_
     checkout's. A hand-edited history (a gap, a repeated turn) is refused here too.
     """
     main_path = find_task(repo_root, task_id)
+    check_line_endings(main_path.read_bytes().decode("utf-8", "replace"), main_path)
     task = TaskFile.load(main_path)
     check_turn_history(task)
     location = locate_task(repo_root, task_id) if use_worktree else None

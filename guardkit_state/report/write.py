@@ -19,6 +19,7 @@ from guardkit_state.report.feature_page import render_feature_report
 from guardkit_state.report.page import render_report
 from guardkit_state.report.view import TaskReport
 from guardkit_state.store.fsio import atomic_write_bytes
+from guardkit_state.store.home import check_state_home
 from guardkit_state.store.layout import report_file
 
 #: A page is for reading by anyone the folder is shared with: 0644 whatever the umask, and whatever
@@ -91,6 +92,8 @@ def write_feature_report(repo: Path | str, feature: str, output: Path | str | No
 
 
 def _output(repo: Path | str, name: str, output: Path | str | None) -> Path:
+    if output is None:
+        check_state_home(Path(repo))  # the default page goes under .guardkit: never out of the repository
     path = Path(output) if output is not None else default_report_path(repo, name)
     if path.is_dir():
         raise InputError(f"{path} is a directory", path=path, expected="the path of an .html file to write")

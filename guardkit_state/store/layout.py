@@ -48,6 +48,8 @@ WORK_DIR = ".work"
 BRANCH_PREFIX = "autobuild/"
 #: Inside git's common directory: ``guardkit-state/locks/TASK-ID.lock``.
 LOCKS_IN_GIT_DIR = PurePosixPath("guardkit-state") / "locks"
+#: Inside git's common directory: ``guardkit-state/turn-commits/TASK-ID``, the commits the loop made.
+TURN_COMMITS_IN_GIT_DIR = PurePosixPath("guardkit-state") / "turn-commits"
 
 
 def tasks_dir(root: Path | str) -> Path:
@@ -137,9 +139,34 @@ def task_lock_file(root: Path | str, task_id: str, common_git_dir: Path | None) 
 
 
 __all__ = [
-    "BRANCH_PREFIX", "CONFIG_DIR", "FEATURES_DIR", "GUARDKIT_DIR", "INDEX_DIR", "LOCKS_IN_GIT_DIR", "LOG_FILE",
-    "OVERRIDES_FILE", "QUALITY_GATES_FILE", "REPORTS_DIR", "STATE_DIR", "STATUS_CACHE_FILE", "TASKS_DIR",
-    "WORKTREES_DIR", "WORK_DIR", "artifacts_dir", "branch_for", "features_dir", "index_dir", "is_local_scratch",
-    "log_file", "report_file", "status_cache_file", "task_lock_file", "task_of_branch", "tasks_dir",
-    "worktree_path", "worktree_root_of", "worktrees_dir",
+    "BRANCH_PREFIX",
+    "CONFIG_DIR",
+    "FEATURES_DIR",
+    "GUARDKIT_DIR",
+    "INDEX_DIR",
+    "LOCKS_IN_GIT_DIR",
+    "LOG_FILE",
+    "OVERRIDES_FILE",
+    "QUALITY_GATES_FILE",
+    "REPORTS_DIR",
+    "STATE_DIR",
+    "STATUS_CACHE_FILE",
+    "TASKS_DIR",
+    "TURN_COMMITS_IN_GIT_DIR",
+    "WORKTREES_DIR",
+    "WORK_DIR",
+    "artifacts_dir",
+    "branch_for",
+    "features_dir",
+    "index_dir",
+    "is_local_scratch",
+    "log_file",
+    "report_file",
+    "status_cache_file",
+    "task_lock_file",
+    "task_of_branch",
+    "tasks_dir",
+    "worktree_path",
+    "worktree_root_of",
+    "worktrees_dir",
 ]

@@ -62,6 +62,22 @@ class FrontmatterSplit:
         return self.bom + self.opening
 
 
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def check_line_endings(text: str, path: Path | str | None = None) -> None:
+    """Refuse a file whose lines end in a lone CR (classic Mac OS): neither GuardKit nor this tool
+    reads those as line breaks, so its ``---`` lines are no frontmatter delimiters.
+
+    Raises:
+        FrontmatterError: naming the line endings and the fix.
+    """
+    if _LONE_CR.search(text):
+        raise FrontmatterError("the file's lines end in a lone CR (classic Mac OS line endings), which GuardKit "
+                               "does not read as line breaks: convert them to LF or CRLF", path=path,
+                               expected="LF or CRLF line endings")
+
+
 def split_frontmatter(text: str, *, path: Path | str | None = None) -> FrontmatterSplit:
     """Cut ``text`` at frontmatter delimiter lines (``---`` and optional trailing blanks).
 

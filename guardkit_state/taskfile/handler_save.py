@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from guardkit_state.errors import FrontmatterError, GuardkitStateError, WriteVerificationError
-from guardkit_state.taskfile.frontmatter import ParsedFrontmatter, parse_frontmatter
+from guardkit_state.taskfile.frontmatter import ParsedFrontmatter, check_line_endings, parse_frontmatter
 from guardkit_state.taskfile.splice.edits import Fallback, set_value
 from guardkit_state.taskfile.splice.layout import Edits, Entry, LayoutError, by_key, entries_of, line_of, line_start
 from guardkit_state.taskfile.splice.render import indent_lines, render_yaml
@@ -141,6 +141,7 @@ def _refuse_look_alike_frontmatter(body: str, path: Path | str | None) -> None:
     """A ``---`` line the strict reader does not take for a delimiter (after blank lines, or with
     text after it) is one the user meant as one: a frontmatter created above it would push their
     keys into the body, so only the user can say which it is."""
+    check_line_endings(body, path)
     blanks = _LEADING_BLANK_LINES.match(body)
     assert blanks is not None  # the pattern matches the empty string
     if body.startswith("---", blanks.end()):

@@ -23,6 +23,7 @@ from guardkit_state.errors import GuardkitStateError, InputError, ParseError, Tu
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.model import CoachDecision, GateResult, Outcome, PlayerReport, TurnMode, TurnState
 from guardkit_state.store.fsio import crash_point, remove_stale_temp_files, validate_task_id
+from guardkit_state.store.home import check_state_home
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.store.turn_files import TurnStore, artifacts_dir
 from guardkit_state.taskfile.document import SETTLE_PAUSE, TaskFile, find_task
@@ -359,6 +360,7 @@ def record_turn(
         AlreadyRecordedError: the reports name a turn already recorded; ``identical`` tells a
             retry of the very same ``record`` (nothing to do) from different reports.
     """
+    check_state_home(Path(root))  # the turn files go under .guardkit: never out of the repository
     lifecycle = _open_unsettled(root, task_id, max_turns)
     incoming = IncomingTurn(lifecycle, player, coach, player_path, coach_path)
     # Reports that name the turn after one complete on disk but not listed (a dropped entry) roll

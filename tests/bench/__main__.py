@@ -7,6 +7,7 @@ Usage::
     python -m tests.bench --only record,resume --repeat 25
     python -m tests.bench --only record        # just recording turns (with and without promises)
     python -m tests.bench --only feature       # feature-build: parallel tasks, orchestration overhead
+    python -m tests.bench --only mcp --repeat 10  # a warm MCP tool call beside the CLI
 
 Every number is a median over repeated runs after warm-up; ratios are against the floor (the same
 bytes written or read the cheapest durable way) and against LangGraph's SqliteSaver when installed.
@@ -28,7 +29,7 @@ from . import bench_status, bench_turns
 from .common import machine
 from .report import render_table
 
-CASES = ("record", "resume", "storage", "status", "startup", "git", "index", "feature", "first_hour")
+CASES = ("record", "resume", "storage", "status", "startup", "git", "index", "feature", "mcp", "first_hour")
 
 
 def _corpus() -> Path | None:
@@ -115,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     case("git", lambda: _git(3 if quick else 20))
     case("index", lambda: _index(results["notes"]))
     case("feature", lambda: _feature(quick))
+    case("mcp", lambda: _mcp(repeat, args.status_files or (200 if quick else None), corpus))
     case("first_hour", lambda: _first_hour(quick, corpus))
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -141,6 +143,12 @@ def _feature(quick: bool) -> dict[str, Any]:
     from . import bench_feature
 
     return bench_feature.run(quick=quick)
+
+
+def _mcp(repeat: int, files: int | None, corpus: Path | None) -> dict[str, Any]:
+    from . import bench_mcp
+
+    return bench_mcp.run(files=files or bench_mcp.GUARDKIT_FILES, repeat=repeat, corpus=corpus)
 
 
 def _index(notes: list[str]) -> dict[str, Any]:

@@ -16,9 +16,13 @@ thing), then:
 * **record_turn** — the same turns through the public :func:`record_turn`, as ``guardkit-state
   record`` runs it: each call finds and reads the task file afresh (settled), takes the lock, and
   records the turn (no target: the loop above is what a loop pays; this is what a new process pays).
-* **resume** — a new process's work: ``TurnLifecycle.open`` + ``resume_point`` + ``context_for``,
-  next to ``SqliteSaver.get_tuple`` (connection opened, latest checkpoint loaded) and to reading the
-  bytes resume reads (the task file and the last turn state).
+* **resume** — a new process's work, timed in a new process: each sample is a fresh interpreter
+  (never the process that built the histories, whose caches are warm) that imports the lifecycle
+  and resume modules off the clock (what they import lazily is on it, as a new process pays),
+  then times ``TurnLifecycle.open`` + ``resume_point`` + ``context_for``, reading the
+  bytes resume reads (the task file and the last turn state: the floor) and
+  ``SqliteSaver.get_tuple`` (connection opened, latest checkpoint loaded), in an order that rotates
+  from sample to sample so no side always finds the page cache warmed by the other.
 * **storage** — bytes on disk after 50 turns: ours (the task's turn files plus what the turns added
   to the task file) and SqliteSaver's database, against the turns' own bytes (the canonical JSON of the
   three reports per turn plus the turn's frontmatter entry).
@@ -27,13 +31,14 @@ thing), then:
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from guardkit_state.store.turn_files import FILE_PATTERNS
 from guardkit_state.turns.lifecycle import TurnLifecycle, record_turn
-from guardkit_state.turns.resume import resume_point
 
 from . import peer_langgraph
 from .common import (
@@ -44,7 +49,6 @@ from .common import (
     median_ms,
     player_report,
     ratio,
-    read_all,
     timed_ms,
 )
 
@@ -139,13 +143,6 @@ class History:
             self.peer.close()
 
 
-def _resume(root: Path) -> str:
-    lifecycle = TurnLifecycle.open(root, TASK_ID)
-    point = resume_point(lifecycle.task, lifecycle.store)
-    assert point.next_turn == lifecycle.recorded_turns + 1
-    return lifecycle.context_for(point.next_turn)
-
-
 def run(*, record_at: tuple[int, ...] = RECORD_AT, resume_at: tuple[int, ...] = RESUME_AT,
         storage_at: int | None = STORAGE_AT, repeat: int = 15, langgraph: bool = True,
         record_turn_at: tuple[int, ...] | None = None) -> dict[str, Any]:
@@ -191,6 +188,8 @@ def _record_cases(histories: dict[int, History], repeat: int) -> list[dict[str, 
     so that a machine slowing down or speeding up during the run weighs on every row alike."""
     samples: dict[int, tuple[list[float], list[float], list[float]]] = {n: ([], [], []) for n in histories}
     order = list(histories)
+    if not order:  # `--only resume`: no record rows asked for
+        return []
     for i in range(WARMUP + repeat):
         for turns in order[i % len(order):] + order[:i % len(order)]:
             history = histories[turns]
@@ -237,25 +236,66 @@ def _row(case: dict[str, Any], ours: list[float], floor: list[float], peer: list
     return row
 
 
+#: One resume sample in a fresh interpreter: imports off the clock, then the three sides in ``order``.
+_RESUME_CHILD = """
+import json, sys, time
+from pathlib import Path
+from guardkit_state.turns.lifecycle import TurnLifecycle
+from guardkit_state.turns.resume import resume_point
+root, task_id, order, db = Path(sys.argv[1]), sys.argv[2], sys.argv[3].split(","), sys.argv[4]
+paths = [Path(p) for p in sys.argv[5:]]
+if db:
+    from tests.bench.peer_langgraph import get_tuple
+
+def ours():
+    lifecycle = TurnLifecycle.open(root, task_id)
+    point = resume_point(lifecycle.task, lifecycle.store)
+    assert point.next_turn == lifecycle.recorded_turns + 1
+    lifecycle.context_for(point.next_turn)
+
+def floor():
+    for path in paths:
+        with open(path, "rb") as handle:
+            handle.read()
+
+sides = {"ours": ours, "floor": floor, "peer": (lambda: get_tuple(Path(db), task_id)) if db else None}
+out = {}
+for name in order:
+    if sides[name] is not None:
+        start = time.perf_counter()
+        sides[name]()
+        out[name] = (time.perf_counter() - start) * 1000.0
+print(json.dumps(out))
+"""
+
+
+def _resume_sample(history: History, paths: list[Path], order: list[str]) -> dict[str, float]:
+    db = str(history.peer.db_path) if history.peer is not None else ""
+    done = subprocess.run([sys.executable, "-c", _RESUME_CHILD, str(history.root), TASK_ID, ",".join(order), db,
+                           *map(str, paths)], cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the resume sample failed: {done.stderr[-500:]}")
+    sample: dict[str, float] = json.loads(done.stdout)
+    return sample
+
+
 def _resume_case(history: History, turns: int, repeat: int) -> dict[str, Any]:
-    root = history.root
     store = history.lifecycle.store
     read_paths = [history.task_path, store.path("turn_state", turns)]
     ours: list[float] = []
     floor: list[float] = []
     peer: list[float] = []
+    orders = (["ours", "floor", "peer"], ["floor", "peer", "ours"], ["peer", "ours", "floor"])
     for i in range(WARMUP + repeat):
-        sample = timed_ms(lambda: _resume(root))
-        floor_sample = timed_ms(lambda: read_all(read_paths))
-        peer_sample = timed_ms(lambda: peer_langgraph.get_tuple(history.peer.db_path, TASK_ID)) \
-            if history.peer is not None else None
+        sample = _resume_sample(history, read_paths, list(orders[i % len(orders)]))
         if i < WARMUP:
             continue
-        ours.append(sample)
-        floor.append(floor_sample)
-        if peer_sample is not None:
-            peer.append(peer_sample)
-    return _row({"turns": turns}, ours, floor, peer)
+        ours.append(sample["ours"])
+        floor.append(sample["floor"])
+        if "peer" in sample:
+            peer.append(sample["peer"])
+    return _row({"turns": turns, "process": "fresh per sample"}, ours, floor, peer)
 
 
 def _storage(history: History) -> dict[str, Any]:

@@ -5,7 +5,9 @@ Its behaviour per task comes from the JSON file named by ``FEATURE_SPEC`` (``{ta
 * ``file`` (default ``src/<task_id>.txt``): the file it writes; ``mode`` ``append`` (default) adds
   a line per turn, ``replace`` writes the file whole (two tasks replacing one line conflict);
 * ``sleep``: seconds to wait before writing its report (orders who finishes first);
-* ``crash``: exit 3 without a report (an agent that always fails).
+* ``crash``: exit 3 without a report (an agent that always fails);
+* ``shell``: a shell command run in its worktree after it wrote its file (a Player doing git
+  itself: ``git commit``, ``rm .git`` ...).
 
 Every start is appended to ``$FEATURE_LOG`` (when set) as one JSON line with its pid, so tests can
 count invocations and check that no agent outlives a run.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -50,6 +53,8 @@ def main() -> int:
     else:
         with target.open("a", encoding="utf-8") as handle:
             handle.write(f"{task_id} turn {turn}\n")
+    if spec.get("shell"):
+        subprocess.run(spec["shell"], shell=True, check=False)
     sleep = float(spec.get("sleep") or os.environ.get("FEATURE_PLAYER_SLEEP") or 0)
     if sleep:
         time.sleep(sleep)

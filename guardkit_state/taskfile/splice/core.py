@@ -23,7 +23,13 @@ from typing import Any
 import yaml
 
 from guardkit_state.errors import FrontmatterError
-from guardkit_state.taskfile.frontmatter import STATE_KEYS, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
+from guardkit_state.taskfile.frontmatter import (
+    STATE_KEYS,
+    FrontmatterSplit,
+    ParsedFrontmatter,
+    check_line_endings,
+    parse_frontmatter,
+)
 from guardkit_state.taskfile.splice.edits import MISSING, Fallback, rerender_block, set_value, splice_block
 from guardkit_state.taskfile.splice.layout import Edits, Entry, LayoutError, by_key, entries_of, line_of
 from guardkit_state.taskfile.splice.render import indent_lines, plain_data, render_yaml
@@ -176,6 +182,7 @@ def _refuse_look_alike_frontmatter(split: FrontmatterSplit, path: Path | str | N
     or ``---`` after a blank line): the user meant one there, and a new one put above it would push
     their keys into the body. Such a file has no frontmatter for us as for GuardKit, so only the
     user can say which it is."""
+    check_line_endings(split.body, path)
     blanks = _LEADING_BLANK_LINES.match(split.body)
     assert blanks is not None  # the pattern matches the empty string
     if split.body.startswith("---", blanks.end()):

@@ -1,0 +1,170 @@
+"""What each tool of the MCP server answers, as JSON-ready data, without the SDK.
+
+Every answer is read from the files when it is asked for (the server keeps nothing between
+calls), through the functions the CLI's commands call, and where the CLI has a ``--json`` the
+answer is that JSON: ``show`` is ``show --json``, ``status`` is ``status --json --features``.
+Recording a turn is :func:`~guardkit_state.turns.lifecycle.record_turn`, as ``record`` calls it:
+the same validation, refusals and "already recorded" answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from guardkit_state.errors import AlreadyRecordedError, FileTooLargeError, GuardkitStateError, InputError
+
+if TYPE_CHECKING:
+    from guardkit_state.index.searching import Backend
+
+#: How a feature is named where a task could be (as ``show`` tells them apart).
+FEATURE_PREFIX = "FEAT-"
+
+
+def error_line(exc: GuardkitStateError) -> str:
+    """The one line the CLI prints for ``exc`` (without colour): a tool error's text."""
+    return f"error: {exc}"
+
+
+def names_feature(ref: str) -> bool:
+    """True when ``ref`` names a feature (an id or a plan file), not a task, as for ``show``."""
+    return ref.startswith(FEATURE_PREFIX) or ref.endswith(".yaml")
+
+
+def status(root: Path) -> dict[str, Any]:
+    """Every task with loop state and every feature plan: ``status --json --features``."""
+    from guardkit_state.inspect.status import feature_status, repo_status
+
+    return {"tasks": [s.to_dict() for s in repo_status(root)],
+            "features": [f.to_dict() for f in feature_status(root)]}
+
+
+def show(root: Path, ref: str) -> dict[str, Any]:
+    """One task's loop (or, for a feature, its waves): ``show REF --json``."""
+    if names_feature(ref):
+        return feature(root, ref)
+    from guardkit_state.inspect.task_view import task_view
+
+    return task_view(root, ref).to_dict()
+
+
+def feature(root: Path, ref: str) -> dict[str, Any]:
+    """A feature's waves × tasks, its progress and what runs next: ``show FEAT-ID --json``."""
+    from guardkit_state.inspect.feature_view import feature_view
+
+    return feature_view(root, ref).to_dict()
+
+
+def context(root: Path, ref: str, turn: int | None = None) -> dict[str, Any]:
+    """The continuation context of turn ``turn`` (default: the next): ``context --json``."""
+    from guardkit_state.inspect.task_view import continuation_context
+
+    return continuation_context(root, ref, turn).to_dict()
+
+
+def criteria(root: Path, ref: str) -> dict[str, Any]:
+    """The criteria ledger after the last recorded turn: the ``criteria`` part of ``show --json``."""
+    from guardkit_state.inspect.task_view import task_view
+
+    shown = task_view(root, ref).to_dict()
+    return {key: shown[key] for key in ("task_id", "status", "criteria", "criteria_counts", "stall", "copy")}
+
+
+def turn_reports(root: Path, ref: str, turn: int | None = None) -> dict[str, Any]:
+    """A recorded turn's Player report, Coach decision and turn state (default: the last turn)."""
+    from guardkit_state.inspect.turn_reports import turn_reports as read_reports
+
+    return read_reports(root, ref, turn).to_dict()
+
+
+def task_file(root: Path, ref: str) -> str:
+    """The text of the task file ``show`` reads (the loop's worktree copy while there is one)."""
+    from guardkit_state.taskfile.locate import locate_task
+
+    task, _ = locate_task(root, ref).load()
+    return task.text
+
+
+def search(root: Path, query: str, *, groups: Sequence[str] | None = None, task: str | None = None,
+           feature: str | None = None, decision: str | None = None, since: str | None = None,
+           limit: int = 10, backend: Backend = "auto") -> dict[str, Any]:
+    """Turns, tasks, features and configuration matching ``query``: ``search --json``."""
+    from guardkit_state.index import make_filters
+    from guardkit_state.index import search as search_index
+
+    filters = make_filters(task=task, feature=feature, decision=decision, since=since)
+    result = search_index(root, query, groups=list(groups) if groups else None, limit=max(1, limit),
+                          backend=backend, filters=filters)
+    return result.to_dict() | {"query": query}
+
+
+def record(root: Path, ref: str, *, player: dict[str, Any] | None = None, coach: dict[str, Any] | None = None,
+           player_file: str | None = None, coach_file: str | None = None, mode: str | None = None,
+           max_turns: int | None = None, reopen: bool = False) -> dict[str, Any]:
+    """Record one turn from a Player report and a Coach decision: ``record --json``.
+
+    Each report is given inline or as a file (relative to the repository), read as ``record``
+    reads ``--player``/``--coach``. The very reports of a recorded turn are answered "already
+    recorded" (a retry, nothing to do), as ``record`` exits 0 for them.
+
+    Raises:
+        InputError: a report given twice or not at all, a missing file, or what ``record`` refuses.
+        AlreadyRecordedError: the reports name a recorded turn but differ from its reports.
+    """
+    from guardkit_state.turns.lifecycle import record_turn
+
+    player_data, player_path = _report(root, "player", player, player_file)
+    coach_data, coach_path = _report(root, "coach", coach, coach_file)
+    with _pinned(root, ref) as task_id:
+        try:
+            done = record_turn(root, task_id, player_data, coach_data, mode=mode, max_turns=max_turns,
+                               player_path=player_path, coach_path=coach_path, reopen=reopen)
+        except AlreadyRecordedError as exc:
+            if not exc.identical:
+                raise
+            return {"task_id": exc.task_id, "turn": exc.turn, "already_recorded": True, "message": exc.message}
+    return done.to_dict()
+
+
+def _report(root: Path, name: str, given: dict[str, Any] | None,
+            file: str | None) -> tuple[dict[str, Any], Path | None]:
+    """A report given inline or as a file; exactly one of the two."""
+    from guardkit_state.store.fsio import MAX_FILE_BYTES
+    from guardkit_state.store.jsonio import load_json, parse_json
+
+    if (given is None) == (file is None):
+        raise InputError(f"give the {name} report either inline ('{name}') or as a file ('{name}_file')",
+                         expected=f"exactly one of {name}, {name}_file")
+    if given is not None:
+        # Read as `record` reads a report file: its text strict JSON (no NaN, bounded nesting)
+        # under the same size cap. The JSON-RPC parser lets through what that reading refuses.
+        text = json.dumps(given, ensure_ascii=False)
+        size = len(text.encode("utf-8"))
+        if size > MAX_FILE_BYTES:
+            raise FileTooLargeError(f"the {name} report is {size} bytes, over the {MAX_FILE_BYTES}-byte limit",
+                                    expected=f"at most {MAX_FILE_BYTES} bytes")
+        checked: dict[str, Any] = parse_json(text, path=f"the {name} report")
+        return checked, None
+    path = Path(file or "")
+    path = path if path.is_absolute() else root / path
+    if not path.is_file():
+        raise InputError(f"{name}_file {file}: no such file")
+    return load_json(path), path
+
+
+@contextlib.contextmanager
+def _pinned(root: Path, ref: str) -> Iterator[str]:
+    """``ref`` (an id or a task file's path) resolved once, its copy pinned for the whole call,
+    as the CLI pins a command's task (every lookup of the id during the call gets that file)."""
+    from guardkit_state.taskfile.resolve import pinned, resolve_task
+
+    found = resolve_task(root, ref)
+    with pinned(found):
+        yield found.task_id
+
+
+__all__ = ["context", "criteria", "error_line", "feature", "names_feature", "record", "search", "show", "status",
+           "task_file", "turn_reports"]
