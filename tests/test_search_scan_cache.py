@@ -7,8 +7,10 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from guardkit_state.index import FileIndex
-from guardkit_state.index.scan_cache import search_cache_file
+from guardkit_state.index.scan_cache import search_cache_file, source_fingerprint
 from tests.index_helpers import keys, write_task, write_turn
 
 PHRASE = "the refresh token is never rotated after logout"
@@ -65,3 +67,11 @@ def test_a_damaged_cache_is_rebuilt_not_believed(tmp_path: Path) -> None:
     cache["records"] = [["x"]]  # the files' very fingerprint, records no version wrote
     search_cache_file(root).write_text(json.dumps(cache))
     assert keys(FileIndex(root).search("coverage")) == _uncached(root, "coverage") != []
+
+
+def test_a_relative_repository_path_reads_the_same_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _project(tmp_path)
+    FileIndex(root).search("coverage")
+    monkeypatch.chdir(root)
+    assert source_fingerprint(Path(".")) == source_fingerprint(root)
+    assert all(key.startswith(("tasks/", ".guardkit/")) for key in source_fingerprint(Path(".")))

@@ -53,6 +53,7 @@ def cached_records(root: Path, load: Callable[[], list[IndexRecord]]) -> list[tu
 
 def source_fingerprint(root: Path) -> dict[str, list[int]]:
     """Every file records may come from, by path relative to ``root``: its signature."""
+    root = Path(os.path.abspath(root))  # every walked path then starts with it (a relative "." would not)
     found: dict[str, list[int]] = {}
     checkouts = [root]
     with contextlib.suppress(OSError):
