@@ -14,6 +14,7 @@ words, ``failing`` -> ``fail``; the scan compares words as written. See ``docs/s
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -95,10 +96,15 @@ def overlap_score(terms: Iterable[str], document: str, *, doc_counts: Counter[st
 TURN_FIELDS = frozenset({"coach_decision", "player_decision", "mode"})
 
 
+@functools.lru_cache(maxsize=64)
+def _word_pairs(query: str) -> tuple[tuple[str, str], ...]:
+    """The query's consecutive lower-cased word pairs (a scan scores every record with one query)."""
+    return tuple(pairwise(m.group().lower() for m in _WORD.finditer(query)))
+
+
 def field_pairs(query: str) -> list[tuple[str, str]]:
     """``name value`` pairs of the query that name a turn field (``coach_decision rejected``)."""
-    words = [m.group().lower() for m in _WORD.finditer(query)]
-    return [(name, value) for name, value in pairwise(words) if name in TURN_FIELDS]
+    return [(name, value) for name, value in _word_pairs(query) if name in TURN_FIELDS]
 
 
 def field_score(query: str, fields: dict[str, str]) -> float:
@@ -107,10 +113,12 @@ def field_score(query: str, fields: dict[str, str]) -> float:
     ``"coach_decision rejected"`` (or ``coach_decision=rejected``) adds 6 to records whose
     ``coach_decision`` is ``rejected`` and takes 6 from those where it is something else.
     """
-    words = [m.group().lower() for m in _WORD.finditer(query)]
+    pairs = _word_pairs(query)
+    if not pairs:
+        return 0.0
     lowered = {k.lower(): str(v).lower() for k, v in fields.items()}
     score = 0.0
-    for name, value in pairwise(words):
+    for name, value in pairs:
         if name in lowered:
             score += 6.0 if lowered[name] == value else -6.0
         elif name in TURN_FIELDS:  # a turn field named, and this record has no such field
