@@ -40,6 +40,10 @@ class Outcome(str, Enum):  # noqa: UP042 - str() and format() of members must no
     APPROVED = "approved"
     MAX_TURNS_EXCEEDED = "max_turns_exceeded"
     UNRECOVERABLE_STALL = "unrecoverable_stall"
+    #: The same agent failure (missing binary, authentication, quota) twice in a row.
+    AGENT_FAILED = "agent_failed"
+    #: ``--max-cost`` reached.
+    COST_LIMIT_REACHED = "cost_limit_reached"
 
     @property
     def task_status(self) -> str:
@@ -349,7 +353,22 @@ class TurnState:
     verified_count: int = 0
     gate_results: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    #: The Coach's issues (description, suggestion, severity, category): the next turn must address them.
+    coach_issues: list[dict[str, Any]] = field(default_factory=list)
+    #: The Coach's note on each criterion it judged (id -> note), for the next turn's context.
+    criteria_notes: dict[str, str] = field(default_factory=dict)
+    #: Per role ("player", "coach"): agent, model, session id, cost in USD, tokens, duration.
+    agent_runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The role whose agent failed, when the turn is an error because of an agent ("player"/"coach").
+    failed_role: str | None = None
+    #: Criterion results written as synonyms and how they were read ({criterion_id, written, read_as}).
+    verdict_words: list[dict[str, Any]] = field(default_factory=list)
+    #: Why a quality gate overturned the Coach's approval (one line), when one did.
+    gate_override: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    #: Written only when set, so turn states of earlier versions read back byte for byte.
+    _OPTIONAL = ("coach_issues", "criteria_notes", "agent_runs", "failed_role", "verdict_words", "gate_override")
 
     _FIELDS = ("id", "feature_id", "task_id", "turn_number", "mode", "player_summary", "player_decision",
                "coach_decision", "coach_feedback", "blockers_found", "progress_summary",
@@ -369,13 +388,20 @@ class TurnState:
         known["criteria_provenance"] = {k: _copied(v) for k, v in (known.get("criteria_provenance") or {}).items()}
         known.setdefault("progress_summary", "")
         known["verified_count"] = int(known.get("verified_count") or 0)
-        extra = _pop_known(data, (*cls._FIELDS, "schema_version"))
+        for name in cls._OPTIONAL:
+            if data.get(name) is not None:
+                known[name] = _copied(data[name])
+        extra = _pop_known(data, (*cls._FIELDS, *cls._OPTIONAL, "schema_version"))
         return cls(**known, extra=copy.deepcopy(extra) if extra else extra)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
         for name in self._FIELDS:
             out[name] = getattr(self, name)
+        for name in self._OPTIONAL:
+            value = getattr(self, name)
+            if value:
+                out[name] = value
         out.update(self.extra)
         return out
 

@@ -291,33 +291,34 @@ def test_sigkill_while_coach_runs_then_resume_reruns_only_the_coach(project: Pro
 
 #: (crash point, turn files on disk after the kill, turns recorded, agent calls over both runs,
 #:  what the resumed run says). Write numbers count atomic writes of a fresh run: 1-3 are
-#:  .gitignore files, then per turn: context, coach prompt, player_turn, coach_turn, turn_state,
-#:  task file (turn 1: writes 4-9, turn 2: writes 10-15). Agents' pid files are written by the
+#:  .gitignore files, then per turn: context, criteria, Player schema, Player prompt, player_turn,
+#:  diff, Coach schema, Coach prompt, coach_turn, turn_state, task file (turn 1: writes 4-14,
+#:  turn 2: writes 15-25). Agents' pid files are written by the
 #:  agent processes themselves, before they start, and are not counted.
 #:  The file checks after the kill pin that numbering.
 CRASHES = [
-    ("write.before_replace:6", set(), 0, {}, "reused the Player's report player_report_1.json"),
-    ("write.after_replace:6", {"player_turn_1"}, 0, {}, "re-run only the Coach"),
-    ("write.before_replace:7", {"player_turn_1"}, 0, {}, "reused the Coach's report coach_report_1.json"),
-    ("write.after_replace:7", {"player_turn_1", "coach_turn_1"}, 0, {}, "complete it without calling an agent"),
+    ("write.before_replace:8", set(), 0, {}, "reused the Player's report player_report_1.json"),
+    ("write.after_replace:8", {"player_turn_1"}, 0, {}, "re-run only the Coach"),
+    ("write.before_replace:12", {"player_turn_1"}, 0, {}, "reused the Coach's report coach_report_1.json"),
+    ("write.after_replace:12", {"player_turn_1", "coach_turn_1"}, 0, {}, "complete it without calling an agent"),
     ("taskfile.before_write:1", {"player_turn_1", "coach_turn_1", "turn_state_turn_1"}, 0, {},
      "complete it without calling an agent"),
-    ("write.before_replace:9", {"player_turn_1", "coach_turn_1", "turn_state_turn_1"}, 0, {},
+    ("write.before_replace:14", {"player_turn_1", "coach_turn_1", "turn_state_turn_1"}, 0, {},
      "complete it without calling an agent"),
-    ("write.after_replace:9", {"player_turn_1", "coach_turn_1", "turn_state_turn_1"}, 1, {},
+    ("write.after_replace:14", {"player_turn_1", "coach_turn_1", "turn_state_turn_1"}, 1, {},
      "committed turn 1, which was recorded but not committed"),
-    ("write.after_replace:13", {"player_turn_1", "coach_turn_1", "turn_state_turn_1", "player_turn_2",
+    ("write.after_replace:23", {"player_turn_1", "coach_turn_1", "turn_state_turn_1", "player_turn_2",
                                 "coach_turn_2"}, 1, {}, "complete it without calling an agent"),
     ("taskfile.before_write:2", {"player_turn_1", "coach_turn_1", "turn_state_turn_1", "player_turn_2",
                                  "coach_turn_2", "turn_state_turn_2"}, 1, {}, "complete it without calling an agent"),
-    ("write.after_replace:15", {"player_turn_1", "coach_turn_1", "turn_state_turn_1", "player_turn_2",
+    ("write.after_replace:25", {"player_turn_1", "coach_turn_1", "turn_state_turn_1", "player_turn_2",
                                 "coach_turn_2", "turn_state_turn_2"}, 2, {},
      "committed turn 2, which was recorded but not committed"),
 ]
 
 
 #: Points whose recovery path another case already covers: kept for the slow (full) run.
-SLOW_CRASHES = {"taskfile.before_write:1", "write.after_replace:13", "taskfile.before_write:2"}
+SLOW_CRASHES = {"taskfile.before_write:1", "write.after_replace:23", "taskfile.before_write:2"}
 
 
 @pytest.mark.parametrize(("crash_at", "files", "recorded", "calls", "message"), [

@@ -1,8 +1,8 @@
 """A Coach cannot inflate the criteria counts with ids the task does not have.
 
-The task loop (``feature-build TASK``) takes the Coach's report as the agent wrote it; verdicts on
-made-up ids stay in ``coach_turn_N.json`` but never enter the ledger, so ``show``, ``status`` and
-``report`` count the task's own criteria only, and the turn state warns about the ignored ids.
+The task loop (``feature-build TASK``) refuses a Coach report with verdicts on made-up ids, as
+``record`` does: the turn is the Coach's error naming the ids the task has. Ids already recorded
+(GuardKit's own files) are never counted by ``show``, ``status`` and ``report``.
 """
 
 from __future__ import annotations
@@ -57,38 +57,27 @@ def _agents(tmp_path: Path, verdicts: list[tuple[str, str]]) -> tuple[str, str]:
             shlex.join([sys.executable, str(coach), json.dumps(verdicts)]))
 
 
-def test_made_up_ids_from_a_loop_coach_are_not_counted(tmp_path: Path) -> None:
+def test_made_up_ids_from_a_loop_coach_are_refused_as_record_refuses_them(tmp_path: Path) -> None:
+    """`feature-build` applies `record`'s rule: a verdict on an id the task lacks is refused, not dropped."""
     root = make_repo(tmp_path / "repo", {REL: task_text(TASK, LABELLED_BODY)})
     verdicts = [("AC-1", "verified"), ("AC-ANTISTUB-1", "verified"), *((cid, "verified") for cid in MADE_UP)]
     player, coach = _agents(tmp_path, verdicts)
     run = cli(root, "feature-build", TASK, "--player", player, "--coach", coach, "--max-turns", "1")
-    assert run.returncode in (0, 1), run.stdout + run.stderr
+    assert run.returncode == 1, run.stdout + run.stderr
     assert "Traceback" not in run.stderr
-    assert "AC-FAKE" not in run.stdout  # the per-turn delta names the task's criteria only
+    # The turn is the Coach's error, naming the id and the task's own ids, on one line.
+    [line] = [ln for ln in run.stderr.splitlines() if "coach: error" in ln]
+    assert "names criterion AC-001, which TASK-GK-077 does not have" in line
+    assert "AC-1, AC-2, AC-3, AC-ANTISTUB-1, AC-005" in line
 
     shown = cli_json(root, "show", TASK)
     assert [c["id"] for c in shown["criteria"]] == OWN
-    assert shown["criteria_counts"] == {"verified": 2, "implied_by_approval": 0, "rejected": 0, "pending": 3,
+    assert shown["criteria_counts"] == {"verified": 0, "implied_by_approval": 0, "rejected": 0, "pending": 5,
                                         "total": 5}
-    assert "criteria 2/5 verified" in cli(root, "show", TASK).stdout
-
-    row = next(r for r in cli_json(root, "status", "--no-cache") if r["task_id"] == TASK)
-    assert (row["verified"], row["total"]) == (2, 5)
-    report = cli(root, "report", TASK)
-    assert report.returncode == 0, report.stderr
-    assert "criteria 2/5 verified" in report.stdout + report.stderr
-
     store = root / ".guardkit" / "worktrees" / TASK / ".guardkit" / "autobuild" / TASK
-    # Files are the truth: the Coach's report keeps every verdict it gave.
-    coach_report = json.loads((store / "coach_turn_1.json").read_text())
-    assert [v["criterion_id"] for v in coach_report["criteria_verification"]] == [c for c, _ in verdicts]
+    assert not (store / "coach_turn_1.json").exists()  # refused: nothing of the report was written
     state = json.loads((store / "turn_state_turn_1.json").read_text())
-    assert sorted(state["criteria_provenance"]) == sorted(OWN)
-    assert state["verified_count"] == 2
-    [warning] = state["warnings"]
-    assert "23 criterion id(s) TASK-GK-077 does not have" in warning
-    assert "AC-001, ac-1, AC-2.1, AC-FAKE-0, AC-FAKE-1 and 18 more" in warning
-    assert "AC-FAKE-2" not in warning
+    assert state["coach_decision"] == "error" and state["failed_role"] == "coach"
 
 
 def test_ids_already_recorded_for_criteria_the_task_lacks_are_not_counted(tmp_path: Path) -> None:

@@ -258,16 +258,17 @@ def test_turn_states_handed_out_share_nothing_with_the_store_or_each_other(tmp_p
     with lifecycle.locked():
         lifecycle.begin_turn()
         lifecycle.record_player(player_report(1))
-        # AC-999 is no criterion of the task: the turn state gets a warnings list in its extras.
+        # "pass" is a synonym: the turn state keeps its reading (a list of dicts); the issue is kept too.
         lifecycle.record_coach(coach_decision(1, "feedback", feedback="more",
-                                              verdicts={"AC-001": "verified", "AC-999": "verified"}))
+                                              verdicts={"AC-001": "verified", "AC-002": "pass"}))
         record = lifecycle.complete_turn(gate_profile=profile)
     on_disk = json.loads((tmp_path / STORE / "turn_state_turn_1.json").read_text())
-    assert on_disk["gate_results"] and on_disk["warnings"] and on_disk["criteria_provenance"]
+    assert on_disk["gate_results"] and on_disk["verdict_words"] and on_disk["criteria_provenance"]
 
     def tamper(state: Any) -> None:
         state.gate_results[0]["passed"] = "tampered"
-        state.extra["warnings"].append("tampered")
+        state.verdict_words[0]["read_as"] = "tampered"
+        state.coach_issues[0]["description"] = "tampered"
         for entry in state.criteria_provenance.values():
             entry["status"] = "tampered"
         state.acceptance_criteria_status["AC-001"] = "tampered"

@@ -50,7 +50,7 @@ def _state(turns: int, *, last: str = "feedback", max_turns: int = 5, outcome: s
 def _task_text(status: str, state: str = "") -> str:
     return (f"---\nid: {TASK_ID}\ntitle: Status rules\nstatus: {status}\ntask_type: feature\n{state}---\n\n"
             f"# {TASK_ID}: Status rules\n\n## Acceptance Criteria\n\n- [ ] First thing works\n"
-            "- [ ] Second thing works\n")
+            "- [ ] Second thing works\n- [ ] Third thing works\n")  # the scripted Coach judges AC-001..AC-003
 
 
 def make_repo(root: Path, status: str, state: str = "", folder: str | None = None) -> Path:

@@ -182,6 +182,10 @@ def test_continuation_context_for_turn_2_of_the_jwt_example(tmp_path: Path) -> N
         "  ✓ AC-001: Login returns JWT: verified\n"
         "  ○ AC-002: Token refresh works: pending\n"
         "  ✓ AC-003: Invalid tokens rejected: verified\n"
+        "\n"
+        "Last Turn Feedback (MUST ADDRESS):\n"
+        "Specifically:\n"
+        "- [must_fix/correctness] Missing token refresh mechanism\n"
     )
 
 
@@ -191,7 +195,8 @@ def test_context_after_rejection_says_must_address(tmp_path: Path) -> None:
                 coach_decision(1, "reject", feedback="Missing error handling and validation logic"))
     context = TurnLifecycle.open(tmp_path, "TASK-AUTH-001").context_for(2)
     assert "**Coach decision**: REJECTED" in context
-    assert context.rstrip().endswith("Last Turn Feedback (MUST ADDRESS):\nMissing error handling and validation logic")
+    assert context.rstrip().endswith("Last Turn Feedback (MUST ADDRESS):\nSpecifically:\n"
+                                     "- [must_fix/correctness] Missing error handling and validation logic")
 
 
 def test_turn_state_files_validate_and_are_canonical_json(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import logging
 
 from guardkit_state.cli.cmd_report import add_report_option
 from guardkit_state.cli.exit_codes import ExitCode
-from guardkit_state.cli.options import add_json_option, add_repo_option, seconds, turn_count
+from guardkit_state.cli.options import add_json_option, add_repo_option, seconds, turn_count, usd
 from guardkit_state.cli.output import Output, one_line, safe
 from guardkit_state.loop.events import (
     AgentStarted,
@@ -42,22 +42,34 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "waves: each wave's tasks in parallel, each in its own worktree, merged into autobuild/FEAT-ID "
         "in plan order.",
         epilog="Example:\n"
+        "  guardkit-state feature-build TASK-AUTH-001 --player claude --coach codex --max-turns 5\n"
         "  guardkit-state feature-build TASK-AUTH-001 --player 'python agents/player.py' \\\n"
-        "      --coach 'python agents/coach.py' --max-turns 5\n"
+        "      --coach 'python agents/coach.py' --max-cost 5\n"
         "  guardkit-state feature-build TASK-AUTH-001 --player ... --coach ... --resume\n"
         "  guardkit-state feature-build FEAT-AUTH --player ... --coach ... --max-parallel 3\n"
         "  (then: guardkit-state show FEAT-AUTH · guardkit-state log FEAT-AUTH)\n\n"
-        "Agents get GUARDKIT_TASK_ID, GUARDKIT_TURN, GUARDKIT_MODE, GUARDKIT_TASK_FILE,\n"
-        "GUARDKIT_CONTEXT_FILE and GUARDKIT_REPORT_FILE (the Coach also GUARDKIT_PLAYER_REPORT_FILE\n"
-        "and GUARDKIT_PROMPT_FILE) and must write a JSON report to GUARDKIT_REPORT_FILE.\n\n"
-        "Exit codes: 0 approved, 1 not approved (max turns or stall), 2 usage or configuration\n"
+        "A shell command gets GUARDKIT_TASK_ID, GUARDKIT_TURN, GUARDKIT_MODE, GUARDKIT_TASK_FILE,\n"
+        "GUARDKIT_PROMPT_FILE (its whole prompt), GUARDKIT_CONTEXT_FILE, GUARDKIT_CRITERIA_FILE,\n"
+        "GUARDKIT_SCHEMA_FILE and GUARDKIT_REPORT_FILE (the Coach also GUARDKIT_PLAYER_REPORT_FILE and\n"
+        "GUARDKIT_DIFF_FILE) and writes a JSON report to GUARDKIT_REPORT_FILE (docs/agents.md).\n\n"
+        "Exit codes: 0 approved, 1 not approved (max turns, stall, the same agent failure twice,\n"
+        "--max-cost reached), 2 usage or configuration\n"
         "error, 130 interrupted (state saved; continue with --resume).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("task_id", metavar="TASK-ID|FEAT-ID",
                         help="a task id (or task file), or a feature id (or its plan's .yaml file)")
-    parser.add_argument("--player", required=True, metavar="CMD", help="the Player command (run through the shell)")
-    parser.add_argument("--coach", required=True, metavar="CMD", help="the Coach command (run through the shell)")
+    parser.add_argument("--player", required=True, metavar="NAME|CMD",
+                        help="the Player: an agent preset (claude, codex, gemini, aider; see 'guardkit-state "
+                        "agents') or a shell command")
+    parser.add_argument("--coach", required=True, metavar="NAME|CMD",
+                        help="the Coach: an agent preset (it runs read-only) or a shell command")
+    parser.add_argument("--continue-session", action="store_true",
+                        help="the Player goes on with the agent session of its previous turn (claude and gemini "
+                        "presets; also after --resume)")
+    parser.add_argument("--max-cost", type=usd, metavar="USD",
+                        help="stop cleanly once the agents' reported cost reaches this (per task; for a feature, "
+                        "for the whole feature)")
     parser.add_argument("--max-turns", type=turn_count, metavar="N", help="turn budget (default: the task's, else 5); "
                         "--resume beyond it is refused unless this raises it")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted loop from its files")
@@ -79,8 +91,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
+    from guardkit_state.agents import agent_for
     from guardkit_state.cli.feature_output import names_feature, run_feature
-    from guardkit_state.loop.agents import CommandAgent
 
     if names_feature(args.task_id):  # FEAT-ID or a plan's .yaml: its waves of tasks, in parallel
         return run_feature(args, out)
@@ -95,6 +107,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         logging.getLogger("guardkit_state").addHandler(handler)
     options = LoopOptions(max_turns=args.max_turns, resume=args.resume, use_worktree=not args.no_worktree,
                           turn_timeout=args.turn_timeout, base_branch=args.base_branch, reopen=args.reopen,
+                          max_cost=args.max_cost, continue_session=args.continue_session,
                           argv=getattr(args, "argv", None))
 
     def on_event(event: LoopEvent) -> None:
@@ -107,8 +120,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
 
     report = report_events(on_event, out, args)
     try:
-        result = feature_build(args.repo, args.task_id, CommandAgent(args.player), CommandAgent(args.coach),
-                               options, on_event=report)
+        result = feature_build(args.repo, args.task_id, agent_for(args.player, args.repo),
+                               agent_for(args.coach, args.repo), options, on_event=report)
     finally:
         report.finish()  # --report: the page as the files stand now, however the loop stopped
     if args.json:
@@ -171,13 +184,26 @@ def _(event: ReportsReused, out: Output) -> list[str]:
 
 @progress_lines.register
 def _(event: TurnRecorded, out: Output) -> list[str]:
+    from guardkit_state.inspect.agent_costs import describe_run  # here: building the parser stays light
+
     record = event.record
-    decision = safe(record.entry.decision)
-    delta = " ".join(record.ledger.delta(record.ledger_before))
-    lines = [f"  coach: {decision} — {record.ledger.counts().describe('criteria')}" + (f" ({delta})" if delta else "")]
-    feedback = record.turn_state.coach_feedback
-    if feedback and record.entry.decision != "approve":
-        lines.append(f"  feedback: {one_line(feedback, FEEDBACK_CHARS)}")
+    state = record.turn_state
+    if state.error:
+        # Whose failure it was: a Player that cannot start is not the Coach's error.
+        role = state.failed_role or "turn"
+        lines = [f"  {role}: error — {one_line(state.error, 3 * FEEDBACK_CHARS)}"]
+    else:
+        decision = safe(record.entry.decision)
+        delta = " ".join(record.ledger.delta(record.ledger_before))
+        lines = [f"  coach: {decision} — {record.ledger.counts().describe('criteria')}" +
+                 (f" ({delta})" if delta else "")]
+        if state.gate_override:
+            lines.append(f"  gate: {one_line(state.gate_override, FEEDBACK_CHARS)}")
+        feedback = state.coach_feedback
+        if feedback and record.entry.decision != "approve" and not state.gate_override:
+            lines.append(f"  feedback: {one_line(feedback, FEEDBACK_CHARS)}")
+    lines.extend(f"  {role}: {describe_run(run)}" for role, run in state.agent_runs.items()
+                 if run.get("cost_usd") is not None or run.get("tokens_in") is not None)
     if event.commit is not None and event.commit.sha:
         lines.append(f"  commit {event.commit.sha[:10]}")
     return lines

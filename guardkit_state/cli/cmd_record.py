@@ -89,6 +89,12 @@ def render(record: TurnRecord, out: Output) -> None:
     out.line(f"Recorded turn {state.turn_number} of {safe(state.task_id)}: "
              f"{out.style(safe(record.entry.decision), 'bold')} — {record.ledger.counts().describe('criteria')}"
              + (f" ({delta})" if delta else ""))
+    from guardkit_state.turns.verdicts import describe_verdict_words
+
+    for line in describe_verdict_words(state.verdict_words):
+        out.line(f"  verdict: {safe(line)}")
+    if state.gate_override:
+        out.line(f"  gate: {safe(state.gate_override)}")
     if state.coach_feedback:
         out.line(f"  feedback: {one_line(state.coach_feedback)}")  # whole in --json
     if record.outcome:

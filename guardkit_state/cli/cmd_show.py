@@ -90,6 +90,14 @@ def render(view: TaskView, out: Output) -> None:
     if view.stall:
         out.line("")
         out.line(out.style(f"stall: {safe(view.stall.reason)}", "red"))
+    if view.cost is not None and view.cost.turns:
+        out.line("")
+        out.line(f"{out.style('agents', 'bold')} {safe(view.cost.describe())}")
+        from guardkit_state.inspect.agent_costs import describe_run
+
+        for cost_turn in view.cost.turns:
+            for role, run in cost_turn.runs.items():
+                out.line(f"  turn {cost_turn.turn} {role}: {safe(describe_run(run))}")
     out.line("")
     out.line(f"next: {safe(view.resume.describe())}")
 

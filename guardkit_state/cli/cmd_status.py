@@ -76,6 +76,7 @@ def _task_lines(summaries: list[TaskSummary], out: Output) -> None:
             continue
         decision = safe(s.last_decision or "-")
         where = " (worktree)" if s.in_worktree else ""
+        where += f"  ${s.cost_usd:.4f}" if s.cost_usd is not None else ""
         out.line(f"{safe(s.task_id):<{width}}  {safe(s.status or '-'):<{status_width}} {s.turns:>3} turn(s)  "
                  f"{out.style(f'{decision:<8}', DECISION_STYLE.get(decision, 'dim'))}  "
                  f"{_counts(s)}{where}")

@@ -72,8 +72,8 @@ def _not_started(repo: Path | str, ref: str, argv: tuple[str, ...] | None) -> Fe
 
 
 def _run_feature(args: argparse.Namespace, out: Output) -> int:
+    from guardkit_state.agents import agent_for
     from guardkit_state.features.build import FeatureOptions, build_feature
-    from guardkit_state.loop.agents import CommandAgent
 
     for name, flag in _TASK_ONLY:
         if getattr(args, name, None):
@@ -85,6 +85,8 @@ def _run_feature(args: argparse.Namespace, out: Output) -> int:
         logging.getLogger("guardkit_state").addHandler(handler)
     options = FeatureOptions(max_parallel=getattr(args, "max_parallel", None), max_turns=args.max_turns,
                              resume=args.resume, base_branch=args.base_branch, turn_timeout=args.turn_timeout,
+                             max_cost=getattr(args, "max_cost", None),
+                             continue_session=bool(getattr(args, "continue_session", False)),
                              argv=getattr(args, "argv", None))
 
     shown: set[str] = set()
@@ -106,8 +108,8 @@ def _run_feature(args: argparse.Namespace, out: Output) -> int:
 
     report = feature_report_events(on_event, out, args)  # --report FILE: rewritten after every task turn
     try:
-        result = build_feature(args.repo, args.task_id, CommandAgent(args.player), CommandAgent(args.coach), options,
-                               on_event=report)
+        result = build_feature(args.repo, args.task_id, agent_for(args.player, args.repo),
+                               agent_for(args.coach, args.repo), options, on_event=report)
     finally:
         report.finish()  # the page as the files stand now, however the run stopped
     if args.json:

@@ -44,6 +44,17 @@ def seconds(value: str) -> float:
     return number
 
 
+def usd(value: str) -> float:
+    """``--max-cost``'s type: a finite amount of US dollars above 0."""
+    try:
+        number = float(value.lstrip("$"))
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise argparse.ArgumentTypeError(f"must be an amount of USD above 0, such as 2.50, not {value!r}")
+    return number
+
+
 def add_repo_option(parser: argparse.ArgumentParser, **overrides: Any) -> None:
     """``--repo DIR``; left unset, :func:`resolve_repo` finds the repository from the current folder."""
     options: dict[str, Any] = {"type": existing_dir, "default": None, "metavar": "DIR", "help": REPO_HELP}

@@ -65,6 +65,7 @@ from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.turns.completion import utc_now
 from guardkit_state.turns.intake import checked_max_turns, checked_timeout
+from guardkit_state.turns.spend import feature_spend
 
 log = logging.getLogger("guardkit_state.features.build")
 
@@ -84,6 +85,9 @@ class FeatureOptions:
         resume: continue a feature run from its files.
         base_branch: what the feature branch starts from (default: the checked-out branch).
         turn_timeout: kill an agent running longer than this many seconds.
+        max_cost: stop once the agents of the feature's tasks have reported this many USD: checked
+            before each wave, and each task loop gets what is left (tasks of one wave running in
+            parallel each get all of it, so a wave can go over by what its other tasks spend).
     """
 
     max_parallel: int | None = None
@@ -91,6 +95,8 @@ class FeatureOptions:
     resume: bool = False
     base_branch: str | None = None
     turn_timeout: float | None = None
+    max_cost: float | None = None
+    continue_session: bool = False
     #: The command line that started the run (without the program name; the CLI passes its own):
     #: the "continue with" lines repeat it. Default: built from the agents' commands.
     argv: tuple[str, ...] | None = None
@@ -207,6 +213,9 @@ class _FeatureRun:
             plan, worktree=str(self.fgit.feature_worktree), resumed=self.options.resume, now=utc_now()))
         self._reconcile()
         for number, wave in enumerate(self.waves, start=1):
+            if self._over_budget():
+                self.result.status = "stopped"
+                break
             if not self._wave(number, wave) or not self._smoke_gate(number):
                 self.result.status = "stopped"
                 break
@@ -281,9 +290,25 @@ class _FeatureRun:
                 self._merge(number, state)
         return self._wave_done(number, task_ids)
 
+    def _spent(self) -> float:
+        return feature_spend(self.fgit.worktrees, (task.task_id for task in self.result.tasks))
+
+    def _over_budget(self) -> bool:
+        """True (the reason said) when the feature's agents have spent ``--max-cost`` already."""
+        limit = self.options.max_cost
+        if limit is None:
+            return False
+        spent = self._spent()
+        if spent < limit:
+            return False
+        self.result.reason = f"--max-cost reached: ${spent:.4f} spent on {self.feature_id} (limit ${limit:g})"
+        return True
+
     def _job(self, state: TaskState) -> LoopJob:
+        left = None if self.options.max_cost is None else max(self.options.max_cost - self._spent(), 1e-9)
         options = LoopOptions(max_turns=self.options.max_turns, resume=state.resume, base_branch=self.branch,
-                              turn_timeout=self.options.turn_timeout)
+                              turn_timeout=self.options.turn_timeout, max_cost=left,
+                              continue_session=self.options.continue_session)
         return LoopJob(state.task_id, self.root, self.player, self.coach, options)
 
     def _task_starting(self, job: LoopJob) -> None:

@@ -32,7 +32,10 @@ from guardkit_state.turns.resume import resume_point
 #: file says completed, cancelled ... or approved, and it has no branch of its own).
 Phase = Literal["new", "resume", "approved", "merged", "failed", "closed"]
 #: Outcomes that end a task's loop without approval.
-_FAILED = (Outcome.MAX_TURNS_EXCEEDED.value, Outcome.UNRECOVERABLE_STALL.value)
+#: (An agent failing the same way twice, or ``--max-cost``: ``feature-build TASK --resume`` goes on
+#: with the task once that is fixed or raised.)
+_FAILED = (Outcome.MAX_TURNS_EXCEEDED.value, Outcome.UNRECOVERABLE_STALL.value, Outcome.AGENT_FAILED.value,
+           Outcome.COST_LIMIT_REACHED.value)
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 #: Bumped whenever a summary's shape or meaning changes (unreadable files are keyed by the id the
 #: resolver finds them by; criteria counts apart): an older cache is rebuilt, never misread.
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 #: The cache is ours and rebuildable; one this large is ignored (and rebuilt) rather than read.
 _CACHE_READ_LIMIT = 256 * 1024 * 1024
 
@@ -67,6 +67,8 @@ class TaskSummary:
     pending: int = 0
     #: Set when the id has several copies: ``{"path", "reason", "others"}``, as ``show --json`` says.
     resolved: dict[str, Any] | None = None
+    #: What the agents of its recorded turns reported they cost (None: none reported a cost).
+    cost_usd: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Built directly: asdict's deep copy of every field was most of a cached status's output time.
@@ -87,11 +89,15 @@ def summarise(task: TaskFile, *, relpath: str, in_worktree: bool = False) -> Tas
     from guardkit_state.turns.history import criteria_counts
 
     counts = criteria_counts(task, checkout)
+    from guardkit_state.turns.spend import task_spend
+
+    spent = task_spend(checkout, task.task_id)
     return TaskSummary(
         task_id=task.task_id or Path(relpath).stem, path=relpath, status=task.status, turns=len(state.turns),
         last_decision=state.turns[-1].decision if state.turns else None, verified=counts.verified,
         total=counts.total, outcome=state.extra.get("outcome"), in_worktree=in_worktree,
         implied_by_approval=counts.implied_by_approval, rejected=counts.rejected, pending=counts.pending,
+        cost_usd=round(spent, 6) if spent is not None else None,
     )
 
 

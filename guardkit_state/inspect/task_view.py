@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from guardkit_state.config import load_config, render_player_role_section
 from guardkit_state.errors import InputError
+from guardkit_state.inspect.agent_costs import TaskCost, task_cost
 from guardkit_state.taskfile.document import TaskFile, find_task
 from guardkit_state.taskfile.locate import TaskLocation, locate_task
 from guardkit_state.turns.history import TaskHistory
@@ -52,6 +53,8 @@ class TaskView:
     counts: CriteriaCounts
     stall: Stall | None
     resume: ResumePoint
+    #: What the agents of the recorded turns cost (reported by the agents; None where none did).
+    cost: TaskCost | None = None
 
     @property
     def turns(self) -> list[TurnEntry]:
@@ -84,6 +87,7 @@ class TaskView:
             "criteria_counts": self.counts.to_dict(),
             "stall": self.stall.reason if self.stall else None,
             "resume": self.resume.to_dict(),
+            "cost": self.cost.to_dict() if self.cost is not None else None,
         }
 
 
@@ -101,7 +105,8 @@ def task_view(repo_root: Path | str, task_id: str) -> TaskView:
     texts = {c.id: c.text for c in task.criteria}
     rows = tuple(CriterionRow(e.criterion_id, texts.get(e.criterion_id, ""), e.status, e.set_by_turn, e.implied)
                  for e in ledger.entries)
-    return TaskView(location, task, rows, ledger.counts(), history.stall(), point)
+    cost = task_cost(history, len(task.state.turns) if task.state else 0)
+    return TaskView(location, task, rows, ledger.counts(), history.stall(), point, cost)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,13 @@ class TurnRequest:
     player_report_file: Path | None = None
     timeout: float | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    #: The task's criteria as JSON (ids, texts, statuses), the strict schema of this role's report,
+    #: and (the Coach's) the turn's diff.
+    criteria_file: Path | None = None
+    schema_file: Path | None = None
+    diff_file: Path | None = None
+    #: The agent session to go on with (the Player's previous turn's, with ``--continue-session``).
+    session_id: str | None = None
 
     def env(self) -> dict[str, str]:
         env = {
@@ -57,8 +64,22 @@ class TurnRequest:
             env["GUARDKIT_PROMPT_FILE"] = str(self.prompt_file)
         if self.player_report_file is not None:
             env["GUARDKIT_PLAYER_REPORT_FILE"] = str(self.player_report_file)
+        for name, path in (("CRITERIA", self.criteria_file), ("SCHEMA", self.schema_file), ("DIFF", self.diff_file)):
+            if path is not None:
+                env[f"GUARDKIT_{name}_FILE"] = str(path)
+        if self.session_id:
+            env["GUARDKIT_SESSION_ID"] = self.session_id
         env.update(self.extra_env)
         return env
+
+
+def agent_environment(request: TurnRequest) -> dict[str, str]:
+    """The whole environment of an agent's subprocess: the loop's own, plus the protocol's variables.
+
+    The one place it is built (shell commands and presets alike), so that what every agent must not
+    inherit (git's repository-locating variables) is removed here once.
+    """
+    return {**clean_environment(), **request.env()}  # no inherited GIT_DIR: its git is its worktree's
 
 
 class Agent(Protocol):
@@ -98,52 +119,83 @@ class CommandAgent:
         role = request.role.capitalize()
         with contextlib.suppress(FileNotFoundError):
             request.report_file.unlink()  # a stale report from an interrupted run must not count
-        env = {**clean_environment(), **request.env()}  # no inherited GIT_DIR: its git is its worktree's
-        # A session of its own: Ctrl+C in the terminal reaches the loop, which stops the agent
-        # itself, and a timeout kills the agent's whole process tree.
-        # Its own session means a SIGKILLed loop cannot take the agent with it: the pid file, which
-        # the child writes before the agent starts, lets the next run stop an agent left running.
-        pid_file = agent_pid_file(request.report_file)
-        # A stop signal that lands while the child is between fork and exec would run the loop's
-        # Python handler in the child (a failed start, not a stop) or escape before `proc` exists
-        # (an agent nobody stops). Held until the agent runs, it is raised here, in the try below.
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
-        try:
-            proc = subprocess.Popen(self.command, shell=True, cwd=request.workdir, env=env,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=True, preexec_fn=_announcer(pid_file, request, held))
-        except BaseException:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
-            raise
-        try:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
-            stdout, stderr = proc.communicate(timeout=request.timeout)
-        except subprocess.TimeoutExpired:
-            _kill_tree(proc)
-            raise AgentError(f"{role} timed out after {request.timeout:g}s (--turn-timeout)",
-                             task_id=request.task_id, turn=request.turn) from None
-        except BaseException:
-            _kill_tree(proc)
-            raise
-        finally:
-            with contextlib.suppress(OSError):
-                pid_file.unlink()
-        if proc.returncode != 0:
+        returncode, stdout, stderr = run_agent_process(self.command, request, shell=True)
+        if returncode != 0:
             tail = _tail(stderr) or _tail(stdout)
-            raise AgentError(f"{role} exited with status {proc.returncode}" + (f": {tail}" if tail else ""),
+            raise AgentError(f"{role} exited with status {returncode}" + (f": {tail}" if tail else ""),
                              task_id=request.task_id, turn=request.turn)
-        if not request.report_file.is_file():
-            raise AgentError(f"{role} exited 0 but wrote no report to {request.report_file}",
-                             task_id=request.task_id, turn=request.turn, expected="a JSON report file")
-        try:
-            report = load_json(request.report_file)
-        except GuardkitStateError as exc:
-            raise AgentError(f"{role} wrote an invalid report: {exc}", task_id=request.task_id,
-                             turn=request.turn) from exc
-        if not isinstance(report, dict):
-            raise AgentError(f"{role} report is a JSON {type(report).__name__}, not an object",
-                             path=request.report_file, task_id=request.task_id, turn=request.turn)
-        return report
+        return read_report_file(request)
+
+
+def run_agent_process(command: str | list[str], request: TurnRequest, *, shell: bool = False,
+                      stdin: bytes | None = None) -> tuple[int, bytes, bytes]:
+    """Run an agent's process in the worktree; its exit status, stdout and stderr.
+
+    Raises :class:`AgentError` when ``request.timeout`` passes (the whole process tree is
+    killed) or the program cannot be started (``status 127``, as a shell would say).
+    """
+    role = request.role.capitalize()
+    env = agent_environment(request)
+    # A session of its own: Ctrl+C in the terminal reaches the loop, which stops the agent
+    # itself, and a timeout kills the agent's whole process tree.
+    # Its own session means a SIGKILLed loop cannot take the agent with it: the pid file, which
+    # the child writes before the agent starts, lets the next run stop an agent left running.
+    pid_file = agent_pid_file(request.report_file)
+    # A stop signal that lands while the child is between fork and exec would run the loop's
+    # Python handler in the child (a failed start, not a stop) or escape before `proc` exists
+    # (an agent nobody stops). Held until the agent runs, it is raised here, in the try below.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        proc = subprocess.Popen(command, shell=shell, cwd=request.workdir, env=env,
+                                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True, preexec_fn=_announcer(pid_file, request, held))
+    except FileNotFoundError as exc:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        with contextlib.suppress(OSError):
+            pid_file.unlink()  # written by the child before its exec failed
+        raise AgentError(f"{role} exited with status 127: {exc.filename or command}: command not found",
+                         task_id=request.task_id, turn=request.turn) from None
+    except OSError as exc:  # E2BIG (a prompt too long for an argument), EACCES (not executable) ...
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        with contextlib.suppress(OSError):
+            pid_file.unlink()
+        raise AgentError(f"{role} could not be started: {exc.strerror or exc}", task_id=request.task_id,
+                         turn=request.turn) from None
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        stdout, stderr = proc.communicate(input=stdin, timeout=request.timeout)
+    except subprocess.TimeoutExpired:
+        _kill_tree(proc)
+        raise AgentError(f"{role} timed out after {request.timeout:g}s (--turn-timeout)",
+                         task_id=request.task_id, turn=request.turn) from None
+    except BaseException:
+        _kill_tree(proc)
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            pid_file.unlink()
+    return proc.returncode, stdout, stderr
+
+
+def read_report_file(request: TurnRequest) -> dict[str, Any]:
+    """The JSON object the agent wrote to its report file, or :class:`AgentError` saying what is wrong."""
+    role = request.role.capitalize()
+    if not request.report_file.is_file():
+        raise AgentError(f"{role} exited 0 but wrote no report to {request.report_file}",
+                         task_id=request.task_id, turn=request.turn, expected="a JSON report file")
+    try:
+        report = load_json(request.report_file)
+    except GuardkitStateError as exc:
+        raise AgentError(f"{role} wrote an invalid report: {exc}", task_id=request.task_id,
+                         turn=request.turn) from exc
+    if not isinstance(report, dict):
+        raise AgentError(f"{role} report is a JSON {type(report).__name__}, not an object",
+                         path=request.report_file, task_id=request.task_id, turn=request.turn)
+    return report
 
 
 def agent_pid_file(report_file: Path) -> Path:

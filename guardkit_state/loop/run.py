@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import shutil
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from guardkit_state.config import ResolvedConfig, load_config, render_coach_prompt, render_player_role_section
+from guardkit_state.config import ResolvedConfig, load_config
 from guardkit_state.errors import AgentError, GuardkitStateError, InputError, ResumeError
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager, check_base_branch
-from guardkit_state.loop.agents import Agent, TurnRequest, stop_orphaned_agents
+from guardkit_state.loop.agent_turn import AgentRuns, ReadOnlyWatch, TurnBriefing, agent_name, failure_kind
+from guardkit_state.loop.agents import Agent, stop_orphaned_agents
 from guardkit_state.loop.command_line import build_argv
 from guardkit_state.loop.commits import TurnCommits
 from guardkit_state.loop.events import (
@@ -39,11 +41,10 @@ from guardkit_state.loop.events import (
 from guardkit_state.loop.outcome import LoopInterrupted, LoopResult
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
 from guardkit_state.loop.start import fresh_start_refused, preflight
+from guardkit_state.loop.worktree_watch import with_files_from_git
 from guardkit_state.model import Outcome, TurnMode
 from guardkit_state.store.fsio import (
-    atomic_write_text,
     crash_point,
-    ensure_private_dir,
     remove_stale_temp_files,
     validate_task_id,
 )
@@ -57,6 +58,8 @@ from guardkit_state.turns.intake import check_may_continue, checked_max_turns, c
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 from guardkit_state.turns.recorded_history import restore_recorded_history
 from guardkit_state.turns.resume import ResumePoint, resume_point
+from guardkit_state.turns.spend import task_spend
+from guardkit_state.turns.verdicts import VERDICT_WORDS_KEY, describe_verdict_words
 
 log = logging.getLogger("guardkit_state.loop.run")
 
@@ -76,6 +79,10 @@ class LoopOptions:
     index_budget: float = 2.0
     #: Take turns on a completed, cancelled, archived or approved task (refused otherwise).
     reopen: bool = False
+    #: Stop once the agents' reported cost of this task's turns reaches this many USD.
+    max_cost: float | None = None
+    #: The Player goes on with the agent session its previous turn reported (presets that can).
+    continue_session: bool = False
     #: The command line that started the run (without the program name; the CLI passes its own):
     #: an interruption's "continue with" line repeats it. Default: built from the agents' commands.
     argv: tuple[str, ...] | None = None
@@ -84,6 +91,11 @@ class LoopOptions:
         checked_max_turns(self.max_turns)
         checked_timeout(self.turn_timeout)
         checked_timeout(self.index_budget, name="index_budget")
+        cost = self.max_cost
+        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))
+                                 or not math.isfinite(cost) or cost <= 0):
+            raise InputError(f"max_cost must be a finite amount of USD above 0, not {cost!r}",
+                             expected="an amount such as 2.50")
 
 
 def feature_build(
@@ -326,26 +338,55 @@ class _Run:
                 }[record.outcome]
                 self.result.outcome, self.result.reason = record.outcome, reason
                 return
+            stop = self._stop_reason(lifecycle, record)
+            if stop is not None:
+                self._finish(lifecycle, *stop)
+                return
+
+    def _stop_reason(self, lifecycle: TurnLifecycle, record: TurnRecord) -> tuple[Outcome, str] | None:
+        """Why the loop must stop after ``record`` though the Coach may still approve: an agent failure
+        that only repeats (the same twice in a row), or the cost limit reached."""
+        state = record.turn_state
+        kind = failure_kind(state.error or "") if state.failed_role else None
+        if kind is not None:
+            before = lifecycle.previous_turn_state(state.turn_number)
+            if before is not None and before.failed_role == state.failed_role and \
+                    failure_kind(before.error or "") == kind:
+                role = str(state.failed_role).capitalize()
+                return Outcome.AGENT_FAILED, (f"the {role} failed twice in a row ({kind}): "
+                                              f"{' '.join((state.error or '').split())[:300]}")
+        if self.options.max_cost is not None:
+            spent = task_spend(lifecycle.root, self.task_id) or 0.0
+            if spent >= self.options.max_cost:
+                return Outcome.COST_LIMIT_REACHED, (f"--max-cost reached: ${spent:.4f} spent on {self.task_id} "
+                                                    f"(limit ${self.options.max_cost:g})")
+        return None
 
     def _turn(self, lifecycle: TurnLifecycle, checkout: Path, number: int, action: str,
               mode: TurnMode | None) -> TurnRecord:
         active = lifecycle.begin_turn(mode)
         self.turn, self.phase = number, "starting"
         self.emit(TurnStarted(number, active.mode, action))
-        player, coach = self._requests(lifecycle, checkout, number, active.mode)
+        briefing = TurnBriefing(self.config, lifecycle, checkout, number, active.mode, self.options.turn_timeout,
+                                self.git, agent_name(self.player) if self.options.continue_session else None)
+        runs = AgentRuns()
         error: str | None = None
+        failed_role: str | None = None
         try:
-            self._record_reports(lifecycle, number, action, player, coach)
+            self._record_reports(lifecycle, number, action, briefing, runs)
         except (AgentError, InputError) as exc:
-            # An agent that fails, or a report that is invalid, is still a turn: decision "error".
+            # An agent that fails, or a report that is invalid, is still a turn: decision "error",
+            # labelled with the role whose agent or report it was.
             error = _agent_reason(exc)
+            failed_role = self.phase if self.phase in ("player", "coach") else None
             log.warning("turn %d of %s: %s", number, self.task_id, error)
         self._keep_recorded_history(lifecycle, number)
         task = lifecycle.task
         profile = self.config.gate_profile(task.task_type, task.complexity)
         return lifecycle.complete_turn(error=error, gate_profile=profile,
                                        worktree_path=self.worktree_rel if self.managed_worktree else None,
-                                       base_branch=self.base_branch)
+                                       base_branch=self.base_branch, failed_role=failed_role,
+                                       agent_runs=runs.runs)
 
     def _keep_recorded_history(self, lifecycle: TurnLifecycle, number: int) -> None:
         """Undo an agent's edit to the recorded turns or criteria before the turn is written and committed."""
@@ -354,46 +395,41 @@ class _Run:
             self.note(f"turn {number}: an agent changed the recorded history in {lifecycle.task.path.name} "
                       f"({changed}); restored what the loop recorded")
 
-    def _requests(self, lifecycle: TurnLifecycle, checkout: Path, number: int,
-                  mode: TurnMode) -> tuple[TurnRequest, TurnRequest]:
-        """Write the turn's continuation context and Coach prompt; the Player's and Coach's requests."""
-        work = ensure_private_dir(lifecycle.store.work_dir)
-        context_file = lifecycle.store.context_path(number)
-        prompt_file = work / f"coach_prompt_turn_{number}.md"
-        role_section = render_player_role_section(self.config)
-        atomic_write_text(context_file, lifecycle.context_for(number, role_section=role_section))
-        task = lifecycle.task
-        previous = lifecycle.previous_turn_state(number)
-        atomic_write_text(prompt_file, render_coach_prompt(
-            self.config, task_id=self.task_id, title=task.title or self.task_id, task_type=task.task_type,
-            complexity=task.complexity, criteria=task.criteria, previous_turn=previous, turn=number))
-        player = TurnRequest(role="player", task_id=self.task_id, turn=number, mode=mode.value, workdir=checkout,
-                             task_file=task.path, context_file=context_file,
-                             report_file=work / f"player_report_{number}.json", timeout=self.options.turn_timeout)
-        coach = replace(player, role="coach", report_file=work / f"coach_report_{number}.json",
-                        prompt_file=prompt_file, player_report_file=lifecycle.store.path("player_turn", number))
-        return player, coach
-
-    def _record_reports(self, lifecycle: TurnLifecycle, number: int, action: str, player: TurnRequest,
-                        coach: TurnRequest) -> None:
+    def _record_reports(self, lifecycle: TurnLifecycle, number: int, action: str, briefing: TurnBriefing,
+                        runs: AgentRuns) -> None:
         """Record the turn's two reports: each agent's, or the one an interrupted run left on disk."""
         if action == "complete_from_reports":
             self.emit(ReportsReused(number, ("player", "coach")))
             return
+        self.phase = "player"  # from here a failure is the Player's (its briefing included)
+        player = briefing.player_request()
         if action == "rerun_coach" or (
                 action == "rerun_turn" and self._adopt_report(lifecycle, "player", player.report_file, number)):
             self.emit(ReportsReused(number, ("player",)))
+            recorded = lifecycle.store.read_player(number)
         else:
             action = "run_turn"  # a fresh Player report: an earlier Coach report no longer applies
             self._agent_starts(number, "player")
-            lifecycle.record_player(self.player.run(player))
+            report = runs.run("player", self.player, player)
+            if self.git is not None:  # the files the turn changed are git's to say, not the agent's
+                # The task file is the loop's (a copy it made in a worktree is not the Player's work).
+                report = with_files_from_git(report, self.git, briefing.checkout,
+                                             exclude=_inside(lifecycle.task.path, briefing.checkout))
+            recorded = lifecycle.record_player(report)
             crash_point("loop.after_player")
+        self.phase = "coach"
+        coach = briefing.coach_request(player, recorded.headline if recorded is not None else "")
         rerun = action in ("rerun_turn", "rerun_coach")
         if rerun and self._adopt_report(lifecycle, "coach", coach.report_file, number):
             self.emit(ReportsReused(number, ("coach",)))
         else:
             self._agent_starts(number, "coach")
-            lifecycle.record_coach(self.coach.run(coach))
+            watch = ReadOnlyWatch(self.git, briefing.checkout)
+            report = runs.run("coach", self.coach, coach)
+            watch.check(coach)
+            decision = lifecycle.record_coach(report)
+            for line in describe_verdict_words(decision.extra.get(VERDICT_WORDS_KEY) or []):
+                self.note(f"turn {number}: Coach verdict {line}")
 
     def _agent_starts(self, number: int, role: str) -> None:
         self.phase = role
@@ -441,6 +477,12 @@ class _Run:
     def _finish(self, lifecycle: TurnLifecycle, outcome: Outcome, reason: str) -> None:
         lifecycle.mark_outcome(outcome, reason=reason)
         self.result.outcome, self.result.reason = outcome, reason
+
+
+def _inside(path: Path, root: Path) -> tuple[str, ...]:
+    """``path`` relative to ``root`` (posix), as git names it; nothing when it lies outside."""
+    path, root = path.resolve(), root.resolve()
+    return (path.relative_to(root).as_posix(),) if path.is_relative_to(root) else ()
 
 
 def _agent_reason(exc: GuardkitStateError) -> str:

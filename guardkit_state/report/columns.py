@@ -59,6 +59,7 @@ def turn_view(entry: TurnEntry, files: TurnFiles, *, commit: str | None = None,
         error=_first(state.error if state is not None else None),
         source="reports" if files.any else "frontmatter",
         delta=list(delta or []),
+        agent_runs=dict(state.agent_runs) if state is not None else {},
     )
     if view.rationale and view.rationale == view.feedback:
         view.rationale = ""

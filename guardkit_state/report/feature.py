@@ -56,7 +56,8 @@ class FeatureTask:
     def summary(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "wave": self.wave, "status": self.status, "turns": self.turns,
                 "outcome": self.outcome, "merged": self.merged, "merge_commit": self.merge_commit,
-                "blocked_paths": list(self.blocked_paths), "error": self.error}
+                "blocked_paths": list(self.blocked_paths), "error": self.error,
+                "cost_usd": self.report.cost_usd if self.report is not None else None}
 
 
 @dataclass

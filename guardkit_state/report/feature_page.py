@@ -50,6 +50,9 @@ def _header(report: FeatureReport) -> str:
              f"{len(report.tasks)} task(s) in {len(report.waves)} wave(s)" + (f": {told}" if told else ""),
              f"{sum(t.turns for t in report.tasks)} turn(s)",
              f"branch <code>{esc(report.branch)}</code>"]
+    costs = [t.report.cost_usd for t in report.tasks if t.report is not None and t.report.cost_usd is not None]
+    if costs:
+        facts.append(f"agents' cost <b>${sum(costs):.4f}</b>")
     parts = [f"<header>\n<h1><span class=\"mono\">{esc(report.feature_id)}</span> {esc(report.name)}</h1>\n",
              f"<p class=\"facts\">{' · '.join(facts)}</p>\n"]
     if report.next_step:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from guardkit_state.inspect.agent_costs import describe_run
 from guardkit_state.report.style import CSS
 from guardkit_state.report.text import duration, esc, number, one_line, when
 from guardkit_state.report.view import Cell, CriterionRow, Gate, TaskReport, TurnView
@@ -56,6 +57,8 @@ def task_facts(report: TaskReport) -> str:
              f"criteria {esc(report.counts.describe())}"]
     if report.outcome:
         facts.append(f"outcome <b>{esc(report.outcome)}</b>")
+    if report.cost_usd is not None:
+        facts.append(f"agents' cost <b>${report.cost_usd:.4f}</b>")
     parts = [f"<p class=\"facts\">{' · '.join(facts)}</p>\n"]
     if report.stall:
         parts.append(f"<p class=\"next\"><b>stall:</b> {esc(report.stall)}</p>\n")
@@ -85,6 +88,8 @@ def _timeline(turns: Sequence[TurnView], prefix: str = "", heading: str = "h2") 
         ("Coach", [f"<span class=\"badge d-{token(t.decision)}\">{esc(t.decision)}</span>" for t in turns]),
         ("criteria", [_delta(t.delta) for t in turns]),
         ("duration", [esc(duration(t.duration_seconds)) for t in turns]),
+        ("agents", ["<br>".join(f"{esc(role)}: {esc(describe_run(run))}" for role, run in t.agent_runs.items())
+                    or "<span class=\"dim\">—</span>" for t in turns]),
         ("commit", [f"<code>{esc(t.commit[:10])}</code>" if t.commit else "<span class=\"dim\">—</span>"
                     for t in turns]),
         ("gates", [_gates(t.gates) for t in turns]),

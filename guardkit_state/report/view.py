@@ -81,6 +81,8 @@ class TurnView:
     source: str = "reports"
     #: Criteria whose status this turn changed: ``+AC-001`` (went green), ``-AC-002`` (fell back).
     delta: list[str] = field(default_factory=list)
+    #: The turn's agent runs (role -> agent, model, session, cost, tokens, duration).
+    agent_runs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -103,9 +105,17 @@ class TaskReport:
     #: The stall ``show`` reports (the same detector, the same recorded turns), or None.
     stall: str | None = None
 
+    @property
+    def cost_usd(self) -> float | None:
+        """What the agents reported the task's turns cost, or None when none reported a cost."""
+        costs = [run["cost_usd"] for t in self.turns for run in t.agent_runs.values()
+                 if isinstance(run.get("cost_usd"), (int, float)) and not isinstance(run.get("cost_usd"), bool)]
+        return round(sum(costs), 6) if costs else None
+
     def summary(self) -> dict[str, Any]:
         """The report's counts, for ``--json`` and tools."""
         return {
+            "cost_usd": self.cost_usd,
             "task_id": self.task_id,
             "stall": self.stall,
             "turns": len(self.turns),

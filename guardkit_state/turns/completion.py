@@ -85,6 +85,10 @@ class TurnInputs:
     error: str | None = None
     gate_results: list[GateResult] = field(default_factory=list)
     promises_source: int | None = None
+    #: With ``error``: the role whose agent failed.
+    failed_role: str | None = None
+    #: Agent runs the loop measured (role -> run), for a role whose report does not carry its own.
+    agent_runs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,7 @@ def finish_turn(inputs: TurnInputs, completed_at: str) -> FinishedTurn:
         started_at=inputs.started_at, completed_at=completed_at, error=error, gate_results=inputs.gate_results,
         promises_source=inputs.promises_source,
         lacks_promises=player is not None and not player.completion_promises,
+        failed_role=inputs.failed_role, agent_runs=inputs.agent_runs,
     )
     stall = detect_stall([*inputs.history, TurnSignal(number, state.feedback_signature, state.verified_count,
                                                       gate_signature(state.gate_results))])

@@ -28,6 +28,7 @@ from guardkit_state.store.fsio import check_writable
 from guardkit_state.store.jsonio import check_storable
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile, read_settled
+from guardkit_state.turns.verdicts import read_verdict_words
 
 if TYPE_CHECKING:
     from guardkit_state.turns.lifecycle import TurnLifecycle
@@ -93,6 +94,8 @@ def with_ids(data: dict[str, Any], task_id: str, turn: int, *, path: Path | None
                           task_id=task_id, turn=turn, expected="a JSON object")
     plain = check_storable(data, path=path)  # before anything (a lock, the other report) is written
     kind = kind or ("coach_turn" if "decision" in data or "verdict" in data else "player_turn")
+    if kind == "coach_turn":  # a result outside the schema: a listed synonym (kept), else refused
+        data = read_verdict_words(data, path=path, task_id=task_id, turn=turn)
     filled = {"task_id": task_id, "turn": turn, **data}
     return validate_record(kind, filled, path=path, plain=plain)
 
@@ -252,14 +255,22 @@ def check_criterion_ids(task: TaskFile, player: PlayerReport, coach: CoachDecisi
     to ``AC-1`` verified) and the Player told to address work already done. A task whose criteria
     cannot be read from it (none parsed) accepts any id: there is nothing to check against.
     """
+    check_report_criteria(task, player, path=player_path)
+    check_report_criteria(task, coach, path=coach_path)
+
+
+def check_report_criteria(task: TaskFile, report: PlayerReport | CoachDecision, *, path: Path | None = None) -> None:
+    """:func:`check_criterion_ids` for one report (the task loop records them one at a time)."""
     known = [criterion.id for criterion in task.criteria]
     if not known:
         return
     ids = set(known)
-    named = [(f"$.criteria_verification[{i}].criterion_id", v.criterion_id, coach_path, "coach decision")
-             for i, v in enumerate(coach.criteria_verification)]
-    named += [(f"$.completion_promises[{i}].criterion_id", p.criterion_id, player_path, "player report")
-              for i, p in enumerate(player.completion_promises or [])]
+    if isinstance(report, CoachDecision):
+        named = [(f"$.criteria_verification[{i}].criterion_id", v.criterion_id, path, "coach decision")
+                 for i, v in enumerate(report.criteria_verification)]
+    else:
+        named = [(f"$.completion_promises[{i}].criterion_id", p.criterion_id, path, "player report")
+                 for i, p in enumerate(report.completion_promises or [])]
     for pointer, cid, path, what in named:
         if cid not in ids:
             listed = ", ".join(known)
@@ -403,6 +414,7 @@ def _stored(store: TurnStore, kind: str, number: int) -> dict[str, Any] | None:
 
 
 __all__ = ["DEFAULT_MAX_TURNS", "TERMINAL_STATUSES", "CheckedReport", "IncomingTurn", "check_may_continue",
-           "check_report", "check_task_writable", "check_turn_history", "checked_max_turns", "checked_timeout",
+           "check_report", "check_report_criteria", "check_task_writable", "check_turn_history",
+           "checked_max_turns", "checked_timeout",
            "closed_reason", "looks_half_saved", "named_turn", "read_task_settled", "require_valid", "turn_budget",
            "with_ids"]

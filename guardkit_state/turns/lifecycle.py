@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -44,6 +44,7 @@ from guardkit_state.turns.intake import (
     IncomingTurn,
     check_may_continue,
     check_report,
+    check_report_criteria,
     check_task_writable,
     check_turn_history,
     checked_max_turns,
@@ -192,6 +193,8 @@ class TurnLifecycle(TurnView):
             self._check_ids(report.task_id, report.turn, number, what)  # before its schema, as always
         checked = check_report(kind, cls, report, self.task_id, number)
         self._check_ids(checked.record.task_id, checked.record.turn, number, what)
+        # As `record` does: a verdict or promise on a criterion the task does not have is refused.
+        check_report_criteria(self.task, checked.record)
         return require_valid(checked, path=self.store.path(kind, number))
 
     def _write_report(self, report: CheckedReport[R], what: str) -> R:
@@ -218,6 +221,8 @@ class TurnLifecycle(TurnView):
         gate_profile: GateProfile | None = None,
         worktree_path: str | None = None,
         base_branch: str | None = None,
+        failed_role: str | None = None,
+        agent_runs: dict[str, dict[str, Any]] | None = None,
     ) -> TurnRecord:
         """Assemble the turn state, write it, and append the turn to the frontmatter.
 
@@ -225,9 +230,11 @@ class TurnLifecycle(TurnView):
         ``error`` the turn is recorded with decision ``error`` (an agent failed) and the reason.
         With ``gate_profile`` the turn's measurements are judged against its thresholds; a Coach
         approval with a failed required gate is recorded as feedback naming the gate.
+        ``failed_role`` names the agent behind ``error``; ``agent_runs`` are runs the caller measured.
         """
         active = self._require_active()
-        inputs = self._turn_inputs(active, error, gate_profile)
+        inputs = replace(self._turn_inputs(active, error, gate_profile), failed_role=failed_role,
+                         agent_runs=dict(agent_runs or {}))
         finished = finish_turn(inputs, utc_now())
         where = Placement(self.task.state_key or STATE_KEY, self.task.state, self.max_turns,
                           active.started_at, worktree_path, base_branch)

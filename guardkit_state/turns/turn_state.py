@@ -17,6 +17,7 @@ from guardkit_state.model import CoachDecision, GateResult, PlayerReport, TurnMo
 from guardkit_state.turns.ledger import CriteriaLedger
 from guardkit_state.turns.promises import SOURCE_KEY, source_name
 from guardkit_state.turns.stall import feedback_signature
+from guardkit_state.turns.verdicts import VERDICT_WORDS_KEY
 
 _COACH_TO_STATE = {"approve": "approved", "feedback": "feedback", "reject": "rejected", "error": "error"}
 
@@ -69,7 +70,9 @@ def apply_gate_verdict(coach: CoachDecision | None, gates: list[GateResult]) -> 
     failed = [g for g in gates if g.required and g.passed is False]
     text = "; ".join(f"quality gate {g.gate} failed: {g.actual} vs threshold {g.threshold} ({g.source})"
                      for g in failed)
-    return replace(coach, decision="feedback", feedback=text, extra={**coach.extra, "gate_override": True})
+    line = "approval overturned by " + "; ".join(
+        f"quality gate {g.gate} ({g.actual} vs threshold {g.threshold})" for g in failed)
+    return replace(coach, decision="feedback", feedback=text, extra={**coach.extra, GATE_OVERRIDE_KEY: line})
 
 
 def assemble_turn_state(
@@ -88,12 +91,16 @@ def assemble_turn_state(
     gate_results: Sequence[GateResult] = (),
     promises_source: int | None = None,
     lacks_promises: bool = False,
+    failed_role: str | None = None,
+    agent_runs: dict[str, dict[str, Any]] | None = None,
 ) -> TurnState:
     """Build the full TurnState from the reports and the ledger (pure).
 
     ``promises_source`` is the earlier turn whose Player report's promises stand for this turn's;
     ``lacks_promises`` says this turn's Player left them out, which the turn state then records
     even when no earlier report has any (the next turn looks no further back than this one).
+    ``failed_role`` names the agent that failed (with ``error``); ``agent_runs`` are the runs the
+    loop measured itself (a failed agent has no report to carry its run).
     """
     measured = turn_measurements(player, coach)
     coach_decision = "error" if error or coach is None else _COACH_TO_STATE[coach.decision]
@@ -130,8 +137,50 @@ def assemble_turn_state(
         verified_count=ledger.verified_count,
         gate_results=[g.to_dict() for g in gate_results],
         error=error,
+        coach_issues=[] if error else _issues(coach),
+        criteria_notes={} if error or coach is None else
+        {c.criterion_id: c.notes for c in coach.criteria_verification if c.notes.strip()},
+        agent_runs=_agent_runs(player, None if error else coach, agent_runs),
+        failed_role=failed_role if error else None,
+        verdict_words=[dict(w) for w in coach.extra.get(VERDICT_WORDS_KEY) or [] if isinstance(w, dict)]
+        if coach and not error else [],
+        gate_override=coach.extra.get(GATE_OVERRIDE_KEY) if coach and not error else None,
         extra=extra,
     )
+
+
+#: The key of a report's own run (agent, model, session, cost, tokens, duration), set by the loop.
+AGENT_RUN_KEY = "agent_run"
+#: The key of the Coach report's approval overturned by a quality gate (its one-line reason).
+GATE_OVERRIDE_KEY = "gate_override"
+_ISSUE_KEYS = ("description", "suggestion", "severity", "category", "location", "file", "line")
+
+
+def _issues(coach: CoachDecision | None) -> list[dict[str, Any]]:
+    """The Coach's issues as the next turn needs them: a description (never empty) and its details."""
+    issues: list[dict[str, Any]] = []
+    for item in coach.issues if coach else []:
+        if not isinstance(item, dict):
+            continue
+        kept = {k: item[k] for k in _ISSUE_KEYS if item.get(k) not in (None, "")}
+        description = kept.get("description") or item.get("message") or item.get("title")
+        if not description:
+            continue
+        kept["description"] = str(description)
+        issues.append(kept)
+    return issues
+
+
+def _agent_runs(player: PlayerReport | None, coach: CoachDecision | None,
+                measured: dict[str, dict[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    runs: dict[str, dict[str, Any]] = {}
+    for role, report in (("player", player), ("coach", coach)):
+        run = report.extra.get(AGENT_RUN_KEY) if report is not None else None
+        if isinstance(run, dict):
+            runs[role] = dict(run)
+    for role, run in (measured or {}).items():
+        runs.setdefault(role, dict(run))
+    return runs
 
 
 def _blockers(player: PlayerReport | None, coach: CoachDecision | None) -> list[str]:
@@ -175,4 +224,5 @@ def _files(player: PlayerReport | None) -> list[str]:
     return files
 
 
-__all__ = ["apply_gate_verdict", "assemble_turn_state", "gate_inputs", "turn_measurements"]
+__all__ = ["AGENT_RUN_KEY", "GATE_OVERRIDE_KEY", "apply_gate_verdict",
+           "assemble_turn_state", "gate_inputs", "turn_measurements"]

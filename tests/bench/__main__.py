@@ -7,6 +7,7 @@ Usage::
     python -m tests.bench --only record,resume --repeat 25
     python -m tests.bench --only record        # just recording turns (with and without promises)
     python -m tests.bench --only feature       # feature-build: parallel tasks, orchestration overhead
+    python -m tests.bench --only agents        # a loop with agent presets beside plain scripted agents
     python -m tests.bench --only mcp --repeat 10  # a warm MCP tool call beside the CLI
 
 Every number is a median over repeated runs after warm-up; ratios are against the floor (the same
@@ -29,7 +30,7 @@ from . import bench_status, bench_turns
 from .common import machine
 from .report import render_table
 
-CASES = ("record", "resume", "storage", "status", "startup", "git", "index", "feature", "mcp", "first_hour")
+CASES = ("record", "resume", "storage", "status", "startup", "git", "index", "feature", "mcp", "agents", "first_hour")
 
 
 def _corpus() -> Path | None:
@@ -116,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     case("git", lambda: _git(3 if quick else 20))
     case("index", lambda: _index(results["notes"]))
     case("feature", lambda: _feature(quick))
+    case("agents", lambda: _agents(quick))
     case("mcp", lambda: _mcp(repeat, args.status_files or (200 if quick else None), corpus))
     case("first_hour", lambda: _first_hour(quick, corpus))
 
@@ -137,6 +139,12 @@ def _git(repeat: int) -> dict[str, Any]:
     from . import bench_git
 
     return bench_git.run(repeat)
+
+
+def _agents(quick: bool) -> dict[str, Any]:
+    from . import bench_agents
+
+    return bench_agents.run(repeat=1 if quick else 9)
 
 
 def _feature(quick: bool) -> dict[str, Any]:

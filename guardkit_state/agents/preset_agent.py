@@ -1,0 +1,126 @@
+"""A coding CLI as a Player or Coach, run from its preset: argv built, output read into an envelope.
+
+The report comes from the agent's schema-enforced structured output where its CLI has one, else
+from the report file, else from the JSON in its answer; the loop then validates it against
+``schemas/`` (and, for a Player, takes its files changed from git). An envelope that says
+``is_error`` is an error even after exit 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from guardkit_state.agents.envelope import AgentEnvelope, read_envelope, report_in_text
+from guardkit_state.agents.presets import AgentPreset, is_preset_name, load_presets
+from guardkit_state.errors import AgentError
+from guardkit_state.loop.agents import Agent, CommandAgent, TurnRequest, read_report_file, run_agent_process
+from guardkit_state.turns.turn_state import AGENT_RUN_KEY
+
+#: How much of an agent's own error text is quoted in the turn's reason.
+ERROR_CHARS = 300
+
+
+class PresetAgent:
+    """Runs one preset for one role per turn; ``last_run`` is its latest run as the turn state keeps it."""
+
+    def __init__(self, preset: AgentPreset) -> None:
+        self.preset = preset
+        self.name = preset.name
+        self.last_run: dict[str, Any] | None = None
+        self.last_envelope: AgentEnvelope | None = None
+
+    def argv(self, request: TurnRequest, *, prompt: str, log_file: Path) -> list[str]:
+        """The command line for ``request`` (placeholders filled, role and schema arguments in place)."""
+        schema_text = request.schema_file.read_text(encoding="utf-8") if request.schema_file else ""
+        values = {"prompt": prompt, "prompt_file": str(request.prompt_file or ""), "schema": schema_text,
+                  "schema_file": str(request.schema_file or ""), "report_file": str(request.report_file),
+                  "workdir": str(request.workdir), "log_file": str(log_file),
+                  "session_id": request.session_id or ""}
+        argv: list[str] = []
+        for word in self.preset.command:
+            if word == "{role_args}":
+                argv.extend(self.preset.role_args.get(request.role, ()))
+            elif word == "{schema_args}":
+                if request.schema_file is not None:
+                    argv.extend(self.preset.schema_args)
+            elif word == "{continue_args}":
+                if request.session_id:
+                    argv.extend(self.preset.continue_args)
+            else:
+                argv.append(word)
+        return [_fill(word, values) for word in argv]
+
+    def run(self, request: TurnRequest) -> dict[str, Any]:
+        role = request.role.capitalize()
+        with contextlib.suppress(FileNotFoundError):
+            request.report_file.unlink()  # a stale report from an interrupted run must not count
+        prompt = request.prompt_file.read_text(encoding="utf-8") if request.prompt_file else ""
+        log_file = request.report_file.with_name(f"{request.role}_agent_log_{request.turn}.jsonl")
+        with contextlib.suppress(FileNotFoundError):
+            log_file.unlink()
+        argv = self.argv(request, prompt=prompt, log_file=log_file)
+        started = time.monotonic()
+        self.last_run = {"agent": self.name}  # what is known should it not start
+        returncode, stdout, stderr = run_agent_process(
+            argv, request, stdin=prompt.encode("utf-8") if self.preset.stdin_prompt else None)
+        duration = time.monotonic() - started
+        log_text = log_file.read_text(encoding="utf-8", errors="replace") if log_file.is_file() else ""
+        envelope = read_envelope(self.preset, stdout.decode("utf-8", "replace"), log_text=log_text)
+        self.last_envelope = envelope
+        self.last_run = envelope.run_record(self.name, duration) if envelope is not None else \
+            {"agent": self.name, "duration_seconds": round(duration, 3)}
+        where = f"{role} ({self.name})"
+        if envelope is not None and envelope.is_error:
+            told = envelope.error or envelope.result or "no message"
+            kind = f" ({envelope.subtype})" if envelope.subtype and envelope.subtype != "success" else ""
+            exit_note = " (exit 0)" if returncode == 0 else f" (exit {returncode})"
+            raise AgentError(f"{where} reported an error{kind}{exit_note}: {_one_line(told)}",
+                             task_id=request.task_id, turn=request.turn)
+        if returncode != 0:
+            tail = _one_line(stderr.decode("utf-8", "replace")) or _one_line(stdout.decode("utf-8", "replace"))
+            raise AgentError(f"{where} exited with status {returncode}" + (f": {tail}" if tail else ""),
+                             task_id=request.task_id, turn=request.turn)
+        report = self._report(request, envelope, stdout.decode("utf-8", "replace"))
+        report[AGENT_RUN_KEY] = self.last_run
+        return report
+
+    def _report(self, request: TurnRequest, envelope: AgentEnvelope | None, stdout: str) -> dict[str, Any]:
+        role = request.role.capitalize()
+        if envelope is not None and envelope.structured is not None:
+            return dict(envelope.structured)
+        if request.report_file.is_file():
+            return read_report_file(request)
+        text = envelope.result if envelope is not None else stdout
+        report = report_in_text(text)
+        if report is None:
+            raise AgentError(f"{role} ({self.name}) gave no report: no structured output, no "
+                             f"{request.report_file.name} and no JSON object in its answer "
+                             f"({_one_line(text)[:120] or 'empty'})", task_id=request.task_id, turn=request.turn,
+                             expected="the report of the output contract")
+        return report
+
+
+def _fill(word: str, values: Mapping[str, str]) -> str:
+    # Only the known placeholders are replaced: braces in a user's argument stay as written.
+    for key, value in values.items():
+        word = word.replace("{" + key + "}", value)
+    return word
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:ERROR_CHARS]
+
+
+def agent_for(spec: str, repo_root: Path | None = None) -> Agent:
+    """The agent ``spec`` names: a preset (``claude``, ``codex``, ...), else a shell command."""
+    presets = load_presets(repo_root)
+    if is_preset_name(spec, presets):
+        return PresetAgent(presets[spec])
+    return CommandAgent(spec)
+
+
+__all__ = ["PresetAgent", "agent_for"]

@@ -1,0 +1,181 @@
+"""One turn's agents: their briefing files, their runs (timed, labelled), and the Coach kept read-only.
+
+The loop (``loop/run.py``) asks this module for the Player's and the Coach's requests, with every
+file an agent reads written first: its whole prompt (``GUARDKIT_PROMPT_FILE``), the continuation
+context, the criteria as JSON (``GUARDKIT_CRITERIA_FILE``), the strict schema of its report
+(``GUARDKIT_SCHEMA_FILE``) and, for the Coach, the turn's diff (``GUARDKIT_DIFF_FILE``). A run is
+timed and its failure labelled with the role and, when it is one, the kind of failure that would
+only repeat (a missing binary, authentication, quota).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from guardkit_state.config import ResolvedConfig, render_coach_prompt, render_player_role_section
+from guardkit_state.config.prompt import render_gates_section
+from guardkit_state.errors import AgentError
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.loop.agents import Agent, TurnRequest
+from guardkit_state.loop.briefing import (
+    coach_output_schema,
+    coach_prompt,
+    criteria_document,
+    player_output_schema,
+    player_prompt,
+)
+from guardkit_state.loop.worktree_watch import changed_between, fingerprint, turn_diff
+from guardkit_state.model import TurnMode
+from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir
+from guardkit_state.turns.context import must_address_lines
+from guardkit_state.turns.lifecycle import TurnLifecycle
+
+#: Kinds of agent failure that a retry cannot fix: the same one twice in a row stops the loop.
+#: Matched (case-insensitive) in the failure's reason, which quotes the agent's own error.
+FAILURE_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("missing binary", re.compile(r"status 127\b|command not found", re.I)),
+    ("authentication", re.compile(r"invalid api key|api key not valid|incorrect api key|authenticat|"
+                                  r"unauthori[sz]ed|\b401\b|not logged in|please (run )?/?login", re.I)),
+    ("quota", re.compile(r"quota|rate.?limit|\b429\b|usage limit|credit balance|insufficient.?(funds|credit)|"
+                         r"resource.?exhausted", re.I)),
+)
+
+
+def failure_kind(reason: str) -> str | None:
+    """``missing binary``, ``authentication``, ``quota``, or None for a failure a retry may fix."""
+    return next((kind for kind, pattern in FAILURE_KINDS if pattern.search(reason)), None)
+
+
+@dataclass
+class AgentRuns:
+    """The runs of one turn's agents, as the turn state keeps them (role -> run)."""
+
+    runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def run(self, role: str, agent: Agent, request: TurnRequest) -> dict[str, Any]:
+        """Run ``agent``; its report, with its run (agent, model, session, cost, tokens, time) kept."""
+        started = time.monotonic()
+        try:
+            report = agent.run(request)
+        finally:
+            told = getattr(agent, "last_run", None)
+            run: dict[str, Any] = dict(told) if isinstance(told, dict) else {"agent": agent_name(agent)}
+            run.setdefault("duration_seconds", round(time.monotonic() - started, 3))
+            self.runs[role] = run
+        return report
+
+
+def agent_name(agent: Agent) -> str:
+    """How a run names its agent: a preset's name, a command's first word, a callable's name."""
+    name = getattr(agent, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    command = getattr(agent, "command", None)
+    if isinstance(command, str) and command.split():
+        return Path(command.split()[0]).name
+    return type(agent).__name__
+
+
+@dataclass
+class TurnBriefing:
+    """Writes what one turn's agents read, and builds their requests."""
+
+    config: ResolvedConfig
+    lifecycle: TurnLifecycle
+    checkout: Path
+    number: int
+    mode: TurnMode
+    timeout: float | None
+    git: GitRepo | None
+    #: Set (the Player's agent name) to go on with the session its previous turn's run reported.
+    continue_agent: str | None = None
+
+    def __post_init__(self) -> None:
+        self.work = ensure_private_dir(self.lifecycle.store.work_dir)
+        task = self.lifecycle.task
+        self.previous = self.lifecycle.previous_turn_state(self.number)
+        self.statuses = self.lifecycle.history.ledger_before(self.number).statuses()
+        self.ids = [c.id for c in task.criteria]
+        self.title = task.title or task.task_id
+
+    def _write(self, name: str, text: str) -> Path:
+        path = self.work / name
+        atomic_write_text(path, text)
+        return path
+
+    def player_request(self) -> TurnRequest:
+        """The continuation context, criteria, schema and prompt written; the Player's request."""
+        lifecycle, n, task = self.lifecycle, self.number, self.lifecycle.task
+        context = lifecycle.context_for(n, role_section=render_player_role_section(self.config))
+        context_file = lifecycle.store.context_path(n)
+        atomic_write_text(context_file, context)
+        criteria_file = self._write(f"criteria_turn_{n}.json", json.dumps(
+            criteria_document(task.task_id, task.criteria, self.statuses), indent=2, ensure_ascii=False) + "\n")
+        report_file = self.work / f"player_report_{n}.json"
+        schema_file = self._write(f"player_schema_turn_{n}.json",
+                                  json.dumps(player_output_schema(self.ids), indent=2) + "\n")
+        lookup = self.config.lookup_gate_profile(task.task_type, task.complexity)
+        gates = render_gates_section(lookup.profile, task_type=lookup.task_type, complexity=lookup.complexity,
+                                     warnings=lookup.warnings, requested_task_type=task.task_type)
+        prompt_file = self._write(f"player_prompt_turn_{n}.md", player_prompt(
+            task_id=task.task_id, title=self.title, body=task.body, turn=n, mode=self.mode.value,
+            criteria=task.criteria, statuses=self.statuses, context=context, gates=gates,
+            report_file=str(report_file)))
+        return TurnRequest(role="player", task_id=task.task_id, turn=n, mode=self.mode.value, workdir=self.checkout,
+                           task_file=task.path, context_file=context_file, report_file=report_file,
+                           prompt_file=prompt_file, timeout=self.timeout, criteria_file=criteria_file,
+                           schema_file=schema_file, session_id=self._session_to_continue())
+
+    def _session_to_continue(self) -> str | None:
+        """The session the same Player agent reported in the previous turn (kept in its turn state)."""
+        if self.continue_agent is None or self.previous is None:
+            return None
+        run = self.previous.agent_runs.get("player") or {}
+        session = run.get("session_id")
+        return session if run.get("agent") == self.continue_agent and isinstance(session, str) and session else None
+
+    def coach_request(self, player: TurnRequest, player_summary: str) -> TurnRequest:
+        """The diff, schema and prompt written (after the Player ran); the Coach's request."""
+        lifecycle, n, task = self.lifecycle, self.number, self.lifecycle.task
+        diff = turn_diff(self.git, self.checkout) if self.git is not None else ""
+        diff_file = self._write(f"diff_turn_{n}.diff", diff)
+        report_file = self.work / f"coach_report_{n}.json"
+        schema_file = self._write(f"coach_schema_turn_{n}.json",
+                                  json.dumps(coach_output_schema(self.ids), indent=2) + "\n")
+        sections = render_coach_prompt(
+            self.config, task_id=task.task_id, title=self.title, task_type=task.task_type,
+            complexity=task.complexity, criteria=task.criteria, previous_turn=self.previous, turn=n)
+        must = must_address_lines(self.previous) if self.previous is not None else []
+        prompt_file = self._write(f"coach_prompt_turn_{n}.md", coach_prompt(
+            coach_sections=sections, task_id=task.task_id, title=self.title, body=task.body, turn=n,
+            criteria=task.criteria, must_address=must, player_summary=player_summary, diff=diff,
+            report_file=str(report_file)))
+        return replace(player, role="coach", report_file=report_file, prompt_file=prompt_file,
+                       player_report_file=lifecycle.store.path("player_turn", n), schema_file=schema_file,
+                       diff_file=diff_file, session_id=None)
+
+
+class ReadOnlyWatch:
+    """Proves a Coach left the worktree as it found it (outside the loop's own ``.guardkit/``)."""
+
+    def __init__(self, git: GitRepo | None, checkout: Path) -> None:
+        self.git, self.checkout = git, checkout
+        self.before = fingerprint(git, checkout) if git is not None else {}
+
+    def check(self, request: TurnRequest) -> None:
+        """Raise :class:`AgentError` naming the files the Coach changed, if it changed any."""
+        if self.git is None:
+            return
+        changed = changed_between(self.before, fingerprint(self.git, self.checkout))
+        if changed:
+            shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+            raise AgentError(f"Coach changed the worktree, which it must only read: {shown}",
+                             task_id=request.task_id, turn=request.turn)
+
+
+__all__ = ["FAILURE_KINDS", "AgentRuns", "ReadOnlyWatch", "TurnBriefing", "agent_name", "failure_kind"]

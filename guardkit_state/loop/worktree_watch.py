@@ -1,0 +1,108 @@
+"""What an agent did to the worktree, read from git rather than from the agent's own claims.
+
+Three questions, each answered by ``git status``/``git diff`` in the checkout, leaving the loop's own
+files (``.guardkit/``) out: which files the Player changed this turn (since the last commit), the
+turn's diff for the Coach, and whether the Coach changed anything (a fingerprint taken before and
+after it ran: paths, their status and their bytes' hash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from guardkit_state.git.parse import StatusEntry
+from guardkit_state.git.repo import GitRepo
+
+#: The loop's own directory: its files change during a turn by design.
+OWN_DIR = ".guardkit/"
+#: What running a project's tests or linters leaves behind (a Coach runs them): not a change of the
+#: work. A folder named so anywhere in a path, or a file with one of these names or suffixes.
+CACHE_DIRS = frozenset(("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox",
+                        ".nox", ".cache", ".coverage_html", "htmlcov"))
+CACHE_FILES = frozenset((".coverage", "coverage.xml"))
+CACHE_SUFFIXES = (".pyc", ".pyo")
+
+
+def is_cache(path: str) -> bool:
+    """True for a path that tests or linters write (``docs/agents.md``): not the agent's work."""
+    parts = path.rstrip("/").split("/")
+    return (any(part in CACHE_DIRS for part in parts[:-1]) or parts[-1] in CACHE_DIRS
+            or parts[-1] in CACHE_FILES or parts[-1].startswith(".coverage.") or parts[-1].endswith(CACHE_SUFFIXES))
+
+
+def _changes(git: GitRepo, cwd: Path) -> list[StatusEntry]:
+    return [e for e in git.status(cwd=cwd) if not e.path.startswith(OWN_DIR) and not is_cache(e.path)]
+
+
+@dataclass(frozen=True)
+class ChangedFiles:
+    """Files changed since the last commit: created (untracked or added) and modified (or deleted)."""
+
+    created: list[str]
+    modified: list[str]
+
+
+def changed_files(git: GitRepo, cwd: Path, *, exclude: Collection[str] = ()) -> ChangedFiles:
+    """The files changed in ``cwd``'s checkout since HEAD, outside ``.guardkit/`` and ``exclude``."""
+    created: list[str] = []
+    modified: list[str] = []
+    for entry in _changes(git, cwd):
+        if entry.path in exclude:
+            continue
+        (created if entry.code.strip() in ("??", "A", "AM") else modified).append(entry.path)
+    return ChangedFiles(sorted(created), sorted(modified))
+
+
+def with_files_from_git(report: dict[str, Any], git: GitRepo, cwd: Path, *,
+                        exclude: Collection[str] = ()) -> dict[str, Any]:
+    """A Player's report with its files as git sees them; what it claimed is kept as ``claimed_files``
+    when it differs (a report that is not an object is left for the schema to refuse). ``exclude``:
+    paths the loop itself wrote (the task file copied into a worktree)."""
+    if not isinstance(report, dict):
+        return report
+    truth = changed_files(git, cwd, exclude=exclude)
+    seen = {"files_created": truth.created, "files_modified": truth.modified}
+    claimed = {"files_created": report.get("files_created"), "files_modified": report.get("files_modified")}
+    out = {**report, **seen}
+    if claimed != seen:
+        out["claimed_files"] = claimed
+    return out
+
+
+def turn_diff(git: GitRepo, cwd: Path) -> str:
+    """The worktree's changes since HEAD as one diff: tracked files, then each new file in full."""
+    exclude = f":(exclude){OWN_DIR}"
+    status, out, _ = git.run("diff", "--no-color", "--no-ext-diff", "HEAD", "--", ".", exclude, cwd=cwd, check=False)
+    parts = [out.decode("utf-8", "replace")] if status == 0 else []
+    for entry in _changes(git, cwd):
+        if entry.code.strip() == "??":
+            _, new, _ = git.run("diff", "--no-color", "--no-index", "--", "/dev/null", entry.path, cwd=cwd,
+                                check=False)  # exit 1 means "differs", as it always does here
+            parts.append(new.decode("utf-8", "replace"))
+    return "".join(parts)
+
+
+def fingerprint(git: GitRepo, cwd: Path) -> dict[str, str]:
+    """Each changed path outside ``.guardkit/`` -> its status and the hash of its bytes now."""
+    prints: dict[str, str] = {}
+    for entry in _changes(git, cwd):
+        path = cwd / entry.path
+        try:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "-"
+        except OSError:
+            digest = "?"
+        prints[entry.path] = f"{entry.code} {digest}"
+    return prints
+
+
+def changed_between(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """The paths whose fingerprint differs (created, changed again, reverted or deleted)."""
+    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+
+
+__all__ = ["CACHE_DIRS", "CACHE_FILES", "CACHE_SUFFIXES", "OWN_DIR", "ChangedFiles", "changed_between", "changed_files",
+           "fingerprint", "is_cache", "turn_diff", "with_files_from_git"]

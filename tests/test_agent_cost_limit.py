@@ -1,0 +1,60 @@
+"""``--max-cost``: a task's or a feature's loop stops cleanly once its agents have reported that much."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .agent_fakes import BODY, REL, TASK, fakes, run_cli
+from .feature_support import FEATURE_ID, TaskSpec, make_feature
+from .guardkit_fixtures import make_repo
+
+__all__ = ["fakes"]  # the fixture, shared
+
+
+def test_a_task_stops_once_its_agents_cost_the_limit(tmp_path: Path, fakes: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", "claude", "--coach", "claude", "--max-cost", "0.02")
+    assert run.returncode == 1, run.stdout + run.stderr
+    # One turn of two Claude runs at $0.0125 each: over the limit after turn 1, before turn 2 starts.
+    assert f"{TASK}: cost_limit_reached — --max-cost reached: $0.0250 spent on {TASK} (limit $0.02)" in run.stdout
+    shown = json.loads(run_cli(root, fakes, "show", TASK, "--json").stdout)
+    assert len(shown["turns"]) == 1 and shown["outcome"] == "cost_limit_reached"
+    assert shown["cost"]["total_usd"] == 0.025
+    [row] = [r for r in json.loads(run_cli(root, fakes, "status", "--json").stdout) if r["task_id"] == TASK]
+    assert row["cost_usd"] == 0.025
+    assert "$0.0250" in run_cli(root, fakes, "status").stdout
+
+
+def test_a_bad_limit_is_refused_before_anything_runs(tmp_path: Path, fakes: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", "claude", "--coach", "claude", "--max-cost", "-1")
+    assert run.returncode == 2
+    assert "--max-cost: must be an amount of USD above 0" in run.stderr
+    assert not (root / ".guardkit" / "worktrees").exists()
+
+
+def test_a_feature_stops_before_the_wave_after_its_limit(tmp_path: Path, fakes: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-1"), TaskSpec("TASK-FB-2", dependencies=["TASK-FB-1"])])
+    run = run_cli(project.root, fakes, "feature-build", FEATURE_ID, "--player", "claude", "--coach", "claude",
+                  "--max-cost", "0.03")
+    assert run.returncode == 1, run.stdout + run.stderr
+    # TASK-FB-1 took two turns ($0.05, approved in its second): the next wave does not start.
+    assert f"--max-cost reached: $0.0500 spent on {FEATURE_ID} (limit $0.03)" in run.stdout + run.stderr
+    assert not (project.root / ".guardkit" / "worktrees" / "TASK-FB-2").exists()
+    # The feature's page and its --json say what each task cost, and the total.
+    page = run_cli(project.root, fakes, "report", FEATURE_ID, "--output", str(tmp_path / "f.html"))
+    assert page.returncode == 0, page.stderr
+    assert "agents' cost <b>$0.0500</b>" in (tmp_path / "f.html").read_text()
+    tasks = json.loads(run_cli(project.root, fakes, "report", FEATURE_ID, "--json").stdout)["tasks"]
+    assert [t["cost_usd"] for t in tasks] == [0.05, None]
+
+
+def test_a_feature_task_whose_agent_fails_twice_is_failed_with_its_reason(tmp_path: Path, fakes: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-1")])
+    run = run_cli(project.root, fakes, "feature-build", FEATURE_ID, "--player", "claude", "--coach", "codex",
+                  "--json", FAKE_FAIL="auth", FAKE_FAIL_ROLE="player")
+    assert run.returncode == 1, run.stdout + run.stderr
+    [task] = json.loads(run.stdout)["tasks"]
+    assert (task["status"], task["outcome"]) == ("failed", "agent_failed")
+    assert "the Player failed twice in a row (authentication)" in task["reason"]

@@ -1,0 +1,155 @@
+"""Every preset runs a whole loop against faithful fakes on PATH: real subprocesses, real git.
+
+``feature-build TASK --player claude --coach codex`` (and each preset as Player and as Coach): turn 1
+feedback, turn 2 approval; a Ctrl-C in the middle and ``--resume``; the fakes' cost, tokens and
+session in the turn state and in ``show --json``; errors reported as the CLIs report them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .agent_fakes import BODY, REL, TASK, fakes, run_cli
+from .guardkit_fixtures import make_repo
+
+__all__ = ["fakes"]  # the fixture, shared
+
+def _store(root: Path) -> Path:
+    return root / ".guardkit" / "worktrees" / TASK / ".guardkit" / "autobuild" / TASK
+
+
+def _turn_state(root: Path, n: int) -> dict[str, object]:
+    return json.loads((_store(root) / f"turn_state_turn_{n}.json").read_text())  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(("player", "coach"), [("claude", "codex"), ("codex", "claude"), ("gemini", "aider"),
+                                               ("aider", "gemini")])
+def test_a_whole_loop_with_presets(tmp_path: Path, fakes: Path, player: str, coach: str) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", player, "--coach", coach)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"{TASK}: approved" in run.stdout
+
+    first, second = _turn_state(root, 1), _turn_state(root, 2)
+    assert (first["coach_decision"], second["coach_decision"]) == ("feedback", "approved")
+    assert first["coach_issues"] == [{"description": "AC-002 is not tested", "suggestion": "add a test for AC-002",
+                                      "severity": "must_fix", "category": "testing"}]
+    runs = first["agent_runs"]
+    assert isinstance(runs, dict)
+    assert (runs["player"]["agent"], runs["coach"]["agent"]) == (player, coach)
+    expected_cost = {"claude": 0.0125, "aider": 0.0031, "codex": None, "gemini": None}
+    assert runs["player"]["cost_usd"] == expected_cost[player]
+    assert runs["coach"]["cost_usd"] == expected_cost[coach]
+    tokens = {"claude": (1200, 340), "codex": (5120, 610), "gemini": (2493, 120), "aider": (3000, 200)}
+    assert (runs["player"]["tokens_in"], runs["player"]["tokens_out"]) == tokens[player]
+    # The Player's files are git's truth, not its claim (claimed_1.py does not exist).
+    report = json.loads((_store(root) / "player_turn_1.json").read_text())
+    assert report["files_created"] == ["impl_1.py"]
+    assert report["claimed_files"]["files_created"] == ["claimed_1.py"]
+    # Turn 2's Player was told what turn 1's Coach found.
+    prompt = (_store(root) / ".work" / "player_prompt_turn_2.md").read_text()
+    assert "AC-002 is not tested — suggestion: add a test for AC-002" in prompt
+
+
+@pytest.mark.parametrize(("player", "coach", "cost"), [("claude", "codex", 0.025), ("codex", "claude", 0.025),
+                                                       ("gemini", "aider", 0.0062), ("aider", "gemini", 0.0062)])
+def test_ctrl_c_in_the_middle_then_resume(tmp_path: Path, fakes: Path, player: str, coach: str, cost: float) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    log = tmp_path / "log"
+    log.mkdir()
+    stopped = run_cli(root, fakes, "feature-build", TASK, "--player", player, "--coach", coach,
+                      FAKE_INTERRUPT="player:2", FAKE_LOG=str(log))
+    assert stopped.returncode == 130, stopped.stdout + stopped.stderr
+    assert "interrupted during turn 2 (player)" in stopped.stderr
+    resumed = run_cli(root, fakes, "feature-build", TASK, "--player", player, "--coach", coach, "--resume",
+                      FAKE_LOG=str(log))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    calls = (log / "calls").read_text().splitlines()
+    assert calls == [f"{player} player 1", f"{coach} coach 1", f"{player} player 2", f"{player} player 2",
+                     f"{coach} coach 2"]
+
+    # The cost the fakes reported (Claude's total_cost_usd, aider's analytics log) in show --json and the page.
+    shown = json.loads(run_cli(root, fakes, "show", TASK, "--json").stdout)
+    assert [t["decision"] for t in shown["turns"]] == ["feedback", "approve"]
+    assert shown["cost"]["total_usd"] == pytest.approx(cost)
+    assert [t["runs"]["player"]["agent"] for t in shown["cost"]["turns"]] == [player, player]
+    page = run_cli(root, fakes, "report", TASK, "--output", str(tmp_path / "r.html"))
+    assert page.returncode == 0, page.stderr
+    assert f"${cost:.4f}" in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.parametrize(("player", "said"), [
+    ("claude", "player: error — Player (claude) reported an error (exit 0): Claude AI usage limit reached"),
+    ("codex", "player: error — Player (codex) reported an error (exit 1): You've hit your usage limit"),
+    ("gemini", "player: error — Player (gemini) reported an error (ApiError) (exit 1): Quota exceeded"),
+])
+def test_a_quota_error_twice_stops_the_loop_naming_the_player(tmp_path: Path, fakes: Path, player: str,
+                                                               said: str) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", player, "--coach", "codex",
+                  FAKE_FAIL="quota", FAKE_FAIL_ROLE="player")
+    assert run.returncode == 1
+    assert said in run.stderr, run.stderr
+    assert f"{TASK}: agent_failed — the Player failed twice in a row (quota)" in run.stdout
+    assert "coach:" not in run.stderr
+
+
+def test_a_missing_binary_is_named(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    run = run_cli(root, None, "feature-build", TASK, "--player", "claude", "--coach", "codex",
+                  PATH=os.path.dirname(shutil.which("git") or "/usr/bin/git"))  # git, and no agent
+    assert run.returncode == 1
+    assert "player: error — Player exited with status 127: claude: command not found" in run.stderr
+    assert "the Player failed twice in a row (missing binary)" in run.stdout
+
+
+def test_codex_earlier_item_shape_is_read(tmp_path: Path, fakes: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", "codex", "--coach", "codex",
+                  FAKE_CODEX_ITEMS="legacy")
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_agents_lists_presets_found_and_their_versions(tmp_path: Path, fakes: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY, ".guardkit/config/agents.yaml":
+                                         "mine:\n  command: [mine, '{prompt}']\n  output: text\n"
+                                         "claude:\n  coach: [--permission-mode, plan, --max-turns, '5']\n"})
+    listed = json.loads(run_cli(root, fakes, "agents", "--json").stdout)
+    by_name = {row["name"]: row for row in listed}
+    assert list(by_name) == ["claude", "codex", "gemini", "aider", "mine"]
+    assert by_name["claude"]["found"] and by_name["claude"]["version"] == "2.0.14 (Claude Code)"
+    assert by_name["claude"]["source"] == ".guardkit/config/agents.yaml"
+    assert by_name["mine"]["found"] is False and by_name["codex"]["source"] == "built-in"
+
+
+def test_the_player_goes_on_with_its_session_across_turns_and_a_resume(tmp_path: Path, fakes: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    log = tmp_path / "log"
+    log.mkdir()
+    args = ("feature-build", TASK, "--player", "claude", "--coach", "codex", "--continue-session")
+    stopped = run_cli(root, fakes, *args, FAKE_INTERRUPT="player:2", FAKE_LOG=str(log))
+    assert stopped.returncode == 130, stopped.stdout + stopped.stderr
+    resumed = run_cli(root, fakes, *args, "--resume", FAKE_LOG=str(log))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    calls = [json.loads(line) for line in (log / "argv").read_text().splitlines()]
+    players = [argv for name, role, turn, argv in calls if role == "player"]
+    assert "--resume" not in players[0]  # turn 1: a new session
+    session = _turn_state(root, 1)["agent_runs"]["player"]["session_id"]  # type: ignore[index]
+    assert len(players) == 3  # turn 1; turn 2 interrupted; turn 2 again in the resumed run
+    for argv in players[1:]:  # turn 2 goes on with it, in the resumed run too (read from turn 1's state)
+        assert argv[argv.index("--resume") + 1] == session
+    # The Coach never continues a session: each judges afresh.
+    assert all("--resume" not in argv for name, role, turn, argv in calls if role == "coach")
+
+
+def test_without_the_option_every_turn_starts_a_new_session(tmp_path: Path, fakes: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    log = tmp_path / "log"
+    log.mkdir()
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", "claude", "--coach", "claude", FAKE_LOG=str(log))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert all("--resume" not in json.loads(line)[3] for line in (log / "argv").read_text().splitlines())
