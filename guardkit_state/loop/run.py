@@ -24,6 +24,7 @@ from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager, check_base_branch
 from guardkit_state.loop.agent_turn import AgentRuns, ReadOnlyWatch, TurnBriefing, agent_name, failure_kind
 from guardkit_state.loop.agents import Agent, stop_orphaned_agents
+from guardkit_state.loop.command_line import build_argv
 from guardkit_state.loop.commits import TurnCommits
 from guardkit_state.loop.events import (
     AgentStarted,
@@ -83,6 +84,9 @@ class LoopOptions:
     max_cost: float | None = None
     #: The Player goes on with the agent session its previous turn reported (presets that can).
     continue_session: bool = False
+    #: The command line that started the run (without the program name; the CLI passes its own):
+    #: an interruption's "continue with" line repeats it. Default: built from the agents' commands.
+    argv: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         checked_max_turns(self.max_turns)
@@ -127,7 +131,8 @@ def feature_build(
     try:
         return run.start()
     except KeyboardInterrupt as stop:
-        raise LoopInterrupted(task_id, turn=run.turn, phase=run.phase, resumed=options.resume) from stop
+        argv = options.argv if options.argv is not None else build_argv(task_id, player, coach)
+        raise LoopInterrupted(task_id, turn=run.turn, phase=run.phase, resumed=options.resume, argv=argv) from stop
 
 
 class _Run:
