@@ -35,12 +35,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         help="a task id or task file's path; a feature id or plan file's path")
     add_repo_option(parser)
     add_json_option(parser)
+    parser.add_argument("--remote", metavar="NAME", help="a feature shared through this git remote: who holds "
+                        "which task, since when, the last heartbeat, turns done, what waits (fetches)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.cli.feature_output import names_feature
 
+    if args.remote is not None:
+        from guardkit_state.cli.remote_feature import show_remote
+
+        return show_remote(args, out, [args.task_id])
     if names_feature(args.task_id):
         from guardkit_state.inspect.feature_view import feature_view
 
@@ -104,11 +110,9 @@ def render(view: TaskView, out: Output) -> None:
 
 def render_feature(view: FeatureView, out: Output) -> None:
     """Waves × tasks: one line per task (status, turns, outcome, criteria, merge), then what runs next."""
-    totals = view.totals
     out.line(out.style(f"{view.feature_id}: {safe(view.name or '')}", "bold"))
-    done = totals.get("completed", 0) + totals.get("skipped", 0)
-    out.line(f"plan status {safe(view.plan_status or '-')} · {done}/{totals['tasks']} task(s) done · "
-             f"{totals['turns']} turn(s) · {len(view.waves)} wave(s) from {view.wave_source}")
+    out.line(f"plan status {safe(view.plan_status or '-')} · {view.tally.describe()} · "
+             f"{len(view.waves)} wave(s) from {view.wave_source}")
     where = f"branch {view.branch}" + (f" · worktree {view.worktree}" if view.worktree else "") \
         if view.started else f"not started (no branch {view.branch})"
     out.line(out.style(safe(where), "dim"))
@@ -129,6 +133,13 @@ def render_feature(view: FeatureView, out: Output) -> None:
             if row.error:
                 # Why the task file could not be read (not found, not valid YAML ...), under its row.
                 out.line(out.style(f"  {'':<{width}}  {safe(row.error)}", "red"))
+    if view.smoke_gate is not None or view.smoke_runs:
+        out.line("")
+        if view.smoke_gate is not None:
+            out.line(f"smoke gate {safe(view.smoke_gate.describe())}")
+        for run in view.smoke_runs:
+            style = {"passed": "green", "warning": "yellow"}.get(run.outcome, "red")
+            out.line(out.style(f"  {safe(run.describe())} · {run.seconds:.1f} s · {safe(run.at)}", style))
     out.line("")
     out.line(f"next: {safe(view.next.text)}")
     if view.next.command:

@@ -35,11 +35,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--features", action="store_true",
                         help="with --json: an object with the tasks and the features (the list of tasks "
                         "alone stays the default, for scripts reading it)")
+    parser.add_argument("--remote", metavar="NAME", help="every feature's progress on this git remote (workers "
+                        "of 'feature-build FEAT-ID --remote NAME'): claims, heartbeats, turns, merges")
     add_json_option(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
+    if args.remote is not None:
+        from guardkit_state.cli.remote_feature import show_remote
+        from guardkit_state.features.plan import find_plans
+
+        return show_remote(args, out, [str(path) for path in find_plans(args.repo)])
     from guardkit_state.inspect.status import feature_status, repo_status
 
     summaries = repo_status(args.repo, use_cache=not args.no_cache)
@@ -92,7 +99,7 @@ def _feature_lines(features: list[FeatureSummary], out: Output) -> None:
         if f.error:
             out.line(f"{name:<{width}}  {out.style('unreadable', 'red')}  {safe(f.error)}")
             continue
-        stopped = f.tasks.get("failed", 0) + f.tasks.get("blocked", 0)
+        stopped = f.failed
         waves = f"wave {f.current_wave}/{f.waves}" if f.waves is not None else "waves ?"
         extra = f" · {stopped} failed/blocked" if stopped else ""
         out.line(f"{name:<{width}}  {safe(f.status or '-'):<{status_width}} {f.done}/{f.total} task(s) done  "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import bench_agents, bench_feature
+from . import bench_agents, bench_feature, bench_first_hour, bench_remote
 
 HEADER = ("Case", "guardkit-state", "Floor", "x floor", "LangGraph SqliteSaver", "x LangGraph", "Target", "Met")
 
@@ -139,6 +139,7 @@ def _rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
                      _ms(index.get("lookup_ms")), _ms(index.get("files_lookup_ms")),
                      _x(index.get("lookup_ratio_vs_files")), "", "", "", "-"))
     rows += bench_feature.table_rows(cases.get("feature"))
+    rows += bench_remote.table_rows(cases.get("remote"))
     rows += bench_agents.table_rows(cases.get("agents"))
     mcp = cases.get("mcp")
     if isinstance(mcp, dict) and "mcp_show_ms" in mcp:
@@ -147,6 +148,7 @@ def _rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
             rows.append((f"MCP {name}, warm tool call ({where}; beside: the CLI's {name} --json)",
                          _ms(mcp[f"mcp_{name}_ms"]), _ms(mcp[f"cli_{name}_ms"]), _x(mcp[f"cli/mcp {name}"]) + " CLI",
                          "", "", "<= 50 ms", _met(_le(mcp[f"mcp_{name}_ms"], 50))))
+    rows += bench_first_hour.table_rows(cases.get("first_hour"))
     for name in ("status", "startup", "git", "index", "mcp"):
         value = cases.get(name)
         if isinstance(value, dict) and ("error" in value or "skipped" in value):
