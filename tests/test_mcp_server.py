@@ -24,6 +24,7 @@ from .helpers import coach_decision, make_task_repo, player_report
 
 TASK = "TASK-AUTH-001"
 READ_TOOLS = {"status", "show", "context", "criteria", "turn_reports", "feature", "search"}
+WRITE_TOOLS = {"record_turn", "claim_next_task", "release_claim"}
 T = TypeVar("T")
 
 
@@ -103,10 +104,10 @@ def test_the_tools_are_listed_with_descriptions_and_read_only_leaves_out_the_wri
         return {t.name: t for t in listed.tools}, client.instructions
 
     tools, instructions = with_server(repo, listing)
-    assert set(tools) == READ_TOOLS | {"record_turn"}
+    assert set(tools) == READ_TOOLS | WRITE_TOOLS
     for tool in tools.values():
         assert tool.description and len(tool.description) > 80, tool.name  # each teaches its part
-    assert tools["record_turn"].annotations.read_only_hint is False
+    assert not any(tools[name].annotations.read_only_hint for name in WRITE_TOOLS)
     assert all(tools[name].annotations.read_only_hint for name in READ_TOOLS)
     assert "record_turn" in (instructions or "") and "context" in (instructions or "")
 

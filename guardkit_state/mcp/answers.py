@@ -140,6 +140,38 @@ def record(root: Path, ref: str, *, player: dict[str, Any] | None = None, coach:
     return done.to_dict()
 
 
+def claim_next_task(root: Path, feature_id: str, remote: str, *, worker: str | None = None,
+                    lease: float | None = None) -> dict[str, Any]:
+    """Claim the next ready task of a feature on a remote, as a ``feature-build --remote`` worker
+    would (:func:`~guardkit_state.remote.ready.claim_next_task`), with what the agent does next."""
+    from guardkit_state.remote.ready import DEFAULT_LEASE
+    from guardkit_state.remote.ready import claim_next_task as claim_next
+
+    done = claim_next(root, feature_id, remote, worker=worker, lease=DEFAULT_LEASE if lease is None else lease)
+    answer = done.to_dict()
+    if done.claim is not None:
+        task, branch, base = answer["task_id"], answer["branch"], answer["base_branch"]
+        answer["next"] = (
+            f"Work {task} on branch {branch} (from {remote}/{branch} if it exists, else from {remote}/{base}): "
+            f"read `context`, record each turn with `record_turn`, and push {branch} to {remote} after each "
+            f"turn. The claim is yours until lease_until (epoch seconds); it is not renewed, so after that "
+            f"a worker may take the task over. Done or giving up: `release_claim` with worker "
+            f"{done.worker!r}.")
+    elif done.status == "lost_race":
+        answer["next"] = "Call claim_next_task again: another claimant won these tasks."
+    else:
+        answer["next"] = (f"Nothing to claim now: `feature` or `guardkit-state show {feature_id} --remote "
+                          f"{remote}` says who holds what.")
+    return answer
+
+
+def release_claim(root: Path, feature_id: str, task_id: str, remote: str, worker: str) -> dict[str, Any]:
+    """Release ``worker``'s claim on a task (:func:`~guardkit_state.remote.ready.release_claim`)."""
+    from guardkit_state.remote.ready import release_claim as release
+
+    return release(root, feature_id, task_id, remote, worker)
+
+
 def _report(root: Path, name: str, given: dict[str, Any] | None,
             file: str | None) -> tuple[dict[str, Any], Path | None]:
     """A report given inline or as a file; exactly one of the two."""
@@ -180,5 +212,5 @@ def _pinned(root: Path, ref: str) -> Iterator[str]:
         yield found.task_id
 
 
-__all__ = ["context", "criteria", "error_line", "feature", "names_feature", "record", "search", "show", "status",
+__all__ = ["claim_next_task", "context", "criteria", "error_line", "feature", "names_feature", "record", "release_claim", "search", "show", "status",
            "task_file", "turn_reports"]

@@ -41,6 +41,8 @@ A task (tasks/**/TASK-ID*.md) has acceptance criteria and is worked in numbered 
 3. `record_turn` records both as the next turn (recorded turns + 1): it validates them, updates the
    criteria ledger, detects a stall (the same feedback turn after turn) and writes the files. A bad
    report is refused with nothing written; the same reports sent again answer "already recorded".
+For a feature built through a git remote, `claim_next_task` claims the next ready task for you
+and `release_claim` gives it back.
 `status` lists every task and feature; `show` one task; `criteria` its ledger; `turn_reports` what a
 turn left; `feature` a feature's waves; `search` past turns (a blocker seen elsewhere).
 Every answer is read from the files when asked: another agent or the CLI may have recorded a turn since."""
@@ -49,10 +51,14 @@ TaskRef = Annotated[str, Field(description="a task id (TASK-AUTH-001) or the pat
 TurnNumber = Annotated[int | None, Field(description="a turn number (default: see the tool)", ge=1)]
 Report = Annotated[dict[str, Any] | None, Field(description="the report as a JSON object (or give the *_file)")]
 ReportFile = Annotated[str | None, Field(description="the report's JSON file, relative to the repository")]
+FeatureRef = Annotated[str, Field(description="a feature id (FEAT-AUTH)")]
+RemoteName = Annotated[str, Field(description="the git remote the feature is built through (origin)")]
 Mode = Literal["fresh_start", "continuing_work", "recovering_state"]
 
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+#: Claims push to the git remote: not idempotent (a second call claims another task), the world open.
+CLAIM = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
 
 
 def _tool_errors(fn: _F) -> _F:
@@ -169,6 +175,29 @@ def build_server(repo: Path, *, read_only: bool = False) -> MCPServer[Any]:
             with writing:
                 return answers.record(root, task_id, player=player, coach=coach, player_file=player_file,
                                       coach_file=coach_file, mode=mode, max_turns=max_turns, reopen=reopen)
+
+        @tool(CLAIM)
+        def claim_next_task(feature_id: FeatureRef, remote: RemoteName,
+                            worker: Annotated[str | None, Field(description="your worker id (default: a new "
+                                                                "one, answered)")] = None,
+                            lease_seconds: Annotated[float | None, Field(gt=0, description="how long the claim "
+                                                                         "holds (default 1800)")] = None
+                            ) -> dict[str, Any]:
+            """Claim the next ready task of a feature built through a git remote, as a
+            `feature-build --remote` worker would: the first task that has to run in the wave whose
+            turn has come, not claimed by anyone, by one atomic push of its claim ref. Answers
+            status "claimed" (task_id, claim_ref, lease_until, the task branch and what to do next),
+            "nothing_ready" or "lost_race" (ask again), with the reason."""
+            return answers.claim_next_task(root, feature_id, remote, worker=worker, lease=lease_seconds)
+
+        @tool(CLAIM)
+        def release_claim(feature_id: FeatureRef, task_id: TaskRef, remote: RemoteName,
+                          worker: Annotated[str, Field(description="the worker id claim_next_task answered")]
+                          ) -> dict[str, Any]:
+            """Release your claim on a task (when done or giving up) so another worker can take it:
+            deleted from the remote only while it is still the claim of `worker`; "released": false
+            (with the reason) when it is gone or someone else's."""
+            return answers.release_claim(root, feature_id, task_id, remote, worker)
 
     @server.resource("guardkit://task/{task_id}", name="task-file", mime_type="text/markdown",
                      description="A task file's text, from the copy `show` reads.")

@@ -48,6 +48,7 @@ from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import Claim, ClaimBoard, retrying
 from guardkit_state.remote.heartbeat import Heartbeat
 from guardkit_state.remote.ledgers import RemoteLedgers
+from guardkit_state.remote.ready import wave_turn
 from guardkit_state.store.layout import branch_for, worktrees_dir
 
 log = logging.getLogger("guardkit_state.remote.worker")
@@ -211,31 +212,30 @@ class _Worker:
             assert isinstance(remote, dict)
             self._last_snapshot, self._last_remote, self._claims = snapshot, remote, None
         remote = self._last_remote
-        for number, wave in enumerate(self.waves, start=1):
-            states = {task: self._state(task, remote) for task in wave}
-            if all(state.phase in ("merged", "closed") for state in states.values()):
-                continue
-            if all(state.phase in ("approved", "merged", "closed") for state in states.values()):
-                return self._merge_wave(number, wave, states)
-            # One fetch of the claims per look: a task is claimed only when free, taken over only
-            # when its claim is stale here (no push is tried, and refused, for a live claim).
-            if self._claims is None:
-                read = self._remote(lambda: self.board.read(self.feature), "fetch claims")
-                assert isinstance(read, dict)
-                self._claims = read
-            claims = self._claims
-            for task in wave:
-                if states[task].runs and self._try_task(task, states[task], claims.get(task)):
-                    return False
-            ended = [s for s in states.values() if s.phase == "failed"]
-            if ended:  # the wave's other tasks ran (or run elsewhere); the next wave cannot start
-                self.result.reason = "; ".join(f"{s.task_id}: {s.reason}" for s in ended)
-                return True
-            self._wait(f"wave {number}: every task that has to run is claimed by a live worker")
-            return False
-        self.result.done, self.result.reason = True, "every wave is merged into " + self.feature_branch
-        self.note(self.result.reason)
-        return True
+        turn = wave_turn(self.waves, lambda task: self._state(task, remote))
+        if turn is None:
+            self.result.done, self.result.reason = True, "every wave is merged into " + self.feature_branch
+            self.note(self.result.reason)
+            return True
+        if turn.mergeable:
+            return self._merge_wave(turn.number, turn.tasks, dict(turn.states))
+        # One fetch of the claims per look: a task is claimed only when free, taken over only
+        # when its claim is stale here (no push is tried, and refused, for a live claim).
+        if self._claims is None:
+            read = self._remote(lambda: self.board.read(self.feature), "fetch claims")
+            assert isinstance(read, dict)
+            self._claims = read
+        claims = self._claims
+        for task in turn.claimable(claims, stale=lambda claim: self.board.is_stale(
+                claim, stale_after=self.options.stale)):
+            if self._try_task(task, turn.states[task], claims.get(task)):
+                return False
+        ended = turn.failed
+        if ended:  # the wave's other tasks ran (or run elsewhere); the next wave cannot start
+            self.result.reason = "; ".join(f"{s.task_id}: {s.reason}" for s in ended)
+            return True
+        self._wait(f"wave {turn.number}: every task that has to run is claimed by a live worker")
+        return False
 
     def _snapshot(self) -> str:
         """The remote's loop branches and this feature's claims, as ``ls-remote`` lists them."""

@@ -1,0 +1,120 @@
+"""The MCP server's claim tools (``claim_next_task``, ``release_claim``): the server started as a
+subprocess and driven over stdio by the SDK's client, on a clone of a bare repository reached over
+file://, claiming through the same claim refs ``feature-build --remote`` workers push."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp_types import CallToolResult
+
+from .feature_support import FEATURE_ID, TaskSpec, git, make_feature
+from .remote_support import clone, make_bare
+from .test_mcp_server import answer, cli, error_text, with_server
+
+# Wave 1: TASK-FB-001 and TASK-FB-002; wave 2: TASK-FB-003 (after TASK-FB-001).
+TASKS = [TaskSpec("TASK-FB-001"), TaskSpec("TASK-FB-002"), TaskSpec("TASK-FB-003", ["TASK-FB-001"])]
+
+
+@pytest.fixture
+def machine(tmp_path: Path) -> tuple[Path, Path]:
+    """A clone of a bare remote holding the feature's plan; (the clone, the bare repository)."""
+    project = make_feature(tmp_path, TASKS)
+    bare = make_bare(tmp_path, project.root)
+    return clone(bare.as_uri(), tmp_path / "machine"), bare
+
+
+def claims_on(bare: Path) -> dict[str, str]:
+    """The claim refs on the remote, as ``git ls-remote`` lists them: ref -> sha."""
+    out = git(bare.parent, "ls-remote", str(bare), "refs/guardkit/claims/*")
+    return {name: sha for sha, name in (line.split("\t") for line in out.splitlines())}
+
+
+def claim(client: Client, **more: Any) -> Any:
+    return client.call_tool("claim_next_task", {"feature_id": FEATURE_ID, "remote": "origin", **more})
+
+
+def test_claims_follow_the_waves_and_a_released_claim_is_claimable_again(machine: tuple[Path, Path]) -> None:
+    repo, bare = machine
+    before = time.time()
+
+    async def session(client: Client) -> list[Any]:
+        first = answer(await claim(client, lease_seconds=600))
+        second = answer(await claim(client, worker=first["worker"]))
+        third = answer(await claim(client))
+        on_remote = claims_on(bare)
+        wrong = answer(await client.call_tool("release_claim", {"feature_id": FEATURE_ID, "task_id": "TASK-FB-001",
+                                                                "remote": "origin", "worker": "someone-else"}))
+        right = answer(await client.call_tool("release_claim", {"feature_id": FEATURE_ID, "task_id": "TASK-FB-001",
+                                                                "remote": "origin", "worker": first["worker"]}))
+        after_release = claims_on(bare)
+        again = answer(await claim(client))
+        return [first, second, third, on_remote, wrong, right, after_release, again]
+
+    first, second, third, on_remote, wrong, right, after_release, again = with_server(repo, session)
+    ref = f"refs/guardkit/claims/{FEATURE_ID}/TASK-FB-001"
+    assert first["status"] == "claimed" and first["task_id"] == "TASK-FB-001" and first["wave"] == 1
+    assert first["claim_ref"] == ref
+    assert before + 600 <= first["lease_until"] <= time.time() + 600
+    assert first["branch"] == "autobuild/TASK-FB-001" and "record_turn" in first["next"]
+    assert second["status"] == "claimed" and second["task_id"] == "TASK-FB-002"
+    # Wave 2's task waits for wave 1's merge, and wave 1's tasks are both claimed.
+    assert third["status"] == "nothing_ready" and third["wave"] == 1 and "task_id" not in third
+    assert on_remote == {ref: first["claim_sha"],
+                         f"refs/guardkit/claims/{FEATURE_ID}/TASK-FB-002": second["claim_sha"]}
+    assert wrong["released"] is False and "someone-else" in wrong["reason"]
+    assert right["released"] is True
+    assert ref not in after_release and len(after_release) == 1
+    assert again["status"] == "claimed" and again["task_id"] == "TASK-FB-001"
+    assert claims_on(bare)[ref] == again["claim_sha"] != first["claim_sha"]
+
+
+def test_a_task_claimed_by_a_worker_elsewhere_is_skipped(machine: tuple[Path, Path], tmp_path: Path) -> None:
+    repo, bare = machine
+    other = clone(bare.as_uri(), tmp_path / "other")
+
+    async def session(client: Client) -> list[Any]:
+        return [answer(await claim(client)) for _ in range(2)]
+
+    first_here, = with_server(other, lambda client: _one(client))
+    here = with_server(repo, session)
+    assert first_here["task_id"] == "TASK-FB-001"
+    assert here[0]["task_id"] == "TASK-FB-002"
+    assert here[1]["status"] == "nothing_ready"
+
+
+async def _one(client: Client) -> list[Any]:
+    return [answer(await claim(client))]
+
+
+def test_an_unreachable_remote_is_a_one_line_tool_error(machine: tuple[Path, Path]) -> None:
+    repo, bare = machine
+    shutil.move(bare, bare.with_name("moved.git"))
+
+    async def session(client: Client) -> list[CallToolResult]:
+        return [await claim(client), await claim(client, remote="nowhere")]
+
+    unreachable, unknown = with_server(repo, session)
+    line = error_text(unreachable)
+    assert "cannot fetch from 'origin'" in line and "\n" not in line
+    shown = cli(repo, "show", FEATURE_ID, "--remote", "origin")  # the CLI's line for the same remote
+    assert shown.returncode != 0 and shown.stderr.strip() == line
+    assert "no git remote named 'nowhere'" in error_text(unknown)
+
+
+def test_a_read_only_server_cannot_claim(machine: tuple[Path, Path]) -> None:
+    repo, bare = machine
+
+    async def session(client: Client) -> tuple[set[str], CallToolResult]:
+        names = {t.name for t in (await client.list_tools()).tools}
+        return names, await claim(client)
+
+    names, refused = with_server(repo, session, read_only=True)
+    assert not names & {"claim_next_task", "release_claim"}
+    assert refused.is_error
+    assert claims_on(bare) == {}
