@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ def test_claims_follow_the_waves_and_a_released_claim_is_claimable_again(machine
     assert first["status"] == "claimed" and first["task_id"] == "TASK-FB-001" and first["wave"] == 1
     assert first["claim_ref"] == ref
     assert before + 600 <= first["lease_until"] <= time.time() + 600
+    assert datetime.fromisoformat(first["lease_until_utc"]).timestamp() == int(first["lease_until"])
     assert first["branch"] == "autobuild/TASK-FB-001" and "record_turn" in first["next"]
     assert second["status"] == "claimed" and second["task_id"] == "TASK-FB-002"
     # Wave 2's task waits for wave 1's merge, and wave 1's tasks are both claimed.

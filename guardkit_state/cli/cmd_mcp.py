@@ -14,8 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "mcp",
         help="serve this repository's loop memory to a coding agent (an MCP server on stdio)",
         description="Run a Model Context Protocol server on stdin/stdout for one repository. Tools: "
-        "status, show, context, criteria, turn_reports, feature, search (read) and record_turn (write, "
-        "with the checks of 'record'); resources guardkit://task/TASK-ID and "
+        "status, show, context, criteria, turn_reports, feature, search (read); record_turn (write, "
+        "with the checks of 'record'), claim_next_task and release_claim (a feature's tasks claimed "
+        "on its git remote as 'feature-build --remote' workers claim them); resources guardkit://task/TASK-ID and "
         "guardkit://task/TASK-ID/turn/N. Every answer is read from the files when asked. stdout "
         "carries only the protocol; logs go to stderr. Needs the mcp extra: "
         "pip install 'guardkit-state[mcp]'. Register it with an agent (see docs/mcp.md).",
@@ -24,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--read-only", action="store_true",
-                        help="leave out the write tools (record_turn): for a Coach or a reviewer")
+                        help="leave out the write tools (record_turn, claim_next_task, release_claim): "
+                        "for a Coach or a reviewer")
     add_repo_option(parser)
     parser.set_defaults(handler=run)
 

@@ -212,5 +212,5 @@ def _pinned(root: Path, ref: str) -> Iterator[str]:
         yield found.task_id
 
 
-__all__ = ["claim_next_task", "context", "criteria", "error_line", "feature", "names_feature", "record", "release_claim", "search", "show", "status",
-           "task_file", "turn_reports"]
+__all__ = ["claim_next_task", "context", "criteria", "error_line", "feature", "names_feature", "record",
+           "release_claim", "search", "show", "status", "task_file", "turn_reports"]

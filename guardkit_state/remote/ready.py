@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from guardkit_state.errors import InputError
@@ -83,9 +84,14 @@ class ClaimAnswer:
         if self.claim is not None:
             task = self.claim.task
             done |= {"task_id": task, "claim_ref": self.claim.ref, "claim_sha": self.claim.sha,
-                     "lease_until": self.claim.lease_until, "branch": branch_for(task),
+                     "lease_until": self.claim.lease_until,
+                     "lease_until_utc": _utc(self.claim.lease_until), "branch": branch_for(task),
                      "base_branch": branch_for(self.feature)}
         return done
+
+
+def _utc(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
 
 
 def claim_next_task(repo_root: Path | str, feature: str, remote: str, *, worker: str | None = None,
