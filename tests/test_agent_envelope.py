@@ -143,3 +143,17 @@ def test_a_claude_error_subtype_is_an_error(subtype: str) -> None:
            "usage": {"input_tokens": 1, "output_tokens": 1}}
     env = read_envelope(PRESETS["claude"], json.dumps(out))
     assert env is not None and env.is_error and env.subtype == subtype and env.cost_usd == 0.5
+
+
+@pytest.mark.parametrize("name", ["claude", "gemini"])
+def test_the_prompt_is_passed_as_written_placeholders_in_the_task_text_included(tmp_path: Path, name: str) -> None:
+    from guardkit_state.loop.agents import TurnRequest
+
+    # A task body about templates: its braces must reach the agent untouched, not be filled in.
+    prompt = 'write f"{workdir}/{report_file}" and "{schema}"; $(rm -rf ~) `id` {session_id}'
+    request = TurnRequest(role="player", task_id="TASK-A-1", turn=1, mode="fresh_start", workdir=tmp_path,
+                          task_file=tmp_path / "t.md", context_file=tmp_path / "c.md",
+                          report_file=tmp_path / "r.json", prompt_file=tmp_path / "p.md", session_id="S-1")
+    argv = PresetAgent(PRESETS[name]).argv(request, prompt=prompt, log_file=tmp_path / "log.jsonl")
+    assert argv[argv.index("-p") + 1] == prompt
+    assert "S-1" not in argv[argv.index("-p") + 1]
