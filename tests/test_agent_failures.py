@@ -22,7 +22,8 @@ from pathlib import Path
 if sys.argv[1:] == ["auth"]:
     sys.stderr.write("Error: Invalid API key · Please run /login\\n")
     sys.exit(1)
-Path("work.txt").write_text("work\\n")
+if sys.argv[1:] != ["idle"]:
+    Path("work.txt").write_text("work\\n")
 Path(os.environ["GUARDKIT_REPORT_FILE"]).write_text(json.dumps({
     "files_modified": [], "files_created": ["work.txt"], "tests_written": [], "tests_run": True,
     "tests_passed": True, "implementation_notes": "x", "concerns": [], "requirements_addressed": [],
@@ -34,6 +35,11 @@ import json, os, sys
 from pathlib import Path
 if sys.argv[1] == "writes":
     Path("work.txt").write_text("the coach's own version\\n")
+if sys.argv[1] == "commits":  # leaves the status as clean as it found it
+    import subprocess
+    Path("coach.txt").write_text("the coach's own file\\n")
+    subprocess.run(["git", "add", "coach.txt"], check=True)
+    subprocess.run(["git", "-c", "user.name=c", "-c", "user.email=c@e", "commit", "-qm", "coach"], check=True)
 ids = [c["id"] for c in json.loads(Path(os.environ["GUARDKIT_CRITERIA_FILE"]).read_text())["criteria"]]
 Path(os.environ["GUARDKIT_REPORT_FILE"]).write_text(json.dumps({
     "decision": "approve", "issues": [], "rationale": "all good",
@@ -65,6 +71,15 @@ def test_the_same_player_failure_twice_stops_the_loop_naming_the_player(tmp_path
 def test_a_coach_that_changes_the_worktree_makes_the_turn_its_error(tmp_path: Path) -> None:
     root, said = _build(tmp_path, "works", "writes")
     assert "coach: error — Coach changed the worktree, which it must only read: work.txt" in said
+    store = root / ".guardkit" / "worktrees" / TASK / ".guardkit" / "autobuild" / TASK
+    state = json.loads((store / "turn_state_turn_1.json").read_text())
+    assert (state["coach_decision"], state["failed_role"]) == ("error", "coach")
+
+
+def test_a_coach_that_commits_its_change_makes_the_turn_its_error(tmp_path: Path) -> None:
+    root, said = _build(tmp_path, "idle", "commits")
+    assert "coach: error — Coach moved the branch, which it must only read: HEAD was " in said
+    assert f"{TASK}: approved" not in said
     store = root / ".guardkit" / "worktrees" / TASK / ".guardkit" / "autobuild" / TASK
     state = json.loads((store / "turn_state_turn_1.json").read_text())
     assert (state["coach_decision"], state["failed_role"]) == ("error", "coach")

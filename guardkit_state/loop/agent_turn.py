@@ -29,7 +29,7 @@ from guardkit_state.loop.briefing import (
     player_output_schema,
     player_prompt,
 )
-from guardkit_state.loop.worktree_watch import changed_between, fingerprint, turn_diff
+from guardkit_state.loop.worktree_watch import changed_between, fingerprint, head_commit, turn_diff
 from guardkit_state.model import TurnMode
 from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir
 from guardkit_state.turns.context import must_address_lines
@@ -166,11 +166,17 @@ class ReadOnlyWatch:
     def __init__(self, git: GitRepo | None, checkout: Path) -> None:
         self.git, self.checkout = git, checkout
         self.before = fingerprint(git, checkout) if git is not None else {}
+        self.head = head_commit(git, checkout) if git is not None else None
 
     def check(self, request: TurnRequest) -> None:
         """Raise :class:`AgentError` naming the files the Coach changed, if it changed any."""
         if self.git is None:
             return
+        head = head_commit(self.git, self.checkout)
+        if head != self.head:
+            raise AgentError(f"Coach moved the branch, which it must only read: HEAD was {str(self.head)[:10]}, "
+                             f"is {str(head)[:10]} (a commit, reset or checkout of its own)",
+                             task_id=request.task_id, turn=request.turn)
         changed = changed_between(self.before, fingerprint(self.git, self.checkout))
         if changed:
             shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
