@@ -137,3 +137,15 @@ def test_a_coach_that_runs_the_tests_is_still_read_only(tmp_path: Path) -> None:
     run = cli(root, "feature-build", TASK, "--player", shlex.join([sys.executable, str(tmp_path / "p.py"), "works"]),
               "--coach", shlex.join([sys.executable, str(tmp_path / "c.py")]), "--max-turns", "2")
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(("actual", "shown"), [(None, "not reported"), (61.0, "61.0"), (0, "0")])
+def test_an_overturned_approval_says_what_was_measured(actual: float | None, shown: str) -> None:
+    from guardkit_state.model import CoachDecision, GateResult
+    from guardkit_state.turns.turn_state import GATE_OVERRIDE_KEY, apply_gate_verdict
+
+    coach = CoachDecision(task_id=TASK, turn=1, decision="approve")
+    out = apply_gate_verdict(coach, [GateResult("coverage", False, actual, 80.0)])
+    assert out is not None and out.decision == "feedback"
+    assert out.extra[GATE_OVERRIDE_KEY] == f"approval overturned by quality gate coverage ({shown} vs threshold 80.0)"
+    assert out.feedback == f"quality gate coverage failed: {shown} vs threshold 80.0 (built-in)"
