@@ -114,6 +114,13 @@ def test_codex_earlier_item_shape_is_read(tmp_path: Path, fakes: Path) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
 
 
+def test_a_codex_stream_error_it_retried_is_not_the_turn_failing(tmp_path: Path, fakes: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", "codex", "--coach", "codex", FAKE_CODEX_RETRY="1")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"{TASK}: approved" in run.stdout and ": error —" not in run.stderr
+
+
 def test_agents_lists_presets_found_and_their_versions(tmp_path: Path, fakes: Path) -> None:
     root = make_repo(tmp_path / "repo", {REL: BODY, ".guardkit/config/agents.yaml":
                                          "mine:\n  command: [mine, '{prompt}']\n  output: text\n"
