@@ -100,6 +100,8 @@ def test_a_gate_that_overturns_an_approval_says_so_in_one_line(tmp_path: Path) -
     ("Player reported an error: 429 Resource exhausted", "quota"),
     ("Player exited with status 1: test failed", None),
     ("Coach timed out after 30s (--turn-timeout)", None),
+    ("Player could not be started: Argument list too long", "cannot start"),
+    ("Player could not be started: embedded null byte", "cannot start"),
 ])
 def test_failure_kinds(reason: str, kind: str | None) -> None:
     assert failure_kind(reason) == kind

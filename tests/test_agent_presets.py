@@ -121,6 +121,18 @@ def test_a_codex_stream_error_it_retried_is_not_the_turn_failing(tmp_path: Path,
     assert f"{TASK}: approved" in run.stdout and ": error —" not in run.stderr
 
 
+@pytest.mark.parametrize("player", ["claude", "gemini"])
+def test_a_task_text_no_argument_can_hold_is_the_players_error_not_a_crash(tmp_path: Path, fakes: Path,
+                                                                         player: str) -> None:
+    # The prompt, task text included, is one argument of these CLIs: a NUL cannot be passed.
+    root = make_repo(tmp_path / "repo", {REL: BODY.replace("# Parse durations\n", "# Parse durations\n\nA \x00 NUL\n")})
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", player, "--coach", "codex", "--max-turns", "5")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "unexpected" not in run.stderr
+    assert "player: error — Player could not be started: embedded null byte" in run.stderr
+    assert f"{TASK}: agent_failed — the Player failed twice in a row (cannot start)" in run.stdout
+
+
 def test_agents_lists_presets_found_and_their_versions(tmp_path: Path, fakes: Path) -> None:
     root = make_repo(tmp_path / "repo", {REL: BODY, ".guardkit/config/agents.yaml":
                                          "mine:\n  command: [mine, '{prompt}']\n  output: text\n"

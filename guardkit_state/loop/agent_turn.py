@@ -39,6 +39,8 @@ from guardkit_state.turns.lifecycle import TurnLifecycle
 #: Matched (case-insensitive) in the failure's reason, which quotes the agent's own error.
 FAILURE_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("missing binary", re.compile(r"status 127\b|command not found", re.I)),
+    # The same argv is built again next turn: a prompt too long for an argument, or holding a NUL.
+    ("cannot start", re.compile(r"could not be started: (argument list too long|embedded null byte)", re.I)),
     ("authentication", re.compile(r"invalid api key|api key not valid|incorrect api key|authenticat|"
                                   r"unauthori[sz]ed|\b401\b|not logged in|please (run )?/?login", re.I)),
     ("quota", re.compile(r"quota|rate.?limit|\b429\b|usage limit|credit balance|insufficient.?(funds|credit)|"
