@@ -293,3 +293,19 @@ class AlreadyRecordedError(TurnAlreadyRecordedError):
     def __init__(self, message: str, *, identical: bool, **context: object) -> None:
         super().__init__(message, **context)  # type: ignore[arg-type]
         self.identical = identical
+
+
+class RemoteError(GitError):
+    """Work through a git remote failed (claims, pushes of turns and merges); see the subclasses."""
+
+
+class RemoteUnreachableError(RemoteError):
+    """The remote could not be reached (network, a stopped server, a moved path): wait and retry."""
+
+
+class RemoteRejectedError(RemoteError):
+    """The remote refused a push for a reason other than a lost race (a hook, permissions)."""
+
+
+class ClaimLostError(RemoteError):
+    """A claim this worker held is no longer its own (taken over after its lease, or released)."""

@@ -43,6 +43,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "graphiti",
     "search",
     "report",
+    "merge_driver",
     "agents",
     "mcp",
 )

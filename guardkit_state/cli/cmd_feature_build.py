@@ -15,6 +15,7 @@ from guardkit_state.cli.cmd_report import add_report_option
 from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option, add_repo_option, seconds, turn_count, usd
 from guardkit_state.cli.output import Output, one_line, safe
+from guardkit_state.cli.remote_feature import add_remote_options
 from guardkit_state.loop.events import (
     AgentStarted,
     LoopEvent,
@@ -47,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "      --coach 'python agents/coach.py' --max-cost 5\n"
         "  guardkit-state feature-build TASK-AUTH-001 --player ... --coach ... --resume\n"
         "  guardkit-state feature-build FEAT-AUTH --player ... --coach ... --max-parallel 3\n"
+        "  guardkit-state feature-build FEAT-AUTH --player ... --coach ... --remote origin   (on each machine)\n"
         "  (then: guardkit-state show FEAT-AUTH · guardkit-state log FEAT-AUTH)\n\n"
         "A shell command gets GUARDKIT_TASK_ID, GUARDKIT_TURN, GUARDKIT_MODE, GUARDKIT_TASK_FILE,\n"
         "GUARDKIT_PROMPT_FILE (its whole prompt), GUARDKIT_CONTEXT_FILE, GUARDKIT_CRITERIA_FILE,\n"
@@ -85,6 +87,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--max-parallel", type=turn_count, metavar="N", help="features only (FEAT-ID): task "
                         "loops run at once (default: the plan's recommended_parallel, capped by the CPUs); "
                         "ignored, with a note, for a task")
+    add_remote_options(parser)
     add_report_option(parser)
     add_json_option(parser, "print the result as JSON at the end")
     parser.set_defaults(handler=run)
@@ -94,6 +97,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.agents import agent_for
     from guardkit_state.cli.feature_output import names_feature, run_feature
 
+    if args.remote is not None:  # this machine's worker on a feature shared through a git remote
+        from guardkit_state.cli.remote_feature import run_remote
+
+        return run_remote(args, out)
     if names_feature(args.task_id):  # FEAT-ID or a plan's .yaml: its waves of tasks, in parallel
         return run_feature(args, out)
     from guardkit_state.loop.run import LoopOptions, feature_build

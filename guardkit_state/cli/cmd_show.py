@@ -35,12 +35,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         help="a task id or task file's path; a feature id or plan file's path")
     add_repo_option(parser)
     add_json_option(parser)
+    parser.add_argument("--remote", metavar="NAME", help="a feature shared through this git remote: who holds "
+                        "which task, since when, the last heartbeat, turns done, what waits (fetches)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.cli.feature_output import names_feature
 
+    if args.remote is not None:
+        from guardkit_state.cli.remote_feature import show_remote
+
+        return show_remote(args, out, [args.task_id])
     if names_feature(args.task_id):
         from guardkit_state.inspect.feature_view import feature_view
 

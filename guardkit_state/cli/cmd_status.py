@@ -35,11 +35,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--features", action="store_true",
                         help="with --json: an object with the tasks and the features (the list of tasks "
                         "alone stays the default, for scripts reading it)")
+    parser.add_argument("--remote", metavar="NAME", help="every feature's progress on this git remote (workers "
+                        "of 'feature-build FEAT-ID --remote NAME'): claims, heartbeats, turns, merges")
     add_json_option(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
+    if args.remote is not None:
+        from guardkit_state.cli.remote_feature import show_remote
+        from guardkit_state.features.plan import find_plans
+
+        return show_remote(args, out, [str(path) for path in find_plans(args.repo)])
     from guardkit_state.inspect.status import feature_status, repo_status
 
     summaries = repo_status(args.repo, use_cache=not args.no_cache)

@@ -49,6 +49,7 @@ from guardkit_state.features.result import FeatureInterrupted, FeatureResult, Ta
 from guardkit_state.features.waves import Waves, default_max_parallel, plan_waves
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.git.merge import merge_branch, merge_message, recover_interrupted_merge
+from guardkit_state.git.merge_driver_setup import unregistered_note
 from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import Worktree, WorktreeManager, check_base_branch
@@ -364,6 +365,9 @@ class _FeatureRun:
             outcome.status, outcome.conflicts = "blocked", merged.conflicts
             outcome.reason = (f"merge conflict in {', '.join(merged.conflicts)}" if merged.conflicts
                               else f"the merge was refused: {merged.error}")
+            note = unregistered_note(self._feature_worktree(), merged.conflicts)
+            if note is not None:  # git merged loop state as text: the driver would have merged it
+                outcome.reason += f" ({note})"
             self.emit(TaskBlocked(task_id, branch, merged.conflicts, merged.error))
         self._write_task(task_id)
 

@@ -7,6 +7,7 @@ Usage::
     python -m tests.bench --only record,resume --repeat 25
     python -m tests.bench --only record        # just recording turns (with and without promises)
     python -m tests.bench --only feature       # feature-build: parallel tasks, orchestration overhead
+    python -m tests.bench --only remote        # feature-build --remote: 3 workers vs 1, claim/push per turn
     python -m tests.bench --only agents        # a loop with agent presets beside plain scripted agents
     python -m tests.bench --only mcp --repeat 10  # a warm MCP tool call beside the CLI
 
@@ -30,7 +31,7 @@ from . import bench_status, bench_turns
 from .common import machine
 from .report import render_table
 
-CASES = ("record", "resume", "storage", "status", "startup", "git", "index", "feature", "mcp", "agents")
+CASES = ("record", "resume", "storage", "status", "startup", "git", "index", "feature", "remote", "mcp", "agents")
 
 
 def _corpus() -> Path | None:
@@ -117,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     case("git", lambda: _git(3 if quick else 20))
     case("index", lambda: _index(results["notes"]))
     case("feature", lambda: _feature(quick))
+    case("remote", lambda: _remote(quick))
     case("agents", lambda: _agents(quick))
     case("mcp", lambda: _mcp(repeat, args.status_files or (200 if quick else None), corpus))
 
@@ -143,6 +145,12 @@ def _feature(quick: bool) -> dict[str, Any]:
     from . import bench_feature
 
     return bench_feature.run(quick=quick)
+
+
+def _remote(quick: bool) -> dict[str, Any]:
+    from . import bench_remote
+
+    return bench_remote.run(quick=quick)
 
 
 def _mcp(repeat: int, files: int | None, corpus: Path | None) -> dict[str, Any]:

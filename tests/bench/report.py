@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import bench_agents, bench_feature
+from . import bench_agents, bench_feature, bench_remote
 
 HEADER = ("Case", "guardkit-state", "Floor", "x floor", "LangGraph SqliteSaver", "x LangGraph", "Target", "Met")
 
@@ -139,6 +139,7 @@ def _rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
                      _ms(index.get("lookup_ms")), _ms(index.get("files_lookup_ms")),
                      _x(index.get("lookup_ratio_vs_files")), "", "", "", "-"))
     rows += bench_feature.table_rows(cases.get("feature"))
+    rows += bench_remote.table_rows(cases.get("remote"))
     rows += bench_agents.table_rows(cases.get("agents"))
     mcp = cases.get("mcp")
     if isinstance(mcp, dict) and "mcp_show_ms" in mcp:

@@ -1,0 +1,86 @@
+"""``feature-build FEAT-X --remote NAME``: this machine's worker on a feature shared through a remote."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from guardkit_state.cli.exit_codes import ExitCode
+from guardkit_state.cli.output import Output, safe
+from guardkit_state.errors import InputError
+
+#: Options of a one-machine run that a worker does not take (the remote decides what to run).
+_NOT_FOR_WORKERS = (("no_worktree", "--no-worktree"), ("reopen", "--reopen"), ("resume", "--resume"),
+                    ("max_parallel", "--max-parallel"), ("base_branch", "--base-branch"), ("report", "--report"))
+
+
+def add_remote_options(parser: argparse.ArgumentParser) -> None:
+    from guardkit_state.cli.options import seconds
+
+    parser.add_argument("--remote", metavar="NAME", help="features only: build together with other machines "
+                        "through this git remote (claims, a push per turn, merges under a merge claim; "
+                        "see docs/features.md). Run the same command on every machine; it resumes by itself")
+    parser.add_argument("--lease", type=seconds, default=120.0, metavar="SECONDS",
+                        help="with --remote: how long a claim lives without a heartbeat (default 120)")
+    parser.add_argument("--poll", type=seconds, default=2.0, metavar="SECONDS",
+                        help="with --remote: how often a waiting worker looks at the remote again (default 2)")
+
+
+def run_remote(args: argparse.Namespace, out: Output) -> int:
+    from guardkit_state.agents import agent_for
+    from guardkit_state.cli.feature_output import names_feature
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    if not names_feature(args.task_id):
+        raise InputError(f"--remote builds a feature (FEAT-ID or a plan's .yaml), not the task {args.task_id}")
+    for name, flag in _NOT_FOR_WORKERS:
+        if getattr(args, name, None):
+            raise InputError(f"{flag} does not apply with --remote: every worker resumes from the remote by itself")
+    if args.verbose:
+        handler = logging.StreamHandler(out.stderr)
+        handler.setFormatter(logging.Formatter("  log: %(message)s"))
+        logging.getLogger("guardkit_state").addHandler(handler)
+    options = WorkerOptions(remote=args.remote, lease=args.lease, poll=args.poll, max_turns=args.max_turns,
+                            turn_timeout=args.turn_timeout, max_cost=getattr(args, "max_cost", None),
+                            continue_session=bool(getattr(args, "continue_session", False)))
+    result = run_worker(args.repo, args.task_id, agent_for(args.player, args.repo), agent_for(args.coach, args.repo),
+                        options,
+                        on_note=lambda text: None if args.json else out.note(safe(text)))
+    if args.json:
+        out.json(result.to_dict())
+    else:
+        verdict = out.style("done" if result.done else "stopped", "bold", "green" if result.done else "yellow")
+        out.line(f"{result.feature}: {verdict} — {safe(result.reason)}")
+        out.line(f"  this worker ran: {', '.join(result.ran) or 'nothing'}; merged: "
+                 f"{', '.join(result.merged) or 'nothing'}")
+    return ExitCode.OK if result.done else ExitCode.FAILED
+
+
+def show_remote(args: argparse.Namespace, out: Output, features: list[str]) -> int:
+    """``show FEAT --remote NAME`` / ``status --remote NAME``: progress read from the remote."""
+    from guardkit_state.cli.feature_output import names_feature
+    from guardkit_state.remote.progress import describe_age, remote_progress
+
+    for ref in features:
+        if not names_feature(ref):
+            raise InputError(f"--remote shows a feature (FEAT-ID or a plan's .yaml), not the task {ref}")
+    found = [remote_progress(args.repo, ref, args.remote) for ref in features]
+    if args.json:
+        out.json([feature.to_dict() for feature in found] if len(features) != 1 or args.command == "status"
+                 else found[0].to_dict())
+        return ExitCode.OK
+    if not found:
+        out.line("no feature plans under .guardkit/features/")
+    for feature in found:
+        done = sum(task.state == "merged" for task in feature.tasks)
+        out.line(out.style(f"{feature.feature}", "bold") + f" on '{safe(feature.remote)}': {done}/"
+                 f"{len(feature.tasks)} merged" + (f"; merging: {safe(feature.merger)}" if feature.merger else ""))
+        for task in feature.tasks:
+            line = f"  wave {task.wave}  {task.task_id:<16} {task.state:<8} turns {task.turns}"
+            if task.holder is not None:
+                line += (f"  held by {safe(task.holder)} since {describe_age(task.claimed_at)}, "
+                         f"heartbeat {describe_age(task.heartbeat_at)}")
+            elif task.outcome:
+                line += f"  ({safe(task.outcome)})"
+            out.line(line)
+    return ExitCode.OK

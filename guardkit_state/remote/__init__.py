@@ -1,0 +1,1 @@
+"""Work across machines through the user's git remote: claims, leases, the loop-state merge driver."""

@@ -1,0 +1,125 @@
+"""The loop branches (``autobuild/*``) between a worker's clone and the remote.
+
+The remote is the truth: before a worker decides anything it fetches the ``autobuild/*``
+branches into ``refs/remotes/<remote>/autobuild/*`` and moves each local branch to the remote's
+when the local one is behind (a branch checked out in one of this clone's worktrees is moved
+there, by a fast-forward of that worktree). A local branch ahead of the remote (a turn committed
+but not pushed) is left alone; its push is the next thing its worker does.
+
+Pushes carry a lease (``--force-with-lease=<ref>:<expected>``): a turn or a merge is pushed only
+onto the commit its worker last saw, so a worker whose claim was taken over cannot overwrite the
+new holder's turns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from guardkit_state.errors import ClaimLostError, RemoteRejectedError, RemoteUnreachableError
+from guardkit_state.store.layout import BRANCH_PREFIX
+
+if TYPE_CHECKING:
+    from guardkit_state.git.repo import GitRepo
+
+
+@dataclass
+class RemoteBranches:
+    """The ``autobuild/*`` branches of one remote, as a worker's clone sees them."""
+
+    repo: GitRepo
+    remote: str
+
+    def tracking(self, branch: str) -> str:
+        return f"refs/remotes/{self.remote}/{branch}"
+
+    def fetch(self, *also: str) -> dict[str, str]:
+        """Fetch every ``autobuild/*`` branch (and the refspecs ``also``, in the same fetch); the
+        branches' shas on the remote, by branch name."""
+        prefix = BRANCH_PREFIX.rstrip("/")
+        status, _, err = self.repo.run("fetch", "--quiet", "--no-tags", "--prune", self.remote,
+                                       f"+refs/heads/{prefix}/*:refs/remotes/{self.remote}/{prefix}/*", *also,
+                                       check=False)
+        if status != 0:
+            raise RemoteUnreachableError(f"cannot fetch from {self.remote!r}: {_first(err)}", path=self.repo.root)
+        _, out, _ = self.repo.run("for-each-ref", "--format=%(refname)%00%(objectname)",
+                                  f"refs/remotes/{self.remote}/{prefix}/", check=False)
+        found = {}
+        for line in out.decode().splitlines():
+            name, _, sha = line.partition("\x00")
+            found[name.removeprefix(f"refs/remotes/{self.remote}/")] = sha
+        return found
+
+    def sync(self, *also: str) -> dict[str, str]:
+        """:meth:`fetch`, then every local branch behind its remote one moved up to it."""
+        remote = self.fetch(*also)
+        checked_out = self._checked_out()
+        for branch, sha in remote.items():
+            local = self.repo.resolve(f"refs/heads/{branch}")
+            if local == sha:
+                continue
+            if local is not None and not self.repo.ok("merge-base", "--is-ancestor", local, sha):
+                continue  # ahead (a turn not pushed yet) or apart: its worker decides
+            where = checked_out.get(branch)
+            if where is None:
+                self.repo.run("update-ref", f"refs/heads/{branch}", sha, *([local] if local else []))
+            else:
+                # Left as is when the worktree has files in the way (an interrupted turn): its loop resumes there.
+                self.repo.run("merge", "--ff-only", "--quiet", sha, cwd=Path(where), check=False)
+        return remote
+
+    def push(self, branch: str, expected: str | None, *, also: tuple[str, ...] = ()) -> str:
+        """Push local ``branch`` onto the remote's, which must be at ``expected`` (None: absent).
+
+        Returns the sha pushed. Raises :class:`ClaimLostError` when the remote branch moved (another
+        worker pushed: this one's claim is gone), :class:`RemoteUnreachableError`, or
+        :class:`RemoteRejectedError` for any other refusal.
+        """
+        sha = self.repo.text("rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}")
+        ref = f"refs/heads/{branch}"
+        # ``also``: refs pushed with the branch, all or none (``--atomic``): a task's turn ledger.
+        status, out, err = self.repo.run("push", "--porcelain", "--no-verify", *(["--atomic"] if also else []),
+                                         f"--force-with-lease={ref}:{expected or ''}", self.remote,
+                                         f"{sha}:{ref}", *also, check=False)
+        lines = [line for line in out.decode("utf-8", "replace").splitlines() if "\t" in line]
+        mine = [line for line in lines if f":{ref}\t" in line] or lines
+        if status == 0 and lines and not any(line.startswith("!") for line in lines):
+            self.repo.run("update-ref", self.tracking(branch), sha)
+            return sha
+        if not lines:
+            raise RemoteUnreachableError(f"cannot push {branch} to {self.remote!r}: {_first(err)}",
+                                         path=self.repo.root)
+        summary = mine[0].split("\t")[-1]
+        # A push racing another one to the same ref can be refused by the remote's ref lock
+        # ("failed to update ref"): whether the ref moved tells a lost race from a refusal.
+        if "remote rejected" in summary and self._remote_sha(ref) == expected:
+            raise RemoteRejectedError(f"remote {self.remote!r} refused {branch}: {summary}", path=self.repo.root)
+        raise ClaimLostError(f"{branch} moved on {self.remote!r} ({summary}): another worker pushed to it",
+                             path=self.repo.root)
+
+    def _remote_sha(self, ref: str) -> str | None:
+        status, out, err = self.repo.run("ls-remote", "--refs", self.remote, ref, check=False)
+        if status != 0:
+            raise RemoteUnreachableError(f"cannot reach {self.remote!r}: {_first(err)}", path=self.repo.root)
+        return next((line.split("\t")[0] for line in out.decode().splitlines() if line.endswith(f"\t{ref}")), None)
+
+    def _checked_out(self) -> dict[str, str]:
+        """Branch -> the worktree of this clone that has it checked out."""
+        _, out, _ = self.repo.run("worktree", "list", "--porcelain", check=False)
+        found: dict[str, str] = {}
+        path = ""
+        for line in out.decode("utf-8", "replace").splitlines():
+            if line.startswith("worktree "):
+                path = line[len("worktree "):]
+            elif line.startswith("branch refs/heads/"):
+                found[line[len("branch refs/heads/"):]] = path
+        return found
+
+
+def _first(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[0] if lines else "")
+
+
+__all__ = ["RemoteBranches"]

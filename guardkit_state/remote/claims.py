@@ -1,0 +1,312 @@
+"""Claims on a task through the git remote: one atomic push, a lease, heartbeats, a safe takeover.
+
+The protocol (docs/features.md, "Many machines"), with no server but the user's git remote:
+
+* **Claim**: a push creating ``refs/guardkit/claims/<FEAT>/<TASK>`` at a fresh root commit (a
+  random nonce, the worker's id and the lease's end in its message). A root commit never
+  fast-forwards anything, so without ``--force`` exactly one of many racing pushes creates the ref;
+  the winner confirms with ``ls-remote``. Losing the race (the ref is someone else's) and the
+  remote failing (unreachable, or refusing the push) are different outcomes: ``None`` for the
+  first, :class:`RemoteUnreachableError` / :class:`RemoteRejectedError` for the others.
+* **Heartbeat**: the holder renews before the lease ends by pushing a child commit (a later lease
+  end, the next beat number) with ``--force-with-lease=<ref>:<its sha>``: the claim ref moving is
+  the heartbeat, and a renewal that finds the ref moved learns that the claim is lost.
+* **Takeover**: only when the lease has ended by the taker's clock **and** the taker has seen the
+  ref stand still for ``stale_after`` seconds of its own monotonic clock (two machines' clocks need
+  not agree; a live holder's renewals move the ref). The takeover is a child commit pushed with
+  ``--force-with-lease=<ref>:<the sha seen>``, so a renewal landing first makes it fail: a takeover
+  racing a renewal has one winner. The ref's history records the claim, its beats and takeovers.
+* **Release**: a delete pushed with the same lease; a claim already taken over is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, TypeVar
+
+from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError
+from guardkit_state.store.fsio import validate_task_id
+
+if TYPE_CHECKING:
+    from guardkit_state.git.repo import GitRepo
+
+CLAIMS_PREFIX = "refs/guardkit/claims"
+#: Where a worker keeps its copy of the remote's claims (fetched, pruned), per remote.
+SEEN_PREFIX = "refs/guardkit/seen"
+_EMPTY_TREE_INPUT = b""
+_FIELDS = {"kind": "Guardkit-Claim", "worker": "Guardkit-Worker", "nonce": "Guardkit-Nonce",
+           "lease_until": "Guardkit-Lease-Until", "beat": "Guardkit-Beat", "task": "Guardkit-Task",
+           "feature": "Guardkit-Feature", "previous": "Guardkit-Previous-Worker"}
+_TRAILER = re.compile(r"^(Guardkit-[A-Za-z-]+): (.*)$", re.MULTILINE)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim commit as its message says: who holds the task, until when, which beat.
+
+    ``kind`` is ``claim`` (the root commit), ``renew`` or ``takeover``; ``previous`` names the
+    worker a takeover replaced.
+    """
+
+    feature: str
+    task: str
+    sha: str
+    worker: str
+    nonce: str
+    lease_until: float
+    beat: int
+    kind: str = "claim"
+    previous: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return claim_ref(self.feature, self.task)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"feature": self.feature, "task": self.task, "sha": self.sha, "worker": self.worker,
+                "lease_until": self.lease_until, "beat": self.beat, "kind": self.kind, "previous": self.previous}
+
+
+def claim_ref(feature: str, task: str) -> str:
+    """``refs/guardkit/claims/<FEAT>/<TASK>``; both ids checked (they become ref names)."""
+    validate_task_id(feature)
+    validate_task_id(task)
+    return f"{CLAIMS_PREFIX}/{feature}/{task}"
+
+
+def new_worker_id() -> str:
+    """A worker's id: its host, its process, and a random part (two runs never share one)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+@dataclass(frozen=True)
+class _Push:
+    status: str  # "ok", "rejected" (lost a race / stale lease), "refused" (remote said no), "unreachable"
+    detail: str
+
+
+class ClaimBoard:
+    """A worker's view of one remote's claims: claim, renew, take over, release, read.
+
+    ``clock`` is wall time (lease ends are written in it); ``monotonic`` measures how long a claim
+    has stood still here. Both are parameters so tests can move time without waiting.
+    """
+
+    def __init__(self, repo: GitRepo, remote: str, worker: str | None = None, *,
+                 clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.repo = repo
+        self.remote = remote
+        self.worker = worker or new_worker_id()
+        self.clock = clock
+        self.monotonic = monotonic
+        self._seen: dict[str, tuple[str, float]] = {}  # ref -> (sha, when first seen at that sha)
+        self._empty_tree: str | None = None
+        status, _, _ = repo.run("remote", "get-url", remote, check=False)
+        if status != 0:
+            raise InputError(f"no git remote named {remote!r} in {repo.root}", path=repo.root,
+                             expected="a remote of this repository ('git remote -v' lists them)")
+
+    # -- the four moves ---------------------------------------------------------------------
+
+    def claim(self, feature: str, task: str, lease: float) -> Claim | None:
+        """Create the claim: the :class:`Claim` when won, ``None`` when another worker holds it.
+
+        Raises:
+            RemoteUnreachableError: the remote could not be reached (nothing is claimed).
+            RemoteRejectedError: the remote refused the push (a hook, permissions).
+        """
+        ref = claim_ref(feature, task)
+        mine = Claim(feature, task, "", self.worker, secrets.token_hex(8), self.clock() + lease, 0)
+        sha = self._commit(mine, parent=None)
+        pushed = self._push(f"{sha}:{ref}")
+        if pushed.status == "unreachable":
+            raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {pushed.detail}", path=self.repo.root)
+        there = self.remote_sha(ref)  # the confirmation, and what tells a lost race from a refusal
+        if there == sha:
+            return replace(mine, sha=sha)
+        if there is not None or pushed.status == "rejected":
+            # Another worker's claim is (or was, when git compared: since released) there: the race
+            # is lost, not an error. A refusal by the remote's ref lock is such a race too.
+            return None
+        raise RemoteRejectedError(f"remote {self.remote!r} refused the claim {ref}: {pushed.detail}",
+                                  path=self.repo.root)
+
+    def renew(self, held: Claim, lease: float) -> Claim:
+        """Push the next heartbeat: the lease extended to ``lease`` seconds from now.
+
+        Raises:
+            ClaimLostError: the ref moved (taken over) or is gone: stop working on the task.
+            RemoteUnreachableError: the beat did not reach the remote (retry before the lease ends).
+        """
+        beat = replace(held, lease_until=self.clock() + lease, beat=held.beat + 1, kind="renew", previous=None)
+        return self._replace(held.sha, beat, lost=f"claim {held.ref} is no longer {self.worker}'s")
+
+    def take_over(self, feature: str, task: str, lease: float, *, stale_after: float) -> Claim | None:
+        """Take a claim whose lease has ended and whose heartbeat stood still ``stale_after`` seconds.
+
+        Returns ``None`` when the claim is live (lease running, a recent beat, a renewal that won the
+        race) or gone; the new :class:`Claim` when taken over. The caller must have read the claim
+        at least once before (:meth:`read`): staleness is what this worker has seen.
+        """
+        ref = claim_ref(feature, task)
+        current = self.read(feature).get(task)
+        if current is None or not self.is_stale(current, stale_after=stale_after):
+            return None
+        mine = Claim(feature, task, "", self.worker, secrets.token_hex(8), self.clock() + lease, current.beat + 1,
+                     kind="takeover", previous=current.worker)
+        try:
+            return self._replace(current.sha, mine, lost=f"claim {ref} moved while it was taken over")
+        except ClaimLostError:
+            return None  # the holder's renewal (or another taker) came first
+
+    def release(self, held: Claim) -> bool:
+        """Delete the claim if it is still this one; False when it was already taken over or gone."""
+        pushed = self._push(f":{held.ref}", lease=(held.ref, held.sha))
+        if pushed.status == "unreachable":
+            raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {pushed.detail}", path=self.repo.root)
+        if pushed.status == "ok":
+            return True
+        if self.remote_sha(held.ref) != held.sha:
+            return False  # taken over, or gone: not ours to delete
+        raise RemoteRejectedError(f"remote {self.remote!r} refused to release {held.ref}: {pushed.detail}",
+                                  path=self.repo.root)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def read(self, feature: str) -> dict[str, Claim]:
+        """The feature's claims on the remote, by task id (fetched; staleness clocks updated)."""
+        validate_task_id(feature)
+        seen = f"{SEEN_PREFIX}/{self.remote}/claims/{feature}"
+        status, _, err = self.repo.run("fetch", "--quiet", "--no-tags", "--prune", self.remote,
+                                       f"+{CLAIMS_PREFIX}/{feature}/*:{seen}/*", check=False)
+        if status != 0:
+            raise RemoteUnreachableError(f"cannot fetch claims from {self.remote!r}: {_first_line(err)}",
+                                         path=self.repo.root)
+        _, out, _ = self.repo.run("for-each-ref", "--format=%(refname)%00%(objectname)%00%(contents)%01",
+                                  f"{seen}/", check=False)
+        claims: dict[str, Claim] = {}
+        now = self.monotonic()
+        for record in out.decode("utf-8", "replace").split("\x01"):
+            name, _, rest = record.strip("\n").partition("\x00")
+            sha, _, message = rest.partition("\x00")
+            if not name:
+                continue
+            task = name.rsplit("/", 1)[-1]
+            claim = parse_claim(feature, task, sha, message)
+            if claim is None:
+                continue  # not a claim commit of ours: never treated as one, never taken over
+            claims[task] = claim
+            ref = claim.ref
+            if self._seen.get(ref, ("", 0.0))[0] != sha:
+                self._seen[ref] = (sha, now)
+        return claims
+
+    def is_stale(self, claim: Claim, *, stale_after: float) -> bool:
+        """Lease ended by this clock, and this worker saw the same beat for ``stale_after`` seconds."""
+        if self.clock() <= claim.lease_until:
+            return False
+        sha, since = self._seen.get(claim.ref, ("", 0.0))
+        return sha == claim.sha and self.monotonic() - since >= stale_after
+
+    def remote_sha(self, ref: str) -> str | None:
+        """The ref's sha on the remote now (``ls-remote``), None when absent."""
+        status, out, err = self.repo.run("ls-remote", "--refs", self.remote, ref, check=False)
+        if status != 0:
+            raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {_first_line(err)}",
+                                         path=self.repo.root)
+        for line in out.decode("utf-8", "replace").splitlines():
+            sha, _, name = line.partition("\t")
+            if name == ref:
+                return sha
+        return None
+
+    # -- git --------------------------------------------------------------------------------
+
+    def _replace(self, old: str, claim: Claim, *, lost: str) -> Claim:
+        sha = self._commit(claim, parent=old)
+        pushed = self._push(f"{sha}:{claim.ref}", lease=(claim.ref, old))
+        if pushed.status == "unreachable":
+            raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {pushed.detail}", path=self.repo.root)
+        there = self.remote_sha(claim.ref)
+        if there == sha:
+            return replace(claim, sha=sha)
+        if there != old or pushed.status == "rejected":  # moved since (or when git compared): not ours
+            raise ClaimLostError(lost, path=self.repo.root)
+        raise RemoteRejectedError(f"remote {self.remote!r} refused {claim.ref}: {pushed.detail}", path=self.repo.root)
+
+    def _commit(self, claim: Claim, *, parent: str | None) -> str:
+        if self._empty_tree is None:
+            self._empty_tree = self.repo.text("hash-object", "-t", "tree", "-w", "--stdin")
+        lines = [f"guardkit {claim.kind} {claim.task} of {claim.feature}", ""]
+        values = {"kind": claim.kind, "worker": claim.worker, "nonce": claim.nonce,
+                  "lease_until": f"{claim.lease_until:.3f}", "beat": str(claim.beat), "task": claim.task,
+                  "feature": claim.feature, "previous": claim.previous}
+        lines += [f"{_FIELDS[key]}: {value}" for key, value in values.items() if value is not None]
+        args = ["commit-tree", self._empty_tree, "-m", "\n".join(lines)]
+        if parent is not None:
+            args += ["-p", parent]
+        _, out, _ = self.repo.run(*args, pre=self.repo.identity_args())
+        return out.decode().strip()
+
+    def _push(self, refspec: str, *, lease: tuple[str, str] | None = None) -> _Push:
+        args = ["push", "--porcelain", "--no-verify"]
+        if lease is not None:
+            args.append(f"--force-with-lease={lease[0]}:{lease[1]}")
+        status, out, err = self.repo.run(*args, self.remote, refspec, check=False)
+        lines = [line for line in out.decode("utf-8", "replace").splitlines() if "\t" in line]
+        if status == 0 and lines and not lines[0].startswith("!"):
+            return _Push("ok", lines[0])
+        if not lines:  # git never talked to the remote (exit 128: unreachable, no repository there)
+            return _Push("unreachable", _first_line(err))
+        summary = lines[0].split("\t")[-1]
+        if "remote rejected" in summary:
+            return _Push("refused", f"{summary} {_first_line(err)}".strip())
+        return _Push("rejected", summary)
+
+
+def parse_claim(feature: str, task: str, sha: str, message: str) -> Claim | None:
+    """The claim a commit message describes; None when it is not one (a missing or bad field)."""
+    fields = dict(_TRAILER.findall(message))
+    try:
+        return Claim(feature, task, sha, fields[_FIELDS["worker"]], fields[_FIELDS["nonce"]],
+                     float(fields[_FIELDS["lease_until"]]), int(fields[_FIELDS["beat"]]),
+                     fields.get(_FIELDS["kind"], "claim"), fields.get(_FIELDS["previous"]))
+    except (KeyError, ValueError):
+        return None
+
+
+def retrying(action: Callable[[], T], *, on_wait: Callable[[int, RemoteUnreachableError], None],
+             sleep: Callable[[float], None] = time.sleep, first_delay: float = 1.0, max_delay: float = 30.0,
+             attempts: int | None = None) -> T:
+    """``action()`` again while the remote is unreachable, saying so through ``on_wait`` each time.
+
+    Only unreachability is retried: a lost claim or a refusal is an answer, not a failure.
+    """
+    delay, attempt = first_delay, 0
+    while True:
+        try:
+            return action()
+        except RemoteUnreachableError as exc:
+            attempt += 1
+            if attempts is not None and attempt >= attempts:
+                raise
+            on_wait(attempt, exc)
+            sleep(delay)
+            delay = min(delay * 2, max_delay)
+
+
+def _first_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    chosen = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[0] if lines else "")
+    return chosen.strip()
+
+
+__all__ = ["CLAIMS_PREFIX", "Claim", "ClaimBoard", "claim_ref", "new_worker_id", "parse_claim", "retrying"]

@@ -1,0 +1,81 @@
+"""A worker's heartbeat: a thread that renews its claims before their leases end.
+
+Each beat renews every held claim (:meth:`ClaimBoard.renew`) at a third of the lease, so two
+beats can fail before a lease runs out. A claim found taken over is dropped and reported through
+``on_lost`` (the worker must stop that task); a remote that cannot be reached is reported through
+``on_wait`` and tried again at the next beat, while the lease still runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from guardkit_state.errors import ClaimLostError, RemoteError
+from guardkit_state.remote.claims import Claim, ClaimBoard
+
+log = logging.getLogger("guardkit_state.remote.heartbeat")
+
+
+class Heartbeat:
+    """Renews the claims it holds every ``lease / 3`` seconds until :meth:`stop`."""
+
+    def __init__(self, board: ClaimBoard, lease: float, *,
+                 on_lost: Callable[[Claim], None] = lambda claim: None,
+                 on_wait: Callable[[RemoteError], None] = lambda error: None) -> None:
+        self.board = board
+        self.lease = lease
+        self.on_lost = on_lost
+        self.on_wait = on_wait
+        self._held: dict[str, Claim] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def hold(self, claim: Claim) -> None:
+        with self._lock:
+            self._held[claim.ref] = claim
+
+    def drop(self, claim: Claim) -> Claim | None:
+        """Stop renewing ``claim``; its latest beat (to release it with), or None if it was lost."""
+        with self._lock:
+            return self._held.pop(claim.ref, None)
+
+    def held(self) -> list[Claim]:
+        with self._lock:
+            return list(self._held.values())
+
+    def beat(self) -> None:
+        """Renew every held claim once (the thread calls this; tests may too)."""
+        for claim in self.held():
+            try:
+                renewed = self.board.renew(claim, self.lease)
+            except ClaimLostError:
+                with self._lock:
+                    self._held.pop(claim.ref, None)
+                log.warning("claim %s was taken over", claim.ref)
+                self.on_lost(claim)
+                continue
+            except RemoteError as exc:  # unreachable or refused: the lease still runs; next beat
+                self.on_wait(exc)
+                continue
+            with self._lock:
+                if claim.ref in self._held:
+                    self._held[claim.ref] = renewed
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="guardkit-heartbeat", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.lease / 3):
+            self.beat()
+
+
+__all__ = ["Heartbeat"]

@@ -1,0 +1,87 @@
+"""The turn-commit ledgers of tasks built by several machines, carried through the remote.
+
+A commit counts as a task's turn commit only when it is in the task's ledger
+(:mod:`guardkit_state.git.turn_ledger`), which lives in one clone's git directory. A task continued
+on another machine (its turns pushed by one worker, resumed or merged by another) needs those
+entries there too, or its pushed turns would look like anyone's commits and be run again. So each
+turn's push carries the ledger: ``refs/guardkit/ledgers/<FEAT>/<TASK>`` points at a commit on the
+empty tree whose message lists the entries (``<sha> <turn> <decision> <mode>``) of the commits on
+the pushed branch, pushed with the branch in one ``git push --atomic``; a worker fetching the
+branch imports the entries it lacks into its own ledger. Only workers write these refs (under
+their claims), as only the loop writes a local ledger; an entry is trusted only for a commit on
+the task's branch (the ledger's own rule).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from guardkit_state.errors import RemoteUnreachableError
+from guardkit_state.git import turn_ledger
+from guardkit_state.store.fsio import validate_task_id
+
+if TYPE_CHECKING:
+    from guardkit_state.git.repo import GitRepo
+
+LEDGERS_PREFIX = "refs/guardkit/ledgers"
+_ENTRY = re.compile(r"^([0-9a-f]{40,64}) ([1-9][0-9]{0,5}) (\S+) (\S+)$", re.MULTILINE)
+
+
+@dataclass
+class RemoteLedgers:
+    """One feature's ledgers on one remote, as a worker's clone carries them."""
+
+    repo: GitRepo
+    remote: str
+    feature: str
+
+    def ref(self, task: str) -> str:
+        return f"{LEDGERS_PREFIX}/{validate_task_id(self.feature)}/{validate_task_id(task)}"
+
+    def refspec(self, task: str, branch_sha: str) -> str:
+        """A forced refspec pushing the ledger of the commits on ``branch_sha`` (with the branch)."""
+        lines = [f"{e.sha} {e.turn} {e.decision} {e.mode}" for e in turn_ledger.entries(self.repo, task)
+                 if self.repo.run("merge-base", "--is-ancestor", e.sha, branch_sha, check=False)[0] == 0]
+        tree = self.repo.text("hash-object", "-t", "tree", "-w", "--stdin")
+        message = f"guardkit turn ledger of {task}\n\n" + "\n".join(lines) + "\n"
+        _, out, _ = self.repo.run("commit-tree", tree, "-m", message, pre=self.repo.identity_args())
+        return f"+{out.decode().strip()}:{self.ref(task)}"
+
+    @property
+    def seen(self) -> str:
+        return f"refs/guardkit/seen/{self.remote}/ledgers/{self.feature}"
+
+    def fetch_refspec(self) -> str:
+        """What a fetch of the feature's ledgers asks (to join a fetch of the branches)."""
+        return f"+{LEDGERS_PREFIX}/{self.feature}/*:{self.seen}/*"
+
+    def fetch_and_import(self) -> int:
+        """Fetch the feature's ledgers and add the entries this clone lacks; how many were added."""
+        status, _, err = self.repo.run("fetch", "--quiet", "--no-tags", "--prune", self.remote,
+                                       self.fetch_refspec(), check=False)
+        if status != 0:
+            raise RemoteUnreachableError(f"cannot fetch ledgers from {self.remote!r}: {err.strip()[:200]}",
+                                         path=self.repo.root)
+        return self.import_fetched()
+
+    def import_fetched(self) -> int:
+        """Add the entries of the ledgers fetched last that this clone lacks; how many were added."""
+        _, out, _ = self.repo.run("for-each-ref", "--format=%(refname)%00%(contents)%01", f"{self.seen}/",
+                                  check=False)
+        added = 0
+        for record in out.decode("utf-8", "replace").split("\x01"):
+            name, _, message = record.strip("\n").partition("\x00")
+            if not name:
+                continue
+            task = name.rsplit("/", 1)[-1]
+            known = {(e.sha, e.turn) for e in turn_ledger.entries(self.repo, task)}
+            for sha, turn, decision, mode in _ENTRY.findall(message):
+                if (sha, int(turn)) not in known:
+                    turn_ledger.record(self.repo, task, turn_ledger.LedgerEntry(sha, int(turn), decision, mode))
+                    added += 1
+        return added
+
+
+__all__ = ["LEDGERS_PREFIX", "RemoteLedgers"]

@@ -1,0 +1,125 @@
+"""Where a feature shared through a remote stands, read from the remote alone (read-only here).
+
+Fetches the claims and the ``autobuild/*`` branches into this clone's remote-tracking refs (never
+touching its own branches or worktrees) and says, per task: merged, approved (waiting for its
+wave's merge), running (who holds the claim, since when, the last heartbeat, whether its lease
+has ended), failed, or waiting (its wave has not come, or nobody has claimed it yet).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from guardkit_state.errors import GuardkitStateError, InputError
+from guardkit_state.features.plan import find_plan, load_plan
+from guardkit_state.features.waves import plan_waves
+from guardkit_state.git.merge import find_task_merge
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.remote.branches import RemoteBranches
+from guardkit_state.remote.claims import Claim, ClaimBoard
+from guardkit_state.store.layout import branch_for
+from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.taskfile.resolve import resolve_task
+
+
+@dataclass(frozen=True)
+class RemoteTask:
+    """One task as the remote tells it."""
+
+    task_id: str
+    wave: int
+    state: str  # merged, approved, running, failed, waiting
+    turns: int = 0
+    outcome: str | None = None
+    holder: str | None = None
+    claimed_at: float | None = None
+    heartbeat_at: float | None = None
+    lease_until: float | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {"task_id": self.task_id, "wave": self.wave, "state": self.state, "turns": self.turns,
+                "outcome": self.outcome, "holder": self.holder, "claimed_at": self.claimed_at,
+                "heartbeat_at": self.heartbeat_at, "lease_until": self.lease_until}
+
+
+@dataclass
+class RemoteFeature:
+    feature: str
+    remote: str
+    tasks: list[RemoteTask] = field(default_factory=list)
+    merger: str | None = None  # the worker holding the merge claim, if any
+
+    def to_dict(self) -> dict[str, object]:
+        return {"feature": self.feature, "remote": self.remote, "merger": self.merger,
+                "tasks": [task.to_dict() for task in self.tasks]}
+
+
+def remote_progress(repo_root: Path | str, feature: str, remote: str) -> RemoteFeature:
+    """Read ``feature``'s progress from ``remote`` (fetches; writes only remote-tracking refs)."""
+    from guardkit_state.remote.worker import MERGE_CLAIM
+
+    repo = GitRepo.discover(repo_root)
+    if repo is None:
+        raise InputError(f"{repo_root} is not a git repository", path=repo_root, expected="a clone of the remote")
+    plan = load_plan(find_plan(repo.root, feature))
+    board = ClaimBoard(repo, remote)
+    branches = RemoteBranches(repo, remote)
+    on_remote = branches.fetch()
+    claims = board.read(plan.feature_id)
+    feature_ref = branches.tracking(branch_for(plan.feature_id))
+    result = RemoteFeature(plan.feature_id, remote)
+    merge_claim = claims.get(MERGE_CLAIM)
+    result.merger = merge_claim.worker if merge_claim is not None else None
+    for number, wave in enumerate(plan_waves(plan), start=1):
+        for task in wave:
+            result.tasks.append(_task(repo, task, number, on_remote, claims.get(task), feature_ref, branches))
+    return result
+
+
+def _task(repo: GitRepo, task: str, wave: int, on_remote: dict[str, str], claim: Claim | None,
+          feature_ref: str, branches: RemoteBranches) -> RemoteTask:
+    branch = branch_for(task)
+    copy = _copy(repo, task, branches.tracking(branch)) if branch in on_remote else None
+    state = copy.state if copy is not None else None
+    turns = len(state.turns) if state is not None else 0
+    outcome = state.extra.get("outcome") if state is not None else None
+    outcome = outcome if isinstance(outcome, str) else None
+    if find_task_merge(repo, task, feature_ref) is not None:
+        return RemoteTask(task, wave, "merged", turns, outcome or "approved")
+    if claim is not None:
+        claimed, beat = _claim_times(repo, claim)
+        return RemoteTask(task, wave, "running", turns, outcome, claim.worker, claimed, beat, claim.lease_until)
+    if outcome == "approved" or (state is not None and state.turns and state.turns[-1].decision == "approve"):
+        return RemoteTask(task, wave, "approved", turns, "approved")
+    if outcome in ("max_turns_exceeded", "unrecoverable_stall"):
+        return RemoteTask(task, wave, "failed", turns, outcome)
+    return RemoteTask(task, wave, "waiting", turns, outcome)
+
+
+def _copy(repo: GitRepo, task: str, ref: str) -> TaskFile | None:
+    with contextlib.suppress(GuardkitStateError):
+        rel = resolve_task(repo.root, task).path.relative_to(repo.root).as_posix()
+        status, raw, _ = repo.run("show", f"{ref}:{rel}", check=False)
+        if status == 0:
+            return TaskFile.from_bytes(raw, repo.root / rel)
+    return None
+
+
+def _claim_times(repo: GitRepo, claim: Claim) -> tuple[float | None, float | None]:
+    """When the claim was made (its root commit) and its last heartbeat (its tip), by their commit times."""
+    _, out, _ = repo.run("log", "--format=%ct", claim.sha, "--", check=False)
+    times = [float(line) for line in out.decode().split() if line.strip().isdigit()]
+    return (times[-1], times[0]) if times else (None, None)
+
+
+def describe_age(at: float | None, now: float | None = None) -> str:
+    if at is None:
+        return "?"
+    seconds = max(0, int((now if now is not None else time.time()) - at))
+    return f"{seconds}s ago" if seconds < 120 else f"{seconds // 60}m ago"
+
+
+__all__ = ["RemoteFeature", "RemoteTask", "describe_age", "remote_progress"]

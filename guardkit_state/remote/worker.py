@@ -1,0 +1,430 @@
+"""One machine's share of a feature built through the git remote (``feature-build FEAT --remote``).
+
+The same command runs on several machines (or several clones of one); each is a *worker*. A worker
+repeats, until the feature is merged or cannot go on:
+
+1. sync the ``autobuild/*`` branches from the remote (:mod:`branches`) and read where each task
+   stands from them (:func:`~guardkit_state.features.progress.read_task_state`: the files decide);
+2. in the first wave not wholly merged: claim a task that has to run (new, or interrupted and its
+   claim free or stale: taken over) and run its loop, pushing every turn's commit to the task's
+   branch on the remote before the next turn starts;
+3. when every task of the wave is approved: take the merge claim, merge them into the feature
+   branch in plan order and push it with a lease; the next wave is claimable only then;
+4. else wait (``poll`` seconds), saying what for.
+
+Claims are renewed by a heartbeat thread; Ctrl-C or SIGTERM releases them; a SIGKILL leaves them
+to expire, and another worker takes the task over and resumes it from the remote branch.
+The plan file is not written by workers: progress is read from the remote (``status``/``show``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from guardkit_state.errors import (
+    ClaimLostError,
+    GuardkitStateError,
+    InputError,
+    RemoteError,
+    RemoteUnreachableError,
+)
+from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
+from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
+from guardkit_state.features.waves import plan_waves
+from guardkit_state.git.merge import merge_branch, merge_message
+from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.worktrees import WorktreeManager
+from guardkit_state.loop.agents import Agent
+from guardkit_state.loop.events import AgentStarted, LoopEvent, TurnRecorded, TurnStarted
+from guardkit_state.loop.run import LoopOptions, feature_build
+from guardkit_state.loop.session import interrupts_as_exceptions
+from guardkit_state.remote.branches import RemoteBranches
+from guardkit_state.remote.claims import Claim, ClaimBoard, retrying
+from guardkit_state.remote.heartbeat import Heartbeat
+from guardkit_state.remote.ledgers import RemoteLedgers
+from guardkit_state.store.layout import branch_for, worktrees_dir
+
+log = logging.getLogger("guardkit_state.remote.worker")
+
+#: The claim a worker holds while it merges a wave (one merger at a time).
+MERGE_CLAIM = "MERGE-WAVES"
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """How a worker runs: the remote, its lease, how long a heartbeat must stand still to be
+    stale (default: half the lease), how often it looks again while waiting."""
+
+    remote: str
+    lease: float = 120.0
+    stale_after: float | None = None
+    poll: float = 2.0
+    max_turns: int | None = None
+    turn_timeout: float | None = None
+    worker: str | None = None
+    max_cost: float | None = None
+    continue_session: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("lease", "poll"):
+            value = getattr(self, name)
+            if not value > 0 or value == float("inf"):
+                raise InputError(f"--{name} is {value!r}; expected a positive number of seconds",
+                                 expected="seconds > 0")
+
+    @property
+    def stale(self) -> float:
+        return self.stale_after if self.stale_after is not None else self.lease / 2
+
+
+@dataclass
+class WorkerResult:
+    """What one worker did: the tasks it ran (and took over), the waves it merged, how it ended."""
+
+    feature: str
+    worker: str
+    ran: list[str] = field(default_factory=list)
+    taken_over: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    done: bool = False
+    reason: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.done else 1
+
+    def to_dict(self) -> dict[str, object]:
+        return {"feature": self.feature, "worker": self.worker, "ran": self.ran, "taken_over": self.taken_over,
+                "merged": self.merged, "done": self.done, "reason": self.reason}
+
+
+class WorkerInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped the worker; its claims were released (``released``)."""
+
+    def __init__(self, feature: str, released: list[str]) -> None:
+        told = f"released the claim(s) of {', '.join(released)}" if released else "it held no claim"
+        super().__init__(f"worker on {feature} interrupted; {told}; run the same command to go on")
+        self.feature = feature
+        self.released = released
+
+
+def run_worker(repo_root: Path, feature: str, player: Agent, coach: Agent, options: WorkerOptions, *,
+               on_note: Callable[[str], None] = lambda text: None,
+               on_event: Callable[[LoopEvent], None] = lambda event: None) -> WorkerResult:
+    """Work on ``feature`` through ``options.remote`` until it is merged or cannot go on."""
+    repo = GitRepo.discover(repo_root)
+    if repo is None:
+        raise InputError(f"{repo_root} is not a git repository", path=repo_root, expected="a clone of the remote")
+    plan = load_plan(find_plan(repo.root, feature))
+    return _Worker(repo, plan, player, coach, options, on_note, on_event).run()
+
+
+class _Worker:
+    def __init__(self, repo: GitRepo, plan: FeaturePlan, player: Agent, coach: Agent, options: WorkerOptions,
+                 on_note: Callable[[str], None], on_event: Callable[[LoopEvent], None]) -> None:
+        self.repo, self.plan, self.player, self.coach, self.options = repo, plan, player, coach, options
+        self.feature = plan.feature_id
+        self.waves = plan_waves(plan)
+        self.board = ClaimBoard(repo, options.remote, options.worker)
+        self.branches = RemoteBranches(repo, options.remote)
+        self.ledgers = RemoteLedgers(repo, options.remote, plan.feature_id)
+        self.heartbeat = Heartbeat(self.board, options.lease, on_lost=self._lost,
+                                   on_wait=lambda exc: self.note(f"heartbeat: {exc.message}; will retry"))
+        self.feature_branch = branch_for(self.feature)
+        self.fgit = FeatureGit(repo, repo.root, self.feature_branch, worktrees_dir(repo.root) / self.feature,
+                               worktrees_dir(repo.root))
+        self.result = WorkerResult(self.feature, self.board.worker)
+        self.on_note, self.on_event = on_note, on_event
+        self.lost: set[str] = set()
+        self.released_at_stop: list[str] = []
+        self._states: dict[str, tuple[tuple[str | None, str | None], TaskState]] = {}
+        self._last_snapshot: object = None
+        self._last_remote: dict[str, str] | None = None
+        self._claims: dict[str, Claim] | None = None
+        self._said = ""
+
+    def note(self, text: str) -> None:
+        log.info("%s", text)
+        self.on_note(text)
+
+    def _lost(self, claim: Claim) -> None:
+        self.lost.add(claim.task)
+        self.note(f"{claim.task}: claim taken over by another worker; stopping it here")
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> WorkerResult:
+        self.note(f"worker {self.board.worker} on {self.feature} through remote '{self.options.remote}'")
+        found = registration(self.repo)
+        if not found.registered:  # this worker may merge a wave: git would merge loop state as text
+            self.note(f"note: the guardkit-state merge driver is not registered in this clone "
+                      f"({'; '.join(found.missing())}): {INSTALL_HINT}")
+        self.heartbeat.start()
+        try:
+            with interrupts_as_exceptions():
+                try:
+                    self._ensure_feature_branch()
+                    while not self._step():
+                        time.sleep(self.options.poll)
+                except KeyboardInterrupt:
+                    raise WorkerInterrupted(self.feature, self._release_all()) from None
+        finally:
+            self.heartbeat.stop()
+        return self.result
+
+    def _remote(self, action: Callable[[], object], what: str) -> object:
+        return retrying(action, on_wait=lambda n, exc: self.note(f"{what}: {exc.message}; waiting (try {n})"))
+
+    def _sync(self) -> dict[str, str]:
+        """The remote's branches here (:meth:`RemoteBranches.sync`), and its turn ledgers imported."""
+        remote = self.branches.sync(self.ledgers.fetch_refspec())  # one fetch for both
+        self.ledgers.import_fetched()
+        return remote
+
+    def _ensure_feature_branch(self) -> None:
+        remote = self._remote(self._sync, "fetch")
+        assert isinstance(remote, dict)
+        if self.feature_branch in remote:
+            return
+        start = self.repo.text("rev-parse", "--verify", "HEAD^{commit}")
+        if self.repo.resolve(f"refs/heads/{self.feature_branch}") is None:
+            self.repo.run("branch", self.feature_branch, start)
+        try:
+            self._remote(lambda: self.branches.push(self.feature_branch, None), "push")
+            self.note(f"{self.feature_branch} on the remote starts at {start[:10]}")
+        except ClaimLostError:
+            self._remote(self._sync, "fetch")  # another worker created it first: theirs is the one
+
+    def _step(self) -> bool:
+        """One look at the feature; True when this worker is finished."""
+        # One ls-remote first: while nothing moved on the remote (a waiting worker's usual look),
+        # the last fetch, states and claims still hold, and no fetch is made.
+        snapshot = self._remote(self._snapshot, "look")
+        if snapshot != self._last_snapshot or self._last_remote is None:
+            remote = self._remote(self._sync, "fetch")
+            assert isinstance(remote, dict)
+            self._last_snapshot, self._last_remote, self._claims = snapshot, remote, None
+        remote = self._last_remote
+        for number, wave in enumerate(self.waves, start=1):
+            states = {task: self._state(task, remote) for task in wave}
+            if all(state.phase in ("merged", "closed") for state in states.values()):
+                continue
+            if all(state.phase in ("approved", "merged", "closed") for state in states.values()):
+                return self._merge_wave(number, wave, states)
+            # One fetch of the claims per look: a task is claimed only when free, taken over only
+            # when its claim is stale here (no push is tried, and refused, for a live claim).
+            if self._claims is None:
+                read = self._remote(lambda: self.board.read(self.feature), "fetch claims")
+                assert isinstance(read, dict)
+                self._claims = read
+            claims = self._claims
+            for task in wave:
+                if states[task].runs and self._try_task(task, states[task], claims.get(task)):
+                    return False
+            ended = [s for s in states.values() if s.phase == "failed"]
+            if ended:  # the wave's other tasks ran (or run elsewhere); the next wave cannot start
+                self.result.reason = "; ".join(f"{s.task_id}: {s.reason}" for s in ended)
+                return True
+            self._wait(f"wave {number}: every task that has to run is claimed by a live worker")
+            return False
+        self.result.done, self.result.reason = True, "every wave is merged into " + self.feature_branch
+        self.note(self.result.reason)
+        return True
+
+    def _snapshot(self) -> str:
+        """The remote's loop branches and this feature's claims, as ``ls-remote`` lists them."""
+        status, out, err = self.repo.run("ls-remote", self.options.remote, "refs/heads/autobuild/*",
+                                         f"refs/guardkit/claims/{self.feature}/*", check=False)
+        if status != 0:
+            raise RemoteUnreachableError(f"cannot reach remote {self.options.remote!r}: {err.strip()[:200]}",
+                                         path=self.repo.root)
+        return out.decode("utf-8", "replace")
+
+    def _state(self, task: str, remote: dict[str, str]) -> TaskState:
+        """Where ``task`` stands; read again only when its branch or the feature branch moved (a
+        waiting worker looks often, and each reading is several git calls)."""
+        key = (remote.get(branch_for(task)), remote.get(self.feature_branch))
+        cached = self._states.get(task)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        state = read_task_state(self.fgit, task, max_turns=self.options.max_turns)
+        self._states[task] = (key, state)
+        return state
+
+    def _wait(self, why: str) -> None:
+        if why != self._said:
+            self.note(f"waiting: {why}")
+            self._said = why
+
+    # -- a task -----------------------------------------------------------------------------
+
+    def _try_task(self, task: str, state: TaskState, current: Claim | None) -> bool:
+        if current is not None and not self.board.is_stale(current, stale_after=self.options.stale):
+            return False  # held by a live worker
+        claim = None
+        if current is None:
+            claim = self._remote(lambda: self.board.claim(self.feature, task, self.options.lease), "claim")
+        took_over = False
+        if claim is None and current is not None:
+            claim = self._remote(lambda: self.board.take_over(self.feature, task, self.options.lease,
+                                                              stale_after=self.options.stale), "takeover")
+            if claim is None:
+                return False
+            took_over = True
+            assert isinstance(claim, Claim)
+            self.note(f"{task}: took over the claim of {claim.previous} (lease ended, heartbeat stale)")
+            self.result.taken_over.append(task)
+        if claim is None:
+            return False  # another worker claimed it first
+        assert isinstance(claim, Claim)
+        self._states.pop(task, None)  # what this run changes is read again afterwards
+        with self._holding(claim):
+            self._run_task(task, state, claim.previous if took_over else None)
+        return True
+
+    def _run_task(self, task: str, state: TaskState, previous: str | None) -> None:
+        self._said = ""
+        self._remote(self._sync, "fetch")  # the claim is ours: the branch as the last holder left it
+        branch = branch_for(task)
+        pushed: list[str | None] = [self.repo.resolve(self.branches.tracking(branch))]
+        fresh = read_task_state(self.fgit, task, max_turns=self.options.max_turns, known_unmerged=True)
+        if not fresh.runs:
+            return  # finished by the worker whose claim ended while we looked
+        self.note(f"{task}: running on {self.board.worker}" + (" (resumed from the remote)" if fresh.resume else ""))
+        self.result.ran.append(task)
+        self.lost.discard(task)
+        if previous is not None and pushed[0] is not None:
+            pushed[0] = self._record_takeover(task, previous, pushed[0])
+
+        def push() -> None:
+            if self.repo.resolve(f"refs/heads/{branch}") in (None, pushed[0]):
+                return
+            local = self.repo.resolve(f"refs/heads/{branch}")
+            assert local is not None
+            pushed[0] = str(self._remote(lambda: self.branches.push(
+                branch, pushed[0], also=(self.ledgers.refspec(task, local),)), f"{task}: push"))
+
+        def sink(event: LoopEvent) -> None:
+            if isinstance(event, (TurnStarted, AgentStarted)) and task in self.lost:
+                raise ClaimLostError(f"{task}: the claim was taken over", path=self.repo.root)
+            if isinstance(event, TurnRecorded):
+                push()  # before the next turn starts: a crash loses at most the turn it was in
+                self.note(f"{task}: turn {event.turn} ({event.record.entry.decision}) pushed")
+            self.on_event(event)
+
+        options = LoopOptions(max_turns=self.options.max_turns, resume=fresh.resume, base_branch=self.feature_branch,
+                              turn_timeout=self.options.turn_timeout, max_cost=self.options.max_cost,
+                              continue_session=self.options.continue_session)
+        try:
+            feature_build(self.repo.root, task, self.player, self.coach, options, on_event=sink)
+            push()  # an approval committed on resume (no new turn) reaches the remote too
+        except ClaimLostError as exc:
+            self.note(f"{task}: {exc.message}")
+        except RemoteError:
+            raise
+        except GuardkitStateError as exc:
+            self.note(f"{task}: the loop stopped: {exc.message}")
+
+    def _record_takeover(self, task: str, previous: str, tip: str) -> str:
+        """An empty commit on the task's branch saying who took it over from whom, pushed: the
+        takeover is in the task's history (``git log autobuild/TASK-Y``), not only in its claim."""
+        branch = branch_for(task)
+        message = (f"guardkit: {task} taken over by {self.board.worker} from {previous}\n\n"
+                   f"The claim's lease had ended and its heartbeat stood still; the task resumes from "
+                   f"its last pushed turn.\n\nGuardkit-Takeover: {previous}\n")
+        tree = self.repo.text("rev-parse", f"{tip}^{{tree}}")
+        _, out, _ = self.repo.run("commit-tree", tree, "-p", tip, "-m", message, pre=self.repo.identity_args())
+        sha = out.decode().strip()
+        self.repo.run("update-ref", f"refs/heads/{branch}", sha, tip)  # same tree: a worktree on it stays clean
+        return str(self._remote(lambda: self.branches.push(branch, tip), f"{task}: push"))
+
+    # -- merges -----------------------------------------------------------------------------
+
+    def _merge_wave(self, number: int, wave: tuple[str, ...], states: dict[str, TaskState]) -> bool:
+        claim = self._remote(lambda: self.board.claim(self.feature, MERGE_CLAIM, self.options.lease), "claim")
+        if claim is None:
+            claim = self._remote(lambda: self.board.take_over(self.feature, MERGE_CLAIM, self.options.lease,
+                                                              stale_after=self.options.stale), "takeover")
+        if claim is None:
+            self._wait(f"wave {number}: another worker is merging it")
+            return False
+        assert isinstance(claim, Claim)
+        with self._holding(claim):
+            return self._merge_held(number, wave)
+
+    def _merge_held(self, number: int, wave: tuple[str, ...]) -> bool:
+        self._remote(self._sync, "fetch")
+        expected = self.repo.resolve(self.branches.tracking(self.feature_branch))
+        worktree = WorktreeManager(self.repo).create(self.feature)
+        feature_repo = worktree.repo()
+        if expected is not None and feature_repo.resolve("HEAD") != expected:
+            feature_repo.run("reset", "--hard", "--quiet", expected)  # the remote's feature branch is the truth
+        merged_now: list[str] = []
+        for task in wave:
+            state = read_task_state(self.fgit, task, max_turns=self.options.max_turns)
+            if state.phase != "approved":
+                continue
+            message = merge_message(self.feature, task, branch=branch_for(task), target=self.feature_branch,
+                                    wave=number, summary=f"{task} approved in {state.turns} turn(s).")
+            merged = merge_branch(feature_repo, branch_for(task), message)
+            if not merged.merged:
+                self.result.reason = (f"{task}: merge conflict in {', '.join(merged.conflicts)}" if merged.conflicts
+                                      else f"{task}: the merge was refused: {merged.error}")
+                note = unregistered_note(feature_repo, merged.conflicts)
+                if note is not None:
+                    self.result.reason += f" ({note})"
+                feature_repo.run("reset", "--hard", "--quiet", expected or "HEAD")
+                return True
+            merged_now.append(task)
+        try:
+            self._remote(lambda: self.branches.push(self.feature_branch, expected), "push")
+        except ClaimLostError:
+            self.note(f"wave {number}: {self.feature_branch} moved on the remote meanwhile; looking again")
+            return False
+        self.result.merged += merged_now
+        self.note(f"wave {number}: merged {', '.join(merged_now) or 'nothing new'} into {self.feature_branch}")
+        return False
+
+    # -- claims -----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _holding(self, claim: Claim) -> Iterator[None]:
+        """Renewed by the heartbeat while the block runs; released after it, however it ends
+        (a Ctrl-C or SIGTERM included: that release is told in the interruption's message)."""
+        self.heartbeat.hold(claim)
+        stopped = False
+        try:
+            yield
+        except KeyboardInterrupt:
+            stopped = True
+            raise
+        finally:
+            held = self.heartbeat.drop(claim)
+            if held is not None and self._release(held) and stopped:
+                self.released_at_stop.append(claim.task)
+
+    def _release(self, claim: Claim) -> bool:
+        try:
+            return self.board.release(claim)
+        except RemoteError as exc:
+            self.note(f"could not release {claim.ref} ({exc.message}); it expires after its lease")
+            return False
+
+    def _release_all(self) -> list[str]:
+        released = self.released_at_stop
+        for claim in self.heartbeat.held():
+            self.heartbeat.drop(claim)
+            if self._release(claim):
+                released.append(claim.task)
+        if released:
+            self.note(f"released the claim(s) of {', '.join(released)}")
+        return released
+
+
+__all__ = ["MERGE_CLAIM", "WorkerInterrupted", "WorkerOptions", "WorkerResult", "run_worker"]

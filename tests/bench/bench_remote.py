@@ -1,0 +1,166 @@
+"""Benchmark: one feature built by several machines through a git remote (``feature-build --remote``).
+
+* **workers** — the feature of the many-machines tests (6 independent tasks and one that depends
+  on two of them), every Player taking ``SLEEP`` seconds, built through a bare remote (``file://``)
+  by 3 worker processes, each in a clone of its own, and by 1 worker alone. Target: 3 workers <=
+  0.5x one worker. (On one machine the workers share its CPUs; the agents mostly sleep.)
+* **claim+push** — what the protocol adds, on loopback ``git daemon``, each a real ``git push`` to
+  the daemon: per turn, the push of its commit to the task branch (with its lease, and the task's
+  turn ledger in the same atomic push); per task, its
+  claim (commit-tree, push, ``ls-remote`` confirmation) and its release. Target: <= 150 ms per turn.
+
+The variants run interleaved, so a noisy neighbour slows them alike.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..feature_support import FEATURE_ID, TaskSpec, agent_command, git, make_feature
+from ..remote_support import clone, git_daemon, make_bare
+
+SLEEP = 2.0
+WORKERS_TARGET = 0.5  # x one worker
+TURN_OVERHEAD_TARGET_MS = 150.0
+RUN_TIMEOUT = 900.0
+
+
+def _tasks(sleep: float) -> list[TaskSpec]:
+    independent = [TaskSpec(f"TASK-FB-{n:03d}", sleep=sleep) for n in range(1, 7)]
+    return [*independent, TaskSpec("TASK-FB-007", dependencies=["TASK-FB-001", "TASK-FB-004"], sleep=sleep)]
+
+
+def _build(base: Path, name: str, workers: int, sleep: float) -> float:
+    """Wall time (ms) for ``workers`` worker processes to build the feature through a fresh remote."""
+    project = make_feature(base, _tasks(sleep), name=name)
+    bare = _bare(base, name, project.root)
+    machines = [clone(bare.as_uri(), base / f"{name}-machine-{n}") for n in range(workers)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUARDKIT_", "FEATURE_"))}
+    env.update(project.env(), NO_COLOR="1")
+    started = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-m", "guardkit_state", "feature-build", FEATURE_ID, "--repo",
+                               str(machine), "--player", agent_command("player.py"), "--coach",
+                               agent_command("coach.py"), "--remote", "origin", "--poll", "0.2"],
+                              cwd=machine, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for machine in machines]
+    for proc in procs:
+        _, err = proc.communicate(timeout=RUN_TIMEOUT)
+        if proc.returncode != 0:
+            raise RuntimeError(f"a worker exited {proc.returncode}: {err[-2000:]}")
+    return (time.perf_counter() - started) * 1000
+
+
+def _bare(base: Path, name: str, seed: Path) -> Path:
+    home = base / f"{name}-remote"
+    home.mkdir()
+    return make_bare(home, seed)
+
+
+def run_workers(repeat: int = 3, sleep: float = SLEEP) -> dict[str, Any]:
+    one: list[float] = []
+    three: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="gks-bench-remote-") as tmp:
+        base = Path(tmp)
+        for n in range(repeat):
+            three.append(_build(base, f"three{n}", 3, sleep))
+            one.append(_build(base, f"one{n}", 1, sleep))
+    row: dict[str, Any] = {"tasks": 7, "sleep_s": sleep, "repeat": repeat, "one_ms": _median(one),
+                           "three_ms": _median(three), "samples_ms": {"one": one, "three": three}}
+    row["three/one"] = round(row["three_ms"] / row["one_ms"], 2)
+    return row
+
+
+def run_claim_push(repeat: int = 15) -> dict[str, Any]:
+    from guardkit_state.git.repo import GitRepo
+    from guardkit_state.remote.branches import RemoteBranches
+    from guardkit_state.remote.claims import ClaimBoard
+    from guardkit_state.remote.ledgers import RemoteLedgers
+
+    claims: list[float] = []
+    pushes: list[float] = []
+    releases: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="gks-bench-claims-") as tmp:
+        base = Path(tmp)
+        seed = base / "seed"
+        seed.mkdir()
+        git(seed, "init", "-q", "-b", "main")
+        (seed / "a.txt").write_text("a\n")
+        git(seed, "add", ".")
+        git(seed, "commit", "-qm", "seed")
+        bare = make_bare(base, seed)
+        with git_daemon(base) as daemon:
+            machine = clone(daemon.url(bare.name), base / "machine")
+            repo = GitRepo.discover(machine)
+            assert repo is not None
+            board, branches = ClaimBoard(repo, "origin", "bench"), RemoteBranches(repo, "origin")
+            ledgers = RemoteLedgers(repo, "origin", "FEAT-B")
+            git(machine, "branch", "autobuild/TASK-B-001")
+            expected = None
+            for n in range(repeat + 1):
+                started = time.perf_counter()
+                held = board.claim("FEAT-B", f"TASK-B-{n:03d}", lease=60)
+                claimed = time.perf_counter()
+                (machine / "a.txt").write_text(f"turn {n}\n")
+                git(machine, "commit", "-qam", f"turn {n}")  # not timed: the loop makes this commit anyway
+                git(machine, "branch", "-f", "autobuild/TASK-B-001", "HEAD")
+                pushing = time.perf_counter()
+                tip = repo.text("rev-parse", "HEAD")
+                expected = branches.push("autobuild/TASK-B-001", expected,
+                                         also=(ledgers.refspec("TASK-B-001", tip),))  # as a worker pushes
+                pushed = time.perf_counter()
+                assert held is not None and board.release(held)
+                released = time.perf_counter()
+                if n:  # the first round warms the daemon and the page cache
+                    claims.append((claimed - started) * 1000)
+                    pushes.append((pushed - pushing) * 1000)
+                    releases.append((released - pushed) * 1000)
+    return {"repeat": repeat, "claim_ms": _median(claims), "push_ms": _median(pushes),
+            "release_ms": _median(releases),
+            "per_turn_ms": _median(pushes), "per_task_ms": round(_median(claims) + _median(releases), 1),
+            "samples_ms": {"claim": claims, "push": pushes, "release": releases}}
+
+
+def _median(samples: list[float]) -> float:
+    return round(statistics.median(samples), 1)
+
+
+def run(*, quick: bool = False) -> dict[str, Any]:
+    return {"workers": run_workers(repeat=1, sleep=0.2) if quick else run_workers(),
+            "claim_push": run_claim_push(repeat=3) if quick else run_claim_push()}
+
+
+def table_rows(case: Any) -> list[tuple[str, ...]]:
+    """The many-machines rows of the results table (same columns as ``report.HEADER``)."""
+    if not isinstance(case, dict):
+        return []
+    if "error" in case:
+        return [("Remote", "error", "", "", "", "", "", str(case["error"]))]
+    rows: list[tuple[str, ...]] = []
+    workers = case.get("workers")
+    if isinstance(workers, dict):
+        met = "yes" if workers["three/one"] <= WORKERS_TARGET else "**no**"
+        rows.append((f"Feature through a remote: 6+1 tasks ({workers['sleep_s']:g} s Player), 3 workers "
+                     "(floor: 1 worker)", f"{workers['three_ms']:.0f} ms", f"{workers['one_ms']:.0f} ms",
+                     f"{workers['three/one']:.2f}x", "", "", f"<= {WORKERS_TARGET:g}x", met))
+    claim = case.get("claim_push")
+    if isinstance(claim, dict):
+        met = "yes" if claim["per_turn_ms"] <= TURN_OVERHEAD_TARGET_MS else "**no**"
+        rows.append(("Remote: a turn's push to its task branch, with its lease (git daemon, loopback)",
+                     f"{claim['per_turn_ms']:.0f} ms", "", "", "", "", f"<= {TURN_OVERHEAD_TARGET_MS:.0f} ms", met))
+        rows.append(("Remote: a task's claim (push + ls-remote) and release, once per task",
+                     f"{claim['per_task_ms']:.0f} ms ({claim['claim_ms']:.0f}+{claim['release_ms']:.0f})",
+                     "", "", "", "", "", "-"))
+    return rows
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(run(), indent=2))

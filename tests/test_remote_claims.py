@@ -1,0 +1,205 @@
+"""Claims through a real bare remote, over file:// and over git daemon on loopback: races, leases,
+heartbeats, takeovers, refusals and an unreachable remote."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.remote.claims import Claim, ClaimBoard, claim_ref, retrying
+from guardkit_state.remote.heartbeat import Heartbeat
+from tests.conftest import run_git
+from tests.remote_support import Daemon, clone, git_daemon, make_bare
+
+FEAT, TASK = "FEAT-R", "TASK-R-001"
+
+
+class Clock:
+    """Time that moves only when the test says (wall and monotonic alike)."""
+
+    def __init__(self, start: float = 1_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Remote:
+    def __init__(self, root: Path, bare: Path, url: str, daemon: Daemon | None) -> None:
+        self.root, self.bare, self.url, self.daemon = root, bare, url, daemon
+        self.count = 0
+
+    def machine(self, worker: str, clock: Clock | None = None, monotonic: Clock | None = None) -> ClaimBoard:
+        self.count += 1
+        path = clone(self.url, self.root / f"machine-{self.count}")
+        repo = GitRepo.discover(path)
+        assert repo is not None
+        clock = clock or Clock()
+        return ClaimBoard(repo, "origin", worker, clock=clock, monotonic=monotonic or clock)
+
+
+@pytest.fixture(params=["file", "daemon"])
+def remote(request: pytest.FixtureRequest, git_repo: Path, tmp_path: Path) -> Iterator[Remote]:
+    bare = make_bare(tmp_path, git_repo)
+    if request.param == "file":
+        yield Remote(tmp_path, bare, bare.as_uri(), None)
+        return
+    with git_daemon(tmp_path) as daemon:
+        yield Remote(tmp_path, bare, daemon.url("remote.git"), daemon)
+
+
+def remote_ref(remote: Remote, ref: str) -> str:
+    return run_git(remote.bare, "for-each-ref", "--format=%(objectname)", ref).strip()
+
+
+def test_many_workers_racing_one_claim_leave_exactly_one_holder(remote: Remote) -> None:
+    boards = [remote.machine(f"w{i}") for i in range(6)]
+    start = threading.Barrier(len(boards))
+    results: dict[str, Claim | None] = {}
+
+    def race(board: ClaimBoard) -> None:
+        start.wait()
+        results[board.worker] = board.claim(FEAT, TASK, lease=60)
+
+    threads = [threading.Thread(target=race, args=(board,)) for board in boards]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    won = [claim for claim in results.values() if claim is not None]
+    assert len(results) == 6 and len(won) == 1  # the others lost the race: None, not an error
+    assert remote_ref(remote, claim_ref(FEAT, TASK)) == won[0].sha
+    seen = boards[0].read(FEAT)[TASK]
+    assert (seen.worker, seen.sha, seen.kind) == (won[0].worker, won[0].sha, "claim")
+
+
+def test_renewal_moves_the_ref_and_a_released_claim_can_be_claimed_again(remote: Remote) -> None:
+    one, two = remote.machine("w1"), remote.machine("w2")
+    held = one.claim(FEAT, TASK, lease=30)
+    assert held is not None and two.claim(FEAT, TASK, lease=30) is None
+    renewed = one.renew(held, lease=30)
+    assert renewed.beat == 1 and remote_ref(remote, held.ref) == renewed.sha
+    assert one.release(renewed) is True and remote_ref(remote, held.ref) == ""
+    assert two.claim(FEAT, TASK, lease=30) is not None
+
+
+def test_takeover_needs_an_ended_lease_and_a_heartbeat_seen_standing_still(remote: Remote) -> None:
+    clock = Clock()
+    holder, taker = remote.machine("holder", clock), remote.machine("taker", clock)
+    held = holder.claim(FEAT, TASK, lease=30)
+    assert held is not None
+    taker.read(FEAT)
+    clock.now += 20  # lease running
+    assert taker.take_over(FEAT, TASK, 30, stale_after=10) is None
+    clock.now += 20  # lease over, but the holder beats: the ref moves
+    held = holder.renew(held, lease=1)
+    clock.now += 5  # that beat's lease ended too, but the taker saw it move just now
+    assert taker.take_over(FEAT, TASK, 30, stale_after=10) is None
+    clock.now += 10  # and now it has stood still for 10 s past its lease
+    taken = taker.take_over(FEAT, TASK, 30, stale_after=10)
+    assert taken is not None and taken.kind == "takeover" and taken.previous == "holder"
+    with pytest.raises(ClaimLostError):
+        holder.renew(held, lease=30)  # the holder learns at its next beat
+    assert holder.release(held) is False  # and cannot delete the new holder's claim
+    history = run_git(remote.bare, "log", "--format=%s", taken.ref).splitlines()
+    assert history == [f"guardkit takeover {TASK} of {FEAT}", f"guardkit renew {TASK} of {FEAT}",
+                       f"guardkit claim {TASK} of {FEAT}"]
+
+
+def test_a_takeover_racing_a_renewal_has_one_winner(remote: Remote) -> None:
+    for round_number in range(4):
+        task = f"TASK-R-{round_number + 10:03d}"
+        clock = Clock()
+        holder, taker = remote.machine("holder", clock), remote.machine("taker", clock)
+        held = holder.claim(FEAT, task, lease=1)
+        assert held is not None
+        taker.read(FEAT)
+        clock.now += 100  # lease long over and the ref seen standing still: a takeover is allowed...
+        start = threading.Barrier(2)
+        outcome: dict[str, object] = {}
+
+        def renew(claim: Claim = held) -> None:
+            start.wait()
+            try:
+                outcome["renewed"] = holder.renew(claim, lease=30)
+            except ClaimLostError:
+                outcome["renewed"] = None
+
+        def take(name: str = task) -> None:
+            start.wait()
+            outcome["taken"] = taker.take_over(FEAT, name, 30, stale_after=10)
+
+        threads = [threading.Thread(target=renew), threading.Thread(target=take)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        winners = [claim for claim in (outcome["renewed"], outcome["taken"]) if claim is not None]
+        assert len(winners) == 1  # ...but never both: the compare-and-swap push decides
+        assert isinstance(winners[0], Claim) and remote_ref(remote, claim_ref(FEAT, task)) == winners[0].sha
+
+
+def test_a_push_refused_by_the_remote_is_not_a_lost_race(remote: Remote) -> None:
+    hook = remote.bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'claims are not allowed here' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    board = remote.machine("w1")
+    with pytest.raises(RemoteRejectedError) as refused:
+        board.claim(FEAT, TASK, lease=30)
+    assert "remote rejected" in refused.value.message
+    assert remote_ref(remote, claim_ref(FEAT, TASK)) == ""
+
+
+def test_an_unreachable_remote_is_waited_for_and_said(remote: Remote) -> None:
+    board = remote.machine("w1")
+    hidden = remote.bare.with_name("hidden.git")
+    remote.bare.rename(hidden)  # the server answers, the repository is not there (or the server is down)
+    if remote.daemon is not None:
+        remote.daemon.stop()
+    with pytest.raises(RemoteUnreachableError):
+        board.claim(FEAT, TASK, lease=30)
+    waits: list[str] = []
+
+    def back_online(seconds: float) -> None:
+        if not remote.bare.exists():
+            hidden.rename(remote.bare)
+            if remote.daemon is not None:
+                remote.daemon.start()
+
+    held = retrying(lambda: board.claim(FEAT, TASK, lease=30), sleep=back_online,
+                    on_wait=lambda attempt, error: waits.append(error.message))
+    assert held is not None and remote_ref(remote, held.ref) == held.sha
+    assert len(waits) == 1 and "cannot reach remote 'origin'" in waits[0]
+
+
+def test_heartbeat_renews_and_reports_a_takeover(remote: Remote) -> None:
+    clock = Clock()
+    holder, taker = remote.machine("holder", clock), remote.machine("taker", clock)
+    held = holder.claim(FEAT, TASK, lease=30)
+    assert held is not None
+    lost: list[Claim] = []
+    beat = Heartbeat(holder, 30, on_lost=lost.append)
+    beat.hold(held)
+    beat.beat()
+    assert beat.held()[0].beat == 1 and remote_ref(remote, held.ref) == beat.held()[0].sha
+    taker.read(FEAT)
+    clock.now += 100
+    assert taker.take_over(FEAT, TASK, 30, stale_after=10) is not None
+    beat.beat()
+    assert [claim.task for claim in lost] == [TASK] and beat.held() == []
+
+
+def test_a_bad_remote_name_or_id_is_refused_before_any_push(remote: Remote, tmp_path: Path) -> None:
+    board = remote.machine("w1")
+    with pytest.raises(InputError):
+        ClaimBoard(board.repo, "no-such-remote")
+    with pytest.raises(InputError):
+        board.claim(FEAT, "../TASK", lease=30)
+    assert run_git(remote.bare, "for-each-ref", "refs/guardkit/") == ""
+    shutil.rmtree(board.repo.root)

@@ -1,0 +1,234 @@
+"""``feature-build FEAT --remote``: one feature built by several worker processes, each in a clone
+of one bare remote, with scripted agents."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.feature_support import FEATURE_BRANCH, FEATURE_ID, FeatureProject, TaskSpec, agent_command, git, make_feature
+from tests.remote_support import clone, git_daemon, make_bare
+
+INDEPENDENT = [TaskSpec(f"TASK-FB-{n:03d}", sleep=0.3, approve_at=2 if n == 2 else 1) for n in range(1, 7)]
+DEPENDENT = TaskSpec("TASK-FB-007", dependencies=["TASK-FB-001", "TASK-FB-004"])
+
+
+def worker(project: FeatureProject, checkout: Path, *extra: str, player: str | None = None) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUARDKIT_", "FEATURE_"))}
+    env.update(project.env(), NO_COLOR="1")
+    argv = [sys.executable, "-m", "guardkit_state", "feature-build", FEATURE_ID, "--repo", str(checkout),
+            "--player", player or agent_command("player.py"), "--coach", agent_command("coach.py"),
+            "--remote", "origin", "--poll", "0.1", *extra]
+    return subprocess.Popen(argv, cwd=checkout, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def cli(cwd: Path, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "guardkit_state", *args], cwd=cwd, capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def tree(repo: Path, rev: str, under: str = "src") -> dict[str, str]:
+    names = git(repo, "ls-tree", "-r", "--name-only", rev, "--", under).split()
+    return {name: git(repo, "show", f"{rev}:{name}") for name in names}
+
+
+def merged_order(repo: Path) -> list[str]:
+    out = git(repo, "log", "--first-parent", "--merges", "--reverse",
+              "--format=%(trailers:key=Guardkit-Task,valueonly)%x1e", FEATURE_BRANCH)
+    return [item.strip() for item in out.split("\x1e") if item.strip()]
+
+
+@pytest.mark.parametrize("transport", ["file", "daemon"])
+def test_three_workers_build_the_feature_each_task_once_as_one_machine_would(tmp_path: Path, transport: str) -> None:
+    tasks = [*INDEPENDENT, DEPENDENT]
+    project = make_feature(tmp_path, tasks)
+    bare = make_bare(tmp_path, project.root)
+    with contextlib.ExitStack() as stack:
+        url = bare.as_uri() if transport == "file" else stack.enter_context(git_daemon(tmp_path)).url(bare.name)
+        _build_with_three_workers(tmp_path, project, bare, url, tasks)
+
+
+def _build_with_three_workers(tmp_path: Path, project: FeatureProject, bare: Path, url: str,
+                              tasks: list[TaskSpec]) -> None:
+    machines = [clone(url, tmp_path / f"machine-{n}") for n in range(1, 4)]
+    procs = [worker(project, machine) for machine in machines]
+    outputs = [proc.communicate(timeout=600) for proc in procs]
+    for proc, (out, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, out + err
+    runs = [(e["task"], e["turn"]) for e in project.invocations() if e["role"] == "player" and e["event"] == "start"]
+    expected = [(spec.task_id, turn) for spec in tasks for turn in range(1, spec.approve_at + 1)]
+    # Every turn of every task run once, by whichever worker.
+    assert sorted(runs) == sorted(expected), "\n".join(err for _, err in outputs)
+    ran_by = [line for _, err in outputs for line in err.splitlines() if ": running on " in line]
+    assert len(ran_by) == len(tasks)
+    assert len({line.split("running on ")[1].split(":")[0:2][1] for line in ran_by}) >= 2  # shared out
+    # Merged in plan order, wave by wave: the dependent task after its wave.
+    assert merged_order(bare) == [spec.task_id for spec in tasks]
+    # The same content as one machine building it alone.
+    solo = make_feature(tmp_path, tasks, name="solo")
+    alone = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", FEATURE_ID, "--repo",
+                            str(solo.root), "--player", agent_command("player.py"), "--coach",
+                            agent_command("coach.py")], env={**os.environ, **solo.env()}, capture_output=True,
+                           text=True, check=False)
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    assert tree(bare, FEATURE_BRANCH) == tree(solo.root, FEATURE_BRANCH)
+    assert set(tree(bare, FEATURE_BRANCH)) == {"src/shared.txt", *(f"src/{spec.task_id}.txt" for spec in tasks)}
+    assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""  # every claim released
+    shown = json.loads(cli(machines[0], "show", FEATURE_ID, "--remote", "origin", "--json"))
+    assert [(t["task_id"], t["state"], t["wave"]) for t in shown["tasks"]] == [
+        *((spec.task_id, "merged", 1) for spec in INDEPENDENT), (DEPENDENT.task_id, "merged", 2)]
+
+
+def test_a_worker_killed_mid_player_is_taken_over_after_its_lease(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    first, second = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    # The first machine's Player hangs in turn 2 (after turn 1 was pushed); it is killed there.
+    mark = tmp_path / "in-turn-2"
+    hanging = (f'if [ "$GUARDKIT_TURN" = 2 ]; then echo $$ > {mark}; sleep 600; fi; '
+               f"exec {agent_command('player.py')}")
+    victim = worker(project, first, "--lease", "2", player=hanging)
+    while not mark.exists():
+        assert victim.poll() is None, victim.communicate()
+        subprocess.run(["sleep", "0.05"], check=False)
+    os.killpg(victim.pid, signal.SIGKILL)  # the worker, mid-Player
+    victim.wait()
+    while not mark.read_text().strip():
+        subprocess.run(["sleep", "0.05"], check=False)
+    os.killpg(int(mark.read_text()), signal.SIGKILL)  # its agent too (a session of its own): the machine died
+    pushed = git(bare, "log", "--format=%(trailers:key=Turn,valueonly)", "autobuild/TASK-FB-001").split()
+    assert pushed == ["1"]  # turn 1 reached the remote before turn 2 started
+    assert git(bare, "for-each-ref", "refs/guardkit/claims/FEAT-FB/") != ""  # the claim is left to expire
+    heir = worker(project, second, "--lease", "2")
+    out, err = heir.communicate(timeout=600)
+    assert heir.returncode == 0, out + err
+    assert "took over the claim" in err
+    players = [(e["task"], e["turn"]) for e in project.invocations()
+               if e["role"] == "player" and e["event"] == "start"]
+    assert players == [("TASK-FB-001", 1), ("TASK-FB-001", 2)]  # turn 1 kept, turn 2 run once more
+    assert merged_order(bare) == ["TASK-FB-001"]
+    recorded = git(bare, "show", "autobuild/TASK-FB-001:tasks/backlog/TASK-FB-001-part.md")
+    state = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]
+    assert [(t["turn"], t["decision"]) for t in state["turns"]] == [(1, "feedback"), (2, "approve")]
+    history = git(bare, "log", "--format=%s", "autobuild/TASK-FB-001").splitlines()
+    assert any(line.startswith("guardkit: TASK-FB-001 taken over by") for line in history)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_or_ctrl_c_releases_the_workers_claims(tmp_path: Path, signum: int) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine-1")
+    mark = tmp_path / "in-turn-1"
+    hanging = f"echo $$ > {mark}; sleep 600; exec {agent_command('player.py')}"
+    proc = worker(project, machine, player=hanging)
+    try:
+        while not (mark.exists() and mark.read_text().strip()):
+            assert proc.poll() is None, proc.communicate()
+            subprocess.run(["sleep", "0.05"], check=False)
+        assert git(bare, "for-each-ref", "--format=%(refname)", "refs/guardkit/claims/").split() == [
+            "refs/guardkit/claims/FEAT-FB/TASK-FB-001"]
+        watcher = clone(bare.as_uri(), tmp_path / "machine-2")
+        shown = json.loads(cli(watcher, "show", FEATURE_ID, "--remote", "origin", "--json"))
+        task = shown["tasks"][0]
+        assert (task["task_id"], task["state"], task["turns"]) == ("TASK-FB-001", "running", 0)
+        assert task["holder"].startswith(socket.gethostname()) and task["heartbeat_at"] is not None
+        listed = cli(watcher, "status", "--remote", "origin")
+        assert "FEAT-FB on 'origin': 0/1 merged" in listed and "TASK-FB-001" in listed and "held by" in listed
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if mark.exists() and mark.read_text().strip():
+            try:
+                os.killpg(int(mark.read_text()), signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # the loop stopped its agent, as it does on SIGTERM
+    assert proc.returncode == 130, out + err
+    assert "released the claim(s) of TASK-FB-001" in err
+    assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""
+
+
+def test_a_remote_gone_for_a_while_is_waited_for_and_no_turn_is_lost(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.loop.agents import CommandAgent
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine-1")
+    hidden = tmp_path / "hidden.git"
+    # Turn 1's Player takes the remote away (as a network would); it comes back when the worker waits.
+    player = f'if [ "$GUARDKIT_TURN" = 1 ]; then mv {bare} {hidden}; fi; exec {agent_command("player.py")}'
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    notes: list[str] = []
+    lock = threading.Lock()
+
+    def on_note(text: str) -> None:
+        notes.append(text)
+        with lock:
+            if "waiting (try" in text and hidden.exists():
+                hidden.rename(bare)
+
+    result = run_worker(machine, FEATURE_ID, CommandAgent(player), CommandAgent(agent_command("coach.py")),
+                        WorkerOptions(remote="origin", poll=0.1), on_note=on_note)
+    assert result.done, notes
+    waited = [note for note in notes if "waiting (try" in note]
+    assert waited and "TASK-FB-001: push: cannot push autobuild/TASK-FB-001" in waited[0]
+    pushed = git(bare, "log", "--format=%(trailers:key=Turn,valueonly)", "autobuild/TASK-FB-001").split()
+    assert pushed == ["2", "1"]  # turn 1 reached the remote once it was back, before turn 2 started
+    assert notes.index(waited[0]) < next(i for i, n in enumerate(notes) if "turn 2" in n)
+    assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_remote_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    base = [sys.executable, "-m", "guardkit_state", "feature-build", "--repo", str(project.root),
+            "--player", "true", "--coach", "true"]
+    for extra, said in ((["TASK-FB-001", "--remote", "origin"], "--remote builds a feature"),
+                        ([FEATURE_ID, "--remote", "nowhere"], "no git remote named 'nowhere'"),
+                        ([FEATURE_ID, "--remote", "origin", "--resume"], "--resume does not apply with --remote")):
+        done = subprocess.run([*base, *extra], capture_output=True, text=True, check=False)
+        assert done.returncode == 2 and said in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert git(project.root, "for-each-ref", "refs/heads/autobuild/") == ""  # nothing was created
+
+
+def test_a_worker_says_when_the_merge_driver_is_missing(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine-1")
+    _, err = worker(project, machine).communicate(timeout=600)
+    assert "merge driver is not registered in this clone" in err
+    subprocess.run([sys.executable, "-m", "guardkit_state", "merge-driver", "--install"], cwd=machine, check=True,
+                   capture_output=True)
+    again = worker(project, machine)
+    _, err = again.communicate(timeout=600)
+    assert again.returncode == 0 and "merge driver" not in err, err  # registered: nothing to say
+    assert "1/1 merged" in cli(machine, "show", FEATURE_ID, "--remote", "origin")
+
+
+def test_a_task_out_of_turns_stops_the_workers_with_its_reason(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=3), TaskSpec("TASK-FB-002")])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine-1")
+    proc = worker(project, machine, "--max-turns", "1", "--json")
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 1, out + err
+    result = json.loads(out)
+    assert result["done"] is False and result["reason"].startswith("TASK-FB-001: ")
+    assert sorted(result["ran"]) == ["TASK-FB-001", "TASK-FB-002"] and result["merged"] == []
+    assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""
