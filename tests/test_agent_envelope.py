@@ -76,6 +76,9 @@ def test_report_in_text(text: str, expected: dict[str, Any] | None) -> None:
 
 def test_a_name_is_a_preset_and_anything_else_a_command(tmp_path: Path) -> None:
     assert isinstance(agent_for("claude", tmp_path), PresetAgent)
+    for spaced in ("claude ", " codex", "gemini\n"):
+        agent = agent_for(spaced, tmp_path)
+        assert isinstance(agent, PresetAgent) and agent.name == spaced.strip()
     for spec in ("claude -p hi", "./claude", "/usr/bin/claude", "python agent.py"):
         assert not is_preset_name(spec, PRESETS)
         assert isinstance(agent_for(spec, tmp_path), CommandAgent)

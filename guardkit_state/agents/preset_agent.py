@@ -119,8 +119,10 @@ def _one_line(text: str) -> str:
 def agent_for(spec: str, repo_root: Path | None = None) -> Agent:
     """The agent ``spec`` names: a preset (``claude``, ``codex``, ...), else a shell command."""
     presets = load_presets(repo_root)
-    if is_preset_name(spec, presets):
-        return PresetAgent(presets[spec])
+    # Spaces around a name (a quoted shell variable) do not make it a command: a shell would run
+    # the bare program, with no prompt and none of the preset's arguments.
+    if is_preset_name(spec.strip(), presets):
+        return PresetAgent(presets[spec.strip()])
     return CommandAgent(spec)
 
 
