@@ -101,6 +101,17 @@ def test_a_gate_that_overturns_an_approval_says_so_in_one_line(tmp_path: Path) -
     ("Player exited with status 1: test failed", None),
     ("Coach timed out after 30s (--turn-timeout)", None),
     ("Player could not be started: Argument list too long", "cannot start"),
+    # Each CLI's own words (the fakes print them) ...
+    ("Player (codex) reported an error (exit 1): unexpected status 401 Unauthorized: Missing bearer", "authentication"),
+    ("Coach (aider) exited with status 1: litellm.AuthenticationError: Incorrect API key provided", "authentication"),
+    ("Coach (aider) exited with status 1: litellm.RateLimitError: You exceeded your current quota", "quota"),
+    ("Player (gemini) reported an error (ApiError) (exit 1): Quota exceeded for quota metric", "quota"),
+    ("Player: error: 429 Too Many Requests: Rate limit reached for requests", "quota"),
+    # ... but not a task's own tests about limits and logins, which the next turn can fix.
+    ("Player exited with status 1: FAILED tests/test_rate_limiter.py::test_burst - assert 429 == 200", None),
+    ("Player exited with status 1: FAILED tests/test_login.py::test_unauthorized_gets_401 - assert 200 == 401",
+     None),
+    ("Player exited with status 1: FAILED test_quota.py::test_authentication_flow", None),
     ("Player could not be started: embedded null byte", "cannot start"),
 ])
 def test_failure_kinds(reason: str, kind: str | None) -> None:
