@@ -35,6 +35,9 @@ import json, os, sys
 from pathlib import Path
 if sys.argv[1] == "writes":
     Path("work.txt").write_text("the coach's own version\\n")
+if sys.argv[1] == "edits-records":  # the Player's recorded report, inside .guardkit/
+    player = Path(os.environ["GUARDKIT_PLAYER_REPORT_FILE"])
+    player.write_text(player.read_text().replace('"tests_passed": true', '"tests_passed": false'))
 if sys.argv[1] == "commits":  # leaves the status as clean as it found it
     import subprocess
     Path("coach.txt").write_text("the coach's own file\\n")
@@ -83,6 +86,13 @@ def test_a_coach_that_commits_its_change_makes_the_turn_its_error(tmp_path: Path
     store = root / ".guardkit" / "worktrees" / TASK / ".guardkit" / "autobuild" / TASK
     state = json.loads((store / "turn_state_turn_1.json").read_text())
     assert (state["coach_decision"], state["failed_role"]) == ("error", "coach")
+
+
+def test_a_coach_that_edits_the_loops_records_makes_the_turn_its_error(tmp_path: Path) -> None:
+    _, said = _build(tmp_path, "works", "edits-records")
+    assert (f"coach: error — Coach changed the loop's records, which it must only read: {TASK}/player_turn_1.json"
+            in said)
+    assert f"{TASK}: approved" not in said
 
 
 def test_a_gate_that_overturns_an_approval_says_so_in_one_line(tmp_path: Path) -> None:

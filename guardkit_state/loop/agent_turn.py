@@ -29,7 +29,13 @@ from guardkit_state.loop.briefing import (
     player_output_schema,
     player_prompt,
 )
-from guardkit_state.loop.worktree_watch import changed_between, fingerprint, head_commit, turn_diff
+from guardkit_state.loop.worktree_watch import (
+    changed_between,
+    fingerprint,
+    head_commit,
+    records_fingerprint,
+    turn_diff,
+)
 from guardkit_state.model import TurnMode
 from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir
 from guardkit_state.turns.context import must_address_lines
@@ -169,13 +175,23 @@ class TurnBriefing:
 class ReadOnlyWatch:
     """Proves a Coach left the worktree as it found it (outside the loop's own ``.guardkit/``)."""
 
-    def __init__(self, git: GitRepo | None, checkout: Path) -> None:
+    def __init__(self, git: GitRepo | None, checkout: Path, records: Path | None = None) -> None:
         self.git, self.checkout = git, checkout
         self.before = fingerprint(git, checkout) if git is not None else {}
         self.head = head_commit(git, checkout) if git is not None else None
+        # The loop's own records of the task (the Player's report of this turn, earlier turns):
+        # left out of the worktree's check, they must not change under the Coach either.
+        self.records = records
+        self.records_before = records_fingerprint(records) if records is not None else {}
 
     def check(self, request: TurnRequest) -> None:
         """Raise :class:`AgentError` naming the files the Coach changed, if it changed any."""
+        if self.records is not None:
+            edited = changed_between(self.records_before, records_fingerprint(self.records))
+            if edited:
+                shown = ", ".join(edited[:5]) + (f" and {len(edited) - 5} more" if len(edited) > 5 else "")
+                raise AgentError(f"Coach changed the loop's records, which it must only read: {shown}",
+                                 task_id=request.task_id, turn=request.turn)
         if self.git is None:
             return
         head = head_commit(self.git, self.checkout)

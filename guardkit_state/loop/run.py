@@ -426,7 +426,7 @@ class _Run:
             self.emit(ReportsReused(number, ("coach",)))
         else:
             self._agent_starts(number, "coach")
-            watch = ReadOnlyWatch(self.git, briefing.checkout)
+            watch = ReadOnlyWatch(self.git, briefing.checkout, lifecycle.store.directory)
             report = runs.run("coach", self.coach, coach)
             watch.check(coach)
             decision = lifecycle.record_coach(report)
