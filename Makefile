@@ -3,8 +3,13 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The demos need the package alone (no test tools, no Graphiti): a smaller install of their own.
+DEMO_STAMP := $(VENV)/.installed-demo
+# `make install`: the command for use in any repository, in a virtual environment of its own.
+INSTALL_HOME ?= $(HOME)/.local/share/guardkit-state
+INSTALL_BIN ?= $(HOME)/.local/bin
 
-.PHONY: demo demo-feature test test-fast lint bench soak clean
+.PHONY: install demo demo-feature test test-fast lint bench soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,11 +27,25 @@ $(STAMP): $(BIN)/python pyproject.toml
 		|| echo "note: Chromium is not installed and could not be (apt-get install chromium); the report's browser tests will be skipped"
 	touch $(STAMP)
 
-demo: $(STAMP)
+$(DEMO_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q -e .
+	touch $(DEMO_STAMP)
+
+# The package alone (a copy, not this checkout) in $(INSTALL_HOME), linked as $(INSTALL_BIN)/guardkit-state.
+install:
+	$(PYTHON) -m venv $(INSTALL_HOME)
+	$(INSTALL_HOME)/bin/python -m pip install -q --upgrade pip
+	$(INSTALL_HOME)/bin/python -m pip install -q .
+	mkdir -p $(INSTALL_BIN)
+	ln -sf $(INSTALL_HOME)/bin/guardkit-state $(INSTALL_BIN)/guardkit-state
+	@$(INSTALL_BIN)/guardkit-state --version
+	@case ":$$PATH:" in *":$(INSTALL_BIN):"*) ;; *) echo "note: $(INSTALL_BIN) is not on PATH: add it (export PATH=\"$(INSTALL_BIN):\$$PATH\")";; esac
+
+demo: $(DEMO_STAMP)
 	$(BIN)/python examples/run_demo.py
 
 # A whole feature: three tasks in two waves, wave 1's two in parallel, merged in plan order.
-demo-feature: $(STAMP)
+demo-feature: $(DEMO_STAMP)
 	$(BIN)/python examples/run_feature_demo.py
 
 # Lint and types first: a style or type error fails `make test` (and so CI) before the suite runs.

@@ -67,7 +67,7 @@ def plan_text(tasks: Sequence[TaskSpec], groups: Sequence[Sequence[str]] | None,
         for group in groups:
             lines += [f"  - - {group[0]}", *(f"    - {task_id}" for task_id in group[1:])]
     lines += ["  estimated_duration_minutes: 90", f"  recommended_parallel: {recommended}",
-              "smoke_gates:", "  after_wave_1: pytest -q   # kept as written", ""]
+              "bootstrap_extras:", "  after_wave_1: pytest -q   # kept as written", ""]
     return "\n".join(lines)
 
 

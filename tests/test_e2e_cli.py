@@ -10,6 +10,7 @@ sleeps for a fixed time.
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 from collections import Counter
 from collections.abc import Iterator
@@ -37,7 +38,6 @@ pytestmark = pytest.mark.skipif(not GUARDKIT_STATE.exists(), reason=f"{GUARDKIT_
 
 #: Every agent call of an uninterrupted approved run, once each.
 ONE_RUN = Counter({("player", 1): 1, ("coach", 1): 1, ("player", 2): 1, ("coach", 2): 1})
-RESUME_HINT = f"guardkit-state feature-build {TASK_ID} --player ... --coach ... --resume"
 
 
 @pytest.fixture
@@ -373,13 +373,16 @@ def test_interrupt_during_an_agent_saves_state_and_resume_completes(project: Pro
     loop.signal(signum)
     stopped = loop.finish()
     assert stopped.returncode == 130, stopped.output
-    assert (f"error: interrupted during turn 2 ({role}): state saved; continue with '{RESUME_HINT}'"
-            in stopped.stderr)
+    # The way on is the command that was run, with --resume: real agent commands, quoted for the shell.
+    hint = shlex.join(["guardkit-state", *project.build_args(), "--resume"])
+    assert f"error: interrupted during turn 2 ({role}): state saved; continue with {hint}\n" in stopped.stderr
     # The loop stopped its agent itself: nothing is left running.
     wait_until(lambda: not group_alive(agent["pgid"]), what="the interrupted agent to exit", limit=10)
     assert [t["turn"] for t in project.show()["turns"]] == [1]
 
-    resume = project.build("--resume")
+    pasted = shlex.split(stopped.stderr.strip().splitlines()[-1].split("continue with ", 1)[1])
+    assert pasted[0] == "guardkit-state"
+    resume = project.cli(*pasted[1:])  # pasted as it is
     assert_finished_like_uninterrupted(project, resume)
     assert project.counts() == expected_calls(**{f"{role}_2": 2})
 

@@ -235,7 +235,7 @@ def test_the_plan_keeps_its_comments_order_and_unknown_keys(tmp_path: Path, monk
     lines = iter(after.splitlines())
     assert all(any(line == other for other in lines) for line in kept), "a line of the plan was lost or moved"
     plan = load_plan(project.plan_path)
-    assert plan.data["smoke_gates"] == {"after_wave_1": "pytest -q"}
+    assert plan.data["bootstrap_extras"] == {"after_wave_1": "pytest -q"}
     assert list(plan.tasks[0].raw)[:8] == ["id", "name", "file_path", "complexity", "dependencies", "status",
                                            "implementation_mode", "estimated_minutes"]
 

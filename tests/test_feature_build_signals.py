@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -17,6 +18,7 @@ from .feature_support import (
     FeatureProject,
     TaskSpec,
     agent_alive,
+    cli_argv,
     kill_agents,
     make_feature,
     merged_tasks,
@@ -77,7 +79,7 @@ def test_an_interruption_stops_every_loop_and_resume_completes(tmp_path: Path, h
             proc.send_signal(signal.SIGTERM)  # the run alone: it forwards the stop to its loops
         _, err = proc.communicate(timeout=WAIT)
         assert proc.returncode == 130, err
-        assert "interrupted" in err and "feature-build FEAT-FB --player ... --coach ... --resume" in err
+        assert "interrupted" in err and shlex.join(["guardkit-state", *cli_argv(project)[3:], "--resume"]) in err
         assert agent_alive(project.invocations()) == []
         assert session_processes(proc.pid) == []
         plan = read_state(project)

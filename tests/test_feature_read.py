@@ -94,7 +94,8 @@ def test_log_feature_lists_merges_in_plan_order_and_each_tasks_turns(finished: F
     assert turns == {T1: [(1, "feedback"), (2, "approve")], T2: [(1, "approve")], T3: [(1, "approve")]}
     assert all(t["merge"]["task_id"] == t["task_id"] for t in data["tasks"])
     code, out, _ = cli(capsys, "log", FEATURE_ID, "--repo", str(finished.root))
-    assert code == 0 and out.count("wave 1") == 2 and f"{T1}: turns from" in out
+    assert code == 0 and out.count("wave 1") == 2 and f"{T1} (completed): turns from" in out
+    assert out.startswith(f"{FEATURE_ID}: 3/3 task(s) done · 4 turn(s)\n")
 
 
 def test_status_lists_features_with_their_progress(finished: FeatureProject,

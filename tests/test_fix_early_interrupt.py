@@ -9,6 +9,7 @@ run waits for it, and ``/proc`` shows when the run has opened the lock file.
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -19,12 +20,25 @@ import pytest
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.store.locks import exclusive_lock
 
-from .feature_support import FEATURE_BRANCH, FEATURE_ID, FeatureProject, TaskSpec, git, make_feature, start_cli
+from .feature_support import (
+    FEATURE_BRANCH,
+    FEATURE_ID,
+    FeatureProject,
+    TaskSpec,
+    cli_argv,
+    git,
+    make_feature,
+    start_cli,
+)
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to see the lock wait")
 
 T1, T2 = "TASK-FB-001", "TASK-FB-002"
-START = f"guardkit-state feature-build {FEATURE_ID} --player ... --coach ..."
+
+
+def start_command(project: FeatureProject, *extra: str) -> str:
+    """The command a user ran (``cli_argv`` after ``python -m guardkit_state``), as the shell takes it."""
+    return shlex.join(["guardkit-state", *cli_argv(project, *extra)[3:]])
 
 
 def _holds_open(pid: int, path: Path) -> bool:
@@ -66,7 +80,7 @@ def test_a_ctrl_c_before_the_start_says_run_it_again(tmp_path: Path) -> None:
     run = _interrupt_while_waiting_for_the_lock(project)
     assert run.returncode == 130, run.stderr
     assert run.stderr.strip() == (f"error: feature {FEATURE_ID} interrupted before it started; nothing was "
-                                  f"recorded: run '{START}' again")
+                                  f"recorded: run {start_command(project)} again")
     assert "--resume" not in run.stderr
     assert git(project.root, "branch", "--list", FEATURE_BRANCH).strip() == ""
 
@@ -87,4 +101,5 @@ def test_a_ctrl_c_before_a_resume_began_says_resume(tmp_path: Path) -> None:
 
     run = _interrupt_while_waiting_for_the_lock(project, "--max-turns", "2", "--resume")
     assert run.returncode == 130, run.stderr
-    assert run.stderr.strip() == f"error: feature {FEATURE_ID} interrupted: continue with '{START} --resume'"
+    assert run.stderr.strip() == (f"error: feature {FEATURE_ID} interrupted: continue with "
+                                  f"{start_command(project, '--max-turns', '2', '--resume')}")

@@ -15,10 +15,10 @@ from .feature_support import FEATURE_BRANCH, FEATURE_ID, TaskSpec, git, make_fea
 T1 = "TASK-FB-001"
 
 
-def test_clean_environment_drops_exactly_the_repository_variables() -> None:
-    from guardkit_state.git.environment import REPOSITORY_VARIABLES, clean_environment
+def test_clean_environment_drops_exactly_the_repository_and_pathspec_variables() -> None:
+    from guardkit_state.git.environment import PATHSPEC_VARIABLES, REPOSITORY_VARIABLES, clean_environment
 
-    base = dict.fromkeys(REPOSITORY_VARIABLES, "/elsewhere") | {
+    base = dict.fromkeys(REPOSITORY_VARIABLES | PATHSPEC_VARIABLES, "/elsewhere") | {
         "PATH": "/bin", "GIT_AUTHOR_NAME": "Ann", "GIT_CONFIG_NOSYSTEM": "1", "GIT_SSH_COMMAND": "ssh"}
     assert clean_environment(base) == {"PATH": "/bin", "GIT_AUTHOR_NAME": "Ann", "GIT_CONFIG_NOSYSTEM": "1",
                                        "GIT_SSH_COMMAND": "ssh"}
@@ -49,3 +49,15 @@ def test_feature_run_from_a_hook_environment_leaves_the_users_checkout_and_index
     # The Player's own commit is on its task branch, under the loop's turn commit.
     subjects = git(root, "log", "--format=%s", f"autobuild/{T1}").splitlines()
     assert subjects[:2] == [f"autobuild({T1}): turn 1 approve", "player wip"]
+
+
+def test_an_inherited_literal_pathspecs_setting_does_not_refuse_every_turn_commit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIT_LITERAL_PATHSPECS=1 made the loop's ':(exclude).guardkit/index' a literal name matching nothing.
+    project = make_feature(tmp_path, [TaskSpec(T1)])
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("GIT_LITERAL_PATHSPECS", "1")
+    result = build_feature(project.root, FEATURE_ID, *project.agents(), FeatureOptions())
+    assert (result.status, result.exit_code) == ("completed", 0), result.reason
+    assert merged_tasks(project.root) == [T1]

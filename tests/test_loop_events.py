@@ -26,7 +26,8 @@ from guardkit_state.model import Outcome
 
 from .test_loop import TASK, _repo, coach_verifying, scripted_player
 
-RESUME = f"'guardkit-state feature-build {TASK} --player ... --coach ... --resume'"
+# Python agents have no command line: the way on names their places (CMD) and the real task.
+RESUME = f"guardkit-state feature-build {TASK} --player CMD --coach CMD --resume"
 
 
 def _steps(events: list[LoopEvent]) -> list[tuple[str, int, str]]:
@@ -104,7 +105,7 @@ def test_an_interrupt_before_the_first_turn_says_nothing_was_recorded(git_repo: 
                       on_event=stop_once_the_worktree_exists)
     assert stopped.value.turn is None
     assert str(stopped.value) == ("interrupted before the first turn began; nothing was recorded: run "
-                                  f"'guardkit-state feature-build {TASK} --player ... --coach ...' again")
+                                  f"guardkit-state feature-build {TASK} --player CMD --coach CMD again")
     # What it advises works: the same command, run again, starts the loop afresh.
     result = feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(1))
     assert result.outcome is Outcome.APPROVED

@@ -5,6 +5,7 @@ CLI's ``--json`` for the same question, and its refusals with the CLI's one-line
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -426,3 +427,50 @@ def test_an_inline_report_is_read_as_strictly_as_a_report_file(repo: Path) -> No
     assert error_text(refused) == done.stderr.strip().replace(str(player_file), "the player report")
     assert "nest" in error_text(refused)
     assert tree(repo) == before
+
+
+def test_a_report_file_outside_the_repository_is_refused_with_nothing_written(repo: Path, tmp_path: Path) -> None:
+    """The agent names files of the repository it was given: one reached by '..', an absolute path
+    or a symlink out of it is refused, never copied into the turn's records (where turn_reports
+    would serve it back)."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "player.json").write_text(json.dumps(player_report(1, secret="kept out")), encoding="utf-8")
+    (outside / "coach.json").write_text(json.dumps(coach_decision(1, "feedback", feedback="x")), encoding="utf-8")
+    (repo / "coach.json").write_text(json.dumps(coach_decision(1, "feedback", feedback="x")), encoding="utf-8")
+    (repo / "linked.json").symlink_to(outside / "player.json")
+    before = tree(repo)
+    escapes = [os.path.relpath(outside / "player.json", repo), str(outside / "player.json"), "linked.json"]
+
+    async def session(client: Client) -> list[CallToolResult]:
+        results = [await client.call_tool("record_turn", {"task_id": TASK, "player_file": escape,
+                                                          "coach_file": "coach.json"}) for escape in escapes]
+        results.append(await client.call_tool("record_turn", {"task_id": TASK, "player": player_report(1),
+                                                              "coach_file": str(outside / "coach.json")}))
+        return results
+
+    for refused in with_server(repo, session):
+        assert "resolves outside the repository" in error_text(refused)
+        assert refused.structured_content is not None
+        assert refused.structured_content["error"] == "UnsafePathError"
+    assert tree(repo) == before
+    assert not (repo / ".guardkit" / "autobuild" / TASK).exists()
+
+
+def test_an_error_echoing_a_line_break_or_an_escape_is_the_cli_one_line(repo: Path) -> None:
+    """A value the error repeats (the agent's own argument here) holding a newline, an ANSI escape or
+    a bidi control is escaped as the CLI escapes it: the tool error, and a resource error, stay one line."""
+    odd = "tasks/backlog/x\ny\x1b[31m\u202ez\r.md"
+
+    async def session(client: Client) -> tuple[CallToolResult, str]:
+        shown = await client.call_tool("show", {"task_id": odd})
+        with pytest.raises(MCPError) as failed:
+            await client.read_resource("guardkit://task/x%0Ay%1B%5B2J.md")  # the SDK decodes it
+        return shown, failed.value.error.message
+
+    shown, resource_error = with_server(repo, session)
+    done = cli(repo, "show", odd)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert error_text(shown) == done.stderr.strip()
+    assert resource_error == cli(repo, "show", "x\ny\x1b[2J.md").stderr.strip()
+    assert "\\n" in resource_error and "\\x1b" in resource_error

@@ -93,12 +93,23 @@ def test_read_commands_outside_a_repository_create_nothing(tmp_path: Path, comma
 
 @pytest.mark.parametrize("command", [["graphiti", "status"], ["graphiti", "search", "feedback"],
                                      ["show", "TASK-DUR-001"], ["context", "TASK-DUR-001"],
-                                     ["log", "TASK-DUR-001"], ["search", "feedback"]], ids=" ".join)
+                                     ["log", "TASK-DUR-001"]], ids=" ".join)
 def test_read_commands_in_a_repository_create_nothing(repo: Path, command: list[str]) -> None:
     before = tree(repo)
     result = cli(repo, *command)
     assert result.returncode == 0, result.stderr
     assert tree(repo) == before
+
+
+def test_search_in_a_repository_creates_only_its_cache(repo: Path) -> None:
+    """Like ``status``, the file scan keeps a rebuildable cache in ``.guardkit/cache/``, nothing else."""
+    before = tree(repo)
+    result = cli(repo, "search", "feedback")
+    assert result.returncode == 0, result.stderr
+    added = sorted(set(tree(repo)) - set(before))
+    assert set(tree(repo)) >= set(before)
+    assert [p for p in added if not p.startswith(".guardkit/cache")] in ([], [".guardkit"])
+    assert ".guardkit/cache/search.json" in added
 
 
 def test_graphiti_status_of_an_unbuilt_index_says_so(repo: Path) -> None:
@@ -131,11 +142,11 @@ def test_validate_warns_about_duplicate_task_ids(git_repo: Path) -> None:
     write(git_repo / "tasks/backlog/TASK-DUR-002-format.md", task_text("TASK-DUR-002", "backlog"))
     result = cli(git_repo, "validate", "tasks", "--json")
     assert result.returncode == 0, result.stdout  # warnings never change the exit code
-    files = {Path(f["path"]).as_posix(): f for f in json.loads(result.stdout)["files"]}
-    for path, other in ((PLANNING, WORKING), (WORKING, PLANNING)):
-        (warning,) = files[path]["warnings"]
-        assert f"duplicate task id TASK-DUR-001 (also {other})" in warning["message"]
-        assert f"commands read {WORKING} (holds loop state)" in warning["message"]
-    assert files["tasks/backlog/TASK-DUR-002-format.md"]["warnings"] == []
+    report = json.loads(result.stdout)
+    assert all(f["warnings"] == [] for f in report["files"])  # one entry per id, not per file
+    assert report["duplicate_ids"] == [{"task_id": "TASK-DUR-001", "copies": sorted([PLANNING, WORKING]),
+                                        "read": WORKING, "reason": "holds loop state"}]
     text = cli(git_repo, "validate", "tasks")
-    assert text.returncode == 0 and text.stdout.count("warning:") == 2
+    assert text.returncode == 0 and text.stdout.count("warning:") == 1
+    assert (f"warning: duplicate task id TASK-DUR-001: 2 copies; commands read {WORKING} (holds loop state); "
+            f"also {PLANNING}") in text.stdout

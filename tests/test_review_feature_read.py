@@ -117,6 +117,6 @@ def test_log_of_a_feature_explains_its_empty_sections_on_stdout(tmp_path: Path,
     assert code == 0
     # 'log FEAT-X > log.txt' keeps why there are no merges and why a task has no turns.
     assert f"{FEATURE_ID} has not started" in out and f"no task file for {T2}" in out
-    assert f"{T1}: turns from" in out and "no turns recorded" in out
+    assert f"{T1} (pending): turns from" in out and "no turns recorded" in out
     assert err == ""
     assert (project.root / PLAN_REL).is_file()

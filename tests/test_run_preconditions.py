@@ -122,6 +122,34 @@ def test_a_guardkit_symlink_leaving_the_repository_is_refused(tmp_path: Path, mo
     assert sorted(p.relative_to(outside) for p in outside.rglob("*")) == before
 
 
+@pytest.mark.parametrize("link", ["autobuild", f"autobuild/{T1}"])
+def test_record_refuses_a_store_symlinked_out_of_the_repository(tmp_path: Path, link: str) -> None:
+    project = make_feature(tmp_path, [TaskSpec(T1)])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    store = project.root / ".guardkit" / link
+    store.parent.mkdir(parents=True, exist_ok=True)
+    store.symlink_to(outside)
+    with pytest.raises(UnsafePathError, match="outside the repository"):
+        record_turn(project.root, T1, player_report(1, task_id=T1),
+                    coach_decision(1, "approve", task_id=T1, verdicts={"AC-001": "verified"}))
+    assert list(outside.iterdir()) == []
+
+
+def test_a_store_an_agent_turned_into_a_symlink_leaving_the_worktree_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Turn 1's Player replaces its task's store with a symlink out: turn 2's context, reports and
+    # turn state would be written out there, and the branch would hold only the link.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    store = f".guardkit/autobuild/{T1}"
+    swap = f'test "$GUARDKIT_TURN" = 1 && rm -rf {store} && ln -s {outside} {store}'
+    project = make_feature(tmp_path, [TaskSpec(T1, approve_at=2, shell=swap)])
+    with pytest.raises(UnsafePathError, match="outside the repository"):
+        _task(project, monkeypatch)
+    assert list(outside.iterdir()) == []
+
+
 def test_a_guardkit_file_is_a_typed_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = make_feature(tmp_path, [TaskSpec(T1)])
     git(project.root, "rm", "-q", "-r", ".guardkit")

@@ -351,10 +351,12 @@ def test_real_closed_tasks_are_refused_and_show_proposes_no_turn(corpus_dir: Pat
         before = target.read_bytes()
         code = cli_run(["record", task.task_id, "--player", str(player), "--coach", str(coach), "--repo", str(repo)])
         err = capsys.readouterr().err
-        if closed is not None or over:
+        repeated = task._parsed is not None and bool(task._parsed.duplicates)
+        if closed is not None or over or repeated:
             seen["refused"] += 1
             assert code == 2 and target.read_bytes() == before, (source, err)
-            assert ("--reopen" if closed else "--max-turns") in err, (source, err)
+            # A file repeating a key is read but never written: that refusal comes first.
+            assert ("duplicate key" if repeated else "--reopen" if closed else "--max-turns") in err, (source, err)
             assert action in ("closed", "finished", "out_of_turns"), (source, action)
         else:
             seen["recorded"] += 1

@@ -142,8 +142,9 @@ def test_load_errors_are_typed_with_lines(tmp_path: Path) -> None:
         TaskFile.load(bad)
     assert (info.value.path, info.value.line) == (bad, 3)
     dup = write(tmp_path / "b.md", "---\nstatus: a\nstatus: b\n---\n")
+    assert TaskFile.load(dup).status == "b"  # read as GuardKit reads it; writing it is refused
     with pytest.raises(DuplicateKeyError) as dup_info:
-        TaskFile.load(dup)
+        TaskFile.load(dup).apply(StateUpdate(top_level={"status": "c"}))
     assert dup_info.value.line == 3
     utf = tmp_path / "c.md"
     utf.write_bytes(b"---\nid: T-1\ntitle: \xff\n---\n")

@@ -125,6 +125,20 @@ def test_a_removed_worktree_git_link_is_repaired_and_the_turn_committed(
     assert any("lost its .git link" in note for note in result.notes)
 
 
+def test_a_git_link_rewritten_to_the_main_repository_is_repaired_and_main_untouched(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The Player points its worktree's .git at the main checkout's git dir: git there is on `main`,
+    # and the turn commit landed on the user's main (exit 0).
+    project = make_feature(tmp_path, [TaskSpec(T1, shell=f"echo 'gitdir: {tmp_path}/project/.git' > .git")])
+    main_before = git(project.root, "rev-parse", "main")
+    result = _task(project, monkeypatch)
+    assert result.exit_code == 0, result.reason
+    assert git(project.root, "rev-parse", "main") == main_before
+    assert git(project.root, "status", "--porcelain") == ""
+    assert f"src/{T1}.txt" in _tree(project.root, f"autobuild/{T1}")
+    assert any("pointed to another git directory" in note for note in result.notes), result.notes
+
+
 def test_resume_after_the_git_link_was_removed_repairs_the_worktree(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = make_feature(tmp_path, [TaskSpec(T1, approve_at=2)])
@@ -150,6 +164,20 @@ def test_a_refused_commit_is_an_error_naming_gits_reason_and_resume_commits_it(
     again = _task(project, monkeypatch, resume=True)
     assert again.exit_code == 0, again.reason
     assert f".guardkit/autobuild/{T1}/coach_turn_1.json" in _tree(project.root, f"autobuild/{T1}")
+
+
+def test_a_post_commit_hook_that_moves_head_back_is_no_turn_commit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `git commit` exits 0, then the hook undoes it: HEAD (the base commit) was taken for the turn's.
+    project = make_feature(tmp_path, [TaskSpec(T1)])
+    _hook(project.root, "post-commit", "git reset -q --soft HEAD~1\n")
+    result = _task(project, monkeypatch)
+    assert result.exit_code == 1
+    assert "HEAD is not a new commit" in (result.commit_error or ""), result.reason
+    os.remove(project.root / ".git" / "hooks" / "post-commit")
+    again = _task(project, monkeypatch, resume=True)
+    assert again.exit_code == 0, again.reason
+    assert f"src/{T1}.txt" in _tree(project.root, f"autobuild/{T1}")
 
 
 def test_a_refused_turn_commit_does_not_hold_back_an_approved_sibling(
@@ -203,3 +231,83 @@ def test_a_kill_between_the_commit_and_its_ledger_line_is_resumed_with_one_commi
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     subjects = git(project.root, "log", "--format=%s", f"autobuild/{T1}").splitlines()
     assert subjects.count(f"autobuild({T1}): turn 1 approve") == 1
+
+
+@pytest.mark.parametrize("switch", ["git checkout -q -b elsewhere", "git checkout -q --detach"])
+def test_a_player_that_switches_its_worktree_off_the_task_branch_gets_no_approval(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, switch: str) -> None:
+    project = make_feature(tmp_path, [TaskSpec(T1, shell=switch)])
+    result = _task(project, monkeypatch)
+    # The turn commit would land on the agent's branch (or nowhere): not approved, and said why.
+    assert result.exit_code == 1
+    assert f"not on autobuild/{T1}" in result.reason and "an agent switched it" in result.reason, result.reason
+    assert f"src/{T1}.txt" not in _tree(project.root, f"autobuild/{T1}")
+    git(project.task_worktree(T1), "switch", "-q", f"autobuild/{T1}")
+    again = _task(project, monkeypatch, resume=True)
+    assert again.exit_code == 0, again.reason
+    assert f".guardkit/autobuild/{T1}/coach_turn_1.json" in _tree(project.root, f"autobuild/{T1}")
+
+
+def test_a_player_resetting_the_branch_does_not_drop_the_earlier_turns_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Turn 2's Player runs `git reset --hard HEAD~1`: turn 1's commit and its reports leave the worktree.
+    reset = 'test "$GUARDKIT_TURN" = 2 && git reset -q --hard HEAD~1'
+    project = make_feature(tmp_path, [TaskSpec(T1, approve_at=2, shell=reset)])
+    result = _task(project, monkeypatch)
+    assert result.exit_code == 0, result.reason
+    files = _tree(project.root, f"autobuild/{T1}")
+    for turn in (1, 2):
+        for kind in ("player_turn", "coach_turn", "turn_state_turn"):
+            assert f".guardkit/autobuild/{T1}/{kind}_{turn}.json" in files, files
+    assert any("removed the recorded files of earlier turns (player_turn_1.json" in n for n in result.notes), \
+        result.notes
+
+
+def test_a_task_file_the_player_removed_is_put_back_with_its_recorded_turns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Turn 2's Player deletes its worktree's task file: the turn's write failed, and --resume found
+    # only main's copy (no turns) and refused for good.
+    remove = f'test "$GUARDKIT_TURN" = 2 && rm {task_rel(T1).as_posix()}'
+    project = make_feature(tmp_path, [TaskSpec(T1, approve_at=2, shell=remove)])
+    result = _task(project, monkeypatch)
+    assert result.exit_code == 0, result.reason
+    assert any("the task file itself (removed)" in note for note in result.notes), result.notes
+    committed = git(project.root, "show", f"autobuild/{T1}:{task_rel(T1).as_posix()}")
+    assert [line.strip() for line in committed.splitlines() if line.strip().startswith("decision:")] == [
+        "decision: feedback", "decision: approve"]
+
+
+def test_a_task_id_the_player_rewrote_is_put_back_and_the_feature_merges_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # With the id rewritten in its worktree's task file, the feature could not find the task's copy:
+    # "approved by the Coach in turn 1, but its files say it did not end".
+    rewrite = f'sed -i "s/^id: {T1}$/id: TASK-OTHER/" {task_rel(T1).as_posix()}'
+    project = make_feature(tmp_path, [TaskSpec(T1, shell=rewrite)])
+    result = _feature(project, monkeypatch)
+    assert (result.status, result.exit_code) == ("completed", 0), result.reason
+    assert merged_tasks(project.root) == [T1]
+    committed = git(project.root, "show", f"{FEATURE_BRANCH}:{task_rel(T1).as_posix()}")
+    assert f"id: {T1}\n" in committed and "TASK-OTHER" not in committed
+
+
+def test_work_the_player_reported_but_a_gitignore_rule_kept_out_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The Player ignores its own output: approved with exit 0 and not a word that src/T1.txt is not committed.
+    project = make_feature(tmp_path, [TaskSpec(T1, shell="echo 'src/TASK-*' >> .gitignore")])
+    result = _task(project, monkeypatch)
+    assert result.exit_code == 0, result.reason
+    assert f"src/{T1}.txt" not in _tree(project.root, f"autobuild/{T1}")
+    assert [n for n in result.notes if "kept out of the commit" in n] == [
+        f"turn 1: the Player's report lists files a .gitignore rule kept out of the commit: src/{T1}.txt "
+        "(.gitignore:1:src/TASK-*); 'git add -f' them in the worktree if they are work"]
+
+
+def test_without_a_worktree_a_player_switching_the_users_branch_gets_no_approval(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # In the user's own checkout the turn commit followed the agent onto its new branch, exit 0.
+    project = make_feature(tmp_path, [TaskSpec(T1, shell="git checkout -q -b elsewhere")])
+    _env(project, monkeypatch)
+    result = feature_build(project.root, T1, *project.agents(), LoopOptions(use_worktree=False))
+    assert result.exit_code == 1
+    assert "not on main" in result.reason and "an agent switched it" in result.reason, result.reason
+    assert git(project.root, "log", "--format=%s", "elsewhere").splitlines() == ["initial"]

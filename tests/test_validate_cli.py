@@ -107,22 +107,24 @@ def _tree(root: Path) -> Path:
 def _expected_lines(root: Path) -> list[str]:
     reports = root / ".guardkit" / "autobuild" / "TASK-A-001"
     tasks = root / "tasks" / "in_progress"
+    # Errors first, then warnings; README.md beside the tasks is not a task file.
     return [
-        f'warning: {reports}/coach_turn_1.json: $.criteria_verification[1].result: "unverified" read as "rejected"',
-        f"{reports}/coach_turn_2.json:3: NaN is not valid JSON (column 11) "
+        f"error: {reports}/coach_turn_2.json:3: NaN is not valid JSON (column 11) "
         "(expected strict JSON (UTF-8, no duplicate keys, no NaN/Infinity))",
-        f"{reports}/turn_state_turn_1.json: $.turn_number: turn_number 2 does not match the file name (expected 1)",
-        f'{tasks}/TASK-A-002-bad.md:8: $.autobuild_state.turns[0].decision: "approved" is not allowed '
+        f"error: {reports}/turn_state_turn_1.json: $.turn_number: turn_number 2 does not match the file name "
+        "(expected 1)",
+        f'error: {tasks}/TASK-A-002-bad.md:8: $.autobuild_state.turns[0].decision: "approved" is not allowed '
         '(expected one of "approve", "feedback", "reject", "error")',
-        f'{tasks}/TASK-A-002-bad.md:9: $.autobuild_state.turns[0].player_success: '
+        f'error: {tasks}/TASK-A-002-bad.md:9: $.autobuild_state.turns[0].player_success: '
         'expected boolean or null, got string "yes please"',
-        f"{tasks}/TASK-A-003-dup.md:4: duplicate key 'status' (first defined on line 3) "
-        "(expected each key once per mapping)",
-        f"{tasks}/TASK-A-004-gap.md:8: $.autobuild_state.turns[1].turn: turn 3 is item 2 of turns "
+        f"error: {tasks}/TASK-A-004-gap.md:8: $.autobuild_state.turns[1].turn: turn 3 is item 2 of turns "
         "(expected turn 2: turns are numbered 1, 2, 3 ... in order)",
+        f'warning: {reports}/coach_turn_1.json: $.criteria_verification[1].result: "unverified" read as "rejected"',
+        f"warning: {tasks}/TASK-A-003-dup.md:4: duplicate key 'status' on lines 3 and 4: read as the last value "
+        "(as GuardKit reads it); guardkit-state will not write to this file until each key is kept once",
         f"warning: {tasks}/TASK-A-004-gap.md:4: $.autobuild_state.current_turn: "
         "current_turn 1 is behind the 2 recorded turns",
-        "checked 9 files: 4 valid, 5 invalid, 2 warnings",
+        "checked 8 files: 4 valid, 4 invalid, 3 warnings",
     ]
 
 
@@ -177,9 +179,9 @@ def test_validate_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert code == 1
     assert (
         report["checked"], report["valid"], report["invalid"], report["warnings"], report["ok"]
-    ) == (9, 4, 5, 2, False)
+    ) == (8, 4, 4, 3, False)
     by_name = {Path(f["path"]).name: f for f in report["files"]}
-    assert "README.md" in by_name and "checkpoints.json" not in by_name and "TASK-Z-9.md" not in by_name
+    assert "README.md" not in by_name and "checkpoints.json" not in by_name and "TASK-Z-9.md" not in by_name
     bad = by_name["TASK-A-002-bad.md"]
     assert bad["kind"] == "task" and bad["valid"] is False
     assert bad["problems"][0] == {"line": 8, "pointer": "$.autobuild_state.turns[0].decision",
@@ -213,7 +215,7 @@ def test_newer_schema_version_is_reported(tmp_path: Path, capsys: pytest.Capture
     path.write_text(json.dumps({"schema_version": 3, "task_id": "TASK-A-1", "turn": 1}), encoding="utf-8")
     assert run(["validate", str(path)]) == 1
     first = capsys.readouterr().out.splitlines()[0]
-    assert first.startswith(f"{path}: $.schema_version: player_turn record has schema_version 3, newer than")
+    assert first.startswith(f"error: {path}: $.schema_version: player_turn record has schema_version 3, newer than")
 
 
 def test_legacy_feature_build_block_is_validated(tmp_path: Path) -> None:

@@ -105,6 +105,34 @@ def command_named(argv: Sequence[str]) -> str | None:
     return next((name for name in COMMAND_MODULES if name.replace("_", "-") == word), None)
 
 
+class _Once(logging.Filter):
+    """Lets each message through once (a file read twice in one command warns once)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message in self.seen:
+            return False
+        self.seen.add(message)
+        return True
+
+
+def _warn_on_stderr(name: str, out: Output) -> None:
+    """The warnings of logger ``name`` as ``warning: ...`` lines on stderr (``--json`` keeps stdout clean)."""
+    logger = logging.getLogger(name)
+    for old in [h for h in logger.handlers if getattr(h, "guardkit_cli", False)]:
+        logger.removeHandler(old)  # in-process runs (tests) add one each
+    handler = logging.StreamHandler(out.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    handler.addFilter(_Once())
+    handler.guardkit_cli = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv``, run the command, and map every error to one line and an exit code.
 
@@ -112,12 +140,15 @@ def run(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser(command_named(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
+    # The words as typed: a "continue with" line repeats them (with --resume), quoted for the shell.
+    args.argv = tuple(sys.argv[1:] if argv is None else argv)
     if not getattr(args, "handler", None):
         parser.print_help()
         return ExitCode.USAGE
     resolve_repo(args)
     out = Output.for_args(args)
     logging.getLogger("guardkit_state").addHandler(logging.NullHandler())
+    _warn_on_stderr("guardkit_state.taskfile.duplicates", out)
     try:
         return int(args.handler(args, out))
     except BrokenPipeError:

@@ -114,7 +114,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
         logging.getLogger("guardkit_state").addHandler(handler)
     options = LoopOptions(max_turns=args.max_turns, resume=args.resume, use_worktree=not args.no_worktree,
                           turn_timeout=args.turn_timeout, base_branch=args.base_branch, reopen=args.reopen,
-                          max_cost=args.max_cost, continue_session=args.continue_session)
+                          max_cost=args.max_cost, continue_session=args.continue_session,
+                          argv=getattr(args, "argv", None))
 
     def on_event(event: LoopEvent) -> None:
         if not args.json:

@@ -57,7 +57,8 @@ def show_feature_log(args: argparse.Namespace, out: Output) -> int:
     if args.json:
         out.json(log.to_dict())
         return ExitCode.OK
-    out.line(out.style(f"{safe(log.feature_id)}: merges on {safe(log.branch)}", "bold"))
+    out.line(out.style(f"{safe(log.feature_id)}: {log.tally.describe()}", "bold"))
+    out.line(out.style(f"merges on {safe(log.branch)}", "bold"))
     for note in log.notes:
         out.line(out.style(f"  {safe(note)}", "dim"))  # why the merges section is empty, beside it
     for m in log.merges:
@@ -68,17 +69,19 @@ def show_feature_log(args: argparse.Namespace, out: Output) -> int:
         out.line("  no merges yet")
     for turns in log.tasks:
         out.line("")
-        render_turns(turns, out, heading=True)
+        standing = log.standing_of(turns.task_id)
+        render_turns(turns, out, heading=True, status=standing.status if standing is not None else None)
     return ExitCode.OK
 
 
-def render_turns(result: TurnLog, out: Output, *, heading: bool = False) -> None:
+def render_turns(result: TurnLog, out: Output, *, heading: bool = False, status: str | None = None) -> None:
     """One line per turn; where the turns were read from goes to stderr (or a heading line)."""
     # Under a heading (a feature's log) the notes are that task's section: why it has no turns
     # belongs on stdout beside it, or 'log FEAT-X > file' keeps empty sections without a reason.
     say = out.line if heading else out.note
     if heading:
-        out.line(out.style(f"{safe(result.task_id)}: turns from {safe(result.source)}", "bold"))
+        where = f" ({safe(status)})" if status is not None else ""
+        out.line(out.style(f"{safe(result.task_id)}{where}: turns from {safe(result.source)}", "bold"))
     else:
         out.note(f"{safe(result.task_id)}: turns from {safe(result.source)}")
     for note in result.notes:

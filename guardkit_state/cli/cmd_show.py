@@ -110,11 +110,9 @@ def render(view: TaskView, out: Output) -> None:
 
 def render_feature(view: FeatureView, out: Output) -> None:
     """Waves × tasks: one line per task (status, turns, outcome, criteria, merge), then what runs next."""
-    totals = view.totals
     out.line(out.style(f"{view.feature_id}: {safe(view.name or '')}", "bold"))
-    done = totals.get("completed", 0) + totals.get("skipped", 0)
-    out.line(f"plan status {safe(view.plan_status or '-')} · {done}/{totals['tasks']} task(s) done · "
-             f"{totals['turns']} turn(s) · {len(view.waves)} wave(s) from {view.wave_source}")
+    out.line(f"plan status {safe(view.plan_status or '-')} · {view.tally.describe()} · "
+             f"{len(view.waves)} wave(s) from {view.wave_source}")
     where = f"branch {view.branch}" + (f" · worktree {view.worktree}" if view.worktree else "") \
         if view.started else f"not started (no branch {view.branch})"
     out.line(out.style(safe(where), "dim"))
@@ -135,6 +133,13 @@ def render_feature(view: FeatureView, out: Output) -> None:
             if row.error:
                 # Why the task file could not be read (not found, not valid YAML ...), under its row.
                 out.line(out.style(f"  {'':<{width}}  {safe(row.error)}", "red"))
+    if view.smoke_gate is not None or view.smoke_runs:
+        out.line("")
+        if view.smoke_gate is not None:
+            out.line(f"smoke gate {safe(view.smoke_gate.describe())}")
+        for run in view.smoke_runs:
+            style = {"passed": "green", "warning": "yellow"}.get(run.outcome, "red")
+            out.line(out.style(f"  {safe(run.describe())} · {run.seconds:.1f} s · {safe(run.at)}", style))
     out.line("")
     out.line(f"next: {safe(view.next.text)}")
     if view.next.command:

@@ -99,7 +99,7 @@ def _feature_lines(features: list[FeatureSummary], out: Output) -> None:
         if f.error:
             out.line(f"{name:<{width}}  {out.style('unreadable', 'red')}  {safe(f.error)}")
             continue
-        stopped = f.tasks.get("failed", 0) + f.tasks.get("blocked", 0)
+        stopped = f.failed
         waves = f"wave {f.current_wave}/{f.waves}" if f.waves is not None else "waves ?"
         extra = f" · {stopped} failed/blocked" if stopped else ""
         out.line(f"{name:<{width}}  {safe(f.status or '-'):<{status_width}} {f.done}/{f.total} task(s) done  "

@@ -11,11 +11,13 @@ from guardkit_state.cli.options import add_json_option
 from guardkit_state.cli.output import Output, safe
 
 EXAMPLE = """\
-Task files (*.md) have their frontmatter parsed strictly and their autobuild_state block
-validated; player_turn_N.json, coach_turn_N.json and turn_state_turn_N.json are read as strict
+Task files have their frontmatter parsed strictly and their autobuild_state block validated
+(in a walked directory: TASK-*.md, and PREFIX-*.md files declaring an id: in their frontmatter;
+READMEs and guides are skipped); player_turn_N.json, coach_turn_N.json and turn_state_turn_N.json are read as strict
 JSON and validated after normalising known legacy shapes. Directories are walked; other files
 in them are skipped.
 
+Errors are printed first, then warnings, then one line per task id several files declare.
 Exit status: 0 all valid, 1 some file invalid, 2 a path does not exist.
 
 Example:
@@ -31,6 +33,8 @@ def register(subparsers: Any) -> None:
                     "'path:line: message' or 'path: $.json.path: message'.",
         epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", metavar="PATH", nargs="+", type=Path, help="file or directory (recursive)")
+    parser.add_argument("--errors-only", action="store_true",
+                        help="print the invalid files' problems and the summary, no warnings")
     add_json_option(parser, "machine-readable report")
     parser.set_defaults(handler=run_validate)
 
@@ -42,12 +46,17 @@ def run_validate(args: argparse.Namespace, out: Output) -> int:
     if args.json:
         out.json(report.to_dict())
         return ExitCode.OK if report.ok else ExitCode.FAILED
+    # Errors first (they decide the exit status), then warnings, then one line per duplicated id.
     for result in report.results:
         for problem in result.problems:
-            out.line(f"{safe(problem.location(result.path))}: {safe(problem.message)}")
-        for warning in result.warnings:
-            out.line(f"{out.style('warning:', 'yellow')} {safe(warning.location(result.path))}: "
-                     f"{safe(warning.message)}")
+            out.line(f"{out.style('error:', 'red')} {safe(problem.location(result.path))}: {safe(problem.message)}")
+    if not args.errors_only:
+        for result in report.results:
+            for warning in result.warnings:
+                out.line(f"{out.style('warning:', 'yellow')} {safe(warning.location(result.path))}: "
+                         f"{safe(warning.message)}")
+        for duplicate in report.duplicates:
+            out.line(f"{out.style('warning:', 'yellow')} {safe(duplicate.describe())}")
     summary = report.summary()
     out.line(out.style(summary, "green") if report.ok else out.style(summary, "red", "bold"))
     return ExitCode.OK if report.ok else ExitCode.FAILED

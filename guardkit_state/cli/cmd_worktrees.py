@@ -25,6 +25,11 @@ Example:
   guardkit-state worktrees prune --dry-run     # show what would go
   guardkit-state worktrees prune               # remove merged, clean worktrees
   guardkit-state worktrees prune --force       # also unmerged/dirty ones (discards their work and files)
+  guardkit-state worktrees prune TASK-AUTH-001 --force   # throw away one loop, leave the others
+  guardkit-state worktrees prune FEAT-AUTH     # the feature's worktree and its tasks' worktrees
+
+Even with --force, a branch holding merges that no other branch has (a feature branch with its
+tasks' work merged in) is kept, and the output says so.
 """
 
 
@@ -47,9 +52,28 @@ def register(subparsers: Any) -> None:
     # SUPPRESS: values given before 'prune' are not overwritten by the subparser's defaults.
     add_repo_option(prune, default=argparse.SUPPRESS)
     add_json_option(prune, default=argparse.SUPPRESS)
+    prune.add_argument("ids", metavar="TASK-ID|FEAT-ID", nargs="*",
+                       help="only these loops' worktrees (a feature: its own and its tasks'); default: every one")
     prune.add_argument("--force", action="store_true", help="also remove unmerged or dirty worktrees (loses work)")
     prune.add_argument("--dry-run", action="store_true", help="only show what would be removed")
     prune.set_defaults(handler=prune_worktrees)
+
+
+def _loops_named(repo_dir: Path, ids: list[str]) -> set[str]:
+    """The loops ``ids`` name: each task id, and each feature id with its plan's task ids."""
+    from guardkit_state.cli.feature_output import names_feature
+    from guardkit_state.features.plan import find_plan, load_plan
+    from guardkit_state.store.fsio import validate_task_id
+
+    named: set[str] = set()
+    for ref in ids:
+        if names_feature(ref):
+            plan = load_plan(find_plan(Path(repo_dir).resolve(), ref))
+            named |= {plan.feature_id, *(task.id for task in plan.tasks)}
+        else:
+            validate_task_id(ref)
+            named.add(ref)
+    return named
 
 
 def _manager(repo_dir: Path) -> WorktreeManager:
@@ -89,7 +113,8 @@ def list_worktrees(args: argparse.Namespace, out: Output) -> int:
 
 
 def prune_worktrees(args: argparse.Namespace, out: Output) -> int:
-    result = _manager(args.repo).prune(force=args.force, dry_run=args.dry_run)
+    only = _loops_named(args.repo, args.ids) if getattr(args, "ids", None) else None
+    result = _manager(args.repo).prune(force=args.force, dry_run=args.dry_run, only=only)
     if getattr(args, "json", False):
         out.json(result.to_dict())
         return ExitCode.OK
@@ -101,5 +126,5 @@ def prune_worktrees(args: argparse.Namespace, out: Output) -> int:
     for note in result.notes:
         out.note(safe(note))
     if not result.removed and not result.kept:
-        out.note("no loop worktrees")
+        out.note("no loop worktrees" if only is None else f"no loop worktree of {', '.join(sorted(only))}")
     return ExitCode.OK

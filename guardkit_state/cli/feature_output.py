@@ -53,10 +53,10 @@ def run_feature(args: argparse.Namespace, out: Output) -> int:
     except KeyboardInterrupt as stop:
         # Stopped outside the run (its modules loading, its plan and tasks being checked, its lock
         # awaited): whether --resume can continue is for the files to say, i.e. the feature branch.
-        raise _not_started(args.repo, args.task_id) from stop
+        raise _not_started(args.repo, args.task_id, getattr(args, "argv", None)) from stop
 
 
-def _not_started(repo: Path | str, ref: str) -> FeatureNotStarted:
+def _not_started(repo: Path | str, ref: str, argv: tuple[str, ...] | None) -> FeatureNotStarted:
     """The interruption of a run of ``ref`` that had not begun, told by whether its branch exists."""
     from guardkit_state.features.plan import find_plan, load_plan
     from guardkit_state.git.repo import GitRepo
@@ -68,7 +68,7 @@ def _not_started(repo: Path | str, ref: str) -> FeatureNotStarted:
         feature = load_plan(find_plan(root, ref)).feature_id
         git = GitRepo.discover(root)
         started = git is not None and git.branch_exists(branch_for(feature))
-    return FeatureNotStarted(feature, started=started)
+    return FeatureNotStarted(feature, started=started, argv=argv)
 
 
 def _run_feature(args: argparse.Namespace, out: Output) -> int:
@@ -86,7 +86,8 @@ def _run_feature(args: argparse.Namespace, out: Output) -> int:
     options = FeatureOptions(max_parallel=getattr(args, "max_parallel", None), max_turns=args.max_turns,
                              resume=args.resume, base_branch=args.base_branch, turn_timeout=args.turn_timeout,
                              max_cost=getattr(args, "max_cost", None),
-                             continue_session=bool(getattr(args, "continue_session", False)))
+                             continue_session=bool(getattr(args, "continue_session", False)),
+                             argv=getattr(args, "argv", None))
 
     shown: set[str] = set()
 

@@ -46,6 +46,7 @@ from guardkit_state.features.plan_writer import modify_plan
 from guardkit_state.features.processes import ChildEnd, LoopJob, TaskPool
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
 from guardkit_state.features.result import FeatureInterrupted, FeatureResult, TaskOutcome, resume_command
+from guardkit_state.features.smoke_gates import read_smoke_gate, recorded_runs, run_smoke_gate, with_run
 from guardkit_state.features.waves import Waves, default_max_parallel, plan_waves
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.git.merge import merge_branch, merge_message, recover_interrupted_merge
@@ -54,6 +55,7 @@ from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import Worktree, WorktreeManager, check_base_branch
 from guardkit_state.loop.agents import Agent
+from guardkit_state.loop.command_line import build_argv
 from guardkit_state.loop.events import LoopEvent
 from guardkit_state.loop.run import LoopOptions
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
@@ -96,6 +98,9 @@ class FeatureOptions:
     turn_timeout: float | None = None
     max_cost: float | None = None
     continue_session: bool = False
+    #: The command line that started the run (without the program name; the CLI passes its own):
+    #: the "continue with" lines repeat it. Default: built from the agents' commands.
+    argv: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         value = self.max_parallel
@@ -131,6 +136,7 @@ def build_feature(repo_root: Path | str, feature: str, player: Agent, coach: Age
     check_writable(plan_path)  # the run reports into it: a plan it cannot write is refused before anything is made
     check_plan_identity(plan, plan_path)
     waves = plan_waves(plan)
+    read_smoke_gate(plan)  # a gate that cannot run is said now, not after the first wave
     for task in plan.tasks:
         find_task(root, task.id)  # a missing task file is said now, not halfway through the feature
     git = GitRepo.discover(root)
@@ -160,11 +166,18 @@ class _FeatureRun:
         self.options = options
         self.emit = emit
         self.feature_id = plan.feature_id
+        self.argv = options.argv if options.argv is not None else build_argv(plan.feature_id, *agents)
         self.branch = branch_for(plan.feature_id)
         max_parallel = options.max_parallel or default_max_parallel(plan)
         self.result = FeatureResult(plan.feature_id, plan_path, self.branch, None, waves.to_lists(), max_parallel)
         self.result.tasks = [TaskOutcome(task.id, waves.wave_of(task.id)) for task in plan.tasks]
         self.states: dict[str, TaskState] = {}
+        self.gate = read_smoke_gate(plan)
+        #: Set when a smoke gate stopped the feature (the plan then says failed).
+        self.gate_failed = False
+        #: Waves whose merges this invocation made (a gate that passed after a wave left as it was
+        #: is not run again on --resume).
+        self.merged_in: set[int] = set()
         self.pool = TaskPool(max_parallel, self._task_event)
         #: Plan changes not written yet: steps that follow one another land in one write (see _write).
         self._pending: list[Callable[[FeaturePlan], PlanUpdate | None]] = []
@@ -183,7 +196,7 @@ class _FeatureRun:
                     self._run()
                 except KeyboardInterrupt as stop:
                     self._interrupted()
-                    raise FeatureInterrupted(self.result) from stop
+                    raise FeatureInterrupted(self.result, argv=self.argv) from stop
                 except BaseException:
                     self.pool.stop()  # no task loop outlives the run that started it
                     with contextlib.suppress(GuardkitStateError):
@@ -204,7 +217,7 @@ class _FeatureRun:
             if self._over_budget():
                 self.result.status = "stopped"
                 break
-            if not self._wave(number, wave):
+            if not self._wave(number, wave) or not self._smoke_gate(number):
                 self.result.status = "stopped"
                 break
             crash_point("feature.between_waves")
@@ -213,7 +226,7 @@ class _FeatureRun:
             self.result.reason = f"every wave merged into {self.branch}"
         self._feature_worktree()  # a run that ran and merged no task still leaves its worktree (else: a no-op)
         completed = self.result.status == "completed"
-        failed = any(o.status in ("failed", "blocked") for o in self.result.tasks)
+        failed = self.gate_failed or any(o.status in ("failed", "blocked") for o in self.result.tasks)
         self._write(lambda _plan: progress_values.run_ended(completed=completed, failed=failed,
                                                             waves=len(self.waves), now=utc_now()), now=True)
 
@@ -225,7 +238,7 @@ class _FeatureRun:
                               f"'guardkit-state feature-build {self.feature_id} --player CMD --coach CMD'")
         if not self.options.resume and exists:
             raise ResumeError(f"{self.feature_id} has already started (branch {self.branch} exists); continue it "
-                              f"with '{resume_command(self.feature_id)}'")
+                              f"with {resume_command(self.feature_id, self.argv)}")
         removed = remove_stale_temp_files(self.plan_path.parent)
         if removed:
             self.note(f"removed {len(removed)} temp file(s) an interrupted plan write left")
@@ -357,6 +370,7 @@ class _FeatureRun:
         crash_point("feature.after_merge")
         outcome = self.result.task(task_id)
         if merged.merged:
+            self.merged_in.add(number)
             self.states[task_id] = replace(state, phase="merged", merge_commit=merged.sha)
             outcome.status, outcome.merge_commit = "completed", merged.sha
             outcome.reason = f"approved in {state.turns} turn(s) and merged"
@@ -371,6 +385,39 @@ class _FeatureRun:
             self.emit(TaskBlocked(task_id, branch, merged.conflicts, merged.error))
         self._write_task(task_id)
 
+    def _smoke_gate(self, number: int) -> bool:
+        """Run the plan's smoke gate after wave ``number`` when it says so; False when it halts the
+        feature (the feature worktree and branch are kept for the user to look at)."""
+        gate = self.gate
+        if gate is None or not gate.applies_after(number):
+            return True
+        earlier = next((r for r in recorded_runs(self._plan_now()) if r.wave == number), None)
+        if earlier is not None and not earlier.halts and number not in self.merged_in:
+            return True  # it passed after this wave, and the wave has not changed since
+        worktree = self._feature_worktree().root
+        self.note(f"smoke gate after wave {number}: {gate.describe()} in {worktree}")
+        run = run_smoke_gate(gate, worktree, number, at=utc_now())
+        self._write(lambda plan: PlanUpdate(execution={"smoke_gate_runs": with_run(plan, run),
+                                                      "last_updated": utc_now()}), now=True)
+        if run.outcome == "warning":
+            self.note(f"{run.describe()}: pytest collected no tests (exit 5), a warning as in GuardKit "
+                      "(exit5_is_hard_fail: true makes it a failure)")
+        elif not run.halts:
+            self.note(f"{run.describe()} in {run.seconds:.1f} s")
+            return True
+        if not run.halts:
+            return True
+        self.gate_failed = True
+        tail = " ".join(run.output.split())[-300:]
+        self.result.reason = (f"{run.describe()}; the feature stops after wave {number} (its worktree {worktree} "
+                              f"and branch {self.branch} are kept){': ' + tail if tail else ''}; once fixed, "
+                              f"continue with {resume_command(self.feature_id, self.argv)}")
+        return False
+
+    def _plan_now(self) -> FeaturePlan:
+        self._flush()
+        return load_plan(self.plan_path)
+
     def _wave_done(self, number: int, task_ids: tuple[str, ...]) -> bool:
         left = [self.result.task(t) for t in task_ids if self.states[t].phase not in ("merged", "closed")]
         if not left:
@@ -384,7 +431,9 @@ class _FeatureRun:
         elif first.status == "failed":
             why = f"{first.task_id} ended without approval ({first.outcome}): {first.reason}"
         else:
-            why = f"{first.task_id} did not end: {first.reason}; continue with '{resume_command(self.feature_id)}'"
+            why = (f"{first.task_id} did not end: {first.reason}{after}; continue with "
+                   f"{resume_command(self.feature_id, self.argv)}")
+            after = ""
         self.result.reason = why + after
         return False
 
@@ -398,7 +447,7 @@ class _FeatureRun:
                 self._task_ended(end)
         with contextlib.suppress(KeyboardInterrupt, GuardkitStateError):
             self._flush()
-        self.result.reason = f"interrupted; continue with '{resume_command(self.feature_id)}'"
+        self.result.reason = f"interrupted; continue with {resume_command(self.feature_id, self.argv)}"
 
     def _reconcile(self) -> None:
         """Write what the files say of tasks the plan reports otherwise (a run killed between a merge

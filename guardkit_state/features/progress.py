@@ -111,6 +111,16 @@ def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = No
     return TaskState(task_id, "resume", turns, decisions, outcome, "interrupted before it ended", None, resume)
 
 
+def unstarted_state(root: Path, task_id: str) -> TaskState:
+    """Where ``task_id`` stands when git holds no run of it (no merge, branch or worktree of its own):
+    what :func:`read_task_state` answers then, read from the main checkout's copy alone (no git call)."""
+    copy = None
+    with contextlib.suppress(GuardkitStateError):
+        copy = TaskFile.load(resolve_task(root, task_id).path)
+    turns, decisions, _ = _history(copy)
+    return _not_started(task_id, copy, turns, decisions)
+
+
 def _not_started(task_id: str, copy: TaskFile | None, turns: int, decisions: tuple[str, ...]) -> TaskState:
     """A task without a worktree or branch of its own: closed before this run, or new."""
     if copy is not None and closed_reason(copy) is not None:
@@ -164,4 +174,4 @@ def _turn_begun(copy: TaskFile | None, worktree: Path) -> bool:
     return False
 
 
-__all__ = ["FeatureGit", "Phase", "TaskState", "read_task_state"]
+__all__ = ["FeatureGit", "Phase", "TaskState", "read_task_state", "unstarted_state"]

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from guardkit_state.loop.command_line import build_argv, rerun_command
 
 #: How a feature run ended: every task merged, stopped before a wave (a task not approved, a
 #: merge conflict, a loop that died), or interrupted (Ctrl+C, SIGTERM, SIGHUP).
@@ -93,8 +96,10 @@ class FeatureResult:
         }
 
 
-def resume_command(feature_id: str) -> str:
-    return f"{start_command(feature_id)} --resume"
+def resume_command(feature_id: str, argv: Sequence[str] | None = None) -> str:
+    """The command that continues ``feature_id``: ``argv`` (the run's own command line, without the
+    program name) with ``--resume``, shell-quoted; placeholders for the agents without it."""
+    return rerun_command(argv if argv is not None else build_argv(feature_id, None, None), resume=True)
 
 
 class FeatureInterrupted(KeyboardInterrupt):
@@ -104,15 +109,16 @@ class FeatureInterrupted(KeyboardInterrupt):
     A :class:`KeyboardInterrupt`, so code catching that catches it as before.
     """
 
-    def __init__(self, result: FeatureResult) -> None:
+    def __init__(self, result: FeatureResult, *, argv: Sequence[str] | None = None) -> None:
         self.result = result
+        self.argv = tuple(argv) if argv is not None else None
         super().__init__(self.describe())
 
     def describe(self) -> str:
         running = [t.task_id for t in self.result.tasks if t.outcome == "interrupted"]
         stopped = f"; stopped {', '.join(running)} with their state saved" if running else ""
         return (f"feature {self.result.feature_id} interrupted{stopped}: continue with "
-                f"'{resume_command(self.result.feature_id)}'")
+                f"{resume_command(self.result.feature_id, self.argv)}")
 
 
 class FeatureNotStarted(KeyboardInterrupt):
@@ -125,21 +131,22 @@ class FeatureNotStarted(KeyboardInterrupt):
     With it, ``--resume`` continues. A :class:`KeyboardInterrupt`, like :class:`FeatureInterrupted`.
     """
 
-    def __init__(self, feature: str, *, started: bool) -> None:
+    def __init__(self, feature: str, *, started: bool, argv: Sequence[str] | None = None) -> None:
         self.feature = feature
         self.started = started
+        self.argv = tuple(argv) if argv is not None else None
         super().__init__(self.describe())
 
     def describe(self) -> str:
         if self.started:
-            return f"feature {self.feature} interrupted: continue with '{resume_command(self.feature)}'"
+            return f"feature {self.feature} interrupted: continue with {resume_command(self.feature, self.argv)}"
         return (f"feature {self.feature} interrupted before it started; nothing was recorded: run "
-                f"'{start_command(self.feature)}' again")
+                f"{start_command(self.feature, self.argv)} again")
 
 
-def start_command(feature_id: str) -> str:
+def start_command(feature_id: str, argv: Sequence[str] | None = None) -> str:
     """The command that starts ``feature_id`` afresh (``--resume`` refuses a feature not started)."""
-    return f"guardkit-state feature-build {feature_id} --player ... --coach ..."
+    return rerun_command(argv if argv is not None else build_argv(feature_id, None, None), resume=False)
 
 
 __all__ = ["FeatureInterrupted", "FeatureNotStarted", "FeatureResult", "FeatureStatus", "TaskOutcome",

@@ -100,25 +100,54 @@ def worktrees_home(checkout: Path) -> Path:
 
 
 def repair_worktree_link(common_dir: Path, worktree: Path) -> str | None:
-    """Restore the ``.git`` link of the linked worktree ``worktree`` when it is gone; a note, or None.
+    """Restore the ``.git`` link of the linked worktree ``worktree`` when it is gone or points
+    elsewhere; a note, or None.
 
     Without its ``.git`` file, git run in a worktree falls through to the repository above it (the
-    main checkout) and a turn commit would miss the worktree's branch. ``git worktree repair`` is
+    main checkout) and a turn commit would miss the worktree's branch; a link rewritten to another
+    git dir (``gitdir: <main>/.git``) sends it to that checkout's branch. ``git worktree repair`` is
     run with the repository named (``--git-dir``). Raises :class:`GitError` when it cannot restore it.
     """
     link = worktree / ".git"
-    if os.path.lexists(link) or not worktree.is_dir():
+    if not worktree.is_dir() or _links_here(link, common_dir):
         return None
+    lost = not os.path.lexists(link)
+    if not lost and (link.is_dir() and not link.is_symlink()):
+        raise GitError(f"the worktree {worktree} has a .git directory of its own instead of its link to "
+                       f"{common_dir} (made by an agent?); move it away and --resume", path=worktree)
     main = GitRepo(worktree, common_dir, common_dir)
     _, _, stderr = main.run("worktree", "repair", str(worktree), pre=["--git-dir", str(common_dir)],
                             cwd=common_dir, check=False)
-    if not link.is_file():
+    if not _links_here(link, common_dir):
         detail = " ".join(stderr.split()) or "no message"
-        raise GitError(f"the worktree {worktree} lost its .git link and 'git worktree repair' could not restore "
+        what = "lost its .git link" if lost else "has a .git link to another repository"
+        raise GitError(f"the worktree {worktree} {what} and 'git worktree repair' could not restore "
                        f"it ({detail}); run 'git worktree prune' and --resume to re-create it from its branch",
                        path=worktree)
-    return (f"the worktree {worktree} had lost its .git link (removed by an agent?); "
+    if lost:
+        return (f"the worktree {worktree} had lost its .git link (removed by an agent?); "
+                "restored it with git worktree repair")
+    return (f"the worktree {worktree}'s .git link pointed to another git directory (rewritten by an agent?); "
             "restored it with git worktree repair")
+
+
+def _links_here(link: Path, common_dir: Path) -> bool:
+    """``link`` is a ``gitdir:`` file naming an admin dir of ``common_dir`` that names ``link`` back."""
+    try:
+        if link.is_symlink() or not link.is_file():
+            return False
+        text = link.read_text("utf-8").strip()
+        if not text.startswith("gitdir:"):
+            return False
+        admin = Path(text[len("gitdir:"):].strip())
+        admin = admin if admin.is_absolute() else link.parent / admin
+        if os.path.realpath(admin.parent) != os.path.realpath(common_dir / "worktrees"):
+            return False
+        back = Path((admin / "gitdir").read_text("utf-8").strip())
+    except (OSError, UnicodeDecodeError):
+        return False
+    back = back if back.is_absolute() else admin / back  # worktree.useRelativePaths
+    return os.path.realpath(back) == os.path.realpath(link)
 
 
 __all__ = ["common_git_dir", "main_checkout_root", "repair_worktree_link", "shared_lock_path", "worktrees_home"]

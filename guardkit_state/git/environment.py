@@ -6,7 +6,10 @@ A git hook, an IDE terminal or a parent ``git rebase -x`` exports ``GIT_DIR``/``
 working directory says, so a turn commit would land on the user's checked-out branch. guardkit-state
 always names the repository by the directory it runs git in, so these are removed — in one place,
 here — from git's environment and from the agents' (an agent's own ``git commit`` must land in its
-worktree too). Identity (``GIT_AUTHOR_*``/``GIT_COMMITTER_*``), ``GIT_SSH*`` and
+worktree too). So are the variables that change how git reads a pathspec
+(``GIT_LITERAL_PATHSPECS`` ...): the loop's commands use pathspec magic (``:(exclude)``), which
+``GIT_LITERAL_PATHSPECS=1`` turns into a literal name that matches nothing, so every turn commit
+failed. Identity (``GIT_AUTHOR_*``/``GIT_COMMITTER_*``), ``GIT_SSH*`` and
 ``GIT_CONFIG_*`` are the user's wishes, not locations, and are kept.
 """
 
@@ -38,10 +41,23 @@ REPOSITORY_VARIABLES = frozenset({
 })
 
 
+#: Variables that change how git reads every pathspec: the loop's own pathspecs (``:(exclude)``,
+#: ``:(glob)``) mean what they say only without them.
+PATHSPEC_VARIABLES = frozenset({
+    "GIT_LITERAL_PATHSPECS",
+    "GIT_GLOB_PATHSPECS",
+    "GIT_NOGLOB_PATHSPECS",
+    "GIT_ICASE_PATHSPECS",
+})
+
+_REMOVED = REPOSITORY_VARIABLES | PATHSPEC_VARIABLES
+
+
 def clean_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``base`` (default: this process's environment) without :data:`REPOSITORY_VARIABLES`."""
+    """``base`` (default: this process's environment) without :data:`REPOSITORY_VARIABLES` and
+    :data:`PATHSPEC_VARIABLES`."""
     source = os.environ if base is None else base
-    return {key: value for key, value in source.items() if key not in REPOSITORY_VARIABLES}
+    return {key: value for key, value in source.items() if key not in _REMOVED}
 
 
 def inherited_repository_variables(base: Mapping[str, str] | None = None) -> list[str]:
@@ -50,4 +66,4 @@ def inherited_repository_variables(base: Mapping[str, str] | None = None) -> lis
     return sorted(key for key in source if key in REPOSITORY_VARIABLES)
 
 
-__all__ = ["REPOSITORY_VARIABLES", "clean_environment", "inherited_repository_variables"]
+__all__ = ["PATHSPEC_VARIABLES", "REPOSITORY_VARIABLES", "clean_environment", "inherited_repository_variables"]

@@ -113,6 +113,17 @@ def find_task_merge(repo: GitRepo, task_id: str, rev: str) -> str | None:
     return out.decode("utf-8", "replace").strip() or None
 
 
+def merged_task_ids(repo: GitRepo, rev: str) -> frozenset[str]:
+    """Every task id :func:`find_task_merge` finds on ``rev`` (the ``Guardkit-Task`` trailers of its
+    first-parent merges), in one git call; empty when ``rev`` does not exist."""
+    fmt = f"%(trailers:key={TRAILER_TASK},valueonly,separator=%x2C)%x1e"
+    status, out, _ = repo.run("log", "--first-parent", "--merges", f"--format={fmt}", rev, "--", check=False)
+    if status != 0:
+        return frozenset()
+    return frozenset(t.strip() for record in out.decode("utf-8", "replace").split(_RECORD)
+                     for t in record.split(",") if t.strip())
+
+
 def merge_in_progress(repo: GitRepo) -> bool:
     """True when the working tree is inside a merge (``MERGE_HEAD`` exists)."""
     return repo.ok("rev-parse", "-q", "--verify", "MERGE_HEAD")
@@ -242,6 +253,18 @@ def _some(paths: list[str]) -> str:
     return shown + (f" and {len(paths) - _SHOWN} more" if len(paths) > _SHOWN else "")
 
 
-__all__ = ["TRAILER_FEATURE", "TRAILER_TASK", "TRAILER_WAVE", "MergeResult", "changed_paths", "find_task_merge",
-           "is_ancestor", "merge_branch", "merge_in_progress", "merge_message", "recover_interrupted_merge",
-           "unmerged_paths"]
+__all__ = [
+    "TRAILER_FEATURE",
+    "TRAILER_TASK",
+    "TRAILER_WAVE",
+    "MergeResult",
+    "changed_paths",
+    "find_task_merge",
+    "is_ancestor",
+    "merge_branch",
+    "merge_in_progress",
+    "merge_message",
+    "merged_task_ids",
+    "recover_interrupted_merge",
+    "unmerged_paths",
+]

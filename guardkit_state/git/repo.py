@@ -184,12 +184,11 @@ class GitRepo:
             raise GitError("nothing to commit: none of the given paths exist or are committable",
                            command=["commit"])
         try:
-            self._commit("-m", message, "--", *targets, literal=True)
+            return self._commit("-m", message, "--", *targets, literal=True)
         except GitError:
             with contextlib.suppress(GitError):
                 self.run("reset", "-q", "--", *present, pre=_LITERAL)
             raise
-        return self.text("rev-parse", "HEAD")
 
     def commit_all(self, message: str, *, force: Sequence[str | Path] = ()) -> str:
         """Commit every change in a *managed* worktree, untracked files included; return the sha.
@@ -200,8 +199,7 @@ class GitRepo:
         """
         self.run("add", "-A", "--", ".", *_NEVER_COMMIT, *self._own_temp_files())
         self._add_forced([self._relative(p) for p in force if os.path.lexists(self.root / self._relative(p))])
-        self._commit("-m", message)
-        return self.text("rev-parse", "HEAD")
+        return self._commit("-m", message)
 
     def _own_temp_files(self) -> list[str]:
         """``:(exclude,literal)`` pathspecs for untracked temp files of ours (``.guardkit/`` included)."""
@@ -209,7 +207,13 @@ class GitRepo:
         paths = out.decode("utf-8", "surrogateescape").split("\0")
         return [f":(exclude,literal){p}" for p in paths if _ATOMIC_TEMP.fullmatch(p.rsplit("/", 1)[-1])]
 
-    def _commit(self, *args: str, literal: bool = False) -> None:
+    def _commit(self, *args: str, literal: bool = False) -> str:
+        """``git commit``; the new commit's sha, checked to be HEAD on top of the HEAD before it.
+
+        A post-commit hook can move HEAD again (``git reset --soft HEAD~1``): ``git commit`` still
+        exits 0, and HEAD afterwards is the commit *before* the turn. That is not a commit made.
+        """
+        before = self.head_sha()
         try:
             self.run("commit", "-q", "--no-edit", *args,
                      pre=[*(_LITERAL if literal else ()), *self.identity_args()])
@@ -220,6 +224,13 @@ class GitRepo:
             raise GitError(f"{exc.message} — the {'/'.join(hooks)} hook rejected the commit (git hooks run as "
                            "configured; fix what it reports, or commit the turn yourself)",
                            command=exc.command, returncode=exc.returncode, stderr=exc.stderr, path=exc.path) from exc
+        after = self.head_sha()
+        if after is None or after == before or (
+                before is not None and not self.ok("merge-base", "--is-ancestor", before, after)):
+            raise GitError("'git commit' exited 0 but HEAD is not a new commit on top of the one before it (a "
+                           "post-commit hook moved it?); the turn is not committed", command=["git", "commit"],
+                           path=self.root)
+        return after
 
     def _commit_hooks(self) -> list[str]:
         """The commit hooks that would run here (``core.hooksPath`` honoured)."""

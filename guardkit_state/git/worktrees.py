@@ -13,6 +13,7 @@ import filecmp
 import logging
 import os
 import shutil
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -362,16 +363,21 @@ class WorktreeManager:
                                       merged, dirty, missing))
         return sorted(infos, key=lambda w: w.task_id)
 
-    def prune(self, force: bool = False, *, dry_run: bool = False) -> PruneResult:
+    def prune(self, force: bool = False, *, dry_run: bool = False, only: Collection[str] | None = None) -> PruneResult:
         """Remove finished worktrees (merged into their base and clean) and their merged branches.
 
         Kept unless ``force`` (which discards their work): unmerged worktrees, and those holding
         files that exist nowhere else — uncommitted changes, or ignored files no commit and no
         main-checkout copy has (a loop whose ``.gitignore`` hid its reports). The reason names them.
-        Worktrees deleted by hand are dropped from git's records. ``dry_run`` only reports.
+        Even with ``force`` a branch holding merges no other branch holds (a feature branch with
+        its tasks' work merged in) is kept, and said so. ``only``: the task (or feature) ids whose
+        worktrees to consider; the others are left alone. Worktrees deleted by hand are dropped
+        from git's records. ``dry_run`` only reports.
         """
         result = PruneResult(dry_run=dry_run)
         for info in self.list():
+            if only is not None and info.task_id not in only:
+                continue
             reason = None if force else self._keep_reason(info, result)
             if reason:
                 result.kept.append((info, reason))
@@ -381,13 +387,24 @@ class WorktreeManager:
                 continue
             if not info.missing:
                 self.main.run("worktree", "remove", *(["--force"] if force else []), str(info.path))
-            if info.branch:
+            merges = self._merges_only_on(info.branch) if info.branch and force else []
+            if merges:
+                result.notes.append(
+                    f"kept branch {info.branch}: it holds {len(merges)} merge(s) of task work no other branch has "
+                    f"(newest {merges[0][:10]}); merge it, or delete it yourself with 'git branch -D {info.branch}'")
+            elif info.branch:
                 deleted = self.main.run("branch", "-D" if force else "-d", "-q", info.branch, check=False)
                 if deleted[0] != 0:
                     result.notes.append(f"kept branch {info.branch}: {deleted[2].strip()}")
         if not dry_run:
             self.main.run("worktree", "prune")
         return result
+
+    def _merges_only_on(self, branch: str) -> builtins.list[str]:
+        """The merge commits on ``branch`` that no other local branch (and no tag) holds, newest first."""
+        status, out, _ = self.main.run("rev-list", "--merges", f"refs/heads/{branch}", "--not",
+                                       f"--exclude={branch}", "--branches", "--tags", check=False)
+        return out.decode().split() if status == 0 else []
 
     def _keep_reason(self, info: WorktreeInfo, result: PruneResult) -> str | None:
         """Why ``info`` must stay (recording the files concerned in ``result``), or None."""

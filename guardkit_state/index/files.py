@@ -10,15 +10,15 @@ it costs a read of every file per query (tens of milliseconds for 200 turns, sec
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from guardkit_state.index.base import SearchHit
-from guardkit_state.index.config_records import load_system_records
 from guardkit_state.index.query import Filters, ParsedQuery, allowed, exact_answer, parse_query, time_of
 from guardkit_state.index.records import IndexRecord, resolve_group
-from guardkit_state.index.sources import load_project_records
-from guardkit_state.index.text import field_score, overlap_score
+from guardkit_state.index.scan_cache import cached_records
+from guardkit_state.index.text import field_score, is_identifier, may_hold, overlap_score
 
 log = logging.getLogger("guardkit_state.index")
 
@@ -33,7 +33,13 @@ class FileIndex:
 
     def records(self, groups: Sequence[str] | None = None) -> list[IndexRecord]:
         """Every record the files define, optionally only those of ``groups``."""
-        wanted = {resolve_group(g, self.repo_root) for g in groups} if groups else None
+        return _in_groups(self._read_records(), groups, self.repo_root)
+
+    def _read_records(self) -> list[IndexRecord]:
+        # Imported here: a search answered from the cache reads no task file, so loads no reader.
+        from guardkit_state.index.config_records import load_system_records
+        from guardkit_state.index.sources import load_project_records
+
         records = list(load_project_records(self.repo_root).records)
         try:
             system, reason = load_system_records(self.repo_root)
@@ -43,18 +49,28 @@ class FileIndex:
         if reason:
             log.debug("system groups: %s", reason)
         records.extend(system)
-        if wanted is not None:
-            records = [r for r in records if r.group_id in wanted]
         return records
 
     def search(self, query: str, *, groups: Sequence[str] | None = None, limit: int = 10,
                filters: Filters | None = None) -> list[SearchHit]:
-        """Records matching ``query``, best first."""
-        return rank_by_overlap(parse_query(query), self.records(groups), filters or Filters(), limit=limit)
+        """Records matching ``query``, best first (read from the scan's cache while no file changed:
+        :mod:`.scan_cache`)."""
+        cached = cached_records(self.repo_root, self._read_records)
+        records = _in_groups([record for record, _ in cached], groups, self.repo_root)
+        words = {id(record): text for record, text in cached}
+        return rank_by_overlap(parse_query(query), records, filters or Filters(), limit=limit,
+                               tokens_of=lambda record: words.get(id(record)))
 
 
-def rank_by_overlap(query: ParsedQuery, records: Sequence[IndexRecord], filters: Filters, *,
-                    limit: int) -> list[SearchHit]:
+def _in_groups(records: list[IndexRecord], groups: Sequence[str] | None, root: Path) -> list[IndexRecord]:
+    if not groups:
+        return records
+    wanted = {resolve_group(g, root) for g in groups}
+    return [r for r in records if r.group_id in wanted]
+
+
+def rank_by_overlap(query: ParsedQuery, records: Sequence[IndexRecord], filters: Filters, *, limit: int,
+                    tokens_of: Callable[[IndexRecord], str | None] | None = None) -> list[SearchHit]:
     """The file scan's ranking: constrain (identifiers, filters), then score the content words.
 
     A query with no content words answers the constrained records in their natural order (see
@@ -69,8 +85,19 @@ def rank_by_overlap(query: ParsedQuery, records: Sequence[IndexRecord], filters:
         ordered = exact_answer(((r.key, r) for r in pool), query)
         return [SearchHit.of(r, 1.0) for _, r in ordered[:limit]]
     scored = []
+    phrase = _phrase(query)
     for record in pool:
-        score = overlap_score(query.terms, record.search_text) + field_score(query.text, record.fields)
+        # The cache keeps each record's tokens (index_text, space-separated): no tokenising here.
+        known = tokens_of(record) if tokens_of is not None else None
+        counts = None
+        if known is not None and may_hold(query.terms, known):
+            words = known.split()
+            counts = Counter({term: words.count(term) for term in query.terms})  # only what is scored
+        overlap = overlap_score(query.terms, record.search_text, doc_counts=counts) \
+            if known is None or counts is not None else -6.0 * sum(is_identifier(term) for term in query.terms)
+        score = overlap + field_score(query.text, record.fields)
+        if phrase and phrase in " ".join(record.search_text.lower().split()):
+            score += PHRASE_BONUS  # the words as written, in order: what a pasted sentence is after
         if score > 0:
             scored.append((score, record))
     scored.sort(key=lambda item: (-item[0], item[1].task_id or "", item[1].turn_number or 0, item[1].key))
@@ -78,4 +105,14 @@ def rank_by_overlap(query: ParsedQuery, records: Sequence[IndexRecord], filters:
         scored.sort(key=lambda item: time_of(item[1]), reverse=True)
     return [SearchHit.of(record, score) for score, record in scored[:limit]]
 
-__all__ = ["FileIndex", "rank_by_overlap"]
+#: Added to a record whose text holds the query's words exactly as written (more than any overlap).
+PHRASE_BONUS = 1000.0
+
+
+def _phrase(query: ParsedQuery) -> str | None:
+    """The query as written, as a phrase (two words or more; quotes, case and spacing aside), else None."""
+    words = query.text.strip().strip("\"'").lower().split()
+    return " ".join(words) if len(words) >= 2 else None
+
+
+__all__ = ["PHRASE_BONUS", "FileIndex", "rank_by_overlap"]

@@ -14,6 +14,7 @@ words, ``failing`` -> ``fail``; the scan compares words as written. See ``docs/s
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -62,6 +63,12 @@ def is_identifier(term: str) -> bool:
     return "_" in term and any(ch.isdigit() for ch in term)
 
 
+def may_hold(terms: Iterable[str], lowered: str) -> bool:
+    """False when no term can be one of the tokens of the lower-cased text ``lowered`` (a token has
+    every ``_``-part of it in the text); True says only "perhaps"."""
+    return any(all(part in lowered for part in term.split("_")) for term in terms)
+
+
 def overlap_score(terms: Iterable[str], document: str, *, doc_counts: Counter[str] | None = None) -> float:
     """Relevance of ``document`` to query ``terms``: weighted term presence, identifiers first.
 
@@ -69,6 +76,10 @@ def overlap_score(terms: Iterable[str], document: str, *, doc_counts: Counter[st
     adds 4 more, and a missing identifier subtracts 6 (a query naming ``TASK-A-1`` is about that
     task). Deterministic and cheap: the file scan's whole ranking rule.
     """
+    terms = list(terms)
+    if doc_counts is None and not may_hold(terms, document.lower()):
+        # No term can be there: skip the tokenising (most of a scan's time), score them as absent.
+        return -6.0 * sum(is_identifier(term) for term in terms)
     counts = doc_counts if doc_counts is not None else Counter(tokens(document))
     score = 0.0
     for term in terms:
@@ -85,10 +96,15 @@ def overlap_score(terms: Iterable[str], document: str, *, doc_counts: Counter[st
 TURN_FIELDS = frozenset({"coach_decision", "player_decision", "mode"})
 
 
+@functools.lru_cache(maxsize=64)
+def _word_pairs(query: str) -> tuple[tuple[str, str], ...]:
+    """The query's consecutive lower-cased word pairs (a scan scores every record with one query)."""
+    return tuple(pairwise(m.group().lower() for m in _WORD.finditer(query)))
+
+
 def field_pairs(query: str) -> list[tuple[str, str]]:
     """``name value`` pairs of the query that name a turn field (``coach_decision rejected``)."""
-    words = [m.group().lower() for m in _WORD.finditer(query)]
-    return [(name, value) for name, value in pairwise(words) if name in TURN_FIELDS]
+    return [(name, value) for name, value in _word_pairs(query) if name in TURN_FIELDS]
 
 
 def field_score(query: str, fields: dict[str, str]) -> float:
@@ -97,10 +113,12 @@ def field_score(query: str, fields: dict[str, str]) -> float:
     ``"coach_decision rejected"`` (or ``coach_decision=rejected``) adds 6 to records whose
     ``coach_decision`` is ``rejected`` and takes 6 from those where it is something else.
     """
-    words = [m.group().lower() for m in _WORD.finditer(query)]
+    pairs = _word_pairs(query)
+    if not pairs:
+        return 0.0
     lowered = {k.lower(): str(v).lower() for k, v in fields.items()}
     score = 0.0
-    for name, value in pairwise(words):
+    for name, value in pairs:
         if name in lowered:
             score += 6.0 if lowered[name] == value else -6.0
         elif name in TURN_FIELDS:  # a turn field named, and this record has no such field

@@ -15,6 +15,7 @@ from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.features.plan import find_plan, load_plan
+from guardkit_state.features.standing import FeatureTally, TaskStanding, feature_git, read_standings, tally
 from guardkit_state.git.merge import TRAILER_FEATURE, TRAILER_TASK, TRAILER_WAVE
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.inspect.review import TurnLog, read_turn_log
@@ -51,14 +52,26 @@ class FeatureLog:
     merges: list[FeatureMerge] = field(default_factory=list)
     tasks: list[TurnLog] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Where each task stands, and the feature's counts: the reading ``status`` and ``show`` make.
+    standings: list[TaskStanding] = field(default_factory=list)
+
+    @property
+    def tally(self) -> FeatureTally:
+        return tally(self.standings)
+
+    def standing_of(self, task_id: str) -> TaskStanding | None:
+        return next((s for s in self.standings if s.task_id == task_id), None)
 
     def merge_of(self, task_id: str) -> FeatureMerge | None:
         return next((m for m in reversed(self.merges) if m.task_id == task_id), None)
 
     def to_dict(self) -> dict[str, Any]:
+        standing = {s.task_id: s for s in self.standings}
         return {"feature_id": self.feature_id, "branch": self.branch, "notes": self.notes,
-                "merges": [m.to_dict() for m in self.merges],
-                "tasks": [{**log.to_dict(), "merge": _merge_dict(self.merge_of(log.task_id))} for log in self.tasks]}
+                "totals": self.tally.to_dict(), "merges": [m.to_dict() for m in self.merges],
+                "tasks": [{**log.to_dict(), "merge": _merge_dict(self.merge_of(log.task_id)),
+                           "status": standing[log.task_id].status if log.task_id in standing else None}
+                          for log in self.tasks]}
 
 
 def _merge_dict(merge: FeatureMerge | None) -> dict[str, Any] | None:
@@ -85,6 +98,7 @@ def _feature_log(root: Path, feature: str) -> FeatureLog:
         result.notes.append(f"{plan.feature_id} has not started (no branch {result.branch})")
     else:
         result.merges = feature_merges(repo, result.branch, plan.feature_id)
+    result.standings = read_standings(root, plan, feature_git(root, repo, plan.feature_id), counts_only=True)
     for task in plan.tasks:
         try:
             result.tasks.append(read_turn_log(root, task.id))

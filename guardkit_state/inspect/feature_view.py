@@ -17,8 +17,10 @@ from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
-from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
-from guardkit_state.features.result import resume_command
+from guardkit_state.features.progress import TaskState
+from guardkit_state.features.result import resume_command, start_command
+from guardkit_state.features.smoke_gates import SmokeGate, SmokeRun, read_smoke_gate, recorded_runs
+from guardkit_state.features.standing import FeatureTally, TaskStanding, feature_git, read_standings, tally
 from guardkit_state.features.waves import plan_waves
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.repo import GitRepo
@@ -29,10 +31,6 @@ from guardkit_state.taskfile.locate import locate_task
 from guardkit_state.turns.history import criteria_counts
 from guardkit_state.turns.ledger import CriteriaCounts
 from guardkit_state.turns.resume import resume_point
-
-#: A task's phase (from its files) -> the word shown, GuardKit's plan status words where they exist.
-_STATUS = {"new": "pending", "resume": "in_progress", "approved": "approved", "merged": "completed",
-           "failed": "failed", "closed": "skipped"}
 
 
 @dataclass(frozen=True)
@@ -65,6 +63,8 @@ class FeatureTaskRow:
     #: resume point: ``rerun_coach``, ``complete_from_reports``, ``rerun_turn``), and that step in words.
     resume_action: str | None = None
     resume_text: str | None = None
+    #: Which reading decided ``status`` (:mod:`guardkit_state.features.standing`): ``run``, ``plan``, ``task_file``.
+    source: str = "run"
 
     def to_dict(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "wave": self.wave, "name": self.name, "status": self.status,
@@ -72,7 +72,7 @@ class FeatureTaskRow:
                 "outcome": self.outcome, "reason": self.reason, "merged": self.merged,
                 "merge_commit": self.merge_commit, "conflicts": list(self.conflicts),
                 "criteria": self.criteria.to_dict() if self.criteria is not None else None,
-                "copy": self.copy, "plan_status": self.plan_status, "error": self.error,
+                "copy": self.copy, "plan_status": self.plan_status, "error": self.error, "source": self.source,
                 "resume": {"action": self.resume_action, "text": self.resume_text}
                 if self.resume_action is not None else None}
 
@@ -110,17 +110,24 @@ class FeatureView:
     next: NextStep
     last_updated: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: The plan's smoke gate (GuardKit's ``smoke_gates``) and the runs of it the plan records.
+    smoke_gate: SmokeGate | None = None
+    smoke_runs: list[SmokeRun] = field(default_factory=list)
 
     def wave(self, number: int) -> list[FeatureTaskRow]:
         """The rows of wave ``number`` (1-based), in plan order."""
         return [row for row in self.tasks if row.wave == number]
 
     @property
+    def tally(self) -> FeatureTally:
+        """The feature's counts, as ``status``, ``log`` and ``report`` give them."""
+        return tally(TaskStanding(r.task_id, r.status, r.turns, r.source, TaskState(r.task_id, "new"))
+                     for r in self.tasks)
+
+    @property
     def totals(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for row in self.tasks:
-            counts[row.status] = counts.get(row.status, 0) + 1
-        return {"tasks": len(self.tasks), **counts, "turns": sum(row.turns for row in self.tasks)}
+        counts = self.tally
+        return {"tasks": counts.tasks, **counts.by_status, "turns": counts.turns}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -129,8 +136,12 @@ class FeatureView:
             "worktree": str(self.worktree) if self.worktree else None, "wave_source": self.wave_source,
             "waves": [{"number": n, "tasks": [row.to_dict() for row in self.wave(n)]}
                       for n in range(1, len(self.waves) + 1)],
-            "totals": self.totals, "next": self.next.to_dict(), "last_updated": self.last_updated,
+            "totals": self.totals, "tally": self.tally.to_dict(), "next": self.next.to_dict(),
+            "last_updated": self.last_updated,
             "notes": self.notes,
+            "smoke_gate": {"description": self.smoke_gate.describe(), "command": self.smoke_gate.command}
+            if self.smoke_gate is not None else None,
+            "smoke_runs": [run.to_dict() for run in self.smoke_runs],
         }
 
 
@@ -154,33 +165,41 @@ def _feature_view(root: Path, feature: str) -> FeatureView:
     notes: list[str] = []
     started = git is not None and git.branch_exists(branch)
     home = worktrees_home(root)
-    fgit = None if git is None else FeatureGit(git, root, branch, worktrees_dir(home) / plan.feature_id,
-                                               worktrees_dir(home))
+    fgit = feature_git(root, git, plan.feature_id)
     if git is None:
         notes.append("not a git repository (or no git): tasks read from the main checkout only")
-    rows = [_row(root, plan, fgit, task.id, waves.wave_of(task.id)) for task in plan.tasks]
+    rows = [_row(root, plan, standing, waves.wave_of(standing.task_id))
+            for standing in read_standings(root, plan, fgit)]
     worktree = worktrees_dir(home) / plan.feature_id
     execution = plan.execution
+    gate = None
+    try:
+        gate = read_smoke_gate(plan)
+    except GuardkitStateError as exc:
+        notes.append(f"smoke gate not usable: {exc}")
     return FeatureView(plan.feature_id, plan.name, plan_path, plan.status, branch, started,
                        worktree if worktree.is_dir() else None, waves.source, waves.to_lists(), rows,
                        next_step(plan.feature_id, waves.to_lists(), rows, started=started),
-                       execution.last_updated if execution is not None else None, notes)
+                       execution.last_updated if execution is not None else None, notes, gate, recorded_runs(plan))
 
 
-def _row(root: Path, plan: FeaturePlan, fgit: FeatureGit | None, task_id: str, wave: int) -> FeatureTaskRow:
+def _row(root: Path, plan: FeaturePlan, standing: TaskStanding, wave: int) -> FeatureTaskRow:
+    task_id, state = standing.task_id, standing.state
     entry = plan.task(task_id)
-    state = read_task_state(fgit, task_id) if fgit is not None else TaskState(task_id, "new")
-    status = _STATUS[state.phase]
     conflicts: tuple[str, ...] = ()
     recorded = entry.raw.get("merge_conflicts")
     # Only a run can know a merge conflicted (it aborts the merge at once): the plan keeps the paths.
-    if state.phase == "approved" and entry.status == "blocked":
-        status = "blocked"
+    if standing.status == "blocked" and standing.source == "run":
         conflicts = tuple(str(p) for p in recorded) if isinstance(recorded, list) else ()
+    outcome, reason = state.outcome, state.reason
+    if standing.source == "plan":  # GuardKit's runner (or a run whose branches are gone) said so
+        outcome = entry.final_decision or outcome
+        reason = entry.error or f"the plan says {standing.status}"
     copy = _read_copy(root, task_id, resumes=state.runs)
-    return FeatureTaskRow(task_id, wave, entry.name, status, state.phase, state.turns, state.decisions,
-                          state.outcome, state.reason, state.phase == "merged", state.merge_commit, conflicts,
-                          copy.counts, copy.where, entry.status, copy.error, copy.resume_action, copy.resume_text)
+    return FeatureTaskRow(task_id, wave, entry.name, standing.status, state.phase, standing.turns, state.decisions,
+                          outcome, reason, state.phase == "merged", state.merge_commit, conflicts,
+                          copy.counts, copy.where, entry.status, copy.error, copy.resume_action, copy.resume_text,
+                          standing.source)
 
 
 @dataclass(frozen=True)
@@ -220,8 +239,7 @@ def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow
     """What the next run does: the first wave not wholly merged, the tasks it runs and merges, and
     the tasks that stop the feature there (pure)."""
     by_id = {row.task_id: row for row in rows}
-    command = resume_command(feature_id) if started else \
-        f"guardkit-state feature-build {feature_id} --player ... --coach ..."
+    command = resume_command(feature_id) if started else start_command(feature_id)
     # A run reads every task it has to run before it starts anything: one it cannot read stops it there.
     unreadable = [row for row in rows if row.phase in ("new", "resume") and row.error is not None]
     if unreadable:
@@ -232,9 +250,10 @@ def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow
         left = [by_id[t] for t in wave if by_id[t].status not in ("completed", "skipped")]
         if not left:
             continue
+        # A task its plan calls failed, but no run of ours holds (GuardKit's runner failed it), runs again.
         run = tuple(r.task_id for r in left if r.phase in ("new", "resume"))
         merge = tuple(r.task_id for r in left if r.status == "approved")
-        stop = tuple(r.task_id for r in left if r.status in ("failed", "blocked"))
+        stop = tuple(r.task_id for r in left if r.status in ("failed", "blocked") and r.task_id not in run)
         parts = []
         if run:
             parts.append("runs " + ", ".join(_run_text(by_id[t]) for t in run))
@@ -244,11 +263,16 @@ def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow
             parts.append("stops: " + "; ".join(_stop_text(by_id[t], feature_id) for t in stop))
         return NextStep(number, run, merge, stop, f"wave {number}/{len(waves)} " + ", then ".join(parts),
                         command if run or merge else None)
+    if not rows:
+        return NextStep(None, (), (), (), "nothing: the feature has no tasks", None)
     return NextStep(None, (), (), (), f"nothing: every wave is merged into {branch_for(feature_id)}"
-                    if started else "nothing: the feature has no tasks", None)
+                    if started and all(r.source == "run" or r.status == "skipped" for r in rows)
+                    else "nothing: every task is done", None)
 
 
 def _run_text(row: FeatureTaskRow) -> str:
+    if row.source == "plan" and row.status in ("failed", "blocked"):
+        return f"{row.task_id} (the plan says {row.status}: {row.outcome or row.reason}; it runs again)"
     if row.phase == "new":
         return row.task_id
     if row.resume_text is not None:

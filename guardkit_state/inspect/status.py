@@ -36,6 +36,7 @@ from guardkit_state.taskfile.resolve import Copy, choose, plan_paths
 
 if TYPE_CHECKING:
     from guardkit_state.features.plan import FeaturePlan
+    from guardkit_state.git.repo import GitRepo
     from guardkit_state.taskfile.document import TaskFile
 
 # The task document, the history and the feature plans are imported where a file must be read:
@@ -264,7 +265,9 @@ def _load_cache(root: Path) -> dict[str, Any]:
 class FeatureSummary:
     """One feature plan's progress, as the plan reports it (``show FEAT-ID`` reads the files and git).
 
-    ``tasks`` counts the plan's tasks by their ``status`` (``pending`` for none written).
+    ``tasks`` counts the tasks by where they stand, ``done``, ``failed`` (failed or blocked) and
+    ``total_turns`` from them: the reading ``show``, ``log`` and ``report`` make
+    (:mod:`guardkit_state.features.standing`).
     """
 
     feature_id: str
@@ -279,49 +282,54 @@ class FeatureSummary:
     total_turns: int
     last_updated: str | None
     error: str | None = None
-
-    @property
-    def done(self) -> int:
-        return self.tasks.get("completed", 0) + self.tasks.get("skipped", 0)
+    done: int = 0
+    failed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "done": self.done}
+        return asdict(self)
 
 
 def feature_status(repo_root: Path | str) -> list[FeatureSummary]:
     """One summary per ``.guardkit/features/FEAT-*.yaml``, sorted by file name.
 
-    Only the plans are read (no task file, no git), so the list costs one small parse per plan;
-    an unreadable plan is listed with its error.
+    Each task is read as ``show FEAT-ID`` reads it (:mod:`guardkit_state.features.standing`); git
+    is asked about a feature only when one of its branches or worktrees exists. An unreadable
+    plan is listed with its error.
     """
     root = Path(repo_root).resolve()
     if not features_dir(root).is_dir():
         return []  # no plans: nothing to import or read
     from guardkit_state.features.plan import find_plans, load_plan
+    from guardkit_state.features.standing import autobuild_branches
+    from guardkit_state.git.repo import GitRepo
+    from guardkit_state.taskfile.discovery import listing_scope
 
+    git = GitRepo.discover(root)
+    branches = autobuild_branches(git) if git is not None else frozenset()
     summaries: list[FeatureSummary] = []
-    for path in find_plans(root):
-        relpath = path.relative_to(root).as_posix()
-        try:
-            summaries.append(_feature_summary(load_plan(path), relpath))
-        except GuardkitStateError as exc:
-            summaries.append(FeatureSummary(path.stem, relpath, None, None, 0, {}, None, 0, [], 0, None, str(exc)))
+    with listing_scope():  # each plan's tasks are resolved under tasks/: list it once
+        for path in find_plans(root):
+            relpath = path.relative_to(root).as_posix()
+            try:
+                summaries.append(_feature_summary(root, git, branches, load_plan(path), relpath))
+            except GuardkitStateError as exc:
+                summaries.append(FeatureSummary(path.stem, relpath, None, None, 0, {}, None, 0, [], 0, None,
+                                                str(exc)))
     return summaries
 
 
-def _feature_summary(plan: FeaturePlan, relpath: str) -> FeatureSummary:
+def _feature_summary(root: Path, git: GitRepo | None, branches: frozenset[str], plan: FeaturePlan,
+                     relpath: str) -> FeatureSummary:
+    from guardkit_state.features.standing import feature_git, read_standings, tally
     from guardkit_state.features.waves import plan_waves
 
-    counts: dict[str, int] = {}
-    for task in plan.tasks:
-        status = task.status or "pending"
-        counts[status] = counts.get(status, 0) + 1
+    counts = tally(read_standings(root, plan, feature_git(root, git, plan.feature_id), branches, counts_only=True))
     try:
         waves: int | None = len(plan_waves(plan))
     except GuardkitStateError:
         waves = None  # the plan's waves cannot be formed: 'show' says why
     execution = plan.execution
     return FeatureSummary(
-        plan.feature_id, relpath, plan.name, plan.status, len(plan.tasks), counts, waves,
+        plan.feature_id, relpath, plan.name, plan.status, counts.tasks, dict(counts.by_status), waves,
         execution.current_wave if execution else 0, execution.completed_waves if execution else [],
-        execution.total_turns if execution else 0, execution.last_updated if execution else None)
+        counts.turns, execution.last_updated if execution else None, None, counts.done, counts.failed)

@@ -1,8 +1,12 @@
 """Validate task files and per-turn reports on disk: the library behind ``guardkit-state validate``.
 
-A task file (``*.md``) is checked by parsing its frontmatter strictly and validating its
-``autobuild_state`` (or legacy ``feature_build``) block, problems inside the block reported with
-the file line they sit on; then :meth:`TaskFile.from_bytes` must accept it, as the store will.
+A walked directory's task files are the ``*.md`` files GuardKit would load as tasks: named
+``TASK-*.md``, or named like a task (``PREFIX-...md``) and declaring an ``id:`` in their
+frontmatter. READMEs, ``IMPLEMENTATION-GUIDE.md`` and other notes beside them are not checked (a
+file named on the command line is checked whatever its name). A task file is read as the store
+reads it (one parse; a repeated key is a warning, read as its last value), and its
+``autobuild_state`` (or legacy ``feature_build``) block validated, problems inside the block
+reported with the file line they sit on.
 A per-turn report is recognised by its name (``player_turn_N.json``, ``coach_turn_N.json``,
 ``turn_state_turn_N.json``), read as strict JSON and validated after normalisation; its turn
 number must match the name. A feature plan (``FEAT-*.yaml``, walked only inside a ``features``
@@ -25,13 +29,18 @@ import yaml
 
 from guardkit_state.errors import GuardkitStateError, InputError, SchemaError
 from guardkit_state.features.validation import validate_plan_file
-from guardkit_state.store.fsio import decode_utf8, read_bytes_capped
+from guardkit_state.store.fsio import read_bytes_capped
 from guardkit_state.store.jsonio import load_json
 from guardkit_state.store.layout import FEATURES_DIR, TASKS_DIR
 from guardkit_state.store.schemas import PathParts, format_pointer, parse_pointer, validate_with_warnings
-from guardkit_state.taskfile.discovery import TASK_FILE_NAME, declared_id, task_copies, task_id_from_filename
-from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.taskfile.frontmatter import parse_frontmatter
+from guardkit_state.taskfile.discovery import (
+    TASK_FILE_NAME,
+    declared_id,
+    listing_scope,
+    task_copies,
+    task_id_from_filename,
+)
+from guardkit_state.taskfile.document import TaskFile, describe_duplicates
 from guardkit_state.taskfile.resolve import Copy, choose, holds_state, plan_paths
 
 log = logging.getLogger("guardkit_state.inspect.validation")
@@ -81,11 +90,31 @@ class FileResult:
                 "warnings": [w.to_dict() for w in self.warnings]}
 
 
+@dataclass(frozen=True)
+class DuplicateId:
+    """A task id several checked files declare: every copy, and the one commands read (and why)."""
+
+    task_id: str
+    copies: tuple[str, ...]
+    read: str
+    reason: str
+
+    def describe(self, shown: int = 3) -> str:
+        others = [c for c in self.copies if c != self.read]
+        listed = ", ".join(others[:shown]) + (f" and {len(others) - shown} more" if len(others) > shown else "")
+        return (f"duplicate task id {self.task_id}: {len(self.copies)} copies; commands read {self.read} "
+                f"({self.reason}); also {listed}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "copies": list(self.copies), "read": self.read, "reason": self.reason}
+
+
 @dataclass
 class ValidationReport:
-    """Every file checked, in the order walked."""
+    """Every file checked, in the order walked, and the task ids several of them declare."""
 
     results: list[FileResult] = field(default_factory=list)
+    duplicates: list[DuplicateId] = field(default_factory=list)
 
     @property
     def checked(self) -> int:
@@ -101,7 +130,7 @@ class ValidationReport:
 
     @property
     def warnings(self) -> int:
-        return sum(len(r.warnings) for r in self.results)
+        return sum(len(r.warnings) for r in self.results) + len(self.duplicates)
 
     @property
     def ok(self) -> bool:
@@ -116,7 +145,8 @@ class ValidationReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"checked": self.checked, "valid": self.valid, "invalid": self.invalid,
-                "warnings": self.warnings, "ok": self.ok, "files": [r.to_dict() for r in self.results]}
+                "warnings": self.warnings, "ok": self.ok, "files": [r.to_dict() for r in self.results],
+                "duplicate_ids": [d.to_dict() for d in self.duplicates]}
 
 
 def kind_of(path: Path) -> str | None:
@@ -128,6 +158,15 @@ def kind_of(path: Path) -> str | None:
         return PLAN_KIND
     match = _TURN_FILE.match(path.name)
     return _KIND_OF_STEM[match.group(1)] if match else None
+
+
+def is_task_file(path: Path) -> bool:
+    """True for a ``*.md`` GuardKit loads as a task: ``TASK-*.md``, or a task-like name
+    (``PREFIX-...md``) whose frontmatter declares an ``id:``."""
+    name = path.name
+    if not name.endswith(".md") or not TASK_FILE_NAME.match(name):
+        return False
+    return name.startswith("TASK-") or declared_id(path) is not None
 
 
 def iter_files(paths: Iterable[Path]) -> Iterator[tuple[Path, str]]:
@@ -157,6 +196,8 @@ def iter_files(paths: Iterable[Path]) -> Iterator[tuple[Path, str]]:
                 kind = kind_of(child)
                 if kind == PLAN_KIND and Path(root).name != FEATURES_DIR.name:
                     continue  # a FEAT-*.yaml elsewhere is not a plan GuardKit would read
+                if kind == TASK_KIND and not is_task_file(child):
+                    continue  # a README or guide beside the tasks
                 if kind is not None and child.is_file():
                     yield child, kind
 
@@ -171,16 +212,18 @@ def validate_paths(paths: Iterable[Path]) -> ValidationReport:
     report = ValidationReport()
     for path, kind in files:
         report.results.append(validate_file(path, kind))
-    _warn_duplicate_ids(report.results)
+    with listing_scope():  # tasks/ listed, and the plans' file paths read, once for every id
+        report.duplicates = duplicate_ids(report.results)
     return report
 
 
-def _warn_duplicate_ids(results: list[FileResult]) -> None:
-    """A warning on every task file whose id another checked file has too, naming the copy read.
+def duplicate_ids(results: list[FileResult]) -> list[DuplicateId]:
+    """Every task id that several checked files declare, once each, naming the copy read.
 
     Duplicates are normal in GuardKit repositories (planning copies stay in ``backlog/<feature>/``),
     so this is a warning, never a failure: it says which copy every command will read, and why.
     """
+    found: list[DuplicateId] = []
     groups: dict[tuple[Path, str], list[FileResult]] = {}
     for result in results:
         root = _repo_of(result.path) if result.kind == TASK_KIND else None
@@ -199,10 +242,8 @@ def _warn_duplicate_ids(results: list[FileResult]) -> None:
         copies = sorted(every | set(mine))
         states = [Copy(rel, holds_state(root / rel)) for rel in copies]
         winner, reason = choose(states, functools.partial(plan_paths, root))
-        for rel, result in mine.items():
-            others = ", ".join(o for o in copies if o != rel)
-            result.warnings.append(Finding(
-                f"duplicate task id {task_id} (also {others}): commands read {winner.relpath} ({reason})"))
+        found.append(DuplicateId(task_id, tuple(copies), winner.relpath, reason))
+    return found
 
 
 def _repo_of(path: Path) -> Path | None:
@@ -262,7 +303,14 @@ def _check_turn_report(path: Path, kind: str, result: FileResult) -> None:
 def _check_task(path: Path, result: FileResult) -> None:
     """Schema-check the state block (every problem, with its line), then load it as the store does."""
     raw = read_bytes_capped(path)
-    parsed = parse_frontmatter(decode_utf8(raw, path), path=path)
+    task = TaskFile.from_bytes(raw, path, warn=False)  # the store's own read: every parse problem, once
+    parsed = task._parsed
+    if parsed is None:
+        return
+    if parsed.duplicates:
+        result.warnings.append(Finding(
+            f"{describe_duplicates(parsed.duplicates)}: read as the last value (as GuardKit reads it); "
+            "guardkit-state will not write to this file until each key is kept once", parsed.duplicates[0].line))
     key = parsed.state_key
     block = parsed.data.get(key) if key else None
     if key is not None and block is not None:
@@ -282,8 +330,6 @@ def _check_task(path: Path, result: FileResult) -> None:
             parts = parse_pointer(pointer)
             result.warnings.append(Finding(message, line_of(parts), format_pointer((key, *parts))))
         _check_turn_sequence(record.data, key, line_of, result)
-    # The final say: the task store itself must be able to load the file.
-    TaskFile.from_bytes(raw, path)
 
 
 def _check_turn_sequence(state: dict[str, Any], key: str, line_of: Any, result: FileResult) -> None:

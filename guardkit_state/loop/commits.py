@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from guardkit_state.errors import GitError
+from guardkit_state.errors import GitError, GuardkitStateError
 from guardkit_state.git import turn_ledger
 from guardkit_state.git.checkouts import repair_worktree_link
 from guardkit_state.git.commits import CommitResult, commit_turn
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.runner import one_line
+from guardkit_state.store.fsio import atomic_write_bytes
+from guardkit_state.store.jsonio import load_json
 from guardkit_state.turns.completion import utc_now
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 
@@ -23,10 +28,15 @@ class TurnCommits:
     rule overridden).
     """
 
-    def __init__(self, git: GitRepo, task_id: str, *, managed_worktree: bool, note: Callable[[str], None]) -> None:
+    def __init__(self, git: GitRepo, task_id: str, *, managed_worktree: bool, note: Callable[[str], None],
+                 branch: str | None = None) -> None:
         self.git = git
         self.task_id = task_id
         self.managed_worktree = managed_worktree
+        #: The branch turn commits are made and verified on, whatever an agent checked out meanwhile:
+        #: the managed worktree's task branch, or the branch the user's checkout was on at the start
+        #: (None: a detached checkout, whose HEAD is taken as it is).
+        self.branch = branch
         self.note = note
         self._reports_ignored: bool | None = None  # asked of git once, at the first commit
         #: Why the last turn's commit failed (git's own words), for the run's outcome.
@@ -37,19 +47,26 @@ class TurnCommits:
         turn_ledger.start_run(self.git, self.task_id, utc_now())
 
     def verified(self, turn: int) -> str | None:
-        """The commit of ``turn`` this run of the loop made, on the checkout's branch; or None."""
-        return self.git.find_turn_commit(self.task_id, turn)
+        """The commit of ``turn`` this run of the loop made, on the task's branch; or None."""
+        rev = f"refs/heads/{self.branch}" if self.branch else "HEAD"
+        return self.git.find_turn_commit(self.task_id, turn, rev=rev)
 
     def _repair(self) -> str | None:
-        """Restore a managed worktree's ``.git`` link an agent removed; the failure's words, or None."""
-        if not self.managed_worktree:
-            return None
-        try:
-            text = repair_worktree_link(self.git.common_dir, self.git.root)
-        except GitError as exc:
-            return one_line(exc)
-        if text:
-            self.note(text)
+        """Restore a managed worktree's ``.git`` link an agent removed, and refuse to commit on any
+        branch but :attr:`branch` (an agent that ran ``git switch``/``checkout --detach``); the
+        failure's words, or None."""
+        if self.managed_worktree:
+            try:
+                text = repair_worktree_link(self.git.common_dir, self.git.root)
+            except GitError as exc:
+                return one_line(exc)
+            if text:
+                self.note(text)
+        current = self.git.current_branch()
+        if self.branch and current != self.branch:
+            on = f"branch '{current}'" if current else "a detached HEAD"
+            return (f"the checkout {self.git.root} is on {on}, not on {self.branch} (an agent switched it); "
+                    f"'git -C {self.git.root} switch {self.branch}' takes the turn's files back to it")
         return None
 
     def commit_pending(self, lifecycle: TurnLifecycle) -> None:
@@ -82,6 +99,7 @@ class TurnCommits:
             self.last_error = repair_error
             self.note(f"turn {number} recorded but not committed: {repair_error}")
             return CommitResult(None, error=repair_error)
+        self._restore_earlier_turn_files(lifecycle, number)
         paths = None if self.managed_worktree else [str(p) for p in record.written]
         result = commit_turn(self.git, task_id=self.task_id, turn=number, decision=record.entry.decision,
                              mode=record.turn_state.mode, paths=paths, managed_worktree=self.managed_worktree,
@@ -90,7 +108,46 @@ class TurnCommits:
         self.last_error = result.error
         if result.error:
             self.note(f"turn {number} recorded but not committed: {result.error}")
+        elif result.committed and self.managed_worktree:
+            self._say_ignored_work(number, _reported_files(lifecycle, number))
         return result
+
+    def _say_ignored_work(self, number: int, listed: list[str]) -> None:
+        """Name the files the Player's report lists that a ``.gitignore`` rule kept out of the commit:
+        the approval is of work that is not on the branch (a rule the agent added, or a secret it
+        should not commit — which is why they are named, not forced in)."""
+        present = [name for name in listed if name and not Path(name).is_absolute() and ".." not in Path(name).parts
+                   and (self.git.root / name).is_file()]
+        try:
+            rules = self.git.ignore_rules(present) if present else {}
+        except GitError:
+            return
+        if rules:
+            shown = ", ".join(f"{path} ({rule})" for path, rule in sorted(rules.items())[:5])
+            self.note(f"turn {number}: the Player's report lists files a .gitignore rule kept out of the commit: "
+                      f"{shown}; 'git add -f' them in the worktree if they are work")
+
+    def _restore_earlier_turn_files(self, lifecycle: TurnLifecycle, number: int) -> None:
+        """Put back the per-turn files of this run's earlier turns that an agent removed (``git reset
+        --hard``, ``rm -r .guardkit``), from the commits the loop made of them: they are the loop's
+        memory of those turns, and the turn's commit would otherwise drop them from the branch."""
+        newest = {entry.turn: entry.sha for entry in turn_ledger.entries(self.git, self.task_id)
+                  if entry.turn < number}
+        restored: list[str] = []
+        for turn, sha in sorted(newest.items()):
+            for kind in ("player_turn", "coach_turn", "turn_state"):
+                path = lifecycle.store.path(kind, turn)
+                if os.path.lexists(path):
+                    continue
+                rel = path.relative_to(self.git.root).as_posix()
+                status, data, _ = self.git.run("show", f"{sha}:{rel}", check=False)
+                if status == 0:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    atomic_write_bytes(path, data)
+                    restored.append(path.name)
+        if restored:
+            self.note(f"turn {number}: an agent removed the recorded files of earlier turns ({', '.join(restored)}); "
+                      "restored them from the loop's own commits")
 
     @staticmethod
     def _turn_files(lifecycle: TurnLifecycle, number: int) -> list[str]:
@@ -113,3 +170,18 @@ class TurnCommits:
                 self.note(f"committing {self.task_id}'s turn files although {', '.join(shown)} ignores them "
                           "(exact paths only: player_turn_N.json, coach_turn_N.json, turn_state_turn_N.json)")
         return own if self._reports_ignored else []
+
+
+def _reported_files(lifecycle: TurnLifecycle, number: int) -> list[str]:
+    """The files the Player's report of turn ``number`` claims (``claimed_files`` when git saw others)."""
+    try:
+        report = load_json(lifecycle.store.path("player_turn", number))
+    except GuardkitStateError:
+        return []
+    if not isinstance(report, dict):
+        return []
+    inner = report.get("claimed_files")
+    claimed: dict[str, Any] = inner if isinstance(inner, dict) else report
+    names = [*(claimed.get("files_created") or []), *(claimed.get("files_modified") or [])]
+    return [name for name in names if isinstance(name, str)]
+

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from guardkit_state.loop.command_line import build_argv, rerun_command
 from guardkit_state.model import Outcome
 
 if TYPE_CHECKING:
@@ -56,19 +58,22 @@ class LoopInterrupted(KeyboardInterrupt):
     :class:`KeyboardInterrupt`, so code catching that catches it as before.
     """
 
-    def __init__(self, task_id: str, *, turn: int | None, phase: str | None, resumed: bool) -> None:
+    def __init__(self, task_id: str, *, turn: int | None, phase: str | None, resumed: bool,
+                 argv: Sequence[str] | None = None) -> None:
         self.task_id = task_id
         self.turn = turn
         self.phase = phase
         self.resumed = resumed
+        #: The run's command line (without the program name): the way on repeats it.
+        self.argv = tuple(argv) if argv is not None else build_argv(task_id, None, None)
         super().__init__(self.describe())
 
     def describe(self) -> str:
-        command = f"guardkit-state feature-build {self.task_id} --player ... --coach ..."
         if self.turn is None and not self.resumed:
-            return f"interrupted before the first turn began; nothing was recorded: run '{command}' again"
+            return ("interrupted before the first turn began; nothing was recorded: run "
+                    f"{rerun_command(self.argv, resume=False)} again")
         where = f" during turn {self.turn} ({self.phase})" if self.turn is not None else ""
-        return f"interrupted{where}: state saved; continue with '{command} --resume'"
+        return f"interrupted{where}: state saved; continue with {rerun_command(self.argv, resume=True)}"
 
 
 __all__ = ["LoopInterrupted", "LoopResult"]

@@ -24,6 +24,7 @@ from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager, check_base_branch
 from guardkit_state.loop.agent_turn import AgentRuns, ReadOnlyWatch, TurnBriefing, agent_name, failure_kind
 from guardkit_state.loop.agents import Agent, stop_orphaned_agents
+from guardkit_state.loop.command_line import build_argv
 from guardkit_state.loop.commits import TurnCommits
 from guardkit_state.loop.events import (
     AgentStarted,
@@ -45,6 +46,7 @@ from guardkit_state.model import Outcome, TurnMode
 from guardkit_state.store.fsio import (
     crash_point,
     remove_stale_temp_files,
+    resolve_inside,
     validate_task_id,
 )
 from guardkit_state.store.home import check_state_home
@@ -82,6 +84,9 @@ class LoopOptions:
     max_cost: float | None = None
     #: The Player goes on with the agent session its previous turn reported (presets that can).
     continue_session: bool = False
+    #: The command line that started the run (without the program name; the CLI passes its own):
+    #: an interruption's "continue with" line repeats it. Default: built from the agents' commands.
+    argv: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         checked_max_turns(self.max_turns)
@@ -126,7 +131,8 @@ def feature_build(
     try:
         return run.start()
     except KeyboardInterrupt as stop:
-        raise LoopInterrupted(task_id, turn=run.turn, phase=run.phase, resumed=options.resume) from stop
+        argv = options.argv if options.argv is not None else build_argv(task_id, player, coach)
+        raise LoopInterrupted(task_id, turn=run.turn, phase=run.phase, resumed=options.resume, argv=argv) from stop
 
 
 class _Run:
@@ -148,6 +154,7 @@ class _Run:
         self.commits: TurnCommits | None = None
         self.managed_worktree = False
         self.worktree_rel: str | None = None
+        self.task_branch: str | None = None
         self.base_branch: str | None = None
         # Where an interruption finds the loop: the turn under way and its phase.
         self.turn: int | None = None
@@ -215,7 +222,7 @@ class _Run:
         if self.commits.verified(last):
             return
         assert self.git is not None  # commits exist only with git
-        branch = self.git.current_branch() or "HEAD"
+        branch = self.task_branch or self.git.current_branch() or "HEAD"
         why = self.commits.last_error or "git made no commit of it"
         self.result.commit_error = f"turn {last}'s commit is not on {branch}: {why}"
         self.result.reason = (f"{self.result.reason}, but {self.result.commit_error}; once that is fixed, "
@@ -227,7 +234,7 @@ class _Run:
         self.result.checkout = checkout
         if self.git is not None:
             self.commits = TurnCommits(self.git, self.task_id, managed_worktree=self.managed_worktree,
-                                       note=self.note)
+                                       note=self.note, branch=self.task_branch)
         task_path = checkout / main_task_path.relative_to(self.repo_root)
         if not task_path.exists():
             task_path.parent.mkdir(parents=True, exist_ok=True)
@@ -248,6 +255,7 @@ class _Run:
             self.note("not a git repository (or git is not installed): turns are recorded without commits")
             return self.repo_root
         if not self.options.use_worktree:
+            self.task_branch = self.git.current_branch()  # an agent's `git switch` must not move the turns
             return self.repo_root
         manager = WorktreeManager(self.git)
         recorded = task.state.worktree_path if task.state else None
@@ -266,6 +274,7 @@ class _Run:
             self.note(text)
         self.git = worktree.repo()
         self.managed_worktree = True
+        self.task_branch = worktree.branch
         self.base_branch = worktree.base_branch
         with contextlib.suppress(ValueError):
             # Relative to the main checkout, where find() looks it up (also when run from a linked worktree).
@@ -366,6 +375,7 @@ class _Run:
 
     def _turn(self, lifecycle: TurnLifecycle, checkout: Path, number: int, action: str,
               mode: TurnMode | None) -> TurnRecord:
+        self._check_store(lifecycle, checkout)
         active = lifecycle.begin_turn(mode)
         self.turn, self.phase = number, "starting"
         self.emit(TurnStarted(number, active.mode, action))
@@ -382,6 +392,7 @@ class _Run:
             error = _agent_reason(exc)
             failed_role = self.phase if self.phase in ("player", "coach") else None
             log.warning("turn %d of %s: %s", number, self.task_id, error)
+        self._check_store(lifecycle, checkout)  # the agents ran in the checkout: a symlink they left is refused
         self._keep_recorded_history(lifecycle, number)
         task = lifecycle.task
         profile = self.config.gate_profile(task.task_type, task.complexity)
@@ -389,6 +400,13 @@ class _Run:
                                        worktree_path=self.worktree_rel if self.managed_worktree else None,
                                        base_branch=self.base_branch, failed_role=failed_role,
                                        agent_runs=runs.runs)
+
+    @staticmethod
+    def _check_store(lifecycle: TurnLifecycle, checkout: Path) -> None:
+        """Refuse a store an agent replaced by a symlink leaving the checkout (``.guardkit`` or
+        ``.guardkit/autobuild/TASK``): the turn's reports would be written, and committed, elsewhere."""
+        check_state_home(checkout)
+        resolve_inside(checkout, lifecycle.store.directory)  # realpath: a link above it counts too
 
     def _keep_recorded_history(self, lifecycle: TurnLifecycle, number: int) -> None:
         """Undo an agent's edit to the recorded turns or criteria before the turn is written and committed."""

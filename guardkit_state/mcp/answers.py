@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,9 +25,18 @@ if TYPE_CHECKING:
 FEATURE_PREFIX = "FEAT-"
 
 
-def error_line(exc: GuardkitStateError) -> str:
-    """The one line the CLI prints for ``exc`` (without colour): a tool error's text."""
-    return f"error: {exc}"
+#: What the CLI's error line shows as escapes (``safe`` in cli/output.py, which this layer may not
+#: import): C0 controls but tab and newline, DEL and C1, bidi controls, invisible separators.
+_ESCAPED = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
+                      "\u2028\u2029\ufeff]")
+
+
+def error_line(exc: GuardkitStateError | str) -> str:
+    """The one line the CLI prints for ``exc`` (without colour): a tool error's text. A value echoed
+    in it (a path holding a newline or an escape sequence) is escaped as the CLI escapes it."""
+    text = _ESCAPED.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) <= 0xFF
+                        else f"\\u{ord(m.group()):04x}", str(exc))
+    return "error: " + text.replace("\n", "\\n")
 
 
 def names_feature(ref: str) -> bool:
@@ -106,12 +116,13 @@ def record(root: Path, ref: str, *, player: dict[str, Any] | None = None, coach:
            max_turns: int | None = None, reopen: bool = False) -> dict[str, Any]:
     """Record one turn from a Player report and a Coach decision: ``record --json``.
 
-    Each report is given inline or as a file (relative to the repository), read as ``record``
-    reads ``--player``/``--coach``. The very reports of a recorded turn are answered "already
+    Each report is given inline or as a file of the repository (a relative path is relative to
+    it), read as ``record`` reads ``--player``/``--coach``. The very reports of a recorded turn are answered "already
     recorded" (a retry, nothing to do), as ``record`` exits 0 for them.
 
     Raises:
         InputError: a report given twice or not at all, a missing file, or what ``record`` refuses.
+        UnsafePathError: a report file outside the repository (after symlinks).
         AlreadyRecordedError: the reports name a recorded turn but differ from its reports.
     """
     from guardkit_state.turns.lifecycle import record_turn
@@ -132,7 +143,7 @@ def record(root: Path, ref: str, *, player: dict[str, Any] | None = None, coach:
 def _report(root: Path, name: str, given: dict[str, Any] | None,
             file: str | None) -> tuple[dict[str, Any], Path | None]:
     """A report given inline or as a file; exactly one of the two."""
-    from guardkit_state.store.fsio import MAX_FILE_BYTES
+    from guardkit_state.store.fsio import MAX_FILE_BYTES, resolve_inside
     from guardkit_state.store.jsonio import load_json, parse_json
 
     if (given is None) == (file is None):
@@ -150,6 +161,9 @@ def _report(root: Path, name: str, given: dict[str, Any] | None,
         return checked, None
     path = Path(file or "")
     path = path if path.is_absolute() else root / path
+    # The agent names a file of the repository it was given: one outside it (by '..', an absolute
+    # path or a symlink) would be copied into the turn's records and served back by turn_reports.
+    resolve_inside(root, path)
     if not path.is_file():
         raise InputError(f"{name}_file {file}: no such file")
     return load_json(path), path

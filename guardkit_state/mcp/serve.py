@@ -69,7 +69,7 @@ def _tool_errors(fn: _F) -> _F:
             return _error_result(answers.error_line(exc), exc.to_dict())
         except Exception as exc:
             log.exception("tool %s failed", fn.__name__)
-            return _error_result(f"error: unexpected {type(exc).__name__}: {exc}", None)
+            return _error_result(answers.error_line(f"unexpected {type(exc).__name__}: {exc}"), None)
 
     return call  # type: ignore[return-value]
 

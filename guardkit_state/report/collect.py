@@ -16,9 +16,10 @@ from typing import TypeVar
 
 from guardkit_state.errors import GuardkitStateError, InputError
 from guardkit_state.inspect.review import turn_log
+from guardkit_state.model import TurnEntry
 from guardkit_state.report import matrix
 from guardkit_state.report.columns import TurnFiles, turn_view
-from guardkit_state.report.view import TaskReport
+from guardkit_state.report.view import TaskReport, TurnView
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.locate import locate_task
@@ -60,6 +61,8 @@ def build_task_report(repo: Path | str, task: str, *, running_turn: int | None =
     commits = _commits(Path(repo), location.task_id, notes)
     views = [turn_view(entry, found, commit=commits.get(entry.turn), delta=delta)
              for (entry, found), delta in zip(turns, deltas, strict=True)]
+    _from_guardkit_history(views, entries, state.last_updated if state is not None else None)
+    stall = history.stall()
     frontmatter_only = [t.number for t in views if t.source == "frontmatter"]
     if frontmatter_only:
         notes.append(_frontmatter_note(frontmatter_only))
@@ -71,7 +74,34 @@ def build_task_report(repo: Path | str, task: str, *, running_turn: int | None =
         outcome=None if outcome is None else str(outcome), turns=views, criteria=rows,
         counts=final.counts(), next_step=_next_step(task_file, store, running_turn, notes),
         notes=notes, generated_at=generated_at or datetime.now().astimezone().isoformat(timespec="seconds"),
+        stall=stall.reason if stall is not None else None,
     )
+
+
+def _from_guardkit_history(views: list[TurnView], entries: list[TurnEntry], last_updated: object) -> None:
+    """Fill what a turn known only from its frontmatter entry (GuardKit's own history) still tells.
+
+    GuardKit stamps each entry when the turn starts: a turn lasted until the next one started (the
+    last one until the block's ``last_updated``). Its mode is GuardKit's own default: ``fresh_start``
+    for turn 1, ``continuing_work`` after (what the stall window and the context read too).
+    """
+    starts = [_when(entry.timestamp) for entry in entries] + [_when(last_updated)]
+    for index, view in enumerate(views):
+        if view.source != "frontmatter":
+            continue
+        if view.mode == "—":
+            view.mode = "fresh_start" if view.number == 1 else "continuing_work"
+        begin, end = starts[index], starts[index + 1]
+        if view.duration_seconds is None and begin is not None and end is not None \
+                and (begin.tzinfo is None) == (end.tzinfo is None) and end > begin:
+            view.duration_seconds = (end - begin).total_seconds()
+
+
+def _when(value: object) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(value)) if value else None
+    except ValueError:
+        return None
 
 
 def _turn_files(store: TurnStore, number: int, notes: list[str]) -> TurnFiles:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
+from guardkit_state.features.standing import FeatureTally
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.inspect.feature_view import FeatureTaskRow, feature_view
 from guardkit_state.report.collect import build_task_report
@@ -74,6 +75,11 @@ class FeatureReport:
     next_step: str = ""
     notes: list[str] = field(default_factory=list)
     generated_at: str = ""
+    #: The feature's counts, as ``status``, ``show`` and ``log`` give them (None: not read yet).
+    tally: FeatureTally | None = None
+    #: The plan's smoke gate in words, and one line per recorded run of it.
+    smoke_gate: str | None = None
+    smoke_runs: list[str] = field(default_factory=list)
 
     def task(self, task_id: str) -> FeatureTask:
         return next(t for t in self.tasks if t.task_id == task_id)
@@ -84,7 +90,8 @@ class FeatureReport:
         for task in self.tasks:
             counts[task.status] = counts.get(task.status, 0) + 1
         return {"feature_id": self.feature_id, "waves": len(self.waves), "tasks": [t.summary() for t in self.tasks],
-                "task_statuses": counts, "turns": sum(t.turns for t in self.tasks), "notes": list(self.notes)}
+                "task_statuses": counts, "turns": sum(t.turns for t in self.tasks), "notes": list(self.notes),
+                "totals": self.tally.to_dict() if self.tally is not None else None}
 
 
 def build_feature_report(repo: Path | str, feature: str, *, running: Mapping[str, int | None] | None = None,
@@ -111,7 +118,10 @@ def _feature_report(root: Path, feature: str, running: Mapping[str, int | None],
         feature_id=view.feature_id, name=view.name or "", plan_path=_shown(view.plan_path, root),
         branch=view.branch, plan_status=view.plan_status or "—", waves=view.waves, tasks=tasks,
         next_step=next_step, notes=list(view.notes),
-        generated_at=generated_at or datetime.now().astimezone().isoformat(timespec="seconds"))
+        generated_at=generated_at or datetime.now().astimezone().isoformat(timespec="seconds"), tally=view.tally,
+        smoke_gate=view.smoke_gate.describe() if view.smoke_gate is not None else None,
+        smoke_runs=[run.describe() + (f": {run.output[-300:]}" if run.halts and run.output else "")
+                    for run in view.smoke_runs])
 
 
 def _task(root: Path, feature_worktree: Path, row: FeatureTaskRow, running: Mapping[str, int | None]) -> FeatureTask:

@@ -46,6 +46,7 @@ def _header(report: FeatureReport) -> str:
         counts[task.status] = counts.get(task.status, 0) + 1
     told = ", ".join(f"{n} {esc(status)}" for status, n in counts.items())
     facts = [f"plan status <b>{esc(report.plan_status)}</b>",
+             *([f"<b>{esc(report.tally.describe())}</b>"] if report.tally is not None else []),
              f"{len(report.tasks)} task(s) in {len(report.waves)} wave(s)" + (f": {told}" if told else ""),
              f"{sum(t.turns for t in report.tasks)} turn(s)",
              f"branch <code>{esc(report.branch)}</code>"]
@@ -58,6 +59,10 @@ def _header(report: FeatureReport) -> str:
         parts.append(f"<p class=\"next\">next: {esc(report.next_step, 2000)}</p>\n")
     if report.notes:
         parts.append("<ul class=\"notes\">" + "".join(f"<li>{esc(n, 600)}</li>" for n in report.notes) + "</ul>\n")
+    if report.smoke_gate is not None or report.smoke_runs:
+        gate = f"smoke gate {esc(report.smoke_gate, 600)}" if report.smoke_gate is not None else "smoke gate"
+        parts.append(f"<p class=\"facts\">{gate}</p>\n<ul class=\"notes\">"
+                     + "".join(f"<li>{esc(run, 600)}</li>" for run in report.smoke_runs) + "</ul>\n")
     parts.append("</header>\n")
     return "".join(parts)
 

@@ -60,6 +60,8 @@ def task_facts(report: TaskReport) -> str:
     if report.cost_usd is not None:
         facts.append(f"agents' cost <b>${report.cost_usd:.4f}</b>")
     parts = [f"<p class=\"facts\">{' · '.join(facts)}</p>\n"]
+    if report.stall:
+        parts.append(f"<p class=\"next\"><b>stall:</b> {esc(report.stall)}</p>\n")
     if report.next_step:
         parts.append(f"<p class=\"next\">next: {esc(report.next_step)}</p>\n")
     if report.notes:

@@ -102,6 +102,8 @@ class TaskReport:
     next_step: str = ""
     notes: list[str] = field(default_factory=list)
     generated_at: str = ""
+    #: The stall ``show`` reports (the same detector, the same recorded turns), or None.
+    stall: str | None = None
 
     @property
     def cost_usd(self) -> float | None:
@@ -115,6 +117,7 @@ class TaskReport:
         return {
             "cost_usd": self.cost_usd,
             "task_id": self.task_id,
+            "stall": self.stall,
             "turns": len(self.turns),
             "criteria": len(self.criteria),
             "criteria_counts": self.counts.to_dict(),

@@ -11,12 +11,14 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import (
+    DuplicateKeyError,
     FileBusyError,
     FrontmatterError,
     GuardkitStateError,
@@ -33,8 +35,11 @@ from guardkit_state.taskfile.discovery import task_id_from_filename
 from guardkit_state.taskfile.frontmatter import STATE_KEY, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
 from guardkit_state.taskfile.resolve import find_task as find_task
 from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate, plain_data, splice_state
+from guardkit_state.taskfile.strict_yaml import DuplicateKey
 
 log = logging.getLogger("guardkit_state.taskfile.document")
+#: One line per repeated key of a task file read (the CLI shows these on stderr).
+duplicates_log = logging.getLogger("guardkit_state.taskfile.duplicates")
 
 
 @dataclass
@@ -81,10 +86,18 @@ class TaskFile:
         return cls.from_bytes(raw, path)
 
     @classmethod
-    def from_bytes(cls, raw: bytes, path: Path) -> TaskFile:
-        """Build a TaskFile from a file's bytes (as read from ``path``)."""
+    def from_bytes(cls, raw: bytes, path: Path, *, warn: bool = True) -> TaskFile:
+        """Build a TaskFile from a file's bytes (as read from ``path``).
+
+        A key repeated in the frontmatter (GuardKit's whole-file re-dumps leave some) is read as its
+        last value, as GuardKit reads it, with a one-line warning (``warn=False``: the caller reports
+        it itself); such a file is not written to.
+        """
         text = fsio.decode_utf8(raw, path)
-        parsed = parse_frontmatter(text, path=path)
+        parsed = parse_frontmatter(text, path=path, keep_last=True)
+        if parsed.duplicates and warn:
+            duplicates_log.warning("%s:%d: %s: the last value is read (as GuardKit reads it)", path,
+                                   parsed.duplicates[0].line, describe_duplicates(parsed.duplicates))
         data = parsed.data
         key = parsed.state_key
         state: AutobuildState | None = None
@@ -168,6 +181,21 @@ class TaskFile:
 
     # ------------------------------------------------------------------ writing
 
+    def check_writable(self) -> None:
+        """Refuse (before anything is written) a file whose frontmatter repeats a key: which of the
+        two values a write should keep is the user's call.
+
+        Raises:
+            DuplicateKeyError: naming the key, both lines, and what to do.
+        """
+        duplicates = self._parsed.duplicates if self._parsed is not None else ()
+        if duplicates:
+            first = duplicates[0]
+            raise DuplicateKeyError(
+                f"{describe_duplicates(duplicates)}; not written: keep one line of each key (GuardKit "
+                "reads the last), then run again", path=self.path, line=first.line,
+                expected="each key once per mapping")
+
     def apply(self, update: StateUpdate) -> SpliceResult:
         """Splice ``update`` into the file and write it atomically (nothing is written for a no-op).
 
@@ -179,6 +207,7 @@ class TaskFile:
             FrontmatterError, DuplicateKeyError: the file (or its new version) cannot be spliced.
             GuardkitStateError: the write failed (the original file is untouched).
         """
+        self.check_writable()
         wanted = self._for_this_file(update)
         update = self._without_present_turns(wanted)
         result = splice_state(self.text, update, path=self.path, parsed=self._parsed)
@@ -330,6 +359,13 @@ VERIFY_PAUSES = (0.002, 0.01, 0.03)
 
 #: Task files another writer was seen changing in this process (they pay :data:`VERIFY_PAUSES`).
 _CONTENDED: set[Path] = set()
+
+
+def describe_duplicates(duplicates: Sequence[DuplicateKey], *, shown: int = 3) -> str:
+    """``duplicate key 'status' on lines 12 and 20, 'tags' on lines 13 and 25 (and 2 more)``."""
+    parts = [f"{d.key!r} on lines {d.first_line} and {d.line}" for d in duplicates[:shown]]
+    more = f" (and {len(duplicates) - shown} more)" if len(duplicates) > shown else ""
+    return f"duplicate key {', '.join(parts)}{more}"
 
 
 def read_settled(path: Path, data: bytes | None = None) -> bytes:

@@ -20,7 +20,7 @@ from guardkit_state.errors import DuplicateKeyError, FrontmatterError
 from guardkit_state.taskfile.state_block import LEGACY_STATE_KEY as LEGACY_STATE_KEY  # the state block's keys
 from guardkit_state.taskfile.state_block import STATE_KEY as STATE_KEY
 from guardkit_state.taskfile.state_block import STATE_KEYS as STATE_KEYS
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.taskfile.strict_yaml import DuplicateKey, parse_yaml
 
 #: A delimiter line: three dashes and optional trailing blanks, as python-frontmatter and Jekyll read it.
 _OPEN = re.compile(r"---[ \t]*(\r?\n)")
@@ -139,6 +139,8 @@ class ParsedFrontmatter:
     split: FrontmatterSplit
     node: yaml.Node | None
     aliased: bool = False  # the YAML uses an alias (see :func:`strict_yaml.parse_yaml`)
+    #: Keys a mapping repeats, read as their last value (only with ``keep_last``).
+    duplicates: tuple[DuplicateKey, ...] = ()
 
     @property
     def state_key(self) -> str | None:
@@ -157,8 +159,11 @@ class ParsedFrontmatter:
         return None
 
 
-def parse_frontmatter(text: str, *, path: Path | str | None = None) -> ParsedFrontmatter:
+def parse_frontmatter(text: str, *, path: Path | str | None = None, keep_last: bool = False) -> ParsedFrontmatter:
     """Split and strictly parse a task file's frontmatter.
+
+    ``keep_last``: a repeated key is read as its last value and listed in ``duplicates`` (GuardKit
+    reads such files so), instead of refused.
 
     Raises:
         FrontmatterError: bad delimiters, invalid YAML, a non-mapping frontmatter or state block,
@@ -169,14 +174,14 @@ def parse_frontmatter(text: str, *, path: Path | str | None = None) -> ParsedFro
     if not split.has_frontmatter:
         return ParsedFrontmatter({}, split, None)
     try:
-        parsed = parse_yaml(split.yaml_text, path=path, line_offset=split.line_offset)
+        parsed = parse_yaml(split.yaml_text, path=path, line_offset=split.line_offset, keep_last=keep_last)
     except DuplicateKeyError:
         raise
     except FrontmatterError as exc:
         raise _with_closing_hint(exc, split) from exc
     if parsed.data is None:
         return ParsedFrontmatter({}, split, parsed.node)
-    result = ParsedFrontmatter(parsed.data, split, parsed.node, parsed.aliased)
+    result = ParsedFrontmatter(parsed.data, split, parsed.node, parsed.aliased, parsed.duplicates)
     if not isinstance(parsed.data, dict):
         raise FrontmatterError(
             f"frontmatter is a {type(parsed.data).__name__}, not a mapping",

@@ -57,6 +57,9 @@ class StrictLoader(_BaseLoader):  # type: ignore[misc]
                 self._scalar_tags[key] = tag
         return tag
 
+    #: Set by :func:`parse_yaml` with ``keep_last``: duplicate keys are listed here, not refused.
+    duplicates: list[_DuplicateKey] | None = None
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
@@ -71,7 +74,9 @@ class StrictLoader(_BaseLoader):  # type: ignore[misc]
                 ) from None
             line = key_node.start_mark.line + 1
             if key in seen:
-                raise _DuplicateKey(key, seen[key], line)
+                if self.duplicates is None:
+                    raise _DuplicateKey(key, seen[key], line)
+                self.duplicates.append(_DuplicateKey(key, seen[key], line))  # PyYAML keeps the last
             seen[key] = line
         return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
@@ -85,12 +90,26 @@ class _DuplicateKey(Exception):
 
 
 @dataclass(frozen=True)
+class DuplicateKey:
+    """A key a mapping repeats, read with ``keep_last``: its two file lines (the last value is read)."""
+
+    key: Any
+    first_line: int
+    line: int
+
+    def describe(self) -> str:
+        return f"duplicate key {self.key!r} on lines {self.first_line} and {self.line}"
+
+
+@dataclass(frozen=True)
 class ParsedYaml:
     """A parsed document: the plain data and the node tree (with marks) it came from."""
 
     data: Any
     node: yaml.Node | None
     aliased: bool = False  # some node is reached twice (through an alias)
+    #: Keys repeated in a mapping (only with ``keep_last``; otherwise they are refused).
+    duplicates: tuple[DuplicateKey, ...] = ()
 
 
 def parse_yaml(
@@ -99,6 +118,7 @@ def parse_yaml(
     path: Path | str | None = None,
     line_offset: int = 0,
     error_type: type[ParseError] = FrontmatterError,
+    keep_last: bool = False,
 ) -> ParsedYaml:
     """Parse one YAML document strictly.
 
@@ -107,12 +127,16 @@ def parse_yaml(
         path: the file it came from, for error messages.
         line_offset: added to YAML line numbers (frontmatter starting on line 2 uses 1).
         error_type: the :class:`ParseError` subclass raised for syntax and tag problems.
+        keep_last: read a repeated key as its last value, as PyYAML (and so GuardKit) does, and
+            list it in ``duplicates``, instead of refusing it.
 
     Raises:
-        DuplicateKeyError: a mapping repeats a key.
+        DuplicateKeyError: a mapping repeats a key (without ``keep_last``).
         ParseError: (``error_type``) invalid YAML, an object-constructing tag, or an alias bomb.
     """
     loader = StrictLoader(text)
+    if keep_last:
+        loader.duplicates = []
     try:
         node = loader.get_single_node()
         if node is None:
@@ -121,12 +145,17 @@ def parse_yaml(
             # No anchor, no alias, no merge: every node is reached once, and the plain tree is
             # built directly (PyYAML's generic constructor is most of a big file's read time).
             try:
-                return ParsedYaml(_construct_plain(loader, node, 0), node)
+                data = _construct_plain(loader, node, 0)
+                return ParsedYaml(data, node, False, _found(loader, line_offset))
             except _NotPlain:
                 _check_alias_expansion(node, path, line_offset, error_type)  # refuses deep nesting with its line
-                return ParsedYaml(_construct(loader, node, False), node)
+                if keep_last:
+                    loader.duplicates = []  # the generic constructor lists them again
+                data = _construct(loader, node, False)
+                return ParsedYaml(data, node, False, _found(loader, line_offset))
         aliased = "&" in text and _check_alias_expansion(node, path, line_offset, error_type)
-        return ParsedYaml(_construct(loader, node, "<<" in text), node, aliased)
+        data = _construct(loader, node, "<<" in text)
+        return ParsedYaml(data, node, aliased, _found(loader, line_offset))
     except _DuplicateKey as dup:
         raise DuplicateKeyError(
             f"duplicate key {dup.key!r} (first defined on line {dup.first_line + line_offset})",
@@ -149,6 +178,11 @@ def parse_yaml(
         raise error_type("YAML nested too deeply", path=path, expected="plain YAML") from exc
     finally:
         loader.dispose()
+
+
+def _found(loader: StrictLoader, line_offset: int) -> tuple[DuplicateKey, ...]:
+    return tuple(DuplicateKey(d.key, d.first_line + line_offset, d.line + line_offset)
+                 for d in loader.duplicates or ())
 
 
 def construct_with(node: yaml.Node, replacements: dict[int, Any]) -> Any:
@@ -227,7 +261,10 @@ def _construct_plain(loader: Any, node: yaml.Node, depth: int) -> Any:
                 None, None, "found an unhashable mapping key", key_node.start_mark) from None
         if seen:
             first = next(k for k, _ in node.value if _construct_plain(loader, k, depth + 1) == key)
-            raise _DuplicateKey(key, first.start_mark.line + 1, key_node.start_mark.line + 1)
+            duplicate = _DuplicateKey(key, first.start_mark.line + 1, key_node.start_mark.line + 1)
+            if loader.duplicates is None:
+                raise duplicate
+            loader.duplicates.append(duplicate)  # the last value is read, as PyYAML reads it
         out[key] = _construct_plain(loader, value_node, depth + 1)
     return out
 

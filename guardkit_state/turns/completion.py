@@ -18,7 +18,7 @@ from guardkit_state.model import CoachDecision, GateResult, Outcome, PlayerRepor
 from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate
 from guardkit_state.taskfile.state_block import AutobuildState
 from guardkit_state.turns.ledger import CriteriaLedger, ignored_ids_note
-from guardkit_state.turns.stall import Stall, TurnSignal, detect_stall
+from guardkit_state.turns.stall import Stall, TurnSignal, detect_stall, gate_signature
 from guardkit_state.turns.turn_state import assemble_turn_state
 
 log = logging.getLogger("guardkit_state.turns.completion")
@@ -115,7 +115,8 @@ def finish_turn(inputs: TurnInputs, completed_at: str) -> FinishedTurn:
         lacks_promises=player is not None and not player.completion_promises,
         failed_role=inputs.failed_role, agent_runs=inputs.agent_runs,
     )
-    stall = detect_stall([*inputs.history, TurnSignal(number, state.feedback_signature, state.verified_count)])
+    stall = detect_stall([*inputs.history, TurnSignal(number, state.feedback_signature, state.verified_count,
+                                                      gate_signature(state.gate_results))])
     outcome = _outcome(state, stall, number, inputs.max_turns)
     if stall is not None:
         state.extra["stall"] = stall.reason

@@ -20,7 +20,14 @@ from guardkit_state.model import TurnEntry, TurnState, turn_state_id
 from guardkit_state.store.turn_files import TurnStore, artifacts_dir
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.turns.ledger import CriteriaCounts, CriteriaLedger
-from guardkit_state.turns.stall import NO_CHANGE_WINDOW, Stall, TurnSignal, detect_stall, feedback_signature
+from guardkit_state.turns.stall import (
+    NO_CHANGE_WINDOW,
+    Stall,
+    TurnSignal,
+    detect_stall,
+    feedback_signature,
+    gate_signature,
+)
 
 log = logging.getLogger("guardkit_state.turns.history")
 
@@ -63,14 +70,17 @@ def entry_turn_state(entry: TurnEntry, *, task_id: str, feature_id: str | None,
 def turn_signal(state: TurnState) -> TurnSignal:
     """What the stall detector needs from a turn state (a frontmatter one may not know its count)."""
     known = state.extra.get("verified_count_known", True) is not False
-    return TurnSignal(state.turn_number, state.feedback_signature, state.verified_count if known else None)
+    return TurnSignal(state.turn_number, state.feedback_signature, state.verified_count if known else None,
+                      gate_signature(state.gate_results))
 
 
 def record_signal(record: Mapping[str, Any]) -> TurnSignal:
     """:func:`turn_signal` of a turn-state record as read, without building the :class:`TurnState`."""
     known = record.get("verified_count_known", True) is not False
     count = int(record.get("verified_count") or 0)  # as TurnState.from_dict reads it
-    return TurnSignal(record["turn_number"], record.get("feedback_signature"), count if known else None)
+    gates = record.get("gate_results")
+    return TurnSignal(record["turn_number"], record.get("feedback_signature"), count if known else None,
+                      gate_signature(gates if isinstance(gates, list) else None))
 
 
 @dataclass(frozen=True)

@@ -208,6 +208,7 @@ def check_may_continue(task: TaskFile, next_turn: int, *, reopen: bool = False, 
     Raised before anything is written, as a usage error naming the flag that allows it.
     """
     task_id = task.task_id or task.path.stem
+    task.check_writable()  # a key repeated: which value to keep is the user's call, asked first
     reason = None if reopen else closed_reason(task)
     if reason is not None:
         raise InputError(f"{task_id} {reason}; pass --reopen to {to}", path=task.path, task_id=task_id)
@@ -222,8 +223,10 @@ def check_task_writable(task: TaskFile) -> None:
     """Raise what the file system would refuse when ``task``'s file is rewritten, writing nothing.
 
     A turn's files are written only once its task file can take the turn's entry: otherwise they
-    would be orphans, a turn on disk that no task file lists.
+    would be orphans, a turn on disk that no task file lists. A file repeating a key is refused
+    here too (:meth:`TaskFile.check_writable`).
     """
+    task.check_writable()
     check_writable(task.path, len(task.text.encode("utf-8")))
 
 

@@ -22,7 +22,7 @@ from guardkit_state.config import GateProfile, check_gates
 from guardkit_state.errors import GuardkitStateError, InputError, ParseError, TurnError
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.model import CoachDecision, GateResult, Outcome, PlayerReport, TurnMode, TurnState
-from guardkit_state.store.fsio import crash_point, remove_stale_temp_files, validate_task_id
+from guardkit_state.store.fsio import crash_point, remove_stale_temp_files, resolve_inside, validate_task_id
 from guardkit_state.store.home import check_state_home
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.store.turn_files import TurnStore, artifacts_dir
@@ -369,6 +369,7 @@ def record_turn(
     """
     check_state_home(Path(root))  # the turn files go under .guardkit: never out of the repository
     lifecycle = _open_unsettled(root, task_id, max_turns)
+    resolve_inside(Path(root), lifecycle.store.directory)  # nor through .guardkit/autobuild[/TASK] symlinked out
     incoming = IncomingTurn(lifecycle, player, coach, player_path, coach_path)
     # Reports that name the turn after one complete on disk but not listed (a dropped entry) roll
     # that turn forward first; otherwise they are for the next turn, replacing the files of an

@@ -4,7 +4,7 @@ the task file is undone before the turn is written and committed.
 The Player works in the worktree that holds the task file, so it can rewrite turn 1's
 ``decision`` or a criterion's status; the turn's splice keeps whatever else the file says (that
 is how an editor's save is never lost), so the edit would be committed as history. Before each
-turn is written, the task file's ``autobuild_state.turns`` and ``criteria`` are compared with
+turn is written, the task file's ``id``, ``autobuild_state.turns`` and ``criteria`` are compared with
 the loop's own last write (:class:`~guardkit_state.taskfile.document.TaskFile` in memory); when
 they differ, the frontmatter the loop wrote is put back (the body, the agent's to change, is
 kept) and the caller is told which entry was changed.
@@ -12,6 +12,7 @@ kept) and the caller is told which entry was changed.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict
 
 from guardkit_state.errors import GuardkitStateError, shorten
@@ -26,18 +27,26 @@ def restore_recorded_history(task: TaskFile) -> str | None:
     disk changed them; return what was changed (one line), or None when nothing was."""
     if not task.is_stale():
         return None  # the file is the loop's last write, byte for byte
+    if not os.path.lexists(task.path):
+        # Deleted (or moved away) by an agent: the turn's write would fail, and --resume would find
+        # only the base branch's copy, without the turns. The loop's last write is put back.
+        fsio.atomic_write_text(task.path, task.text)
+        return "the task file itself (removed)"
     try:
         raw = fsio.read_bytes_capped(task.path)
     except GuardkitStateError:
-        return None  # gone or unreadable: the turn's own write reports it
+        return None  # unreadable: the turn's own write reports it
     text = raw.decode("utf-8", "replace")
-    changed: str | None
     try:
-        on_disk: AutobuildState | None = TaskFile.from_bytes(raw, task.path).state
+        theirs = TaskFile.from_bytes(raw, task.path)
     except GuardkitStateError:
-        on_disk, changed = None, "the frontmatter no longer parses"
+        on_disk: AutobuildState | None = None
+        changed: str | None = "the frontmatter no longer parses"
     else:
-        changed = _changed_entry(task.state, on_disk)
+        on_disk = theirs.state
+        # The id names the task to every reader (a feature finds its task's copy by it).
+        changed = (f"the task's id ({shorten(repr(task.task_id), 40)} → {shorten(repr(theirs.task_id), 40)})"
+                   if theirs.task_id != task.task_id else _changed_entry(task.state, on_disk))
         if changed is None:
             return None
     ours = task.split

@@ -103,6 +103,17 @@ class TurnSignal:
     #: The ledger's cumulative count after the turn; ``None`` when the files do not say (a turn
     #: known only from its frontmatter entry while criteria were verified at some point).
     verified_count: int | None
+    #: The quality gates that failed in the turn (:func:`gate_signature`); None when none did.
+    gates: str | None = None
+
+
+def gate_signature(gate_results: Sequence[object] | None) -> str | None:
+    """The failed gates of a turn, by name and the side of the threshold they fell on (``coverage``,
+    ``tests_failed``): a gate failing the same way turn after turn is the same signal however the
+    Coach words its feedback. None when no gate failed (or none was checked)."""
+    failed = sorted({str(g.get("gate")) for g in gate_results or []
+                     if isinstance(g, dict) and g.get("passed") is False and g.get("gate")})
+    return ",".join(failed) or None
 
 
 @dataclass(frozen=True)
@@ -114,22 +125,36 @@ class Stall:
 
 
 def detect_stall(history: Sequence[TurnSignal]) -> Stall | None:
-    """Return a :class:`Stall` when the most recent turns show one, else ``None``."""
+    """Return a :class:`Stall` when the most recent turns show one, else ``None``.
+
+    The same feedback signature, or the same quality gates failing (however the feedback is
+    worded), over the window, with no progress in the ledger's count.
+    """
     for window, wanted in ((ZERO_PROGRESS_WINDOW, "zero"), (NO_CHANGE_WINDOW, "flat")):
         if len(history) < window:
             continue
         recent = history[-window:]
-        signature = recent[0].signature
-        if signature is None or any(t.signature != signature for t in recent):
-            continue
         counts = {t.verified_count for t in recent}
         if None in counts:
             continue  # progress unknown: never call it a stall on a guess
         turns = tuple(t.turn for t in recent)
-        if wanted == "zero" and counts == {0}:
-            return Stall(turns, f"the same feedback {window} turns in a row with no criteria verified "
-                                f"(turns {turns[0]}-{turns[-1]})")
-        if wanted == "flat" and len(counts) == 1 and 0 not in counts:
-            return Stall(turns, f"the same feedback {window} turns in a row with {counts.pop()} criteria "
-                                f"verified and no change (turns {turns[0]}-{turns[-1]})")
+        for what in _repeated(recent):
+            if wanted == "zero" and counts == {0}:
+                return Stall(turns, f"{what} {window} turns in a row with no criteria verified "
+                                    f"(turns {turns[0]}-{turns[-1]})")
+            if wanted == "flat" and len(counts) == 1 and 0 not in counts:
+                return Stall(turns, f"{what} {window} turns in a row with {next(iter(counts))} criteria "
+                                    f"verified and no change (turns {turns[0]}-{turns[-1]})")
     return None
+
+
+def _repeated(recent: Sequence[TurnSignal]) -> list[str]:
+    """What the turns of ``recent`` all repeat: the same feedback, the same failing gates (in words)."""
+    found = []
+    signature = recent[0].signature
+    if signature is not None and all(t.signature == signature for t in recent):
+        found.append("the same feedback")
+    gates = recent[0].gates
+    if gates is not None and all(t.gates == gates for t in recent):
+        found.append(f"the same quality gate(s) failing ({gates.replace(',', ', ')})")
+    return found

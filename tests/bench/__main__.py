@@ -31,7 +31,8 @@ from . import bench_status, bench_turns
 from .common import machine
 from .report import render_table
 
-CASES = ("record", "resume", "storage", "status", "startup", "git", "index", "feature", "remote", "mcp", "agents")
+CASES = ("record", "resume", "storage", "status", "startup", "git", "index", "feature", "remote", "mcp", "agents",
+         "first_hour")
 
 
 def _corpus() -> Path | None:
@@ -121,12 +122,20 @@ def main(argv: list[str] | None = None) -> int:
     case("remote", lambda: _remote(quick))
     case("agents", lambda: _agents(quick))
     case("mcp", lambda: _mcp(repeat, args.status_files or (200 if quick else None), corpus))
+    case("first_hour", lambda: _first_hour(quick, corpus))
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(render_table(results))
     print(f"\nresults written to {args.out}")
     return 0
+
+
+def _first_hour(quick: bool, corpus: Path | None) -> dict[str, Any]:
+    from . import bench_first_hour
+
+    files = 200 if quick else bench_first_hour.GUARDKIT_FILES
+    return bench_first_hour.run_all(files=files, repeat=1 if quick else 3, corpus=corpus)
 
 
 def _git(repeat: int) -> dict[str, Any]:

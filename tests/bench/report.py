@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import bench_agents, bench_feature, bench_remote
+from . import bench_agents, bench_feature, bench_first_hour, bench_remote
 
 HEADER = ("Case", "guardkit-state", "Floor", "x floor", "LangGraph SqliteSaver", "x LangGraph", "Target", "Met")
 
@@ -148,6 +148,7 @@ def _rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
             rows.append((f"MCP {name}, warm tool call ({where}; beside: the CLI's {name} --json)",
                          _ms(mcp[f"mcp_{name}_ms"]), _ms(mcp[f"cli_{name}_ms"]), _x(mcp[f"cli/mcp {name}"]) + " CLI",
                          "", "", "<= 50 ms", _met(_le(mcp[f"mcp_{name}_ms"], 50))))
+    rows += bench_first_hour.table_rows(cases.get("first_hour"))
     for name in ("status", "startup", "git", "index", "mcp"):
         value = cases.get(name)
         if isinstance(value, dict) and ("error" in value or "skipped" in value):

@@ -1,0 +1,127 @@
+"""The file scan's cache: every record the files define, as searched, in ``.guardkit/cache/search.json``.
+
+Reading every task file, turn state and plan costs seconds on a repository of GuardKit's size; a
+search asks the same files again and again. The records are kept with the signature of every file
+they could come from (size, mtime, ctime and inode, as ``status``'s cache keys its entries): any
+file changed, added or removed under ``tasks/`` or ``.guardkit/`` (of the checkout and of each loop
+worktree) and the whole cache is rebuilt. It is never trusted over the files: a cache that cannot
+be read, or was written by another version, is rebuilt; one that cannot be written costs the next
+search a scan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from guardkit_state.errors import GuardkitStateError
+from guardkit_state.index.records import IndexRecord
+from guardkit_state.index.text import index_text
+from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir, read_bytes_capped
+from guardkit_state.store.layout import status_cache_file
+
+#: Bumped whenever a record's shape changes: an older cache is rebuilt, never misread.
+CACHE_VERSION = 2
+_READ_LIMIT = 512 * 1024 * 1024
+#: The folders of a checkout whose files records come from, and the ones inside them that hold none.
+_SOURCES = ("tasks", ".guardkit")
+_SKIPPED = frozenset({"cache", "worktrees", ".work", "graphiti", "index", "logs", ".git", "__pycache__"})
+_SUFFIXES = (".md", ".json", ".yaml", ".yml")
+
+
+def search_cache_file(root: Path) -> Path:
+    """``.guardkit/cache/search.json``, beside ``status``'s cache."""
+    return status_cache_file(root).with_name("search.json")
+
+
+def cached_records(root: Path, load: Callable[[], list[IndexRecord]]) -> list[tuple[IndexRecord, str]]:
+    """The records ``load`` reads from the files of ``root`` (from the cache while no file changed),
+    each with its tokens (:func:`~guardkit_state.index.text.index_text` of its search text)."""
+    fingerprint = source_fingerprint(root)
+    cached = _load(root)
+    if cached is not None and cached.get("fingerprint") == fingerprint:
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            return [record_from_dict(item) for item in cached["records"]]
+    records = [(record, index_text(record.search_text)) for record in load()]
+    _save(root, fingerprint, records)
+    return records
+
+
+def source_fingerprint(root: Path) -> dict[str, list[int]]:
+    """Every file records may come from, by path relative to ``root``: its signature."""
+    root = Path(os.path.abspath(root))  # every walked path then starts with it (a relative "." would not)
+    found: dict[str, list[int]] = {}
+    checkouts = [root]
+    with contextlib.suppress(OSError):
+        checkouts += sorted(p for p in (root / ".guardkit" / "worktrees").iterdir() if p.is_dir())
+    prefix = len(os.fspath(root)) + 1
+    for checkout in checkouts:
+        for folder in _SOURCES:
+            for entry in _walk(checkout / folder):
+                with contextlib.suppress(OSError):
+                    stat = entry.stat()
+                    found[entry.path[prefix:]] = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+    return found
+
+
+def _walk(top: Path) -> Iterator[os.DirEntry[str]]:
+    stack = [str(top)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in _SKIPPED:
+                    stack.append(entry.path)
+            elif entry.name.endswith(_SUFFIXES):
+                yield entry
+
+
+#: What the scan ranks and answers with, in this order: a record's graph side (its data, facts and
+#: entities) is for the Graphiti index, which never reads this cache.
+_SEARCHED = ("key", "kind", "group_id", "name", "summary", "search_text", "fields", "source_path", "task_id",
+             "feature_id", "turn_number", "completed_at", "criteria")
+
+
+def record_to_dict(record: IndexRecord, tokens: str) -> list[Any]:
+    """The searched fields of ``record`` (see :data:`_SEARCHED`) and its tokens, compactly."""
+    return [*(list(record.criteria) if name == "criteria" else getattr(record, name) for name in _SEARCHED), tokens]
+
+
+def record_from_dict(row: list[Any]) -> tuple[IndexRecord, str]:
+    """A search-only record (its data, facts and entities empty) and its tokens, from what
+    :func:`record_to_dict` wrote; raises KeyError/TypeError/ValueError on anything else."""
+    if not isinstance(row, list) or len(row) != len(_SEARCHED) + 1 or not isinstance(row[-1], str):
+        raise ValueError("not a cached record")
+    values = dict(zip(_SEARCHED, row[:-1], strict=True))
+    values["criteria"] = tuple(values["criteria"])
+    return IndexRecord(data={}, **values), row[-1]
+
+
+def _load(root: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(read_bytes_capped(search_cache_file(root), limit=_READ_LIMIT).decode("utf-8"))
+    except (GuardkitStateError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("version") == CACHE_VERSION else None
+
+
+def _save(root: Path, fingerprint: dict[str, list[int]], records: list[tuple[IndexRecord, str]]) -> None:
+    """Write the cache; a failure only costs the next search a scan."""
+    if not (root / "tasks").is_dir() and not (root / ".guardkit").is_dir():
+        return  # not a GuardKit checkout: a read creates nothing
+    path = search_cache_file(root)
+    with contextlib.suppress(GuardkitStateError, OSError, TypeError, ValueError):
+        ensure_private_dir(path.parent)
+        text = json.dumps({"version": CACHE_VERSION, "fingerprint": fingerprint,
+                           "records": [record_to_dict(r, t) for r, t in records]}, default=str)
+        atomic_write_text(path, text, limit=None)
+
+
+__all__ = ["cached_records", "record_from_dict", "record_to_dict", "search_cache_file", "source_fingerprint"]

@@ -1,0 +1,124 @@
+"""Benchmark: the first hour's read commands on a repository of GuardKit's size.
+
+GuardKit's own repository holds ~3,300 task files (and ~160 ``IMPLEMENTATION-GUIDE.md`` and
+README files beside them). The repository here is made as :func:`bench_status.make_repo` makes
+it (corpus task files with new unique ids; a generated mix without the corpus), plus one guide and
+one README per 20 task files, and timed by subprocess:
+
+* ``validate tasks/`` (every task file parsed and its state block checked; guides skipped),
+  against a subprocess that reads every file's bytes (the floor);
+* ``search PHRASE --backend files``: cold (no ``.guardkit/cache/search.json``) and warm (nothing
+  changed since), against ``python -c pass``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .bench_status import FLOOR_SCRIPT, _env, _run, make_repo
+from .common import cli_command, median_ms, ratio
+
+GUARDKIT_FILES = 3_334
+
+
+def _guides(root: Path, files: int) -> int:
+    """One ``IMPLEMENTATION-GUIDE.md`` and one ``README.md`` per 20 task files, in feature folders."""
+    made = 0
+    for k in range(max(1, files // 20)):
+        folder = root / "tasks" / "backlog" / f"feature-{k:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "IMPLEMENTATION-GUIDE.md").write_text(f"# Guide {k}\n\nWave 1: TASK-B{k:05d}\n")
+        (folder / "README.md").write_text(f"# Feature {k}\n")
+        made += 2
+    return made
+
+
+def run_validate(*, files: int = GUARDKIT_FILES, repeat: int = 3, corpus: Path | None = None) -> dict[str, Any]:
+    """``validate tasks/`` over a GuardKit-size repository; medians and the ratio to the floor."""
+    cli = cli_command()
+    env = _env()
+    with tempfile.TemporaryDirectory(prefix="gks-bench-validate-") as tmp:
+        root = Path(tmp)
+        made = make_repo(root, files, corpus)
+        made["guides"] = _guides(root, files)
+        argv = [*cli, "validate", str(root / "tasks")]
+        ours: list[float] = []
+        floor: list[float] = []
+        _run_any(argv, root, env)  # warm-up: the page cache holds the files for both
+        for _ in range(repeat):
+            ours.append(_run_any(argv, root, env))
+            floor.append(_run([sys.executable, "-c", FLOOR_SCRIPT, str(root / "tasks")], root, env)[0])
+    row: dict[str, Any] = {**made, "validate_ms": median_ms(ours), "floor_ms": median_ms(floor)}
+    row["validate/floor"] = ratio(row["validate_ms"], row["floor_ms"])
+    return row
+
+
+def _run_any(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+    """Wall ms of ``argv``, exit 0 or 1 (validate exits 1 when a corpus file is invalid, as some are)."""
+    with tempfile.TemporaryFile() as sink:
+        start = time.perf_counter()
+        code = subprocess.run(argv, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT, check=False).returncode
+        elapsed = (time.perf_counter() - start) * 1000.0
+        if code not in (0, 1):
+            sink.seek(0)
+            raise RuntimeError(f"{' '.join(argv)} exited {code}: {sink.read()[-2000:]!r}")
+    return elapsed
+
+
+def table_rows(case: Any) -> list[tuple[str, ...]]:
+    """The rows ``report.render_table`` adds for this module's cases."""
+    if not isinstance(case, dict) or "validate_ms" not in case:
+        return []
+    label = f"{case['files']:,} task files + {case['guides']:,} guides/READMEs"
+    ok = case["validate_ms"] <= 3000
+    rows = [(f"validate tasks/ ({label})", f"{case['validate_ms']:,.0f} ms", f"{case['floor_ms']:,.0f} ms",
+             f"{case['validate/floor']:.1f}x", "", "", "<= 3 s", "yes" if ok else "NO")]
+    if "search_warm_ms" in case:
+        files = f"{case['search_files']:,} task files"
+        rows.append((f"search PHRASE --backend files, cold ({files}; floor: python -c pass)",
+                     f"{case['search_cold_ms']:,.0f} ms", f"{case['python_ms']:,.0f} ms", "", "", "", "", "-"))
+        rows.append(("search PHRASE --backend files, warm (cache, nothing changed)",
+                     f"{case['search_warm_ms']:,.0f} ms",
+                     f"{case['python_ms']:,.0f} ms", f"{case['warm/cold']:.2f}x cold", "", "", "<= 0.5 s",
+                     "yes" if case["search_warm_ms"] <= 500 else "NO"))
+    return rows
+
+
+#: A phrase as a user copies it from a Coach's feedback in the corpus (GuardKit's loop wrote it).
+PHRASE = "tests did not pass during task-work execution"
+
+
+def run_search(*, files: int = GUARDKIT_FILES, repeat: int = 3, corpus: Path | None = None) -> dict[str, Any]:
+    """``search PHRASE --backend files`` cold (no cache) and warm (nothing changed since), against
+    ``python -c pass`` (the floor: what any command costs to start)."""
+    cli = cli_command()
+    env = _env()
+    with tempfile.TemporaryDirectory(prefix="gks-bench-search-") as tmp:
+        root = Path(tmp)
+        made = make_repo(root, files, corpus)
+        cache = root / ".guardkit" / "cache" / "search.json"
+        argv = [*cli, "search", PHRASE, "--backend", "files", "--repo", str(root)]
+        cold: list[float] = []
+        warm: list[float] = []
+        floor: list[float] = []
+        _run_any(argv, root, env)
+        for _ in range(repeat):
+            cache.unlink(missing_ok=True)
+            cold.append(_run_any(argv, root, env))
+            warm.append(_run_any(argv, root, env))
+            floor.append(_run_any([sys.executable, "-c", "pass"], root, env))
+    row: dict[str, Any] = {"search_files": made["files"], "search_cold_ms": median_ms(cold),
+                           "search_warm_ms": median_ms(warm), "python_ms": median_ms(floor)}
+    row["warm/cold"] = ratio(row["search_warm_ms"], row["search_cold_ms"])
+    return row
+
+
+def run_all(*, files: int = GUARDKIT_FILES, repeat: int = 3, corpus: Path | None = None) -> dict[str, Any]:
+    """Every case of this module, one dict."""
+    return {**run_validate(files=files, repeat=repeat, corpus=corpus),
+            **run_search(files=files, repeat=repeat, corpus=corpus)}
