@@ -58,3 +58,25 @@ def test_a_feature_task_whose_agent_fails_twice_is_failed_with_its_reason(tmp_pa
     [task] = json.loads(run.stdout)["tasks"]
     assert (task["status"], task["outcome"]) == ("failed", "agent_failed")
     assert "the Player failed twice in a row (authentication)" in task["reason"]
+
+
+def test_spend_counts_only_what_an_agent_can_have_spent(tmp_path: Path) -> None:
+    from guardkit_state.store.layout import artifacts_dir
+    from guardkit_state.turns.spend import task_spend
+
+    store = artifacts_dir(tmp_path, TASK)
+    store.mkdir(parents=True)
+    runs = {"player": {"cost_usd": 0.5}, "coach": {"cost_usd": -5}, "a": {"cost_usd": float("nan")},
+            "b": {"cost_usd": float("inf")}, "c": {"cost_usd": "1"}, "d": {"cost_usd": True}, "e": ["x"]}
+    # json.dumps writes NaN and Infinity, and json.loads reads them back.
+    (store / "turn_state_turn_1.json").write_text(json.dumps({"agent_runs": runs}))
+    (store / "turn_state_turn_2.json").write_text(json.dumps({"agent_runs": {"player": {"cost_usd": 0.25}}}))
+    assert task_spend(tmp_path, TASK) == 0.75
+
+
+def test_a_limit_says_which_agents_it_cannot_see(tmp_path: Path, fakes: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", "claude", "--coach", "gemini", "--max-cost", "1")
+    assert run.returncode == 0, run.stdout + run.stderr
+    said = [line.strip() for line in (run.stdout + run.stderr).splitlines() if "--max-cost:" in line]
+    assert said == ["note: --max-cost: gemini reports no cost, so its runs are not counted toward the limit"]

@@ -76,6 +76,9 @@ def test_report_in_text(text: str, expected: dict[str, Any] | None) -> None:
 
 def test_a_name_is_a_preset_and_anything_else_a_command(tmp_path: Path) -> None:
     assert isinstance(agent_for("claude", tmp_path), PresetAgent)
+    for spaced in ("claude ", " codex", "gemini\n"):
+        agent = agent_for(spaced, tmp_path)
+        assert isinstance(agent, PresetAgent) and agent.name == spaced.strip()
     for spec in ("claude -p hi", "./claude", "/usr/bin/claude", "python agent.py"):
         assert not is_preset_name(spec, PRESETS)
         assert isinstance(agent_for(spec, tmp_path), CommandAgent)
@@ -143,3 +146,17 @@ def test_a_claude_error_subtype_is_an_error(subtype: str) -> None:
            "usage": {"input_tokens": 1, "output_tokens": 1}}
     env = read_envelope(PRESETS["claude"], json.dumps(out))
     assert env is not None and env.is_error and env.subtype == subtype and env.cost_usd == 0.5
+
+
+@pytest.mark.parametrize("name", ["claude", "gemini"])
+def test_the_prompt_is_passed_as_written_placeholders_in_the_task_text_included(tmp_path: Path, name: str) -> None:
+    from guardkit_state.loop.agents import TurnRequest
+
+    # A task body about templates: its braces must reach the agent untouched, not be filled in.
+    prompt = 'write f"{workdir}/{report_file}" and "{schema}"; $(rm -rf ~) `id` {session_id}'
+    request = TurnRequest(role="player", task_id="TASK-A-1", turn=1, mode="fresh_start", workdir=tmp_path,
+                          task_file=tmp_path / "t.md", context_file=tmp_path / "c.md",
+                          report_file=tmp_path / "r.json", prompt_file=tmp_path / "p.md", session_id="S-1")
+    argv = PresetAgent(PRESETS[name]).argv(request, prompt=prompt, log_file=tmp_path / "log.jsonl")
+    assert argv[argv.index("-p") + 1] == prompt
+    assert "S-1" not in argv[argv.index("-p") + 1]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from .agent_fakes import BODY, REL, TASK, fakes, run_cli
-from .guardkit_fixtures import make_repo
+from .guardkit_fixtures import make_repo, snapshot
 
 __all__ = ["fakes"]  # the fixture, shared
 
@@ -114,6 +114,25 @@ def test_codex_earlier_item_shape_is_read(tmp_path: Path, fakes: Path) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
 
 
+def test_a_codex_stream_error_it_retried_is_not_the_turn_failing(tmp_path: Path, fakes: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", "codex", "--coach", "codex", FAKE_CODEX_RETRY="1")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"{TASK}: approved" in run.stdout and ": error —" not in run.stderr
+
+
+@pytest.mark.parametrize("player", ["claude", "gemini"])
+def test_a_task_text_no_argument_can_hold_is_the_players_error_not_a_crash(tmp_path: Path, fakes: Path,
+                                                                         player: str) -> None:
+    # The prompt, task text included, is one argument of these CLIs: a NUL cannot be passed.
+    root = make_repo(tmp_path / "repo", {REL: BODY.replace("# Parse durations\n", "# Parse durations\n\nA \x00 NUL\n")})
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", player, "--coach", "codex", "--max-turns", "5")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "unexpected" not in run.stderr
+    assert "player: error — Player could not be started: embedded null byte" in run.stderr
+    assert f"{TASK}: agent_failed — the Player failed twice in a row (cannot start)" in run.stdout
+
+
 def test_agents_lists_presets_found_and_their_versions(tmp_path: Path, fakes: Path) -> None:
     root = make_repo(tmp_path / "repo", {REL: BODY, ".guardkit/config/agents.yaml":
                                          "mine:\n  command: [mine, '{prompt}']\n  output: text\n"
@@ -153,3 +172,25 @@ def test_without_the_option_every_turn_starts_a_new_session(tmp_path: Path, fake
     run = run_cli(root, fakes, "feature-build", TASK, "--player", "claude", "--coach", "claude", FAKE_LOG=str(log))
     assert run.returncode == 0, run.stdout + run.stderr
     assert all("--resume" not in json.loads(line)[3] for line in (log / "argv").read_text().splitlines())
+
+
+@pytest.mark.parametrize(("yaml_text", "said"), [
+    # A misspelt envelope field would never be read: the cost never counted, --max-cost never reached.
+    ("claude:\n  fields:\n    cost: total_cost_usd\n",
+     "agents.yaml:2: $.claude.fields.cost: 'cost' is not an envelope field"),
+    ("claude:\n  fields:\n    cost_usd: [total_cost_usd]\n", "agents.yaml:2: $.claude.fields.cost_usd: cost_usd is"),
+    ("codex:\n  fields:\n    tokens_in: usage.input_tokens\n", "agents.yaml:2: $.codex.fields.tokens_in: tokens_in is"),
+    ("aider:\n  log: {fields: {cost_usd: 3}}\n", "agents.yaml:2: $.aider.log.fields.cost_usd: cost_usd is 3"),
+    ("claude:\n  binary: 5\n", "agents.yaml:2: $.claude.binary: binary must be a string"),
+    ("codex:\n  coach: [--x]\n  comand: [x]\n", "agents.yaml:3: $.codex.comand: unknown key(s) comand ("),
+])
+def test_a_bad_agents_file_is_one_line_naming_file_line_and_key(tmp_path: Path, fakes: Path, yaml_text: str,
+                                                               said: str) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY, ".guardkit/config/agents.yaml": yaml_text})
+    before = snapshot(root)
+    for args in (("agents",), ("feature-build", TASK, "--player", "claude", "--coach", "codex")):
+        run = run_cli(root, fakes, *args)
+        assert run.returncode == 2, run.stdout + run.stderr
+        [line] = run.stderr.strip().splitlines()
+        assert said in line
+        assert snapshot(root) == before

@@ -71,6 +71,9 @@ def test_record_reads_a_synonym_says_so_and_keeps_it(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("coach", "said"), [
     (_coach("partially"), '$.criteria_verification[0].result: criterion result "partially" is not a verdict'),
     (_coach("verified", cid="AC-001"), "names criterion AC-001, which TASK-GK-078 does not have"),
+    ({**_coach("verified"), "criteria_verification": [{"criterion_id": "AC-1", "result": "verified"},
+                                                      {"criterion_id": "AC-1", "result": "fail"}]},
+     "$.criteria_verification[1].result: coach decision judges criterion AC-1 twice, verified and rejected"),
 ])
 def test_record_refuses_a_word_or_an_id_outside_the_task_in_one_line(tmp_path: Path, coach: dict[str, Any],
                                                                       said: str) -> None:

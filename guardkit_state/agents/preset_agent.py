@@ -9,6 +9,7 @@ from the report file, else from the JSON in its answer; the loop then validates 
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +23,7 @@ from guardkit_state.turns.turn_state import AGENT_RUN_KEY
 
 #: How much of an agent's own error text is quoted in the turn's reason.
 ERROR_CHARS = 300
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
 
 class PresetAgent:
@@ -105,10 +107,9 @@ class PresetAgent:
 
 
 def _fill(word: str, values: Mapping[str, str]) -> str:
-    # Only the known placeholders are replaced: braces in a user's argument stay as written.
-    for key, value in values.items():
-        word = word.replace("{" + key + "}", value)
-    return word
+    # One pass, known placeholders only: braces in a user's argument stay as written, and a value
+    # put in (the prompt, the task's own text) is never read again for placeholders.
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), word)
 
 
 def _one_line(text: str) -> str:
@@ -118,8 +119,10 @@ def _one_line(text: str) -> str:
 def agent_for(spec: str, repo_root: Path | None = None) -> Agent:
     """The agent ``spec`` names: a preset (``claude``, ``codex``, ...), else a shell command."""
     presets = load_presets(repo_root)
-    if is_preset_name(spec, presets):
-        return PresetAgent(presets[spec])
+    # Spaces around a name (a quoted shell variable) do not make it a command: a shell would run
+    # the bare program, with no prompt and none of the preset's arguments.
+    if is_preset_name(spec.strip(), presets):
+        return PresetAgent(presets[spec.strip()])
     return CommandAgent(spec)
 
 

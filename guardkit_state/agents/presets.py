@@ -9,6 +9,7 @@ is one; a value with arguments or a path stays a shell command (:func:`is_preset
 from __future__ import annotations
 
 import importlib.resources
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -53,42 +54,101 @@ class AgentPreset:
         return self.binary or self.command[0]
 
 
-def _strings(value: Any, where: str) -> tuple[str, ...]:
+#: The envelope's fields a preset may say where to find (``agents/envelope.py``).
+ENVELOPE_FIELDS = ("result", "structured", "cost_usd", "tokens_in", "tokens_out", "session_id", "is_error",
+                   "subtype", "error", "model")
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where a preset was written, so an error names the file, the line and the key."""
+
+    name: str
+    path: str | None = None
+    lines: Mapping[tuple[str, str], int] = field(default_factory=dict)
+
+    def error(self, key: str, message: str, expected: str) -> ConfigError:
+        top = key.split(".")[0]
+        line = self.lines.get((self.name, top)) or self.lines.get((self.name, ""))
+        return ConfigError(message, path=self.path or "guardkit_state/agents/presets.yaml (built-in)", line=line,
+                           pointer=f"$.{self.name}" + (f".{key}" if key else ""), expected=expected)
+
+
+def _strings(value: Any, where: _Where, key: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where} must be a list of strings", expected="a YAML list such as [claude, -p]")
+        raise where.error(key, f"{key} must be a list of strings", "a YAML list such as [claude, -p]")
     return tuple(value)
 
 
-def preset_from_dict(name: str, data: Mapping[str, Any], *, source: str) -> AgentPreset:
-    """An :class:`AgentPreset` from its YAML mapping; :class:`ConfigError` naming the key otherwise."""
-    where = f"{source}: {name}"
+def _text(value: Any, where: _Where, key: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise where.error(key, f"{key} must be a string, not {type(value).__name__}", "a string")
+    return value
+
+
+def _field_specs(specs: Any, where: _Where, key: str, *, events: bool) -> dict[str, Any]:
+    """``fields`` (or ``log.fields``) checked: known envelope fields, each where its output can say."""
+    if not isinstance(specs, dict):
+        raise where.error(key, f"{key} must be a mapping", "envelope field: where it is")
+    for name, spec in specs.items():
+        if name not in ENVELOPE_FIELDS:
+            # A misspelt field would silently never be read (a cost never counted by --max-cost).
+            raise where.error(f"{key}.{name}", f"{name!r} is not an envelope field", ", ".join(ENVELOPE_FIELDS))
+        rules = spec if isinstance(spec, list) else [spec]
+        good = (all(isinstance(r, dict) and isinstance(r.get("path"), str) and isinstance(r.get("match", {}), dict)
+                    for r in rules) if events else isinstance(spec, str))
+        if not good:
+            expected = ("a list of {match: {path: value}, path: ...}" if events
+                        else "a dotted path such as usage.input_tokens")
+            raise where.error(f"{key}.{name}", f"{name} is {spec!r}", expected)
+    return dict(specs)
+
+
+def preset_from_dict(name: str, data: Mapping[str, Any], *, source: str,
+                     where: _Where | None = None) -> AgentPreset:
+    """An :class:`AgentPreset` from its YAML mapping; :class:`ConfigError` naming the file, line and key."""
+    where = where or _Where(name)
     unknown = sorted(set(data) - _KEYS)
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}", path=source if source != "built-in"
-                          else None, pointer=f"$.{name}.{unknown[0]}", expected=", ".join(sorted(_KEYS)))
-    command = _strings(data.get("command"), f"{where}.command")
+        raise where.error(unknown[0], f"unknown key(s) {', '.join(unknown)}", ", ".join(sorted(_KEYS)))
+    command = _strings(data.get("command"), where, "command")
     if not command:
-        raise ConfigError(f"{where}.command is empty", expected="the agent's argv")
+        raise where.error("command", "command is empty", "the agent's argv")
     output = data.get("output", "text")
     if output not in OUTPUTS:
-        raise ConfigError(f"{where}.output is {output!r}", expected=" | ".join(OUTPUTS))
+        raise where.error("output", f"output is {output!r}", " | ".join(OUTPUTS))
     stdin = data.get("stdin")
     if stdin not in (None, "prompt"):
-        raise ConfigError(f"{where}.stdin is {stdin!r}", expected="prompt, or no key")
-    for key in ("fields",):
-        if not isinstance(data.get(key, {}), dict):
-            raise ConfigError(f"{where}.{key} must be a mapping", expected="envelope field: where it is")
+        raise where.error("stdin", f"stdin is {stdin!r}", "prompt, or no key")
+    fields = _field_specs(data.get("fields") or {}, where, "fields", events=output == "jsonl")
     log = data.get("log") or {}
-    if not isinstance(log, dict) or not isinstance(log.get("fields", {}), dict):
-        raise ConfigError(f"{where}.log must be a mapping with fields", expected="log: {fields: {...}}")
+    if not isinstance(log, dict) or set(log) - {"fields"}:
+        raise where.error("log", "log must be a mapping with fields", "log: {fields: {...}}")
+    log_fields = _field_specs(log.get("fields") or {}, where, "log.fields", events=True)
     return AgentPreset(
-        name=name, command=command, output=output, description=str(data.get("description") or ""),
-        binary=data.get("binary") if isinstance(data.get("binary"), str) else None,
-        role_args={role: _strings(data.get(role, []), f"{where}.{role}") for role in ROLES},
-        schema_args=_strings(data.get("schema_args", []), f"{where}.schema_args"),
-        continue_args=_strings(data.get("continue_args", []), f"{where}.continue_args"),
-        stdin_prompt=stdin == "prompt", fields=dict(data.get("fields") or {}), log_fields=dict(log.get("fields") or {}),
-        version=_strings(data.get("version", []), f"{where}.version"), source=source)
+        name=name, command=command, output=output, description=_text(data.get("description"), where, "description")
+        or "", binary=_text(data.get("binary"), where, "binary"),
+        role_args={role: _strings(data.get(role, []), where, role) for role in ROLES},
+        schema_args=_strings(data.get("schema_args", []), where, "schema_args"),
+        continue_args=_strings(data.get("continue_args", []), where, "continue_args"),
+        stdin_prompt=stdin == "prompt", fields=fields, log_fields=log_fields,
+        version=_strings(data.get("version", []), where, "version"), source=source)
+
+
+def _key_lines(text: str) -> dict[tuple[str, str], int]:
+    """(preset, key) -> the line it is written on, for block-style YAML (flow style: the preset's line)."""
+    lines: dict[tuple[str, str], int] = {}
+    name: str | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        top = re.match(r"([^\s#][^:]*):", line)
+        if top:
+            name = top.group(1).strip().strip("'\"")
+            lines.setdefault((name, ""), number)
+            continue
+        key = re.match(r"\s+([A-Za-z_]+)\s*:", line)
+        if key and name is not None:
+            lines.setdefault((name, key.group(1)), number)
+    return lines
 
 
 def _read_yaml(text: str, path: str | None) -> dict[str, Any]:
@@ -116,14 +176,19 @@ def load_presets(repo_root: Path | None) -> dict[str, AgentPreset]:
         encoding="utf-8")
     merged = _read_yaml(builtin_text, None)
     sources = dict.fromkeys(merged, "built-in")
+    wheres = {name: _Where(name) for name in merged}
     if repo_root is not None:
         path = Path(repo_root) / AGENTS_FILE
         if path.is_file():
-            user = _read_yaml(decode_utf8(read_bytes_capped(path), path), str(path))
+            text = decode_utf8(read_bytes_capped(path), path)
+            user = _read_yaml(text, str(path))
+            lines = _key_lines(text)
             for name, data in user.items():
                 merged[name] = {**merged.get(name, {}), **data}
                 sources[name] = AGENTS_FILE
-    return {name: preset_from_dict(name, data, source=sources[name]) for name, data in merged.items()}
+                wheres[name] = _Where(name, str(path), lines)
+    return {name: preset_from_dict(name, data, source=sources[name], where=wheres[name])
+            for name, data in merged.items()}
 
 
 def is_preset_name(value: str, presets: Mapping[str, AgentPreset]) -> bool:

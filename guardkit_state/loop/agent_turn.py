@@ -29,7 +29,13 @@ from guardkit_state.loop.briefing import (
     player_output_schema,
     player_prompt,
 )
-from guardkit_state.loop.worktree_watch import changed_between, fingerprint, turn_diff
+from guardkit_state.loop.worktree_watch import (
+    changed_between,
+    fingerprint,
+    head_commit,
+    records_fingerprint,
+    turn_diff,
+)
 from guardkit_state.model import TurnMode
 from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir
 from guardkit_state.turns.context import must_address_lines
@@ -39,10 +45,16 @@ from guardkit_state.turns.lifecycle import TurnLifecycle
 #: Matched (case-insensitive) in the failure's reason, which quotes the agent's own error.
 FAILURE_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("missing binary", re.compile(r"status 127\b|command not found", re.I)),
-    ("authentication", re.compile(r"invalid api key|api key not valid|incorrect api key|authenticat|"
-                                  r"unauthori[sz]ed|\b401\b|not logged in|please (run )?/?login", re.I)),
-    ("quota", re.compile(r"quota|rate.?limit|\b429\b|usage limit|credit balance|insufficient.?(funds|credit)|"
-                         r"resource.?exhausted", re.I)),
+    # The same argv is built again next turn: a prompt too long for an argument, or holding a NUL.
+    ("cannot start", re.compile(r"could not be started: (argument list too long|embedded null byte)", re.I)),
+    # The CLIs' own phrases, not a bare "401", "429", "rate_limit" or "authentication": those are in
+    # the test output of a Player building a rate limiter or a login (tests/test_rate_limiter.py,
+    # "assert 429 == 200"), a failure the next turn can fix. \b keeps test_quota, test_unauthorized out.
+    ("authentication", re.compile(r"invalid api key|api key not valid|incorrect api key|authenticationerror|"
+                                  r"\bauthentication (failed|error|required)|failed to authenticate|"
+                                  r"\bunauthori[sz]ed\b|not logged in|please (run )?/?login", re.I)),
+    ("quota", re.compile(r"\bquota\b|ratelimiterror|\brate[ -]limit(ed| exceeded| reached)?\b|too many requests|"
+                         r"usage limit|credit balance|insufficient.?(funds|credit)|resource.?exhausted", re.I)),
 )
 
 
@@ -163,14 +175,30 @@ class TurnBriefing:
 class ReadOnlyWatch:
     """Proves a Coach left the worktree as it found it (outside the loop's own ``.guardkit/``)."""
 
-    def __init__(self, git: GitRepo | None, checkout: Path) -> None:
+    def __init__(self, git: GitRepo | None, checkout: Path, records: Path | None = None) -> None:
         self.git, self.checkout = git, checkout
         self.before = fingerprint(git, checkout) if git is not None else {}
+        self.head = head_commit(git, checkout) if git is not None else None
+        # The loop's own records of the task (the Player's report of this turn, earlier turns):
+        # left out of the worktree's check, they must not change under the Coach either.
+        self.records = records
+        self.records_before = records_fingerprint(records) if records is not None else {}
 
     def check(self, request: TurnRequest) -> None:
         """Raise :class:`AgentError` naming the files the Coach changed, if it changed any."""
+        if self.records is not None:
+            edited = changed_between(self.records_before, records_fingerprint(self.records))
+            if edited:
+                shown = ", ".join(edited[:5]) + (f" and {len(edited) - 5} more" if len(edited) > 5 else "")
+                raise AgentError(f"Coach changed the loop's records, which it must only read: {shown}",
+                                 task_id=request.task_id, turn=request.turn)
         if self.git is None:
             return
+        head = head_commit(self.git, self.checkout)
+        if head != self.head:
+            raise AgentError(f"Coach moved the branch, which it must only read: HEAD was {str(self.head)[:10]}, "
+                             f"is {str(head)[:10]} (a commit, reset or checkout of its own)",
+                             task_id=request.task_id, turn=request.turn)
         changed = changed_between(self.before, fingerprint(self.git, self.checkout))
         if changed:
             shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")

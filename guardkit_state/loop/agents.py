@@ -156,11 +156,13 @@ def run_agent_process(command: str | list[str], request: TurnRequest, *, shell: 
             pid_file.unlink()  # written by the child before its exec failed
         raise AgentError(f"{role} exited with status 127: {exc.filename or command}: command not found",
                          task_id=request.task_id, turn=request.turn) from None
-    except OSError as exc:  # E2BIG (a prompt too long for an argument), EACCES (not executable) ...
+    except (OSError, ValueError) as exc:  # E2BIG (a prompt too long for an argument), EACCES (not
+        # executable) ..., ValueError: a NUL character in an argument (a task's text in the prompt)
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
         with contextlib.suppress(OSError):
             pid_file.unlink()
-        raise AgentError(f"{role} could not be started: {exc.strerror or exc}", task_id=request.task_id,
+        said = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+        raise AgentError(f"{role} could not be started: {said}", task_id=request.task_id,
                          turn=request.turn) from None
     except BaseException:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)

@@ -149,6 +149,7 @@ class _Run:
         self.options = options
         self.emit = emit
         self.result = LoopResult(task_id, None, "")
+        self.uncosted: set[str] = set()  # agents said (once) to report no cost, under --max-cost
         self.git: GitRepo | None = None
         self.commits: TurnCommits | None = None
         self.managed_worktree = False
@@ -360,6 +361,12 @@ class _Run:
                 return Outcome.AGENT_FAILED, (f"the {role} failed twice in a row ({kind}): "
                                               f"{' '.join((state.error or '').split())[:300]}")
         if self.options.max_cost is not None:
+            for run in state.agent_runs.values():
+                name = run.get("agent") if isinstance(run, dict) else None
+                if isinstance(name, str) and run.get("cost_usd") is None and name not in self.uncosted:
+                    # Said, not assumed: a limit that cannot see an agent's spending does not cap it.
+                    self.uncosted.add(name)
+                    self.note(f"--max-cost: {name} reports no cost, so its runs are not counted toward the limit")
             spent = task_spend(lifecycle.root, self.task_id) or 0.0
             if spent >= self.options.max_cost:
                 return Outcome.COST_LIMIT_REACHED, (f"--max-cost reached: ${spent:.4f} spent on {self.task_id} "
@@ -437,7 +444,7 @@ class _Run:
             self.emit(ReportsReused(number, ("coach",)))
         else:
             self._agent_starts(number, "coach")
-            watch = ReadOnlyWatch(self.git, briefing.checkout)
+            watch = ReadOnlyWatch(self.git, briefing.checkout, lifecycle.store.directory)
             report = runs.run("coach", self.coach, coach)
             watch.check(coach)
             decision = lifecycle.record_coach(report)

@@ -99,10 +99,31 @@ def fingerprint(git: GitRepo, cwd: Path) -> dict[str, str]:
     return prints
 
 
+def records_fingerprint(records: Path, *, scratch: str = ".work") -> dict[str, str]:
+    """Each file of a task's records (``.guardkit/autobuild/TASK``, its scratch left out) -> its hash."""
+    prints: dict[str, str] = {}
+    for path in sorted(records.rglob("*")) if records.is_dir() else ():
+        relative = path.relative_to(records)
+        if relative.parts[0] == scratch or not path.is_file():
+            continue
+        try:
+            prints[str(records.name / relative)] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            prints[str(records.name / relative)] = "?"
+    return prints
+
+
+def head_commit(git: GitRepo, cwd: Path) -> str | None:
+    """The commit ``cwd``'s checkout is on (None before its first commit): a Coach that commits its
+    change leaves the status clean, so the read-only check compares this too."""
+    status, out, _ = git.run("rev-parse", "--verify", "-q", "HEAD", cwd=cwd, check=False)
+    return (out.decode("ascii", "replace").strip() or None) if status == 0 else None
+
+
 def changed_between(before: dict[str, str], after: dict[str, str]) -> list[str]:
     """The paths whose fingerprint differs (created, changed again, reverted or deleted)."""
     return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
 
 
 __all__ = ["CACHE_DIRS", "CACHE_FILES", "CACHE_SUFFIXES", "OWN_DIR", "ChangedFiles", "changed_between", "changed_files",
-           "fingerprint", "is_cache", "turn_diff", "with_files_from_git"]
+           "fingerprint", "head_commit", "is_cache", "records_fingerprint", "turn_diff", "with_files_from_git"]

@@ -261,6 +261,17 @@ def check_criterion_ids(task: TaskFile, player: PlayerReport, coach: CoachDecisi
 
 def check_report_criteria(task: TaskFile, report: PlayerReport | CoachDecision, *, path: Path | None = None) -> None:
     """:func:`check_criterion_ids` for one report (the task loop records them one at a time)."""
+    if isinstance(report, CoachDecision):
+        # Two different verdicts on one criterion: which one the Coach meant cannot be told, and
+        # keeping the last would be a guess.
+        first: dict[str, str] = {}
+        for i, v in enumerate(report.criteria_verification):
+            said = first.setdefault(v.criterion_id, v.result)
+            if said != v.result:
+                raise InputError(f"coach decision judges criterion {shorten(v.criterion_id)} twice, {said} and "
+                                 f"{v.result}; nothing was written", path=path,
+                                 pointer=f"$.criteria_verification[{i}].result", task_id=task.task_id,
+                                 expected="one verdict per criterion")
     known = [criterion.id for criterion in task.criteria]
     if not known:
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -22,7 +23,9 @@ def task_spend(checkout: Path, task_id: str) -> float | None:
             continue
         for run in runs.values() if isinstance(runs, dict) else ():
             cost = run.get("cost_usd") if isinstance(run, dict) else None
-            if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            # Only what an agent can have spent: a negative, NaN or infinite figure (a hand-edited
+            # file) would lower the total or make it NaN, and --max-cost would never be reached.
+            if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0:
                 total = (total or 0.0) + cost
     return total
 

@@ -63,15 +63,20 @@ def gate_inputs(measured: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _measured(gate: GateResult) -> str:
+    # A gate fails on a measure nobody reported too: say so, not "None".
+    return "not reported" if gate.actual is None else str(gate.actual)
+
+
 def apply_gate_verdict(coach: CoachDecision | None, gates: list[GateResult]) -> CoachDecision | None:
     """A Coach approval does not stand against a failed required gate (thresholds are not negotiable)."""
     if coach is None or coach.decision != "approve" or gates_verdict(gates) is not False:
         return coach
     failed = [g for g in gates if g.required and g.passed is False]
-    text = "; ".join(f"quality gate {g.gate} failed: {g.actual} vs threshold {g.threshold} ({g.source})"
+    text = "; ".join(f"quality gate {g.gate} failed: {_measured(g)} vs threshold {g.threshold} ({g.source})"
                      for g in failed)
     line = "approval overturned by " + "; ".join(
-        f"quality gate {g.gate} ({g.actual} vs threshold {g.threshold})" for g in failed)
+        f"quality gate {g.gate} ({_measured(g)} vs threshold {g.threshold})" for g in failed)
     return replace(coach, decision="feedback", feedback=text, extra={**coach.extra, GATE_OVERRIDE_KEY: line})
 
 

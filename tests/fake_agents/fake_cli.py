@@ -10,6 +10,7 @@ Set by tests in the environment:
     FAKE_FAIL=quota|auth      fail the way the real CLI does (quota: ``is_error`` with exit 0 where
                               the CLI does so), as the role in FAKE_FAIL_ROLE (default: any)
     FAKE_CODEX_ITEMS=legacy   Codex's earlier item spelling (``item_type: assistant_message``)
+    FAKE_CODEX_RETRY=1        Codex reports a stream error it retries (an ``error`` event), then completes
     FAKE_INTERRUPT=ROLE:TURN  send Ctrl-C (SIGINT) to the loop when that role runs that turn
     FAKE_LOG=DIR              append one line per call (name role turn) to DIR/calls
 """
@@ -113,6 +114,9 @@ def codex(argv: list[str], role: str, turn: int) -> int:
         for line in lines:
             print(json.dumps(line))
         return 1
+    if os.environ.get("FAKE_CODEX_RETRY"):  # codex exec prints a retried stream error as an `error` event
+        lines.append({"type": "error", "message": "Reconnecting... 1/5 (stream disconnected before completion: "
+                                                  "error sending request for url (https://api.openai.com/v1/responses))"})
     report = _work(role, turn)
     text = json.dumps(report) if "--output-schema" in argv else _fenced(report)
     item_key, reasoning, message = ("item_type", "reasoning", "assistant_message") if legacy else \
