@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.cli.app import run
-from guardkit_state.errors import GuardkitStateError
+from guardkit_state.errors import GuardkitStateError, InputError
 from guardkit_state.taskfile.document import TaskFile
 
 from .conftest import run_git, writable_copy
@@ -31,6 +31,14 @@ def _real_state_files(corpus_dir: Path) -> list[Path]:
     return found
 
 
+def _repeats_a_key(task: TaskFile) -> bool:
+    try:
+        task.check_writable()
+    except InputError:
+        return True
+    return False
+
+
 @pytest.mark.corpus
 @pytest.mark.slow
 def test_record_appends_to_every_real_task_file_with_a_surgical_diff(
@@ -38,6 +46,7 @@ def test_record_appends_to_every_real_task_file_with_a_surgical_diff(
 ) -> None:
     files = _real_state_files(corpus_dir)
     assert len(files) >= 100
+    refused = 0
     for index, source in enumerate(files):
         repo = tmp_path / f"r{index}"
         target = repo / source.relative_to(corpus_dir)
@@ -57,7 +66,14 @@ def test_record_appends_to_every_real_task_file_with_a_surgical_diff(
         budget = before.state.max_turns or 5
         allow = ["--reopen", *(["--max-turns", str(number)] if number > budget else [])]
         code = run(["record", task_id, "--player", str(player), "--coach", str(coach), "--repo", str(repo), *allow])
-        assert code == 0, (source, capsys.readouterr().err)
+        err = capsys.readouterr().err
+        if _repeats_a_key(before):
+            # GuardKit's re-dumps left some files with a key twice: read, never written (the user picks).
+            assert code == 2 and "keep one line of each key" in err, (source, err)
+            assert target.read_bytes() == source.read_bytes(), source
+            refused += 1
+            continue
+        assert code == 0, (source, err)
 
         after = TaskFile.load(target)
         assert [t.turn for t in after.state.turns] == [t.turn for t in before.state.turns] + [number]
@@ -67,3 +83,4 @@ def test_record_appends_to_every_real_task_file_with_a_surgical_diff(
         unexpected = [line for line in removed if not CHANGEABLE.match(line)]
         assert unexpected == [], (source, unexpected)
     capsys.readouterr()
+    assert refused < len(files) // 10, refused  # the refusal is for the odd damaged file, not the rule

@@ -120,17 +120,22 @@ class _Once(logging.Filter):
         return True
 
 
-def _warn_on_stderr(name: str, out: Output) -> None:
-    """The warnings of logger ``name`` as ``warning: ...`` lines on stderr (``--json`` keeps stdout clean)."""
+def _warn_on_stderr(name: str, out: Output) -> logging.Handler:
+    """The warnings of logger ``name`` as ``warning: ...`` lines on stderr (``--json`` keeps stdout clean).
+
+    The caller removes the handler when the command ends: an in-process run (tests, the MCP server)
+    must not leave a handler writing to a stream that is closed later.
+    """
     logger = logging.getLogger(name)
     for old in [h for h in logger.handlers if getattr(h, "guardkit_cli", False)]:
-        logger.removeHandler(old)  # in-process runs (tests) add one each
+        logger.removeHandler(old)
     handler = logging.StreamHandler(out.stderr)
     handler.setLevel(logging.WARNING)
     handler.setFormatter(logging.Formatter("warning: %(message)s"))
     handler.addFilter(_Once())
     handler.guardkit_cli = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
+    return handler
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -148,7 +153,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     resolve_repo(args)
     out = Output.for_args(args)
     logging.getLogger("guardkit_state").addHandler(logging.NullHandler())
-    _warn_on_stderr("guardkit_state.taskfile.duplicates", out)
+    warnings = _warn_on_stderr("guardkit_state.taskfile.duplicates", out)
     try:
         return int(args.handler(args, out))
     except BrokenPipeError:
@@ -163,6 +168,8 @@ def run(argv: Sequence[str] | None = None) -> int:
             raise
         out.error(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)")
         return ExitCode.FAILED
+    finally:
+        logging.getLogger("guardkit_state.taskfile.duplicates").removeHandler(warnings)
 
 
 def exit_code_for(error: GuardkitStateError, command: str | None = None) -> ExitCode:

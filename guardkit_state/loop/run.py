@@ -410,7 +410,7 @@ class _Run:
 
     def _keep_recorded_history(self, lifecycle: TurnLifecycle, number: int) -> None:
         """Undo an agent's edit to the recorded turns or criteria before the turn is written and committed."""
-        changed = self.restored = restore_recorded_history(lifecycle.task)
+        changed = self.restored = restore_recorded_history(lifecycle.task, own_checkout=self.managed_worktree)
         if changed is not None:
             self.note(f"turn {number}: an agent changed the recorded history in {lifecycle.task.path.name} "
                       f"({changed}); restored what the loop recorded")

@@ -24,11 +24,13 @@ def preflight(repo_root: Path, task_id: str, *, reopen: bool, resume: bool, use_
     main_path = find_task(repo_root, task_id)
     check_line_endings(main_path.read_bytes().decode("utf-8", "replace"), main_path)
     task = TaskFile.load(main_path)
+    task.check_writable()  # a repeated key: the loop would write to this file, so ask first
     check_turn_history(task)
     location = locate_task(repo_root, task_id) if use_worktree else None
     in_worktree = location is not None and location.in_worktree
     if location is not None and in_worktree:
         task = TaskFile.load(location.task_path)
+        task.check_writable()
         check_turn_history(task)
     recorded = len(task.state.turns) if task.state else 0
     closed = None if reopen else closed_reason(task)

@@ -22,12 +22,19 @@ from guardkit_state.taskfile.frontmatter import split_frontmatter
 from guardkit_state.taskfile.state_block import AutobuildState
 
 
-def restore_recorded_history(task: TaskFile) -> str | None:
+def restore_recorded_history(task: TaskFile, *, own_checkout: bool) -> str | None:
     """Put back the recorded turns and criteria of ``task`` (the loop's last write) if the file on
-    disk changed them; return what was changed (one line), or None when nothing was."""
+    disk changed them; return what was changed (one line), or None when nothing was.
+
+    ``own_checkout``: the file is in the loop's own worktree. Only there is a removed file put back;
+    in the user's checkout a removed or moved task file is the user's doing, and the turn's write
+    reports it (never re-created behind the user's back).
+    """
     if not task.is_stale():
         return None  # the file is the loop's last write, byte for byte
     if not os.path.lexists(task.path):
+        if not own_checkout:
+            return None
         # Deleted (or moved away) by an agent: the turn's write would fail, and --resume would find
         # only the base branch's copy, without the turns. The loop's last write is put back.
         fsio.atomic_write_text(task.path, task.text)

@@ -91,7 +91,7 @@ def check_on_disk(project: FeatureProject) -> None:
     """The invariants that hold after any kill."""
     problems: list[str] = []
     plan = load_plan(project.plan_path)  # parses, and is a plan
-    if COMMENT not in project.plan_path.read_text() or plan.data.get("smoke_gates") is None:
+    if COMMENT not in project.plan_path.read_text() or plan.data.get("bootstrap_extras") is None:
         problems.append("the plan lost its comment or an unknown key")
     if project.feature_worktree.exists() or _has_branch(project):
         merged = merged_tasks(project.root)

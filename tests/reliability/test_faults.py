@@ -50,7 +50,8 @@ def _record(root: Path, *, preexec: Callable[[], None] | None = None,
 
 def _all_valid(root: Path) -> None:
     targets = [p for p in root.rglob("*") if p.is_file() and ((p.suffix == ".md" and "tasks" in p.parts)
-                                                             or (p.name.endswith(".json") and "_turn_" in p.name))]
+                                                             or (p.name.endswith(".json") and "_turn_" in p.name
+                                                                 and ".work" not in p.parts))]  # agents' scratch
     report = validate_paths(targets)
     assert report.ok, [(r.path, r.problems) for r in report.results if r.problems]
     assert not list(root.rglob(".gks-tmp-*")), "temp file left behind"

@@ -28,11 +28,6 @@ BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
 
 #: name, task-file bytes, where (a fragment the error line must contain)
 TASK_CASES: list[tuple[str, bytes, str]] = [
-    ("duplicate-top-key", b"---\nid: TASK-HOS-001\ntitle: a\ntitle: b\n---\n", ":4"),
-    ("duplicate-state-key", b"---\nid: TASK-HOS-001\nautobuild_state:\n  current_turn: 1\n  current_turn: 2\n"
-     b"  turns: []\n---\n", ":5"),
-    ("second-state-block", b"---\nid: TASK-HOS-001\nautobuild_state:\n  turns: []\nautobuild_state:\n"
-     b"  turns: []\n---\n", ":5"),
     ("both-state-keys", b"---\nid: TASK-HOS-001\nautobuild_state:\n  turns: []\nfeature_build:\n  turns: []\n---\n",
      "TASK-HOS-001-hostile.md"),
     ("truncated", b"---\nid: TASK-HOS-001\ntitle: cut he", "TASK-HOS-001-hostile.md"),
@@ -130,6 +125,38 @@ def test_hostile_task_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], n
         _one_error_line(err, where)
     code, out, err = _cli(capsys, "validate", str(root / TASK_REL))
     assert code == 1 and TASK_REL.name in out
+    assert _snapshot(root) == {**before, **{k: v for k, v in _snapshot(root).items() if k.startswith(".guardkit/logs")}}
+    assert not (root / ".guardkit" / "autobuild").exists()
+
+
+#: A key repeated in the frontmatter is read as GuardKit reads it (the last value, with a warning
+#: naming both lines), and a write to such a file is refused: name, bytes, the place the lines name.
+DUPLICATE_CASES: list[tuple[str, bytes, str]] = [
+    ("duplicate-top-key", b"---\nid: TASK-HOS-001\ntitle: a\ntitle: b\n---\n", ":4"),
+    ("duplicate-state-key", b"---\nid: TASK-HOS-001\nautobuild_state:\n  current_turn: 1\n  current_turn: 2\n"
+     b"  turns: []\n---\n", ":5"),
+    ("second-state-block", b"---\nid: TASK-HOS-001\nautobuild_state:\n  turns: []\nautobuild_state:\n"
+     b"  turns: []\n---\n", ":5"),
+]
+
+
+@pytest.mark.parametrize(("name", "data", "where"), DUPLICATE_CASES, ids=[c[0] for c in DUPLICATE_CASES])
+def test_a_repeated_key_is_read_as_its_last_value_and_never_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, data: bytes, where: str) -> None:
+    root = _project(tmp_path, data)
+    before = _snapshot(root)
+    TaskFile.load(root / TASK_REL)  # read, not refused
+    code, _out, err = _cli(capsys, "show", TASK_ID, "--repo", str(root))
+    assert code == 0, err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and where in warnings[0] and "duplicate key" in warnings[0], err
+    player, coach = _reports(root)
+    for argv in (["record", TASK_ID, "--player", str(player), "--coach", str(coach)],
+                 ["feature-build", TASK_ID, "--player", "true", "--coach", "true", "--no-worktree"]):
+        code, out, err = _cli(capsys, *argv, "--repo", str(root))
+        assert code == 2, (argv, err)
+        _one_error_line(err, where)
+        assert "keep one line of each key" in err
     assert _snapshot(root) == {**before, **{k: v for k, v in _snapshot(root).items() if k.startswith(".guardkit/logs")}}
     assert not (root / ".guardkit" / "autobuild").exists()
 
