@@ -153,7 +153,7 @@ def test_a_repeated_key_is_read_as_its_last_value_and_never_written(
     player, coach = _reports(root)
     for argv in (["record", TASK_ID, "--player", str(player), "--coach", str(coach)],
                  ["feature-build", TASK_ID, "--player", "true", "--coach", "true", "--no-worktree"]):
-        code, out, err = _cli(capsys, *argv, "--repo", str(root))
+        code, _out, err = _cli(capsys, *argv, "--repo", str(root))
         assert code == 2, (argv, err)
         _one_error_line(err, where)
         assert "keep one line of each key" in err
