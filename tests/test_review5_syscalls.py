@@ -82,9 +82,12 @@ def test_written_lists_only_the_reports_still_on_disk(git_repo: Path) -> None:
 
     result = feature_build(git_repo, TASK, CallableAgent(player), CallableAgent(archiving_coach),
                            LoopOptions(use_worktree=False))
-    assert len(result.turns) == 1
-    written = result.turns[0].written
-    assert [p.name for p in written if not p.exists()] == []
+    # The Coach is read-only: moving the loop's record makes its turn an error naming the file.
+    first = result.turns[0].turn_state
+    assert first.coach_decision == "error" and first.failed_role == "coach", first
+    assert "player_turn_1.json" in (first.error or ""), first.error
+    for record in result.turns:
+        assert [p.name for p in record.written if not p.exists()] == []
 
 
 # --------------------------------------------------------------------------- the crash hook
