@@ -42,7 +42,10 @@ def check_task_branches(git: GitRepo, plan: FeaturePlan, path: Path) -> None:
         if not git.branch_exists(branch):
             continue
         base = git.upstream_of(branch)
-        if base != feature_branch:
+        # No recorded base: git was killed between making the branch and writing its tracking
+        # config (a resumed run of this feature meets that); only a base that names another
+        # branch is proof of another run.
+        if base is not None and base != feature_branch:
             raise FeaturePlanError(
                 f"{task.id} already has a branch {branch} from {base or 'another run'}, not from {feature_branch}: "
                 "a task in two features (or run on its own first) would bring that run's work into this one",
