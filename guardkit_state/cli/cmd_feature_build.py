@@ -103,6 +103,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return run_remote(args, out)
     if names_feature(args.task_id):  # FEAT-ID or a plan's .yaml: its waves of tasks, in parallel
         return run_feature(args, out)
+    from guardkit_state.index.after_turn import with_indexing
     from guardkit_state.loop.run import LoopOptions, feature_build
 
     if getattr(args, "max_parallel", None) is not None:
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     report = report_events(on_event, out, args)
     try:
         result = feature_build(args.repo, args.task_id, agent_for(args.player, args.repo),
-                               agent_for(args.coach, args.repo), options, on_event=report)
+                               agent_for(args.coach, args.repo), options, on_event=with_indexing(report, args.repo))
     finally:
         report.finish()  # --report: the page as the files stand now, however the loop stopped
     if args.json:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from guardkit_state.errors import GuardkitStateError
+from guardkit_state.index.after_turn import with_indexing
 from guardkit_state.loop.agents import Agent
 from guardkit_state.loop.events import LoopEvent, LoopNote
 from guardkit_state.loop.outcome import LoopInterrupted
@@ -275,7 +276,7 @@ def _child_main(conn: Connection, parent_pid: int, job: LoopJob) -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
         _stop_with_parent(parent_pid)
         result = feature_build(job.repo_root, job.task_id, job.player, job.coach, job.options,
-                               on_event=lambda event: send(("event", event)))
+                               on_event=with_indexing(lambda event: send(("event", event)), job.repo_root))
         # An approval whose turn commit git refused is an error with git's reason, not "done".
         send(("end", "error" if result.commit_error else "done", result.reason))
     except LoopInterrupted as stopped:

@@ -1,7 +1,8 @@
 """Indexing after a turn, off the loop's path: start a background ``sync`` and return at once.
 
-The loop calls :func:`index_turn_best_effort` once a turn is recorded and committed (the turn is
-already complete in its files). It starts a detached child (``python -m
+The loop never imports the index: its caller (the CLI, the feature runner, a remote worker) wraps
+its ``on_event`` sink with :func:`with_indexing`, which calls :func:`index_turn_best_effort` once a
+turn is recorded and committed (the turn is already complete in its files). That starts a detached child (``python -m
 guardkit_state.index.after_turn``) that runs only on idle CPU, and returns without waiting:
 importing graphiti-core alone takes ~1.3 s, and a dead or stuck backend must never hold up the
 loop. Recording never waits on
@@ -27,8 +28,9 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 log = logging.getLogger("guardkit_state.index")
 
@@ -39,6 +41,27 @@ AGAIN_MARKER = "background.again"
 NICENESS = 19
 #: The child's exit status when another background indexer already runs (and will sync again).
 QUEUED = 3
+
+E = TypeVar("E")
+
+
+def with_indexing(on_event: Callable[[E], None] | None, repo_root: Path) -> Callable[[E], None]:
+    """The loop's ``on_event``: ``on_event`` first, then, for a recorded turn, a background sync of the index."""
+    def sink(event: E) -> None:
+        if on_event is not None:
+            on_event(event)
+        loop_event: Any = event  # the loop's types sit above the index: read by their names
+        if loop_event.kind == "recorded":
+            _index_recorded(repo_root, loop_event.record)
+    return sink
+
+
+def _index_recorded(repo_root: Path, record: Any) -> None:
+    state = record.turn_state
+    path = next((p for p in record.written if p.name.startswith("turn_state_turn_")), None)
+    started = time.monotonic()
+    outcome = index_turn_best_effort(repo_root, path)
+    log.info("index turn %d of %s: %s (%.2fs)", state.turn_number, state.task_id, outcome, time.monotonic() - started)
 
 
 def index_turn_best_effort(repo_root: Path, turn_state_path: Path | None = None, *, budget_seconds: float = 0.0,

@@ -12,7 +12,6 @@ import contextlib
 import logging
 import math
 import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -482,17 +481,6 @@ class _Run:
             self.result.commits.append(commit)
         self.phase = "recorded"
         self.emit(TurnRecorded(record, commit))
-        self._index(lifecycle, record.turn_state.turn_number)
-
-    def _index(self, lifecycle: TurnLifecycle, number: int) -> None:
-        try:
-            from guardkit_state.index.after_turn import index_turn_best_effort
-        except ImportError:
-            return
-        started = time.monotonic()
-        # Starts a background sync of the index and returns: the loop never waits on the index.
-        outcome = index_turn_best_effort(self.repo_root, lifecycle.store.path("turn_state", number))
-        log.info("index turn %d of %s: %s (%.2fs)", number, self.task_id, outcome, time.monotonic() - started)
 
     def _finish(self, lifecycle: TurnLifecycle, outcome: Outcome, reason: str) -> None:
         lifecycle.mark_outcome(outcome, reason=reason)

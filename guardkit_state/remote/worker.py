@@ -40,6 +40,7 @@ from guardkit_state.git.merge import merge_branch, merge_message
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager
+from guardkit_state.index.after_turn import with_indexing
 from guardkit_state.loop.agents import Agent
 from guardkit_state.loop.events import AgentStarted, LoopEvent, TurnRecorded, TurnStarted
 from guardkit_state.loop.run import LoopOptions, feature_build
@@ -322,7 +323,8 @@ class _Worker:
                               turn_timeout=self.options.turn_timeout, max_cost=self.options.max_cost,
                               continue_session=self.options.continue_session)
         try:
-            feature_build(self.repo.root, task, self.player, self.coach, options, on_event=sink)
+            feature_build(self.repo.root, task, self.player, self.coach, options,
+                          on_event=with_indexing(sink, self.repo.root))
             push()  # an approval committed on resume (no new turn) reaches the remote too
         except ClaimLostError as exc:
             self.note(f"{task}: {exc.message}")
