@@ -14,15 +14,9 @@ from guardkit_state.cli.app import run
 from guardkit_state.errors import InputError
 from guardkit_state.index import FileIndex, search
 from guardkit_state.index.after_turn import index_turn_best_effort
-from guardkit_state.index.records import (
-    discover_turn_state_files,
-    load_turn_state_records,
-    project_group_id,
-    resolve_group,
-    sanitize_group_part,
-    stable_uuid,
-    turn_record,
-)
+from guardkit_state.index.identity import sanitize_group_part
+from guardkit_state.index.records import project_group_id, resolve_group, stable_uuid
+from guardkit_state.index.turn_records import discover_turn_state_files, load_turn_state_records, turn_record
 from tests.index_helpers import keys, seed001_project, write_turn
 
 T = "TURN-FEAT-AUTH-TASK-AUTH-001-T"

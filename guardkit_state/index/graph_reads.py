@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from graphiti_core.nodes import EpisodicNode
 
 from guardkit_state.errors import GuardkitStateError, IndexBackendError
 from guardkit_state.index.base import IndexStatus, SearchHit
+from guardkit_state.index.graph_connection import GraphConnection
 from guardkit_state.index.graph_meta import read_meta
 from guardkit_state.index.graph_search import semantic_channels
 from guardkit_state.index.graph_writes import list_episodes
@@ -37,18 +38,17 @@ from guardkit_state.index.query import (
     reciprocal_rank_fusion,
     time_of,
 )
-from guardkit_state.index.records import SYSTEM_GROUPS, IndexRecord, record_from_content, resolve_group
+from guardkit_state.index.records import SYSTEM_GROUPS, IndexRecord, resolve_group
 from guardkit_state.index.records import stable_uuid as _uuid
+from guardkit_state.index.retention import retained
+from guardkit_state.index.sources import load_project_records, record_from_content
 from guardkit_state.index.turn_records import anchor_uuid
-
-if TYPE_CHECKING:
-    from guardkit_state.index.graphiti_backend import GraphitiIndex
 
 #: Candidates graphiti returns per list, at least (rank fusion needs some depth).
 MIN_CANDIDATES = 30
 
 
-def _groups(index: GraphitiIndex, groups: Sequence[str] | None, query: ParsedQuery, filters: Filters) -> list[str]:
+def _groups(index: GraphConnection, groups: Sequence[str] | None, query: ParsedQuery, filters: Filters) -> list[str]:
     """The groups to search: those asked for, else the project's (and its configuration when seeded)."""
     if groups:
         return list(dict.fromkeys(resolve_group(g, index.repo_root) for g in groups))
@@ -59,7 +59,7 @@ def _groups(index: GraphitiIndex, groups: Sequence[str] | None, query: ParsedQue
     return wanted
 
 
-def search_index(index: GraphitiIndex, query_text: str, *, groups: Sequence[str] | None, limit: int,
+def search_index(index: GraphConnection, query_text: str, *, groups: Sequence[str] | None, limit: int,
                  filters: Filters) -> list[SearchHit]:
     """Records matching ``query_text``, best first (see the module docstring)."""
     query = parse_query(query_text)
@@ -118,7 +118,7 @@ def _time(meta: RecordMeta | None) -> datetime:
     return time_of(meta) if meta is not None else EPOCH
 
 
-def _read_hits(index: GraphitiIndex, ranked: Sequence[tuple[str, str, float]]) -> list[SearchHit]:
+def _read_hits(index: GraphConnection, ranked: Sequence[tuple[str, str, float]]) -> list[SearchHit]:
     """Read the ranked records back from their episodes and make hits of them, in rank order."""
     if not ranked:
         return []
@@ -154,7 +154,7 @@ def _record(group: str, episode: EpisodicNode) -> IndexRecord | None:
         return None
 
 
-def _post_filtered(index: GraphitiIndex, query: ParsedQuery, filters: Filters, groups: list[str],
+def _post_filtered(index: GraphConnection, query: ParsedQuery, filters: Filters, groups: list[str],
                    limit: int) -> list[SearchHit]:
     """Without a manifest: read every record of the groups and keep those the query allows."""
 
@@ -172,10 +172,8 @@ def _post_filtered(index: GraphitiIndex, query: ParsedQuery, filters: Filters, g
     return [SearchHit.of(r, 1.0) for _, r in ordered[:limit]]
 
 
-def index_status(index: GraphitiIndex) -> IndexStatus:
+def index_status(index: GraphConnection) -> IndexStatus:
     """Counts per group, the embedder, and how the project group compares with the files."""
-    from guardkit_state.index.sources import load_project_records
-
     groups = list(index.groups.values())
 
     async def work(driver: Any) -> tuple[dict[str, int], int, int, dict[str, str], Any]:
@@ -203,7 +201,7 @@ def index_status(index: GraphitiIndex) -> IndexStatus:
 
     counts, entities, facts, contents, meta = index._run(work)
     loaded = load_project_records(index.repo_root, index.project_group)
-    keep, dropped = index._apply_retention(loaded.records)
+    keep, dropped = retained(loaded.records, index.repo_root)
     want = {r.uuid: r for r in keep}
     notes = [f"{len(dropped)} turn state(s) kept out of the index by retention"] if dropped else []
     if meta is not None and not meta.current:

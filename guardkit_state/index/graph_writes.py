@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from graphiti_core.edges import EntityEdge, EpisodicEdge
 from graphiti_core.embedder.client import EmbedderClient
@@ -30,10 +30,8 @@ from graphiti_core.utils.datetime_utils import utc_now
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.index.base import SyncReport
 from guardkit_state.index.query import parse_time
-from guardkit_state.index.records import Entity, IndexRecord, record_from_content, stable_uuid
-
-if TYPE_CHECKING:
-    from guardkit_state.index.graphiti_backend import GraphitiIndex
+from guardkit_state.index.records import Entity, IndexRecord, stable_uuid
+from guardkit_state.index.sources import record_from_content
 
 log = logging.getLogger("guardkit_state.index")
 
@@ -132,9 +130,9 @@ async def list_episodes(driver: Any, group: str) -> dict[str, EpisodicNode]:
     return {episode.uuid: episode for episode in episodes}
 
 
-async def apply_changes(index: GraphitiIndex, gdriver: Any, group: str, desired: list[IndexRecord],
-                         report: SyncReport, *, stored: dict[str, EpisodicNode] | None,
-                         trusted: dict[str, str] | None, dry_run: bool, remove_missing: bool) -> None:
+async def apply_changes(gdriver: Any, group: str, desired: list[IndexRecord], report: SyncReport, *,
+                        embedder: EmbedderClient, stored: dict[str, EpisodicNode] | None,
+                        trusted: dict[str, str] | None, dry_run: bool, remove_missing: bool) -> None:
     """Compare ``desired`` with what the group holds; write the difference (unless a dry run)."""
     want = {r.uuid: r for r in desired}
     to_write: list[IndexRecord] = []
@@ -156,25 +154,16 @@ async def apply_changes(index: GraphitiIndex, gdriver: Any, group: str, desired:
             report.added.append(record.key)
             to_write.append(record)
     gone = [uuid for uuid in held if uuid not in want] if remove_missing else []
-    if dry_run or not (to_write or gone):
-        report.removed.extend(sorted(_names(stored, gone, index)))
+    if dry_run or not (to_write or gone):  # a dry run read ``stored``; otherwise nothing is gone
+        report.removed.extend(sorted(stored[u].name for u in gone if stored is not None and u in stored))
         return
     if stored is None:  # the manifest named them: read just their stored content, to delete what they owned
         stored = {ep.uuid: ep for ep in await EpisodicNode.get_by_uuids(gdriver, stale + gone)} if stale or gone else {}
-    report.removed.extend(sorted(_names(stored, gone, index)))
+    report.removed.extend(sorted(stored[u].name for u in gone if u in stored))
     keep = set().union(*(r.owned_uuids() for r in to_write)) if to_write else set()
-    old = [stored[u] for u in stale if stored is not None and u in stored]
-    await delete_records(gdriver, group, old, keep=keep)
-    await delete_records(gdriver, group, [stored[u] for u in gone if stored is not None and u in stored])
-    await write_records(gdriver, group, to_write, index.embedder_client())
-
-
-def _names(stored: dict[str, EpisodicNode] | None, uuids: list[str], index: GraphitiIndex) -> list[str]:
-    if stored is not None:
-        return [stored[u].name for u in uuids if u in stored]
-    manifest = index.manifest
-    by_uuid = {stable_uuid(index.project_group, k): k for k in (manifest.records if manifest else {})}
-    return [by_uuid.get(u, u) for u in uuids]
+    await delete_records(gdriver, group, [stored[u] for u in stale if u in stored], keep=keep)
+    await delete_records(gdriver, group, [stored[u] for u in gone if u in stored])
+    await write_records(gdriver, group, to_write, embedder)
 
 
 __all__ = ["ANCHOR_LABEL", "CHUNK", "apply_changes", "delete_records", "delete_uuids", "existing_uuids",

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.errors import InputError, ParseError
-from guardkit_state.index.identity import project_identity, sanitize_group_part
+from guardkit_state.errors import InputError
+from guardkit_state.index.identity import project_identity
 from guardkit_state.index.text import index_text
 
 TURN_STATES = "turn_states"
@@ -201,36 +201,6 @@ def canonical_json(data: dict[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def record_from_content(group: str, name: str, content: str) -> IndexRecord:
-    """Rebuild a record from what the index stored (the episode's name and JSON content).
-
-    Raises:
-        ParseError: the content is not a record this version wrote.
-    """
-    try:
-        envelope = json.loads(content)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"index episode {name!r} holds invalid JSON", pointer="$") from exc
-    if not isinstance(envelope, dict) or not isinstance(envelope.get("data"), dict):
-        raise ParseError(f"index episode {name!r} is not a record envelope", pointer="$")
-    kind, data = str(envelope.get("kind")), envelope["data"]
-    if kind == TURN_STATES:
-        from guardkit_state.index.turn_records import turn_record
-
-        return turn_record(data, group)
-    if kind == TASK:
-        from guardkit_state.index.task_records import task_record_from_data
-
-        return task_record_from_data(data, group)
-    if kind == FEATURE:
-        from guardkit_state.index.task_records import feature_record_from_data
-
-        return feature_record_from_data(data, group)
-    from guardkit_state.index.config_records import system_record
-
-    return system_record(group, name, data)
-
-
 def clip(text: object, limit: int) -> str:
     """``text`` on one line, at most ``limit`` characters (an ellipsis marks a cut)."""
     flat = " ".join(str(text).split())
@@ -246,23 +216,9 @@ def flatten(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-#: Names that moved to the modules building each kind of record, still importable from here.
-_MOVED = {"LoadResult": "turn_records", "discover_turn_state_files": "turn_records",
-          "load_turn_state_dict": "turn_records", "load_turn_state_records": "turn_records",
-          "turn_record": "turn_records", "load_system_records": "config_records", "system_record": "config_records"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(f"guardkit_state.index.{_MOVED[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
     "FEATURE", "IMPLEMENTATION_MODES", "LOGICAL_GROUPS", "NAMESPACE", "QUALITY_GATE_CONFIGS", "ROLE_CONSTRAINTS",
     "SYSTEM_GROUPS", "TASK", "TURN_STATES", "Entity", "Fact", "IndexRecord", "canonical_json", "clip",
     "content_hash", "flatten", "group_id", "logical_group", "project_group_id", "project_groups",
-    "record_from_content", "resolve_group", "sanitize_group_part", "stable_uuid",
+    "resolve_group", "stable_uuid",
 ]

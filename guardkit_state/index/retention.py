@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from guardkit_state.index.records import TURN_STATES, IndexRecord
+
 PER_FEATURE = 50
 PER_PROJECT = 200
 
@@ -130,3 +132,12 @@ def _candidate_ids(stem: str) -> list[str]:
     ``TASK-A-1``, ... (the slug boundary is unknown, and the lookup is by exact id)."""
     parts = stem.split("-")
     return ["-".join(parts[:n]) for n in range(len(parts), 1, -1)]
+
+
+def retained(records: list[IndexRecord], repo_root: Path) -> tuple[list[IndexRecord], list[IndexRecord]]:
+    """``records`` without the turns the policy drops, and those turns."""
+    turns = [r for r in records if r.kind == TURN_STATES]
+    refs = [TurnRef(r.key, r.feature_id, r.task_id or "", r.turn_number or 0, r.completed_at,
+                    r.fields.get("coach_decision")) for r in turns]
+    drop = set(select_pruned(refs, task_status=task_statuses(repo_root)))
+    return [r for r in records if r.key not in drop], [r for r in turns if r.key in drop]

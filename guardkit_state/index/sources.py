@@ -7,14 +7,21 @@ a plan lists without naming its feature in its own frontmatter is given the plan
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from guardkit_state.errors import GuardkitStateError
+from guardkit_state.errors import GuardkitStateError, ParseError
+from guardkit_state.index.config_records import system_record
 from guardkit_state.index.frontmatter_turns import load_frontmatter_turn_records
-from guardkit_state.index.records import IndexRecord, project_group_id
-from guardkit_state.index.task_records import load_feature_records, load_task_records, task_record_from_data
-from guardkit_state.index.turn_records import load_turn_state_records
+from guardkit_state.index.records import FEATURE, TASK, TURN_STATES, IndexRecord, project_group_id
+from guardkit_state.index.task_records import (
+    feature_record_from_data,
+    load_feature_records,
+    load_task_records,
+    task_record_from_data,
+)
+from guardkit_state.index.turn_records import load_turn_state_records, turn_record
 
 
 @dataclass
@@ -51,4 +58,26 @@ def load_project_records(repo_root: Path, group: str | None = None) -> ProjectRe
     return ProjectRecords(sorted(records, key=lambda r: r.key), problems)
 
 
-__all__ = ["ProjectRecords", "load_project_records"]
+def record_from_content(group: str, name: str, content: str) -> IndexRecord:
+    """Rebuild a record from what the index stored (the episode's name and JSON content).
+
+    Raises:
+        ParseError: the content is not a record this version wrote.
+    """
+    try:
+        envelope = json.loads(content)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"index episode {name!r} holds invalid JSON", pointer="$") from exc
+    if not isinstance(envelope, dict) or not isinstance(envelope.get("data"), dict):
+        raise ParseError(f"index episode {name!r} is not a record envelope", pointer="$")
+    kind, data = str(envelope.get("kind")), envelope["data"]
+    if kind == TURN_STATES:
+        return turn_record(data, group)
+    if kind == TASK:
+        return task_record_from_data(data, group)
+    if kind == FEATURE:
+        return feature_record_from_data(data, group)
+    return system_record(group, name, data)
+
+
+__all__ = ["ProjectRecords", "load_project_records", "record_from_content"]
