@@ -33,7 +33,8 @@ pointer, the task and turn, and what was expected. ``str(error)`` renders one li
     ├── GitError                       a git command failed
     ├── AgentError                     a Player/Coach command failed (turn decision ``error``)
     └── IndexBackendError              the optional search index failed
-        └── MissingExtraError          an optional extra is not installed
+        ├── MissingExtraError          an optional extra is not installed
+        └── EmbedderMismatchError      asked for another embedder than the index's (also an InputError)
 """
 
 from __future__ import annotations
@@ -281,6 +282,10 @@ class IndexBackendError(GuardkitStateError):
 
 class MissingExtraError(IndexBackendError):
     """An optional extra is not installed; the message says which ``pip install`` fixes it."""
+
+
+class EmbedderMismatchError(IndexBackendError, InputError):
+    """The index was built with one embedder and the command asked for another (exit 2)."""
 
 
 class AlreadyRecordedError(TurnAlreadyRecordedError):

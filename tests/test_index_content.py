@@ -19,7 +19,7 @@ from guardkit_state.cli.app import run
 from guardkit_state.index import FileIndex, make_filters, open_graphiti
 from guardkit_state.index.base import SearchHit
 from guardkit_state.index.query import Filters
-from guardkit_state.index.text import index_text, tokens
+from guardkit_state.index.words import index_text, tokens
 
 pytestmark = [pytest.mark.graphiti, pytest.mark.slow]
 

@@ -19,9 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from guardkit_state.errors import MissingExtraError
+from guardkit_state.errors import EmbedderMismatchError, MissingExtraError
 from guardkit_state.index.base import IndexStatus, SearchHit, SearchIndex, SearchResult, SyncReport
-from guardkit_state.index.embedder_spec import EmbedderMismatchError
 from guardkit_state.index.files import FileIndex
 from guardkit_state.index.query import Filters
 from guardkit_state.index.records import SYSTEM_GROUPS, TURN_STATES, project_group_id

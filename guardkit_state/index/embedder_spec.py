@@ -21,7 +21,7 @@ from __future__ import annotations
 import urllib.parse
 from dataclasses import dataclass
 
-from guardkit_state.errors import IndexBackendError, InputError
+from guardkit_state.errors import EmbedderMismatchError, InputError
 
 HASHING = "hashing"
 MINILM = "minilm"
@@ -29,10 +29,6 @@ OPENAI = "openai"
 DEFAULT_EMBEDDER = HASHING
 #: Dimensions known without asking the model.
 KNOWN_DIMENSIONS = {HASHING: 128, MINILM: 384}
-
-
-class EmbedderMismatchError(IndexBackendError, InputError):
-    """The index was built with one embedder and the command asked for another (exit 2)."""
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 No database and no extra: it reads every record :mod:`.sources` builds (turn files, turns listed
 in task files, tasks, feature plans) and the configuration entities. The query is understood as
 every backend understands it (:mod:`.query`: identifiers and filters constrain, recency orders);
-the content words rank by :func:`.text.overlap_score`. Nothing to build, nothing to go stale;
+the content words rank by :func:`.words.overlap_score`. Nothing to build, nothing to go stale;
 it costs a read of every file per query (tens of milliseconds for 200 turns, seconds for 10,000).
 """
 
@@ -18,7 +18,7 @@ from guardkit_state.index.base import SearchHit
 from guardkit_state.index.query import Filters, ParsedQuery, allowed, exact_answer, parse_query, time_of
 from guardkit_state.index.records import IndexRecord, resolve_group
 from guardkit_state.index.scan_cache import cached_records
-from guardkit_state.index.text import field_score, is_identifier, may_hold, overlap_score
+from guardkit_state.index.words import field_score, is_identifier, may_hold, overlap_score
 
 log = logging.getLogger("guardkit_state.index")
 

@@ -8,7 +8,7 @@ reciprocal rank fusion of its methods:
   this is the record-level semantic match;
 * facts (edges): BM25 over the fact sentences (fact-level precision: a blocker, a piece of
   feedback, a failed gate);
-* episodes: BM25 over the whole record (its text spelled as :func:`.text.index_text` spells it).
+* episodes: BM25 over the whole record (its text spelled as :func:`.words.index_text` spells it).
 
 Facts keep their embeddings (``graphiti.search()`` uses them), but the fact-level vector search is
 left out of this configuration: graphiti computes it by brute force over every fact, ~60 ms at
@@ -48,7 +48,7 @@ from graphiti_core.search.search_config import (
 from graphiti_core.search.search_filters import SearchFilters
 
 from guardkit_state.index.query import reciprocal_rank_fusion
-from guardkit_state.index.text import index_text
+from guardkit_state.index.words import index_text
 
 #: Weights of the fused lists: facts and whole records count fully, entity names a little less.
 WEIGHTS = {"edges": 1.0, "episodes": 1.0, "nodes": 0.7}

@@ -147,7 +147,7 @@ def common_terms(records: Iterable[IndexRecord]) -> list[str]:
     """
     from collections import Counter
 
-    from guardkit_state.index.text import tokens
+    from guardkit_state.index.words import tokens
 
     counts: Counter[str] = Counter()
     total = 0

@@ -5,7 +5,7 @@ OpenAI ones (and fail without a key) if any were missing. The index never needs 
 are written as nodes and edges directly. So:
 
 * :class:`HashingEmbedder` — the default: feature hashing of each word (its canonical token, as
-  :func:`.text.tokens` spells it) and, at half weight, of the word's character trigrams, into a
+  :func:`.words.tokens` spells it) and, at half weight, of the word's character trigrams, into a
   fixed signed vector of 128 dimensions, L2-normalised. No network, no model file, ~0.1 ms per
   text. The trigrams let ``timeouts`` meet ``timeout`` and ``refreshing`` meet ``refresh``; it
   still knows no meanings. 128 dimensions, not 256: the record-level vector search is brute force
@@ -40,7 +40,7 @@ from graphiti_core.llm_client.config import LLMConfig
 
 from guardkit_state.errors import IndexBackendError, MissingExtraError
 from guardkit_state.index.embedder_spec import HASHING, MINILM, OPENAI, EmbedderSpec
-from guardkit_state.index.text import overlap_score, query_terms, tokens
+from guardkit_state.index.words import overlap_score, query_terms, tokens
 
 HASH_DIM = 128
 #: The weight of a word's character trigrams next to the word itself.

@@ -23,7 +23,7 @@ from typing import Protocol, TypeVar
 
 from guardkit_state.errors import InputError
 from guardkit_state.index.records import FEATURE, TASK, TURN_STATES
-from guardkit_state.index.text import STOPWORDS, field_pairs, query_terms, tokens
+from guardkit_state.index.words import STOPWORDS, field_pairs, query_terms, tokens
 
 # Identifiers are GuardKit's upper-case ids; a task id has a digit ("task-work" is a word, not an id).
 _TASK_ID = re.compile(r"\b(TASK-(?=[A-Z0-9.-]*\d)[A-Z0-9]+(?:[-.][A-Z0-9]+)*)\b")

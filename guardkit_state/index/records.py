@@ -33,7 +33,7 @@ from typing import Any
 
 from guardkit_state.errors import InputError
 from guardkit_state.index.identity import project_identity
-from guardkit_state.index.text import index_text
+from guardkit_state.index.words import index_text
 
 TURN_STATES = "turn_states"
 ROLE_CONSTRAINTS = "role_constraints"

@@ -20,7 +20,7 @@ from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.index.records import IndexRecord
-from guardkit_state.index.text import index_text
+from guardkit_state.index.words import index_text
 from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir, read_bytes_capped
 from guardkit_state.store.layout import status_cache_file
 
@@ -40,7 +40,7 @@ def search_cache_file(root: Path) -> Path:
 
 def cached_records(root: Path, load: Callable[[], list[IndexRecord]]) -> list[tuple[IndexRecord, str]]:
     """The records ``load`` reads from the files of ``root`` (from the cache while no file changed),
-    each with its tokens (:func:`~guardkit_state.index.text.index_text` of its search text)."""
+    each with its tokens (:func:`~guardkit_state.index.words.index_text` of its search text)."""
     fingerprint = source_fingerprint(root)
     cached = _load(root)
     if cached is not None and cached.get("fingerprint") == fingerprint:

@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from guardkit_state.errors import IndexBackendError, LockedError
+from guardkit_state.errors import EmbedderMismatchError, IndexBackendError, LockedError
 from guardkit_state.index.base import SearchResult
 from guardkit_state.index.embedded import embedded_index_exists
-from guardkit_state.index.embedder_spec import EmbedderMismatchError, mismatch, parse_embedder
+from guardkit_state.index.embedder_spec import mismatch, parse_embedder
 from guardkit_state.index.files import FileIndex
 from guardkit_state.index.identity import checkout_root
 from guardkit_state.index.manifest import Manifest, freshness, load_manifest
