@@ -27,7 +27,6 @@ import time
 from pathlib import Path
 
 from guardkit_state.errors import IndexBackendError, MissingExtraError
-from guardkit_state.index.server import URI_ENV, configured_uri
 from guardkit_state.store.layout import index_dir
 
 log = logging.getLogger("guardkit_state.index")
@@ -254,7 +253,3 @@ class EmbeddedFalkor:
                 time.sleep(0.02)
         with contextlib.suppress(OSError):
             self.pid_file.unlink()
-
-
-__all__ = ["DB_FILENAME", "FALKOR_DIR", "URI_ENV", "EmbeddedFalkor", "configured_uri", "embedded_index_exists",
-           "move_aside_snapshot", "server_binaries"]

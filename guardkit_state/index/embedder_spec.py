@@ -81,5 +81,4 @@ def mismatch(stored: str, stored_dim: int | None, asked: str, asked_dim: int | N
         f"{asked}' to switch")
 
 
-__all__ = ["DEFAULT_EMBEDDER", "HASHING", "KNOWN_DIMENSIONS", "MINILM", "OPENAI", "EmbedderMismatchError",
-           "EmbedderSpec", "mismatch", "parse_embedder"]
+__all__ = ["EmbedderMismatchError"]  # its old home; the class is in errors.py

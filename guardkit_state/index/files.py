@@ -113,6 +113,3 @@ def _phrase(query: ParsedQuery) -> str | None:
     """The query as written, as a phrase (two words or more; quotes, case and spacing aside), else None."""
     words = query.text.strip().strip("\"'").lower().split()
     return " ".join(words) if len(words) >= 2 else None
-
-
-__all__ = ["PHRASE_BONUS", "FileIndex", "rank_by_overlap"]

@@ -78,6 +78,3 @@ def _load_with_turns(path: Path) -> TaskFile | None:
         log.debug("not searched: %s", exc)
         return None
     return task if task.state is not None and task.state.turns else None
-
-
-__all__ = ["load_frontmatter_turn_records"]

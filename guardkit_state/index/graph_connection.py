@@ -276,6 +276,3 @@ async def _settle_init(driver: GraphDriver, location: str) -> None:
         driver._init_task = None  # type: ignore[attr-defined]
         if not task.cancelled():
             _INDEXED.add(key)
-
-
-__all__ = ["LOCK_NAME", "GraphConnection"]

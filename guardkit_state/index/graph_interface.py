@@ -135,5 +135,3 @@ class FastFalkorSearch(SearchInterface):
 
 # Referenced so a type checker sees what the methods return.
 _RETURNS = (EntityEdge, EntityNode, EpisodicNode)
-
-__all__ = ["FastFalkorSearch"]

@@ -100,7 +100,3 @@ async def create_graph(driver: Any, group: str, embedder: str, dimension: int) -
         raise IndexBackendError(f"index graph {group} was not empty when created (metadata node {node_id})",
                                 expected="'guardkit-state graphiti rebuild'")
     return GraphMeta(SCHEMA_VERSION, embedder, dimension, node_id if _is_falkor(driver) else None)
-
-
-__all__ = ["META_LABEL", "SCHEMA_VERSION", "GraphMeta", "create_graph", "drop_graph", "graph_exists",
-           "read_meta"]

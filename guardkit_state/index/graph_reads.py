@@ -220,6 +220,3 @@ def index_status(index: GraphConnection) -> IndexStatus:
 async def _count(driver: Any, cypher: str, group: str) -> int:
     rows, _, _ = await driver.execute_query(cypher, group_id=group)
     return int(rows[0]["c"]) if rows else 0
-
-
-__all__ = ["MIN_CANDIDATES", "index_status", "search_index"]

@@ -106,6 +106,3 @@ async def semantic_channels(graphiti: Graphiti, group: str, query: str, *, ancho
 
 def _keys(attributes: Any) -> list[str]:
     return [str(a["record_key"]) for a in attributes if a.get("record_key")]
-
-
-__all__ = ["MIN_COSINE", "WEIGHTS", "Channels", "search_config", "semantic_channels", "sim_min_score"]

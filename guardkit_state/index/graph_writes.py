@@ -164,7 +164,3 @@ async def apply_changes(gdriver: Any, group: str, desired: list[IndexRecord], re
     await delete_records(gdriver, group, [stored[u] for u in stale if u in stored], keep=keep)
     await delete_records(gdriver, group, [stored[u] for u in gone if u in stored])
     await write_records(gdriver, group, to_write, embedder)
-
-
-__all__ = ["ANCHOR_LABEL", "CHUNK", "apply_changes", "delete_records", "delete_uuids", "existing_uuids",
-           "list_episodes", "write_records"]

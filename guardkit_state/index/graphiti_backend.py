@@ -205,6 +205,3 @@ class GraphitiIndex(GraphConnection):
     def status(self) -> IndexStatus:
         """Counts per group, and how the project group compares with the files."""
         return index_status(self)
-
-
-__all__ = ["GraphitiIndex"]

@@ -106,7 +106,3 @@ def _read_cache(root: Path) -> str | None:
         if isinstance(data, dict) and data.get("path") == str(root) and isinstance(data.get("root_commit"), str):
             return str(data["root_commit"])
     return None
-
-
-__all__ = ["IDENTITY_FILE", "PROJECT_ENV", "ProjectIdentity", "checkout_root", "project_identity", "root_commit",
-           "sanitize_group_part"]

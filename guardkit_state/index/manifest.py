@@ -268,8 +268,3 @@ def freshness(repo_root: Path, manifest: Manifest, tasks: set[str] | None = None
             result.changed.append(path)
     result.removed = sorted(set(known) - set(current))
     return result
-
-
-__all__ = ["COMMON_SHARE", "MANIFEST_VERSION", "Freshness", "Manifest", "RecordMeta", "common_terms",
-           "config_source_paths", "freshness", "load_manifest", "manifest_path", "project_source_paths",
-           "remove_manifest", "save_manifest", "signature", "source_signatures", "turn_file_paths"]

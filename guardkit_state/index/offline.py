@@ -210,7 +210,3 @@ def make_embedder(spec: EmbedderSpec) -> EmbedderClient:
     if spec.kind == OPENAI:
         return OpenAICompatibleEmbedder(spec.model or "", spec.url or "")
     return HashingEmbedder()
-
-
-__all__ = ["HASH_DIM", "HashingEmbedder", "MiniLMEmbedder", "OpenAICompatibleEmbedder", "OverlapCrossEncoder",
-           "RefusingLLMClient", "hash_vector", "make_embedder"]

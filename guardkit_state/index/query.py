@@ -256,7 +256,3 @@ def reciprocal_rank_fusion(rankings: Sequence[tuple[float, Sequence[str]]], *, k
         for rank, key in enumerate(dict.fromkeys(keys), 1):
             scores[key] = scores.get(key, 0.0) + weight / (k + rank)
     return scores
-
-
-__all__ = ["EPOCH", "Facets", "Filters", "ParsedQuery", "allowed", "exact_answer", "matches_query", "natural_order",
-           "parse_query", "parse_since", "parse_time", "reciprocal_rank_fusion", "time_of"]

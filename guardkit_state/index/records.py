@@ -1,24 +1,15 @@
 """What the index holds: records built from the files, with stable ids, groups and facts.
 
-Every backend indexes the same :class:`IndexRecord` list. Four kinds of record:
-
-* ``turn_states`` — one per turn (a ``turn_state_turn_N.json``, or a turn a task file lists in
-  its frontmatter without such a file): decision, feedback, blockers, criteria, tests, coverage,
-  gate results, timestamps (:mod:`.turn_records`);
-* ``task`` — one per task file: title, status, criteria text (:mod:`.task_records`);
-* ``feature`` — one per feature plan: its tasks, waves and outcome (:mod:`.task_records`);
-* a configuration entity — role constraints, a gate profile, an implementation mode
-  (:mod:`.config_records`).
-
-Every id is a uuid5 of the group and the record's key, so writing a record twice overwrites it
-and a rebuilt index has exactly the ids it had before.
+Four kinds of record, the same list for every backend: a turn (:mod:`.turn_records`), a task or a
+feature plan (:mod:`.task_records`), a configuration entity (:mod:`.config_records`). Every id is
+a uuid5 of the group and the record's key, so writing a record twice overwrites it and a rebuilt
+index has exactly the ids it had before.
 
 **Groups** use ``[A-Za-z0-9_]`` only (FalkorDB keyword search silently returns nothing for a group
-id containing ``-``) and are namespaced by the checkout's project identity
-(:mod:`.identity`): ``{project}__turn_states`` holds turns, tasks and features (one graph, so a
-turn, its task and its feature are connected), and ``{project}__role_constraints``,
-``{project}__quality_gate_configs`` and ``{project}__implementation_modes`` hold this project's
-configuration. ``--group turn_states`` (or ``role_constraints`` ...) names this project's group.
+id containing ``-``) and are namespaced by the checkout's project (:mod:`.identity`):
+``{project}__turn_states`` holds turns, tasks and features (one graph, so a turn, its task and its
+feature are connected); ``{project}__role_constraints``, ``__quality_gate_configs`` and
+``__implementation_modes`` hold this project's configuration.
 """
 
 from __future__ import annotations
@@ -39,28 +30,19 @@ TURN_STATES = "turn_states"
 ROLE_CONSTRAINTS = "role_constraints"
 QUALITY_GATE_CONFIGS = "quality_gate_configs"
 IMPLEMENTATION_MODES = "implementation_modes"
-#: The configuration groups (each namespaced by the project, like the turn group).
 SYSTEM_GROUPS = (ROLE_CONSTRAINTS, QUALITY_GATE_CONFIGS, IMPLEMENTATION_MODES)
 LOGICAL_GROUPS = (TURN_STATES, *SYSTEM_GROUPS)
-
 #: Record kinds besides turns (``turn_states``) and configuration (their group's name).
 TASK = "task"
 FEATURE = "feature"
 
-#: Namespace of every uuid the index writes (uuid5 of ``"{group_id}/{key}"``).
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://guardkit-state/index")
-
 _GROUP_OK = re.compile(r"^[A-Za-z0-9_]+$")
 
 
 def stable_uuid(group_id: str, key: str) -> str:
     """The uuid of ``key`` in ``group_id``: the same inputs give the same id on every machine."""
     return str(uuid.uuid5(NAMESPACE, f"{group_id}/{key}"))
-
-
-def group_id(project: str, logical: str) -> str:
-    """``{project}__{logical}``."""
-    return f"{project}__{logical}"
 
 
 def logical_group(group: str) -> str:
@@ -70,20 +52,20 @@ def logical_group(group: str) -> str:
 
 def project_group_id(repo_root: Path) -> str:
     """``{project}__turn_states`` for the checkout at ``repo_root`` (a read: nothing is written)."""
-    return group_id(project_identity(repo_root).project, TURN_STATES)
+    return f"{project_identity(repo_root).project}__{TURN_STATES}"
 
 
 def project_groups(repo_root: Path, *, create: bool = False) -> dict[str, str]:
-    """Logical group name -> this checkout's group id, for every group; ``create`` stores the identity."""
+    """Logical group name -> this checkout's group id; ``create`` stores the identity (writers)."""
     project = project_identity(repo_root, create=create).project
-    return {logical: group_id(project, logical) for logical in LOGICAL_GROUPS}
+    return {logical: f"{project}__{logical}" for logical in LOGICAL_GROUPS}
 
 
 def resolve_group(name: str, repo_root: Path) -> str:
-    """Map a ``--group`` value to this project's group id (``turn_states``, ``role_constraints`` ...).
+    """This project's group id for a ``--group`` value (``turn_states``, ``role_constraints`` or a full id).
 
     Raises:
-        InputError: a group id with characters outside ``[A-Za-z0-9_]``, or another project's group.
+        InputError: characters outside ``[A-Za-z0-9_]``, or another project's group.
     """
     if not _GROUP_OK.match(name):
         raise InputError(f"invalid group {name!r}", expected="a group id of [A-Za-z0-9_] only, "
@@ -100,8 +82,7 @@ def resolve_group(name: str, repo_root: Path) -> str:
 class Entity:
     """A graph entity a record mentions (a turn, a task, a feature, a criterion, a gate).
 
-    ``record_key`` is the record a hit on this entity stands for (a task's entity stands for the
-    task's record), or None (a gate stands for no single record).
+    ``record_key``: the record a hit on it stands for (None for a gate, which stands for none).
     """
 
     uuid: str
@@ -118,11 +99,8 @@ class Entity:
 
 @dataclass(frozen=True)
 class Fact:
-    """One edge ``source -[name]-> target`` with its sentence, as ``graphiti.search()`` returns.
-
-    The source is always the record's own anchor entity (its turn, task or feature), so a search
-    can be limited to some records by their anchors.
-    """
+    """One edge ``source -[name]-> target`` with its sentence. The source is always the record's own
+    anchor entity, so a search can be limited to some records by their anchors."""
 
     uuid: str
     name: str
@@ -135,10 +113,9 @@ class Fact:
 class IndexRecord:
     """One thing the index holds: a turn state, a task, a feature or a configuration entity.
 
-    ``content`` is the canonical JSON written as the Graphiti episode's content: the record's data
-    and its search text spelled for the fulltext index (the index keeps nothing that is not in
-    it). ``search_text`` is what the file scan scores. ``fields`` are exact-valued attributes a
-    query may name (``coach_decision rejected``).
+    ``content`` is the Graphiti episode's content: the record's data and its search text spelled
+    for the fulltext index (the index keeps nothing that is not in it). ``search_text`` is what the
+    file scan scores; ``fields`` are exact values a query may name (``coach_decision rejected``).
     """
 
     key: str
@@ -166,19 +143,20 @@ class IndexRecord:
 
     @property
     def content(self) -> str:
-        return canonical_json({"kind": self.kind, "key": self.key, "data": self.data,
-                               "text": index_text(self.search_text)})
+        # Sorted keys: an unchanged file gives the same text, so the same hash.
+        return json.dumps({"kind": self.kind, "key": self.key, "data": self.data, "text": index_text(self.search_text)},
+                          ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
 
     @property
     def content_hash(self) -> str:
-        return content_hash(self.content)
+        return hashlib.sha256(self.content.encode("utf-8")).hexdigest()
 
     @property
     def decision(self) -> str | None:
         return self.fields.get("coach_decision") or None
 
     def all_entities(self) -> list[Entity]:
-        """The record's entities: its anchor(s) and every fact's endpoints, each once."""
+        """Its anchor(s) and every fact's endpoints, each once."""
         found: dict[str, Entity] = {e.uuid: e for e in self.entities}
         for fact in self.facts:
             found.setdefault(fact.source.uuid, fact.source)
@@ -188,37 +166,10 @@ class IndexRecord:
     def owned_uuids(self) -> set[str]:
         """Ids written for this record alone (episode, its own entities, its facts)."""
         owned = {self.uuid} | {fact.uuid for fact in self.facts}
-        owned |= {entity.uuid for entity in self.all_entities() if not entity.shared}
-        return owned
-
-
-def content_hash(content: str) -> str:
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()
-
-
-def canonical_json(data: dict[str, Any]) -> str:
-    """Stable JSON text for a record (sorted keys) so an unchanged file hashes the same."""
-    return json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
+        return owned | {entity.uuid for entity in self.all_entities() if not entity.shared}
 
 
 def clip(text: object, limit: int) -> str:
     """``text`` on one line, at most ``limit`` characters (an ellipsis marks a cut)."""
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def flatten(value: Any) -> str:
-    """Nested data as one line of ``key: value; ...`` text."""
-    if isinstance(value, dict):
-        return "; ".join(f"{k}: {flatten(v)}" for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return "; ".join(flatten(v) for v in value)
-    return "" if value is None else str(value)
-
-
-__all__ = [
-    "FEATURE", "IMPLEMENTATION_MODES", "LOGICAL_GROUPS", "NAMESPACE", "QUALITY_GATE_CONFIGS", "ROLE_CONSTRAINTS",
-    "SYSTEM_GROUPS", "TASK", "TURN_STATES", "Entity", "Fact", "IndexRecord", "canonical_json", "clip",
-    "content_hash", "flatten", "group_id", "logical_group", "project_group_id", "project_groups",
-    "resolve_group", "stable_uuid",
-]

@@ -122,6 +122,3 @@ def _save(root: Path, fingerprint: dict[str, list[int]], records: list[tuple[Ind
         text = json.dumps({"version": CACHE_VERSION, "fingerprint": fingerprint,
                            "records": [record_to_dict(r, t) for r, t in records]}, default=str)
         atomic_write_text(path, text, limit=None)
-
-
-__all__ = ["cached_records", "record_from_dict", "record_to_dict", "search_cache_file", "source_fingerprint"]

@@ -173,6 +173,3 @@ def _pruned_note(manifest: Any) -> str | None:
         return (f"{len(manifest.pruned)} older turn(s) are kept out of the index by retention; "
                 "'--backend files' searches them too")
     return None
-
-
-__all__ = ["Backend", "graphiti_available", "graphiti_configured", "make_filters", "search"]

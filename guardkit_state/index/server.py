@@ -80,6 +80,3 @@ def check_reachable(uri: str, *, timeout: float = CONNECT_TIMEOUT) -> None:
         raise IndexBackendError(
             f"cannot reach the index server at {redact(uri)}: {reason}",
             expected=f"a running server there, or no --uri / {URI_ENV} to use the embedded index") from exc
-
-
-__all__ = ["CONNECT_TIMEOUT", "URI_ENV", "ServerAddress", "check_reachable", "configured_uri", "parse_uri", "redact"]

@@ -78,6 +78,3 @@ def record_from_content(group: str, name: str, content: str) -> IndexRecord:
     if kind == FEATURE:
         return feature_record_from_data(data, group)
     return system_record(group, name, data)
-
-
-__all__ = ["ProjectRecords", "load_project_records", "record_from_content"]

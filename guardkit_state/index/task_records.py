@@ -199,7 +199,3 @@ def load_feature_records(repo_root: Path, group: str) -> tuple[list[IndexRecord]
         records.append(feature_record_from_data(feature_data(plan), group,
                                                 source_path=path.relative_to(root).as_posix()))
     return records, problems
-
-
-__all__ = ["feature_data", "feature_record_from_data", "load_feature_records", "load_task_records", "task_data",
-           "task_record_from_data"]

@@ -257,7 +257,3 @@ def anchor_uuid(group: str, key: str, kind: str, task_id: str | None, feature_id
     if kind == FEATURE and feature_id:
         return stable_uuid(group, f"feature/{feature_id}")
     return turn_anchor_uuid(group, key)
-
-
-__all__ = ["LoadResult", "anchor_uuid", "discover_turn_state_files", "feature_entity", "load_turn_state_dict",
-           "load_turn_state_records", "task_entity", "turn_anchor_uuid", "turn_record"]
