@@ -153,22 +153,25 @@ def test_cli_commands(project: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 def test_retention_applied_by_sync_and_prune(tmp_path: Path) -> None:
     root = tmp_path / "ret"
-    for n in range(1, 54):  # completed feature: 53 turns, last approved -> 3 oldest pruned
-        write_turn(root, "FEAT-DONE", "TASK-D-001", n, "approved" if n == 53 else "feedback")
+    for n in range(1, 53):  # a feature in progress: 52 turns, none pruned yet
+        write_turn(root, "FEAT-DONE", "TASK-D-001", n, "feedback")
     for n in range(1, 53):  # in progress: 52 turns, never pruned
         write_turn(root, "FEAT-RUN", "TASK-R-001", n, "feedback")
     write_turn(root, "FEAT-SMALL", "TASK-S-001", 1, "approved")
+    oldest = [f"TURN-FEAT-DONE-TASK-D-001-T{n}" for n in (1, 2, 3)]
     with open_graphiti(root) as index:
-        report = index.sync()
         group = group_of(root)
-        assert report.pruned_by_retention == [f"TURN-FEAT-DONE-TASK-D-001-T{n}" for n in (1, 2, 3)]
-        assert index.status().groups[group] == 50 + 52 + 1
-        # A newly indexed old turn (e.g. by the hook) is pruned again by prune.
-        index.index_paths([root / ".guardkit/autobuild/TASK-D-001/turn_state_turn_1.json"])
+        assert index.sync().pruned_by_retention == []
+        assert index.status().groups[group] == 52 + 52 + 1
+        # Its 53rd turn is approved: the feature is completed, and its 3 oldest indexed turns go.
+        write_turn(root, "FEAT-DONE", "TASK-D-001", 53, "approved")
         dry = index.prune(dry_run=True)
-        assert dry.removed == ["TURN-FEAT-DONE-TASK-D-001-T1"] and index.status().groups[group] == 104
-        assert index.prune().removed == ["TURN-FEAT-DONE-TASK-D-001-T1"]
-        assert index.status().groups[group] == 103
+        assert dry.removed == oldest and index.status().groups[group] == 105
+        assert index.prune().removed == oldest
+        assert index.status().groups[group] == 102
+        report = index.sync()
+        assert report.pruned_by_retention == oldest and report.added == ["TURN-FEAT-DONE-TASK-D-001-T53"]
+        assert index.status().groups[group] == 50 + 52 + 1
     assert len(list((root / ".guardkit/autobuild").rglob("*.json"))) == 106  # files keep everything
 
 

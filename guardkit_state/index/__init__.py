@@ -47,7 +47,6 @@ __all__ = [
     "graphiti_status",
     "make_filters",
     "open_graphiti",
-    "open_index",
     "project_group_id",
     "search",
     "update_graphiti",
@@ -113,16 +112,3 @@ def update_graphiti(repo_root: Path, action: IndexAction, *, uri: str | None = N
         else:
             report = index.prune(dry_run=dry_run)
     return report
-
-
-def open_index(repo_root: Path, *, backend: Backend = "auto", uri: str | None = None,
-               embedder: str | None = None) -> Any:
-    """The index to search: ``files``, ``graphiti``, or ``auto`` (Graphiti when configured).
-
-    A Graphiti index is returned unopened (a context manager); the file index needs no opening.
-    """
-    if backend == "files":
-        return FileIndex(repo_root)
-    if backend == "graphiti" or (graphiti_available() and graphiti_configured(repo_root, uri)):
-        return open_graphiti(repo_root, uri=uri, embedder=embedder)
-    return FileIndex(repo_root)

@@ -162,7 +162,6 @@ def _child_main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="guardkit_state.index.after_turn")
     parser.add_argument("--repo", required=True)
     parser.add_argument("--lock-wait", type=float, default=120.0)
-    parser.add_argument("paths", nargs="*", help="turn state files (ignored: the sync covers every file)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _run_when_idle()

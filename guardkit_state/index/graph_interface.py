@@ -22,9 +22,9 @@ from __future__ import annotations
 from typing import Any
 
 from graphiti_core.driver.search_interface.search_interface import SearchInterface
-from graphiti_core.edges import EntityEdge, get_entity_edge_from_record
+from graphiti_core.edges import get_entity_edge_from_record
 from graphiti_core.models.nodes.node_db_queries import EPISODIC_NODE_RETURN
-from graphiti_core.nodes import EntityNode, EpisodicNode, get_entity_node_from_record, get_episodic_node_from_record
+from graphiti_core.nodes import get_entity_node_from_record, get_episodic_node_from_record
 from graphiti_core.search.search_filters import (
     edge_search_filter_query_constructor,
     node_search_filter_query_constructor,
@@ -132,6 +132,3 @@ class FastFalkorSearch(SearchInterface):
         records, _, _ = await driver.execute_query(cypher, query=fuzzy, limit=limit, group_ids=group_ids)
         return [get_episodic_node_from_record(r) for r in records]
 
-
-# Referenced so a type checker sees what the methods return.
-_RETURNS = (EntityEdge, EntityNode, EpisodicNode)

@@ -65,20 +65,11 @@ async def read_meta(driver: Any, group: str) -> GraphMeta | None:
                      node_id)
 
 
-async def graph_exists(driver: Any, group: str) -> bool:
-    """True when the group has a graph (FalkorDB) or any node (Neo4j)."""
-    if _is_falkor(driver):
-        names = await driver.client.list_graphs()
-        return group in [n.decode() if isinstance(n, bytes) else str(n) for n in names]
-    rows, _, _ = await driver.execute_query("MATCH (n) WHERE n.group_id = $group_id RETURN n LIMIT 1",
-                                            group_id=group)
-    return bool(rows)
-
-
 async def drop_graph(driver: Any, group: str) -> None:
     """Delete everything of ``group``: its whole graph on FalkorDB (indexes too), its nodes on Neo4j."""
     if _is_falkor(driver):
-        if await graph_exists(driver, group):
+        names = await driver.client.list_graphs()
+        if group in [n.decode() if isinstance(n, bytes) else str(n) for n in names]:
             await driver.client.select_graph(group).delete()
         return
     await driver.execute_query("MATCH (n) WHERE n.group_id = $group_id DETACH DELETE n", group_id=group)

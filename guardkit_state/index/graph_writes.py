@@ -132,7 +132,7 @@ async def list_episodes(driver: Any, group: str) -> dict[str, EpisodicNode]:
 
 async def apply_changes(gdriver: Any, group: str, desired: list[IndexRecord], report: SyncReport, *,
                         embedder: EmbedderClient, stored: dict[str, EpisodicNode] | None,
-                        trusted: dict[str, str] | None, dry_run: bool, remove_missing: bool) -> None:
+                        trusted: dict[str, str] | None, dry_run: bool) -> None:
     """Compare ``desired`` with what the group holds; write the difference (unless a dry run)."""
     want = {r.uuid: r for r in desired}
     to_write: list[IndexRecord] = []
@@ -153,7 +153,7 @@ async def apply_changes(gdriver: Any, group: str, desired: list[IndexRecord], re
         else:
             report.added.append(record.key)
             to_write.append(record)
-    gone = [uuid for uuid in held if uuid not in want] if remove_missing else []
+    gone = [uuid for uuid in held if uuid not in want]
     if dry_run or not (to_write or gone):  # a dry run read ``stored``; otherwise nothing is gone
         report.removed.extend(sorted(stored[u].name for u in gone if stored is not None and u in stored))
         return

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 
 from graphiti_core.driver.driver import GraphDriver, GraphProvider
 from graphiti_core.nodes import EpisodicNode
@@ -33,7 +32,6 @@ from guardkit_state.index.query import Filters
 from guardkit_state.index.records import SYSTEM_GROUPS, IndexRecord, project_groups, stable_uuid
 from guardkit_state.index.retention import retained
 from guardkit_state.index.sources import load_project_records
-from guardkit_state.index.turn_records import load_turn_state_dict, turn_record
 
 
 class GraphitiIndex(GraphConnection):
@@ -128,24 +126,6 @@ class GraphitiIndex(GraphConnection):
         report.notes += self.notes
         return report
 
-    def index_paths(self, paths: Sequence[Path]) -> SyncReport:
-        """Upsert just the turn states at ``paths`` (``sync`` does the rest)."""
-        self._claim_identity()
-        records = []
-        for path in paths:
-            path = Path(path).resolve()
-            rel = path.relative_to(self.repo_root).as_posix() if self.repo_root in path.parents else str(path)
-            records.append(turn_record(load_turn_state_dict(path), self.project_group, source_path=rel))
-        report = SyncReport()
-        self._converge(self.project_group, records, report, remove_missing=False)
-        self._save_snapshot()
-        if self.manifest is not None:
-            for record in records:
-                self.manifest.records[record.key] = RecordMeta.of(record)
-                self.manifest.pruned.pop(record.key, None)
-            save_manifest(self.repo_root, self.manifest)
-        return report
-
     def _trusted_hashes(self) -> dict[str, str] | None:
         """What the manifest says the index holds (record uuid -> content hash prefix), when it can be trusted."""
         manifest = self.manifest
@@ -154,7 +134,7 @@ class GraphitiIndex(GraphConnection):
         return {stable_uuid(self.project_group, key): meta.hash for key, meta in manifest.records.items()}
 
     def _converge(self, group: str, desired: list[IndexRecord], report: SyncReport, *, dry_run: bool = False,
-                  remove_missing: bool = True, trusted: dict[str, str] | None = None) -> None:
+                  trusted: dict[str, str] | None = None) -> None:
         """Make ``group`` hold exactly ``desired`` (by uuid and content hash)."""
 
         async def work(driver: GraphDriver) -> None:
@@ -169,7 +149,7 @@ class GraphitiIndex(GraphConnection):
                 self.created.discard(group)
                 stored = {} if fresh else None if trusted is not None else await list_episodes(gdriver, group)
             await apply_changes(gdriver, group, desired, report, embedder=self.embedder_client(), stored=stored,
-                                trusted=trusted, dry_run=dry_run, remove_missing=remove_missing)
+                                trusted=trusted, dry_run=dry_run)
 
         self._run(work)
 

@@ -130,11 +130,6 @@ def save_manifest(repo_root: Path, manifest: Manifest) -> None:
     atomic_write_text(path, manifest.to_json(), limit=None)
 
 
-def remove_manifest(repo_root: Path, location: str) -> None:
-    with contextlib.suppress(OSError):
-        manifest_path(repo_root, location).unlink()
-
-
 #: A word in more than this share of the records tells them apart too little to search for.
 COMMON_SHARE = 0.25
 

@@ -232,14 +232,13 @@ class LoadResult:
     problems: list[GuardkitStateError]
 
 
-def load_turn_state_records(repo_root: Path, *, group: str | None = None,
-                            paths: dict[tuple[str, int], Path] | None = None) -> LoadResult:
-    """Records for every turn state file (or just ``paths``); unreadable files are reported, not fatal."""
+def load_turn_state_records(repo_root: Path, *, group: str | None = None) -> LoadResult:
+    """Records for every turn state file; unreadable files are reported, not fatal."""
     root = Path(repo_root)
     group = group or project_group_id(root)
     records: dict[str, IndexRecord] = {}
     problems: list[GuardkitStateError] = []
-    for path in (paths if paths is not None else discover_turn_state_files(root)).values():
+    for path in discover_turn_state_files(root).values():
         try:
             record = turn_record(load_turn_state_dict(path), group, source_path=str(path.relative_to(root)))
         except GuardkitStateError as exc:
