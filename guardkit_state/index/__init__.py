@@ -1,17 +1,9 @@
 """Search over turns, tasks, features and configuration: the file scan always, Graphiti when it can answer.
 
-The index is secondary: built from the files, rebuildable from them at any time, never on the
-loop's critical path (the per-turn hook starts a background ``sync`` and returns). Two backends
-implement :class:`SearchIndex`:
-
-* :class:`FileIndex` (``files``) — scans the files; no extra, nothing to build, never stale.
-* ``GraphitiIndex`` (``graphiti``) — the optional Graphiti graph, embedded FalkorDB under
-  ``.guardkit/index/`` or a server given ``--uri``/``GUARDKIT_GRAPHITI_URI``. Imported only when
-  used (graphiti-core costs ~1.3 s to import).
-
-:func:`search` answers from Graphiti only when the index is fresh for the query's scope, holds the
-turns asked about, is not locked and opens; otherwise it scans the files and says why
-(:mod:`.searching`). See ``docs/search-index.md``.
+The index is secondary: built from the files, rebuildable from them, never on the loop's path.
+:class:`FileIndex` scans the files (nothing to build, never stale); ``GraphitiIndex`` is the
+optional graph (embedded FalkorDB under ``.guardkit/index/`` or a server), imported only when used
+(graphiti-core costs ~1.3 s). :func:`search` says which answered and why (:mod:`.searching`).
 """
 
 from __future__ import annotations

@@ -1,22 +1,15 @@
 """Indexing after a turn, off the loop's path: start a background ``sync`` and return at once.
 
 The loop never imports the index: its caller (the CLI, the feature runner, a remote worker) wraps
-its ``on_event`` sink with :func:`with_indexing`, which calls :func:`index_turn_best_effort` once a
-turn is recorded and committed (the turn is already complete in its files). That starts a detached child (``python -m
-guardkit_state.index.after_turn``) that runs only on idle CPU, and returns without waiting:
-importing graphiti-core alone takes ~1.3 s, and a dead or stuck backend must never hold up the
-loop. Recording never waits on
-the index either — the index is read from the files, afterwards.
-
-The child runs a ``sync`` (which catches up every turn not yet indexed, whoever wrote it), with
-the embedder the index records. Children coalesce: while one runs (it holds
-``.guardkit/index/background.lock``), a new one only leaves a marker and exits, and the running
-one syncs again before it stops — so a burst of turns costs one or two syncs, not one each.
-Whatever is missed (a failure, a killed child) is caught up by the next ``graphiti sync``; until
-then ``search`` sees the index is stale for those turns and scans the files.
-
-The hook only indexes where an index is configured (an embedded index exists, or
-``GUARDKIT_GRAPHITI_URI`` is set); it never creates one behind the user's back.
+its ``on_event`` with :func:`with_indexing`, which calls :func:`index_turn_best_effort` once a turn
+is recorded and committed. That starts a detached child (``python -m guardkit_state.index.after_turn``)
+on idle CPU and returns: importing graphiti-core alone takes ~1.3 s, and a dead or stuck backend must
+never hold up the loop. The child syncs (catching up every turn not yet indexed) with the index's
+own embedder. Children coalesce: while one holds ``.guardkit/index/background.lock``, a new one
+leaves a marker and exits, and the running one syncs again — a burst of turns costs one or two
+syncs. Whatever is missed is caught up by the next ``graphiti sync``; until then ``search`` sees
+the index is stale for those turns and scans the files. Only a configured index is synced (an
+embedded one exists, or ``GUARDKIT_GRAPHITI_URI`` is set): none is created behind the user's back.
 """
 
 from __future__ import annotations

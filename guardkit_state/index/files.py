@@ -1,10 +1,8 @@
 """The always-available index: scan the files and rank the records by word overlap.
 
-No database and no extra: it reads every record :mod:`.sources` builds (turn files, turns listed
-in task files, tasks, feature plans) and the configuration entities. The query is understood as
-every backend understands it (:mod:`.query`: identifiers and filters constrain, recency orders);
-the content words rank by :func:`.words.overlap_score`. Nothing to build, nothing to go stale;
-it costs a read of every file per query (tens of milliseconds for 200 turns, seconds for 10,000).
+It reads every record :mod:`.sources` builds and the configuration's; the query is understood as
+every backend understands it (:mod:`.query`), content words ranked by :func:`.words.overlap_score`.
+Nothing to build, nothing to go stale.
 """
 
 from __future__ import annotations

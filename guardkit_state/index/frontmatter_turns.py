@@ -1,11 +1,5 @@
-"""Search records for turns known only from task files' frontmatter.
-
-GuardKit's own loop lists every turn in the task file (``autobuild_state.turns``, or the legacy
-``feature_build`` block) with its decision, feedback and player summary, while its per-turn JSON
-stays on the machine that ran it. Those turns are searchable like any other: each becomes the
-record of the turn state its entry tells (see :mod:`guardkit_state.turns.history`). A turn that has a
-``turn_state_turn_N.json`` is left to that file, which says more.
-"""
+"""Records of turns known only from task files: GuardKit lists every turn in the frontmatter while its
+per-turn JSON stays on the machine that ran it. A turn with a ``turn_state_turn_N.json`` is left to it."""
 
 from __future__ import annotations
 

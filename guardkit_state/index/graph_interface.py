@@ -1,20 +1,12 @@
 """Graphiti's search methods for FalkorDB, shaped so a 10,000-turn graph answers in milliseconds.
 
-graphiti-core lets a driver carry a ``SearchInterface``: ``Graphiti.search_()`` then runs its own
-hybrid search — the same methods (BM25 over facts, entities and episodes; cosine similarity over
-fact and entity embeddings), the same filters, the same reciprocal rank fusion — but asks the
-interface for each method's candidates. The query shapes graphiti uses for FalkorDB project every
-matching row before sorting (a fulltext hit list of 10,000 rows carries 10,000 embeddings) and
-match each hit back through a labelled pattern; on a 10,000-turn index one search took ~600 ms.
-These shapes rank first and read only the ``limit`` best rows, start a filtered fact search at
-the allowed anchors' nodes, and leave out the group filters: the index gives every group its own
-FalkorDB graph (the driver is bound to it), so they filter nothing and cost half of each search.
-Results are graphiti's own model objects, built by graphiti's own record readers, so nothing
-downstream changes.
-
-Measured with ``tests/bench/bench_index_queries.py`` (10,000 turns, hashing embedder): see
-``docs/search-index.md``. This module imports graphiti-core; import it only from the Graphiti
-backend.
+A driver may carry a ``SearchInterface``: ``Graphiti.search_()`` then runs its own hybrid search
+(same methods, filters and fusion) but asks the interface for each method's candidates. graphiti's
+FalkorDB queries project every matching row before sorting (10,000 rows carry 10,000 embeddings)
+and took ~600 ms per search at 10,000 turns. These rank first and read only the ``limit`` best
+rows, start a filtered fact search at the allowed anchors, and leave out the group filters (each
+group is its own FalkorDB graph, so they filter nothing and cost half of each search). Results are
+graphiti's own model objects. Measured by ``tests/bench/bench_index_queries.py``.
 """
 
 from __future__ import annotations

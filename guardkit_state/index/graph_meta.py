@@ -1,23 +1,13 @@
 """Each group's graph carries one metadata node: what built it, and a guard against a FalkorDB defect.
 
-**The restart defect.** FalkorDB (the module falkordblite 0.11 ships) rebuilds its edge range
-indexes when it loads a snapshot, or when an index is created over existing data, and the rebuilt
-index leaves out every edge whose endpoint is node id 0. Queries that go through that index —
-any query filtering edges by a property with a label on either end, which is the shape of
-graphiti's own searches (``MATCH (n:Entity)-[e:RELATES_TO]->(m:Entity) WHERE e.group_id IN
-...``) — then silently miss those facts: after a restart, a task's first turns, or a whole
-configuration group whose facts all touch its first node, vanish from search. A graph written
-after its indexes were created is correct until the next load, which is why it showed only
-after a restart, and why the embedded index (loaded by every command) always had it.
-
-**The workaround**: node 0 of every graph is this metadata node, which has no edges. It is
-created first, in an empty graph, right after the indexes; a graph whose node 0 is anything else
-(built before the workaround) is dropped and rebuilt from the files by the next ``sync``. Proven
-by ``tests/test_index_restart.py`` against the embedded backend and a separate server process.
-
-The node also records the index schema, the embedder's name and vector dimension, and the
-project: a search refuses an index built with another embedder, and a ``sync`` rebuilds a graph of
-an older schema.
+**The restart defect.** FalkorDB (falkordblite 0.11) rebuilds its edge range indexes when it loads
+a snapshot, or when an index is created over existing data, and leaves out every edge whose endpoint
+is node id 0. graphiti's own searches filter edges by a property with labels on both ends, so after
+a restart a task's first turns, or a whole configuration group, silently vanished from search.
+**The workaround**: node 0 of every graph is this metadata node, which has no edges, created first
+in an empty graph right after the indexes; a graph whose node 0 is anything else is dropped and
+rebuilt by the next ``sync`` (proven by ``tests/test_index_restart.py``). The node also records the
+schema, embedder and dimension: a search refuses another embedder, a ``sync`` rebuilds an older schema.
 """
 
 from __future__ import annotations

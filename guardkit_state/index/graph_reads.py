@@ -1,16 +1,9 @@
-"""Reading the Graphiti index: ``search`` (hybrid retrieval fused with exact matches) and ``status``.
+"""Reading the Graphiti index: ``search`` and ``status``.
 
-How a query is answered (:mod:`.query` says how it is read):
-
-1. The records it may return are worked out locally from the manifest: a query naming
-   identifiers or filters allows only the records satisfying them.
-2. With no content words, the allowed records are the answer, in their natural order (newest
-   first when recency is asked) — no search needed.
-3. Otherwise graphiti's hybrid search runs in each group (:mod:`.graph_search`), limited to the
-   allowed records' facts, and its lists are fused with reciprocal rank fusion.
-4. The best records are read back from their episodes (the JSON the index stored) and shown.
-
-This module imports graphiti-core; import it only from the Graphiti backend.
+A query's allowed records are worked out from the manifest (its identifiers and filters); with no
+content words they are the answer, in their natural order. Otherwise graphiti's hybrid search runs
+in each group (:mod:`.graph_search`), limited to the allowed records' facts, the lists fused by
+reciprocal rank; the best records are read back from their episodes.
 """
 
 from __future__ import annotations

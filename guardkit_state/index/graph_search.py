@@ -1,29 +1,15 @@
-"""Ranking with graphiti's own hybrid retrieval, fused with the records a query names exactly.
+"""Ranking with graphiti's own hybrid retrieval: one ``graphiti.search_()`` per group, three lists.
 
-One ``graphiti.search_()`` call per group asks three things at once, each ranked by graphiti's
-reciprocal rank fusion of its methods:
+* entities: BM25 over names and summaries + cosine similarity — a record's own entity is embedded
+  from the record's whole text, so this is the record-level semantic match;
+* facts: BM25 over the fact sentences (a blocker, a piece of feedback, a failed gate);
+* episodes: BM25 over the whole record (spelled as :func:`.words.index_text` spells it).
 
-* entities (nodes): BM25 over names and summaries + cosine similarity of their embeddings — a
-  record's own entity (its turn, task or feature) is embedded from the record's whole text, so
-  this is the record-level semantic match;
-* facts (edges): BM25 over the fact sentences (fact-level precision: a blocker, a piece of
-  feedback, a failed gate);
-* episodes: BM25 over the whole record (its text spelled as :func:`.words.index_text` spells it).
-
-Facts keep their embeddings (``graphiti.search()`` uses them), but the fact-level vector search is
-left out of this configuration: graphiti computes it by brute force over every fact, ~60 ms at
-10,000 turns (33,000 facts), where the record-level one costs ~13 ms and finds the same records.
-
-Each hit stands for a record (an edge's ``record_key``, a node's ``record_key``, an episode's
-name). The three lists are fused again, record by record, with reciprocal rank fusion. Nothing is
-re-scored by word overlap: a fact that shares no word with the query but is close in meaning
-(with a real embedder) keeps its place.
-
-Exact identifiers (task, feature, criterion, turn) and filters select the records the answer may
-hold (:mod:`.query`); they are pushed into graphiti: the facts searched are limited to those whose
-source is an allowed record's anchor entity (every fact starts at its record's anchor).
-
-This module imports graphiti-core; import it only from the Graphiti backend.
+The fact-level vector search is left out: graphiti computes it by brute force over every fact
+(~60 ms at 10,000 turns) where the record-level one costs ~13 ms and finds the same records. Each
+hit stands for a record (its ``record_key`` or episode name); the lists are fused with reciprocal
+rank fusion, never re-scored by word overlap (a fact close in meaning keeps its place). A query's
+identifiers and filters limit the facts searched to the allowed records' anchors (:mod:`.query`).
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Writing records into a group's graph through graphiti-core's public API, in bulk, without an LLM.
 
-One record becomes: an ``EpisodicNode`` (uuid = the record's, content = its JSON envelope), its
-``EntityNode``s (its own anchor, and shared ones it points at), one ``EntityEdge`` per fact (with
-its embedding, ``episodes=[record]`` and ``valid_at`` = when it happened), and one ``MENTIONS``
-``EpisodicEdge`` from the episode to each of its entities. They are saved with
-``graphiti_core.utils.bulk_utils.add_nodes_and_edges_bulk`` in chunks; every id is a uuid5, and
-saves merge by uuid, so a rewrite is idempotent.
-
-A shared entity (a task, a feature, a criterion, a gate) is written by the record that defines it
-(a task's record defines the task's node) and otherwise only when missing, so a turn never
-overwrites its task's title with a stub.
-
-This module imports graphiti-core; import it only from the Graphiti backend.
+A record becomes an ``EpisodicNode`` (its JSON envelope), its ``EntityNode``s, one ``EntityEdge``
+per fact (embedded, ``valid_at`` = when it happened) and a ``MENTIONS`` edge to each entity, saved
+with ``add_nodes_and_edges_bulk`` in chunks. Every id is a uuid5 and saves merge by uuid, so a
+rewrite is idempotent. A shared entity (task, feature, criterion, gate) is written by the record
+defining it and otherwise only when missing, so a turn never overwrites its task's title with a stub.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """Which project an index group belongs to: a name unique to one checkout, the same every time.
 
-Graph groups are named ``{project}__{group}``. On a shared server the folder name alone is not
-enough: two checkouts called ``proj`` would share a group, and each ``sync`` would delete the
-other's turns (and one's ``seed`` replace the other's role constraints). The project is
-``{folder}_{id}``, where ``id`` is 10 hex digits of the SHA-256 of
-
-* the repository's **root commit** (two different repositories never share an id), and
-* the **absolute path of the main checkout** (two checkouts of one repository — ``proj`` and a
-  copy of it, or clones side by side — never share one).
-
-Derived, not drawn at random: the same checkout gets the same groups from every command and
-after ``rm -rf .guardkit/index`` (a rebuild restores identical ids), and a read never needs to
-write anything. Its limit: the same repository at the same path on two machines (two CI
-runners, two dev containers) *is* one project to it; give each its own name with
-``GUARDKIT_INDEX_PROJECT`` when they share a server. A loop worktree (``.guardkit/worktrees/
-TASK-X``) belongs to its main checkout. Writers keep the result in
-``.guardkit/index/identity.json`` so later commands skip the one ``git`` call; it is a cache,
-recomputed whenever it was written for another path.
+Groups are ``{project}__{group}``. The folder name alone would let two checkouts called ``proj``
+share a server's groups, each ``sync`` deleting the other's turns. The project is
+``{folder}_{id}``, ``id`` 10 hex digits of the SHA-256 of the repository's root commit and the
+main checkout's absolute path: derived, not random, so every command and a rebuild after
+``rm -rf .guardkit/index`` get the same ids, and a read writes nothing. The same repository at the
+same path on two machines is one project: pin a name with ``GUARDKIT_INDEX_PROJECT``. A loop
+worktree belongs to its main checkout. Writers cache the result in ``.guardkit/index/identity.json``
+(recomputed when written for another path).
 """
 
 from __future__ import annotations

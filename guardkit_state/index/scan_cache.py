@@ -1,12 +1,10 @@
-"""The file scan's cache: every record the files define, as searched, in ``.guardkit/cache/search.json``.
+"""The file scan's cache: every record as searched, in ``.guardkit/cache/search.json``.
 
-Reading every task file, turn state and plan costs seconds on a repository of GuardKit's size; a
-search asks the same files again and again. The records are kept with the signature of every file
-they could come from (size, mtime, ctime and inode, as ``status``'s cache keys its entries): any
-file changed, added or removed under ``tasks/`` or ``.guardkit/`` (of the checkout and of each loop
-worktree) and the whole cache is rebuilt. It is never trusted over the files: a cache that cannot
-be read, or was written by another version, is rebuilt; one that cannot be written costs the next
-search a scan.
+Reading every task file, turn and plan costs seconds on a large repository, and searches ask the
+same files again and again. The cache keeps the signature (size, mtime, ctime, inode) of every file
+under ``tasks/`` and ``.guardkit/`` (checkout and loop worktrees); any change rebuilds it whole. It
+is never trusted over the files: unreadable or another version's, it is rebuilt; unwritable, the
+next search scans.
 """
 
 from __future__ import annotations

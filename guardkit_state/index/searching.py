@@ -1,20 +1,13 @@
 """``search``: the Graphiti index when it can answer rightly, else the files — always saying which.
 
-The default (``auto``) answers from the index only when all of these hold, checked in this order
-and, until the last, without importing graphiti-core or starting any server:
-
-1. the graphiti extra is installed and an index is configured (an embedded one was built, or a
-   server URI is set) and this checkout has synced to it (its manifest exists);
-2. the embedder asked for, if any, is the index's own (else :class:`EmbedderMismatchError`: a
-   clear refusal, exit 2 — never a silent fallback);
-3. no file in the query's scope changed since the last sync (the scope is the tasks the query or
-   ``--task`` name, a ``--feature``'s tasks, else the whole project);
-4. none of the turns the query asks about were kept out of the index by retention;
-5. the index is not locked by a writer (a sync, the per-turn indexer): no waiting;
-6. the index opens and answers (a corrupt snapshot, a dead server: the error becomes the note).
-
-Otherwise the files are scanned and the note says why. ``--backend graphiti`` never falls back:
-it answers from the index (noting staleness) or fails with the error.
+``auto`` answers from the index only when, in this order (all but the last without importing
+graphiti-core): the extra is installed, an index is configured and this checkout synced to it; the
+embedder asked for, if any, is the index's own (else :class:`EmbedderMismatchError`, exit 2 —
+never a silent fallback); no file in the query's scope (its tasks, a feature's tasks, else the
+project) changed since the last sync; none of the turns asked about were kept out by retention;
+no writer holds the index (no waiting); and the index opens and answers. Otherwise the files are
+scanned and the note says why. ``--backend graphiti`` never falls back: it answers (noting
+staleness) or fails.
 """
 
 from __future__ import annotations

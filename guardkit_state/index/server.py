@@ -1,10 +1,8 @@
 """Where the index lives: the embedded FalkorDB, or a server named by URI, and whether it answers.
 
-A server URI (``--uri`` or ``GUARDKIT_GRAPHITI_URI``): ``falkor://host:port`` / ``redis://host:port``
-for FalkorDB, ``bolt://`` / ``neo4j://`` (``+s`` for TLS) for Neo4j, with user and password in the
-URI or ``NEO4J_USER`` / ``NEO4J_PASSWORD``. Before any driver is made, :func:`check_reachable` opens
-one TCP connection with a short timeout: a closed port or a dead host fails in seconds with a
-clear message, where the Neo4j driver alone retries for over a minute.
+``falkor://``/``redis://`` (FalkorDB) or ``bolt://``/``neo4j://`` (``+s`` for TLS), credentials in
+the URI or ``NEO4J_USER``/``NEO4J_PASSWORD``. :func:`check_reachable` opens one TCP connection with
+a short timeout first: a dead host fails in seconds, where the Neo4j driver alone retries a minute.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""Task and feature records: what a task is (title, status, criteria) and what a feature planned.
+"""Task and feature records.
 
-* A **task record** per task id, read from the copy every command reads
-  (:mod:`guardkit_state.taskfile.resolve`'s rules; a loop's worktree copy of its own task wins):
-  its title, status, type, complexity and the text of each acceptance criterion. Its facts start
-  at the task's entity: one per criterion, and one placing the task in its feature.
-* A **feature record** per plan (``.guardkit/features/FEAT-*.yaml``): its tasks with their
-  status, final decision, turns and wave, and its progress (current wave, tasks completed and
-  failed, total turns). Its facts start at the feature's entity: one per planned task, one for
-  the outcome.
+A task record per task id, from the copy every command reads (:mod:`guardkit_state.taskfile.resolve`;
+a loop's worktree copy of its own task wins): title, status, type and each criterion's text, with a
+fact per criterion and one placing it in its feature. A feature record per plan: its tasks (status,
+decision, turns, wave) and progress, with a fact per planned task and one for the outcome.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""Turn records: one per turn, from ``turn_state_turn_N.json`` files (and, via
-:mod:`.frontmatter_turns`, from turns a task file lists without such a file).
+"""Turn records: one per ``turn_state_turn_N.json`` (and per turn a task file lists without one).
 
-A turn's facts all start at its own ``Turn`` entity: the turn itself (decision, tests, coverage,
-summary) pointing at its task, the Coach's feedback, each blocker, lesson and next step, the
-criteria's statuses, and one fact per *failed* quality gate pointing at a shared ``Gate`` entity,
-so "which gates keep failing" is a question about one node's incoming edges.
+A turn's facts all start at its own ``Turn`` entity: the turn itself pointing at its task, the
+Coach's feedback, each blocker, lesson and next step, the criteria's statuses, and one fact per
+*failed* gate pointing at a shared ``Gate`` entity ("which gates keep failing" is one node's edges).
 """
 
 from __future__ import annotations

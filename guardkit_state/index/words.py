@@ -1,15 +1,11 @@
-"""Tokens and relevance scores for search, one word-splitting rule for both backends.
+"""Tokens and relevance scores for search: one word-splitting rule for both backends.
 
-Pure functions, no third-party imports.
-
-**One tokenisation.** A compound word (``TASK-GE-001``, ``coverage_threshold``, ``v1.2``) yields
-its canonical whole form, joined by ``_`` (``task_ge_001``, ``coverage_threshold``), and then its
-parts (``task``, ``ge``, ``001``). The file scan scores these tokens. FalkorDB's fulltext index
-splits on ``-`` and ``.`` but not on ``_``, so text written to the index and queries sent to it go
-through :func:`index_text` first, which spells out exactly the same tokens (``task_ge_001 task ge
-001``): a query for ``coverage threshold`` finds ``coverage_threshold`` on both backends, and a
-whole identifier stays one rare, heavily weighted token on both. (FalkorDB also stems English
-words, ``failing`` -> ``fail``; the scan compares words as written. See ``docs/search-index.md``.)
+A compound word (``TASK-GE-001``, ``coverage_threshold``) yields its whole form joined by ``_``
+(``task_ge_001``), then its parts. FalkorDB's fulltext splits on ``-`` and ``.`` but not ``_``, so
+text written to the index and queries sent to it go through :func:`index_text`, which spells out
+the same tokens: ``coverage threshold`` finds ``coverage_threshold`` on both backends, and a whole
+identifier stays one rare, heavily weighted token. (FalkorDB also stems English words; the scan
+does not.)
 """
 
 from __future__ import annotations
