@@ -13,13 +13,14 @@ from pathlib import Path
 
 from guardkit_state.errors import GuardkitStateError, ParseError
 from guardkit_state.index.config_records import system_record
-from guardkit_state.index.frontmatter_turns import load_frontmatter_turn_records
 from guardkit_state.index.records import FEATURE, TASK, TURN_STATES, IndexRecord, project_group_id
 from guardkit_state.index.task_records import (
     feature_record_from_data,
+    frontmatter_turn_records,
     load_feature_records,
-    load_task_records,
+    read_task_files,
     task_record_from_data,
+    task_records,
 )
 from guardkit_state.index.turn_records import load_turn_state_records, turn_record
 
@@ -43,8 +44,9 @@ def load_project_records(repo_root: Path, group: str | None = None) -> ProjectRe
     problems = list(loaded.problems)
     records = list(loaded.records)
     known = {(r.task_id or "", r.turn_number or 0) for r in records}
-    records += load_frontmatter_turn_records(root, known, group=group)
-    tasks, task_problems = load_task_records(root, group)
+    files, task_problems = read_task_files(root)
+    records += frontmatter_turn_records(files, known, group)
+    tasks = task_records(root, files, group)
     features, feature_problems = load_feature_records(root, group)
     problems += task_problems + feature_problems
     planned = {str(t.get("id")): f.feature_id for f in features for t in f.data.get("tasks") or []

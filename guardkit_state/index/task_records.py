@@ -1,4 +1,4 @@
-"""Task and feature records.
+"""Records read from task files and feature plans: tasks, the turns task files list, features.
 
 A task record per task id, from the copy every command reads (:mod:`guardkit_state.taskfile.resolve`;
 a loop's worktree copy of its own task wins): title, status, type and each criterion's text, with a
@@ -9,16 +9,18 @@ decision, turns, wave) and progress, with a fact per planned task and one for th
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.index.records import FEATURE, TASK, Entity, Fact, IndexRecord, clip, stable_uuid
-from guardkit_state.index.turn_records import feature_entity, task_entity
+from guardkit_state.index.turn_records import feature_entity, task_entity, turn_record
 from guardkit_state.store.fsio import read_bytes_capped
 from guardkit_state.taskfile.discovery import iter_task_files, loop_worktrees, own_task_files
+from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import Copy, choose, plan_paths
+from guardkit_state.turns.history import entry_turn_state
 
 log = logging.getLogger("guardkit_state.index")
 
@@ -79,52 +81,90 @@ def task_record_from_data(data: dict[str, Any], group: str, *, source_path: str 
                        feature_id=feature, completed_at=when, criteria=tuple(c for c, _ in criteria))
 
 
-def load_task_records(repo_root: Path, group: str) -> tuple[list[IndexRecord], list[GuardkitStateError]]:
-    """One record per task id (the copy the resolver's rules pick), and the files that failed."""
-    from guardkit_state.taskfile.document import TaskFile
+@dataclass(frozen=True)
+class TaskCopy:
+    """A task file as read: its path shown, and the loop worktree it was found in (None: the checkout)."""
 
+    relpath: str
+    loop: str | None
+    task: TaskFile
+
+
+def read_task_files(repo_root: Path) -> tuple[list[TaskCopy], list[GuardkitStateError]]:
+    """Every task file of the checkout, and in each loop worktree that loop's own task; and those that failed.
+
+    A loop's worktree is a full checkout: only the copy of that loop's own task is read there.
+    """
     root = Path(repo_root)
-    copies: dict[str, dict[str, TaskFile]] = {}
-    in_loop: dict[str, tuple[str, TaskFile]] = {}  # the loop's own copy is the truth while it runs
-    problems: list[GuardkitStateError] = []
-    for path, relpath, loop in _task_candidates(root):
+    found: list[tuple[Path, str | None]] = [(path, None) for path in iter_task_files(root)]
+    found += [(Path(entry.path), tree.name) for tree in loop_worktrees(root)
+              for entry in own_task_files(tree.path, tree.name)]
+    copies, problems = [], []
+    for path, loop in found:
         try:
             task = TaskFile.from_bytes(read_bytes_capped(path), path)
         except GuardkitStateError as exc:
             log.debug("task file not indexed: %s", exc)
             problems.append(exc)
             continue
-        if loop is None:
-            copies.setdefault(task.task_id, {})[relpath] = task
-        elif loop == task.task_id:
-            in_loop[task.task_id] = (relpath, task)
+        if loop in (None, task.task_id):
+            copies.append(TaskCopy(path.relative_to(root).as_posix(), loop, task))
+    return copies, problems
+
+
+def task_records(repo_root: Path, files: list[TaskCopy], group: str) -> list[IndexRecord]:
+    """One record per task id: the loop's own copy while it runs, else the copy the resolver's rules pick."""
+    copies: dict[str, dict[str, TaskFile]] = {}
+    in_loop: dict[str, TaskCopy] = {}
+    for copy in files:
+        if copy.loop is None:
+            copies.setdefault(copy.task.task_id, {})[copy.relpath] = copy.task
+        else:
+            in_loop[copy.task.task_id] = copy
     planned: set[str] | None = None
 
     def plans() -> set[str]:
         nonlocal planned
-        planned = plan_paths(root) if planned is None else planned
+        planned = plan_paths(Path(repo_root)) if planned is None else planned
         return planned
 
     records = []
     for task_id in sorted(copies.keys() | in_loop.keys()):
         if task_id in in_loop:
-            relpath, task = in_loop[task_id]
+            relpath, task = in_loop[task_id].relpath, in_loop[task_id].task
         else:
             found = copies[task_id]
             chosen, _ = choose([Copy(rel, t.state is not None) for rel, t in found.items()], plans)
             relpath, task = chosen.relpath, found[chosen.relpath]
         data = task_data(task_id, task.data, [(c.id, c.text) for c in task.criteria])
         records.append(task_record_from_data(data, group, source_path=relpath))
-    return records, problems
+    return records
 
 
-def _task_candidates(root: Path) -> Iterator[tuple[Path, str, str | None]]:
-    for path in iter_task_files(root):
-        yield path, path.relative_to(root).as_posix(), None
-    for tree in loop_worktrees(root):
-        for entry in own_task_files(tree.path, tree.name):
-            path = Path(entry.path)
-            yield path, path.relative_to(root).as_posix(), tree.name
+def frontmatter_turn_records(files: list[TaskCopy], known: set[tuple[str, int]], group: str) -> list[IndexRecord]:
+    """Records of the turns task files list (GuardKit's own loop keeps its per-turn JSON on the machine that
+    ran it), except the ``(task id, turn)`` pairs in ``known`` (a turn state file says more).
+
+    Among several copies of a task, the one in its own loop worktree wins, else the one listing most turns.
+    """
+    chosen: dict[str, tuple[bool, int, TaskCopy]] = {}
+    for copy in files:
+        state = copy.task.state
+        if state is None or not state.turns:
+            continue
+        rank = (copy.loop is not None, len(state.turns))
+        held = chosen.get(copy.task.task_id)
+        if held is None or rank > held[:2]:
+            chosen[copy.task.task_id] = (*rank, copy)
+    records: list[IndexRecord] = []
+    for _, _, copy in chosen.values():
+        task = copy.task
+        assert task.state is not None
+        for entry in task.state.turns:
+            if (task.task_id, entry.turn) not in known:
+                told = entry_turn_state(entry, task_id=task.task_id, feature_id=task.feature_id, verified_count=None)
+                records.append(turn_record(told.to_dict(), group, source_path=copy.relpath))
+    return records
 
 
 # --------------------------------------------------------------------------- features
