@@ -37,7 +37,7 @@ class GraphMeta:
         return self.schema == SCHEMA_VERSION and self.node_id in (0, None)
 
 
-def _is_falkor(driver: Any) -> bool:
+def is_falkor(driver: Any) -> bool:
     return str(getattr(driver, "provider", "")).lower().endswith("falkordb")
 
 
@@ -50,14 +50,14 @@ async def read_meta(driver: Any, group: str) -> GraphMeta | None:
     if not rows:
         return None
     row = rows[0]
-    node_id = int(row["node_id"]) if _is_falkor(driver) and row.get("node_id") is not None else None
+    node_id = int(row["node_id"]) if is_falkor(driver) and row.get("node_id") is not None else None
     return GraphMeta(int(row.get("schema") or 0), str(row.get("embedder") or ""), int(row.get("dimension") or 0),
                      node_id)
 
 
 async def drop_graph(driver: Any, group: str) -> None:
     """Delete everything of ``group``: its whole graph on FalkorDB (indexes too), its nodes on Neo4j."""
-    if _is_falkor(driver):
+    if is_falkor(driver):
         names = await driver.client.list_graphs()
         if group in [n.decode() if isinstance(n, bytes) else str(n) for n in names]:
             await driver.client.select_graph(group).delete()
@@ -77,7 +77,7 @@ async def create_graph(driver: Any, group: str, embedder: str, dimension: int) -
         "dimension: $dimension}) RETURN id(m) AS node_id",
         group_id=group, schema=SCHEMA_VERSION, embedder=embedder, dimension=dimension)
     node_id = int(rows[0]["node_id"]) if rows else -1
-    if _is_falkor(driver) and node_id != 0:
+    if is_falkor(driver) and node_id != 0:
         raise IndexBackendError(f"index graph {group} was not empty when created (metadata node {node_id})",
                                 expected="'guardkit-state graphiti rebuild'")
-    return GraphMeta(SCHEMA_VERSION, embedder, dimension, node_id if _is_falkor(driver) else None)
+    return GraphMeta(SCHEMA_VERSION, embedder, dimension, node_id if is_falkor(driver) else None)

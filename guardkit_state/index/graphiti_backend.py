@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-
-from graphiti_core.driver.driver import GraphDriver, GraphProvider
-from graphiti_core.nodes import EpisodicNode
+from typing import TYPE_CHECKING
 
 from guardkit_state.index.base import IndexStatus, SearchHit, SyncReport
 from guardkit_state.index.config_records import load_system_records
 from guardkit_state.index.graph_connection import GraphConnection
-from guardkit_state.index.graph_meta import drop_graph, read_meta
+from guardkit_state.index.graph_meta import drop_graph, is_falkor, read_meta
 from guardkit_state.index.graph_reads import index_status, search_index
 from guardkit_state.index.graph_writes import apply_changes, delete_records, list_episodes
 from guardkit_state.index.manifest import (
@@ -32,6 +30,10 @@ from guardkit_state.index.query import Filters
 from guardkit_state.index.records import SYSTEM_GROUPS, IndexRecord, project_groups, stable_uuid
 from guardkit_state.index.retention import retained
 from guardkit_state.index.sources import load_project_records
+
+if TYPE_CHECKING:  # graphiti-core is imported (behind the extra's check) by graph_connection
+    from graphiti_core.driver.driver import GraphDriver
+    from graphiti_core.nodes import EpisodicNode
 
 
 class GraphitiIndex(GraphConnection):
@@ -106,7 +108,7 @@ class GraphitiIndex(GraphConnection):
         self._spec = self.asked or self.embedder_spec()
 
         async def drop(driver: GraphDriver) -> None:
-            if not self.uri and driver.provider == GraphProvider.FALKORDB:
+            if not self.uri and is_falkor(driver):
                 # The embedded database is this checkout's alone: graphs under an old identity
                 # (the checkout moved, or its first commit came after the first sync) go too.
                 for name in await driver.client.list_graphs():  # type: ignore[attr-defined]
