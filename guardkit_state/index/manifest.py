@@ -19,13 +19,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from guardkit_state.index.records import FEATURE, TASK, IndexRecord
+from guardkit_state.index.turn_records import turn_state_files
 from guardkit_state.store.fsio import atomic_write_text
 from guardkit_state.store.layout import (
     OVERRIDES_FILE,
     QUALITY_GATES_FILE,
-    STATE_DIR,
     index_dir,
-    worktrees_dir,
 )
 
 MANIFEST_VERSION = 1
@@ -156,30 +155,6 @@ def signature(path: str) -> Signature | None:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
-def _turn_files_of(root: str, task_dir: str) -> Iterable[str]:
-    with contextlib.suppress(OSError), os.scandir(task_dir) as listing:
-        for entry in listing:
-            if entry.name.startswith("turn_state_turn_") and entry.name.endswith(".json"):
-                yield os.path.relpath(entry.path, root)
-
-
-def turn_file_paths(repo_root: Path, tasks: Iterable[str] | None = None) -> list[str]:
-    """Relative paths of the turn state files (of ``tasks`` only, when given), main and worktrees."""
-    root = str(repo_root)
-    dirs: list[str] = []
-    homes = [root]
-    with contextlib.suppress(OSError), os.scandir(worktrees_dir(root)) as trees:
-        homes += [entry.path for entry in trees if entry.is_dir(follow_symlinks=False)]
-    for home in homes:
-        state = os.path.join(home, str(STATE_DIR))
-        if tasks is not None:
-            dirs += [os.path.join(state, task) for task in tasks]
-            continue
-        with contextlib.suppress(OSError), os.scandir(state) as listing:
-            dirs += [entry.path for entry in listing if entry.is_dir(follow_symlinks=False)]
-    return [path for directory in dirs for path in _turn_files_of(root, directory)]
-
-
 def source_signatures(repo_root: Path, paths: Iterable[str]) -> dict[str, Signature]:
     """Signatures of ``paths`` (relative to ``repo_root``); files that vanished are left out."""
     root = str(repo_root)
@@ -197,7 +172,7 @@ def project_source_paths(repo_root: Path, records: Iterable[IndexRecord]) -> lis
     from guardkit_state.taskfile.discovery import iter_task_files, loop_worktrees, own_task_files
 
     root = Path(repo_root)
-    paths = set(turn_file_paths(root))
+    paths = {os.path.relpath(path, root) for path in turn_state_files(root)}
     paths |= {p.relative_to(root).as_posix() for p in iter_task_files(root)}
     for tree in loop_worktrees(root):
         paths |= {os.path.relpath(entry.path, root) for entry in own_task_files(tree.path, tree.name)}
@@ -242,7 +217,7 @@ def freshness(repo_root: Path, manifest: Manifest, tasks: set[str] | None = None
         wanted = {t.upper() for t in tasks}
         in_scope = {m.path for m in manifest.records.values()
                     if m.path and (m.task or "").upper() in wanted and m.kind in (TASK, "turn_states")}
-        in_scope |= set(turn_file_paths(root, sorted(tasks)))
+        in_scope |= {os.path.relpath(path, root) for path in turn_state_files(root, sorted(tasks))}
         in_scope |= {m.path for m in manifest.records.values() if m.kind == FEATURE and m.path}
         current = source_signatures(root, in_scope)
         known = {p: s for p, s in manifest.sources.items() if p in in_scope}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,22 +196,23 @@ def _gate_sentence(gate: dict[str, Any]) -> str:
             f" ({gate.get('source', 'built-in')})")
 
 
-def discover_turn_state_files(repo_root: Path) -> dict[tuple[str, int], Path]:
-    """Every ``turn_state_turn_N.json`` of the repository, keyed by (task dir, N).
-
-    A running loop's worktree copy (``.guardkit/worktrees/TASK/.guardkit/autobuild/TASK/``) wins
-    over the main checkout's copy of the same turn: it is the newer truth until merged.
-    """
+def turn_state_files(repo_root: Path, tasks: Sequence[str] | None = None) -> list[Path]:
+    """Every ``turn_state_turn_N.json`` of the checkout, then of each loop worktree (of ``tasks`` only, when given)."""
     root = Path(repo_root)
-    found: dict[tuple[str, int], Path] = {}
-    in_checkout = (STATE_DIR / "*" / "turn_state_turn_*.json").as_posix()
-    patterns = (in_checkout, f"{(WORKTREES_DIR / '*').as_posix()}/{in_checkout}")
-    for pattern in patterns:  # worktrees second, so they overwrite
-        for path in sorted(root.glob(pattern)):
-            match = _TURN_FILE.match(path.name)
-            if match and path.is_file():
-                found[(path.parent.name, int(match.group(1)))] = path
+    homes = [root, *sorted(p for p in (root / WORKTREES_DIR).glob("*") if p.is_dir())]
+    found: list[Path] = []
+    for home in homes:
+        state = home / STATE_DIR
+        for folder in [state / task for task in tasks] if tasks is not None else sorted(state.glob("*")):
+            found += sorted(p for p in folder.glob("turn_state_turn_*.json") if _TURN_FILE.match(p.name)
+                            and p.is_file())
     return found
+
+
+def discover_turn_state_files(repo_root: Path) -> dict[tuple[str, int], Path]:
+    """Every turn state file, keyed by (task dir, N): a running loop's worktree copy wins over the main
+    checkout's copy of the same turn (it is the newer truth until merged)."""
+    return {(path.parent.name, int(path.stem.rsplit("_", 1)[1])): path for path in turn_state_files(repo_root)}
 
 
 def load_turn_state_dict(path: Path) -> dict[str, Any]:
