@@ -63,7 +63,7 @@ class GraphitiIndex(GraphConnection):
     def sync(self, *, dry_run: bool = False, full: bool = False) -> SyncReport:
         """Converge the project's turns, tasks and features with the files (retention applied)."""
         self._claim_identity()
-        sources = source_signatures(self.repo_root, project_source_paths(self.repo_root, ()))
+        sources = source_signatures(self.repo_root, project_source_paths(self.repo_root))
         loaded = load_project_records(self.repo_root, self.project_group)
         report = SyncReport(dry_run=dry_run, problems=[str(p) for p in loaded.problems])
         keep, dropped = retained(loaded.records, self.repo_root)
@@ -163,14 +163,12 @@ class GraphitiIndex(GraphConnection):
                             dimension=self._dimension or self.embedder_spec().known_dimension or 0,
                             synced_at=datetime.now(UTC).isoformat(timespec="seconds"),
                             sources=dict(old.sources) if old is not None and old.group == self.project_group else {},
-                            records=dict(old.records) if old is not None and records is None else {},
-                            pruned=dict(old.pruned) if old is not None and pruned is None else {},
+                            records={r.key: RecordMeta.of(r) for r in records} if records is not None
+                            else dict(old.records) if old else {},
+                            pruned={r.key: RecordMeta.of(r) for r in pruned} if pruned is not None
+                            else dict(old.pruned) if old else {},
                             seeded=seeded or bool(old and old.seeded),
                             common_terms=common if common is not None else list(old.common_terms) if old else [])
-        if records is not None:
-            manifest.records = {r.key: RecordMeta.of(r) for r in records}
-        if pruned is not None:
-            manifest.pruned = {r.key: RecordMeta.of(r) for r in pruned}
         if sources is not None:
             config = {p: s for p, s in manifest.sources.items() if p in config_source_paths()}
             manifest.sources = sources | config

@@ -172,7 +172,7 @@ def source_signatures(repo_root: Path, paths: Iterable[str]) -> dict[str, Signat
     return found
 
 
-def project_source_paths(repo_root: Path, records: Iterable[IndexRecord]) -> list[str]:
+def project_source_paths(repo_root: Path) -> list[str]:
     """Every file the project group's records can come from: turn files, task files, plans."""
     from guardkit_state.features.plan import find_plans
     from guardkit_state.taskfile.discovery import iter_task_files, loop_worktrees, own_task_files
@@ -183,7 +183,6 @@ def project_source_paths(repo_root: Path, records: Iterable[IndexRecord]) -> lis
     for tree in loop_worktrees(root):
         paths |= {os.path.relpath(entry.path, root) for entry in own_task_files(tree.path, tree.name)}
     paths |= {p.relative_to(root).as_posix() for p in find_plans(root)}
-    paths |= {r.source_path for r in records if r.source_path}
     return sorted(paths)
 
 
@@ -217,7 +216,7 @@ def freshness(repo_root: Path, manifest: Manifest, tasks: set[str] | None = None
     """Compare the files in scope (every file, or those of ``tasks``) with the manifest."""
     root = Path(repo_root)
     if tasks is None:
-        current = source_signatures(root, project_source_paths(root, ()))
+        current = source_signatures(root, project_source_paths(root))
         known = {p: s for p, s in manifest.sources.items() if p not in config_source_paths()}
     else:
         wanted = {t.upper() for t in tasks}
