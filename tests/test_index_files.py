@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -109,6 +110,42 @@ def test_hook_skips_without_an_index(project: Path) -> None:
     result = index_turn_best_effort(project, path, budget_seconds=1.0)
     assert result.startswith("skipped:")
     assert not (project / ".guardkit" / "index").exists()
+
+
+def test_the_loop_offers_each_recorded_turn_to_the_index_only_through_its_callers_sink(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Guards ``with_indexing``: the caller's sink sees each event first, then each recorded turn (and
+    only those) is offered to the index; without the wrapper the loop offers nothing."""
+    from guardkit_state.index.after_turn import with_indexing
+    from guardkit_state.loop.agents import CallableAgent
+    from guardkit_state.loop.events import LoopEvent, TurnRecorded
+    from guardkit_state.loop.run import LoopOptions, feature_build
+    from tests.helpers import make_task_repo
+    from tests.test_loop import coach_verifying, scripted_player
+
+    def offers() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.getMessage().startswith("index turn")]
+
+    caplog.set_level(logging.INFO, logger="guardkit_state")
+    plain, wrapped = tmp_path / "plain", tmp_path / "wrapped"
+    make_task_repo(plain), make_task_repo(wrapped)
+    options = LoopOptions(use_worktree=False)
+    feature_build(plain, "TASK-AUTH-001", CallableAgent(scripted_player), coach_verifying(2), options)
+    assert offers() == []
+    seen: list[LoopEvent] = []
+
+    def sink(event: LoopEvent) -> None:
+        seen.append(event)
+        if isinstance(event, TurnRecorded):
+            assert len(offers()) == event.turn - 1  # the caller's sink first, then the offer
+
+    feature_build(wrapped, "TASK-AUTH-001", CallableAgent(scripted_player), coach_verifying(2), options,
+                  on_event=with_indexing(sink, wrapped))
+    recorded = [e.turn for e in seen if isinstance(e, TurnRecorded)]
+    assert recorded == [1, 2]
+    assert [m.split(":")[0] for m in offers()] == ["index turn 1 of TASK-AUTH-001", "index turn 2 of TASK-AUTH-001"]
+    assert all("skipped:" in m for m in offers())  # no index configured: none is created
+    assert not (wrapped / ".guardkit" / "index").exists()
 
 
 def test_help_does_not_import_graphiti() -> None:
