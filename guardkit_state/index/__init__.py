@@ -11,12 +11,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from guardkit_state.errors import EmbedderMismatchError, MissingExtraError
+from guardkit_state.errors import EmbedderMismatchError
 from guardkit_state.index.base import IndexStatus, SearchHit, SearchIndex, SearchResult, SyncReport
 from guardkit_state.index.files import FileIndex
 from guardkit_state.index.query import Filters
 from guardkit_state.index.records import SYSTEM_GROUPS, TURN_STATES, project_group_id
-from guardkit_state.index.searching import Backend, graphiti_available, graphiti_configured, make_filters, search
+from guardkit_state.index.searching import (
+    Backend,
+    graphiti_available,
+    graphiti_configured,
+    make_filters,
+    require_graphiti,
+    search,
+)
 
 #: What ``guardkit-state graphiti ACTION`` does to the index besides ``status`` and ``search``.
 IndexAction = Literal["seed", "sync", "rebuild", "prune"]
@@ -54,9 +61,7 @@ def open_graphiti(repo_root: Path, *, uri: str | None = None, embedder: str | No
     Raises:
         MissingExtraError: the graphiti extra is not installed.
     """
-    if not graphiti_available():
-        raise MissingExtraError("the Graphiti index is not installed",
-                                expected="pip install 'guardkit-state[graphiti]'")
+    require_graphiti()
     from guardkit_state.index.graphiti_backend import GraphitiIndex
 
     return GraphitiIndex(repo_root, uri=uri, embedder=embedder, lock_wait=lock_wait, recover=recover)

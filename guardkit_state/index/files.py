@@ -103,6 +103,7 @@ def rank_by_overlap(query: ParsedQuery, records: Sequence[IndexRecord], filters:
         scored.sort(key=lambda item: time_of(item[1]), reverse=True)
     return [SearchHit.of(record, score) for score, record in scored[:limit]]
 
+
 #: Added to a record whose text holds the query's words exactly as written (more than any overlap).
 PHRASE_BONUS = 1000.0
 

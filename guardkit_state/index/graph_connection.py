@@ -259,6 +259,7 @@ class GraphConnection:
         self.created.add(group)
         return gdriver
 
+
 #: Graphs whose indexes this process already built (index location, graph name): each command
 #: opens a new connection per operation, and re-issuing ~20 index statements each time costs more
 #: than a search.

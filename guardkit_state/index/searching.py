@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from guardkit_state.errors import EmbedderMismatchError, IndexBackendError, LockedError
+from guardkit_state.errors import EmbedderMismatchError, IndexBackendError, LockedError, MissingExtraError
 from guardkit_state.index.base import SearchResult
 from guardkit_state.index.embedded import embedded_index_exists
 from guardkit_state.index.embedder_spec import mismatch, parse_embedder
@@ -39,6 +39,13 @@ SYNC_HINT = "run 'guardkit-state graphiti sync'"
 def graphiti_available() -> bool:
     """True when the graphiti extra is installed (checked without importing it)."""
     return importlib.util.find_spec("graphiti_core") is not None
+
+
+def require_graphiti() -> None:
+    """Raises :class:`MissingExtraError` (which says the ``pip install``) when the graphiti extra is missing."""
+    if not graphiti_available():
+        raise MissingExtraError("the Graphiti index is not installed",
+                                expected="pip install 'guardkit-state[graphiti]'")
 
 
 def graphiti_configured(repo_root: Path, uri: str | None = None) -> bool:
@@ -98,10 +105,7 @@ def _unconfigured(root: Path, uri: str | None, backend: Backend) -> str | None:
     """Why there is no index to ask (None when there is one)."""
     if not graphiti_available():
         if backend == "graphiti":
-            from guardkit_state.errors import MissingExtraError
-
-            raise MissingExtraError("the Graphiti index is not installed",
-                                    expected="pip install 'guardkit-state[graphiti]'")
+            require_graphiti()
         return "graphiti extra not installed; scanned the files"
     if not graphiti_configured(root, uri):
         if backend == "graphiti":
