@@ -23,7 +23,10 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from guardkit_state.turns.lifecycle import TurnRecord
 
 log = logging.getLogger("guardkit_state.index")
 
@@ -49,7 +52,7 @@ def with_indexing(on_event: Callable[[E], None] | None, repo_root: Path) -> Call
     return sink
 
 
-def _index_recorded(repo_root: Path, record: Any) -> None:
+def _index_recorded(repo_root: Path, record: TurnRecord) -> None:
     state = record.turn_state
     path = next((p for p in record.written if p.name.startswith("turn_state_turn_")), None)
     started = time.monotonic()
