@@ -29,25 +29,9 @@ from guardkit_state.index.searching import (
 IndexAction = Literal["seed", "sync", "rebuild", "prune"]
 
 __all__ = [
-    "SYSTEM_GROUPS",
-    "TURN_STATES",
-    "Backend",
-    "EmbedderMismatchError",
-    "FileIndex",
-    "Filters",
-    "IndexAction",
-    "IndexStatus",
-    "SearchHit",
-    "SearchIndex",
-    "SearchResult",
-    "SyncReport",
-    "graphiti_available",
-    "graphiti_configured",
-    "graphiti_status",
-    "make_filters",
-    "open_graphiti",
-    "project_group_id",
-    "search",
+    "SYSTEM_GROUPS", "TURN_STATES", "Backend", "EmbedderMismatchError", "FileIndex", "Filters", "IndexAction",
+    "IndexStatus", "SearchHit", "SearchIndex", "SearchResult", "SyncReport", "graphiti_available",
+    "graphiti_configured", "graphiti_status", "make_filters", "open_graphiti", "project_group_id", "search",
     "update_graphiti",
 ]
 
