@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -146,6 +147,28 @@ def test_the_loop_offers_each_recorded_turn_to_the_index_only_through_its_caller
     assert [m.split(":")[0] for m in offers()] == ["index turn 1 of TASK-AUTH-001", "index turn 2 of TASK-AUTH-001"]
     assert all("skipped:" in m for m in offers())  # no index configured: none is created
     assert not (wrapped / ".guardkit" / "index").exists()
+
+
+def test_feature_build_offers_every_turn_of_a_feature_and_of_a_task_to_the_index(tmp_path: Path) -> None:
+    """Guards the callers passing ``with_indexing``: the CLI's task loop and the feature runner's task
+    processes each offer every recorded turn to the index (in the loop's log; skipped: none configured)."""
+    from guardkit_state.store.layout import log_file
+    from tests.feature_support import TaskSpec, cli_argv, make_feature, run_cli
+
+    def offers(root: Path) -> list[tuple[str, str]]:
+        return sorted(re.findall(r"index turn (\d+) of (TASK-FB-\d+): skipped", log_file(root).read_text()))
+
+    feature = make_feature(tmp_path / "feature", [TaskSpec("TASK-FB-001", approve_at=2), TaskSpec("TASK-FB-002")])
+    assert run_cli(feature).returncode == 0
+    assert offers(feature.root) == [("1", "TASK-FB-001"), ("1", "TASK-FB-002"), ("2", "TASK-FB-001")]
+    task = make_feature(tmp_path / "task", [TaskSpec("TASK-FB-001", approve_at=2)])
+    argv = cli_argv(task)
+    argv[argv.index("FEAT-FB")] = "TASK-FB-001"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUARDKIT_", "FEATURE_"))} | task.env()
+    done = subprocess.run(argv, cwd=task.root, capture_output=True, text=True, timeout=120, check=False, env=env)
+    assert done.returncode == 0, done.stderr
+    assert offers(task.root) == [("1", "TASK-FB-001"), ("2", "TASK-FB-001")]
+    assert not (task.root / ".guardkit" / "index").exists()
 
 
 def test_help_does_not_import_graphiti() -> None:
