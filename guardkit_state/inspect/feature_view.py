@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.features.progress import TaskState
 from guardkit_state.features.result import resume_command, start_command
-from guardkit_state.features.smoke_gates import SmokeGate, SmokeRun, read_smoke_gate, recorded_runs
 from guardkit_state.features.standing import FeatureTally, TaskStanding, feature_git, read_standings, tally
-from guardkit_state.features.waves import plan_waves
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Outcome
+from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
+from guardkit_state.plans.smoke_gates import SmokeGate, SmokeRun, read_smoke_gate, recorded_runs
+from guardkit_state.plans.waves import plan_waves
 from guardkit_state.store.layout import branch_for, worktrees_dir
 from guardkit_state.taskfile.discovery import listing_scope
 from guardkit_state.taskfile.locate import locate_task

@@ -33,9 +33,7 @@ from guardkit_state.errors import (
     RemoteError,
     RemoteUnreachableError,
 )
-from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
-from guardkit_state.features.waves import plan_waves
 from guardkit_state.git.merge import merge_branch, merge_message
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
 from guardkit_state.git.repo import GitRepo
@@ -44,6 +42,8 @@ from guardkit_state.loop.agents import Agent
 from guardkit_state.loop.events import AgentStarted, LoopEvent, TurnRecorded, TurnStarted
 from guardkit_state.loop.run import LoopOptions, feature_build
 from guardkit_state.loop.session import interrupts_as_exceptions
+from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
+from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import Claim, ClaimBoard, retrying
 from guardkit_state.remote.heartbeat import Heartbeat

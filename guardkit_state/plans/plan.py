@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from guardkit_state.errors import FeatureNotFoundError, FeaturePlanError, ParseError, TaskNotFoundError
-from guardkit_state.features.schema import check_plan_data, node_line
+from guardkit_state.plans.schema import check_plan_data, node_line
 from guardkit_state.store import fsio, layout
 from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
 
