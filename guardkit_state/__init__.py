@@ -34,8 +34,8 @@ _EXPORTS: dict[str, str] = {
     "render_continuation_context": "turns.context",
     "ResumePoint": "turns.resume", "resume_point": "turns.resume",
     # the loop
-    "Agent": "loop.agents", "CallableAgent": "loop.agents", "CommandAgent": "loop.agents",
-    "TurnRequest": "loop.agents",
+    "Agent": "agents.protocol", "CallableAgent": "agents.protocol", "CommandAgent": "agents.protocol",
+    "TurnRequest": "agents.protocol",
     "LoopOptions": "loop.run", "LoopResult": "loop.run", "feature_build": "loop.run",
     "build_feature": "features.build",
     "FeatureOptions": "features.build",
@@ -75,6 +75,7 @@ _EXPORTS: dict[str, str] = {
 
 # -- typing block (generated from _EXPORTS; tests/test_exported_members.py checks it) --
 if TYPE_CHECKING:  # what mypy and editors see; at run time names load lazily (__getattr__)
+    from guardkit_state.agents.protocol import Agent, CallableAgent, CommandAgent, TurnRequest
     from guardkit_state.config import ResolvedConfig, load_config
     from guardkit_state.errors import (
         AgentError,
@@ -130,7 +131,6 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time names load lazily (_
     from guardkit_state.inspect.feature_view import feature_view
     from guardkit_state.inspect.review import turn_diff, turn_log
     from guardkit_state.inspect.status import TaskSummary, feature_status, repo_status
-    from guardkit_state.loop.agents import Agent, CallableAgent, CommandAgent, TurnRequest
     from guardkit_state.loop.outcome import LoopInterrupted
     from guardkit_state.loop.run import LoopOptions, LoopResult, feature_build
     from guardkit_state.model import (

@@ -25,9 +25,9 @@ from tests.test_loop import coach_verifying, scripted_player
 pytest.importorskip("graphiti_core", reason="the graphiti extra is not installed (pip install '.[graphiti]')")
 pytest.importorskip("redislite", reason="falkordblite is not installed (see the Makefile's install step)")
 
+from guardkit_state.agents.protocol import CallableAgent
 from guardkit_state.index import open_graphiti, search
 from guardkit_state.index.after_turn import BACKGROUND_LOCK, HOOK_LOG, index_turn_best_effort
-from guardkit_state.loop.agents import CallableAgent
 from guardkit_state.loop.run import feature_build
 from guardkit_state.model import Outcome
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from guardkit_state.agents.protocol import CallableAgent, CommandAgent, TurnRequest
 from guardkit_state.errors import ConfigError, LockedError, ResumeError
 from guardkit_state.git.checkouts import shared_lock_path
-from guardkit_state.loop.agents import CallableAgent, CommandAgent, TurnRequest
 from guardkit_state.loop.run import LoopOptions, feature_build
 from guardkit_state.model import Outcome
 from guardkit_state.store.locks import exclusive_lock

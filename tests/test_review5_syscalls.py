@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
+from guardkit_state.agents.protocol import CallableAgent, TurnRequest
 from guardkit_state.config import default_config
-from guardkit_state.loop.agents import CallableAgent, TurnRequest
 from guardkit_state.loop.run import LoopOptions, feature_build
 from guardkit_state.store import fsio
 from guardkit_state.turns.lifecycle import TurnLifecycle, record_turn

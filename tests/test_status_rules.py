@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from guardkit_state import LoopOptions, feature_build, record_turn
+from guardkit_state.agents.protocol import CallableAgent
 from guardkit_state.cli.app import run as cli_run
 from guardkit_state.errors import GuardkitStateError, InputError, UnwritableFileError
-from guardkit_state.loop.agents import CallableAgent
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.turns.intake import closed_reason, turn_budget
 

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from guardkit_state.agents.protocol import Agent
 from guardkit_state.errors import GuardkitStateError, InputError, ResumeError
 from guardkit_state.features.events import (
     FeatureEventSink,
@@ -49,7 +50,6 @@ from guardkit_state.git.merge_driver_setup import unregistered_note
 from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import Worktree, WorktreeManager, check_base_branch
-from guardkit_state.loop.agents import Agent
 from guardkit_state.loop.command_line import build_argv
 from guardkit_state.loop.events import LoopEvent
 from guardkit_state.loop.run import LoopOptions

@@ -31,8 +31,8 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Literal
 
+from guardkit_state.agents.protocol import Agent
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.loop.agents import Agent
 from guardkit_state.loop.events import LoopEvent, LoopNote
 from guardkit_state.loop.outcome import LoopInterrupted
 from guardkit_state.loop.run import LoopOptions, feature_build

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from guardkit_state.agents.protocol import Agent, stop_orphaned_agents
 from guardkit_state.config import ResolvedConfig, load_config
 from guardkit_state.errors import AgentError, GuardkitStateError, InputError, ResumeError
 from guardkit_state.git.checkouts import shared_lock_path
@@ -23,7 +24,6 @@ from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager, check_base_branch
 from guardkit_state.loop.agent_turn import AgentRuns, ReadOnlyWatch, TurnBriefing, agent_name, failure_kind
-from guardkit_state.loop.agents import Agent, stop_orphaned_agents
 from guardkit_state.loop.command_line import build_argv
 from guardkit_state.loop.commits import TurnCommits
 from guardkit_state.loop.events import (

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from guardkit_state.agents.protocol import Agent
 from guardkit_state.errors import (
     ClaimLostError,
     GuardkitStateError,
@@ -38,7 +39,6 @@ from guardkit_state.git.merge import merge_branch, merge_message
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager
-from guardkit_state.loop.agents import Agent
 from guardkit_state.loop.events import AgentStarted, LoopEvent, TurnRecorded, TurnStarted
 from guardkit_state.loop.run import LoopOptions, feature_build
 from guardkit_state.loop.session import interrupts_as_exceptions
