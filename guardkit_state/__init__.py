@@ -36,7 +36,7 @@ _EXPORTS: dict[str, str] = {
     # the loop
     "Agent": "agents.protocol", "CallableAgent": "agents.protocol", "CommandAgent": "agents.protocol",
     "TurnRequest": "agents.protocol",
-    "LoopOptions": "loop.run", "LoopResult": "loop.run", "feature_build": "loop.run",
+    "LoopOptions": "loop.run", "LoopResult": "loop.run", "feature_build": "loop.run", "run_task_loop": "loop.run",
     "build_feature": "features.build",
     "FeatureOptions": "features.build",
     "FeatureResult": "features.result",
@@ -132,7 +132,7 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time names load lazily (_
     from guardkit_state.inspect.review import turn_diff, turn_log
     from guardkit_state.inspect.status import TaskSummary, feature_status, repo_status
     from guardkit_state.loop.outcome import LoopInterrupted
-    from guardkit_state.loop.run import LoopOptions, LoopResult, feature_build
+    from guardkit_state.loop.run import LoopOptions, LoopResult, feature_build, run_task_loop
     from guardkit_state.model import (
         AutobuildState,
         CoachDecision,

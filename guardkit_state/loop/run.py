@@ -13,6 +13,7 @@ import logging
 import math
 import shutil
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,7 +100,7 @@ class LoopOptions:
                              expected="an amount such as 2.50")
 
 
-def feature_build(
+def run_task_loop(
     repo_root: Path,
     task_id: str,
     player: Agent,
@@ -133,6 +134,15 @@ def feature_build(
     except KeyboardInterrupt as stop:
         argv = options.argv if options.argv is not None else build_argv(task_id, player, coach)
         raise LoopInterrupted(task_id, turn=run.turn, phase=run.phase, resumed=options.resume, argv=argv) from stop
+
+
+def feature_build(repo_root: Path, task_id: str, player: Agent, coach: Agent, options: LoopOptions | None = None,
+                  *, on_event: EventSink | None = None) -> LoopResult:
+    """Deprecated: the old name of :func:`run_task_loop` (one task's loop), too close to
+    :func:`~guardkit_state.features.build.build_feature` (a whole feature)."""
+    warnings.warn("feature_build is deprecated: use run_task_loop (one task's loop; build_feature runs a feature)",
+                  DeprecationWarning, stacklevel=2)
+    return run_task_loop(repo_root, task_id, player, coach, options, on_event=on_event)
 
 
 class _Run:
@@ -511,4 +521,4 @@ def _agent_reason(exc: GuardkitStateError) -> str:
     return f"invalid report: {exc}"
 
 
-__all__ = ["LoopInterrupted", "LoopOptions", "LoopResult", "feature_build"]
+__all__ = ["LoopInterrupted", "LoopOptions", "LoopResult", "feature_build", "run_task_loop"]
