@@ -18,7 +18,7 @@ from pathlib import Path
 from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.errors import GuardkitStateError, InputError
-from guardkit_state.features.events import (
+from guardkit_state.features.feature_events import (
     NOT_RUN_WORDS,
     FeatureEvent,
     FeatureNote,

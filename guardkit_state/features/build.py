@@ -27,7 +27,7 @@ from pathlib import Path
 
 from guardkit_state.agents.protocol import Agent
 from guardkit_state.errors import GuardkitStateError, InputError, ResumeError
-from guardkit_state.features.events import (
+from guardkit_state.features.feature_events import (
     FeatureEventSink,
     FeatureNote,
     FeatureStarted,
@@ -114,8 +114,8 @@ def build_feature(repo_root: Path | str, feature: str, player: Agent, coach: Age
                   options: FeatureOptions | None = None, *, on_event: FeatureEventSink | None = None) -> FeatureResult:
     """Run (or resume) the feature ``feature`` (an id ``FEAT-X`` or a plan file's path); see the module.
 
-    ``on_event`` receives the run's progress (:mod:`guardkit_state.features.events`), each task
-    loop's own events wrapped in :class:`~guardkit_state.features.events.TaskEvent`.
+    ``on_event`` receives the run's progress (:mod:`guardkit_state.features.feature_events`), each task
+    loop's own events wrapped in :class:`~guardkit_state.features.feature_events.TaskEvent`.
 
     Returns the :class:`FeatureResult`: ``status`` ``completed`` (exit code 0) or ``stopped`` (1,
     with the reason: a task not approved, a merge conflict, a loop that died).

@@ -26,7 +26,6 @@ from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager, check_base_branch
 from guardkit_state.loop.agent_turn import AgentRuns, ReadOnlyWatch, TurnBriefing, agent_name, failure_kind
 from guardkit_state.loop.command_line import build_argv
-from guardkit_state.loop.commits import TurnCommits
 from guardkit_state.loop.events import (
     AgentStarted,
     EventSink,
@@ -39,6 +38,7 @@ from guardkit_state.loop.events import (
     WorktreeReady,
     ignore,
 )
+from guardkit_state.loop.loop_commits import TurnCommits
 from guardkit_state.loop.outcome import LoopInterrupted, LoopResult
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
 from guardkit_state.loop.start import fresh_start_refused, preflight

@@ -19,7 +19,7 @@ from guardkit_state.inspect.review import turn_log
 from guardkit_state.model import TurnEntry
 from guardkit_state.report import matrix
 from guardkit_state.report.columns import TurnFiles, turn_view
-from guardkit_state.report.view import TaskReport, TurnView
+from guardkit_state.report.task_report import TaskReport, TurnColumn
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.locate import locate_task
@@ -78,7 +78,7 @@ def build_task_report(repo: Path | str, task: str, *, running_turn: int | None =
     )
 
 
-def _from_guardkit_history(views: list[TurnView], entries: list[TurnEntry], last_updated: object) -> None:
+def _from_guardkit_history(views: list[TurnColumn], entries: list[TurnEntry], last_updated: object) -> None:
     """Fill what a turn known only from its frontmatter entry (GuardKit's own history) still tells.
 
     GuardKit stamps each entry when the turn starts: a turn lasted until the next one started (the

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from guardkit_state.model import CoachDecision, PlayerReport, TurnEntry, TurnState
-from guardkit_state.report.view import Gate, Issue, TurnView
+from guardkit_state.report.task_report import Gate, Issue, TurnColumn
 
 _DECISIONS = {"approve": "approve", "approved": "approve", "feedback": "feedback", "reject": "reject",
               "rejected": "reject", "error": "error"}
@@ -28,10 +28,10 @@ class TurnFiles:
 
 
 def turn_view(entry: TurnEntry, files: TurnFiles, *, commit: str | None = None,
-              delta: list[str] | None = None) -> TurnView:
+              delta: list[str] | None = None) -> TurnColumn:
     """The column of one turn: the frontmatter ``entry`` completed by its ``files``."""
     player, coach, state = files.player, files.coach, files.state
-    view = TurnView(
+    view = TurnColumn(
         number=entry.turn,
         mode=_first(entry.mode, state.mode if state is not None else None) or "—",
         decision=_DECISIONS.get(str(entry.decision).strip().lower(), str(entry.decision)),

@@ -22,7 +22,7 @@ from guardkit_state.features.standing import FeatureTally
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.inspect.feature_view import FeatureTaskRow, feature_view
 from guardkit_state.report.collect import build_task_report
-from guardkit_state.report.view import TaskReport
+from guardkit_state.report.task_report import TaskReport
 from guardkit_state.store.layout import worktree_path, worktrees_dir
 from guardkit_state.taskfile.discovery import listing_scope
 from guardkit_state.taskfile.resolve import resolve_task

@@ -22,7 +22,7 @@ from typing import Any
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.model import Criterion, LedgerEntry, TurnEntry
 from guardkit_state.report.columns import TurnFiles
-from guardkit_state.report.view import Cell, CellStatus, CriterionRow
+from guardkit_state.report.task_report import Cell, CellStatus, MatrixRow
 from guardkit_state.turns.history import TaskHistory, coach_decision_of
 from guardkit_state.turns.ledger import CriteriaLedger
 
@@ -84,20 +84,20 @@ def cell_status(entry: LedgerEntry | None) -> CellStatus:
     return "rejected" if entry.status == "rejected" else "pending"
 
 
-def rows(criteria: Sequence[Criterion], turn_ledgers: Sequence[CriteriaLedger]) -> list[CriterionRow]:
+def rows(criteria: Sequence[Criterion], turn_ledgers: Sequence[CriteriaLedger]) -> list[MatrixRow]:
     """One row per criterion (the task's order, then ids only the Coach named), one cell per turn."""
     texts = {c.id: c.text for c in criteria}
     order: list[str] = list(texts)
     for ledger in turn_ledgers:
         order += [e.criterion_id for e in ledger.entries if e.criterion_id not in order]
-    out: list[CriterionRow] = []
+    out: list[MatrixRow] = []
     for cid in order:
         cells: list[Cell] = []
         previous: CellStatus = "pending"
         for ledger in turn_ledgers:
             cells.append(_cell(ledger.get(cid), previous))
             previous = cells[-1].status
-        out.append(CriterionRow(cid, texts.get(cid, ""), tuple(cells)))
+        out.append(MatrixRow(cid, texts.get(cid, ""), tuple(cells)))
     return out
 
 
