@@ -3,28 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
+from guardkit_state.inspect.task_turns import TurnFiles
 from guardkit_state.model import CoachDecision, PlayerReport, TurnEntry, TurnState
 from guardkit_state.report.task_report import Gate, Issue, TurnColumn
 
 _DECISIONS = {"approve": "approve", "approved": "approve", "feedback": "feedback", "reject": "reject",
               "rejected": "reject", "error": "error"}
 _PLAYER_OUTCOMES = ("implemented", "failed", "blocked")
-
-
-@dataclass(frozen=True)
-class TurnFiles:
-    """The validated reports of one turn (``None`` for each that is not on disk)."""
-
-    player: PlayerReport | None = None
-    coach: CoachDecision | None = None
-    state: TurnState | None = None
-
-    @property
-    def any(self) -> bool:
-        return self.player is not None or self.coach is not None or self.state is not None
 
 
 def turn_view(entry: TurnEntry, files: TurnFiles, *, commit: str | None = None,
