@@ -18,19 +18,17 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
 # Bottom to top. The key is the first name under guardkit_state (a package or a top-level module).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors",),
+    ("errors", "model"),  # the errors and the records: everything may name them
     ("store",),
-    ("model",),
     ("git",),
     ("taskfile",),
     ("config",),
     ("plans",),
     ("turns",),
-    ("index",),
-    ("agents",),
+    ("agents",),  # the agent protocol and the presets that implement it: the loop calls them
     ("loop",),
-    ("features",),
-    ("remote",),
+    ("index",),  # above the loop: the loop reaches it only through the subscriber its caller passes in
+    ("features", "remote"),
     ("inspect",),
     ("report", "mcp_server"),
     ("cli", "__init__", "__main__"),
