@@ -117,10 +117,10 @@ def test_the_loop_offers_each_recorded_turn_to_the_index_only_through_its_caller
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Guards ``with_indexing``: the caller's sink sees each event first, then each recorded turn (and
     only those) is offered to the index; without the wrapper the loop offers nothing."""
+    from guardkit_state.agents.protocol import CallableAgent
     from guardkit_state.index.after_turn import with_indexing
-    from guardkit_state.loop.agents import CallableAgent
     from guardkit_state.loop.events import LoopEvent, TurnRecorded
-    from guardkit_state.loop.run import LoopOptions, feature_build
+    from guardkit_state.loop.run import LoopOptions, run_task_loop
     from tests.helpers import make_task_repo
     from tests.test_loop import coach_verifying, scripted_player
 
@@ -131,7 +131,7 @@ def test_the_loop_offers_each_recorded_turn_to_the_index_only_through_its_caller
     plain, wrapped = tmp_path / "plain", tmp_path / "wrapped"
     make_task_repo(plain), make_task_repo(wrapped)
     options = LoopOptions(use_worktree=False)
-    feature_build(plain, "TASK-AUTH-001", CallableAgent(scripted_player), coach_verifying(2), options)
+    run_task_loop(plain, "TASK-AUTH-001", CallableAgent(scripted_player), coach_verifying(2), options)
     assert offers() == []
     seen: list[LoopEvent] = []
 
@@ -140,7 +140,7 @@ def test_the_loop_offers_each_recorded_turn_to_the_index_only_through_its_caller
         if isinstance(event, TurnRecorded):
             assert len(offers()) == event.turn - 1  # the caller's sink first, then the offer
 
-    feature_build(wrapped, "TASK-AUTH-001", CallableAgent(scripted_player), coach_verifying(2), options,
+    run_task_loop(wrapped, "TASK-AUTH-001", CallableAgent(scripted_player), coach_verifying(2), options,
                   on_event=with_indexing(sink, wrapped))
     recorded = [e.turn for e in seen if isinstance(e, TurnRecorded)]
     assert recorded == [1, 2]
