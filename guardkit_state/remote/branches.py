@@ -54,13 +54,19 @@ class RemoteBranches:
     def sync(self, *also: str) -> dict[str, str]:
         """:meth:`fetch`, then every local branch behind its remote one moved up to it."""
         remote = self.fetch(*also)
-        checked_out = self._checked_out()
+        prefix = BRANCH_PREFIX.rstrip("/")
+        _, out, _ = self.repo.run("for-each-ref", "--format=%(refname)%00%(objectname)", f"refs/heads/{prefix}/",
+                                  check=False)  # one call for every local branch: a worker syncs at every change
+        locals_ = dict(line.removeprefix("refs/heads/").split("\x00", 1) for line in out.decode().splitlines())
+        checked_out: dict[str, str] | None = None
         for branch, sha in remote.items():
-            local = self.repo.resolve(f"refs/heads/{branch}")
+            local = locals_.get(branch)
             if local == sha:
                 continue
             if local is not None and not self.repo.ok("merge-base", "--is-ancestor", local, sha):
                 continue  # ahead (a turn not pushed yet) or apart: its worker decides
+            if checked_out is None:
+                checked_out = self._checked_out()
             where = checked_out.get(branch)
             if where is None:
                 self.repo.run("update-ref", f"refs/heads/{branch}", sha, *([local] if local else []))

@@ -22,9 +22,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from guardkit_state.errors import (
     ClaimLostError,
@@ -48,13 +50,15 @@ from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import Claim, ClaimBoard, retrying
 from guardkit_state.remote.heartbeat import Heartbeat
 from guardkit_state.remote.ledgers import RemoteLedgers
-from guardkit_state.remote.ready import wave_turn
+from guardkit_state.remote.ready import WaveTurn, wave_turn
 from guardkit_state.store.layout import branch_for, worktrees_dir
 
 log = logging.getLogger("guardkit_state.remote.worker")
 
 #: The claim a worker holds while it merges a wave (one merger at a time).
 MERGE_CLAIM = "MERGE-WAVES"
+
+Step = Literal["done", "worked", "wait"]
 
 
 @dataclass(frozen=True)
@@ -147,7 +151,7 @@ class _Worker:
         self._states: dict[str, tuple[tuple[str | None, str | None], TaskState]] = {}
         self._last_snapshot: object = None
         self._last_remote: dict[str, str] | None = None
-        self._claims: dict[str, Claim] | None = None
+        self._claims: dict[str, Claim] = {}
         self._said = ""
 
     def note(self, text: str) -> None:
@@ -171,8 +175,9 @@ class _Worker:
             with interrupts_as_exceptions():
                 try:
                     self._ensure_feature_branch()
-                    while not self._step():
-                        time.sleep(self.options.poll)
+                    while (step := self._step()) != "done":
+                        if step == "wait":  # after a task or a merge, look again at once
+                            time.sleep(self.options.poll)
                 except KeyboardInterrupt:
                     raise WorkerInterrupted(self.feature, self._release_all()) from None
         finally:
@@ -183,9 +188,11 @@ class _Worker:
         return retrying(action, on_wait=lambda n, exc: self.note(f"{what}: {exc.message}; waiting (try {n})"))
 
     def _sync(self) -> dict[str, str]:
-        """The remote's branches here (:meth:`RemoteBranches.sync`), and its turn ledgers imported."""
-        remote = self.branches.sync(self.ledgers.fetch_refspec())  # one fetch for both
+        """The remote's branches here (:meth:`RemoteBranches.sync`), its turn ledgers imported and
+        the feature's claims read (``_claims``): one fetch for the three."""
+        remote = self.branches.sync(self.ledgers.fetch_refspec(), self.board.fetch_refspec(self.feature))
         self.ledgers.import_fetched()
+        self._claims = self.board.read_fetched(self.feature)
         return remote
 
     def _ensure_feature_branch(self) -> None:
@@ -202,40 +209,45 @@ class _Worker:
         except ClaimLostError:
             self._remote(self._sync, "fetch")  # another worker created it first: theirs is the one
 
-    def _step(self) -> bool:
-        """One look at the feature; True when this worker is finished."""
+    def _step(self) -> Step:
+        """One look at the feature: ``done`` when this worker is finished, ``worked`` after it ran
+        a task or merged a wave, ``wait`` when there was nothing for it to do."""
         # One ls-remote first: while nothing moved on the remote (a waiting worker's usual look),
         # the last fetch, states and claims still hold, and no fetch is made.
         snapshot = self._remote(self._snapshot, "look")
         if snapshot != self._last_snapshot or self._last_remote is None:
             remote = self._remote(self._sync, "fetch")
             assert isinstance(remote, dict)
-            self._last_snapshot, self._last_remote, self._claims = snapshot, remote, None
+            self._last_snapshot, self._last_remote = snapshot, remote
         remote = self._last_remote
         turn = wave_turn(self.waves, lambda task: self._state(task, remote))
         if turn is None:
-            self.result.done, self.result.reason = True, "every wave is merged into " + self.feature_branch
-            self.note(self.result.reason)
-            return True
-        if turn.mergeable:
-            return self._merge_wave(turn.number, turn.tasks, dict(turn.states))
-        # One fetch of the claims per look: a task is claimed only when free, taken over only
-        # when its claim is stale here (no push is tried, and refused, for a live claim).
-        if self._claims is None:
-            read = self._remote(lambda: self.board.read(self.feature), "fetch claims")
-            assert isinstance(read, dict)
-            self._claims = read
+            return self._finished()
+        # The claims as the last fetch brought them (the snapshot lists the claim refs too, so they
+        # still hold): a task is claimed only when free, taken over only when its claim is stale
+        # here (no push is tried, and refused, for a live claim).
         claims = self._claims
-        for task in turn.claimable(claims, stale=lambda claim: self.board.is_stale(
-                claim, stale_after=self.options.stale)):
+        if turn.mergeable:
+            return self._merge_wave(turn, claims.get(MERGE_CLAIM))
+        claimable = turn.claimable(claims, stale=lambda claim: self.board.is_stale(
+            claim, stale_after=self.options.stale))
+        # Each worker starts at its own place in the list: workers that look at the same moment
+        # (a wave's tasks end together) mostly claim different tasks instead of losing races.
+        start = zlib.crc32(self.board.worker.encode()) % len(claimable) if claimable else 0
+        for task in claimable[start:] + claimable[:start]:
             if self._try_task(task, turn.states[task], claims.get(task)):
-                return False
+                return "worked"
         ended = turn.failed
         if ended:  # the wave's other tasks ran (or run elsewhere); the next wave cannot start
             self.result.reason = "; ".join(f"{s.task_id}: {s.reason}" for s in ended)
-            return True
+            return "done"
         self._wait(f"wave {turn.number}: every task that has to run is claimed by a live worker")
-        return False
+        return "wait"
+
+    def _finished(self) -> Step:
+        self.result.done, self.result.reason = True, "every wave is merged into " + self.feature_branch
+        self.note(self.result.reason)
+        return "done"
 
     def _snapshot(self) -> str:
         """The remote's loop branches and this feature's claims, as ``ls-remote`` lists them."""
@@ -346,32 +358,37 @@ class _Worker:
 
     # -- merges -----------------------------------------------------------------------------
 
-    def _merge_wave(self, number: int, wave: tuple[str, ...], states: dict[str, TaskState]) -> bool:
-        claim = self._remote(lambda: self.board.claim(self.feature, MERGE_CLAIM, self.options.lease), "claim")
-        if claim is None:
+    def _merge_wave(self, turn: WaveTurn, current: Claim | None) -> Step:
+        if current is not None and not self.board.is_stale(current, stale_after=self.options.stale):
+            self._wait(f"wave {turn.number}: another worker is merging it")  # no claim push tried, and refused
+            return "wait"
+        if current is None:
+            claim = self._remote(lambda: self.board.claim(self.feature, MERGE_CLAIM, self.options.lease), "claim")
+        else:
             claim = self._remote(lambda: self.board.take_over(self.feature, MERGE_CLAIM, self.options.lease,
                                                               stale_after=self.options.stale), "takeover")
         if claim is None:
-            self._wait(f"wave {number}: another worker is merging it")
-            return False
+            self._wait(f"wave {turn.number}: another worker is merging it")
+            return "wait"
         assert isinstance(claim, Claim)
         with self._holding(claim):
-            return self._merge_held(number, wave)
+            return self._merge_held(turn)
 
-    def _merge_held(self, number: int, wave: tuple[str, ...]) -> bool:
-        self._remote(self._sync, "fetch")
+    def _merge_held(self, turn: WaveTurn) -> Step:
+        # No fetch here: this step's ls-remote found the remote as the last fetch left it, and the
+        # push below carries a lease, so a feature branch another merger moved since is not overwritten.
         expected = self.repo.resolve(self.branches.tracking(self.feature_branch))
         worktree = WorktreeManager(self.repo).create(self.feature)
         feature_repo = worktree.repo()
         if expected is not None and feature_repo.resolve("HEAD") != expected:
             feature_repo.run("reset", "--hard", "--quiet", expected)  # the remote's feature branch is the truth
         merged_now: list[str] = []
-        for task in wave:
-            state = read_task_state(self.fgit, task, max_turns=self.options.max_turns)
+        for task in turn.tasks:
+            state = turn.states[task]
             if state.phase != "approved":
                 continue
             message = merge_message(self.feature, task, branch=branch_for(task), target=self.feature_branch,
-                                    wave=number, summary=f"{task} approved in {state.turns} turn(s).")
+                                    wave=turn.number, summary=f"{task} approved in {state.turns} turn(s).")
             merged = merge_branch(feature_repo, branch_for(task), message)
             if not merged.merged:
                 self.result.reason = (f"{task}: merge conflict in {', '.join(merged.conflicts)}" if merged.conflicts
@@ -380,16 +397,16 @@ class _Worker:
                 if note is not None:
                     self.result.reason += f" ({note})"
                 feature_repo.run("reset", "--hard", "--quiet", expected or "HEAD")
-                return True
+                return "done"
             merged_now.append(task)
         try:
             self._remote(lambda: self.branches.push(self.feature_branch, expected), "push")
         except ClaimLostError:
-            self.note(f"wave {number}: {self.feature_branch} moved on the remote meanwhile; looking again")
-            return False
+            self.note(f"wave {turn.number}: {self.feature_branch} moved on the remote meanwhile; looking again")
+            return "worked"
         self.result.merged += merged_now
-        self.note(f"wave {number}: merged {', '.join(merged_now) or 'nothing new'} into {self.feature_branch}")
-        return False
+        self.note(f"wave {turn.number}: merged {', '.join(merged_now) or 'nothing new'} into {self.feature_branch}")
+        return self._finished() if turn.number == len(self.waves) else "worked"
 
     # -- claims -----------------------------------------------------------------------------
 
