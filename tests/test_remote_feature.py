@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -105,7 +106,7 @@ def test_a_worker_killed_mid_player_is_taken_over_after_its_lease(tmp_path: Path
         assert victim.poll() is None, victim.communicate()
         subprocess.run(["sleep", "0.05"], check=False)
     os.killpg(victim.pid, signal.SIGKILL)  # the worker, mid-Player
-    victim.wait()
+    _, victim_err = victim.communicate()
     while not mark.read_text().strip():
         subprocess.run(["sleep", "0.05"], check=False)
     os.killpg(int(mark.read_text()), signal.SIGKILL)  # its agent too (a session of its own): the machine died
@@ -123,8 +124,19 @@ def test_a_worker_killed_mid_player_is_taken_over_after_its_lease(tmp_path: Path
     recorded = git(bare, "show", "autobuild/TASK-FB-001:tasks/backlog/TASK-FB-001-part.md")
     state = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]
     assert [(t["turn"], t["decision"]) for t in state["turns"]] == [(1, "feedback"), (2, "approve")]
+    # The takeover is in the task's history: its task file says who took it from whom, when, and
+    # the claim (and lease) it replaced, on the branch and merged with it.
+    victim_id, heir_id = (re.search(r"worker (\S+) on FEAT-FB", text).group(1)  # type: ignore[union-attr]
+                          for text in (victim_err, err))
+    [entry] = state["takeovers"]
+    assert (entry["by"], entry["from"], entry["turns_done"]) == (heir_id, victim_id, 1)
+    assert re.fullmatch(r"[0-9a-f]{40}", entry["claim"]) and entry["lease_until"] <= entry["at"]
+    merged_copy = git(bare, "show", f"{FEATURE_BRANCH}:tasks/backlog/TASK-FB-001-part.md")
+    assert yaml.safe_load(merged_copy.split("---\n")[1])["autobuild_state"]["takeovers"] == [entry]
     history = git(bare, "log", "--format=%s", "autobuild/TASK-FB-001").splitlines()
-    assert any(line.startswith("guardkit: TASK-FB-001 taken over by") for line in history)
+    assert f"guardkit: TASK-FB-001 taken over by {heir_id} from {victim_id}" in history
+    assert json.loads(cli(second, "show", "TASK-FB-001", "--json"))["takeovers"] == [entry]
+    assert f"taken over after 1 turn(s) by {heir_id} from {victim_id}" in cli(second, "show", "TASK-FB-001")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])

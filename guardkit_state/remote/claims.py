@@ -29,6 +29,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
 
 from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError
@@ -321,10 +322,15 @@ def retrying(action: Callable[[], T], *, on_wait: Callable[[int, RemoteUnreachab
             delay = min(delay * 2, max_delay)
 
 
+def utc_text(at: float) -> str:
+    """A wall-clock time (a lease's end) as ISO 8601 UTC, to the second."""
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
+
+
 def _first_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     chosen = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[0] if lines else "")
     return chosen.strip()
 
 
-__all__ = ["CLAIMS_PREFIX", "Claim", "ClaimBoard", "claim_ref", "new_worker_id", "parse_claim", "retrying"]
+__all__ = ["CLAIMS_PREFIX", "Claim", "ClaimBoard", "claim_ref", "new_worker_id", "parse_claim", "retrying", "utc_text"]

@@ -47,11 +47,15 @@ from guardkit_state.loop.events import AgentStarted, LoopEvent, TurnRecorded, Tu
 from guardkit_state.loop.run import LoopOptions, feature_build
 from guardkit_state.loop.session import interrupts_as_exceptions
 from guardkit_state.remote.branches import RemoteBranches
-from guardkit_state.remote.claims import Claim, ClaimBoard, retrying
+from guardkit_state.remote.claims import Claim, ClaimBoard, retrying, utc_text
 from guardkit_state.remote.heartbeat import Heartbeat
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.ready import WaveTurn, wave_turn
 from guardkit_state.store.layout import branch_for, worktrees_dir
+from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.taskfile.resolve import resolve_task
+from guardkit_state.taskfile.splice.update import StateUpdate
+from guardkit_state.turns.completion import utc_now
 
 log = logging.getLogger("guardkit_state.remote.worker")
 
@@ -297,10 +301,10 @@ class _Worker:
         assert isinstance(claim, Claim)
         self._states.pop(task, None)  # what this run changes is read again afterwards
         with self._holding(claim):
-            self._run_task(task, state, claim.previous if took_over else None)
+            self._run_task(task, state, current if took_over else None)
         return True
 
-    def _run_task(self, task: str, state: TaskState, previous: str | None) -> None:
+    def _run_task(self, task: str, state: TaskState, taken_from: Claim | None) -> None:
         self._said = ""
         self._remote(self._sync, "fetch")  # the claim is ours: the branch as the last holder left it
         branch = branch_for(task)
@@ -311,8 +315,8 @@ class _Worker:
         self.note(f"{task}: running on {self.board.worker}" + (" (resumed from the remote)" if fresh.resume else ""))
         self.result.ran.append(task)
         self.lost.discard(task)
-        if previous is not None and pushed[0] is not None:
-            pushed[0] = self._record_takeover(task, previous, pushed[0])
+        if taken_from is not None and pushed[0] is not None:
+            pushed[0] = self._record_takeover(task, taken_from, pushed[0])
 
         def push() -> None:
             if self.repo.resolve(f"refs/heads/{branch}") in (None, pushed[0]):
@@ -343,18 +347,23 @@ class _Worker:
         except GuardkitStateError as exc:
             self.note(f"{task}: the loop stopped: {exc.message}")
 
-    def _record_takeover(self, task: str, previous: str, tip: str) -> str:
-        """An empty commit on the task's branch saying who took it over from whom, pushed: the
-        takeover is in the task's history (``git log autobuild/TASK-Y``), not only in its claim."""
-        branch = branch_for(task)
-        message = (f"guardkit: {task} taken over by {self.board.worker} from {previous}\n\n"
+    def _record_takeover(self, task: str, old: Claim, tip: str) -> str:
+        """The takeover written into the task's history: an entry of ``autobuild_state.takeovers``
+        in its task file (who took over from whom, when, the old claim and its lease), committed on
+        the task's branch and pushed before the task resumes, so ``show`` and ``log`` tell it."""
+        worktree = WorktreeManager(self.repo).create(task, self.feature_branch)  # the loop resumes in it
+        repo = worktree.repo()
+        copy = TaskFile.load(resolve_task(worktree.path, task).path)
+        earlier = copy.state.extra.get("takeovers") if copy.state is not None else None
+        entry = {"at": utc_now(), "by": self.board.worker, "from": old.worker, "claim": old.sha,
+                 "lease_until": utc_text(old.lease_until), "turns_done": len(copy.state.turns) if copy.state else 0}
+        copy.apply(StateUpdate(block_scalars={"takeovers": [*(earlier if isinstance(earlier, list) else []), entry]}))
+        message = (f"guardkit: {task} taken over by {self.board.worker} from {old.worker}\n\n"
                    f"The claim's lease had ended and its heartbeat stood still; the task resumes from "
-                   f"its last pushed turn.\n\nGuardkit-Takeover: {previous}\n")
-        tree = self.repo.text("rev-parse", f"{tip}^{{tree}}")
-        _, out, _ = self.repo.run("commit-tree", tree, "-p", tip, "-m", message, pre=self.repo.identity_args())
-        sha = out.decode().strip()
-        self.repo.run("update-ref", f"refs/heads/{branch}", sha, tip)  # same tree: a worktree on it stays clean
-        return str(self._remote(lambda: self.branches.push(branch, tip), f"{task}: push"))
+                   f"its last pushed turn.\n\nGuardkit-Takeover: {old.worker}\n")
+        repo.run("add", "--", str(copy.path.relative_to(worktree.path)))
+        repo.run("commit", "-q", "--no-verify", "-m", message, pre=repo.identity_args())
+        return str(self._remote(lambda: self.branches.push(branch_for(task), tip), f"{task}: push"))
 
     # -- merges -----------------------------------------------------------------------------
 
