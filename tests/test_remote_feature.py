@@ -46,6 +46,14 @@ def tree(repo: Path, rev: str, under: str = "src") -> dict[str, str]:
     return {name: git(repo, "show", f"{rev}:{name}") for name in names}
 
 
+def steady(text: str, root: Path) -> str:
+    """``text`` without what differs between two runs of one feature: times, durations, shas, paths."""
+    text = re.sub(re.escape(str(root)) + r"/[^/\s'\"]+", "<root>", text)
+    text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(\+00:00|Z)?", "<time>", text)
+    text = re.sub(r"\b[0-9a-f]{40}\b", "<sha>", text)
+    return re.sub(r'("duration_seconds": )[0-9.]+', r"\1<seconds>", text)
+
+
 def merged_order(repo: Path) -> list[str]:
     out = git(repo, "log", "--first-parent", "--merges", "--reverse",
               "--format=%(trailers:key=Guardkit-Task,valueonly)%x1e", FEATURE_BRANCH)
@@ -87,6 +95,19 @@ def _build_with_three_workers(tmp_path: Path, project: FeatureProject, bare: Pat
     assert alone.returncode == 0, alone.stdout + alone.stderr
     assert tree(bare, FEATURE_BRANCH) == tree(solo.root, FEATURE_BRANCH)
     assert set(tree(bare, FEATURE_BRANCH)) == {"src/shared.txt", *(f"src/{spec.task_id}.txt" for spec in tasks)}
+    # Every file of the feature branch, the plan and its progress included, as one machine leaves
+    # it (a one-machine run writes its plan in the checkout): the same but for times, shas and paths.
+    plan = ".guardkit/features/FEAT-FB.yaml"
+    shared = {name: steady(text, tmp_path) for name, text in tree(bare, FEATURE_BRANCH, ".").items()}
+    alone_tree = {name: steady(text, tmp_path) for name, text in tree(solo.root, FEATURE_BRANCH, ".").items()}
+    alone_tree[plan] = steady((solo.root / plan).read_text(), tmp_path)
+    assert shared.keys() == alone_tree.keys()
+    for name in shared:
+        assert shared[name] == alone_tree[name], name
+    progress = yaml.safe_load(shared[plan])
+    assert progress["status"] == "completed" and progress["execution"]["completed_waves"] == [1, 2]
+    assert {task["id"]: task["status"] for task in progress["tasks"]} == dict.fromkeys(
+        (spec.task_id for spec in tasks), "completed")
     assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""  # every claim released
     shown = json.loads(cli(machines[0], "show", FEATURE_ID, "--remote", "origin", "--json"))
     assert [(t["task_id"], t["state"], t["wave"]) for t in shown["tasks"]] == [

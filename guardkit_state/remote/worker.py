@@ -14,7 +14,8 @@ repeats, until the feature is merged or cannot go on:
 
 Claims are renewed by a heartbeat thread; Ctrl-C or SIGTERM releases them; a SIGKILL leaves them
 to expire, and another worker takes the task over and resumes it from the remote branch.
-The plan file is not written by workers: progress is read from the remote (``status``/``show``).
+The merger writes each merged wave into the plan on the feature branch, as a one-machine run writes
+its plan; progress while tasks run is read from the remote (``status``/``show --remote``).
 """
 
 from __future__ import annotations
@@ -35,8 +36,12 @@ from guardkit_state.errors import (
     RemoteError,
     RemoteUnreachableError,
 )
+from guardkit_state.features import plan_progress as progress_values
 from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
+from guardkit_state.features.plan_splice import PlanUpdate
+from guardkit_state.features.plan_writer import modify_plan
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
+from guardkit_state.features.result import TaskOutcome
 from guardkit_state.features.waves import plan_waves
 from guardkit_state.git.merge import merge_branch, merge_message
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
@@ -391,7 +396,7 @@ class _Worker:
         feature_repo = worktree.repo()
         if expected is not None and feature_repo.resolve("HEAD") != expected:
             feature_repo.run("reset", "--hard", "--quiet", expected)  # the remote's feature branch is the truth
-        merged_now: list[str] = []
+        merged_now: dict[str, str | None] = {}
         for task in turn.tasks:
             state = turn.states[task]
             if state.phase != "approved":
@@ -407,15 +412,65 @@ class _Worker:
                     self.result.reason += f" ({note})"
                 feature_repo.run("reset", "--hard", "--quiet", expected or "HEAD")
                 return "done"
-            merged_now.append(task)
+            merged_now[task] = merged.sha
+        self._write_plan(feature_repo, turn, merged_now)
         try:
             self._remote(lambda: self.branches.push(self.feature_branch, expected), "push")
         except ClaimLostError:
             self.note(f"wave {turn.number}: {self.feature_branch} moved on the remote meanwhile; looking again")
             return "worked"
-        self.result.merged += merged_now
+        self.result.merged += list(merged_now)
         self.note(f"wave {turn.number}: merged {', '.join(merged_now) or 'nothing new'} into {self.feature_branch}")
         return self._finished() if turn.number == len(self.waves) else "worked"
+
+    def _write_plan(self, feature_repo: GitRepo, turn: WaveTurn, merged: dict[str, str | None]) -> None:
+        """The wave's merge written into the plan on the feature branch (committed, pushed with the
+        merges) as a one-machine run writes its plan: the merged tasks' status, turns, result and
+        merge commit, the counters, the completed waves, and the feature's end after the last wave."""
+        assert self.plan.path is not None  # loaded from its file (run_worker)
+        path = feature_repo.root / self.plan.path.relative_to(self.repo.root)
+        if not path.is_file():
+            self.note(f"wave {turn.number}: {self.plan.path.name} is not on {self.feature_branch}; its progress "
+                      f"is not written (commit the plan to share it)")
+            return
+        now = utc_now()
+        outcomes: list[TaskOutcome] = []
+        for number, wave in enumerate(self.waves, start=1):
+            for task in wave:
+                state = turn.states[task] if number == turn.number else self._state(task, self._last_remote or {})
+                if task in merged:
+                    outcomes.append(TaskOutcome(task, number, "completed", "approved", state.turns,
+                                                merge_commit=merged[task]))
+                elif state.phase == "merged":
+                    outcomes.append(TaskOutcome(task, number, "completed", "approved", state.turns,
+                                                merge_commit=state.merge_commit))
+                else:
+                    status = "skipped" if state.phase == "closed" else "pending"
+                    outcomes.append(TaskOutcome(task, number, status, state.outcome, state.turns))
+        done = [o for o in outcomes if o.task_id in merged]
+
+        def tasks(plan: FeaturePlan) -> PlanUpdate:
+            return PlanUpdate(tasks={o.task_id: {**progress_values.task_started(o.task_id, plan, now=now),
+                                                 **progress_values.task_values(o, plan, now=now)} for o in done})
+
+        def started(plan: FeaturePlan) -> PlanUpdate:
+            resumed = plan.execution is not None and bool(plan.execution.started_at)
+            return progress_values.run_started(plan, worktree=str(feature_repo.root), resumed=resumed, now=now)
+
+        def ended(plan: FeaturePlan) -> PlanUpdate | None:
+            if turn.number < len(self.waves):
+                return None
+            return progress_values.run_ended(completed=True, failed=False, waves=len(self.waves), now=now)
+
+        counts = progress_values.counters(outcomes)
+        modify_plan(path, started, lambda _: PlanUpdate(execution={"current_wave": turn.number, "last_updated": now}),
+                    tasks, lambda _: PlanUpdate(execution={**counts, "last_updated": now}),
+                    lambda plan: progress_values.wave_completed(plan, turn.number, now=now), ended)
+        feature_repo.run("add", "--", str(path.relative_to(feature_repo.root)))
+        if feature_repo.ok("diff", "--cached", "--quiet"):
+            return  # already written (a merge pushed before, then redone)
+        feature_repo.run("commit", "-q", "--no-verify", "-m", f"guardkit: {self.feature} progress after wave "
+                         f"{turn.number} in its plan", pre=feature_repo.identity_args())
 
     # -- claims -----------------------------------------------------------------------------
 
