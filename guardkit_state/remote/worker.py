@@ -25,7 +25,7 @@ import logging
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -43,7 +43,7 @@ from guardkit_state.features.plan_writer import modify_plan
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
 from guardkit_state.features.result import TaskOutcome
 from guardkit_state.features.waves import plan_waves
-from guardkit_state.git.merge import merge_branch, merge_message
+from guardkit_state.git.merge import merge_branch, merge_message, merged_task_ids
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager
@@ -161,6 +161,7 @@ class _Worker:
         self._last_snapshot: object = None
         self._last_remote: dict[str, str] | None = None
         self._claims: dict[str, Claim] = {}
+        self._merged_at: tuple[str | None, frozenset[str]] = (None, frozenset())
         self._said = ""
 
     def note(self, text: str) -> None:
@@ -229,6 +230,8 @@ class _Worker:
             assert isinstance(remote, dict)
             self._last_snapshot, self._last_remote = snapshot, remote
         remote = self._last_remote
+        if self._all_merged(remote.get(self.feature_branch)):
+            return self._finished()
         turn = wave_turn(self.waves, lambda task: self._state(task, remote))
         if turn is None:
             return self._finished()
@@ -253,6 +256,19 @@ class _Worker:
         self._wait(f"wave {turn.number}: every task that has to run is claimed by a live worker")
         return "wait"
 
+    def _merged(self, feature_sha: str | None) -> frozenset[str]:
+        """The tasks the feature branch has merged, by one look at its merges, once per sha."""
+        if self._merged_at[0] != feature_sha:
+            found = merged_task_ids(self.repo, self.branches.tracking(self.feature_branch)) if feature_sha else None
+            self._merged_at = (feature_sha, found or frozenset())
+        return self._merged_at[1]
+
+    def _all_merged(self, feature_sha: str | None) -> bool:
+        """Every task merged: what the workers that did not make the last merge find, without
+        reading each task."""
+        merged = self._merged(feature_sha)
+        return bool(merged) and all(task in merged for wave in self.waves for task in wave)
+
     def _finished(self) -> Step:
         self.result.done, self.result.reason = True, "every wave is merged into " + self.feature_branch
         self.note(self.result.reason)
@@ -274,7 +290,11 @@ class _Worker:
         cached = self._states.get(task)
         if cached is not None and cached[0] == key:
             return cached[1]
-        state = read_task_state(self.fgit, task, max_turns=self.options.max_turns)
+        if (cached is not None and cached[0][0] == key[0] and cached[1].phase in ("approved", "merged")
+                and task in self._merged(key[1])):
+            state = replace(cached[1], phase="merged")  # its branch stood still; a merge took it in
+        else:
+            state = read_task_state(self.fgit, task, max_turns=self.options.max_turns)
         self._states[task] = (key, state)
         return state
 
