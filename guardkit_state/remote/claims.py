@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
 
 from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError
+from guardkit_state.remote.branches import RefRecord, list_refs
 from guardkit_state.store.fsio import validate_task_id
 
 if TYPE_CHECKING:
@@ -198,23 +199,21 @@ class ClaimBoard:
 
     def fetch_refspec(self, feature: str) -> str:
         """The refspec fetching the feature's claims (for a fetch that brings other refs too)."""
-        return f"+{CLAIMS_PREFIX}/{feature}/*:{self._seen_prefix(feature)}/*"
+        return f"+{CLAIMS_PREFIX}/{feature}/*:{self.seen_prefix(feature)}/*"
 
-    def _seen_prefix(self, feature: str) -> str:
+    def seen_prefix(self, feature: str) -> str:
+        """Where this clone keeps the feature's claims as fetched last."""
         validate_task_id(feature)
         return f"{SEEN_PREFIX}/{self.remote}/claims/{feature}"
 
-    def read_fetched(self, feature: str) -> dict[str, Claim]:
-        """The claims the last fetch of :meth:`fetch_refspec` brought, by task id (staleness clocks updated)."""
-        seen = self._seen_prefix(feature)
-        _, out, _ = self.repo.run("for-each-ref", "--format=%(refname)%00%(objectname)%00%(contents)%01",
-                                  f"{seen}/", check=False)
+    def read_fetched(self, feature: str, listing: list[RefRecord] | None = None) -> dict[str, Claim]:
+        """The claims the last fetch of :meth:`fetch_refspec` brought, by task id (staleness clocks
+        updated); from ``listing`` when the refs were listed already (:func:`list_refs`)."""
+        seen = self.seen_prefix(feature)
         claims: dict[str, Claim] = {}
         now = self.monotonic()
-        for record in out.decode("utf-8", "replace").split("\x01"):
-            name, _, rest = record.strip("\n").partition("\x00")
-            sha, _, message = rest.partition("\x00")
-            if not name:
+        for name, sha, message in list_refs(self.repo, seen) if listing is None else listing:
+            if not name.startswith(f"{seen}/"):
                 continue
             task = name.rsplit("/", 1)[-1]
             claim = parse_claim(feature, task, sha, message)

@@ -199,10 +199,11 @@ class _Worker:
 
     def _sync(self) -> dict[str, str]:
         """The remote's branches here (:meth:`RemoteBranches.sync`), its turn ledgers imported and
-        the feature's claims read (``_claims``): one fetch for the three."""
-        remote = self.branches.sync(self.ledgers.fetch_refspec(), self.board.fetch_refspec(self.feature))
-        self.ledgers.import_fetched()
-        self._claims = self.board.read_fetched(self.feature)
+        the feature's claims read (``_claims``): one fetch and one listing of refs for the three."""
+        remote = self.branches.sync(self.ledgers.fetch_refspec(), self.board.fetch_refspec(self.feature),
+                                    listed=(self.ledgers.seen, self.board.seen_prefix(self.feature)))
+        self.ledgers.import_fetched(self.branches.listing)
+        self._claims = self.board.read_fetched(self.feature, self.branches.listing)
         return remote
 
     def _ensure_feature_branch(self) -> None:
