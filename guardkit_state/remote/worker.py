@@ -207,9 +207,10 @@ class _Worker:
         return remote
 
     def _ensure_feature_branch(self) -> None:
-        remote = self._remote(self._sync, "fetch")
-        assert isinstance(remote, dict)
-        if self.feature_branch in remote:
+        # One ls-remote, not a fetch: the first step fetches anyway (workers start together).
+        listed = self._remote(self._snapshot, "look")
+        assert isinstance(listed, str)
+        if any(line.endswith(f"\trefs/heads/{self.feature_branch}") for line in listed.splitlines()):
             return
         start = self.repo.text("rev-parse", "--verify", "HEAD^{commit}")
         if self.repo.resolve(f"refs/heads/{self.feature_branch}") is None:
@@ -218,7 +219,7 @@ class _Worker:
             self._remote(lambda: self.branches.push(self.feature_branch, None), "push")
             self.note(f"{self.feature_branch} on the remote starts at {start[:10]}")
         except ClaimLostError:
-            self._remote(self._sync, "fetch")  # another worker created it first: theirs is the one
+            pass  # another worker created it first: theirs is the one (the first step fetches it)
 
     def _step(self) -> Step:
         """One look at the feature: ``done`` when this worker is finished, ``worked`` after it ran
