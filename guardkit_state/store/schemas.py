@@ -44,7 +44,6 @@ from guardkit_state.store.json_paths import PathParts as PathParts
 from guardkit_state.store.json_paths import format_pointer as format_pointer
 from guardkit_state.store.json_paths import parse_pointer as parse_pointer
 from guardkit_state.store.json_paths import sort_key
-from guardkit_state.store.json_text import PLAIN_JSON_VALUES
 from guardkit_state.store.legacy import normalise as normalise
 from guardkit_state.store.legacy import normalise_copy
 
@@ -220,6 +219,8 @@ def fast_validator(kind: str) -> Any | None:
 
 
 _PLAIN_SCALARS = (str, int, float, bool, type(None))
+#: How many values :func:`_is_plain_json` looks at before it gives up (a container may hold itself).
+PLAIN_JSON_VALUES = 1_000_000
 
 
 def _is_plain_json(data: Any) -> bool:
