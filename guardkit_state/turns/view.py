@@ -13,9 +13,9 @@ from guardkit_state.errors import InputError
 from guardkit_state.model import TurnState
 from guardkit_state.store.turn_files import TurnStore, artifacts_dir
 from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.turns.checks import check_turn_history, turn_budget
 from guardkit_state.turns.context import render_continuation_context
 from guardkit_state.turns.history import TaskHistory
-from guardkit_state.turns.intake import check_turn_history, turn_budget
 from guardkit_state.turns.ledger import CriteriaLedger
 from guardkit_state.turns.resume import resume_point
 from guardkit_state.turns.stall import TurnSignal
