@@ -161,18 +161,13 @@ _NORMALISERS: dict[str, Callable[[dict[str, Any], _Notes], None]] = {
 }
 
 
-def normalise(kind: str, data: Any, *, owned: bool = False) -> tuple[Any, list[str]]:
+def normalise(kind: str, data: Any, *, owned: bool = False, plain: bool = False) -> tuple[Any, list[str]]:
     """Map known legacy shapes of a ``kind`` record to the canonical shape.
 
     Returns a new object (the input is never mutated, unless ``owned``) and warnings, each ``"$.path: text"``, for
     lossy readings such as a criterion ``result`` of ``"unverified"`` read as ``"rejected"``.
-    Anything that is not a known alias is left for the schema to judge.
+    Anything that is not a known alias is left for the schema to judge. ``plain``: ``data`` is plain JSON.
     """
-    return normalise_copy(kind, data, plain=False, owned=owned)
-
-
-def normalise_copy(kind: str, data: Any, *, plain: bool, owned: bool = False) -> tuple[Any, list[str]]:
-    """:func:`normalise`, told whether ``data`` is plain JSON (``plain``: copied the fast way)."""
     notes = _Notes()
     # Data the caller owns (just parsed, shared with nobody) is normalised in place; plain JSON is
     # copied by a C-speed round trip (a deepcopy costs ~10x more), which also makes subclasses plain.
@@ -188,4 +183,4 @@ def normalise_copy(kind: str, data: Any, *, plain: bool, owned: bool = False) ->
     return out, notes.warnings
 
 
-__all__ = ["normalise", "normalise_copy"]
+__all__ = ["normalise"]

@@ -115,20 +115,13 @@ def check_turn_history(task: TaskFile) -> None:
                            task_id=task.task_id, expected="turns numbered 1, 2, 3 ... with none missing")
 
 
-def check_criterion_ids(task: TaskFile, player: PlayerReport, coach: CoachDecision, *,
-                        player_path: Path | None = None, coach_path: Path | None = None) -> None:
-    """Refuse reports that judge or promise a criterion the task does not have, naming the known ids.
+def check_report_criteria(task: TaskFile, report: PlayerReport | CoachDecision, *, path: Path | None = None) -> None:
+    """Refuse a report that judges or promises a criterion the task does not have, naming the known ids.
 
     A verdict on an unknown id would be recorded beside the real criterion (``AC-001`` pending next
     to ``AC-1`` verified) and the Player told to address work already done. A task whose criteria
     cannot be read from it (none parsed) accepts any id: there is nothing to check against.
     """
-    check_report_criteria(task, player, path=player_path)
-    check_report_criteria(task, coach, path=coach_path)
-
-
-def check_report_criteria(task: TaskFile, report: PlayerReport | CoachDecision, *, path: Path | None = None) -> None:
-    """:func:`check_criterion_ids` for one report (the task loop records them one at a time)."""
     if isinstance(report, CoachDecision):
         # Two different verdicts on one criterion: which one the Coach meant cannot be told, and
         # keeping the last would be a guess.
@@ -169,6 +162,6 @@ def check_report_ids(report: PlayerReport | CoachDecision, task_id: str, turn: i
                          path=path, pointer="$.turn", task_id=task_id, turn=report.turn, expected=str(turn))
 
 
-__all__ = ["DEFAULT_MAX_TURNS", "TERMINAL_STATUSES", "check_criterion_ids", "check_may_continue",
+__all__ = ["DEFAULT_MAX_TURNS", "TERMINAL_STATUSES", "check_may_continue",
            "check_report_criteria", "check_report_ids", "check_task_writable", "check_turn_history",
            "checked_max_turns", "checked_timeout", "closed_reason", "turn_budget"]

@@ -16,7 +16,7 @@ from guardkit_state.store import schemas
 from guardkit_state.store.jsonio import check_storable
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.turns.checks import check_criterion_ids, check_report_ids
+from guardkit_state.turns.checks import check_report_criteria, check_report_ids
 from guardkit_state.turns.verdicts import read_verdict_words
 
 Report = dict[str, Any] | PlayerReport | CoachDecision
@@ -128,8 +128,8 @@ class IncomingTurn:
                 number: int) -> tuple[CheckedReport[PlayerReport], CheckedReport[CoachDecision]]:
         """:meth:`reports`, judged against ``task``'s criteria and valid as written to ``store``."""
         player, coach = self.reports(number)
-        check_criterion_ids(task, player.record, coach.record, player_path=self.player_path,
-                            coach_path=self.coach_path)
+        check_report_criteria(task, player.record, path=self.player_path)
+        check_report_criteria(task, coach.record, path=self.coach_path)
         return (require_valid(player, path=store.path("player_turn", number)),
                 require_valid(coach, path=store.path("coach_turn", number)))
 

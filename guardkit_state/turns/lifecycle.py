@@ -135,13 +135,8 @@ class TurnLifecycle(TurnView):
         self.task = task
         return True
 
-    def roll_forward(self) -> TurnRecord | None:
-        """Complete a :meth:`completable_turn` from its files (no agent is called); ``None`` if none."""
-        number = self.completable_turn()
-        return None if number is None else self.complete_from_files(number)
-
     def complete_from_files(self, number: int) -> TurnRecord:
-        """Complete turn ``number``, which :meth:`completable_turn` found, from its files."""
+        """Complete turn ``number`` (a :meth:`completable_turn`) from its files: no agent is called."""
         log.info("turn %d of %s has both reports but is not recorded: completing it from its files",
                  number, self.task_id)
         self.begin_turn(TurnMode.RECOVERING_STATE)
@@ -170,20 +165,14 @@ class TurnLifecycle(TurnView):
     def record_player(self, report: PlayerReport | dict[str, Any]) -> PlayerReport:
         """Validate and write the Player's report for the active turn."""
         checked = self._checked("player_turn", PlayerReport, report, "player report")
-        self._require_active().player = self._write_report(checked, "player report")
+        self._require_active().player = self._write_report(checked)
         return checked.record
 
     def record_coach(self, decision: CoachDecision | dict[str, Any]) -> CoachDecision:
         """Validate and write the Coach's decision for the active turn."""
         checked = self._checked("coach_turn", CoachDecision, decision, "coach decision")
-        self._require_active().coach = self._write_report(checked, "coach decision")
+        self._require_active().coach = self._write_report(checked)
         return checked.record
-
-    def record_checked(self, player: CheckedReport[PlayerReport], coach: CheckedReport[CoachDecision]) -> None:
-        """Write both reports of the active turn, checked where they came in (see :class:`IncomingTurn`)."""
-        active = self._require_active()
-        active.player = self._write_report(player, "player report")
-        active.coach = self._write_report(coach, "coach decision")
 
     def _checked(self, kind: str, cls: type[R], report: R | dict[str, Any], what: str) -> CheckedReport[R]:
         number = self._require_active().number
@@ -193,7 +182,7 @@ class TurnLifecycle(TurnView):
         check_report_criteria(self.task, checked.record)
         return require_valid(checked, path=self.store.path(kind, number))
 
-    def _write_report(self, report: CheckedReport[R], what: str) -> R:
+    def _write_report(self, report: CheckedReport[R]) -> R:
         """Write a report checked where it came in (the store does not check it again)."""
         self.store.write_checked(report.kind, self._require_active().number, report.data,
                                  recorded_turns=self.recorded_turns, canonical=report.canonical)
@@ -372,9 +361,10 @@ def record_turn(
         if pending is not None:
             lifecycle.complete_from_files(pending)
         player_rec, coach_rec = incoming.checked(lifecycle.task, lifecycle.store, lifecycle.recorded_turns + 1)
-        number = lifecycle.begin_turn(mode).number
+        active = lifecycle.begin_turn(mode)
+        number = active.number
         try:
-            lifecycle.record_checked(player_rec, coach_rec)
+            active.player, active.coach = lifecycle._write_report(player_rec), lifecycle._write_report(coach_rec)
             return lifecycle.complete_turn()
         except BaseException:
             # A record is all or nothing: reports of a turn its task file does not list go again.
