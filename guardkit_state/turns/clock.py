@@ -6,7 +6,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from guardkit_state.errors import ParseError
+from guardkit_state.errors import FileBusyError, ParseError
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile, read_settled
 
@@ -35,11 +35,13 @@ def read_task_settled(path: Path, store: TurnStore) -> TaskFile:
 
     A partial file must never number a turn (nor be refused as a broken task file): it is read
     again after each of :data:`RESETTLE_PAUSES` (under a second in all). A file that stays
-    unparsable, or stays behind the store throughout, is what it is: the parse error is raised,
-    the view returned (a turn a stale save really dropped is then rolled forward).
+    unparsable, or stays behind the store throughout, is what it is: the parse error is raised (a
+    busy-file error where the unparsable bytes kept changing), the view returned (a turn a stale
+    save really dropped is then rolled forward).
     """
     error: ParseError | None = None
     task: TaskFile | None = None
+    unparsable: set[bytes] = set()
     for pause in (0.0, *RESETTLE_PAUSES):
         time.sleep(pause)
         raw = read_settled(path)
@@ -47,6 +49,7 @@ def read_task_settled(path: Path, store: TurnStore) -> TaskFile:
             task = TaskFile.from_bytes(raw, path)
         except ParseError as exc:
             error, task = exc, None
+            unparsable.add(raw)
             continue
         # Only a file that stays behind the store through every pause is taken as it is: on a busy
         # machine an editor can sit between its truncate and its write for tens of milliseconds.
@@ -54,6 +57,10 @@ def read_task_settled(path: Path, store: TurnStore) -> TaskFile:
             return task
     if task is None:
         assert error is not None
+        if len(unparsable) > 1:
+            # Different bytes each time, none whole: a file being saved over and over, not a broken one.
+            raise FileBusyError("the task file kept changing and never read whole; nothing was written: try again",
+                                path=path, expected="a moment without other writers")
         raise error
     return task
 
