@@ -24,7 +24,7 @@ from guardkit_state.errors import (
     GuardkitStateError,
     TurnError,
 )
-from guardkit_state.model import AutobuildState, Criterion, TurnEntry, whole_number
+from guardkit_state.model import AutobuildState, Criterion, whole_number
 from guardkit_state.store import fsio
 
 # Criteria are read by their own module, files found by discovery.py and chosen among by
@@ -341,10 +341,7 @@ class TaskFile:
         if not update.touches_state:
             return
         self.state_key = update.key
-        if self.state is None:
-            self.state = AutobuildState.from_dict(self.data[update.key], key=update.key)
-        else:
-            _update_state(self.state, update)
+        self.state = AutobuildState.from_dict(self.data[update.key], key=update.key)
         if not had_frontmatter:
             self.criteria = extract_criteria(self.data, self.body)
 
@@ -386,22 +383,6 @@ def _holds(path: Path, expected: bytes) -> bool:
         return fsio.read_bytes_capped(path) == expected
     except GuardkitStateError:
         return False
-
-
-def _update_state(state: AutobuildState, update: StateUpdate) -> None:
-    known = set(AutobuildState._KNOWN)
-    for key, value in update.block_scalars.items():
-        if key == "current_turn":
-            state.current_turn = int(value or 0)
-        elif key in ("started_at", "last_updated"):
-            setattr(state, key, None if value is None else str(value))
-        elif key in known:
-            setattr(state, key, value)
-        else:
-            state.extra[key] = value
-    if update.criteria is not None:
-        state.criteria = {str(k): str(v) for k, v in update.criteria.items()}
-    state.turns.extend(TurnEntry.from_dict(turn) for turn in update.append_turns)
 
 
 def _str_or_none(value: Any) -> str | None:

@@ -16,7 +16,6 @@ read again once the feature branch is part of its HEAD. Every location says whic
 from __future__ import annotations
 
 import contextlib
-import re
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -32,14 +31,13 @@ from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.discovery import STATE_MARKERS, scoped
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import REASON_GIVEN, Resolution, holds_state, resolve_task
+from guardkit_state.taskfile.strict_yaml import parse_yaml
 
 #: Where a location's copy comes from: the main checkout, the task's loop worktree, the task's
 #: branch (its worktree gone), a feature's worktree, or the feature branch (through git).
 Source = Literal["main", "worktree", "task branch", "feature worktree", "feature branch"]
 
-_PLAN_ID = re.compile(r"^id:[ \t]*['\"]?([^'\"#\s]+)['\"]?[ \t]*(?:#.*)?$", re.M)
-#: An ``id:`` line at any depth (a task entry's, or the plan's own): the ids a plan lists.
-_TASK_ENTRY = re.compile(r"^[ \t]*(?:-[ \t]+)?id:[ \t]*['\"]?([^'\"#\s]+)['\"]?[ \t]*(?:#.*)?$", re.M)
+
 
 
 @dataclass(frozen=True)
@@ -120,24 +118,29 @@ def locate_task(repo_root: Path | str, task: str) -> TaskLocation:
 
 
 def features_of_task(root: Path | str, task_id: str) -> list[str]:
-    """The ids of the feature plans in ``root`` that list ``task_id``, by plan file name.
-
-    A line scan, not a YAML parse: it runs for every task command, and a broken plan must not
-    stop a task from being read.
-    """
+    """The ids of the feature plans in ``root`` that list ``task_id``, by plan file name (a plan
+    the strict reader refuses lists none: a broken plan must not stop a task from being read)."""
     return list(_plan_index(root).get(task_id, ()))
 
 
 def _plan_index(root: Path | str) -> dict[str, tuple[str, ...]]:
-    """Task id -> the features whose plan lists it (in plan file order): one scan of every plan
+    """Task id -> the features whose plan lists it (in plan file order): one read of every plan
     per :func:`~guardkit_state.taskfile.discovery.listing_scope` (a feature's tasks all ask)."""
     def scan() -> dict[str, tuple[str, ...]]:
         index: dict[str, list[str]] = {}
         for stem, text in plan_texts(root):
-            top = _PLAN_ID.search(text)  # the plan's own id names its branch; the file name else
-            feature_id = top.group(1) if top else stem
-            for task_id in dict.fromkeys(match.group(1) for match in _TASK_ENTRY.finditer(text)):
-                index.setdefault(task_id, []).append(feature_id)
+            try:
+                data = parse_yaml(text, keep_last=True).data
+            except GuardkitStateError:
+                continue
+            if not isinstance(data, dict):
+                continue
+            own = data.get("id")  # the plan's own id names its branch; the file name else
+            feature_id = own if isinstance(own, str) and own else stem
+            tasks = data.get("tasks")
+            ids = (task.get("id") for task in tasks if isinstance(task, dict)) if isinstance(tasks, list) else ()
+            for listed in dict.fromkeys(i for i in ids if isinstance(i, str)):
+                index.setdefault(listed, []).append(feature_id)
         return {task_id: tuple(features) for task_id, features in index.items()}
 
     return scoped(("plan index", str(features_dir(root))), scan)
