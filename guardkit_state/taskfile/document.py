@@ -9,17 +9,14 @@ so no user edit is lost. Cross-process locking is the caller's job (the turn lif
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import (
     DuplicateKeyError,
-    FileBusyError,
     FrontmatterError,
     GuardkitStateError,
     TurnError,
@@ -36,6 +33,9 @@ from guardkit_state.taskfile.frontmatter import STATE_KEY, FrontmatterSplit, Par
 from guardkit_state.taskfile.resolve import find_task as find_task
 from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate, plain_data, splice_state
 from guardkit_state.taskfile.strict_yaml import DuplicateKey
+from guardkit_state.taskfile.yaml_writer import SETTLE_PAUSE as SETTLE_PAUSE  # the turn lifecycle waits as long
+from guardkit_state.taskfile.yaml_writer import read_settled as read_settled  # turns/intake.py reads it from here
+from guardkit_state.taskfile.yaml_writer import write_verified
 
 log = logging.getLogger("guardkit_state.taskfile.document")
 #: One line per repeated key of a task file read (the CLI shows these on stderr).
@@ -207,44 +207,32 @@ class TaskFile:
             FrontmatterError, DuplicateKeyError: the file (or its new version) cannot be spliced.
             GuardkitStateError: the write failed (the original file is untouched).
         """
-        self.check_writable()
         wanted = self._for_this_file(update)
-        update = self._without_present_turns(wanted)
-        result = splice_state(self.text, update, path=self.path, parsed=self._parsed)
-        if result.method == "noop":
-            return result
-        for attempt in range(REAPPLY_ATTEMPTS):
-            # The first attempt trusts the text it was loaded from: an editor save since then is
-            # caught by the check just before the rename, and the next attempt re-reads.
-            current = self._raw if attempt == 0 else fsio.read_bytes_capped(self.path)
-            if current != self._raw:
+        result = SpliceResult(self.text, "noop")
+        update = wanted
+
+        def edit(raw: bytes) -> str | None:
+            nonlocal result, update
+            if raw != self._raw:
+                # An editor saved meanwhile: redo the splice on its text so neither the edit nor
+                # the turn is lost.
                 _CONTENDED.add(self.path)
-                # An editor saved meanwhile (perhaps in place, still writing): wait until the file
-                # settles, then redo the splice on its text so neither the edit nor the turn is lost.
-                current = read_settled(self.path, current)
                 log.info("%s changed on disk since it was read; re-applying the update to it", self.path)
-                self._adopt(TaskFile.from_bytes(current, self.path))
-                update = self._without_present_turns(wanted)
-                result = splice_state(self.text, update, path=self.path, parsed=self._parsed)
-                if result.method == "noop":
-                    return result
-            fsio.crash_point("taskfile.before_write")
-            base = self._raw
-            # Checked again after the fsync, just before the rename: an editor save during the
-            # (slow) fsync is caught and re-applied instead of being replaced.
-            if not fsio.atomic_write_text(self.path, result.text, precondition=partial(_holds, self.path, base)):
-                # A random pause, growing with the attempts, so a writer saving at a steady rhythm
-                # does not land inside our read-splice-write window every time.
-                time.sleep(random.uniform(0, min(0.002 * (attempt + 1), 0.05)))
-                continue
-            self._after_write(result, update)
-            if self._landed(update):
-                return result
+                self._adopt(TaskFile.from_bytes(raw, self.path))
+            self.check_writable()
             update = self._without_present_turns(wanted)
             result = splice_state(self.text, update, path=self.path, parsed=self._parsed)
-        raise FileBusyError(
-            f"the task file kept changing while the update was written ({REAPPLY_ATTEMPTS} attempts); "
-            "nothing was overwritten: try again", path=self.path, expected="a moment without other writers")
+            return None if result.method == "noop" else result.text
+
+        def landed(_text: str) -> bytes | None:
+            self._after_write(result, update)
+            return None if self._landed(update) else self._raw
+
+        # The first attempt trusts the text it was loaded from: an editor save since then is caught
+        # by the check just before the rename (after the slow fsync), and the next attempt re-reads.
+        write_verified(self.path, self._raw, edit, attempts=REAPPLY_ATTEMPTS, name="taskfile", what="task file",
+                       landed=landed)
+        return result
 
     def _landed(self, update: StateUpdate) -> bool:
         """True when the write just made is still on disk (or a later save kept the update).
@@ -348,9 +336,6 @@ class TaskFile:
 
 #: How often :meth:`TaskFile.apply` re-reads and re-applies when other writers keep saving the file.
 REAPPLY_ATTEMPTS = 200
-#: An in-place save is over when two reads this far apart agree (bounded by SETTLE_LIMIT seconds).
-SETTLE_PAUSE = 0.002
-SETTLE_LIMIT = 2.0
 #: How long after its rename a write to a contended task file is checked for a stale editor save.
 VERIFY_PAUSES = (0.002, 0.01, 0.03)
 
@@ -363,26 +348,6 @@ def describe_duplicates(duplicates: Sequence[DuplicateKey], *, shown: int = 3) -
     parts = [f"{d.key!r} on lines {d.first_line} and {d.line}" for d in duplicates[:shown]]
     more = f" (and {len(duplicates) - shown} more)" if len(duplicates) > shown else ""
     return f"duplicate key {', '.join(parts)}{more}"
-
-
-def read_settled(path: Path, data: bytes | None = None) -> bytes:
-    """The file's bytes once two reads :data:`SETTLE_PAUSE` apart agree (an in-place save is done)."""
-    data = fsio.read_bytes_capped(path) if data is None else data
-    deadline = time.monotonic() + SETTLE_LIMIT
-    while True:
-        time.sleep(SETTLE_PAUSE)
-        again = fsio.read_bytes_capped(path)
-        if again == data or time.monotonic() > deadline:
-            return again
-        data = again
-
-
-def _holds(path: Path, expected: bytes) -> bool:
-    """True when ``path`` still holds ``expected`` (a missing or unreadable file does not)."""
-    try:
-        return fsio.read_bytes_capped(path) == expected
-    except GuardkitStateError:
-        return False
 
 
 def _str_or_none(value: Any) -> str | None:
