@@ -15,7 +15,7 @@ import pytest
 import guardkit_state
 from guardkit_state.errors import FrontmatterError, WriteVerificationError
 from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.taskfile.splice import layout as splice_layout
+from guardkit_state.taskfile.splice import positions as splice_positions
 from guardkit_state.taskfile.splice.core import StateUpdate, splice_state
 
 TEXT = """\
@@ -43,12 +43,12 @@ UPDATE = StateUpdate(block_scalars={"current_turn": 2}, criteria={"AC-001": "ver
 
 def _corrupt(monkeypatch: pytest.MonkeyPatch, change: Callable[[str], str]) -> None:
     """Make every splice produce its text and then ``change`` it, as a splice bug would."""
-    real = splice_layout.Edits.apply
+    real = splice_positions.Edits.apply
 
-    def broken(self: splice_layout.Edits, text: str) -> str:
+    def broken(self: splice_positions.Edits, text: str) -> str:
         return change(real(self, text))
 
-    monkeypatch.setattr(splice_layout.Edits, "apply", broken)
+    monkeypatch.setattr(splice_positions.Edits, "apply", broken)
 
 
 def _task(tmp_path: Path, text: str = TEXT) -> TaskFile:

@@ -33,7 +33,7 @@ from guardkit_state.errors import (
 from guardkit_state.features.schema import node_line, raise_problems, schema_problems
 from guardkit_state.store.json_paths import format_pointer
 from guardkit_state.taskfile.splice.edits import MISSING, Fallback, set_value
-from guardkit_state.taskfile.splice.layout import Edits, Entry, LayoutError, by_key, entries_of
+from guardkit_state.taskfile.splice.positions import Edits, Entry, LayoutError, by_key, entries_of
 from guardkit_state.taskfile.splice.render import plain_data, render_scalar, same
 from guardkit_state.taskfile.splice.verify import first_difference
 from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml

@@ -22,7 +22,7 @@ from guardkit_state.turns.resume import ResumePoint, resume_point
 
 if TYPE_CHECKING:
     from guardkit_state.config.modes import ModeAdvice
-    from guardkit_state.taskfile.state_block import TurnEntry
+    from guardkit_state.model import TurnEntry
     from guardkit_state.turns.ledger import CriteriaCounts
     from guardkit_state.turns.stall import Stall
 

@@ -17,9 +17,9 @@ from typing import Any
 import yaml
 
 from guardkit_state.errors import DuplicateKeyError, FrontmatterError
-from guardkit_state.taskfile.state_block import LEGACY_STATE_KEY as LEGACY_STATE_KEY  # the state block's keys
-from guardkit_state.taskfile.state_block import STATE_KEY as STATE_KEY
-from guardkit_state.taskfile.state_block import STATE_KEYS as STATE_KEYS
+from guardkit_state.model import LEGACY_STATE_KEY as LEGACY_STATE_KEY  # the state block's keys
+from guardkit_state.model import STATE_KEY as STATE_KEY
+from guardkit_state.model import STATE_KEYS as STATE_KEYS
 from guardkit_state.taskfile.strict_yaml import DuplicateKey, parse_yaml
 
 #: A delimiter line: three dashes and optional trailing blanks, as python-frontmatter and Jekyll read it.

@@ -27,7 +27,7 @@ import yaml
 from guardkit_state.errors import FrontmatterError, GuardkitStateError, WriteVerificationError
 from guardkit_state.taskfile.frontmatter import ParsedFrontmatter, check_line_endings, parse_frontmatter
 from guardkit_state.taskfile.splice.edits import Fallback, set_value
-from guardkit_state.taskfile.splice.layout import Edits, Entry, LayoutError, by_key, entries_of, line_of, line_start
+from guardkit_state.taskfile.splice.positions import Edits, Entry, LayoutError, by_key, entries_of, line_of, line_start
 from guardkit_state.taskfile.splice.render import indent_lines, render_yaml
 from guardkit_state.taskfile.splice.verify import first_difference
 

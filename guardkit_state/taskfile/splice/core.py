@@ -31,7 +31,7 @@ from guardkit_state.taskfile.frontmatter import (
     parse_frontmatter,
 )
 from guardkit_state.taskfile.splice.edits import MISSING, Fallback, rerender_block, set_value, splice_block
-from guardkit_state.taskfile.splice.layout import Edits, Entry, LayoutError, by_key, entries_of, line_of
+from guardkit_state.taskfile.splice.positions import Edits, Entry, LayoutError, by_key, entries_of, line_of
 from guardkit_state.taskfile.splice.render import indent_lines, plain_data, render_yaml
 from guardkit_state.taskfile.splice.update import SpliceMethod, SpliceResult, StateUpdate, apply_update_to_block
 from guardkit_state.taskfile.splice.verify import verify_write

@@ -22,7 +22,7 @@ import yaml
 
 from guardkit_state.errors import GuardkitStateError, WriteVerificationError
 from guardkit_state.taskfile.frontmatter import FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
-from guardkit_state.taskfile.splice.layout import Edits, line_of
+from guardkit_state.taskfile.splice.positions import Edits, line_of
 from guardkit_state.taskfile.splice.render import plain_data
 from guardkit_state.taskfile.splice.update import StateUpdate, apply_update_to_block
 from guardkit_state.taskfile.strict_yaml import MERGE_TAG, construct_with
