@@ -35,7 +35,7 @@ from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate, plain
 from guardkit_state.taskfile.strict_yaml import DuplicateKey
 from guardkit_state.taskfile.yaml_writer import SETTLE_PAUSE as SETTLE_PAUSE  # the turn lifecycle waits as long
 from guardkit_state.taskfile.yaml_writer import read_settled as read_settled  # turns/intake.py reads it from here
-from guardkit_state.taskfile.yaml_writer import write_verified
+from guardkit_state.taskfile.yaml_writer import recall, remember, write_verified
 
 log = logging.getLogger("guardkit_state.taskfile.document")
 #: One line per repeated key of a task file read (the CLI shows these on stderr).
@@ -94,7 +94,8 @@ class TaskFile:
         it itself); such a file is not written to.
         """
         text = fsio.decode_utf8(raw, path)
-        parsed = parse_frontmatter(text, path=path, keep_last=True)
+        known = recall(path, raw)  # the verified reading of the bytes this process last wrote there
+        parsed = known if isinstance(known, ParsedFrontmatter) else parse_frontmatter(text, path=path, keep_last=True)
         if parsed.duplicates and warn:
             duplicates_log.warning("%s:%d: %s: the last value is read (as GuardKit reads it)", path,
                                    parsed.duplicates[0].line, describe_duplicates(parsed.duplicates))
@@ -323,6 +324,7 @@ class TaskFile:
         self.text = result.text
         self._raw = result.text.encode("utf-8")
         self._parsed = parsed
+        remember(self.path, self._raw, parsed)
         self.split = parsed.split
         self.body = parsed.split.body
         self.data = parsed.data

@@ -27,6 +27,10 @@ _OPEN = re.compile(r"---[ \t]*(\r?\n)")
 _LONE_OPEN = re.compile(r"---[ \t]*[\r\n]*\Z")
 _CLOSE_TAIL = re.compile(r"[ \t]*(?:\n|\r\n|\r?\Z)")
 _MD_HEADING = re.compile(r"^#{2,6} \S")
+#: YAML's document-end line: text spliced after it would start a second document.
+DOCUMENT_END = re.compile(r"^\.\.\.(?:[ \t].*)?\r?$", re.M)
+#: Blank lines at the start of a text without frontmatter (before its first non-blank line).
+_LEADING_BLANK_LINES = re.compile(r"(?:[ \t\f\v]*\r?\n)*")
 
 
 
@@ -76,6 +80,20 @@ def check_line_endings(text: str, path: Path | str | None = None) -> None:
         raise FrontmatterError("the file's lines end in a lone CR (classic Mac OS line endings), which GuardKit "
                                "does not read as line breaks: convert them to LF or CRLF", path=path,
                                expected="LF or CRLF line endings")
+
+
+def refuse_look_alike_frontmatter(body: str, path: Path | str | None) -> None:
+    """Refuse to create a frontmatter above a ``---`` line that is not a delimiter (``--- # meta``,
+    or ``---`` after a blank line): the user meant one there, and a new one put above it would push
+    their keys into the body. Such a file has no frontmatter for us as for GuardKit, so only the
+    user can say which it is."""
+    check_line_endings(body, path)
+    blanks = _LEADING_BLANK_LINES.match(body)
+    assert blanks is not None  # the pattern matches the empty string
+    if body.startswith("---", blanks.end()):
+        line = body.count("\n", 0, blanks.end()) + 1
+        raise FrontmatterError(f"line {line} starts with '---' but is not a frontmatter delimiter (GuardKit reads "
+                               "no frontmatter here): make the first line exactly '---'", path=path, line=line)
 
 
 def split_frontmatter(text: str, *, path: Path | str | None = None) -> FrontmatterSplit:

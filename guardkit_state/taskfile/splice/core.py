@@ -16,7 +16,6 @@ anything else is never written.
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +23,12 @@ import yaml
 
 from guardkit_state.errors import FrontmatterError
 from guardkit_state.taskfile.frontmatter import (
+    DOCUMENT_END,
     STATE_KEYS,
     FrontmatterSplit,
     ParsedFrontmatter,
-    check_line_endings,
     parse_frontmatter,
+    refuse_look_alike_frontmatter,
 )
 from guardkit_state.taskfile.splice.edits import MISSING, Fallback, rerender_block, set_value, splice_block
 from guardkit_state.taskfile.splice.positions import Edits, Entry, LayoutError, by_key, entries_of, line_of
@@ -41,9 +41,6 @@ __all__ = ["SpliceMethod", "SpliceResult", "StateUpdate", "apply_update_to_block
 
 log = logging.getLogger("guardkit_state.taskfile.splice.core")
 
-_DOCUMENT_END = re.compile(r"^\.\.\.(?:[ \t].*)?\r?$", re.M)
-#: Blank lines at the start of a text without frontmatter (before its first non-blank line).
-_LEADING_BLANK_LINES = re.compile(r"(?:[ \t\f\v]*\r?\n)*")
 
 
 def splice_state(text: str, update: StateUpdate, *, path: Path | str | None = None,
@@ -74,7 +71,7 @@ def splice_state(text: str, update: StateUpdate, *, path: Path | str | None = No
     old = parsed if parsed is not None and reusable else parse_frontmatter(text, path=path)
     split = old.split
     if not split.has_frontmatter:
-        _refuse_look_alike_frontmatter(split, path)
+        refuse_look_alike_frontmatter(split.body, path)
         created = _create_frontmatter(split, update)
         return SpliceResult(created, "splice", None,
                             verify_write(old, created, update, path=path, edits=None, allowed=[]))
@@ -144,7 +141,7 @@ def _top_entries(old: ParsedFrontmatter, path: Path | str | None) -> dict[str, E
     """The top-level entries by key, refusing layouts new keys cannot be spliced into."""
     fm, offset = old.split.yaml_text, old.split.line_offset
     # The substring test first: a multi-line regex search costs more than a whole splice on a long file.
-    end_marker = _DOCUMENT_END.search(fm) if fm.startswith("...") or "\n..." in fm else None
+    end_marker = DOCUMENT_END.search(fm) if fm.startswith("...") or "\n..." in fm else None
     if end_marker is not None:
         # Text spliced after YAML's document-end marker would start a second document.
         raise FrontmatterError("the frontmatter contains a YAML document-end line ('...'); the state block "
@@ -175,20 +172,6 @@ def _end_of(fm: str, edits: Edits, nl: str) -> int:
     if fm and not fm.endswith("\n") and not any(start == len(fm) for start, *_ in edits.items):
         edits.add(len(fm), len(fm), nl)
     return len(fm)
-
-
-def _refuse_look_alike_frontmatter(split: FrontmatterSplit, path: Path | str | None) -> None:
-    """Refuse to create a frontmatter above a ``---`` line that is not a delimiter (``--- # meta``,
-    or ``---`` after a blank line): the user meant one there, and a new one put above it would push
-    their keys into the body. Such a file has no frontmatter for us as for GuardKit, so only the
-    user can say which it is."""
-    check_line_endings(split.body, path)
-    blanks = _LEADING_BLANK_LINES.match(split.body)
-    assert blanks is not None  # the pattern matches the empty string
-    if split.body.startswith("---", blanks.end()):
-        line = split.body.count("\n", 0, blanks.end()) + 1
-        raise FrontmatterError(f"line {line} starts with '---' but is not a frontmatter delimiter (GuardKit reads "
-                               "no frontmatter here): make the first line exactly '---'", path=path, line=line)
 
 
 def _create_frontmatter(split: FrontmatterSplit, update: StateUpdate) -> str:

@@ -7,6 +7,7 @@ verifies what it renders by parsing it alone.
 
 from __future__ import annotations
 
+import datetime as dt
 from enum import Enum
 from typing import Any
 
@@ -36,7 +37,8 @@ _Dumper.add_representer(str, _represent_str)
 
 
 def plain_data(value: Any) -> Any:
-    """``value`` with enums as their values and tuples as lists, so the safe dumper accepts it."""
+    """``value`` as data the strict reader can give back: enums as their values, tuples as lists,
+    dates as ISO strings (the strict reader keeps dates as the strings they are written as)."""
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value  # most values: no enum, no container (an enum's type is its own class)
@@ -46,6 +48,8 @@ def plain_data(value: Any) -> Any:
         return {plain_data(k): plain_data(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain_data(v) for v in value]
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
     return value
 
 
