@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,6 @@ import yaml
 
 from guardkit_state.errors import (
     FeaturePlanError,
-    GuardkitStateError,
     ParseError,
     TaskNotFoundError,
     WriteVerificationError,
@@ -35,7 +35,7 @@ from guardkit_state.store.json_paths import format_pointer
 from guardkit_state.taskfile.splice.edits import MISSING, Fallback, set_value
 from guardkit_state.taskfile.splice.positions import Edits, Entry, LayoutError, by_key, entries_of
 from guardkit_state.taskfile.splice.render import plain_data, render_scalar, same
-from guardkit_state.taskfile.splice.verify import first_difference
+from guardkit_state.taskfile.splice.verify import check_edits, first_difference, read_back
 from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
 
 #: The text before a list item's first key on the item's own line: indent, ``-``, blanks.
@@ -396,19 +396,8 @@ def _edit_execution(splice: _Splice, entry: Entry | None, old: Any, values: dict
 def _verify(splice: _Splice, new_text: str, expected: dict[str, Any]) -> ParsedYaml:
     """The strict parse of ``new_text`` once it is shown to be exactly the intended update."""
     path = splice.path
-    previous = 0
-    for start, end, _, _ in sorted(splice.edits.items):
-        inside = any(lo <= start and end <= hi for lo, hi in splice.allowed)
-        if start < previous or not inside:
-            raise WriteVerificationError("the splice would change bytes outside the values the update sets; nothing "
-                                         "was written", path=path, line=splice.text.count("\n", 0, start) + 1,
-                                         expected="every byte outside the changed values kept")
-        previous = end
-    try:
-        new = parse_yaml(new_text, path=path, error_type=ParseError)
-    except GuardkitStateError as exc:
-        raise WriteVerificationError(f"the new text does not parse ({exc.message}); nothing was written", path=path,
-                                     line=exc.line, expected="a text the strict reader accepts") from exc
+    check_edits(splice.text, new_text, splice.edits, splice.allowed, path)
+    new = read_back(new_text, partial(parse_yaml, path=path, error_type=ParseError), path)
     pointer = first_difference(expected, new.data)
     if pointer is not None:
         hint = " (a YAML alias of a value the update changes?)" if splice.parsed.aliased else ""

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from guardkit_state.errors import FrontmatterError, GuardkitStateError, WriteVerificationError
+from guardkit_state.errors import FrontmatterError, WriteVerificationError
 from guardkit_state.taskfile.frontmatter import (
     DOCUMENT_END,
     ParsedFrontmatter,
@@ -31,7 +32,7 @@ from guardkit_state.taskfile.frontmatter import (
 from guardkit_state.taskfile.splice.edits import Fallback, set_value
 from guardkit_state.taskfile.splice.positions import Edits, Entry, LayoutError, by_key, entries_of, line_of, line_start
 from guardkit_state.taskfile.splice.render import indent_lines, plain_data, render_yaml
-from guardkit_state.taskfile.splice.verify import first_difference
+from guardkit_state.taskfile.splice.verify import first_difference, read_back
 
 
 @dataclass(frozen=True)
@@ -126,11 +127,7 @@ def _verified(text: str, intent: dict[str, Any], parts: tuple[str, str, str, str
               path: Path | str | None, *, aliased: bool = False) -> str:
     """``text`` once its strict reading holds exactly ``intent`` and splits into ``parts`` (prefix,
     YAML, closing line, body), or has no frontmatter when ``parts`` is None."""
-    try:
-        new = parse_frontmatter(text, path=path)
-    except GuardkitStateError as exc:
-        raise WriteVerificationError(f"the new text does not parse ({exc.message}); nothing was written",
-                                     path=path, line=exc.line, expected="a text the strict reader accepts") from exc
+    new = read_back(text, partial(parse_frontmatter, path=path), path)
     split = new.split
     found = (split.prefix, split.yaml_text, split.closing, split.body) if split.has_frontmatter else None
     if found != parts:

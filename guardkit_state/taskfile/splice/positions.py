@@ -50,10 +50,6 @@ class Entry:
     value: yaml.Node | None
     merge: bool = False
 
-    @property
-    def single_line(self) -> bool:
-        return self.end == self.line_end
-
     def rest(self, fm: str) -> str:
         """The text after the ``:`` on the key's line, comment included, stripped."""
         return fm[self.colon + 1 : self.line_end].strip() if self.colon >= 0 else ""
@@ -225,14 +221,6 @@ def _content_end(fm: str, lo: int, hi: int, indent: int) -> int:
             return pos
         pos = start
     return lo
-
-
-def first_content_indent(fm: str, lo: int, hi: int) -> int | None:
-    """Indent of the first non-blank, non-comment line in ``fm[lo:hi]``, or None."""
-    start = line_start(fm, lo, hi)
-    if start >= hi:
-        return None
-    return len(fm[start:hi]) - len(fm[start:hi].lstrip(" "))
 
 
 def above_comments(fm: str, pos: int, indent: int) -> int:

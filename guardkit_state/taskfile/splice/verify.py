@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
+from functools import partial
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from guardkit_state.errors import GuardkitStateError, WriteVerificationError
-from guardkit_state.taskfile.frontmatter import FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
+from guardkit_state.taskfile.frontmatter import ParsedFrontmatter, parse_frontmatter
 from guardkit_state.taskfile.splice.positions import Edits, line_of
 from guardkit_state.taskfile.splice.render import plain_data
 from guardkit_state.taskfile.splice.update import StateUpdate, apply_update_to_block
@@ -29,6 +31,7 @@ from guardkit_state.taskfile.strict_yaml import MERGE_TAG, construct_with
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ABSENT = object()
+T = TypeVar("T")
 
 
 def verify_write(old: ParsedFrontmatter, new_text: str, update: StateUpdate, *, path: Path | str | None,
@@ -41,11 +44,7 @@ def verify_write(old: ParsedFrontmatter, new_text: str, update: StateUpdate, *, 
     Raises:
         WriteVerificationError: the new text does not parse, or differs from the intent.
     """
-    try:
-        new = parse_frontmatter(new_text, path=path)
-    except GuardkitStateError as exc:
-        raise WriteVerificationError(f"the new text does not parse ({exc.message}); nothing was written",
-                                     path=path, line=exc.line, expected="a text the strict reader accepts") from exc
+    new = read_back(new_text, partial(parse_frontmatter, path=path), path)
     if new.split.body != old.split.body:
         raise WriteVerificationError("the update would change the markdown body; nothing was written",
                                      path=path, expected="the body after the closing '---' byte for byte")
@@ -56,7 +55,10 @@ def verify_write(old: ParsedFrontmatter, new_text: str, update: StateUpdate, *, 
                                      path=path, pointer=pointer,
                                      expected="only the state block and the keys the update sets changed")
     if edits is not None:
-        _check_bytes(old.split, new.split, edits, allowed, path)
+        if (new.split.prefix, new.split.closing) != (old.split.prefix, old.split.closing):
+            raise WriteVerificationError("the splice would change the delimiter lines; nothing was written",
+                                         path=path, line=1, expected="every byte outside the changed lines kept")
+        check_edits(old.split.yaml_text, new.split.yaml_text, edits, allowed, path, old.split.line_offset)
     return new
 
 
@@ -127,32 +129,41 @@ def _child(pointer: str, key: Any) -> str:
     return f"{pointer}[{key!r}]"
 
 
-def _check_bytes(old: FrontmatterSplit, new: FrontmatterSplit, edits: Edits, allowed: list[tuple[int, int]],
-                 path: Path | str | None) -> None:
-    """Every edit inside an allowed span, and every byte between the edits as it was."""
-    fm, new_fm = old.yaml_text, new.yaml_text
+def check_edits(old: str, new: str, edits: Edits, allowed: list[tuple[int, int]], path: Path | str | None,
+                line_offset: int = 0) -> None:
+    """Every edit inside an allowed span of ``old``, and every byte of ``new`` between the edits as
+    it was in ``old`` (the task splice and the plan splice alike)."""
     problem: str | None = None
-    pos_old = pos_new = 0
-    at = 0
-    if (new.prefix, new.closing) != (old.prefix, old.closing):
-        problem, at = "the delimiter lines", 0
+    pos_old = pos_new = at = 0
     for start, end, _, text in sorted(edits.items):
-        if problem is not None:
-            break
         if start < pos_old or not any(lo <= start and end <= hi for lo, hi in allowed):
-            problem, at = "a line outside the keys the update sets", start
+            problem, at = "a line outside the values the update sets", start
             break
-        gap = fm[pos_old:start]
-        if not new_fm.startswith(gap, pos_new) or not new_fm.startswith(text, pos_new + len(gap)):
+        gap = old[pos_old:start]
+        if not new.startswith(gap, pos_new) or not new.startswith(text, pos_new + len(gap)):
             problem, at = "a line outside the changed lines", pos_old
+            break
         pos_new += len(gap) + len(text)
         pos_old = end
-    if problem is None and new_fm[pos_new:] != fm[pos_old:]:
+    if problem is None and new[pos_new:] != old[pos_old:]:
         problem, at = "a line outside the changed lines", pos_old
     if problem is not None:
         raise WriteVerificationError(f"the splice would change {problem}; nothing was written", path=path,
-                                     line=line_of(fm, at, old.line_offset),
+                                     line=line_of(old, at, line_offset),
                                      expected="every byte outside the changed lines kept")
+
+
+def read_back(new_text: str, parse: Callable[[str], T], path: Path | str | None) -> T:
+    """``parse(new_text)``: the strict reading of a text about to be written.
+
+    Raises:
+        WriteVerificationError: the text does not parse (our own edit broke it: nothing is written).
+    """
+    try:
+        return parse(new_text)
+    except GuardkitStateError as exc:
+        raise WriteVerificationError(f"the new text does not parse ({exc.message}); nothing was written",
+                                     path=path, line=exc.line, expected="a text the strict reader accepts") from exc
 
 
 def _follow_aliases(old: ParsedFrontmatter, changed: dict[str, Any]) -> dict[str, Any]:
