@@ -33,7 +33,7 @@ from guardkit_state.errors import (
 from guardkit_state.features.schema import node_line, raise_problems, schema_problems
 from guardkit_state.store.json_paths import format_pointer
 from guardkit_state.taskfile.splice.edits import MISSING, Fallback, set_value
-from guardkit_state.taskfile.splice.positions import Edits, Entry, LayoutError, by_key, entries_of
+from guardkit_state.taskfile.splice.positions import Edits, Entry, LayoutError, by_key, entries_of, top_level_entries
 from guardkit_state.taskfile.splice.render import plain_data, render_scalar, same
 from guardkit_state.taskfile.splice.verify import check_edits, first_difference, read_back
 from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
@@ -255,19 +255,12 @@ def splice_plan(text: str, update: PlanUpdate, *, path: Path | str | None = None
 
 
 def _top_entries(splice: _Splice) -> dict[str, Entry]:
-    root = splice.parsed.node
-    if not isinstance(root, yaml.MappingNode) or root.flow_style:
-        raise FeaturePlanError("the feature plan is not a block 'key: value' mapping; it cannot be edited in place",
-                               path=splice.path, line=1, expected="a YAML block mapping")
     try:
-        entries = entries_of(splice.text, root, 0, len(splice.text))
+        return by_key(top_level_entries(splice.text, splice.parsed.node))
     except LayoutError as why:
-        raise FeaturePlanError(f"the plan's keys cannot be located: {why}", path=splice.path,
-                               expected="one 'key: value' per line") from None
-    if entries and entries[0].indent != 0:
-        raise FeaturePlanError("the plan's top-level keys are indented; it cannot be edited in place",
-                               path=splice.path, line=root.start_mark.line + 1, expected="top-level keys at column 0")
-    return by_key(entries)
+        raise FeaturePlanError(f"the feature plan cannot be edited in place: {why}", path=splice.path,
+                               line=splice.text.count("\n", 0, why.at) + 1,
+                               expected="top-level 'key: value' lines at column 0") from None
 
 
 def _edit_tasks(splice: _Splice, top: dict[str, Entry], data: dict[str, Any], update: PlanUpdate) -> None:

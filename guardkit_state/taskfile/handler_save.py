@@ -30,7 +30,16 @@ from guardkit_state.taskfile.frontmatter import (
     refuse_look_alike_frontmatter,
 )
 from guardkit_state.taskfile.splice.edits import Fallback, set_value
-from guardkit_state.taskfile.splice.positions import Edits, Entry, LayoutError, by_key, entries_of, line_of, line_start
+from guardkit_state.taskfile.splice.positions import (
+    Edits,
+    Entry,
+    LayoutError,
+    by_key,
+    entries_of,
+    line_of,
+    line_start,
+    top_level_entries,
+)
 from guardkit_state.taskfile.splice.render import indent_lines, plain_data, render_yaml
 from guardkit_state.taskfile.splice.verify import first_difference, read_back
 
@@ -172,17 +181,11 @@ def frontmatter_edits(old: ParsedFrontmatter, new: dict[str, Any], *,
     ctx = _Context(split.yaml_text, split.newline, split.line_offset, path, Edits())
     if equal(old.data, new):
         return ctx.edits, old.data
-    root = old.node
-    entries: list[Entry] = []
-    if root is not None:
-        if not isinstance(root, yaml.MappingNode) or root.flow_style:
-            raise FrontmatterError("the frontmatter is not a block 'key: value' mapping; its keys cannot be "
-                                   "changed one by one", path=path, line=ctx.line(0), expected="a block mapping")
-        try:
-            entries = entries_of(ctx.fm, root, 0, len(ctx.fm))
-        except LayoutError as why:
-            raise FrontmatterError(f"the frontmatter's keys cannot be located: {why}", path=path,
-                                   expected="one 'key: value' per line") from None
+    try:
+        entries = top_level_entries(ctx.fm, old.node, column_0=False)
+    except LayoutError as why:
+        raise FrontmatterError(f"the frontmatter's keys cannot be changed one by one: {why}", path=path,
+                               line=ctx.line(why.at), expected="one 'key: value' per line") from None
     indent = entries[0].indent if entries else 0
     intent = _edit_mapping(ctx, entries, old.data, new, indent, len(ctx.fm))
     end_marker = DOCUMENT_END.search(ctx.fm)

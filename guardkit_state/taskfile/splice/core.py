@@ -19,8 +19,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from guardkit_state.errors import FrontmatterError
 from guardkit_state.taskfile.frontmatter import (
     DOCUMENT_END,
@@ -31,7 +29,7 @@ from guardkit_state.taskfile.frontmatter import (
     refuse_look_alike_frontmatter,
 )
 from guardkit_state.taskfile.splice.edits import MISSING, Fallback, rerender_block, set_value, splice_block
-from guardkit_state.taskfile.splice.positions import Edits, Entry, LayoutError, by_key, entries_of, line_of
+from guardkit_state.taskfile.splice.positions import Edits, Entry, LayoutError, by_key, line_of, top_level_entries
 from guardkit_state.taskfile.splice.render import indent_lines, plain_data, render_yaml
 from guardkit_state.taskfile.splice.update import SpliceMethod, SpliceResult, StateUpdate, apply_update_to_block
 from guardkit_state.taskfile.splice.verify import verify_write
@@ -147,24 +145,12 @@ def _top_entries(old: ParsedFrontmatter, path: Path | str | None) -> dict[str, E
         raise FrontmatterError("the frontmatter contains a YAML document-end line ('...'); the state block "
                                "cannot be spliced after it", path=path, line=line_of(fm, end_marker.start(), offset),
                                expected="no '...' line inside the frontmatter")
-    root = old.node
-    if root is None:
-        return {}
-    if not isinstance(root, yaml.MappingNode) or root.flow_style:
-        # A bare '~', a scalar or a flow mapping: keys appended to it would not parse.
-        raise FrontmatterError("the frontmatter is not a block 'key: value' mapping; the state block cannot be "
-                               "spliced into it", path=path, line=offset + 1, expected="a YAML block mapping")
     try:
-        entries = entries_of(fm, root, 0, len(fm))
+        return by_key(top_level_entries(fm, old.node))
     except LayoutError as why:
-        raise FrontmatterError(f"the frontmatter's keys cannot be located: {why}", path=path,
-                               expected="one 'key: value' per line") from None
-    if entries and entries[0].indent != 0:
-        # An indented top-level mapping: a block spliced in at column 0 would not parse.
-        raise FrontmatterError("the frontmatter mapping is indented; the state block cannot be spliced into it",
-                               path=path, line=line_of(fm, entries[0].start, offset),
-                               expected="top-level keys at column 0")
-    return by_key(entries)
+        raise FrontmatterError(f"the state block cannot be spliced into this frontmatter: {why}", path=path,
+                               line=line_of(fm, why.at, offset),
+                               expected="top-level 'key: value' lines at column 0") from None
 
 
 def _end_of(fm: str, edits: Edits, nl: str) -> int:

@@ -22,6 +22,28 @@ _NULL_TAG = "tag:yaml.org,2002:null"
 class LayoutError(Exception):
     """A mapping whose keys cannot each be given a line of their own (an alias used as a key ...)."""
 
+    def __init__(self, message: str, at: int = 0) -> None:
+        super().__init__(message)
+        self.at = at  # the offset it is about
+
+
+def top_level_entries(fm: str, root: yaml.Node | None, *, column_0: bool = True) -> list[Entry]:
+    """The entries of the document's top-level block mapping (none for an empty document).
+
+    Raises:
+        LayoutError: not a block mapping (a bare ``~``, a scalar, a flow mapping: keys added to it
+            would not parse), keys that cannot be located, or (``column_0``) keys indented (a key
+            added at column 0 would not parse).
+    """
+    if root is None:
+        return []
+    if not isinstance(root, yaml.MappingNode) or root.flow_style:
+        raise LayoutError("it is not a block 'key: value' mapping")
+    entries = entries_of(fm, root, 0, len(fm))
+    if column_0 and entries and entries[0].indent != 0:
+        raise LayoutError("its top-level keys are indented", entries[0].start)
+    return entries
+
 
 @dataclass
 class Entry:
