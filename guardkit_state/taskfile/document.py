@@ -17,20 +17,18 @@ from typing import Any
 
 from guardkit_state.errors import (
     DuplicateKeyError,
-    FrontmatterError,
     GuardkitStateError,
     TurnError,
 )
 from guardkit_state.model import AutobuildState, Criterion, whole_number
 from guardkit_state.store import fsio
 
-# Criteria are read by their own module, files found by discovery.py and chosen among by
-# resolve.py; importing them from here keeps working.
+# Criteria are read by their own module and files found by discovery.py; importing them from here
+# keeps working.
 from guardkit_state.taskfile.criteria_text import extract_criteria as extract_criteria
 from guardkit_state.taskfile.discovery import iter_task_files as iter_task_files
 from guardkit_state.taskfile.discovery import task_id_from_filename
 from guardkit_state.taskfile.frontmatter import STATE_KEY, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
-from guardkit_state.taskfile.resolve import find_task as find_task
 from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate, plain_data, splice_state
 from guardkit_state.taskfile.strict_yaml import DuplicateKey
 from guardkit_state.taskfile.yaml_writer import SETTLE_PAUSE as SETTLE_PAUSE  # the turn lifecycle waits as long
@@ -101,18 +99,7 @@ class TaskFile:
                                    parsed.duplicates[0].line, describe_duplicates(parsed.duplicates))
         data = parsed.data
         key = parsed.state_key
-        state: AutobuildState | None = None
-        if key is not None:
-            try:
-                state = AutobuildState.from_dict(data[key], key=key)
-            except (TypeError, ValueError, KeyError, AttributeError) as exc:
-                raise FrontmatterError(
-                    f"'{key}' has an unexpected shape: {exc}",
-                    path=path,
-                    line=parsed.line_of(key),
-                    pointer=f"$.{key}",
-                    expected="current_turn: int and turns: a list of {turn: int, decision: ...}",
-                ) from exc
+        state = parsed.state(path)
         task_id = data.get("id")
         if not isinstance(task_id, str) or not task_id.strip():
             task_id = task_id_from_filename(path.name)
@@ -360,7 +347,6 @@ def _str_or_none(value: Any) -> str | None:
 __all__ = [
     "TaskFile",
     "extract_criteria",
-    "find_task",
     "iter_task_files",
     "task_id_from_filename",
 ]

@@ -20,6 +20,7 @@ from guardkit_state.errors import DuplicateKeyError, FrontmatterError
 from guardkit_state.model import LEGACY_STATE_KEY as LEGACY_STATE_KEY  # the state block's keys
 from guardkit_state.model import STATE_KEY as STATE_KEY
 from guardkit_state.model import STATE_KEYS as STATE_KEYS
+from guardkit_state.model import AutobuildState
 from guardkit_state.taskfile.strict_yaml import DuplicateKey, parse_yaml
 
 #: A delimiter line: three dashes and optional trailing blanks, as python-frontmatter and Jekyll read it.
@@ -167,6 +168,22 @@ class ParsedFrontmatter:
             if key in self.data:
                 return key
         return None
+
+    def state(self, path: Path | str | None = None) -> AutobuildState | None:
+        """The state block, every value checked (None when the file has none).
+
+        Raises:
+            FrontmatterError: a value of the block has an unexpected shape (naming its key).
+        """
+        key = self.state_key
+        if key is None:
+            return None
+        try:
+            return AutobuildState.from_dict(self.data[key], key=key)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise FrontmatterError(f"'{key}' has an unexpected shape: {exc}", path=path, line=self.line_of(key),
+                                   pointer=f"$.{key}", expected="current_turn: int and turns: a list of "
+                                   "{turn: int, decision: ...}") from exc
 
     def line_of(self, key: str) -> int | None:
         """The file line of a top-level key, from the node marks."""

@@ -45,6 +45,7 @@ from guardkit_state.taskfile.discovery import (
     task_copies,
     task_id_from_filename,
 )
+from guardkit_state.taskfile.frontmatter import parse_frontmatter
 
 #: GuardKit's own search order of the status folders; any other folder comes after these.
 SEARCH_ORDER = ("backlog", "in_progress", "design_approved", "in_review", "blocked", "completed")
@@ -163,10 +164,8 @@ def holds_state(path: Path) -> bool:
         return False
     if not any(marker in raw for marker in STATE_MARKERS):
         return False
-    from guardkit_state.taskfile.document import TaskFile  # here: the document imports this module
-
     try:
-        return TaskFile.from_bytes(raw, path).state is not None
+        return parse_frontmatter(fsio.decode_utf8(raw, path), path=path, keep_last=True).state(path) is not None
     except GuardkitStateError:
         return True
 
