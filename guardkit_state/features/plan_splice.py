@@ -33,7 +33,15 @@ from guardkit_state.errors import (
 from guardkit_state.features.schema import node_line, raise_problems, schema_problems
 from guardkit_state.store.json_paths import format_pointer
 from guardkit_state.taskfile.splice.edits import MISSING, Fallback, set_value
-from guardkit_state.taskfile.splice.positions import Edits, Entry, LayoutError, by_key, entries_of, top_level_entries
+from guardkit_state.taskfile.splice.positions import (
+    Edits,
+    Entry,
+    LayoutError,
+    by_key,
+    entries_of,
+    last_block_scalar,
+    top_level_entries,
+)
 from guardkit_state.taskfile.splice.render import plain_data, render_scalar, same
 from guardkit_state.taskfile.splice.verify import check_edits, first_difference, read_back
 from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
@@ -171,7 +179,8 @@ class _Splice:
         end = len(self.text)
         if at == end and self.text and not self.text.endswith("\n") and not any(
                 stop == end and new.endswith("\n") for _, stop, _, new in self.edits.items):
-            if _ends_in_block_scalar(self.text, self.parsed.node):
+            last = last_block_scalar(self.text, self.parsed.node)
+            if last is not None and "-" not in last[1]:  # the value keeps its final line break
                 raise FeaturePlanError("the plan ends inside a block scalar ('|' or '>') without a final line break: "
                                        "a line added after it would change that value", path=self.path,
                                        line=self.text.count("\n") + 1, expected="a line break at the end of the file")
@@ -336,17 +345,6 @@ def _without_blank_tail(text: str, entry: Entry) -> Entry:
             break
         end = start
     return replace(entry, end=end)
-
-
-def _ends_in_block_scalar(text: str, node: yaml.Node | None) -> bool:
-    """True when the document's last node is a block scalar whose value keeps its final line break."""
-    while isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.value:
-        last = node.value[-1]
-        node = last[1] if isinstance(last, tuple) else last
-    if not isinstance(node, yaml.ScalarNode) or node.style not in ("|", ">"):
-        return False
-    header = text[node.start_mark.index : text.find("\n", node.start_mark.index)].split("#")[0]
-    return "-" not in header
 
 
 def _item_start(text: str, item: yaml.Node) -> int:

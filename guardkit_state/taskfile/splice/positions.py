@@ -153,10 +153,10 @@ def entries_of(fm: str, node: yaml.MappingNode, lo: int, hi: int) -> list[Entry]
             # A quoted scalar may continue on lines that look like comments: its end mark is exact.
             end = max(end, _line_end_at(fm, value_node.end_mark.index, stop))
         elif own:
-            kept = _last_kept_scalar(fm, value_node)
-            if kept is not None:
+            scalar = last_block_scalar(fm, value_node)
+            if scalar is not None and "+" in scalar[1]:
                 # The blank lines a '|+' scalar ends with are its text: what follows goes after them.
-                end = max(end, _line_end_at(fm, kept.end_mark.index, stop))
+                end = max(end, _line_end_at(fm, scalar[0].end_mark.index, stop))
         tag = key_node.tag
         key = key_node.value if tag == _STR_TAG and isinstance(key_node, yaml.ScalarNode) else None
         entries.append(Entry(key, start, pos, colon, line_end, end, column, value_node if own else None,
@@ -164,9 +164,9 @@ def entries_of(fm: str, node: yaml.MappingNode, lo: int, hi: int) -> list[Entry]
     return entries
 
 
-def _last_kept_scalar(fm: str, node: yaml.Node) -> yaml.ScalarNode | None:
-    """The block collection ``node``'s last scalar when it is a block scalar that keeps its final
-    line breaks (``|+``, ``>2+`` ...), else None."""
+def last_block_scalar(fm: str, node: yaml.Node | None) -> tuple[yaml.ScalarNode, str] | None:
+    """The block collection ``node``'s last scalar and its header (``|+``, ``>2-`` ...) when it is a
+    block scalar, else None."""
     while isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.value and not node.flow_style:
         last = node.value[-1]
         node = last[1] if isinstance(node, yaml.MappingNode) else last
@@ -174,8 +174,7 @@ def _last_kept_scalar(fm: str, node: yaml.Node) -> yaml.ScalarNode | None:
         return None
     start = node.start_mark.index
     newline = fm.find("\n", start)
-    header = fm[start : newline if newline >= 0 else len(fm)].split("#", 1)[0]
-    return node if "+" in header else None
+    return node, fm[start : newline if newline >= 0 else len(fm)].split("#", 1)[0]
 
 
 def by_key(entries: list[Entry]) -> dict[str, Entry]:
