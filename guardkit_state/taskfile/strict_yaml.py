@@ -156,27 +156,6 @@ def _found(loader: StrictLoader, line_offset: int) -> tuple[DuplicateKey, ...]:
                  for d in loader.duplicates or ())
 
 
-def construct_with(node: yaml.Node, replacements: dict[int, Any]) -> Any:
-    """The data of an already parsed ``node``, with the nodes whose ``id`` is in ``replacements``
-    read as the given values instead (aliases of them included: an alias *is* its node)."""
-    loader = _Substituting(replacements)
-    try:
-        return _construct(loader, node, True)
-    finally:
-        loader.dispose()
-
-
-class _Substituting(StrictLoader):
-    def __init__(self, replacements: dict[int, Any]) -> None:
-        super().__init__("")
-        self._replacements = replacements
-
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        if id(node) in self._replacements:
-            return self._replacements[id(node)]
-        return super().construct_object(node, deep=deep)
-
-
 def _construct(loader: Any, node: yaml.Node, may_merge: bool) -> Any:
     """Construct ``node``'s data, leaving the node tree as parsed.
 

@@ -20,14 +20,11 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-
 from guardkit_state.errors import GuardkitStateError, WriteVerificationError
 from guardkit_state.taskfile.frontmatter import ParsedFrontmatter, parse_frontmatter
 from guardkit_state.taskfile.splice.positions import Edits, line_of
 from guardkit_state.taskfile.splice.render import plain_data
 from guardkit_state.taskfile.splice.update import StateUpdate, apply_update_to_block
-from guardkit_state.taskfile.strict_yaml import MERGE_TAG, construct_with
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ABSENT = object()
@@ -51,7 +48,7 @@ def verify_write(old: ParsedFrontmatter, new_text: str, update: StateUpdate, *, 
     pointer = first_difference(expected_data(old, update), new.data)
     if pointer is not None:
         raise WriteVerificationError(f"the new text would change {pointer}, which the update does not set"
-                                     f"{_alias_hint(old, update, new.data)}; nothing was written",
+                                     f"{_alias_hint(old)}; nothing was written",
                                      path=path, pointer=pointer,
                                      expected="only the state block and the keys the update sets changed")
     if edits is not None:
@@ -62,27 +59,23 @@ def verify_write(old: ParsedFrontmatter, new_text: str, update: StateUpdate, *, 
     return new
 
 
-def _alias_hint(old: ParsedFrontmatter, update: StateUpdate, actual: dict[str, Any]) -> str:
-    """Why a key outside the update changed, when the reason is a YAML alias of a changed value."""
-    if not old.aliased or first_difference(expected_data(old, update, follow_aliases=True), actual) is not None:
+def _alias_hint(old: ParsedFrontmatter) -> str:
+    # An alias *is* its anchored node: an alias elsewhere of a value the update changes changes with it.
+    if not old.aliased:
         return ""
-    return (" (it is a YAML alias of a value the update changes: replace the alias with the value itself, "
-            "or remove the anchor, to record turns)")
+    return (" (the frontmatter uses YAML aliases, and an alias of a value the update changes would change with "
+            "it: replace the alias with the value itself, or remove the anchor, to record turns)")
 
 
-def expected_data(old: ParsedFrontmatter, update: StateUpdate, *, follow_aliases: bool = False) -> dict[str, Any]:
-    """The frontmatter data ``update`` must produce from ``old`` (key order included).
-
-    Keys outside the update keep their old values. With ``follow_aliases`` an alias of a changed
-    value is read as that value's new state (what YAML would read): used only to explain a refusal.
-    """
+def expected_data(old: ParsedFrontmatter, update: StateUpdate) -> dict[str, Any]:
+    """The frontmatter data ``update`` must produce from ``old`` (key order included): keys outside
+    the update keep their old values."""
     state_key = old.state_key or update.key
     block = old.data.get(state_key)
     new_block = apply_update_to_block(block if isinstance(block, dict) else None, update) \
         if update.touches_state else _ABSENT
     top = {key: plain_data(value) for key, value in update.top_level.items()}
-    changed = dict(top) if new_block is _ABSENT else {**top, state_key: new_block}
-    data = _follow_aliases(old, changed) if follow_aliases and old.aliased and changed else old.data
+    data = old.data
     out: dict[str, Any] = {}
     for key, value in data.items():
         if key == state_key:
@@ -164,54 +157,3 @@ def read_back(new_text: str, parse: Callable[[str], T], path: Path | str | None)
     except GuardkitStateError as exc:
         raise WriteVerificationError(f"the new text does not parse ({exc.message}); nothing was written",
                                      path=path, line=exc.line, expected="a text the strict reader accepts") from exc
-
-
-def _follow_aliases(old: ParsedFrontmatter, changed: dict[str, Any]) -> dict[str, Any]:
-    """``old.data`` with every alias of a node written inside a changed key's value read as that
-    node's new value (``changed`` maps top-level keys to their new values).
-
-    An alias *is* the anchored node, so a key elsewhere that aliases (part of) the state block, or
-    an anchored value the update rewrites, changes with it; nothing else may.
-    """
-    root = old.node
-    if not isinstance(root, yaml.MappingNode):
-        return old.data
-    paths: dict[int, tuple[str, tuple[Any, ...]]] = {}
-    for key, value in root.value:
-        name = key.value if isinstance(key, yaml.ScalarNode) and key.tag != MERGE_TAG else None
-        if name in changed and value.start_mark.index >= key.end_mark.index:  # an alias value: its anchor stays
-            _collect_paths(value, (), paths, name, (value.start_mark.index, value.end_mark.index))
-    replacements = {}
-    for node_id, (name, node_path) in paths.items():
-        value = _at(changed[name], node_path)
-        if value is not _ABSENT:
-            replacements[node_id] = value
-    data = construct_with(root, replacements)
-    return data if isinstance(data, dict) else old.data
-
-
-def _collect_paths(node: yaml.Node, path: tuple[Any, ...], paths: dict[int, tuple[str, tuple[Any, ...]]],
-                   name: str, span: tuple[int, int]) -> None:
-    """The data path of every node written inside ``span`` (an alias inside it to a node outside
-    it does not make that node part of the changed value)."""
-    if id(node) in paths or (path and not span[0] <= node.start_mark.index < span[1]):
-        return
-    paths[id(node)] = (name, path)
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            if isinstance(key, yaml.ScalarNode) and key.tag != MERGE_TAG:
-                _collect_paths(value, (*path, key.value), paths, name, span)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _collect_paths(item, (*path, index), paths, name, span)
-
-
-def _at(data: Any, path: tuple[Any, ...]) -> Any:
-    for step in path:
-        found = (isinstance(data, dict) and isinstance(step, str) and step in data) or (
-            isinstance(data, list) and isinstance(step, int) and step < len(data))
-        if not found:
-            return _ABSENT
-        data = data[step]
-    return data
-
