@@ -1,6 +1,5 @@
-"""The write verification compares reprs before it walks the data: a value whose repr Python refuses
-(an integer too long for ``str``, which YAML reads from hex, octal or binary digits) must not make
-every write of the file fail."""
+"""A value whose repr Python refuses (an integer too long for ``str``, which YAML reads from hex,
+octal or binary digits) must not make the write verification, or any write of the file, fail."""
 
 from __future__ import annotations
 
