@@ -163,7 +163,7 @@ def test_sigterm_or_ctrl_c_releases_the_workers_claims(tmp_path: Path, signum: i
 
 def test_a_remote_gone_for_a_while_is_waited_for_and_no_turn_is_lost(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from guardkit_state.loop.agents import CommandAgent
+    from guardkit_state.agents.protocol import CommandAgent
     from guardkit_state.remote.worker import WorkerOptions, run_worker
 
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])

@@ -27,9 +27,9 @@ from typing import Any
 
 import pytest
 
+from guardkit_state.agents.protocol import CallableAgent, TurnRequest
 from guardkit_state.config import default_config
-from guardkit_state.loop.agents import CallableAgent, TurnRequest
-from guardkit_state.loop.run import LoopOptions, feature_build
+from guardkit_state.loop.run import LoopOptions, run_task_loop
 from guardkit_state.store import fsio
 from guardkit_state.turns.lifecycle import TurnLifecycle, record_turn
 
@@ -80,7 +80,7 @@ def test_written_lists_only_the_reports_still_on_disk(git_repo: Path) -> None:
                 "criteria_verification": [{"criterion_id": f"AC-00{i}", "result": "verified", "notes": ""}
                                           for i in (1, 2, 3)]}
 
-    result = feature_build(git_repo, TASK, CallableAgent(player), CallableAgent(archiving_coach),
+    result = run_task_loop(git_repo, TASK, CallableAgent(player), CallableAgent(archiving_coach),
                            LoopOptions(use_worktree=False))
     # The Coach is read-only: moving the loop's record makes its turn an error naming the file.
     first = result.turns[0].turn_state

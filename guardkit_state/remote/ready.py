@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from guardkit_state.errors import InputError
-from guardkit_state.features.plan import find_plan, load_plan
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
-from guardkit_state.features.waves import plan_waves
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.plans.plan import find_plan, load_plan
+from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import Claim, ClaimBoard
 from guardkit_state.remote.ledgers import RemoteLedgers

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from guardkit_state.agents.protocol import Agent
 from guardkit_state.errors import (
     ClaimLostError,
     GuardkitStateError,
@@ -33,17 +34,16 @@ from guardkit_state.errors import (
     RemoteError,
     RemoteUnreachableError,
 )
-from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
-from guardkit_state.features.waves import plan_waves
 from guardkit_state.git.merge import merge_branch, merge_message
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager
-from guardkit_state.loop.agents import Agent
 from guardkit_state.loop.events import AgentStarted, LoopEvent, TurnRecorded, TurnStarted
-from guardkit_state.loop.run import LoopOptions, feature_build
+from guardkit_state.loop.run import LoopOptions, run_task_loop
 from guardkit_state.loop.session import interrupts_as_exceptions
+from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
+from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import Claim, ClaimBoard, retrying
 from guardkit_state.remote.heartbeat import Heartbeat
@@ -322,7 +322,7 @@ class _Worker:
                               turn_timeout=self.options.turn_timeout, max_cost=self.options.max_cost,
                               continue_session=self.options.continue_session)
         try:
-            feature_build(self.repo.root, task, self.player, self.coach, options, on_event=sink)
+            run_task_loop(self.repo.root, task, self.player, self.coach, options, on_event=sink)
             push()  # an approval committed on resume (no new turn) reaches the remote too
         except ClaimLostError as exc:
             self.note(f"{task}: {exc.message}")
