@@ -22,7 +22,7 @@ from guardkit_state.agents.protocol import CallableAgent
 from guardkit_state.cli.app import run as cli_run
 from guardkit_state.errors import GuardkitStateError, InputError, UnwritableFileError
 from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.turns.intake import closed_reason, turn_budget
+from guardkit_state.turns.checks import closed_reason, turn_budget
 
 from .conftest import writable_copy
 from .e2e_support import git, run_cli

@@ -64,8 +64,8 @@ from guardkit_state.store.home import check_state_home
 from guardkit_state.store.layout import branch_for, log_file, worktrees_dir
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.taskfile.resolve import find_task
-from guardkit_state.turns.completion import utc_now
-from guardkit_state.turns.intake import checked_max_turns, checked_timeout
+from guardkit_state.turns.checks import checked_max_turns, checked_timeout
+from guardkit_state.turns.clock import utc_now
 from guardkit_state.turns.spend import feature_spend
 
 log = logging.getLogger("guardkit_state.features.build")

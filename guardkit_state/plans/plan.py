@@ -78,10 +78,6 @@ class PlanTask:
         return _text(self.raw.get("status"))
 
     @property
-    def implementation_mode(self) -> str | None:
-        return _text(self.raw.get("implementation_mode"))
-
-    @property
     def complexity(self) -> int | None:
         return _whole(self.raw.get("complexity"))
 
@@ -142,10 +138,6 @@ class PlanExecution:
     @property
     def tasks_completed(self) -> int:
         return _whole(self.raw.get("tasks_completed")) or 0
-
-    @property
-    def tasks_failed(self) -> int:
-        return _whole(self.raw.get("tasks_failed")) or 0
 
     @property
     def total_turns(self) -> int:
