@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from guardkit_state.features.plan_splice import PlanUpdate
-from guardkit_state.features.plan_writer import modify_plan
+from guardkit_state.plans.plan_splice import PlanUpdate
+from guardkit_state.plans.plan_writer import modify_plan
 from guardkit_state.taskfile.splice.core import StateUpdate, splice_state
 from guardkit_state.taskfile.splice.verify import first_difference
 from guardkit_state.taskfile.strict_yaml import parse_yaml

@@ -9,7 +9,7 @@ checked against ``schemas/feature_plan.schema.json`` where a feature run relies 
 :class:`FeaturePlan`, :class:`PlanTask` and :class:`PlanExecution` are views over the raw
 mappings, which they keep: keys this package does not know (``smoke_gates``,
 ``bootstrap_extras``, a legacy ``waves`` mapping ...) stay as GuardKit wrote them, and a write
-(:mod:`guardkit_state.features.plan_writer`) changes only the values it sets.
+(:mod:`guardkit_state.plans.plan_writer`) changes only the values it sets.
 """
 
 from __future__ import annotations

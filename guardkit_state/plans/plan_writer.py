@@ -18,8 +18,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-from guardkit_state.features.plan_splice import PlanUpdate, splice_plan
 from guardkit_state.plans.plan import FeaturePlan, parse_plan
+from guardkit_state.plans.plan_splice import PlanUpdate, splice_plan
 from guardkit_state.store import fsio
 from guardkit_state.taskfile.yaml_writer import recall, remember, write_verified, writer_lock
 
