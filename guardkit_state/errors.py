@@ -8,7 +8,7 @@ pointer, the task and turn, and what was expected. ``str(error)`` renders one li
     ├── InputError                     bad input: nothing on disk was changed (CLI exit 2)
     │   ├── ParseError                 a file's text cannot be read (YAML, JSON, encoding)
     │   │   ├── FrontmatterError       delimiters, tags, structure of a task file's frontmatter
-    │   │   │   └── WriteVerificationError  a new text failed its check; nothing was written
+    │   │   │   └── WriteVerificationError  our own new text failed its check (exit 1, a bug); nothing written
     │   │   └── DuplicateKeyError      the same mapping key twice
     │   ├── SchemaError                a record does not match its JSON Schema
     │   │   └── SchemaVersionError     a file written by a newer major version

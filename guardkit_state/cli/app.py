@@ -24,6 +24,7 @@ from guardkit_state.errors import (
     ResumeError,
     SchemaError,
     TaskNotFoundError,
+    WriteVerificationError,
 )
 
 #: Command modules, in ``--help`` order. Each has ``register(subparsers) -> None``.
@@ -167,13 +168,16 @@ def run(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         out.error(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)")
-        return ExitCode.FAILED
+        return ExitCode.INTERNAL
     finally:
         logging.getLogger("guardkit_state.taskfile.duplicates").removeHandler(warnings)
 
 
 def exit_code_for(error: GuardkitStateError, command: str | None = None) -> ExitCode:
     """The exit code of an error no handler dealt with (see :class:`ExitCode`)."""
+    if isinstance(error, WriteVerificationError):
+        # Our own splice failed its self-check: a fault of ours, not a usage error.
+        return ExitCode.INTERNAL
     if isinstance(error, AlreadyRecordedError):
         return ExitCode.ALREADY_RECORDED
     if command == "record" and isinstance(error, InputError):
