@@ -49,6 +49,12 @@ SHOWN_CHARS = 80
 _PATH_CHARS, _POINTER_CHARS, _EXPECTED_CHARS, _MESSAGE_CHARS = 300, 200, 200, 1000
 
 
+def one_line(text: object, limit: int | None = None) -> str:
+    """``text`` with every run of whitespace (line breaks too) one space, cut to ``limit`` with ``…``."""
+    flat = " ".join(str(text).split())
+    return flat if limit is None or len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def shorten(value: object, limit: int = SHOWN_CHARS) -> str:
     """``value`` as text, cut to ``limit`` characters plus ``… (N chars)`` when longer."""
     text = str(value)

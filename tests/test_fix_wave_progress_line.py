@@ -10,7 +10,7 @@ import io
 import subprocess
 from pathlib import Path
 
-from guardkit_state.cli.feature_output import feature_lines
+from guardkit_state.cli.event_lines import feature_lines
 from guardkit_state.cli.output import Output
 from guardkit_state.features.events import WaveStarted
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from guardkit_state.errors import GitError, InputError
-from guardkit_state.git.locks import live_git_process_in
-from guardkit_state.git.runner import git_error, one_line
+from guardkit_state.errors import GitError, InputError, one_line
+from guardkit_state.git.runner import git_error
+from guardkit_state.git.stale_locks import live_git_process_in
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo

@@ -61,10 +61,6 @@ def nothing_to_commit(exc: GitError) -> bool:
     return "nothing to commit" in text or "no changes added to commit" in text or "nothing added to commit" in text
 
 
-def one_line(exc: GitError) -> str:
-    return " ".join(str(exc).split())
-
-
 _GIT_MODULE: Any = None
 
 
@@ -80,4 +76,4 @@ def git_module() -> Any:
     return _GIT_MODULE
 
 
-__all__ = ["ADVICE", "execute", "git_error", "git_module", "nothing_to_commit", "one_line"]
+__all__ = ["ADVICE", "execute", "git_error", "git_module", "nothing_to_commit"]

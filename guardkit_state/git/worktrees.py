@@ -20,8 +20,9 @@ from typing import Any
 
 from guardkit_state.errors import GitError, InputError
 from guardkit_state.git.checkouts import main_checkout_root, repair_worktree_link, worktree_records
-from guardkit_state.git.locks import remove_stale_locks
+from guardkit_state.git.commits import turn_commits
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.store import layout
 from guardkit_state.store.fsio import TEMP_PREFIX, atomic_write_text, validate_task_id
 from guardkit_state.store.layout import branch_for
@@ -327,7 +328,7 @@ class WorktreeManager:
         """Check out the existing ``autobuild/TASK-ID`` at the conventional path (resume: nothing reset)."""
         path, branch = self.path_for(task_id), branch_for(task_id)
         self._ensure_ignored()
-        count = len(self.main.turn_commits(task_id, rev=branch))
+        count = len(turn_commits(self.main, task_id, rev=branch))
         self._add_worktree(branch, str(path), branch)
         notes.append(f"branch {branch} already exists ({count} turn commit(s)); "
                      f"reusing it in a re-created worktree {path}")
@@ -357,7 +358,7 @@ class WorktreeManager:
                                                    f"{base}...{branch}").split()
                 ahead, behind = int(ahead_s), int(behind_s)
                 # Finished = its turn commits are all in the base (a fresh branch has none yet).
-                merged = ahead == 0 and bool(self.main.turn_commits(task_id, rev=branch, depth=1))
+                merged = ahead == 0 and bool(turn_commits(self.main, task_id, rev=branch, depth=1))
             dirty = False if missing else self.main.is_dirty(cwd=path)
             infos.append(WorktreeInfo(task_id, path, branch, record.get("HEAD"), base, ahead, behind,
                                       merged, dirty, missing))
