@@ -33,13 +33,13 @@ def register(subparsers: Any) -> None:
         description=f"Show the configuration the loop uses: quality gates ({QUALITY_GATES_FILE} when "
                     f"present, else built-in), role constraints and gate overrides ({OVERRIDES_FILE}), "
                     "and implementation modes, with where each value came from.",
-        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLE)
     actions = parser.add_subparsers(dest="config_action", metavar="ACTION")
     show = actions.add_parser(
         "show", help="print the resolved configuration and the source of each value",
         description="Print the resolved configuration and the source of each value "
                     "(built-in, the config file, or 'override: <file>').",
-        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLE)
     show.add_argument("section", nargs="?", choices=SECTIONS, help="only this section")
     add_repo_option(show)
     add_json_option(show)

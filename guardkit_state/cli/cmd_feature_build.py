@@ -46,7 +46,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "Exit codes: 0 approved, 1 not approved (max turns, stall, the same agent failure twice,\n"
         "--max-cost reached), 2 usage or configuration\n"
         "error, 130 interrupted (state saved; continue with --resume).",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("task_id", metavar="TASK-ID|FEAT-ID",
                         help="a task id (or task file), or a feature id (or its plan's .yaml file)")

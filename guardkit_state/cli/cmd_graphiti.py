@@ -25,7 +25,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "from them; no LLM or API key needed.",
         epilog="Example:\n  guardkit-state graphiti sync\n  guardkit-state graphiti status --verbose\n"
         "  guardkit-state graphiti search \"blockers TASK-AUTH-001\" --group turn_states",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = parser.add_subparsers(dest="graphiti_command", metavar="ACTION")
     helps = {
@@ -41,8 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     for name in SUBCOMMANDS:
         action = actions.add_parser(name, help=helps[name], description=helps[name],
                                     epilog=f"Example:\n  guardkit-state graphiti {name}"
-                                    + (' "turn TASK-AUTH-001"' if name == "search" else ""),
-                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+                                    + (' "turn TASK-AUTH-001"' if name == "search" else ""))
         if name == "search":
             from guardkit_state.cli.cmd_search import add_search_arguments
 

@@ -29,7 +29,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "(FEAT-ID or a plan's .yaml), show its waves × tasks from the files and git, and what runs next.",
         epilog="Example:\n  guardkit-state show TASK-AUTH-001\n  guardkit-state show TASK-AUTH-001 --json\n"
         "  guardkit-state show FEAT-AUTH --json",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("task_id", metavar="TASK-ID|FEAT-ID",
                         help="a task id or task file's path; a feature id or plan file's path")

@@ -28,7 +28,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         epilog="Example:\n  guardkit-state status\n"
         "  guardkit-state status --json | jq '.[] | select(.last_decision==\"error\")'\n"
         "  guardkit-state status --json --features | jq '.features[] | {feature_id, done, total}'",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_repo_option(parser)
     parser.add_argument("--no-cache", action="store_true", help="ignore and do not write the summary cache")
