@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.store.json_text import canonical_json
 
 #: Bidirectional formatting controls: embeddings and overrides (U+202A-U+202E), isolates
 #: (U+2066-U+2069), and the invisible direction marks (U+200E, U+200F, U+061C).
@@ -59,18 +58,9 @@ def one_line(text: object, limit: int = ONE_LINE_CHARS) -> str:
 
 
 def _json_text(data: Any, indent: int | None = None) -> str:
-    text = _indented(data) if indent == 2 else json.dumps(data, indent=indent, ensure_ascii=False, default=str)
+    text = json.dumps(data, indent=indent, ensure_ascii=False, default=str)
     # json escapes C0 controls but not those above; \uNNNN keeps the value and the terminal safe.
     return _ALWAYS_ESCAPED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def _indented(data: Any) -> str:
-    """``json.dumps(data, indent=2, ensure_ascii=False, default=str)``: the store's faster writer of
-    the same text for plain data (a status of thousands of tasks), the standard library otherwise."""
-    try:
-        return canonical_json(data)
-    except (TypeError, ValueError):  # a value JSON cannot hold (shown with str), or NaN
-        return json.dumps(data, indent=2, ensure_ascii=False, default=str)
 
 
 def colour_enabled(stream: TextIO) -> bool:
