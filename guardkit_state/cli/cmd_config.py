@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from guardkit_state.cli.exit_codes import ExitCode
-from guardkit_state.cli.options import add_json_option, add_repo_option
+from guardkit_state.cli.options import add_json_option, add_repo_option, help_of
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.store import layout
 
@@ -44,12 +44,7 @@ def register(subparsers: Any) -> None:
     add_repo_option(show)
     add_json_option(show)
     show.set_defaults(handler=show_config)
-    parser.set_defaults(handler=lambda args, out: _usage(parser))
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return ExitCode.USAGE
+    parser.set_defaults(handler=help_of(parser))
 
 
 def show_config(args: argparse.Namespace, out: Output) -> int:

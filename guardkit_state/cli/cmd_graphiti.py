@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from guardkit_state.cli.cmd_search import EMBEDDER_HELP
 from guardkit_state.cli.exit_codes import ExitCode
-from guardkit_state.cli.options import add_json_option, add_repo_option
+from guardkit_state.cli.options import add_json_option, add_repo_option, help_of
 from guardkit_state.cli.output import Output, safe
 
 if TYPE_CHECKING:
@@ -58,12 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             action.add_argument("--full", action="store_true",
                                 help="compare with every stored record, not with the local manifest")
         action.set_defaults(handler=run)
-    parser.set_defaults(handler=lambda args, out: _usage(parser))
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return ExitCode.USAGE
+    parser.set_defaults(handler=help_of(parser))
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
