@@ -55,6 +55,12 @@ def one_line(text: object, limit: int | None = None) -> str:
     return flat if limit is None or len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def first_few(items: Sequence[str], shown: int = 5) -> str:
+    """The first ``shown`` of ``items``, comma-separated, and how many more (an error names a few files)."""
+    text = ", ".join(items[:shown])
+    return text + (f" and {len(items) - shown} more" if len(items) > shown else "")
+
+
 def shorten(value: object, limit: int = SHOWN_CHARS) -> str:
     """``value`` as text, cut to ``limit`` characters plus ``… (N chars)`` when longer."""
     text = str(value)
