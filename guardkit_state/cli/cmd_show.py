@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from guardkit_state.inspect.task_view import TaskView
 
 ICON_STYLE = {"verified": ("✓", "green"), "rejected": ("✗", "red"), "pending": ("○", "dim")}
-DECISION_STYLE = {"approve": "green", "feedback": "yellow", "reject": "red", "error": "red"}
 TASK_STATUS_STYLE = {"completed": "green", "approved": "green", "in_progress": "yellow", "blocked": "red",
                      "failed": "red", "pending": "dim", "skipped": "dim"}
 
@@ -83,7 +82,7 @@ def render(view: TaskView, out: Output) -> None:
             if len(feedback) > 70:
                 feedback = feedback[:69] + "…"
             out.line(f"{turn.turn:>4}  {safe(turn.mode or '-'):<16}  "
-                     f"{out.style(f'{decision:<8}', DECISION_STYLE.get(decision, 'dim'))}  {feedback}")
+                     f"{out.decision(decision)}  {feedback}")
     if view.criteria:
         out.line("")
         out.line(out.style("criteria", "bold"))
