@@ -8,12 +8,11 @@ from the loop's own :class:`~guardkit_state.loop.run.LoopInterrupted`.
 from __future__ import annotations
 
 import argparse
-import logging
 from typing import TYPE_CHECKING
 
 from guardkit_state.cli.cmd_report import add_report_option
 from guardkit_state.cli.exit_codes import ExitCode
-from guardkit_state.cli.options import add_json_option, add_repo_option, seconds, turn_count, usd
+from guardkit_state.cli.options import add_json_option, add_repo_option, log_on_stderr, seconds, turn_count, usd
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.cli.remote_feature import add_remote_options
 
@@ -98,9 +97,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.note("note: --max-parallel applies to features (FEAT-ID) only; a task runs one loop, so it is ignored")
 
     if args.verbose:
-        handler = logging.StreamHandler(out.stderr)
-        handler.setFormatter(logging.Formatter("  log: %(message)s"))
-        logging.getLogger("guardkit_state").addHandler(handler)
+        log_on_stderr(out)
     options = LoopOptions(max_turns=args.max_turns, resume=args.resume, use_worktree=not args.no_worktree,
                           turn_timeout=args.turn_timeout, base_branch=args.base_branch, reopen=args.reopen,
                           max_cost=args.max_cost, continue_session=args.continue_session,

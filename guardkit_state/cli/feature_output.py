@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 from pathlib import Path
 
 from guardkit_state.cli.event_lines import feature_lines
 from guardkit_state.cli.exit_codes import ExitCode
+from guardkit_state.cli.options import log_on_stderr
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.errors import GuardkitStateError, InputError
 from guardkit_state.features.events import (
@@ -73,9 +73,7 @@ def _run_feature(args: argparse.Namespace, out: Output) -> int:
             raise InputError(f"{flag} applies to one task's loop; a feature's tasks always run in worktrees "
                              "of their own")
     if args.verbose:
-        handler = logging.StreamHandler(out.stderr)
-        handler.setFormatter(logging.Formatter("  log: %(message)s"))
-        logging.getLogger("guardkit_state").addHandler(handler)
+        log_on_stderr(out)
     options = FeatureOptions(max_parallel=getattr(args, "max_parallel", None), max_turns=args.max_turns,
                              resume=args.resume, base_branch=args.base_branch, turn_timeout=args.turn_timeout,
                              max_cost=getattr(args, "max_cost", None),

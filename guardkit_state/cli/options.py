@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import logging
 import math
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,13 @@ def help_of(parser: argparse.ArgumentParser) -> Any:
         parser.print_help()
         return ExitCode.USAGE
     return show
+
+
+def log_on_stderr(out: Any) -> None:
+    """``--verbose``: the library's log on stderr too, as ``  log: ...`` lines under the progress."""
+    handler = logging.StreamHandler(out.stderr)
+    handler.setFormatter(logging.Formatter("  log: %(message)s"))
+    logging.getLogger("guardkit_state").addHandler(handler)
 
 
 def resolve_repo(args: argparse.Namespace) -> None:
