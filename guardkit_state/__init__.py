@@ -34,18 +34,18 @@ _EXPORTS: dict[str, str] = {
     "render_continuation_context": "turns.context",
     "ResumePoint": "turns.resume", "resume_point": "turns.resume",
     # the loop
-    "Agent": "loop.agents", "CallableAgent": "loop.agents", "CommandAgent": "loop.agents",
-    "TurnRequest": "loop.agents",
-    "LoopOptions": "loop.run", "LoopResult": "loop.run", "feature_build": "loop.run",
+    "Agent": "agents.protocol", "CallableAgent": "agents.protocol", "CommandAgent": "agents.protocol",
+    "TurnRequest": "agents.protocol",
+    "LoopOptions": "loop.run", "LoopResult": "loop.run", "feature_build": "loop.run", "run_task_loop": "loop.run",
     "build_feature": "features.build",
     "FeatureOptions": "features.build",
     "FeatureResult": "features.result",
     "TaskOutcome": "features.result",
     "FeatureInterrupted": "features.result",
     "FeatureNotStarted": "features.result",
-    "FeaturePlan": "features.plan", "load_plan": "features.plan", "find_plan": "features.plan",
-    "plan_waves": "features.waves", "PlanUpdate": "features.plan_splice", "modify_plan": "features.plan_writer",
-    "update_plan": "features.plan_writer", "validate_plan_file": "features.validation",
+    "FeaturePlan": "plans.plan", "load_plan": "plans.plan", "find_plan": "plans.plan",
+    "plan_waves": "plans.waves", "PlanUpdate": "features.plan_splice", "modify_plan": "features.plan_writer",
+    "update_plan": "features.plan_writer", "validate_plan_file": "plans.plan_validation",
     "feature_view": "inspect.feature_view", "read_feature_log": "inspect.feature_log",
     "feature_status": "inspect.status", "LoopInterrupted": "loop.outcome",
     "TaskSummary": "inspect.status", "repo_status": "inspect.status",
@@ -75,6 +75,7 @@ _EXPORTS: dict[str, str] = {
 
 # -- typing block (generated from _EXPORTS; tests/test_exported_members.py checks it) --
 if TYPE_CHECKING:  # what mypy and editors see; at run time names load lazily (__getattr__)
+    from guardkit_state.agents.protocol import Agent, CallableAgent, CommandAgent, TurnRequest
     from guardkit_state.config import ResolvedConfig, load_config
     from guardkit_state.errors import (
         AgentError,
@@ -109,12 +110,9 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time names load lazily (_
         WriteVerificationError,
     )
     from guardkit_state.features.build import FeatureOptions, build_feature
-    from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
     from guardkit_state.features.plan_splice import PlanUpdate
     from guardkit_state.features.plan_writer import modify_plan, update_plan
     from guardkit_state.features.result import FeatureInterrupted, FeatureNotStarted, FeatureResult, TaskOutcome
-    from guardkit_state.features.validation import validate_plan_file
-    from guardkit_state.features.waves import plan_waves
     from guardkit_state.git.commits import commit_turn
     from guardkit_state.git.repo import GitRepo
     from guardkit_state.git.worktrees import WorktreeManager
@@ -133,9 +131,8 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time names load lazily (_
     from guardkit_state.inspect.feature_view import feature_view
     from guardkit_state.inspect.review import turn_diff, turn_log
     from guardkit_state.inspect.status import TaskSummary, feature_status, repo_status
-    from guardkit_state.loop.agents import Agent, CallableAgent, CommandAgent, TurnRequest
     from guardkit_state.loop.outcome import LoopInterrupted
-    from guardkit_state.loop.run import LoopOptions, LoopResult, feature_build
+    from guardkit_state.loop.run import LoopOptions, LoopResult, feature_build, run_task_loop
     from guardkit_state.model import (
         AutobuildState,
         CoachDecision,
@@ -150,6 +147,9 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time names load lazily (_
         TurnMode,
         TurnState,
     )
+    from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
+    from guardkit_state.plans.plan_validation import validate_plan_file
+    from guardkit_state.plans.waves import plan_waves
     from guardkit_state.report import ReportResult, TaskReport, build_task_report, render_report, write_report
     from guardkit_state.store.jsonio import load_record
     from guardkit_state.store.schemas import validate_record

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.features.plan import load_plan
-from guardkit_state.loop.agents import CommandAgent
+from guardkit_state.agents.protocol import CommandAgent
+from guardkit_state.plans.plan import load_plan
 from guardkit_state.taskfile.document import TaskFile
 
 AGENTS = Path(__file__).resolve().parent / "feature_agents"

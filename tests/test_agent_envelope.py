@@ -14,8 +14,8 @@ from guardkit_state.agents import agent_for, load_presets, read_envelope
 from guardkit_state.agents.envelope import report_in_text
 from guardkit_state.agents.preset_agent import PresetAgent
 from guardkit_state.agents.presets import is_preset_name
+from guardkit_state.agents.protocol import CommandAgent
 from guardkit_state.errors import ConfigError
-from guardkit_state.loop.agents import CommandAgent
 
 PRESETS = load_presets(None)
 costs = st.one_of(st.none(), st.floats(min_value=0, max_value=1000, allow_nan=False))
@@ -118,7 +118,7 @@ def test_a_bad_agents_file_is_refused_naming_the_key(tmp_path: Path, yaml_text: 
 ])
 def test_the_coach_runs_with_its_cli_read_only_options(tmp_path: Path, name: str, player_has: list[str],
                                                        coach_has: list[str]) -> None:
-    from guardkit_state.loop.agents import TurnRequest
+    from guardkit_state.agents.protocol import TurnRequest
 
     schema = tmp_path / "schema.json"
     schema.write_text('{"type": "object"}')
@@ -150,7 +150,7 @@ def test_a_claude_error_subtype_is_an_error(subtype: str) -> None:
 
 @pytest.mark.parametrize("name", ["claude", "gemini"])
 def test_the_prompt_is_passed_as_written_placeholders_in_the_task_text_included(tmp_path: Path, name: str) -> None:
-    from guardkit_state.loop.agents import TurnRequest
+    from guardkit_state.agents.protocol import TurnRequest
 
     # A task body about templates: its braces must reach the agent untouched, not be filled in.
     prompt = 'write f"{workdir}/{report_file}" and "{schema}"; $(rm -rf ~) `id` {session_id}'

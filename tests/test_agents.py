@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state.loop.agents import CommandAgent, TurnRequest, agent_pid_file, stop_orphaned_agents
+from guardkit_state.agents.protocol import CommandAgent, TurnRequest, agent_pid_file, stop_orphaned_agents
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 

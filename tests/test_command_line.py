@@ -7,7 +7,7 @@ import shlex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from guardkit_state.loop.agents import CommandAgent
+from guardkit_state.agents.protocol import CommandAgent
 from guardkit_state.loop.command_line import build_argv, rerun_command
 from guardkit_state.loop.outcome import LoopInterrupted
 

@@ -53,7 +53,7 @@ def test_the_counts_match_guardkits_own_execution_block(corpus_repo: Path) -> No
     differ = {}
     for summary in feature_status(corpus_repo):
         view = feature_view(corpus_repo, summary.feature_id)
-        from guardkit_state.features.plan import find_plan, load_plan
+        from guardkit_state.plans.plan import find_plan, load_plan
 
         execution = load_plan(find_plan(corpus_repo, summary.feature_id)).execution
         if execution is None or not execution.raw.get("completed_at"):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from guardkit_state.cli.event_lines import feature_lines
 from guardkit_state.cli.output import Output
-from guardkit_state.features.events import WaveStarted
+from guardkit_state.features.feature_events import WaveStarted
 
 from .feature_support import TaskSpec, make_feature, start_cli
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state.features.plan import load_plan
+from guardkit_state.plans.plan import load_plan
 from guardkit_state.taskfile.document import TaskFile
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from guardkit_state.agents.protocol import CallableAgent, TurnRequest
 from guardkit_state.errors import ResumeError, TaskNotFoundError
 from guardkit_state.features.build import FeatureOptions, build_feature
-from guardkit_state.features.events import FeatureEvent, TaskEnded, TaskMerged, TaskStarted, WaveStarted
-from guardkit_state.features.plan import load_plan
-from guardkit_state.features.waves import WaveError
-from guardkit_state.loop.agents import CallableAgent, TurnRequest
+from guardkit_state.features.feature_events import FeatureEvent, TaskEnded, TaskMerged, TaskStarted, WaveStarted
+from guardkit_state.plans.plan import load_plan
+from guardkit_state.plans.waves import WaveError
 
 from .feature_support import (
     FEATURE_BRANCH,

@@ -15,7 +15,7 @@ from guardkit_state.errors import (
     TaskNotFoundError,
     UnsafePathError,
 )
-from guardkit_state.features.plan import (
+from guardkit_state.plans.plan import (
     FeatureNotFoundError,
     find_plan,
     find_plans,
@@ -23,8 +23,8 @@ from guardkit_state.features.plan import (
     parse_plan,
     plan_file,
 )
-from guardkit_state.features.schema import PLAN_KIND, schema_problems
-from guardkit_state.features.validation import validate_plan_file
+from guardkit_state.plans.plan_validation import validate_plan_file
+from guardkit_state.plans.schema import PLAN_KIND, schema_problems
 from guardkit_state.store import schemas
 
 from .conftest import REPO_ROOT

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.errors import SchemaError
-from guardkit_state.features.plan import load_plan
-from guardkit_state.features.validation import validate_plan_file
+from guardkit_state.plans.plan import load_plan
+from guardkit_state.plans.plan_validation import validate_plan_file
 
 HOSTILE = 'id: FEAT-H\ntasks:\n- id: "../../etc/passwd"\n- id: "TASK-<b>X</b>"\n'
 

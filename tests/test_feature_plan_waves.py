@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from guardkit_state.features.plan import FeaturePlan, parse_plan
-from guardkit_state.features.waves import (
+from guardkit_state.plans.plan import FeaturePlan, parse_plan
+from guardkit_state.plans.waves import (
     WaveError,
     Waves,
     default_max_parallel,

@@ -19,9 +19,9 @@ from guardkit_state.errors import (
     TaskNotFoundError,
     WriteVerificationError,
 )
-from guardkit_state.features.plan import FeaturePlan, FeaturePlanError, load_plan, parse_plan
 from guardkit_state.features.plan_splice import PlanUpdate, apply_plan_update, splice_plan
 from guardkit_state.features.plan_writer import modify_plan, plan_lock, plan_lock_file, update_plan
+from guardkit_state.plans.plan import FeaturePlan, FeaturePlanError, load_plan, parse_plan
 from guardkit_state.taskfile.strict_yaml import parse_yaml
 
 from .conftest import REPO_ROOT, run_git

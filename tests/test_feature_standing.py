@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state.features.plan import parse_plan
 from guardkit_state.features.progress import TaskState
 from guardkit_state.features.standing import plan_word, tally, task_standing
 from guardkit_state.inspect.feature_log import read_feature_log
 from guardkit_state.inspect.feature_view import feature_view
 from guardkit_state.inspect.status import feature_status
+from guardkit_state.plans.plan import parse_plan
 from guardkit_state.report.feature import build_feature_report
 
 from .conftest import run_git

@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from guardkit_state.model import TurnState
 from guardkit_state.store.turn_files import TurnStore, artifacts_dir
 from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.turns.history import TaskHistory, record_signal, turn_signal
+from guardkit_state.turns.history import TaskHistory, turn_signal
 from guardkit_state.turns.lifecycle import record_turn
 
 from .guardkit_fixtures import (
@@ -164,20 +160,6 @@ def test_corpus_task_with_25_recorded_turns(corpus_dir: Path, tmp_path: Path) ->
     search = cli_json(root, "search", "Tests did not pass during task-work execution", "--backend", "files")
     assert any("TASK-CR-008" in hit["summary"] for hit in search["hits"])
 
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.fixed_dictionaries(
-    {"turn_number": st.integers(1, 500)},
-    optional={"feedback_signature": st.one_of(st.none(), st.text(max_size=8)),
-              "verified_count": st.one_of(st.none(), st.integers(0, 50)),
-              "verified_count_known": st.one_of(st.booleans(), st.none(), st.integers(0, 1))}))
-def test_a_turn_state_record_gives_the_stall_signal_its_state_gives(record: dict[str, Any]) -> None:
-    """The stall window looks at turn-state files in place: it must see what a full read sees."""
-    record = {"id": "TURN-X-T1", "feature_id": None, "task_id": "TASK-X-1", "mode": "continuing_work",
-              "player_summary": "", "player_decision": "implemented", "coach_decision": "feedback",
-              "coach_feedback": "", **record}
-    assert record_signal(record) == turn_signal(TurnState.from_dict(record))
 
 
 def test_the_stall_window_sees_turn_files_as_the_ledger_reads_them(tmp_path: Path) -> None:

@@ -25,10 +25,10 @@ from tests.test_loop import coach_verifying, scripted_player
 pytest.importorskip("graphiti_core", reason="the graphiti extra is not installed (pip install '.[graphiti]')")
 pytest.importorskip("redislite", reason="falkordblite is not installed (see the Makefile's install step)")
 
+from guardkit_state.agents.protocol import CallableAgent
 from guardkit_state.index import open_graphiti, search
 from guardkit_state.index.after_turn import BACKGROUND_LOCK, HOOK_LOG, index_turn_best_effort
-from guardkit_state.loop.agents import CallableAgent
-from guardkit_state.loop.run import feature_build
+from guardkit_state.loop.run import run_task_loop
 from guardkit_state.model import Outcome
 
 pytestmark = [pytest.mark.graphiti, pytest.mark.slow]
@@ -60,7 +60,7 @@ def test_a_busy_index_does_not_hold_up_the_loop_and_catches_up_after(tmp_path: P
         index.sync()
     caplog.set_level(logging.INFO, logger="guardkit_state")
     with open_graphiti(root):  # the index is busy for the whole loop: no sync can run meanwhile
-        result = feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(3))
+        result = run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(3))
         assert result.outcome is Outcome.APPROVED
         hooks = [r.getMessage() for r in caplog.records if r.getMessage().startswith("index turn")]
         assert len(hooks) == 3 and all("pending: indexing in the background" in h for h in hooks), hooks

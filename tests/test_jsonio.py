@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
@@ -11,6 +12,9 @@ from hypothesis import strategies as st
 
 from guardkit_state.errors import FileTooLargeError, GuardkitStateError, ParseError, SchemaError
 from guardkit_state.store.jsonio import MAX_DEPTH, check_storable, dump_json, dump_record, load_json, load_record
+from guardkit_state.store.turn_files import TurnStore
+
+from .helpers import player_report
 
 
 def _write(tmp_path: Path, name: str, data: bytes | str) -> Path:
@@ -182,11 +186,31 @@ def test_a_report_holding_itself_twice_is_refused_not_walked_forever(tmp_path: P
     script = (
         "from guardkit_state.store.jsonio import check_storable\n"
         "from guardkit_state.errors import SchemaError\n"
-        "from guardkit_state.store.json_text import canonical_json\n"
         "twice = []\ntwice += [twice, twice]\n"
         "try:\n    check_storable({'notes': twice})\n"
         "except SchemaError as exc:\n    print('refused', exc.pointer[:8])\n"
-        "try:\n    canonical_json({'notes': twice})\nexcept ValueError as exc:\n    print('refused', exc)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert done.stdout.splitlines() == ["refused $.notes[", "refused Circular reference detected"], done.stderr
+    assert done.stdout.splitlines() == ["refused $.notes["], done.stderr
+
+
+def test_a_report_nested_deeper_than_any_read_accepts_is_refused_before_it_is_written(tmp_path: Path) -> None:
+    # dump_record checked storability and the schema but not the nesting depth every read enforces
+    # (MAX_DEPTH), so it wrote a file no read accepts. Now it is refused by its JSON path, and
+    # nothing is written.
+    def report_with(depth: int) -> dict[str, Any]:
+        deep: Any = "leaf"
+        for _ in range(depth):
+            deep = {"d": deep}
+        return {**player_report(1, task_id="TASK-AUTH-001"), "extra_producer_field": deep}
+
+    store = TurnStore(tmp_path / ".guardkit" / "autobuild" / "TASK-AUTH-001", "TASK-AUTH-001")
+    store.directory.mkdir(parents=True)
+    with pytest.raises(SchemaError, match=f"deeper than {MAX_DEPTH}") as refused:
+        store.write("player_turn", 1, report_with(MAX_DEPTH), recorded_turns=0)
+    assert refused.value.pointer is not None and refused.value.pointer.startswith("$.extra_producer_field.d.d")
+    assert list(store.directory.iterdir()) == []
+    # One level less (the report object itself is a level) is written and read back.
+    written = store.write("player_turn", 1, report_with(MAX_DEPTH - 1), recorded_turns=0)
+    assert load_json(written)["extra_producer_field"]["d"]
+    assert TurnStore(store.directory, "TASK-AUTH-001").read("player_turn", 1) is not None

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from guardkit_state.agents.protocol import CallableAgent, CommandAgent, TurnRequest
 from guardkit_state.errors import ConfigError, LockedError, ResumeError
 from guardkit_state.git.checkouts import shared_lock_path
-from guardkit_state.loop.agents import CallableAgent, CommandAgent, TurnRequest
-from guardkit_state.loop.run import LoopOptions, feature_build
+from guardkit_state.loop.run import LoopOptions, run_task_loop
 from guardkit_state.model import Outcome
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.taskfile.document import TaskFile
@@ -50,10 +50,10 @@ def coach_verifying(upto_turn: int) -> CallableAgent:
     return CallableAgent(coach)
 
 
-def test_feature_build_approves_in_a_worktree_with_one_commit_per_turn(git_repo: Path) -> None:
+def test_run_task_loop_approves_in_a_worktree_with_one_commit_per_turn(git_repo: Path) -> None:
     root = _repo(git_repo)
     status_before = run_git(root, "status", "--porcelain")
-    result = feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(3))
+    result = run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(3))
     assert result.outcome is Outcome.APPROVED and result.exit_code == 0
     assert [t.entry.decision for t in result.turns] == ["feedback", "feedback", "approve"]
     worktree = root / ".guardkit/worktrees" / TASK
@@ -72,9 +72,20 @@ def test_feature_build_approves_in_a_worktree_with_one_commit_per_turn(git_repo:
     assert "turn 2 of TASK-AUTH-001 recorded: feedback" in log
 
 
-def test_feature_build_max_turns(git_repo: Path) -> None:
+def test_feature_build_is_a_deprecated_alias_of_run_task_loop(git_repo: Path) -> None:
+    import guardkit_state
+
     root = _repo(git_repo)
-    result = feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(99),
+    with pytest.warns(DeprecationWarning, match="run_task_loop"):
+        result = guardkit_state.feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(1),
+                                              LoopOptions(use_worktree=False))
+    assert result.outcome is Outcome.APPROVED and len(result.turns) == 1
+    assert guardkit_state.run_task_loop is run_task_loop
+
+
+def test_run_task_loop_max_turns(git_repo: Path) -> None:
+    root = _repo(git_repo)
+    result = run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(99),
                            LoopOptions(max_turns=2))
     assert result.outcome is Outcome.MAX_TURNS_EXCEEDED and result.exit_code == 1
     assert len(result.turns) == 2
@@ -83,7 +94,7 @@ def test_feature_build_max_turns(git_repo: Path) -> None:
 
 def test_agent_failure_is_an_error_turn_not_a_crash(git_repo: Path) -> None:
     root = _repo(git_repo)
-    result = feature_build(root, TASK, CommandAgent("echo boom >&2; exit 3"), coach_verifying(1),
+    result = run_task_loop(root, TASK, CommandAgent("echo boom >&2; exit 3"), coach_verifying(1),
                            LoopOptions(max_turns=1, use_worktree=False))
     turn = result.turns[0]
     assert turn.entry.decision == "error"
@@ -93,10 +104,10 @@ def test_agent_failure_is_an_error_turn_not_a_crash(git_repo: Path) -> None:
 
 def test_fresh_start_over_recorded_turns_is_refused(git_repo: Path) -> None:
     root = _repo(git_repo)
-    feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(99), LoopOptions(max_turns=1))
+    run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(99), LoopOptions(max_turns=1))
     with pytest.raises(ResumeError, match="--resume"):
-        feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(99), LoopOptions(max_turns=3))
-    result = feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(2),
+        run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(99), LoopOptions(max_turns=3))
+    result = run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(2),
                            LoopOptions(max_turns=3, resume=True))
     assert result.outcome is Outcome.APPROVED
     assert [t.turn_state.turn_number for t in result.turns] == [2]
@@ -105,14 +116,14 @@ def test_fresh_start_over_recorded_turns_is_refused(git_repo: Path) -> None:
 def test_resume_without_state_says_how_to_start(git_repo: Path) -> None:
     root = _repo(git_repo)
     with pytest.raises(ResumeError, match="start it with 'guardkit-state feature-build TASK-AUTH-001"):
-        feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(1), LoopOptions(resume=True))
+        run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(1), LoopOptions(resume=True))
 
 
 def test_second_loop_of_the_same_task_fails_fast(git_repo: Path) -> None:
     root = _repo(git_repo)
     with exclusive_lock(shared_lock_path(root, TASK)):
         with pytest.raises(LockedError):
-            feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(1),
+            run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(1),
                           LoopOptions(use_worktree=False))
 
 
@@ -122,7 +133,7 @@ def test_malformed_config_refuses_to_start(git_repo: Path) -> None:
     config.parent.mkdir(parents=True)
     config.write_text("profiles: [unclosed\n")
     with pytest.raises(ConfigError) as info:
-        feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(1))
+        run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(1))
     assert info.value.path == config
     assert not (root / ".guardkit/worktrees").exists()
 
@@ -132,7 +143,7 @@ def test_gate_thresholds_from_config_change_the_verdict(git_repo: Path) -> None:
     def low_coverage_coach(request: TurnRequest) -> dict[str, Any]:
         return {"decision": "approve", "criteria_verification": [], "issues": [], "rationale": "fine",
                 "validation_results": {"tests_passed_count": 5, "tests_failed_count": 0, "coverage": 70.0}}
-    result = feature_build(root, TASK, CallableAgent(scripted_player), CallableAgent(low_coverage_coach),
+    result = run_task_loop(root, TASK, CallableAgent(scripted_player), CallableAgent(low_coverage_coach),
                            LoopOptions(max_turns=1, use_worktree=False))
     assert result.turns[0].entry.decision == "feedback"  # built-in feature/5 profile needs 80% coverage
     gates = {g["gate"]: g for g in result.turns[0].turn_state.gate_results}
@@ -157,7 +168,7 @@ def test_editing_quality_gates_yaml_changes_the_loop_verdict(git_repo: Path) -> 
     def coach(request: TurnRequest) -> dict[str, Any]:
         return {"decision": "approve", "criteria_verification": [], "issues": [], "rationale": "fine",
                 "validation_results": {"tests_passed_count": 5, "tests_failed_count": 0, "coverage": 70.0}}
-    result = feature_build(root, TASK, CallableAgent(scripted_player), CallableAgent(coach),
+    result = run_task_loop(root, TASK, CallableAgent(scripted_player), CallableAgent(coach),
                            LoopOptions(max_turns=1, use_worktree=False))
     turn = result.turns[0]
     gates = {g["gate"]: g for g in turn.turn_state.gate_results}

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from guardkit_state.agents.protocol import CallableAgent, TurnRequest
 from guardkit_state.cli.event_lines import progress_lines
 from guardkit_state.cli.output import Output
-from guardkit_state.loop.agents import CallableAgent, TurnRequest
 from guardkit_state.loop.events import (
     AgentStarted,
     LoopEvent,
@@ -21,7 +21,7 @@ from guardkit_state.loop.events import (
     WorktreeReady,
     as_kind_and_data,
 )
-from guardkit_state.loop.run import LoopInterrupted, LoopOptions, feature_build
+from guardkit_state.loop.run import LoopInterrupted, LoopOptions, run_task_loop
 from guardkit_state.model import Outcome
 
 from .test_loop import TASK, _repo, coach_verifying, scripted_player
@@ -46,7 +46,7 @@ def _steps(events: list[LoopEvent]) -> list[tuple[str, int, str]]:
 def test_a_run_tells_each_step_as_a_typed_event(git_repo: Path) -> None:
     root = _repo(git_repo)
     events: list[LoopEvent] = []
-    result = feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(2), on_event=events.append)
+    result = run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(2), on_event=events.append)
     assert result.outcome is Outcome.APPROVED
     assert _steps(events) == [
         ("TurnStarted", 1, "fresh_start"), ("AgentStarted", 1, "player"), ("AgentStarted", 1, "coach"),
@@ -65,7 +65,7 @@ def test_a_run_tells_each_step_as_a_typed_event(git_repo: Path) -> None:
 def test_the_kind_and_data_form_keeps_the_older_callbacks_working(git_repo: Path) -> None:
     root = _repo(git_repo)
     pairs: list[tuple[str, dict[str, Any]]] = []
-    feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(1),
+    run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(1),
                   on_event=as_kind_and_data(lambda kind, data: pairs.append((kind, data))))
     kinds = [kind for kind, _ in pairs if kind not in ("note", "advice")]
     assert kinds == ["worktree", "turn", "agent", "agent", "recorded"]
@@ -85,11 +85,11 @@ def test_an_interrupted_agent_raises_loop_interrupted_saying_where_and_resume_fi
         return scripted_player(request)
 
     with pytest.raises(LoopInterrupted) as stopped:
-        feature_build(root, TASK, CallableAgent(player), coach_verifying(2))
+        run_task_loop(root, TASK, CallableAgent(player), coach_verifying(2))
     assert isinstance(stopped.value, KeyboardInterrupt)  # `except KeyboardInterrupt` still catches it
     assert (stopped.value.turn, stopped.value.phase) == (2, "player")
     assert str(stopped.value) == f"interrupted during turn 2 (player): state saved; continue with {RESUME}"
-    result = feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(2), LoopOptions(resume=True))
+    result = run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(2), LoopOptions(resume=True))
     assert result.outcome is Outcome.APPROVED and len(result.turns) == 1
 
 
@@ -101,20 +101,20 @@ def test_an_interrupt_before_the_first_turn_says_nothing_was_recorded(git_repo: 
             raise KeyboardInterrupt
 
     with pytest.raises(LoopInterrupted) as stopped:
-        feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(1),
+        run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(1),
                       on_event=stop_once_the_worktree_exists)
     assert stopped.value.turn is None
     assert str(stopped.value) == ("interrupted before the first turn began; nothing was recorded: run "
                                   f"guardkit-state feature-build {TASK} --player CMD --coach CMD again")
     # What it advises works: the same command, run again, starts the loop afresh.
-    result = feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(1))
+    result = run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(1))
     assert result.outcome is Outcome.APPROVED
 
 
 def test_the_cli_renders_each_event_type_in_its_own_way(git_repo: Path) -> None:
     root = _repo(git_repo)
     events: list[LoopEvent] = []
-    feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(2), on_event=events.append)
+    run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(2), on_event=events.append)
     out = Output(io.StringIO(), io.StringIO(), colour=False)
     lines = [line for event in events for line in progress_lines(event, out)]
     worktree = root / ".guardkit/worktrees" / TASK

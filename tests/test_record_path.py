@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
+from guardkit_state.errors import GuardkitStateError
 from guardkit_state.store import schemas
+from guardkit_state.store.jsonio import load_record
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
@@ -141,14 +143,14 @@ def test_the_fallback_reads_one_earlier_report_however_long_the_history(tmp_path
     for turn in range(2, 13):
         _record(tmp_path, turn, promises=False)
     reads: Counter[int] = Counter()
-    real = TurnStore.peek
+    real = TurnStore.read
 
     def counting(store: TurnStore, kind: str, turn: int) -> Any:
         if kind == "player_turn":
             reads[turn] += 1
         return real(store, kind, turn)
 
-    monkeypatch.setattr(TurnStore, "peek", counting)
+    monkeypatch.setattr(TurnStore, "read", counting)
     rec = _record(tmp_path, 13, promises=False)
     assert rec.promises_recovered_from == 1
     assert dict(reads) == {1: 1}  # turn 12's state names the source; only that report is read
@@ -158,18 +160,18 @@ def test_a_report_changed_on_disk_is_seen_by_the_next_look(tmp_path: Path) -> No
     make_task_repo(tmp_path)
     _record(tmp_path, 1, promises=True)
     store = TurnStore(tmp_path / ".guardkit/autobuild" / TASK, TASK)
-    first = store.peek("player_turn", 1)
+    first = store.read("player_turn", 1)
     assert first is not None and first["completion_promises"]
-    assert store.peek("player_turn", 1) is first  # unchanged: the same reading, shared
+    assert store.read("player_turn", 1) == first
     path = store.path("player_turn", 1)
     edited = json.loads(path.read_text(encoding="utf-8"))
     edited["completion_promises"] = []
     path.write_text(json.dumps(edited, indent=2), encoding="utf-8")  # in place, as an editor saves
-    again = store.peek("player_turn", 1)
+    again = store.read("player_turn", 1)
     assert again is not None and again["completion_promises"] == []
     assert promises_source(store, 2) is None  # the fallback sees the edit too
     path.unlink()
-    assert store.peek("player_turn", 1) is None
+    assert store.read("player_turn", 1) is None
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -194,8 +196,20 @@ def test_the_fallback_finds_what_reading_every_report_finds(tmp_path: Path, seed
         elif roll < 0.4:
             (directory / f"player_turn_{turn}.json").unlink()
     for upto in range(2, turns + 2):
-        scanned = TurnStore(directory, TASK).recover_promises(upto)
-        assert promises_source(TurnStore(directory, TASK), upto) == (scanned[0] if scanned else None), upto
+        scanned = _scan_every_report(TurnStore(directory, TASK), upto)
+        assert promises_source(TurnStore(directory, TASK), upto) == scanned, upto
+
+
+def _scan_every_report(store: TurnStore, turn: int) -> int | None:
+    """The most recent earlier readable Player report with promises, read report by report."""
+    for earlier in range(turn - 1, 0, -1):
+        try:
+            report = store.read_player(earlier)
+        except GuardkitStateError:
+            continue
+        if report is not None and report.completion_promises:
+            return earlier
+    return None
 
 
 # --------------------------------------------------------------------------------- located node trees
@@ -232,3 +246,27 @@ def _key_marks(root: Any) -> dict[str, tuple[int, int, int, int]]:
             out[f"{key.value}.{child.value}"] = (child.start_mark.line, child.start_mark.index,
                                                  child_value.start_mark.index, child_value.end_mark.index)
     return out
+
+
+# ------------------------------------------------------------------- the store's memory of records
+# orjson read an integer beyond 64 bits as a float: a cached copy differed from a fresh read.
+
+BIG = 2**64  # one past the largest unsigned 64-bit integer
+HUGE = 123456789012345678901234567890
+
+
+def test_a_cached_read_is_the_files_record_for_integers_beyond_64_bits(tmp_path: Path) -> None:
+    store = TurnStore(tmp_path / "TASK-1", "TASK-1")
+    report = {"task_id": "TASK-1", "turn": 1, "tests_passed_count": BIG, "metrics": {"bytes": HUGE}}
+    path = store.write("player_turn", 1, report, recorded_turns=0)
+    on_disk = load_record("player_turn", path)
+    assert on_disk["tests_passed_count"] == BIG and type(on_disk["tests_passed_count"]) is int
+
+    first = store.read("player_turn", 1)  # served from what write() remembered
+    assert first == on_disk
+    assert type(first["tests_passed_count"]) is int and type(first["metrics"]["bytes"]) is int
+
+    fresh = TurnStore(tmp_path / "TASK-1", "TASK-1")  # a new process: a miss, then a hit
+    assert fresh.read("player_turn", 1) == on_disk
+    again = fresh.read("player_turn", 1)
+    assert again == on_disk and type(again["metrics"]["bytes"]) is int

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -43,6 +44,14 @@ def cli(cwd: Path, *args: str) -> str:
 def tree(repo: Path, rev: str, under: str = "src") -> dict[str, str]:
     names = git(repo, "ls-tree", "-r", "--name-only", rev, "--", under).split()
     return {name: git(repo, "show", f"{rev}:{name}") for name in names}
+
+
+def steady(text: str, root: Path) -> str:
+    """``text`` without what differs between two runs of one feature: times, durations, shas, paths."""
+    text = re.sub(re.escape(str(root)) + r"/[^/\s'\"]+", "<root>", text)
+    text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(\+00:00|Z)?", "<time>", text)
+    text = re.sub(r"\b[0-9a-f]{40}\b", "<sha>", text)
+    return re.sub(r'("duration_seconds": )[0-9.]+', r"\1<seconds>", text)
 
 
 def merged_order(repo: Path) -> list[str]:
@@ -86,6 +95,19 @@ def _build_with_three_workers(tmp_path: Path, project: FeatureProject, bare: Pat
     assert alone.returncode == 0, alone.stdout + alone.stderr
     assert tree(bare, FEATURE_BRANCH) == tree(solo.root, FEATURE_BRANCH)
     assert set(tree(bare, FEATURE_BRANCH)) == {"src/shared.txt", *(f"src/{spec.task_id}.txt" for spec in tasks)}
+    # Every file of the feature branch, the plan and its progress included, as one machine leaves
+    # it (a one-machine run writes its plan in the checkout): the same but for times, shas and paths.
+    plan = ".guardkit/features/FEAT-FB.yaml"
+    shared = {name: steady(text, tmp_path) for name, text in tree(bare, FEATURE_BRANCH, ".").items()}
+    alone_tree = {name: steady(text, tmp_path) for name, text in tree(solo.root, FEATURE_BRANCH, ".").items()}
+    alone_tree[plan] = steady((solo.root / plan).read_text(), tmp_path)
+    assert shared.keys() == alone_tree.keys()
+    for name in shared:
+        assert shared[name] == alone_tree[name], name
+    progress = yaml.safe_load(shared[plan])
+    assert progress["status"] == "completed" and progress["execution"]["completed_waves"] == [1, 2]
+    assert {task["id"]: task["status"] for task in progress["tasks"]} == dict.fromkeys(
+        (spec.task_id for spec in tasks), "completed")
     assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""  # every claim released
     shown = json.loads(cli(machines[0], "show", FEATURE_ID, "--remote", "origin", "--json"))
     assert [(t["task_id"], t["state"], t["wave"]) for t in shown["tasks"]] == [
@@ -105,7 +127,7 @@ def test_a_worker_killed_mid_player_is_taken_over_after_its_lease(tmp_path: Path
         assert victim.poll() is None, victim.communicate()
         subprocess.run(["sleep", "0.05"], check=False)
     os.killpg(victim.pid, signal.SIGKILL)  # the worker, mid-Player
-    victim.wait()
+    _, victim_err = victim.communicate()
     while not mark.read_text().strip():
         subprocess.run(["sleep", "0.05"], check=False)
     os.killpg(int(mark.read_text()), signal.SIGKILL)  # its agent too (a session of its own): the machine died
@@ -123,8 +145,19 @@ def test_a_worker_killed_mid_player_is_taken_over_after_its_lease(tmp_path: Path
     recorded = git(bare, "show", "autobuild/TASK-FB-001:tasks/backlog/TASK-FB-001-part.md")
     state = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]
     assert [(t["turn"], t["decision"]) for t in state["turns"]] == [(1, "feedback"), (2, "approve")]
+    # The takeover is in the task's history: its task file says who took it from whom, when, and
+    # the claim (and lease) it replaced, on the branch and merged with it.
+    victim_id, heir_id = (re.search(r"worker (\S+) on FEAT-FB", text).group(1)  # type: ignore[union-attr]
+                          for text in (victim_err, err))
+    [entry] = state["takeovers"]
+    assert (entry["by"], entry["from"], entry["turns_done"]) == (heir_id, victim_id, 1)
+    assert re.fullmatch(r"[0-9a-f]{40}", entry["claim"]) and entry["lease_until"] <= entry["at"]
+    merged_copy = git(bare, "show", f"{FEATURE_BRANCH}:tasks/backlog/TASK-FB-001-part.md")
+    assert yaml.safe_load(merged_copy.split("---\n")[1])["autobuild_state"]["takeovers"] == [entry]
     history = git(bare, "log", "--format=%s", "autobuild/TASK-FB-001").splitlines()
-    assert any(line.startswith("guardkit: TASK-FB-001 taken over by") for line in history)
+    assert f"guardkit: TASK-FB-001 taken over by {heir_id} from {victim_id}" in history
+    assert json.loads(cli(second, "show", "TASK-FB-001", "--json"))["takeovers"] == [entry]
+    assert f"taken over after 1 turn(s) by {heir_id} from {victim_id}" in cli(second, "show", "TASK-FB-001")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
@@ -163,7 +196,7 @@ def test_sigterm_or_ctrl_c_releases_the_workers_claims(tmp_path: Path, signum: i
 
 def test_a_remote_gone_for_a_while_is_waited_for_and_no_turn_is_lost(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from guardkit_state.loop.agents import CommandAgent
+    from guardkit_state.agents.protocol import CommandAgent
     from guardkit_state.remote.worker import WorkerOptions, run_worker
 
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])

@@ -23,14 +23,14 @@ from typing import Any
 
 import pytest
 
+from guardkit_state.agents.protocol import Agent, CallableAgent, TurnRequest
 from guardkit_state.cli.app import run as cli_run
 from guardkit_state.cli.live_report import feature_report_events
 from guardkit_state.cli.output import Output
 from guardkit_state.errors import FeatureNotFoundError, InputError
 from guardkit_state.features.build import build_feature
-from guardkit_state.features.events import FeatureEvent
+from guardkit_state.features.feature_events import FeatureEvent
 from guardkit_state.features.result import FeatureResult
-from guardkit_state.loop.agents import Agent, CallableAgent, TurnRequest
 from guardkit_state.report import build_feature_report, build_task_report, write_feature_report
 from tests.feature_support import (
     FEATURE_ID,

@@ -16,7 +16,7 @@ import pytest
 
 from guardkit_state.errors import FeaturePlanError, FrontmatterError, InputError, InvalidTaskIdError, UnsafePathError
 from guardkit_state.features.build import FeatureOptions, build_feature
-from guardkit_state.loop.run import LoopOptions, feature_build
+from guardkit_state.loop.run import LoopOptions, run_task_loop
 from guardkit_state.report.write import write_report
 from guardkit_state.turns.lifecycle import record_turn
 
@@ -38,7 +38,7 @@ T1 = "TASK-FB-001"
 def _task(project: FeatureProject, monkeypatch: pytest.MonkeyPatch, task_id: str = T1) -> Any:
     for name, value in project.env().items():
         monkeypatch.setenv(name, value)
-    return feature_build(project.root, task_id, *project.agents(), LoopOptions())
+    return run_task_loop(project.root, task_id, *project.agents(), LoopOptions())
 
 
 def _feature(project: FeatureProject, monkeypatch: pytest.MonkeyPatch, feature: str = FEATURE_ID) -> Any:

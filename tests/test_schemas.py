@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import copy
+import enum
 import json
 import re
 import subprocess
 import sys
 import zipfile
+from collections import OrderedDict, defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from guardkit_state.errors import SchemaError, SchemaVersionError
 from guardkit_state.model import AutobuildState, CoachDecision, PlayerReport, TurnState
@@ -537,3 +540,36 @@ def test_wheel_ships_the_schema_files_and_loads_them(tmp_path: Path) -> None:
     where, kinds = result.stdout.splitlines()
     assert str(target) in where and "schema_files" in where
     assert set(kinds.split(",")) == {n.rsplit("/", 1)[1].removesuffix(".schema.json") for n in expected}
+
+
+# validate_record returns the built-in JSON types, whatever mapping, enum or subclass came in.
+
+
+class Level(enum.IntEnum):
+    THREE = 3
+
+
+def _builtin_only(value: Any) -> bool:
+    if type(value) is dict:
+        return all(type(k) is str and _builtin_only(v) for k, v in value.items())
+    if type(value) is list:
+        return all(_builtin_only(v) for v in value)
+    return type(value) in (str, int, float, bool, type(None))
+
+
+def test_an_ordered_dict_report_validates_to_a_plain_dict() -> None:
+    record = validate_record("player_turn", OrderedDict(task_id="TASK-1", turn=1))
+    assert type(record) is dict
+    assert _builtin_only(record)
+    yaml.safe_dump(record)  # what a plain dict always allowed
+
+
+def test_an_int_enum_and_nested_mappings_validate_to_builtin_values() -> None:
+    data = {"task_id": "TASK-1", "turn": Level.THREE, "extra": defaultdict(list),
+            "completion_promises": [OrderedDict(criterion_id="AC-1", status="done")]}
+    record = validate_with_warnings("player_turn", data).data
+    assert type(record["turn"]) is int
+    assert type(record["extra"]) is dict
+    assert type(record["completion_promises"][0]) is dict
+    assert _builtin_only(record)
+    assert record["completion_promises"][0]["status"] == "complete"

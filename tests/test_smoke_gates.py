@@ -9,9 +9,9 @@ import pytest
 
 from guardkit_state.errors import FeaturePlanError
 from guardkit_state.features.build import FeatureOptions, build_feature
-from guardkit_state.features.plan import load_plan, parse_plan
-from guardkit_state.features.smoke_gates import SmokeGate, judge, read_smoke_gate, recorded_runs, run_smoke_gate
 from guardkit_state.inspect.feature_view import feature_view
+from guardkit_state.plans.plan import load_plan, parse_plan
+from guardkit_state.plans.smoke_gates import SmokeGate, judge, read_smoke_gate, recorded_runs, run_smoke_gate
 from guardkit_state.report.feature import build_feature_report
 from guardkit_state.report.feature_page import render_feature_report
 

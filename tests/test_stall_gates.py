@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from guardkit_state.turns.history import record_signal
+from guardkit_state.model import TurnState
+from guardkit_state.turns.history import turn_signal
 from guardkit_state.turns.stall import TurnSignal, detect_stall, gate_signature
 
 COVERAGE_FAILED = [{"gate": "coverage", "passed": False, "actual": 88.0, "threshold": 90.0, "required": True},
@@ -38,9 +39,11 @@ def test_different_gates_or_none_are_not_a_stall() -> None:
 
 def test_the_window_read_from_turn_state_records_carries_the_failed_gates() -> None:
     """Turn-state records as the files hold them (``gate_results`` written by the loop's gate check)."""
-    records = [{"turn_number": n, "feedback_signature": f"wording-{n}", "verified_count": 3,
+    records = [{"id": f"TURN-X-T{n}", "feature_id": None, "task_id": "TASK-X-1", "mode": "continuing_work",
+                "player_summary": "", "player_decision": "implemented", "coach_decision": "feedback",
+                "coach_feedback": "", "turn_number": n, "feedback_signature": f"wording-{n}", "verified_count": 3,
                 "gate_results": COVERAGE_FAILED} for n in range(1, 6)]
-    signals = [record_signal(r) for r in records]
+    signals = [turn_signal(TurnState.from_dict(r)) for r in records]
     assert [s.gates for s in signals] == ["coverage"] * 5
     stall = detect_stall(signals)
     assert stall is not None and stall.reason == (

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state import LoopOptions, feature_build, record_turn
+from guardkit_state import LoopOptions, record_turn, run_task_loop
+from guardkit_state.agents.protocol import CallableAgent
 from guardkit_state.cli.app import run as cli_run
 from guardkit_state.errors import GuardkitStateError, InputError, UnwritableFileError
-from guardkit_state.loop.agents import CallableAgent
 from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.turns.intake import closed_reason, turn_budget
+from guardkit_state.turns.checks import closed_reason, turn_budget
 
 from .conftest import writable_copy
 from .e2e_support import git, run_cli
@@ -247,9 +247,9 @@ def test_feature_build_python_twin_takes_reopen(tmp_path: Path) -> None:
         return {"decision": "approve", "rationale": "fine"}
 
     with pytest.raises(InputError, match="is completed; pass --reopen"):
-        feature_build(root, TASK_ID, CallableAgent(player), CallableAgent(coach), LoopOptions(use_worktree=False))
+        run_task_loop(root, TASK_ID, CallableAgent(player), CallableAgent(coach), LoopOptions(use_worktree=False))
     assert not (root / ".guardkit").exists()
-    result = feature_build(root, TASK_ID, CallableAgent(player), CallableAgent(coach),
+    result = run_task_loop(root, TASK_ID, CallableAgent(player), CallableAgent(coach),
                            LoopOptions(use_worktree=False, reopen=True))
     assert result.exit_code == 0 and _status(task) == "in_review"
 

@@ -19,7 +19,7 @@ from guardkit_state.features.build import FeatureOptions, build_feature
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager
 from guardkit_state.inspect.review import turn_log
-from guardkit_state.loop.run import LoopOptions, feature_build
+from guardkit_state.loop.run import LoopOptions, run_task_loop
 
 from .feature_support import (
     FEATURE_BRANCH,
@@ -51,7 +51,7 @@ def _feature(project: FeatureProject, monkeypatch: pytest.MonkeyPatch, *, resume
 def _task(project: FeatureProject, monkeypatch: pytest.MonkeyPatch, task_id: str = T1, *, resume: bool = False,
           max_turns: int | None = None) -> Any:
     _env(project, monkeypatch)
-    return feature_build(project.root, task_id, *project.agents(), LoopOptions(resume=resume, max_turns=max_turns))
+    return run_task_loop(project.root, task_id, *project.agents(), LoopOptions(resume=resume, max_turns=max_turns))
 
 
 def _hook(root: Path, name: str, body: str) -> None:
@@ -307,7 +307,7 @@ def test_without_a_worktree_a_player_switching_the_users_branch_gets_no_approval
     # In the user's own checkout the turn commit followed the agent onto its new branch, exit 0.
     project = make_feature(tmp_path, [TaskSpec(T1, shell="git checkout -q -b elsewhere")])
     _env(project, monkeypatch)
-    result = feature_build(project.root, T1, *project.agents(), LoopOptions(use_worktree=False))
+    result = run_task_loop(project.root, T1, *project.agents(), LoopOptions(use_worktree=False))
     assert result.exit_code == 1
     assert "not on main" in result.reason and "an agent switched it" in result.reason, result.reason
     assert git(project.root, "log", "--format=%s", "elsewhere").splitlines() == ["initial"]

@@ -17,8 +17,8 @@ from typing import Any
 
 from guardkit_state.agents.envelope import AgentEnvelope, read_envelope, report_in_text
 from guardkit_state.agents.presets import AgentPreset, is_preset_name, load_presets
+from guardkit_state.agents.protocol import Agent, CommandAgent, TurnRequest, read_report_file, run_agent_process
 from guardkit_state.errors import AgentError
-from guardkit_state.loop.agents import Agent, CommandAgent, TurnRequest, read_report_file, run_agent_process
 from guardkit_state.turns.turn_state import AGENT_RUN_KEY
 
 #: How much of an agent's own error text is quoted in the turn's reason.

@@ -164,12 +164,6 @@ def _read_yaml(text: str, path: str | None) -> dict[str, Any]:
     return data
 
 
-def builtin_presets() -> dict[str, AgentPreset]:
-    """The presets shipped with guardkit-state (claude, codex, gemini, aider)."""
-    text = importlib.resources.files("guardkit_state.agents").joinpath("presets.yaml").read_text(encoding="utf-8")
-    return {name: preset_from_dict(name, data, source="built-in") for name, data in _read_yaml(text, None).items()}
-
-
 def load_presets(repo_root: Path | None) -> dict[str, AgentPreset]:
     """The built-in presets with the project's ``agents.yaml`` over them (key by key, per preset)."""
     builtin_text = importlib.resources.files("guardkit_state.agents").joinpath("presets.yaml").read_text(
@@ -227,5 +221,5 @@ def preset_status(preset: AgentPreset, *, timeout: float = 10.0) -> PresetStatus
     return PresetStatus(preset.name, preset.description, preset.program, found, version, preset.source)
 
 
-__all__ = ["AGENTS_FILE", "AgentPreset", "PresetStatus", "builtin_presets", "is_preset_name", "load_presets",
+__all__ = ["AGENTS_FILE", "AgentPreset", "PresetStatus", "is_preset_name", "load_presets",
            "preset_from_dict", "preset_status"]

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return run_remote(args, out)
     if names_feature(args.task_id):  # FEAT-ID or a plan's .yaml: its waves of tasks, in parallel
         return run_feature(args, out)
-    from guardkit_state.loop.run import LoopOptions, feature_build
+    from guardkit_state.loop.run import LoopOptions, run_task_loop
 
     if getattr(args, "max_parallel", None) is not None:
         out.note("note: --max-parallel applies to features (FEAT-ID) only; a task runs one loop, so it is ignored")
@@ -113,8 +113,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
 
     report = report_events(on_event, out, args)
     try:
-        result = feature_build(args.repo, args.task_id, agent_for(args.player, args.repo),
-                               agent_for(args.coach, args.repo), options, on_event=report)
+        result = run_task_loop(args.repo, args.task_id, agent_for(args.player, args.repo),
+                                agent_for(args.coach, args.repo), options, on_event=report)
     finally:
         report.finish()  # --report: the page as the files stand now, however the loop stopped
     if args.json:

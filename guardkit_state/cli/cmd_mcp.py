@@ -34,7 +34,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.errors import MissingExtraError
 
     try:
-        from guardkit_state.mcp.serve import serve
+        from guardkit_state.mcp_server.serve import serve
     except ImportError as exc:
         if exc.name is None or not exc.name.startswith(("mcp", "pydantic", "anyio")):
             raise

@@ -83,6 +83,10 @@ def render(view: TaskView, out: Output) -> None:
                 feedback = feedback[:69] + "…"
             out.line(f"{turn.turn:>4}  {safe(turn.mode or '-'):<16}  "
                      f"{out.decision(decision)}  {feedback}")
+    for taken in view.takeovers:
+        if isinstance(taken, dict):
+            out.line(f"taken over after {taken.get('turns_done')} turn(s) by {safe(str(taken.get('by')))} from "
+                     f"{safe(str(taken.get('from')))} at {taken.get('at')} (lease ended {taken.get('lease_until')})")
     if view.criteria:
         out.line("")
         out.line(out.style("criteria", "bold"))

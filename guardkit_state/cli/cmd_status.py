@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace, out: Output) -> int:
     if args.remote is not None:
         from guardkit_state.cli.remote_feature import show_remote
-        from guardkit_state.features.plan import find_plans
+        from guardkit_state.plans.plan import find_plans
 
         return show_remote(args, out, [str(path) for path in find_plans(args.repo)])
     from guardkit_state.inspect.status import feature_status, repo_status

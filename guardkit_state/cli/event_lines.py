@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 
 from guardkit_state.cli.output import Output, one_line, safe
-from guardkit_state.features.events import (
+from guardkit_state.features.feature_events import (
     NOT_RUN_WORDS,
     FeatureEvent,
     FeatureNote,

@@ -18,7 +18,7 @@ from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import log_on_stderr
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.errors import GuardkitStateError, InputError
-from guardkit_state.features.events import (
+from guardkit_state.features.feature_events import (
     FeatureEvent,
     FeatureNote,
     TaskEvent,
@@ -51,8 +51,8 @@ def run_feature(args: argparse.Namespace, out: Output) -> int:
 
 def _not_started(repo: Path | str, ref: str, argv: tuple[str, ...] | None) -> FeatureNotStarted:
     """The interruption of a run of ``ref`` that had not begun, told by whether its branch exists."""
-    from guardkit_state.features.plan import find_plan, load_plan
     from guardkit_state.git.repo import GitRepo
+    from guardkit_state.plans.plan import find_plan, load_plan
     from guardkit_state.store.layout import branch_for
 
     feature, started = ref, False

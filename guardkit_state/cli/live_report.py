@@ -14,7 +14,7 @@ from pathlib import Path
 
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.features.events import (
+from guardkit_state.features.feature_events import (
     FeatureEvent,
     FeatureEventSink,
     FeatureStarted,

@@ -59,7 +59,7 @@ def run_remote(args: argparse.Namespace, out: Output) -> int:
 def show_remote(args: argparse.Namespace, out: Output, features: list[str]) -> int:
     """``show FEAT --remote NAME`` / ``status --remote NAME``: progress read from the remote."""
     from guardkit_state.cli.feature_output import names_feature
-    from guardkit_state.remote.progress import describe_age, remote_progress
+    from guardkit_state.remote.overview import describe_age, remote_progress
 
     for ref in features:
         if not names_feature(ref):

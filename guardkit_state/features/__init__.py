@@ -1,2 +1,2 @@
-"""Feature plans: read and checked (``plan``, ``schema``, ``validation``), waves (``waves``), and
-progress written surgically under one lock (``plan_splice``, ``plan_writer``)."""
+"""The feature runner (above the loop): waves of task loops in forked processes, merges, resume;
+what the run writes and emits. Feature plans themselves live in ``plans/``."""

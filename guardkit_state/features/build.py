@@ -3,7 +3,7 @@ plan order, resumable at any instant.
 
 The feature runs on its own branch ``autobuild/FEAT-X`` (from the checked-out branch, or
 ``base_branch``) in its own worktree ``.guardkit/worktrees/FEAT-X``, never the user's checkout.
-Wave after wave (:func:`~guardkit_state.features.waves.plan_waves`), the wave's tasks run at the
+Wave after wave (:func:`~guardkit_state.plans.waves.plan_waves`), the wave's tasks run at the
 same time (up to ``max_parallel``), each as the task loop in a process of its own, on
 ``autobuild/TASK-Y`` branched from the feature branch as it stands when the wave starts. When every
 task of the wave has ended, the approved ones are merged into the feature branch in plan order, so
@@ -25,9 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from guardkit_state.agents.protocol import Agent
 from guardkit_state.errors import GuardkitStateError, InputError, ResumeError
-from guardkit_state.features import plan_progress as progress_values
-from guardkit_state.features.events import (
+from guardkit_state.features.feature_events import (
     FeatureEventSink,
     FeatureNote,
     FeatureStarted,
@@ -39,33 +39,33 @@ from guardkit_state.features.events import (
     WaveStarted,
     ignore,
 )
-from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
-from guardkit_state.features.plan_checks import check_plan_identity, check_task_branches
 from guardkit_state.features.plan_splice import PlanUpdate
 from guardkit_state.features.plan_writer import modify_plan
 from guardkit_state.features.processes import ChildEnd, LoopJob, TaskPool
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
 from guardkit_state.features.result import FeatureInterrupted, FeatureResult, TaskOutcome, resume_command
-from guardkit_state.features.smoke_gates import read_smoke_gate, recorded_runs, run_smoke_gate, with_run
-from guardkit_state.features.waves import Waves, default_max_parallel, plan_waves
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.git.merge import merge_branch, merge_message, recover_interrupted_merge
 from guardkit_state.git.merge_driver_setup import unregistered_note
 from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import Worktree, WorktreeManager, check_base_branch
-from guardkit_state.loop.agents import Agent
 from guardkit_state.loop.command_line import build_argv
 from guardkit_state.loop.events import LoopEvent
 from guardkit_state.loop.run import LoopOptions
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
+from guardkit_state.plans import plan_progress as progress_values
+from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
+from guardkit_state.plans.plan_checks import check_plan_identity, check_task_branches
+from guardkit_state.plans.smoke_gates import read_smoke_gate, recorded_runs, run_smoke_gate, with_run
+from guardkit_state.plans.waves import Waves, default_max_parallel, plan_waves
 from guardkit_state.store.fsio import check_writable, crash_point, remove_stale_temp_files
 from guardkit_state.store.home import check_state_home
 from guardkit_state.store.layout import branch_for, log_file, worktrees_dir
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.taskfile.resolve import find_task
-from guardkit_state.turns.completion import utc_now
-from guardkit_state.turns.intake import checked_max_turns, checked_timeout
+from guardkit_state.turns.checks import checked_max_turns, checked_timeout
+from guardkit_state.turns.clock import utc_now
 from guardkit_state.turns.spend import feature_spend
 
 log = logging.getLogger("guardkit_state.features.build")
@@ -114,8 +114,8 @@ def build_feature(repo_root: Path | str, feature: str, player: Agent, coach: Age
                   options: FeatureOptions | None = None, *, on_event: FeatureEventSink | None = None) -> FeatureResult:
     """Run (or resume) the feature ``feature`` (an id ``FEAT-X`` or a plan file's path); see the module.
 
-    ``on_event`` receives the run's progress (:mod:`guardkit_state.features.events`), each task
-    loop's own events wrapped in :class:`~guardkit_state.features.events.TaskEvent`.
+    ``on_event`` receives the run's progress (:mod:`guardkit_state.features.feature_events`), each task
+    loop's own events wrapped in :class:`~guardkit_state.features.feature_events.TaskEvent`.
 
     Returns the :class:`FeatureResult`: ``status`` ``completed`` (exit code 0) or ``stopped`` (1,
     with the reason: a task not approved, a merge conflict, a loop that died).

@@ -30,7 +30,7 @@ from guardkit_state.errors import (
     TaskNotFoundError,
     WriteVerificationError,
 )
-from guardkit_state.features.schema import node_line, raise_problems, schema_problems
+from guardkit_state.plans.schema import node_line, raise_problems, schema_problems
 from guardkit_state.store.json_paths import format_pointer
 from guardkit_state.taskfile.splice.edits import MISSING, Fallback, set_value
 from guardkit_state.taskfile.splice.layout import Edits, Entry, LayoutError, by_key, entries_of

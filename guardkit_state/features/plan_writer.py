@@ -24,8 +24,8 @@ from functools import partial
 from pathlib import Path
 
 from guardkit_state.errors import FileBusyError, GuardkitStateError
-from guardkit_state.features.plan import FeaturePlan, parse_plan
 from guardkit_state.features.plan_splice import PlanUpdate, splice_plan
+from guardkit_state.plans.plan import FeaturePlan, parse_plan
 from guardkit_state.store import fsio
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.taskfile.document import read_settled

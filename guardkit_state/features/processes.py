@@ -31,11 +31,11 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Literal
 
+from guardkit_state.agents.protocol import Agent
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.loop.agents import Agent
 from guardkit_state.loop.events import LoopEvent, LoopNote
 from guardkit_state.loop.outcome import LoopInterrupted
-from guardkit_state.loop.run import LoopOptions, feature_build
+from guardkit_state.loop.run import LoopOptions, run_task_loop
 
 log = logging.getLogger("guardkit_state.features.processes")
 
@@ -56,7 +56,7 @@ _WARM_MODULES = ("guardkit_state.store.schemas", "guardkit_state.index.after_tur
 
 @dataclass(frozen=True)
 class LoopJob:
-    """One task loop to run: the arguments of :func:`~guardkit_state.loop.run.feature_build`."""
+    """One task loop to run: the arguments of :func:`~guardkit_state.loop.run.run_task_loop`."""
 
     task_id: str
     repo_root: Path
@@ -274,7 +274,7 @@ def _child_main(conn: Connection, parent_pid: int, job: LoopJob) -> None:
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
         _stop_with_parent(parent_pid)
-        result = feature_build(job.repo_root, job.task_id, job.player, job.coach, job.options,
+        result = run_task_loop(job.repo_root, job.task_id, job.player, job.coach, job.options,
                                on_event=lambda event: send(("event", event)))
         # An approval whose turn commit git refused is an error with git's reason, not "done".
         send(("end", "error" if result.commit_error else "done", result.reason))

@@ -24,7 +24,7 @@ from guardkit_state.store.layout import artifacts_dir, branch_for
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import resolve_task
-from guardkit_state.turns.intake import closed_reason
+from guardkit_state.turns.checks import closed_reason
 from guardkit_state.turns.resume import resume_point
 
 #: ``new``: never started; ``resume``: started and not ended (or an approval still uncommitted);

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.features.plan import FeaturePlan, PlanTask
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state, unstarted_state
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.merge import merged_task_ids
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.plans.plan import FeaturePlan, PlanTask
 from guardkit_state.store.layout import BRANCH_PREFIX, branch_for, worktrees_dir
 
 #: A task's phase (from its files and git) -> the word shown, GuardKit's plan words where they exist.

@@ -206,7 +206,7 @@ def source_signatures(repo_root: Path, paths: Iterable[str]) -> dict[str, Signat
 
 def project_source_paths(repo_root: Path, records: Iterable[IndexRecord]) -> list[str]:
     """Every file the project group's records can come from: turn files, task files, plans."""
-    from guardkit_state.features.plan import find_plans
+    from guardkit_state.plans.plan import find_plans
     from guardkit_state.taskfile.discovery import iter_task_files, loop_worktrees, own_task_files
 
     root = Path(repo_root)

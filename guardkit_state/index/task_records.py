@@ -136,7 +136,7 @@ def _task_candidates(root: Path) -> Iterator[tuple[Path, str, str | None]]:
 
 def feature_data(plan: Any) -> dict[str, Any]:
     """The part of a feature plan the index keeps: tasks, waves and progress (plain JSON values)."""
-    from guardkit_state.features.waves import plan_waves
+    from guardkit_state.plans.waves import plan_waves
 
     try:
         waves = plan_waves(plan).to_lists()
@@ -186,7 +186,7 @@ def feature_record_from_data(data: dict[str, Any], group: str, *, source_path: s
 
 def load_feature_records(repo_root: Path, group: str) -> tuple[list[IndexRecord], list[GuardkitStateError]]:
     """One record per feature plan; unreadable plans are reported, not fatal."""
-    from guardkit_state.features.plan import find_plans, load_plan
+    from guardkit_state.plans.plan import find_plans, load_plan
 
     root = Path(repo_root)
     records, problems = [], []

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.features.plan import find_plan, load_plan
 from guardkit_state.features.standing import FeatureTally, TaskStanding, feature_git, read_standings, tally
 from guardkit_state.git.merge import TRAILER_FEATURE, TRAILER_TASK, TRAILER_WAVE
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.inspect.review import TurnLog, read_turn_log
+from guardkit_state.plans.plan import find_plan, load_plan
 from guardkit_state.store.layout import branch_for
 from guardkit_state.taskfile.discovery import listing_scope
 

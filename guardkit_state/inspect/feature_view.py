@@ -16,18 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.features.progress import TaskState
 from guardkit_state.features.result import resume_command, start_command
-from guardkit_state.features.smoke_gates import SmokeGate, SmokeRun, read_smoke_gate, recorded_runs
 from guardkit_state.features.standing import FeatureTally, TaskStanding, feature_git, read_standings, tally
-from guardkit_state.features.waves import plan_waves
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Outcome
-from guardkit_state.store.layout import branch_for, worktrees_dir
+from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
+from guardkit_state.plans.smoke_gates import SmokeGate, SmokeRun, read_smoke_gate, recorded_runs
+from guardkit_state.plans.waves import plan_waves
+from guardkit_state.store.layout import branch_for, worktree_path, worktrees_dir
 from guardkit_state.taskfile.discovery import listing_scope
 from guardkit_state.taskfile.locate import locate_task
+from guardkit_state.taskfile.resolve import resolve_task
 from guardkit_state.turns.history import criteria_counts
 from guardkit_state.turns.ledger import CriteriaCounts
 from guardkit_state.turns.resume import resume_point
@@ -292,4 +293,17 @@ def _stop_text(row: FeatureTaskRow, feature_id: str) -> str:
     return text
 
 
-__all__ = ["FeatureTaskRow", "FeatureView", "NextStep", "feature_view", "next_step"]
+
+def task_copy(root: Path, view: FeatureView, row: FeatureTaskRow) -> str:
+    """The copy of ``row``'s task its turns are read from: its own worktree's while it has one (found by
+    its id), else, once merged, the feature worktree's (its turns came with the merge), else the main
+    checkout's."""
+    if not row.merged or worktree_path(worktrees_dir(worktrees_home(root)), row.task_id).is_dir():
+        return row.task_id
+    with contextlib.suppress(GuardkitStateError):
+        if view.worktree is not None:
+            return str(resolve_task(view.worktree, row.task_id).path)
+    return row.task_id
+
+
+__all__ = ["FeatureTaskRow", "FeatureView", "NextStep", "feature_view", "next_step", "task_copy"]

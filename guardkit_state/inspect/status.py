@@ -35,8 +35,8 @@ from guardkit_state.taskfile.discovery import (
 from guardkit_state.taskfile.resolve import Copy, choose, plan_paths
 
 if TYPE_CHECKING:
-    from guardkit_state.features.plan import FeaturePlan
     from guardkit_state.git.repo import GitRepo
+    from guardkit_state.plans.plan import FeaturePlan
     from guardkit_state.taskfile.document import TaskFile
 
 # The task document, the history and the feature plans are imported where a file must be read:
@@ -299,9 +299,9 @@ def feature_status(repo_root: Path | str) -> list[FeatureSummary]:
     root = Path(repo_root).resolve()
     if not features_dir(root).is_dir():
         return []  # no plans: nothing to import or read
-    from guardkit_state.features.plan import find_plans, load_plan
     from guardkit_state.features.standing import autobuild_branches
     from guardkit_state.git.repo import GitRepo
+    from guardkit_state.plans.plan import find_plans, load_plan
     from guardkit_state.taskfile.discovery import listing_scope
 
     git = GitRepo.discover(root)
@@ -321,7 +321,7 @@ def feature_status(repo_root: Path | str) -> list[FeatureSummary]:
 def _feature_summary(root: Path, git: GitRepo | None, branches: frozenset[str], plan: FeaturePlan,
                      relpath: str) -> FeatureSummary:
     from guardkit_state.features.standing import feature_git, read_standings, tally
-    from guardkit_state.features.waves import plan_waves
+    from guardkit_state.plans.waves import plan_waves
 
     counts = tally(read_standings(root, plan, feature_git(root, git, plan.feature_id), branches, counts_only=True))
     try:

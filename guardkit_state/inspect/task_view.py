@@ -69,6 +69,12 @@ class TaskView:
         """The ``outcome`` the frontmatter records (as written there), or None."""
         return self.task.state.extra.get("outcome") if self.task.state else None
 
+    @property
+    def takeovers(self) -> list[Any]:
+        """Takeovers of the task by another machine (``feature-build --remote``), as recorded."""
+        found = self.task.state.extra.get("takeovers") if self.task.state else None
+        return found if isinstance(found, list) else []
+
     def to_dict(self) -> dict[str, Any]:
         location = self.location
         return {
@@ -83,6 +89,7 @@ class TaskView:
             "max_turns": self.max_turns,
             "outcome": self.outcome,
             "turns": [t.to_dict() for t in self.turns],
+            "takeovers": self.takeovers,
             "criteria": [c.to_dict() for c in self.criteria],
             "criteria_counts": self.counts.to_dict(),
             "stall": self.stall.reason if self.stall else None,

@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from guardkit_state.errors import GuardkitStateError, InputError, SchemaError
-from guardkit_state.features.validation import validate_plan_file
+from guardkit_state.plans.plan_validation import validate_plan_file
 from guardkit_state.store.fsio import read_bytes_capped
 from guardkit_state.store.jsonio import load_json
 from guardkit_state.store.layout import FEATURES_DIR, TASKS_DIR

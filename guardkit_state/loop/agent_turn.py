@@ -17,11 +17,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from guardkit_state.agents.protocol import Agent, TurnRequest
 from guardkit_state.config import ResolvedConfig, render_coach_prompt, render_player_role_section
 from guardkit_state.config.prompt import render_gates_section
 from guardkit_state.errors import AgentError
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.loop.agents import Agent, TurnRequest
 from guardkit_state.loop.briefing import (
     coach_output_schema,
     coach_prompt,

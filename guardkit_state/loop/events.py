@@ -1,6 +1,6 @@
 """What the loop tells its caller while it runs: one small record per step, by type.
 
-:func:`guardkit_state.loop.run.feature_build` calls its ``on_event`` callback with one of the
+:func:`guardkit_state.loop.run.run_task_loop` calls its ``on_event`` callback with one of the
 records below as each step happens. A caller picks the types it cares about (``isinstance``, or a
 ``functools.singledispatch`` renderer as the CLI does) and ignores the rest; the records carry the
 library's own objects (a :class:`TurnRecord`, a :class:`ResumePoint`), never text made for a
@@ -127,7 +127,7 @@ class TurnRecorded:
 
 LoopEvent = LoopNote | ModeSuggested | WorktreeReady | Resuming | TurnStarted | ReportsReused | AgentStarted \
     | TurnRecorded
-#: The ``on_event`` callback of :func:`~guardkit_state.loop.run.feature_build`.
+#: The ``on_event`` callback of :func:`~guardkit_state.loop.run.run_task_loop`.
 EventSink = Callable[[LoopEvent], None]
 #: The older form of the callback: the event's ``kind`` and ``to_dict()``.
 KindAndData = Callable[[str, dict[str, Any]], None]

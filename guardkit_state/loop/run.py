@@ -13,9 +13,11 @@ import logging
 import math
 import shutil
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from guardkit_state.agents.protocol import Agent, stop_orphaned_agents
 from guardkit_state.config import ResolvedConfig, load_config
 from guardkit_state.errors import AgentError, GuardkitStateError, InputError, ResumeError
 from guardkit_state.git.checkouts import shared_lock_path
@@ -23,9 +25,7 @@ from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager, check_base_branch
 from guardkit_state.loop.agent_turn import AgentRuns, ReadOnlyWatch, TurnBriefing, agent_name, failure_kind
-from guardkit_state.loop.agents import Agent, stop_orphaned_agents
 from guardkit_state.loop.command_line import build_argv
-from guardkit_state.loop.commits import TurnCommits
 from guardkit_state.loop.events import (
     AgentStarted,
     EventSink,
@@ -38,6 +38,7 @@ from guardkit_state.loop.events import (
     WorktreeReady,
     ignore,
 )
+from guardkit_state.loop.loop_commits import TurnCommits
 from guardkit_state.loop.outcome import LoopInterrupted, LoopResult
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
 from guardkit_state.loop.start import fresh_start_refused, preflight
@@ -55,7 +56,8 @@ from guardkit_state.store.layout import artifacts_dir, log_file
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile, find_task
-from guardkit_state.turns.intake import check_may_continue, checked_max_turns, checked_timeout, read_task_settled
+from guardkit_state.turns.checks import check_may_continue, checked_max_turns, checked_timeout
+from guardkit_state.turns.clock import read_task_settled
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 from guardkit_state.turns.recorded_history import restore_recorded_history
 from guardkit_state.turns.resume import ResumePoint, resume_point
@@ -99,7 +101,7 @@ class LoopOptions:
                              expected="an amount such as 2.50")
 
 
-def feature_build(
+def run_task_loop(
     repo_root: Path,
     task_id: str,
     player: Agent,
@@ -133,6 +135,15 @@ def feature_build(
     except KeyboardInterrupt as stop:
         argv = options.argv if options.argv is not None else build_argv(task_id, player, coach)
         raise LoopInterrupted(task_id, turn=run.turn, phase=run.phase, resumed=options.resume, argv=argv) from stop
+
+
+def feature_build(repo_root: Path, task_id: str, player: Agent, coach: Agent, options: LoopOptions | None = None,
+                  *, on_event: EventSink | None = None) -> LoopResult:
+    """Deprecated: the old name of :func:`run_task_loop` (one task's loop), too close to
+    :func:`~guardkit_state.features.build.build_feature` (a whole feature)."""
+    warnings.warn("feature_build is deprecated: use run_task_loop (one task's loop; build_feature runs a feature)",
+                  DeprecationWarning, stacklevel=2)
+    return run_task_loop(repo_root, task_id, player, coach, options, on_event=on_event)
 
 
 class _Run:
@@ -511,4 +522,4 @@ def _agent_reason(exc: GuardkitStateError) -> str:
     return f"invalid report: {exc}"
 
 
-__all__ = ["LoopInterrupted", "LoopOptions", "LoopResult", "feature_build"]
+__all__ = ["LoopInterrupted", "LoopOptions", "LoopResult", "feature_build", "run_task_loop"]

@@ -11,7 +11,7 @@ from guardkit_state.git.repo import GitRepo
 from guardkit_state.taskfile.document import TaskFile, find_task
 from guardkit_state.taskfile.frontmatter import check_line_endings
 from guardkit_state.taskfile.locate import locate_task
-from guardkit_state.turns.intake import check_may_continue, check_turn_history, closed_reason
+from guardkit_state.turns.checks import check_may_continue, check_turn_history, closed_reason
 
 
 def preflight(repo_root: Path, task_id: str, *, reopen: bool, resume: bool, use_worktree: bool,

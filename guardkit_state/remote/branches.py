@@ -13,7 +13,7 @@ new holder's turns.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,43 +24,63 @@ if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
 
 
+#: A ref as :func:`list_refs` reads it: its name, its sha and its commit's message.
+RefRecord = tuple[str, str, str]
+
+
+def list_refs(repo: GitRepo, *prefixes: str) -> list[RefRecord]:
+    """The refs under ``prefixes`` (folders, without the trailing slash), in one ``for-each-ref``."""
+    _, out, _ = repo.run("for-each-ref", "--format=%(refname)%00%(objectname)%00%(contents)%01",
+                         *(f"{prefix}/" for prefix in prefixes), check=False)
+    records = []
+    for record in out.decode("utf-8", "replace").split("\x01"):
+        name, _, rest = record.strip("\n").partition("\x00")
+        sha, _, message = rest.partition("\x00")
+        if name:
+            records.append((name, sha, message))
+    return records
+
+
 @dataclass
 class RemoteBranches:
     """The ``autobuild/*`` branches of one remote, as a worker's clone sees them."""
 
     repo: GitRepo
     remote: str
+    #: The refs the last :meth:`fetch` listed.
+    listing: list[RefRecord] = field(default_factory=list)
 
     def tracking(self, branch: str) -> str:
         return f"refs/remotes/{self.remote}/{branch}"
 
-    def fetch(self, *also: str) -> dict[str, str]:
+    def fetch(self, *also: str, listed: tuple[str, ...] = ()) -> dict[str, str]:
         """Fetch every ``autobuild/*`` branch (and the refspecs ``also``, in the same fetch); the
-        branches' shas on the remote, by branch name."""
+        branches' shas on the remote, by branch name. The refs after it, the local branches and
+        those under the prefixes ``listed`` included, are kept in ``listing`` (one git call)."""
         prefix = BRANCH_PREFIX.rstrip("/")
         status, _, err = self.repo.run("fetch", "--quiet", "--no-tags", "--prune", self.remote,
                                        f"+refs/heads/{prefix}/*:refs/remotes/{self.remote}/{prefix}/*", *also,
                                        check=False)
         if status != 0:
             raise RemoteUnreachableError(f"cannot fetch from {self.remote!r}: {_first(err)}", path=self.repo.root)
-        _, out, _ = self.repo.run("for-each-ref", "--format=%(refname)%00%(objectname)",
-                                  f"refs/remotes/{self.remote}/{prefix}/", check=False)
-        found = {}
-        for line in out.decode().splitlines():
-            name, _, sha = line.partition("\x00")
-            found[name.removeprefix(f"refs/remotes/{self.remote}/")] = sha
-        return found
+        tracking = f"refs/remotes/{self.remote}/"
+        self.listing = list_refs(self.repo, f"{tracking}{prefix}", f"refs/heads/{prefix}", *listed)
+        return {name.removeprefix(tracking): sha for name, sha, _ in self.listing if name.startswith(tracking)}
 
-    def sync(self, *also: str) -> dict[str, str]:
+    def sync(self, *also: str, listed: tuple[str, ...] = ()) -> dict[str, str]:
         """:meth:`fetch`, then every local branch behind its remote one moved up to it."""
-        remote = self.fetch(*also)
-        checked_out = self._checked_out()
+        remote = self.fetch(*also, listed=listed)
+        locals_ = {name.removeprefix("refs/heads/"): sha for name, sha, _ in self.listing
+                   if name.startswith("refs/heads/")}
+        checked_out: dict[str, str] | None = None
         for branch, sha in remote.items():
-            local = self.repo.resolve(f"refs/heads/{branch}")
+            local = locals_.get(branch)
             if local == sha:
                 continue
             if local is not None and not self.repo.ok("merge-base", "--is-ancestor", local, sha):
                 continue  # ahead (a turn not pushed yet) or apart: its worker decides
+            if checked_out is None:
+                checked_out = self._checked_out()
             where = checked_out.get(branch)
             if where is None:
                 self.repo.run("update-ref", f"refs/heads/{branch}", sha, *([local] if local else []))

@@ -4,10 +4,11 @@ The protocol (docs/features.md, "Many machines"), with no server but the user's 
 
 * **Claim**: a push creating ``refs/guardkit/claims/<FEAT>/<TASK>`` at a fresh root commit (a
   random nonce, the worker's id and the lease's end in its message). A root commit never
-  fast-forwards anything, so without ``--force`` exactly one of many racing pushes creates the ref;
-  the winner confirms with ``ls-remote``. Losing the race (the ref is someone else's) and the
-  remote failing (unreachable, or refusing the push) are different outcomes: ``None`` for the
-  first, :class:`RemoteUnreachableError` / :class:`RemoteRejectedError` for the others.
+  fast-forwards anything, so without ``--force`` exactly one of many racing pushes creates the ref
+  (the push's own report says so; ``ls-remote`` looks only after a failed one). Losing the race
+  (the ref is someone else's) and the remote failing (unreachable, or refusing the push) are
+  different outcomes: ``None`` for the first, :class:`RemoteUnreachableError` /
+  :class:`RemoteRejectedError` for the others.
 * **Heartbeat**: the holder renews before the lease ends by pushing a child commit (a later lease
   end, the next beat number) with ``--force-with-lease=<ref>:<its sha>``: the claim ref moving is
   the heartbeat, and a renewal that finds the ref moved learns that the claim is lost.
@@ -28,9 +29,11 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
 
 from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError
+from guardkit_state.remote.branches import RefRecord, list_refs
 from guardkit_state.store.fsio import validate_task_id
 
 if TYPE_CHECKING:
@@ -129,7 +132,11 @@ class ClaimBoard:
         pushed = self._push(f"{sha}:{ref}")
         if pushed.status == "unreachable":
             raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {pushed.detail}", path=self.repo.root)
-        there = self.remote_sha(ref)  # the confirmation, and what tells a lost race from a refusal
+        if pushed.status == "ok":
+            # The remote updated the ref from "absent" in one ref transaction: a concurrent claimant's
+            # update would have failed it, so no ls-remote is needed to know it is ours.
+            return replace(mine, sha=sha)
+        there = self.remote_sha(ref)  # what tells a lost race from a refusal
         if there == sha:
             return replace(mine, sha=sha)
         if there is not None or pushed.status == "rejected":
@@ -183,21 +190,30 @@ class ClaimBoard:
 
     def read(self, feature: str) -> dict[str, Claim]:
         """The feature's claims on the remote, by task id (fetched; staleness clocks updated)."""
-        validate_task_id(feature)
-        seen = f"{SEEN_PREFIX}/{self.remote}/claims/{feature}"
         status, _, err = self.repo.run("fetch", "--quiet", "--no-tags", "--prune", self.remote,
-                                       f"+{CLAIMS_PREFIX}/{feature}/*:{seen}/*", check=False)
+                                       self.fetch_refspec(feature), check=False)
         if status != 0:
             raise RemoteUnreachableError(f"cannot fetch claims from {self.remote!r}: {_first_line(err)}",
                                          path=self.repo.root)
-        _, out, _ = self.repo.run("for-each-ref", "--format=%(refname)%00%(objectname)%00%(contents)%01",
-                                  f"{seen}/", check=False)
+        return self.read_fetched(feature)
+
+    def fetch_refspec(self, feature: str) -> str:
+        """The refspec fetching the feature's claims (for a fetch that brings other refs too)."""
+        return f"+{CLAIMS_PREFIX}/{feature}/*:{self.seen_prefix(feature)}/*"
+
+    def seen_prefix(self, feature: str) -> str:
+        """Where this clone keeps the feature's claims as fetched last."""
+        validate_task_id(feature)
+        return f"{SEEN_PREFIX}/{self.remote}/claims/{feature}"
+
+    def read_fetched(self, feature: str, listing: list[RefRecord] | None = None) -> dict[str, Claim]:
+        """The claims the last fetch of :meth:`fetch_refspec` brought, by task id (staleness clocks
+        updated); from ``listing`` when the refs were listed already (:func:`list_refs`)."""
+        seen = self.seen_prefix(feature)
         claims: dict[str, Claim] = {}
         now = self.monotonic()
-        for record in out.decode("utf-8", "replace").split("\x01"):
-            name, _, rest = record.strip("\n").partition("\x00")
-            sha, _, message = rest.partition("\x00")
-            if not name:
+        for name, sha, message in list_refs(self.repo, seen) if listing is None else listing:
+            if not name.startswith(f"{seen}/"):
                 continue
             task = name.rsplit("/", 1)[-1]
             claim = parse_claim(feature, task, sha, message)
@@ -235,6 +251,8 @@ class ClaimBoard:
         pushed = self._push(f"{sha}:{claim.ref}", lease=(claim.ref, old))
         if pushed.status == "unreachable":
             raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {pushed.detail}", path=self.repo.root)
+        if pushed.status == "ok":  # moved from ``old`` in one ref transaction (the lease): ours
+            return replace(claim, sha=sha)
         there = self.remote_sha(claim.ref)
         if there == sha:
             return replace(claim, sha=sha)
@@ -303,10 +321,15 @@ def retrying(action: Callable[[], T], *, on_wait: Callable[[int, RemoteUnreachab
             delay = min(delay * 2, max_delay)
 
 
+def utc_text(at: float) -> str:
+    """A wall-clock time (a lease's end) as ISO 8601 UTC, to the second."""
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
+
+
 def _first_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     chosen = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[0] if lines else "")
     return chosen.strip()
 
 
-__all__ = ["CLAIMS_PREFIX", "Claim", "ClaimBoard", "claim_ref", "new_worker_id", "parse_claim", "retrying"]
+__all__ = ["CLAIMS_PREFIX", "Claim", "ClaimBoard", "claim_ref", "new_worker_id", "parse_claim", "retrying", "utc_text"]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from guardkit_state.errors import RemoteUnreachableError
 from guardkit_state.git import turn_ledger
+from guardkit_state.remote.branches import RefRecord, list_refs
 from guardkit_state.store.fsio import validate_task_id
 
 if TYPE_CHECKING:
@@ -66,14 +67,12 @@ class RemoteLedgers:
                                          path=self.repo.root)
         return self.import_fetched()
 
-    def import_fetched(self) -> int:
-        """Add the entries of the ledgers fetched last that this clone lacks; how many were added."""
-        _, out, _ = self.repo.run("for-each-ref", "--format=%(refname)%00%(contents)%01", f"{self.seen}/",
-                                  check=False)
+    def import_fetched(self, listing: list[RefRecord] | None = None) -> int:
+        """Add the entries of the ledgers fetched last that this clone lacks; how many were added
+        (from ``listing`` when the refs were listed already: :func:`list_refs`)."""
         added = 0
-        for record in out.decode("utf-8", "replace").split("\x01"):
-            name, _, message = record.strip("\n").partition("\x00")
-            if not name:
+        for name, _, message in list_refs(self.repo, self.seen) if listing is None else listing:
+            if not name.startswith(f"{self.seen}/"):
                 continue
             task = name.rsplit("/", 1)[-1]
             known = {(e.sha, e.turn) for e in turn_ledger.entries(self.repo, task)}

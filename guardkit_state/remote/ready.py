@@ -13,16 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 from guardkit_state.errors import InputError
-from guardkit_state.features.plan import find_plan, load_plan
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
-from guardkit_state.features.waves import plan_waves
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.plans.plan import find_plan, load_plan
+from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.branches import RemoteBranches
-from guardkit_state.remote.claims import Claim, ClaimBoard
+from guardkit_state.remote.claims import Claim, ClaimBoard, utc_text
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.store.layout import branch_for, worktrees_dir
 
@@ -85,13 +84,9 @@ class ClaimAnswer:
             task = self.claim.task
             done |= {"task_id": task, "claim_ref": self.claim.ref, "claim_sha": self.claim.sha,
                      "lease_until": self.claim.lease_until,
-                     "lease_until_utc": _utc(self.claim.lease_until), "branch": branch_for(task),
+                     "lease_until_utc": utc_text(self.claim.lease_until), "branch": branch_for(task),
                      "base_branch": branch_for(self.feature)}
         return done
-
-
-def _utc(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
 
 
 def claim_next_task(repo_root: Path | str, feature: str, remote: str, *, worker: str | None = None,

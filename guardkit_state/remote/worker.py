@@ -14,7 +14,8 @@ repeats, until the feature is merged or cannot go on:
 
 Claims are renewed by a heartbeat thread; Ctrl-C or SIGTERM releases them; a SIGKILL leaves them
 to expire, and another worker takes the task over and resumes it from the remote branch.
-The plan file is not written by workers: progress is read from the remote (``status``/``show``).
+The merger writes each merged wave into the plan on the feature branch, as a one-machine run writes
+its plan; progress while tasks run is read from the remote (``status``/``show --remote``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
+from guardkit_state.agents.protocol import Agent
 from guardkit_state.errors import (
     ClaimLostError,
     GuardkitStateError,
@@ -33,28 +37,37 @@ from guardkit_state.errors import (
     RemoteError,
     RemoteUnreachableError,
 )
-from guardkit_state.features.plan import FeaturePlan, find_plan, load_plan
+from guardkit_state.features.plan_splice import PlanUpdate
+from guardkit_state.features.plan_writer import modify_plan
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
-from guardkit_state.features.waves import plan_waves
-from guardkit_state.git.merge import merge_branch, merge_message
+from guardkit_state.features.result import TaskOutcome
+from guardkit_state.git.merge import merge_branch, merge_message, merged_task_ids
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager
-from guardkit_state.loop.agents import Agent
 from guardkit_state.loop.events import AgentStarted, LoopEvent, TurnRecorded, TurnStarted
-from guardkit_state.loop.run import LoopOptions, feature_build
+from guardkit_state.loop.run import LoopOptions, run_task_loop
 from guardkit_state.loop.session import interrupts_as_exceptions
+from guardkit_state.plans import plan_progress as progress_values
+from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
+from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.branches import RemoteBranches
-from guardkit_state.remote.claims import Claim, ClaimBoard, retrying
+from guardkit_state.remote.claims import Claim, ClaimBoard, retrying, utc_text
 from guardkit_state.remote.heartbeat import Heartbeat
 from guardkit_state.remote.ledgers import RemoteLedgers
-from guardkit_state.remote.ready import wave_turn
+from guardkit_state.remote.ready import WaveTurn, wave_turn
 from guardkit_state.store.layout import branch_for, worktrees_dir
+from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.taskfile.resolve import resolve_task
+from guardkit_state.taskfile.splice.update import StateUpdate
+from guardkit_state.turns.completion import utc_now
 
 log = logging.getLogger("guardkit_state.remote.worker")
 
 #: The claim a worker holds while it merges a wave (one merger at a time).
 MERGE_CLAIM = "MERGE-WAVES"
+
+Step = Literal["done", "worked", "wait"]
 
 
 @dataclass(frozen=True)
@@ -147,7 +160,8 @@ class _Worker:
         self._states: dict[str, tuple[tuple[str | None, str | None], TaskState]] = {}
         self._last_snapshot: object = None
         self._last_remote: dict[str, str] | None = None
-        self._claims: dict[str, Claim] | None = None
+        self._claims: dict[str, Claim] = {}
+        self._merged_at: tuple[str | None, frozenset[str]] = (None, frozenset())
         self._said = ""
 
     def note(self, text: str) -> None:
@@ -171,8 +185,9 @@ class _Worker:
             with interrupts_as_exceptions():
                 try:
                     self._ensure_feature_branch()
-                    while not self._step():
-                        time.sleep(self.options.poll)
+                    while (step := self._step()) != "done":
+                        if step == "wait":  # after a task or a merge, look again at once
+                            time.sleep(self.options.poll)
                 except KeyboardInterrupt:
                     raise WorkerInterrupted(self.feature, self._release_all()) from None
         finally:
@@ -183,15 +198,19 @@ class _Worker:
         return retrying(action, on_wait=lambda n, exc: self.note(f"{what}: {exc.message}; waiting (try {n})"))
 
     def _sync(self) -> dict[str, str]:
-        """The remote's branches here (:meth:`RemoteBranches.sync`), and its turn ledgers imported."""
-        remote = self.branches.sync(self.ledgers.fetch_refspec())  # one fetch for both
-        self.ledgers.import_fetched()
+        """The remote's branches here (:meth:`RemoteBranches.sync`), its turn ledgers imported and
+        the feature's claims read (``_claims``): one fetch and one listing of refs for the three."""
+        remote = self.branches.sync(self.ledgers.fetch_refspec(), self.board.fetch_refspec(self.feature),
+                                    listed=(self.ledgers.seen, self.board.seen_prefix(self.feature)))
+        self.ledgers.import_fetched(self.branches.listing)
+        self._claims = self.board.read_fetched(self.feature, self.branches.listing)
         return remote
 
     def _ensure_feature_branch(self) -> None:
-        remote = self._remote(self._sync, "fetch")
-        assert isinstance(remote, dict)
-        if self.feature_branch in remote:
+        # One ls-remote, not a fetch: the first step fetches anyway (workers start together).
+        listed = self._remote(self._snapshot, "look")
+        assert isinstance(listed, str)
+        if any(line.endswith(f"\trefs/heads/{self.feature_branch}") for line in listed.splitlines()):
             return
         start = self.repo.text("rev-parse", "--verify", "HEAD^{commit}")
         if self.repo.resolve(f"refs/heads/{self.feature_branch}") is None:
@@ -200,42 +219,62 @@ class _Worker:
             self._remote(lambda: self.branches.push(self.feature_branch, None), "push")
             self.note(f"{self.feature_branch} on the remote starts at {start[:10]}")
         except ClaimLostError:
-            self._remote(self._sync, "fetch")  # another worker created it first: theirs is the one
+            pass  # another worker created it first: theirs is the one (the first step fetches it)
 
-    def _step(self) -> bool:
-        """One look at the feature; True when this worker is finished."""
+    def _step(self) -> Step:
+        """One look at the feature: ``done`` when this worker is finished, ``worked`` after it ran
+        a task or merged a wave, ``wait`` when there was nothing for it to do."""
         # One ls-remote first: while nothing moved on the remote (a waiting worker's usual look),
         # the last fetch, states and claims still hold, and no fetch is made.
         snapshot = self._remote(self._snapshot, "look")
         if snapshot != self._last_snapshot or self._last_remote is None:
             remote = self._remote(self._sync, "fetch")
             assert isinstance(remote, dict)
-            self._last_snapshot, self._last_remote, self._claims = snapshot, remote, None
+            self._last_snapshot, self._last_remote = snapshot, remote
         remote = self._last_remote
+        if self._all_merged(remote.get(self.feature_branch)):
+            return self._finished()
         turn = wave_turn(self.waves, lambda task: self._state(task, remote))
         if turn is None:
-            self.result.done, self.result.reason = True, "every wave is merged into " + self.feature_branch
-            self.note(self.result.reason)
-            return True
-        if turn.mergeable:
-            return self._merge_wave(turn.number, turn.tasks, dict(turn.states))
-        # One fetch of the claims per look: a task is claimed only when free, taken over only
-        # when its claim is stale here (no push is tried, and refused, for a live claim).
-        if self._claims is None:
-            read = self._remote(lambda: self.board.read(self.feature), "fetch claims")
-            assert isinstance(read, dict)
-            self._claims = read
+            return self._finished()
+        # The claims as the last fetch brought them (the snapshot lists the claim refs too, so they
+        # still hold): a task is claimed only when free, taken over only when its claim is stale
+        # here (no push is tried, and refused, for a live claim).
         claims = self._claims
-        for task in turn.claimable(claims, stale=lambda claim: self.board.is_stale(
-                claim, stale_after=self.options.stale)):
+        if turn.mergeable:
+            return self._merge_wave(turn, claims.get(MERGE_CLAIM))
+        claimable = turn.claimable(claims, stale=lambda claim: self.board.is_stale(
+            claim, stale_after=self.options.stale))
+        # Each worker starts at its own place in the list: workers that look at the same moment
+        # (a wave's tasks end together) mostly claim different tasks instead of losing races.
+        start = zlib.crc32(self.board.worker.encode()) % len(claimable) if claimable else 0
+        for task in claimable[start:] + claimable[:start]:
             if self._try_task(task, turn.states[task], claims.get(task)):
-                return False
+                return "worked"
         ended = turn.failed
         if ended:  # the wave's other tasks ran (or run elsewhere); the next wave cannot start
             self.result.reason = "; ".join(f"{s.task_id}: {s.reason}" for s in ended)
-            return True
+            return "done"
         self._wait(f"wave {turn.number}: every task that has to run is claimed by a live worker")
-        return False
+        return "wait"
+
+    def _merged(self, feature_sha: str | None) -> frozenset[str]:
+        """The tasks the feature branch has merged, by one look at its merges, once per sha."""
+        if self._merged_at[0] != feature_sha:
+            found = merged_task_ids(self.repo, self.branches.tracking(self.feature_branch)) if feature_sha else None
+            self._merged_at = (feature_sha, found or frozenset())
+        return self._merged_at[1]
+
+    def _all_merged(self, feature_sha: str | None) -> bool:
+        """Every task merged: what the workers that did not make the last merge find, without
+        reading each task."""
+        merged = self._merged(feature_sha)
+        return bool(merged) and all(task in merged for wave in self.waves for task in wave)
+
+    def _finished(self) -> Step:
+        self.result.done, self.result.reason = True, "every wave is merged into " + self.feature_branch
+        self.note(self.result.reason)
+        return "done"
 
     def _snapshot(self) -> str:
         """The remote's loop branches and this feature's claims, as ``ls-remote`` lists them."""
@@ -253,7 +292,11 @@ class _Worker:
         cached = self._states.get(task)
         if cached is not None and cached[0] == key:
             return cached[1]
-        state = read_task_state(self.fgit, task, max_turns=self.options.max_turns)
+        if (cached is not None and cached[0][0] == key[0] and cached[1].phase in ("approved", "merged")
+                and task in self._merged(key[1])):
+            state = replace(cached[1], phase="merged")  # its branch stood still; a merge took it in
+        else:
+            state = read_task_state(self.fgit, task, max_turns=self.options.max_turns)
         self._states[task] = (key, state)
         return state
 
@@ -285,10 +328,10 @@ class _Worker:
         assert isinstance(claim, Claim)
         self._states.pop(task, None)  # what this run changes is read again afterwards
         with self._holding(claim):
-            self._run_task(task, state, claim.previous if took_over else None)
+            self._run_task(task, state, current if took_over else None)
         return True
 
-    def _run_task(self, task: str, state: TaskState, previous: str | None) -> None:
+    def _run_task(self, task: str, state: TaskState, taken_from: Claim | None) -> None:
         self._said = ""
         self._remote(self._sync, "fetch")  # the claim is ours: the branch as the last holder left it
         branch = branch_for(task)
@@ -299,8 +342,8 @@ class _Worker:
         self.note(f"{task}: running on {self.board.worker}" + (" (resumed from the remote)" if fresh.resume else ""))
         self.result.ran.append(task)
         self.lost.discard(task)
-        if previous is not None and pushed[0] is not None:
-            pushed[0] = self._record_takeover(task, previous, pushed[0])
+        if taken_from is not None and pushed[0] is not None:
+            pushed[0] = self._record_takeover(task, taken_from, pushed[0])
 
         def push() -> None:
             if self.repo.resolve(f"refs/heads/{branch}") in (None, pushed[0]):
@@ -322,7 +365,7 @@ class _Worker:
                               turn_timeout=self.options.turn_timeout, max_cost=self.options.max_cost,
                               continue_session=self.options.continue_session)
         try:
-            feature_build(self.repo.root, task, self.player, self.coach, options, on_event=sink)
+            run_task_loop(self.repo.root, task, self.player, self.coach, options, on_event=sink)
             push()  # an approval committed on resume (no new turn) reaches the remote too
         except ClaimLostError as exc:
             self.note(f"{task}: {exc.message}")
@@ -331,47 +374,57 @@ class _Worker:
         except GuardkitStateError as exc:
             self.note(f"{task}: the loop stopped: {exc.message}")
 
-    def _record_takeover(self, task: str, previous: str, tip: str) -> str:
-        """An empty commit on the task's branch saying who took it over from whom, pushed: the
-        takeover is in the task's history (``git log autobuild/TASK-Y``), not only in its claim."""
-        branch = branch_for(task)
-        message = (f"guardkit: {task} taken over by {self.board.worker} from {previous}\n\n"
+    def _record_takeover(self, task: str, old: Claim, tip: str) -> str:
+        """The takeover written into the task's history: an entry of ``autobuild_state.takeovers``
+        in its task file (who took over from whom, when, the old claim and its lease), committed on
+        the task's branch and pushed before the task resumes, so ``show`` and ``log`` tell it."""
+        worktree = WorktreeManager(self.repo).create(task, self.feature_branch)  # the loop resumes in it
+        repo = worktree.repo()
+        copy = TaskFile.load(resolve_task(worktree.path, task).path)
+        earlier = copy.state.extra.get("takeovers") if copy.state is not None else None
+        entry = {"at": utc_now(), "by": self.board.worker, "from": old.worker, "claim": old.sha,
+                 "lease_until": utc_text(old.lease_until), "turns_done": len(copy.state.turns) if copy.state else 0}
+        copy.apply(StateUpdate(block_scalars={"takeovers": [*(earlier if isinstance(earlier, list) else []), entry]}))
+        message = (f"guardkit: {task} taken over by {self.board.worker} from {old.worker}\n\n"
                    f"The claim's lease had ended and its heartbeat stood still; the task resumes from "
-                   f"its last pushed turn.\n\nGuardkit-Takeover: {previous}\n")
-        tree = self.repo.text("rev-parse", f"{tip}^{{tree}}")
-        _, out, _ = self.repo.run("commit-tree", tree, "-p", tip, "-m", message, pre=self.repo.identity_args())
-        sha = out.decode().strip()
-        self.repo.run("update-ref", f"refs/heads/{branch}", sha, tip)  # same tree: a worktree on it stays clean
-        return str(self._remote(lambda: self.branches.push(branch, tip), f"{task}: push"))
+                   f"its last pushed turn.\n\nGuardkit-Takeover: {old.worker}\n")
+        repo.run("add", "--", str(copy.path.relative_to(worktree.path)))
+        repo.run("commit", "-q", "--no-verify", "-m", message, pre=repo.identity_args())
+        return str(self._remote(lambda: self.branches.push(branch_for(task), tip), f"{task}: push"))
 
     # -- merges -----------------------------------------------------------------------------
 
-    def _merge_wave(self, number: int, wave: tuple[str, ...], states: dict[str, TaskState]) -> bool:
-        claim = self._remote(lambda: self.board.claim(self.feature, MERGE_CLAIM, self.options.lease), "claim")
-        if claim is None:
+    def _merge_wave(self, turn: WaveTurn, current: Claim | None) -> Step:
+        if current is not None and not self.board.is_stale(current, stale_after=self.options.stale):
+            self._wait(f"wave {turn.number}: another worker is merging it")  # no claim push tried, and refused
+            return "wait"
+        if current is None:
+            claim = self._remote(lambda: self.board.claim(self.feature, MERGE_CLAIM, self.options.lease), "claim")
+        else:
             claim = self._remote(lambda: self.board.take_over(self.feature, MERGE_CLAIM, self.options.lease,
                                                               stale_after=self.options.stale), "takeover")
         if claim is None:
-            self._wait(f"wave {number}: another worker is merging it")
-            return False
+            self._wait(f"wave {turn.number}: another worker is merging it")
+            return "wait"
         assert isinstance(claim, Claim)
         with self._holding(claim):
-            return self._merge_held(number, wave)
+            return self._merge_held(turn)
 
-    def _merge_held(self, number: int, wave: tuple[str, ...]) -> bool:
-        self._remote(self._sync, "fetch")
+    def _merge_held(self, turn: WaveTurn) -> Step:
+        # No fetch here: this step's ls-remote found the remote as the last fetch left it, and the
+        # push below carries a lease, so a feature branch another merger moved since is not overwritten.
         expected = self.repo.resolve(self.branches.tracking(self.feature_branch))
         worktree = WorktreeManager(self.repo).create(self.feature)
         feature_repo = worktree.repo()
         if expected is not None and feature_repo.resolve("HEAD") != expected:
             feature_repo.run("reset", "--hard", "--quiet", expected)  # the remote's feature branch is the truth
-        merged_now: list[str] = []
-        for task in wave:
-            state = read_task_state(self.fgit, task, max_turns=self.options.max_turns)
+        merged_now: dict[str, str | None] = {}
+        for task in turn.tasks:
+            state = turn.states[task]
             if state.phase != "approved":
                 continue
             message = merge_message(self.feature, task, branch=branch_for(task), target=self.feature_branch,
-                                    wave=number, summary=f"{task} approved in {state.turns} turn(s).")
+                                    wave=turn.number, summary=f"{task} approved in {state.turns} turn(s).")
             merged = merge_branch(feature_repo, branch_for(task), message)
             if not merged.merged:
                 self.result.reason = (f"{task}: merge conflict in {', '.join(merged.conflicts)}" if merged.conflicts
@@ -380,16 +433,66 @@ class _Worker:
                 if note is not None:
                     self.result.reason += f" ({note})"
                 feature_repo.run("reset", "--hard", "--quiet", expected or "HEAD")
-                return True
-            merged_now.append(task)
+                return "done"
+            merged_now[task] = merged.sha
+        self._write_plan(feature_repo, turn, merged_now)
         try:
             self._remote(lambda: self.branches.push(self.feature_branch, expected), "push")
         except ClaimLostError:
-            self.note(f"wave {number}: {self.feature_branch} moved on the remote meanwhile; looking again")
-            return False
-        self.result.merged += merged_now
-        self.note(f"wave {number}: merged {', '.join(merged_now) or 'nothing new'} into {self.feature_branch}")
-        return False
+            self.note(f"wave {turn.number}: {self.feature_branch} moved on the remote meanwhile; looking again")
+            return "worked"
+        self.result.merged += list(merged_now)
+        self.note(f"wave {turn.number}: merged {', '.join(merged_now) or 'nothing new'} into {self.feature_branch}")
+        return self._finished() if turn.number == len(self.waves) else "worked"
+
+    def _write_plan(self, feature_repo: GitRepo, turn: WaveTurn, merged: dict[str, str | None]) -> None:
+        """The wave's merge written into the plan on the feature branch (committed, pushed with the
+        merges) as a one-machine run writes its plan: the merged tasks' status, turns, result and
+        merge commit, the counters, the completed waves, and the feature's end after the last wave."""
+        assert self.plan.path is not None  # loaded from its file (run_worker)
+        path = feature_repo.root / self.plan.path.relative_to(self.repo.root)
+        if not path.is_file():
+            self.note(f"wave {turn.number}: {self.plan.path.name} is not on {self.feature_branch}; its progress "
+                      f"is not written (commit the plan to share it)")
+            return
+        now = utc_now()
+        outcomes: list[TaskOutcome] = []
+        for number, wave in enumerate(self.waves, start=1):
+            for task in wave:
+                state = turn.states[task] if number == turn.number else self._state(task, self._last_remote or {})
+                if task in merged:
+                    outcomes.append(TaskOutcome(task, number, "completed", "approved", state.turns,
+                                                merge_commit=merged[task]))
+                elif state.phase == "merged":
+                    outcomes.append(TaskOutcome(task, number, "completed", "approved", state.turns,
+                                                merge_commit=state.merge_commit))
+                else:
+                    status = "skipped" if state.phase == "closed" else "pending"
+                    outcomes.append(TaskOutcome(task, number, status, state.outcome, state.turns))
+        done = [o for o in outcomes if o.task_id in merged]
+
+        def tasks(plan: FeaturePlan) -> PlanUpdate:
+            return PlanUpdate(tasks={o.task_id: {**progress_values.task_started(o.task_id, plan, now=now),
+                                                 **progress_values.task_values(o, plan, now=now)} for o in done})
+
+        def started(plan: FeaturePlan) -> PlanUpdate:
+            resumed = plan.execution is not None and bool(plan.execution.started_at)
+            return progress_values.run_started(plan, worktree=str(feature_repo.root), resumed=resumed, now=now)
+
+        def ended(plan: FeaturePlan) -> PlanUpdate | None:
+            if turn.number < len(self.waves):
+                return None
+            return progress_values.run_ended(completed=True, failed=False, waves=len(self.waves), now=now)
+
+        counts = progress_values.counters(outcomes)
+        modify_plan(path, started, lambda _: PlanUpdate(execution={"current_wave": turn.number, "last_updated": now}),
+                    tasks, lambda _: PlanUpdate(execution={**counts, "last_updated": now}),
+                    lambda plan: progress_values.wave_completed(plan, turn.number, now=now), ended)
+        feature_repo.run("add", "--", str(path.relative_to(feature_repo.root)))
+        if feature_repo.ok("diff", "--cached", "--quiet"):
+            return  # already written (a merge pushed before, then redone)
+        feature_repo.run("commit", "-q", "--no-verify", "-m", f"guardkit: {self.feature} progress after wave "
+                         f"{turn.number} in its plan", pre=feature_repo.identity_args())
 
     # -- claims -----------------------------------------------------------------------------
 

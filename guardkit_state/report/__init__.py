@@ -12,7 +12,7 @@ from guardkit_state.report.collect import build_task_report
 from guardkit_state.report.feature import FeatureReport, FeatureTask, build_feature_report
 from guardkit_state.report.feature_page import render_feature_report
 from guardkit_state.report.page import render_report
-from guardkit_state.report.view import Cell, CriterionRow, TaskReport, TurnView
+from guardkit_state.report.task_report import Cell, MatrixRow, TaskReport, TurnColumn
 from guardkit_state.report.write import (
     FeatureReportResult,
     ReportResult,
@@ -21,6 +21,20 @@ from guardkit_state.report.write import (
     write_report,
 )
 
-__all__ = ["Cell", "CriterionRow", "FeatureReport", "FeatureReportResult", "FeatureTask", "ReportResult",
-           "TaskReport", "TurnView", "build_feature_report", "build_task_report", "default_report_path",
-           "render_feature_report", "render_report", "write_feature_report", "write_report"]
+__all__ = [
+    "Cell",
+    "FeatureReport",
+    "FeatureReportResult",
+    "FeatureTask",
+    "MatrixRow",
+    "ReportResult",
+    "TaskReport",
+    "TurnColumn",
+    "build_feature_report",
+    "build_task_report",
+    "default_report_path",
+    "render_feature_report",
+    "render_report",
+    "write_feature_report",
+    "write_report",
+]

@@ -3,35 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
+from guardkit_state.inspect.task_turns import TurnFiles
 from guardkit_state.model import CoachDecision, PlayerReport, TurnEntry, TurnState
-from guardkit_state.report.view import Gate, Issue, TurnView
+from guardkit_state.report.task_report import Gate, Issue, TurnColumn
 
 _DECISIONS = {"approve": "approve", "approved": "approve", "feedback": "feedback", "reject": "reject",
               "rejected": "reject", "error": "error"}
 _PLAYER_OUTCOMES = ("implemented", "failed", "blocked")
 
 
-@dataclass(frozen=True)
-class TurnFiles:
-    """The validated reports of one turn (``None`` for each that is not on disk)."""
-
-    player: PlayerReport | None = None
-    coach: CoachDecision | None = None
-    state: TurnState | None = None
-
-    @property
-    def any(self) -> bool:
-        return self.player is not None or self.coach is not None or self.state is not None
-
-
 def turn_view(entry: TurnEntry, files: TurnFiles, *, commit: str | None = None,
-              delta: list[str] | None = None) -> TurnView:
+              delta: list[str] | None = None) -> TurnColumn:
     """The column of one turn: the frontmatter ``entry`` completed by its ``files``."""
     player, coach, state = files.player, files.coach, files.state
-    view = TurnView(
+    view = TurnColumn(
         number=entry.turn,
         mode=_first(entry.mode, state.mode if state is not None else None) or "—",
         decision=_DECISIONS.get(str(entry.decision).strip().lower(), str(entry.decision)),

@@ -10,7 +10,6 @@ the task's own copy of its task file, its turn commits, the feature branch's mer
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,13 +18,10 @@ from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.features.standing import FeatureTally
-from guardkit_state.git.checkouts import worktrees_home
-from guardkit_state.inspect.feature_view import FeatureTaskRow, feature_view
+from guardkit_state.inspect.feature_view import FeatureTaskRow, feature_view, task_copy
 from guardkit_state.report.collect import build_task_report
-from guardkit_state.report.view import TaskReport
-from guardkit_state.store.layout import worktree_path, worktrees_dir
+from guardkit_state.report.task_report import TaskReport
 from guardkit_state.taskfile.discovery import listing_scope
-from guardkit_state.taskfile.resolve import resolve_task
 
 #: What the grid says of a task: ``show``'s words (``pending``, ``in_progress``, ``approved``,
 #: ``blocked``, ``completed``, ``failed``, ``skipped``), and ``running`` while its loop runs.
@@ -111,8 +107,7 @@ def build_feature_report(repo: Path | str, feature: str, *, running: Mapping[str
 def _feature_report(root: Path, feature: str, running: Mapping[str, int | None],
                     generated_at: str | None) -> FeatureReport:
     view = feature_view(root, feature)
-    feature_worktree = view.worktree or worktree_path(worktrees_dir(worktrees_home(root)), view.feature_id)
-    tasks = [_task(root, feature_worktree, row, running) for row in view.tasks]
+    tasks = [_task(root, task_copy(root, view, row), row, running) for row in view.tasks]
     next_step = "loops are running; this page is rewritten after every turn" if running else view.next.text
     return FeatureReport(
         feature_id=view.feature_id, name=view.name or "", plan_path=_shown(view.plan_path, root),
@@ -124,13 +119,13 @@ def _feature_report(root: Path, feature: str, running: Mapping[str, int | None],
                     for run in view.smoke_runs])
 
 
-def _task(root: Path, feature_worktree: Path, row: FeatureTaskRow, running: Mapping[str, int | None]) -> FeatureTask:
+def _task(root: Path, copy: str, row: FeatureTaskRow, running: Mapping[str, int | None]) -> FeatureTask:
     task = FeatureTask(task_id=row.task_id, wave=row.wave, name=row.name or "",
                        status="running" if row.task_id in running else row.status, turns=row.turns,
                        outcome=row.outcome, merged=row.merged, merge_commit=row.merge_commit,
                        blocked_paths=list(row.conflicts), reason=row.reason, running_turn=running.get(row.task_id))
     try:
-        task.report = build_task_report(root, _task_ref(root, feature_worktree, row), running_turn=task.running_turn,
+        task.report = build_task_report(root, copy, running_turn=task.running_turn,
                                         generated_at="")
     except GuardkitStateError as exc:
         task.error = str(exc)
@@ -139,18 +134,6 @@ def _task(root: Path, feature_worktree: Path, row: FeatureTaskRow, running: Mapp
         # The loop's event lags behind its files: that turn is recorded already, not running.
         task.running_turn = None
     return task
-
-
-def _task_ref(root: Path, feature_worktree: Path, row: FeatureTaskRow) -> str:
-    """What :func:`build_task_report` reads: the task's own worktree copy while it has one (found by
-    its id), else, once merged, the feature worktree's copy (its turns came with the merge), else the
-    main checkout's."""
-    if not row.merged or worktree_path(worktrees_dir(worktrees_home(root)), row.task_id).is_dir():
-        return row.task_id
-    with contextlib.suppress(GuardkitStateError):
-        if feature_worktree.is_dir():
-            return str(resolve_task(feature_worktree, row.task_id).path)
-    return row.task_id
 
 
 def _shown(path: Path, root: Path) -> str:

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from guardkit_state.report.feature import TASK_STATUSES, FeatureReport, FeatureTask
 from guardkit_state.report.page import page, task_body, task_facts, token
 from guardkit_state.report.style import FEATURE_CSS
+from guardkit_state.report.task_report import TurnColumn
 from guardkit_state.report.text import esc, one_line
-from guardkit_state.report.view import TurnView
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 #: The grid's columns after the task: (data-field, heading).
@@ -104,7 +104,7 @@ def _row(index: int, task: FeatureTask) -> str:
 def _chips(target: str, task: FeatureTask) -> str:
     """The task's turns at a glance: one chip per turn, coloured by the Coach's decision, each a link to
     that turn's column in the task's section."""
-    turns: Sequence[TurnView] = task.report.turns if task.report is not None else ()
+    turns: Sequence[TurnColumn] = task.report.turns if task.report is not None else ()
     chips = [f"<a class=\"chip badge d-{token(t.decision)}\" href=\"#{target}-turn-{t.number}\" "
              f"title=\"turn {t.number}: {esc(t.mode, 60)}, {esc(t.player_outcome, 40)}, Coach {esc(t.decision, 40)}\">"
              f"{t.number}</a>" for t in turns]

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 
 from guardkit_state.inspect.agent_costs import describe_run
 from guardkit_state.report.style import CSS
+from guardkit_state.report.task_report import Cell, Gate, MatrixRow, TaskReport, TurnColumn
 from guardkit_state.report.text import duration, esc, number, one_line, when
-from guardkit_state.report.view import Cell, CriterionRow, Gate, TaskReport, TurnView
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
        "form-action 'none'")
@@ -74,7 +74,7 @@ def _header(report: TaskReport) -> str:
             f"{task_facts(report)}</header>\n")
 
 
-def _timeline(turns: Sequence[TurnView], prefix: str = "", heading: str = "h2") -> str:
+def _timeline(turns: Sequence[TurnColumn], prefix: str = "", heading: str = "h2") -> str:
     if not turns:
         return (f"<section id=\"{prefix}timeline\"><{heading}>Turns</{heading}><p class=\"dim\">No turn recorded "
                 "yet.</p></section>\n")
@@ -139,7 +139,7 @@ def _gate_words(gate: Gate) -> tuple[str, str]:
         gate.threshold, bool) else f"threshold {number(gate.threshold)}"
 
 
-def _details(turn: TurnView) -> str:
+def _details(turn: TurnColumn) -> str:
     """Everything said in the turn, folded: the Player, the Coach, blockers and lessons."""
     parts = [_block("Player", turn.player_summary), _block("Implementation notes", turn.implementation_notes),
              _items("Files", turn.files, limit=20), _block("Coach feedback", turn.feedback),
@@ -170,7 +170,7 @@ def _items(title: str, values: Iterable[str], *, limit: int = 50) -> str:
     return f"<h4>{title}</h4><ul class=\"items\">{shown}{more}</ul>"
 
 
-def _issues(turn: TurnView) -> str:
+def _issues(turn: TurnColumn) -> str:
     if not turn.issues:
         return ""
     shown = "".join(f"<li><span class=\"sev\">{esc(i.severity, 40)}</span> <span class=\"text\">{esc(i.text, 4000)}"
@@ -178,7 +178,7 @@ def _issues(turn: TurnView) -> str:
     return f"<h4>Coach issues</h4><ul class=\"items\">{shown}</ul>"
 
 
-def _matrix(rows: Sequence[CriterionRow], turns: Sequence[TurnView], prefix: str = "", heading: str = "h2") -> str:
+def _matrix(rows: Sequence[MatrixRow], turns: Sequence[TurnColumn], prefix: str = "", heading: str = "h2") -> str:
     if not rows:
         return (f"<section id=\"{prefix}criteria\"><{heading}>Acceptance criteria</{heading}><p class=\"dim\">The "
                 "task lists no acceptance criteria.</p></section>\n")
@@ -196,7 +196,7 @@ def _matrix(rows: Sequence[CriterionRow], turns: Sequence[TurnView], prefix: str
             "that turn; a striped one fell back from verified</p></section>\n")
 
 
-def _cell(row: CriterionRow, cell: Cell, turn: int) -> str:
+def _cell(row: MatrixRow, cell: Cell, turn: int) -> str:
     classes = ["cell", f"s-{cell.status}"] + (["changed"] if cell.changed else []) + (
         ["regression"] if cell.regression else [])
     said = LABELS[cell.status] + (f" in turn {cell.set_by_turn}" if cell.set_by_turn else "")

@@ -17,7 +17,7 @@ from guardkit_state.report.collect import build_task_report
 from guardkit_state.report.feature import FeatureReport, build_feature_report
 from guardkit_state.report.feature_page import render_feature_report
 from guardkit_state.report.page import render_report
-from guardkit_state.report.view import TaskReport
+from guardkit_state.report.task_report import TaskReport
 from guardkit_state.store.fsio import atomic_write_bytes
 from guardkit_state.store.home import check_state_home
 from guardkit_state.store.layout import report_file

@@ -20,7 +20,6 @@ from typing import Any
 
 from guardkit_state.errors import ParseError, SchemaError
 from guardkit_state.store.fsio import MAX_FILE_BYTES, decode_utf8, read_bytes_capped
-from guardkit_state.store.json_text import canonical_json, encodable, plain_json
 from guardkit_state.store.schemas import check_record, format_pointer, validate_record
 
 #: Deepest nesting of arrays/objects accepted; real reports nest 4 levels.
@@ -190,8 +189,6 @@ def check_storable(value: Any, *, path: Path | str | None = None) -> bool:
     Raises:
         SchemaError: names ``path`` and the JSON path of the first such value in document order.
     """
-    if plain_json(value, max_depth=MAX_DEPTH):
-        return True  # the common case, found without tracking JSON paths; they are for errors
     plain = True
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
     while stack:
@@ -228,6 +225,15 @@ def check_storable(value: Any, *, path: Path | str | None = None) -> bool:
 _PLAIN_SCALARS = (int, bool, type(None))
 
 
+def encodable(text: str) -> bool:
+    """True when ``text`` can be written as UTF-8 (it holds no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _escaped(text: str, limit: int = 40) -> str:
     """Printable, ASCII-only and short: the surrogate itself could not even be printed."""
     shown = json.dumps(text[:limit])
@@ -259,7 +265,7 @@ def dump_json(data: Any) -> str:
         SchemaError: ``data`` holds something JSON cannot represent (NaN, a set, an object).
     """
     try:
-        return canonical_json(data) + "\n"
+        return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     except (TypeError, ValueError) as exc:
         raise SchemaError(f"cannot be written as JSON: {exc}", expected="JSON-representable data") from exc
 

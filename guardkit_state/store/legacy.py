@@ -161,29 +161,20 @@ _NORMALISERS: dict[str, Callable[[dict[str, Any], _Notes], None]] = {
 }
 
 
-def normalise(kind: str, data: Any, *, owned: bool = False) -> tuple[Any, list[str]]:
+def normalise(kind: str, data: Any, *, owned: bool = False, plain: bool = False) -> tuple[Any, list[str]]:
     """Map known legacy shapes of a ``kind`` record to the canonical shape.
 
     Returns a new object (the input is never mutated, unless ``owned``) and warnings, each ``"$.path: text"``, for
     lossy readings such as a criterion ``result`` of ``"unverified"`` read as ``"rejected"``.
-    Anything that is not a known alias is left for the schema to judge.
+    Anything that is not a known alias is left for the schema to judge. ``plain``: ``data`` is plain JSON.
     """
-    return normalise_copy(kind, data, plain=False, owned=owned)
-
-
-def normalise_copy(kind: str, data: Any, *, plain: bool, owned: bool = False) -> tuple[Any, list[str]]:
-    """:func:`normalise`, told whether ``data`` is plain JSON (``plain``: copied the fast way)."""
     notes = _Notes()
-    # Plain JSON data is copied by a walk over the built-in types, else by a C-speed JSON round trip
-    # (a deepcopy costs ~10x more); data the caller owns (``owned=True``: e.g. just parsed, shared
-    # with nobody) is normalised in place.
+    # Data the caller owns (just parsed, shared with nobody) is normalised in place; plain JSON is
+    # copied by a C-speed round trip (a deepcopy costs ~10x more), which also makes subclasses plain.
     if owned:
         out = data
     elif plain:
-        try:
-            out = _copy_builtin_json(data)
-        except _NotBuiltin:  # a subclass (an OrderedDict, a str subclass): the round trip makes it plain
-            out = json.loads(json.dumps(data, ensure_ascii=False))
+        out = json.loads(json.dumps(data, ensure_ascii=False))
     else:
         out = copy.deepcopy(data)
     normaliser = _NORMALISERS.get(kind)
@@ -192,29 +183,4 @@ def normalise_copy(kind: str, data: Any, *, plain: bool, owned: bool = False) ->
     return out, notes.warnings
 
 
-class _NotBuiltin(Exception):
-    pass
-
-
-_BUILTIN_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _copy_builtin_json(value: Any) -> Any:
-    """A copy of JSON data made of the exact built-in types only (4x faster than a JSON round trip)."""
-    kind = type(value)
-    if kind is dict:
-        copied = {}
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _NotBuiltin
-            # Scalars (most values) are taken as they are, without a call each.
-            copied[key] = item if type(item) in _BUILTIN_SCALARS else _copy_builtin_json(item)
-        return copied
-    if kind is list:
-        return [item if type(item) in _BUILTIN_SCALARS else _copy_builtin_json(item) for item in value]
-    if kind in _BUILTIN_SCALARS:
-        return value
-    raise _NotBuiltin
-
-
-__all__ = ["normalise", "normalise_copy"]
+__all__ = ["normalise"]

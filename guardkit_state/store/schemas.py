@@ -1,27 +1,16 @@
-"""JSON Schemas of every record: loading, compiled validators, and validation.
+"""JSON Schemas of every record (``schemas/<kind>.schema.json``, Draft 2020-12): loading, compiled
+validators, validation.
 
-Each ``schemas/<kind>.schema.json`` (Draft 2020-12) is one *kind* of record: ``player_turn``,
-``coach_turn``, ``turn_state``, ``autobuild_state``, ``quality_gates``, ``entity_overrides`` ...
-A validator is built once per process per kind (``jsonschema.validate()`` re-checks the schema on
-every call and costs ~28 ms; a built validator costs ~1 ms).
+Reading is lenient about *known* legacy shapes (:func:`normalise` maps the aliases GuardKit
+producers wrote to the canonical shape) and strict about everything else; writing is strict
+(:func:`check_record` validates what we produce as it is). Every problem is reported, sorted by JSON path.
 
-Reading is lenient about *known* legacy shapes and strict about everything else:
-:func:`normalise` (in :mod:`guardkit_state.store.legacy`) maps aliases GuardKit producers wrote
-(``ac_id``, ``description``, ``done``, the v4 coach ``{verdict, findings}`` shape ...) to the
-canonical shape, and :func:`validate_record` then
-checks the canonical shape, reporting every problem sorted by JSON path. Writing is strict:
-:func:`check_record` validates what we produce exactly as it is.
+A valid record is first recognised by ``jsonschema-rs`` (~5 µs instead of ~1 ms for ``jsonschema``).
+It is trusted only to say "valid", for plain JSON data (a ``tuple`` is an array to it but not to
+``jsonschema``): every invalid verdict, and every message, is ``jsonschema``'s.
 
-Valid records (the hot path: every turn validates several) are first checked by ``jsonschema-rs``
-(~5 µs instead of ~1 ms); only a record it does not accept is judged by ``jsonschema``, which also
-writes every error message. ``jsonschema`` therefore has the last word on every invalid verdict, and
-``jsonschema-rs`` is trusted only to say "valid", for plain JSON data (``tuple`` is an array to it but
-not to ``jsonschema``); ``tests/test_schemas.py`` checks both agree on the corpus and the malformed
-variants. Without ``jsonschema-rs`` installed everything works the same, slower.
-
-``format`` keywords are not used: timestamps are plain strings, because real GuardKit files write
-offset-less ISO times (``2026-06-26T08:09:47.314514``) that ``date-time`` would refuse, and the
-format checker would need ``rfc3339-validator``, which is not a dependency.
+``format`` keywords are not used: real GuardKit files write offset-less ISO times that
+``date-time`` would refuse.
 """
 
 from __future__ import annotations
@@ -39,14 +28,12 @@ from typing import TYPE_CHECKING, Any
 from guardkit_state.errors import SchemaError, SchemaVersionError
 from guardkit_state.model import SCHEMA_VERSION
 
-# Paths and normalisation have their own modules; importing them from here keeps working.
+# Paths and normalisation have their own modules; callers import them from here too.
 from guardkit_state.store.json_paths import PathParts as PathParts
 from guardkit_state.store.json_paths import format_pointer as format_pointer
 from guardkit_state.store.json_paths import parse_pointer as parse_pointer
 from guardkit_state.store.json_paths import sort_key
-from guardkit_state.store.json_text import PLAIN_JSON_VALUES
 from guardkit_state.store.legacy import normalise as normalise
-from guardkit_state.store.legacy import normalise_copy
 
 if TYPE_CHECKING:  # imported lazily below: ~40 ms that a valid record (jsonschema-rs) never needs
     import jsonschema
@@ -220,6 +207,8 @@ def fast_validator(kind: str) -> Any | None:
 
 
 _PLAIN_SCALARS = (str, int, float, bool, type(None))
+#: How many values :func:`_is_plain_json` looks at before it gives up (a container may hold itself).
+PLAIN_JSON_VALUES = 1_000_000
 
 
 def _is_plain_json(data: Any) -> bool:
@@ -330,7 +319,7 @@ def validate_with_warnings(kind: str, data: Any, *, path: str | Path | None = No
     load_schema(kind)  # an unknown kind fails here, before the record is looked at
     check_version(kind, data, path=path)
     plain = _is_plain_json(data) if plain is None else plain
-    canonical, warnings = normalise_copy(kind, data, plain=plain)
+    canonical, warnings = normalise(kind, data, plain=plain)
     problems = [] if plain and _fast_verdict(kind, canonical) else problems_of(kind, canonical)
     if problems:
         _raise_problems(kind, data, problems, path)

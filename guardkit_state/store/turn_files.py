@@ -15,22 +15,18 @@ replace makes a new inode — is a miss. A new store (a new process, ``--resume`
 from __future__ import annotations
 
 import json
-import logging
 import os
 import stat
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError, SchemaError, TurnAlreadyRecordedError
-from guardkit_state.model import CoachDecision, CompletionPromise, PlayerReport, TurnState
+from guardkit_state.model import CoachDecision, PlayerReport, TurnState
 from guardkit_state.store.fsio import atomic_write_stat
 from guardkit_state.store.jsonio import check_storable, dump_json, dump_record, load_record
 from guardkit_state.store.layout import WORK_DIR
 from guardkit_state.store.layout import artifacts_dir as artifacts_dir  # re-exported: the folder is the layout's
 from guardkit_state.store.schemas import normalise
-
-log = logging.getLogger("guardkit_state.store.turn_files")
 
 FILE_PATTERNS = {
     "player_turn": "player_turn_{n}.json",
@@ -62,7 +58,6 @@ class TurnStore:
         self.task_id = task_id
         self._cache: dict[Path, tuple[tuple[int, int, int, int], str]] = {}
         self._paths: dict[tuple[str, int], Path] = {}  # a turn's paths are asked for many times per turn
-        self._peeked: dict[Path, tuple[tuple[int, int, int, int], dict[str, Any]]] = {}
 
     @property
     def work_dir(self) -> Path:
@@ -129,7 +124,6 @@ class TurnStore:
 
     def _put(self, kind: str, path: Path, text: str, *, canonical: bool) -> Path:
         self._cache.pop(path, None)
-        self._peeked.pop(path, None)
         data = text.encode("utf-8")
         try:
             written = atomic_write_stat(path, data)
@@ -164,18 +158,6 @@ class TurnStore:
         self._cache[path] = (identity, json.dumps(data, ensure_ascii=False))
         return data
 
-    def peek(self, kind: str, turn: int) -> Mapping[str, Any] | None:
-        """:meth:`read`, for a caller that only looks: the same record, shared (never to be changed)."""
-        path = self.path(kind, turn)
-        identity = _identity(path)
-        seen = self._peeked.get(path)
-        if identity is not None and seen is not None and seen[0] == identity:
-            return seen[1]
-        data = self._read(kind, path, identity)  # the file just looked at: not stat'ed twice
-        if data is not None and identity is not None:
-            self._peeked[path] = (identity, data)
-        return data
-
     def read_player(self, turn: int) -> PlayerReport | None:
         data = self.read("player_turn", turn)
         return None if data is None else PlayerReport.from_dict(data)
@@ -187,24 +169,3 @@ class TurnStore:
     def read_turn_state(self, turn: int) -> TurnState | None:
         data = self.read("turn_state", turn)
         return None if data is None else TurnState.from_dict(data)
-
-    def recover_promises(self, turn: int) -> tuple[int, list[CompletionPromise]] | None:
-        """The most recent earlier Player report's ``completion_promises``, read report by report.
-
-        A Player that leaves its promises out of a turn has not withdrawn them; the criteria it
-        promised earlier still stand. Logs an INFO line naming the file when it finds some. The
-        lifecycle finds the same turn from its turn states without reading every report
-        (:func:`guardkit_state.turns.promises.promises_source`).
-        """
-        for earlier in range(turn - 1, 0, -1):
-            if not self.exists("player_turn", earlier):
-                continue
-            try:
-                report = self.read_player(earlier)
-            except Exception as exc:  # an unreadable old report just isn't a source
-                log.warning("skipping unreadable %s: %s", self.path("player_turn", earlier).name, exc)
-                continue
-            if report is not None and report.completion_promises:
-                log.info("No completion_promises in current turn — recovered from player_turn_%d.json", earlier)
-                return earlier, report.completion_promises
-        return None

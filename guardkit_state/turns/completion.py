@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +26,6 @@ log = logging.getLogger("guardkit_state.turns.completion")
 RESTORABLE_TURNS = 2
 #: ``extra`` key of a turn state's warnings: what was recorded differently from what the reports said.
 WARNINGS_KEY = "warnings"
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 @dataclass
@@ -125,7 +120,7 @@ def finish_turn(inputs: TurnInputs, completed_at: str) -> FinishedTurn:
     entry = TurnEntry(
         turn=number, decision="error" if error or coach is None else coach.decision,
         feedback=error if error else state.coach_feedback, timestamp=completed_at,
-        player_summary=one_line(state.player_summary), player_success=player is not None,
+        player_summary=_summary_line(state.player_summary), player_success=player is not None,
         coach_success=coach is not None and not error, mode=inputs.mode.value,
     )
     return FinishedTurn(state, ledger, stall, outcome, entry)
@@ -192,10 +187,11 @@ def _outcome(state: TurnState, stall: Stall | None, number: int, max_turns: int)
     return None
 
 
-def one_line(text: str, limit: int = 200) -> str:
+def _summary_line(text: str, limit: int = 200) -> str:
+    """The Player's summary as the frontmatter entry keeps it: one line, at most ``limit`` characters."""
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 __all__ = ["RESTORABLE_TURNS", "WARNINGS_KEY", "FinishedTurn", "Placement", "TurnInputs", "TurnRecord", "finish_turn",
-           "one_line", "state_update", "utc_now"]
+           "state_update"]

@@ -10,7 +10,6 @@ them, as a :class:`TurnState` built from the entry, marked ``source: frontmatter
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,15 +73,6 @@ def turn_signal(state: TurnState) -> TurnSignal:
                       gate_signature(state.gate_results))
 
 
-def record_signal(record: Mapping[str, Any]) -> TurnSignal:
-    """:func:`turn_signal` of a turn-state record as read, without building the :class:`TurnState`."""
-    known = record.get("verified_count_known", True) is not False
-    count = int(record.get("verified_count") or 0)  # as TurnState.from_dict reads it
-    gates = record.get("gate_results")
-    return TurnSignal(record["turn_number"], record.get("feedback_signature"), count if known else None,
-                      gate_signature(gates if isinstance(gates, list) else None))
-
-
 @dataclass(frozen=True)
 class TaskHistory:
     """A task's recorded turns, read from its files: turn-state files, else frontmatter entries.
@@ -113,9 +103,7 @@ class TaskHistory:
     def _turn_state(self, number: int) -> TurnState | None:
         if number < 1:
             return None
-        # Looked at in place: the stall window of the next turns looks at the same record again,
-        # and a record is decoded once instead of once for each (from_dict copies what it keeps).
-        record = self.store.peek("turn_state", number) if self.store is not None else None
+        record = self.store.read("turn_state", number) if self.store is not None else None
         if record is not None:
             return TurnState.from_dict(record)
         turns = self.task.state.turns if self.task.state else []
@@ -164,12 +152,6 @@ class TaskHistory:
         return signals
 
     def _signal(self, number: int) -> TurnSignal | None:
-        # A turn-state file is looked at in place (the window's turns but the last are read for
-        # this alone); anything else is read as the ledger reads it.
-        if number not in self._read and self.store is not None:
-            record = self.store.peek("turn_state", number)
-            if record is not None:
-                return record_signal(record)
         state = self.turn_state(number)
         return None if state is None else turn_signal(state)
 

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from guardkit_state.config import GateProfile, check_gates
-from guardkit_state.errors import GuardkitStateError, InputError, ParseError, TurnError
+from guardkit_state.errors import AlreadyRecordedError, GuardkitStateError, InputError, ParseError, TurnError
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.model import CoachDecision, GateResult, Outcome, PlayerReport, TurnMode, TurnState
+from guardkit_state.store import schemas
 from guardkit_state.store.fsio import crash_point, remove_stale_temp_files, resolve_inside, validate_task_id
 from guardkit_state.store.home import check_state_home
 from guardkit_state.store.locks import exclusive_lock
@@ -29,31 +30,25 @@ from guardkit_state.store.turn_files import TurnStore, artifacts_dir
 from guardkit_state.taskfile.document import SETTLE_PAUSE, TaskFile, find_task
 from guardkit_state.taskfile.frontmatter import STATE_KEY
 from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate
+from guardkit_state.turns.checks import (
+    check_may_continue,
+    check_report_criteria,
+    check_report_ids,
+    check_task_writable,
+    check_turn_history,
+    checked_max_turns,
+)
+from guardkit_state.turns.clock import RESETTLE_PAUSES, looks_half_saved, read_task_settled, utc_now
 from guardkit_state.turns.completion import (
-    RESTORABLE_TURNS,
-    FinishedTurn,
     Placement,
     TurnInputs,
     TurnRecord,
     finish_turn,
     state_update,
-    utc_now,
 )
-from guardkit_state.turns.intake import (
-    CheckedReport,
-    IncomingTurn,
-    check_may_continue,
-    check_report,
-    check_report_criteria,
-    check_task_writable,
-    check_turn_history,
-    checked_max_turns,
-    looks_half_saved,
-    read_task_settled,
-    require_valid,
-)
+from guardkit_state.turns.intake import CheckedReport, IncomingTurn, check_report, named_turn, require_valid
 from guardkit_state.turns.promises import promises_source
-from guardkit_state.turns.turn_state import apply_gate_verdict, assemble_turn_state, gate_inputs, turn_measurements
+from guardkit_state.turns.turn_state import apply_gate_verdict, gate_inputs, turn_measurements
 from guardkit_state.turns.view import TurnView
 
 log = logging.getLogger("guardkit_state.turns.lifecycle")
@@ -79,6 +74,8 @@ class TurnLifecycle(TurnView):
         self._active: ActiveTurn | None = None
         #: When the task file was read without waiting for it to settle, else None (see :meth:`settle`).
         self._read_unsettled: float | None = None
+        #: The completable turn, and the task view it was computed on (see :func:`_completable`).
+        self._completable: tuple[TaskFile, int | None] | None = None
 
     @classmethod
     def open(cls, root: Path, task_id: str, *, max_turns: int | None = None, settled: bool = False) -> TurnLifecycle:
@@ -114,6 +111,7 @@ class TurnLifecycle(TurnView):
             if task is None or looks_half_saved(task, self.store):
                 task = read_task_settled(self.task.path, self.store)
             self.task = task
+            self._completable = None  # the turn files are looked at again, as they are under the lock
             check_turn_history(self.task)
             removed = remove_stale_temp_files(self.store.directory)
             # A killed write of the task file leaves its temp beside the file, or beside a link's target.
@@ -137,13 +135,8 @@ class TurnLifecycle(TurnView):
         self.task = task
         return True
 
-    def roll_forward(self) -> TurnRecord | None:
-        """Complete a :meth:`completable_turn` from its files (no agent is called); ``None`` if none."""
-        number = self.completable_turn()
-        return None if number is None else self.complete_from_files(number)
-
     def complete_from_files(self, number: int) -> TurnRecord:
-        """Complete turn ``number``, which :meth:`completable_turn` found, from its files."""
+        """Complete turn ``number`` (a :meth:`completable_turn`) from its files: no agent is called."""
         log.info("turn %d of %s has both reports but is not recorded: completing it from its files",
                  number, self.task_id)
         self.begin_turn(TurnMode.RECOVERING_STATE)
@@ -172,47 +165,28 @@ class TurnLifecycle(TurnView):
     def record_player(self, report: PlayerReport | dict[str, Any]) -> PlayerReport:
         """Validate and write the Player's report for the active turn."""
         checked = self._checked("player_turn", PlayerReport, report, "player report")
-        self._require_active().player = self._write_report(checked, "player report")
+        self._require_active().player = self._write_report(checked)
         return checked.record
 
     def record_coach(self, decision: CoachDecision | dict[str, Any]) -> CoachDecision:
         """Validate and write the Coach's decision for the active turn."""
         checked = self._checked("coach_turn", CoachDecision, decision, "coach decision")
-        self._require_active().coach = self._write_report(checked, "coach decision")
+        self._require_active().coach = self._write_report(checked)
         return checked.record
-
-    def record_checked(self, player: CheckedReport[PlayerReport], coach: CheckedReport[CoachDecision]) -> None:
-        """Write both reports of the active turn, checked where they came in (see :class:`IncomingTurn`)."""
-        active = self._require_active()
-        active.player = self._write_report(player, "player report")
-        active.coach = self._write_report(coach, "coach decision")
 
     def _checked(self, kind: str, cls: type[R], report: R | dict[str, Any], what: str) -> CheckedReport[R]:
         number = self._require_active().number
-        if isinstance(report, cls):
-            self._check_ids(report.task_id, report.turn, number, what)  # before its schema, as always
         checked = check_report(kind, cls, report, self.task_id, number)
-        self._check_ids(checked.record.task_id, checked.record.turn, number, what)
+        check_report_ids(checked.record, self.task_id, number, what)  # a record's before its schema, as always
         # As `record` does: a verdict or promise on a criterion the task does not have is refused.
         check_report_criteria(self.task, checked.record)
         return require_valid(checked, path=self.store.path(kind, number))
 
-    def _write_report(self, report: CheckedReport[R], what: str) -> R:
+    def _write_report(self, report: CheckedReport[R]) -> R:
         """Write a report checked where it came in (the store does not check it again)."""
-        number = self._require_active().number
-        self._check_ids(report.record.task_id, report.record.turn, number, what)
-        self.store.write_checked(report.kind, number, report.data, recorded_turns=self.recorded_turns,
-                                 canonical=report.canonical)
+        self.store.write_checked(report.kind, self._require_active().number, report.data,
+                                 recorded_turns=self.recorded_turns, canonical=report.canonical)
         return report.record
-
-    def _check_ids(self, task_id: str, turn: int, expected_turn: int, what: str, path: Path | None = None) -> None:
-        if task_id != self.task_id:
-            raise InputError(f"{what} is for task {task_id}, not {self.task_id}", path=path, pointer="$.task_id",
-                             task_id=self.task_id, expected=self.task_id)
-        if turn != expected_turn:
-            raise InputError(f"{what} is for turn {turn}, but the next turn of {self.task_id} is {expected_turn}",
-                             path=path, pointer="$.turn", task_id=self.task_id, turn=turn,
-                             expected=str(expected_turn))
 
     def complete_turn(
         self,
@@ -288,14 +262,12 @@ class TurnLifecycle(TurnView):
         and removed again if appending fails. The agents' reports stay (a resume completes the
         turn from them).
         """
-        from guardkit_state.store.schemas import check_record  # local: record shape validation lives in schemas
-
         number = state.turn_number
         check_task_writable(self.task)
         data = state.to_dict()
         # Built here from checked reports, but from numbers the agents chose (a coverage of 150):
         # what the store would refuse to read back is refused before it is written.
-        check_record("turn_state", data, path=self.store.path("turn_state", number))
+        schemas.check_record("turn_state", data, path=self.store.path("turn_state", number))
         self.store.write_checked("turn_state", number, data, recorded_turns=self.recorded_turns)
         crash_point("turn.before_frontmatter")  # turn state written, turn not yet committed
         try:
@@ -370,7 +342,7 @@ def record_turn(
     check_state_home(Path(root))  # the turn files go under .guardkit: never out of the repository
     lifecycle = _open_unsettled(root, task_id, max_turns)
     resolve_inside(Path(root), lifecycle.store.directory)  # nor through .guardkit/autobuild[/TASK] symlinked out
-    incoming = IncomingTurn(lifecycle, player, coach, player_path, coach_path)
+    incoming = IncomingTurn(lifecycle.task_id, player, coach, player_path, coach_path)
     # Reports that name the turn after one complete on disk but not listed (a dropped entry) roll
     # that turn forward first; otherwise they are for the next turn, replacing the files of an
     # attempt that failed before its commit point (an orchestrator retrying the same `record`).
@@ -382,17 +354,17 @@ def record_turn(
             raise
         _check_before_lock(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
     with lifecycle.locked():
-        incoming.forget_files()  # the turn files are looked at again, as they are under the lock
-        incoming.refuse_recorded()
+        _refuse_recorded(lifecycle, incoming)
         # Again on the file as read under the lock: it may have changed since.
-        check_may_continue(lifecycle.task, incoming.next_number(), reopen=reopen, max_turns=max_turns)
-        pending = incoming.completable_turn() if incoming.follows_completable() else None
+        check_may_continue(lifecycle.task, _next_number(lifecycle, incoming), reopen=reopen, max_turns=max_turns)
+        pending = _completable(lifecycle) if _follows_completable(lifecycle, incoming) else None
         if pending is not None:
             lifecycle.complete_from_files(pending)
-        player_rec, coach_rec = incoming.checked(lifecycle.recorded_turns + 1)
-        number = lifecycle.begin_turn(mode).number
+        player_rec, coach_rec = incoming.checked(lifecycle.task, lifecycle.store, lifecycle.recorded_turns + 1)
+        active = lifecycle.begin_turn(mode)
+        number = active.number
         try:
-            lifecycle.record_checked(player_rec, coach_rec)
+            active.player, active.coach = lifecycle._write_report(player_rec), lifecycle._write_report(coach_rec)
             return lifecycle.complete_turn()
         except BaseException:
             # A record is all or nothing: reports of a turn its task file does not list go again.
@@ -425,11 +397,82 @@ def _open_unsettled(root: Path, task_id: str, max_turns: int | None) -> TurnLife
 
 def _check_before_lock(lifecycle: TurnLifecycle, incoming: IncomingTurn, *, reopen: bool,
                        max_turns: int | None) -> None:
-    """What :func:`record_turn` refuses before the lock file and any of the turn's files exist."""
-    incoming.check_before_lock()
-    check_may_continue(lifecycle.task, incoming.next_number(), reopen=reopen, max_turns=max_turns)
+    """What :func:`record_turn` refuses before the lock file and any of the turn's files exist:
+    recorded already, bad or wrong reports, a closed task or one out of turns, an unwritable file."""
+    _refuse_recorded(lifecycle, incoming)
+    try:
+        incoming.checked(lifecycle.task, lifecycle.store, _next_number(lifecycle, incoming))
+    except InputError as exc:
+        if exc.pointer != "$.turn":
+            raise
+        # The report names another turn than the file's count. Before blaming the report, read
+        # the file once more, settled: an editor saving it in place may have been caught half-way.
+        time.sleep(RESETTLE_PAUSES[0])
+        lifecycle.task = read_task_settled(lifecycle.task.path, lifecycle.store)
+        check_turn_history(lifecycle.task)
+        _refuse_recorded(lifecycle, incoming)
+        incoming.checked(lifecycle.task, lifecycle.store, _next_number(lifecycle, incoming))
+    check_may_continue(lifecycle.task, _next_number(lifecycle, incoming), reopen=reopen, max_turns=max_turns)
     check_task_writable(lifecycle.task)
 
 
-__all__ = ["RESTORABLE_TURNS", "ActiveTurn", "FinishedTurn", "TurnLifecycle", "TurnRecord", "assemble_turn_state",
-           "check_turn_history", "record_turn", "shared_lock_path", "turn_measurements", "utc_now"]
+def _completable(lifecycle: TurnLifecycle) -> int | None:
+    """The lifecycle's completable turn, computed once per view of the task file (and per lock)."""
+    if lifecycle._completable is None or lifecycle._completable[0] is not lifecycle.task:
+        lifecycle._completable = (lifecycle.task, lifecycle.completable_turn())
+    return lifecycle._completable[1]
+
+
+def _follows_completable(lifecycle: TurnLifecycle, incoming: IncomingTurn) -> bool:
+    """True when the Player's report names the turn after a completable (unlisted) turn.
+
+    Only a report naming the turn after next can follow one: for any other, the files of the
+    next turn are not even looked at.
+    """
+    named = named_turn(incoming.player)
+    if named != lifecycle.recorded_turns + 2:
+        return False
+    pending = _completable(lifecycle)
+    return pending is not None and named == pending + 1
+
+
+def _next_number(lifecycle: TurnLifecycle, incoming: IncomingTurn) -> int:
+    return lifecycle.recorded_turns + 1 + _follows_completable(lifecycle, incoming)
+
+
+def _refuse_recorded(lifecycle: TurnLifecycle, incoming: IncomingTurn) -> None:
+    """Raise :class:`AlreadyRecordedError` when the reports name a turn the task already lists.
+
+    A ``record`` killed after its commit point and retried gives the very reports recorded
+    then (``identical``: nothing to do); different reports for a recorded turn are refused.
+    """
+    named = {named_turn(incoming.player), named_turn(incoming.coach)} - {None}
+    number = named.pop() if len(named) == 1 else None
+    recorded = lifecycle.recorded_turns
+    if number is None or not 1 <= number <= recorded:
+        return
+    player, coach = incoming.reports(number)
+    store, task_id = lifecycle.store, lifecycle.task_id
+    given = {"player_turn": player.data, "coach_turn": coach.data}
+    differ = [kind for kind, data in given.items() if _stored(store, kind, number) != data]
+    if not differ:
+        raise AlreadyRecordedError(f"turn {number} of {task_id} was already recorded with these reports; "
+                                   "nothing to do", identical=True, path=store.path("player_turn", number),
+                                   task_id=task_id, turn=number)
+    names = " and ".join(store.path(kind, number).name for kind in differ)
+    raise AlreadyRecordedError(
+        f"turn {number} of {task_id} is already recorded, and these reports differ from its {names}; "
+        "nothing was written", identical=False, path=lifecycle.task.path, task_id=task_id, turn=number,
+        expected=f"reports for turn {recorded + 1}, or the exact reports of turn {number} (a retry)")
+
+
+def _stored(store: TurnStore, kind: str, number: int) -> dict[str, Any] | None:
+    """The canonical dict of a recorded report (None when it is missing or no longer readable)."""
+    try:
+        report = store.read_player(number) if kind == "player_turn" else store.read_coach(number)
+    except GuardkitStateError:
+        return None
+    return None if report is None else report.to_dict()
+
+
+__all__ = ["ActiveTurn", "TurnLifecycle", "TurnRecord", "record_turn"]

@@ -9,8 +9,7 @@ null``).
 So the answer for turn N is, in the common case, one look at turn N-1: its Player report carries
 promises (N-1), or its turn state already names the source (K, whose report is read to confirm
 it), or says there is none. Only turns whose turn state does not tell (recorded by another tool or
-an older version, or without a Player report) are read report by report, the way
-:meth:`TurnStore.recover_promises` reads them all: the answer is the same.
+an older version, or without a Player report) are read report by report.
 """
 
 from __future__ import annotations
@@ -70,7 +69,7 @@ def _told_source(store: TurnStore, turn: int) -> Any:
     state that tells also says that report has none.
     """
     try:
-        data = store.peek("turn_state", turn)
+        data = store.read("turn_state", turn)
     except GuardkitStateError:
         return _UNTOLD
     if data is None or SOURCE_KEY not in data:
@@ -86,7 +85,7 @@ def _has_promises(store: TurnStore, turn: int) -> bool:
     """True when turn ``turn``'s Player report is readable and carries promises."""
     try:
         # The validated dict says it (a record built from it would say the same, at several times the cost).
-        report = store.peek("player_turn", turn)
+        report = store.read("player_turn", turn)
     except Exception as exc:  # an unreadable old report just isn't a source
         log.warning("skipping unreadable %s: %s", store.path("player_turn", turn).name, exc)
         return False

@@ -15,7 +15,7 @@ from guardkit_state.errors import GuardkitStateError
 from guardkit_state.model import TurnMode
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.turns.intake import closed_reason, turn_budget
+from guardkit_state.turns.checks import closed_reason, turn_budget
 
 Action = Literal["start", "run_turn", "complete_from_reports", "rerun_coach", "rerun_turn", "finished", "closed",
                  "out_of_turns"]

@@ -13,12 +13,11 @@ from guardkit_state.errors import InputError
 from guardkit_state.model import TurnState
 from guardkit_state.store.turn_files import TurnStore, artifacts_dir
 from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.turns.checks import check_turn_history, turn_budget
 from guardkit_state.turns.context import render_continuation_context
 from guardkit_state.turns.history import TaskHistory
-from guardkit_state.turns.intake import check_turn_history, turn_budget
 from guardkit_state.turns.ledger import CriteriaLedger
 from guardkit_state.turns.resume import resume_point
-from guardkit_state.turns.stall import TurnSignal
 
 
 class TurnView:
@@ -56,18 +55,11 @@ class TurnView:
         """The cumulative ledger after the last recorded turn."""
         return self.history.ledger()
 
-    def _ledger_before(self, turn: int) -> CriteriaLedger:
-        return self.history.ledger_before(turn)
-
-    def stall_history(self, upto: int) -> list[TurnSignal]:
-        """Signals of the turns before ``upto``, rebuilt from the files (a window's worth at most)."""
-        return self.history.stall_history(upto)
-
     def context_for(self, turn: int | None = None, *, role_section: str | None = None) -> str:
         """The continuation context for ``turn`` (default: the next one)."""
         turn = turn or self.recorded_turns + 1
         previous = self.previous_turn_state(turn)
-        statuses = self._ledger_before(turn).statuses() if previous is not None else None
+        statuses = self.history.ledger_before(turn).statuses() if previous is not None else None
         return render_continuation_context(previous, turn=turn, criteria=self.task.criteria,
                                            statuses=statuses, role_section=role_section)
 

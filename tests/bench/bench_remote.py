@@ -7,7 +7,7 @@
 * **claim+push** — what the protocol adds, on loopback ``git daemon``, each a real ``git push`` to
   the daemon: per turn, the push of its commit to the task branch (with its lease, and the task's
   turn ledger in the same atomic push); per task, its
-  claim (commit-tree, push, ``ls-remote`` confirmation) and its release. Target: <= 150 ms per turn.
+  claim (commit-tree and push; ``ls-remote`` only when the push fails) and its release. Target: <= 150 ms per turn.
 
 The variants run interleaved, so a noisy neighbour slows them alike.
 """
@@ -154,7 +154,7 @@ def table_rows(case: Any) -> list[tuple[str, ...]]:
         met = "yes" if claim["per_turn_ms"] <= TURN_OVERHEAD_TARGET_MS else "**no**"
         rows.append(("Remote: a turn's push to its task branch, with its lease (git daemon, loopback)",
                      f"{claim['per_turn_ms']:.0f} ms", "", "", "", "", f"<= {TURN_OVERHEAD_TARGET_MS:.0f} ms", met))
-        rows.append(("Remote: a task's claim (push + ls-remote) and release, once per task",
+        rows.append(("Remote: a task's claim (one push) and release, once per task",
                      f"{claim['per_task_ms']:.0f} ms ({claim['claim_ms']:.0f}+{claim['release_ms']:.0f})",
                      "", "", "", "", "", "-"))
     return rows

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.features.plan import load_plan
+from guardkit_state.plans.plan import load_plan
 from guardkit_state.taskfile.document import TaskFile
 
 from ..feature_support import (

@@ -22,7 +22,7 @@ from guardkit_state.errors import InputError
 from guardkit_state.git.commits import commit_turn
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store import fsio
-from guardkit_state.turns.intake import checked_max_turns
+from guardkit_state.turns.checks import checked_max_turns
 
 from ..e2e_support import GUARDKIT_STATE, clean_env, git
 from .harness import TASK_ID, TASK_REL, TASK_TEXT, Setup, agent_command, make_project

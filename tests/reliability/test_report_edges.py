@@ -14,15 +14,18 @@ import re
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from guardkit_state.errors import InputError
+from guardkit_state.errors import FileBusyError, InputError, ParseError
 from guardkit_state.loop.run import LoopOptions
+from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.turns import stall
+from guardkit_state.turns.clock import read_task_settled
 
 from ..e2e_support import GUARDKIT_STATE, clean_env
 from .harness import TASK_ID, TASK_REL, TASK_TEXT, Setup, agent_command, make_project
@@ -376,15 +379,42 @@ def test_record_during_in_place_editor_saves_never_misnumbers_a_turn(tmp_path: P
             if run.returncode == 0:
                 recorded += 1
                 turn += 1
+            elif "kept changing" in run.stderr:
+                refused.append(run.stderr)  # FileBusyError: the editor never let a whole read or write through
             elif "player.json" in run.stderr or "coach.json" in run.stderr or run.returncode == 2:
                 misnumbered.append(run.stderr)  # "fix the report" or "fix the task file": both were fine
             else:
-                refused.append(run.stderr)  # the editor never let the write through: nothing written
+                refused.append(run.stderr)
     finally:
         stop.touch()
         editor.wait(timeout=WAIT)
     assert not misnumbered, misnumbered
     assert recorded >= 8, refused
+
+
+def test_settled_read_of_a_file_saved_over_and_over_unparsable_is_busy_not_broken(tmp_path: Path) -> None:
+    path = tmp_path / "TASK-X.md"
+    path.write_text("---\nid: TASK-X\n", encoding="utf-8")
+    stop = threading.Event()
+
+    def save_again() -> None:  # a writer whose every save is cut short, each one different
+        n = 0
+        while not stop.is_set():
+            n += 1
+            path.write_text(f"---\nid: TASK-X\nsaved: {n}\n", encoding="utf-8")
+            time.sleep(0.003)
+
+    writer = threading.Thread(target=save_again)
+    writer.start()
+    try:
+        with pytest.raises(FileBusyError, match="kept changing"):
+            read_task_settled(path, TurnStore(tmp_path / "store", "TASK-X"))
+    finally:
+        stop.set()
+        writer.join()
+    # The same bytes, read settled: a broken file, said as a parse error naming it.
+    with pytest.raises(ParseError, match="never closed"):
+        read_task_settled(path, TurnStore(tmp_path / "store", "TASK-X"))
 
 
 # -- stall normalisation on huge feedback ------------------------------------------------------------

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from guardkit_state.errors import FeaturePlanError, shorten
-from guardkit_state.features.plan import FeaturePlan
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.plans.plan import FeaturePlan
 from guardkit_state.store.layout import branch_for
 
 

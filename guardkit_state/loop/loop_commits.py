@@ -14,7 +14,7 @@ from guardkit_state.git.commits import CommitResult, commit_turn, find_turn_comm
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store.fsio import atomic_write_bytes
 from guardkit_state.store.jsonio import load_json
-from guardkit_state.turns.completion import utc_now
+from guardkit_state.turns.clock import utc_now
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 
 

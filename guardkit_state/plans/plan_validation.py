@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from guardkit_state.errors import GuardkitStateError, ParseError, WaveError
-from guardkit_state.features.plan import PLAN_SUFFIX, parse_plan
-from guardkit_state.features.schema import PlanProblem, node_line, schema_problems
-from guardkit_state.features.waves import plan_waves
+from guardkit_state.plans.plan import PLAN_SUFFIX, parse_plan
+from guardkit_state.plans.schema import PlanProblem, node_line, schema_problems
+from guardkit_state.plans.waves import plan_waves
 from guardkit_state.store import fsio
 from guardkit_state.taskfile.strict_yaml import parse_yaml
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from guardkit_state.errors import GuardkitStateError, InputError
-from guardkit_state.features.plan import find_plan, load_plan
-from guardkit_state.features.waves import plan_waves
 from guardkit_state.git.merge import find_task_merge
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.plans.plan import find_plan, load_plan
+from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import Claim, ClaimBoard
 from guardkit_state.store.layout import branch_for

@@ -13,17 +13,36 @@ redone after a kill gives the same numbers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
-from guardkit_state.features.plan import FeaturePlan
 from guardkit_state.features.plan_splice import PlanUpdate
-from guardkit_state.features.result import TaskOutcome
+from guardkit_state.plans.plan import FeaturePlan
 
 #: Task statuses that end a task in the plan.
 ENDED = ("completed", "failed", "blocked")
 
 
-def counters(outcomes: Sequence[TaskOutcome]) -> dict[str, int]:
+class RunTask(Protocol):
+    """What the plan records of one task of a run: the runner's ``TaskOutcome``, read through this
+    shape so plans sit below the runner."""
+
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def outcome(self) -> str | None: ...
+    @property
+    def turns(self) -> int: ...
+    @property
+    def merge_commit(self) -> str | None: ...
+    @property
+    def conflicts(self) -> tuple[str, ...]: ...
+    @property
+    def reason(self) -> str: ...
+
+
+def counters(outcomes: Sequence[RunTask]) -> dict[str, int]:
     """``tasks_completed``, ``tasks_failed`` and ``total_turns`` of the tasks as they stand."""
     return {
         "tasks_completed": sum(o.status in ("completed", "skipped") for o in outcomes),
@@ -32,7 +51,7 @@ def counters(outcomes: Sequence[TaskOutcome]) -> dict[str, int]:
     }
 
 
-def task_values(outcome: TaskOutcome, plan: FeaturePlan, *, now: str) -> dict[str, Any]:
+def task_values(outcome: RunTask, plan: FeaturePlan, *, now: str) -> dict[str, Any]:
     """The plan values of one task after its loop ended, or after its merge (or conflict)."""
     raw = plan.task(outcome.task_id).raw
     values: dict[str, Any] = {"status": outcome.status, "turns_completed": outcome.turns}
@@ -50,7 +69,7 @@ def task_values(outcome: TaskOutcome, plan: FeaturePlan, *, now: str) -> dict[st
     return values
 
 
-def disagrees(outcome: TaskOutcome, plan: FeaturePlan) -> bool:
+def disagrees(outcome: RunTask, plan: FeaturePlan) -> bool:
     """True when the plan reports ``outcome``'s task otherwise than its files and git say."""
     task = plan.task(outcome.task_id)
     if task.status != outcome.status or task.turns_completed != outcome.turns:

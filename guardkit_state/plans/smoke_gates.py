@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import FeaturePlanError
-from guardkit_state.features.plan import FeaturePlan
+from guardkit_state.plans.plan import FeaturePlan
 
 #: GuardKit's defaults.
 DEFAULT_TIMEOUT = 120.0

@@ -1,15 +1,5 @@
-"""Review of the change that cut system calls per recorded turn (fsio, turn store, history, lifecycle).
-
-The review found two guarantees the first version of that change lost; both are kept again:
-
-* ``test_written_lists_only_the_reports_still_on_disk``: ``TurnRecord.written`` lists a report only
-  if its file is still there (one removed while the Coach ran is not reported as written).
-* ``test_a_crash_variable_removed_after_import_no_longer_arms_the_hook``: the crash hook reads its
-  variable at each point, so removing it from the environment (what ``tests/conftest.py`` does for
-  every in-process test) disarms it.
-
-The others pin what the change had to keep, or now gives.
-"""
+"""Recording a turn, as the file system sees it: what is listed as written, the crash hook, modes,
+owners and ACLs of new files, and turn states handed out as copies the caller may change."""
 
 from __future__ import annotations
 
@@ -27,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from guardkit_state.agents.protocol import CallableAgent, TurnRequest
 from guardkit_state.config import default_config
-from guardkit_state.loop.agents import CallableAgent, TurnRequest
-from guardkit_state.loop.run import LoopOptions, feature_build
+from guardkit_state.loop.run import LoopOptions, run_task_loop
 from guardkit_state.store import fsio
 from guardkit_state.turns.lifecycle import TurnLifecycle, record_turn
 
@@ -80,7 +70,7 @@ def test_written_lists_only_the_reports_still_on_disk(git_repo: Path) -> None:
                 "criteria_verification": [{"criterion_id": f"AC-00{i}", "result": "verified", "notes": ""}
                                           for i in (1, 2, 3)]}
 
-    result = feature_build(git_repo, TASK, CallableAgent(player), CallableAgent(archiving_coach),
+    result = run_task_loop(git_repo, TASK, CallableAgent(player), CallableAgent(archiving_coach),
                            LoopOptions(use_worktree=False))
     # The Coach is read-only: moving the loop's record makes its turn an error naming the file.
     first = result.turns[0].turn_state
@@ -248,13 +238,13 @@ def test_a_symlinked_task_file_keeps_its_targets_mode_and_group_in_a_setgid_fold
         assert (info.st_gid, stat.S_IMODE(info.st_mode)) == (4343, 0o644), path.name
 
 
-# --------------------------------------------------------------------------- turn states read in place
+# --------------------------------------------------------------------------- turn states handed out
 
 
 def test_turn_states_handed_out_share_nothing_with_the_store_or_each_other(tmp_path: Path) -> None:
-    """The history now builds turn states from the store's shared record (peek): gate results,
-    nested extras and provenance must be copies, and so must what a record of a completed turn holds,
-    or a caller changing them would change the next turn's ledger in the same process."""
+    """Turn states handed out (gate results, nested extras, provenance) must be copies, and so must
+    what a record of a completed turn holds, or a caller changing them would change the next turn's
+    ledger in the same process."""
     make_task_repo(tmp_path)
     lifecycle = TurnLifecycle.open(tmp_path, TASK)
     profile = default_config().gate_profile("feature", 5)

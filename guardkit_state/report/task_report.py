@@ -31,7 +31,7 @@ class Cell:
 
 
 @dataclass(frozen=True)
-class CriterionRow:
+class MatrixRow:
     id: str
     text: str
     #: One cell per turn, in turn order.
@@ -54,7 +54,7 @@ class Issue:
 
 
 @dataclass
-class TurnView:
+class TurnColumn:
     """One column of the timeline, and what is folded under it."""
 
     number: int
@@ -95,8 +95,8 @@ class TaskReport:
     path: str
     max_turns: int | None
     outcome: str | None
-    turns: list[TurnView]
-    criteria: list[CriterionRow]
+    turns: list[TurnColumn]
+    criteria: list[MatrixRow]
     #: The criteria after the last turn, counted as ``show`` counts them.
     counts: CriteriaCounts
     next_step: str = ""

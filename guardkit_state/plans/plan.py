@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from guardkit_state.errors import FeatureNotFoundError, FeaturePlanError, ParseError, TaskNotFoundError
-from guardkit_state.features.schema import check_plan_data, node_line
+from guardkit_state.plans.schema import check_plan_data, node_line
 from guardkit_state.store import fsio, layout
 from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
 
@@ -280,11 +280,6 @@ def load_plan(path: Path | str) -> FeaturePlan:
     return parse_plan(fsio.decode_utf8(fsio.read_bytes_capped(path), path), path=path)
 
 
-def plan_from_bytes(raw: bytes, path: Path) -> FeaturePlan:
-    """:func:`load_plan` for bytes already read from ``path``."""
-    return parse_plan(fsio.decode_utf8(raw, path), path=path)
-
-
 # --------------------------------------------------------------------------- finding plans
 
 
@@ -332,5 +327,5 @@ def find_plan(repo_root: Path | str, ref: str) -> Path:
 
 __all__ = [
     "PLAN_GLOB", "FeatureNotFoundError", "FeaturePlan", "FeaturePlanError", "PlanExecution", "PlanTask",
-    "find_plan", "find_plans", "load_plan", "parse_plan", "plan_file", "plan_from_bytes",
+    "find_plan", "find_plans", "load_plan", "parse_plan", "plan_file",
 ]

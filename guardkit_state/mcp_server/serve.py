@@ -1,6 +1,6 @@
 """``guardkit-state mcp``: the loop's memory as a stdio MCP server on the official SDK (``mcp`` 2.x).
 
-The tools are thin: each calls one function of :mod:`guardkit_state.mcp.answers` for the
+The tools are thin: each calls one function of :mod:`guardkit_state.mcp_server.answers` for the
 repository the server was started on, and an error the CLI would print as one line is that line,
 as an MCP tool error (``is_error``). ``read_only`` leaves the write tools out of the server
 altogether (a Coach or a reviewer cannot record a turn through it). The SDK points the process's
@@ -24,9 +24,9 @@ from pydantic import Field
 
 from guardkit_state import __version__
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.mcp import answers
+from guardkit_state.mcp_server import answers
 
-log = logging.getLogger("guardkit_state.mcp")
+log = logging.getLogger("guardkit_state.mcp_server")
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 

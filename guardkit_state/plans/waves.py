@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from guardkit_state.errors import WaveError
-from guardkit_state.features.plan import FeaturePlan, PlanTask
-from guardkit_state.features.schema import node_line
+from guardkit_state.plans.plan import FeaturePlan, PlanTask
+from guardkit_state.plans.schema import node_line
 from guardkit_state.store.json_paths import format_pointer, parse_pointer
 
 WaveSource = Literal["parallel_groups", "dependencies"]

@@ -1,0 +1,1 @@
+"""Feature plans (``.guardkit/features/FEAT-*.yaml``): reading, waves, checks, what a run writes."""
