@@ -60,7 +60,7 @@ from guardkit_state.store.layout import branch_for, worktrees_dir
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import resolve_task
 from guardkit_state.taskfile.splice.update import StateUpdate
-from guardkit_state.turns.completion import utc_now
+from guardkit_state.turns.clock import utc_now
 
 log = logging.getLogger("guardkit_state.remote.worker")
 
