@@ -44,8 +44,8 @@ _EXPORTS: dict[str, str] = {
     "FeatureInterrupted": "features.result",
     "FeatureNotStarted": "features.result",
     "FeaturePlan": "plans.plan", "load_plan": "plans.plan", "find_plan": "plans.plan",
-    "plan_waves": "plans.waves", "PlanUpdate": "features.plan_splice", "modify_plan": "features.plan_writer",
-    "update_plan": "features.plan_writer", "validate_plan_file": "plans.plan_validation",
+    "plan_waves": "plans.waves", "PlanUpdate": "plans.plan_splice", "modify_plan": "plans.plan_writer",
+    "update_plan": "plans.plan_writer", "validate_plan_file": "plans.plan_validation",
     "feature_view": "inspect.feature_view", "read_feature_log": "inspect.feature_log",
     "feature_status": "inspect.status", "LoopInterrupted": "loop.outcome",
     "TaskSummary": "inspect.status", "repo_status": "inspect.status",
@@ -110,8 +110,6 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time names load lazily (_
         WriteVerificationError,
     )
     from guardkit_state.features.build import FeatureOptions, build_feature
-    from guardkit_state.features.plan_splice import PlanUpdate
-    from guardkit_state.features.plan_writer import modify_plan, update_plan
     from guardkit_state.features.result import FeatureInterrupted, FeatureNotStarted, FeatureResult, TaskOutcome
     from guardkit_state.git.commits import commit_turn
     from guardkit_state.git.repo import GitRepo
@@ -148,7 +146,9 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time names load lazily (_
         TurnState,
     )
     from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
+    from guardkit_state.plans.plan_splice import PlanUpdate
     from guardkit_state.plans.plan_validation import validate_plan_file
+    from guardkit_state.plans.plan_writer import modify_plan, update_plan
     from guardkit_state.plans.waves import plan_waves
     from guardkit_state.report import ReportResult, TaskReport, build_task_report, render_report, write_report
     from guardkit_state.store.jsonio import load_record

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state.features.plan_splice import PlanUpdate, splice_plan
-from guardkit_state.features.plan_writer import modify_plan, update_plan
 from guardkit_state.plans.plan import FeaturePlan, find_plan, find_plans, load_plan
+from guardkit_state.plans.plan_splice import PlanUpdate, splice_plan
 from guardkit_state.plans.plan_validation import validate_plan_file
+from guardkit_state.plans.plan_writer import modify_plan, update_plan
 from guardkit_state.plans.waves import plan_waves
 
 from .conftest import CORPUS, writable_copy

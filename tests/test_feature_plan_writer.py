@@ -19,9 +19,9 @@ from guardkit_state.errors import (
     TaskNotFoundError,
     WriteVerificationError,
 )
-from guardkit_state.features.plan_splice import PlanUpdate, apply_plan_update, splice_plan
-from guardkit_state.features.plan_writer import modify_plan, plan_lock, plan_lock_file, update_plan
 from guardkit_state.plans.plan import FeaturePlan, FeaturePlanError, load_plan, parse_plan
+from guardkit_state.plans.plan_splice import PlanUpdate, apply_plan_update, splice_plan
+from guardkit_state.plans.plan_writer import modify_plan, plan_lock, plan_lock_file, update_plan
 from guardkit_state.taskfile.strict_yaml import parse_yaml
 
 from .conftest import REPO_ROOT, run_git
@@ -408,8 +408,8 @@ def test_a_kill_inside_a_plan_write_leaves_the_old_or_the_new_plan(tmp_path: Pat
     path = write_plan(tmp_path)
     with plan_lock(path):
         pass  # the lock's folder exists: the write killed is the plan's
-    script = ("import sys; from guardkit_state.features.plan_splice import PlanUpdate; "
-              "from guardkit_state.features.plan_writer import update_plan; "
+    script = ("import sys; from guardkit_state.plans.plan_splice import PlanUpdate; "
+              "from guardkit_state.plans.plan_writer import update_plan; "
               "update_plan(sys.argv[1], PlanUpdate().set_task('TASK-1', status='done').set_execution(current_wave=1))")
     env = {**os.environ, "GUARDKIT_STATE_CRASH_AT": point}
     completed = subprocess.run([sys.executable, "-c", script, str(path)], env=env, cwd=REPO_ROOT, check=False)

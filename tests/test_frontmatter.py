@@ -11,10 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardkit_state.errors import DuplicateKeyError, FrontmatterError
-from guardkit_state.taskfile import frontmatter, strict_yaml
+from guardkit_state.taskfile import strict_yaml
 from guardkit_state.taskfile.frontmatter import parse_frontmatter, split_frontmatter
 from guardkit_state.taskfile.splice import render as splice_render
-from guardkit_state.taskfile.splice import verify as splice_verify
 from guardkit_state.taskfile.splice.core import StateUpdate, apply_update_to_block, render_yaml, splice_state
 
 BASIC = """\
@@ -524,38 +523,6 @@ def test_splice_state_enum_values_are_written_as_plain_strings() -> None:
 
     result = splice_state(BASIC, StateUpdate(append_turns=[{**TURN_2, "mode": TurnMode.RECOVERING_STATE}]))
     assert "    mode: recovering_state\n" in result.text
-
-
-def test_splice_state_given_the_parse_parses_only_the_new_text(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The splice must not parse a big frontmatter twice to edit it: the new text is confirmed by
-    reading only its edited spans, so the one full parse is of the old text, and only when the
-    parse given carries no node tree to locate keys with (spy on the parser, measure its inputs)."""
-    many = [{**TURN_2, "turn": n, "feedback": "x " * 400} for n in range(2, 202)]
-    first = splice_state(BASIC, StateUpdate(append_turns=many))
-    big = first.text
-    assert len(big) > 150_000
-    sizes: list[int] = []
-    real = strict_yaml.parse_yaml
-
-    def spy(text: str, **kwargs: Any) -> Any:
-        sizes.append(len(text))
-        return real(text, **kwargs)
-
-    for module in (strict_yaml, frontmatter, splice_render, splice_verify):
-        monkeypatch.setattr(module, "parse_yaml", spy)
-    update = StateUpdate(
-        block_scalars={"current_turn": 202, "last_updated": "2026-11-22T00:00:00+00:00"},
-        criteria={"AC-001": "verified"},
-        append_turns=[{**TURN_2, "turn": 202}],
-        top_level={"status": "in_review"},
-    )
-    result = splice_state(big, update, parsed=first.parsed)
-    assert result.method == "splice"
-    kept_layout = first.parsed is not None and first.parsed.node is not None
-    old_layout = [] if kept_layout else [len(split_frontmatter(big).yaml_text)]
-    assert [size for size in sizes if size >= 2_000] == old_layout
-    monkeypatch.undo()
-    assert parse_frontmatter(result.text).data == expected_data(big, update)
 
 
 _YAML_DATA = st.recursive(

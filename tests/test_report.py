@@ -20,7 +20,7 @@ import pytest
 from guardkit_state import build_task_report, record_turn, render_report, write_report
 from guardkit_state.cli.app import run as cli_run
 from guardkit_state.errors import GuardkitStateError, InputError, TaskNotFoundError
-from guardkit_state.report.text import clean, esc
+from guardkit_state.report.html_text import clean, esc
 from tests.e2e_support import TASK_ID, Project, wait_until
 from tests.helpers import coach_decision, make_task_repo, player_report
 

@@ -17,7 +17,6 @@ import pytest
 
 from guardkit_state.errors import InvalidTaskIdError, TaskNotFoundError
 from guardkit_state.inspect.status import repo_status
-from guardkit_state.taskfile.document import find_task
 from guardkit_state.taskfile.locate import locate_task
 from guardkit_state.taskfile.resolve import (
     REASON_GIVEN,
@@ -25,6 +24,7 @@ from guardkit_state.taskfile.resolve import (
     REASON_ORDER,
     REASON_PLAN,
     REASON_STATE,
+    find_task,
     resolve_task,
 )
 

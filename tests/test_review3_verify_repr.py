@@ -1,13 +1,12 @@
-"""The write verification compares reprs before it walks the data: a value whose repr Python refuses
-(an integer too long for ``str``, which YAML reads from hex, octal or binary digits) must not make
-every write of the file fail."""
+"""A value whose repr Python refuses (an integer too long for ``str``, which YAML reads from hex,
+octal or binary digits) must not make the write verification, or any write of the file, fail."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from guardkit_state.features.plan_splice import PlanUpdate
-from guardkit_state.features.plan_writer import modify_plan
+from guardkit_state.plans.plan_splice import PlanUpdate
+from guardkit_state.plans.plan_writer import modify_plan
 from guardkit_state.taskfile.splice.core import StateUpdate, splice_state
 from guardkit_state.taskfile.splice.verify import first_difference
 from guardkit_state.taskfile.strict_yaml import parse_yaml

@@ -21,11 +21,11 @@ from guardkit_state.model import Criterion
 from guardkit_state.taskfile.document import (
     TaskFile,
     extract_criteria,
-    find_task,
     iter_task_files,
     task_id_from_filename,
 )
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
+from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.taskfile.splice.core import StateUpdate
 
 TASK = """\

@@ -11,7 +11,7 @@ the result does not depend on which agent finished first. A conflict blocks that
 and worktree kept); a task that ends without approval lets its wave finish, then the feature stops
 before the next wave.
 
-Only this process writes the plan (:func:`~guardkit_state.features.plan_writer.modify_plan`), and
+Only this process writes the plan (:func:`~guardkit_state.plans.plan_writer.modify_plan`), and
 the plan only reports: where each task stands is read from its files and git
 (:mod:`guardkit_state.features.progress`), so ``resume=True`` after a kill at any instant ends
 with the same tasks approved, the same turns, and one merge per task.
@@ -39,8 +39,6 @@ from guardkit_state.features.feature_events import (
     WaveStarted,
     ignore,
 )
-from guardkit_state.features.plan_splice import PlanUpdate
-from guardkit_state.features.plan_writer import modify_plan
 from guardkit_state.features.processes import ChildEnd, LoopJob, TaskPool
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
 from guardkit_state.features.result import FeatureInterrupted, FeatureResult, TaskOutcome, resume_command
@@ -57,6 +55,8 @@ from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
 from guardkit_state.plans import plan_progress as progress_values
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.plan_checks import check_plan_identity, check_task_branches
+from guardkit_state.plans.plan_splice import PlanUpdate
+from guardkit_state.plans.plan_writer import modify_plan
 from guardkit_state.plans.smoke_gates import read_smoke_gate, recorded_runs, run_smoke_gate, with_run
 from guardkit_state.plans.waves import Waves, default_max_parallel, plan_waves
 from guardkit_state.store.fsio import check_writable, crash_point, remove_stale_temp_files

@@ -96,10 +96,11 @@ class FeatureResult:
         }
 
 
-def resume_command(feature_id: str, argv: Sequence[str] | None = None) -> str:
-    """The command that continues ``feature_id``: ``argv`` (the run's own command line, without the
-    program name) with ``--resume``, shell-quoted; placeholders for the agents without it."""
-    return rerun_command(argv if argv is not None else build_argv(feature_id, None, None), resume=True)
+def resume_command(feature_id: str, argv: Sequence[str] | None = None, *, resume: bool = True) -> str:
+    """The command that continues ``feature_id`` (or, ``resume=False``, starts it afresh: ``--resume``
+    refuses a feature not started): ``argv`` (the run's own command line, without the program name),
+    shell-quoted; placeholders for the agents without it."""
+    return rerun_command(argv if argv is not None else build_argv(feature_id, None, None), resume=resume)
 
 
 class FeatureInterrupted(KeyboardInterrupt):
@@ -141,13 +142,8 @@ class FeatureNotStarted(KeyboardInterrupt):
         if self.started:
             return f"feature {self.feature} interrupted: continue with {resume_command(self.feature, self.argv)}"
         return (f"feature {self.feature} interrupted before it started; nothing was recorded: run "
-                f"{start_command(self.feature, self.argv)} again")
-
-
-def start_command(feature_id: str, argv: Sequence[str] | None = None) -> str:
-    """The command that starts ``feature_id`` afresh (``--resume`` refuses a feature not started)."""
-    return rerun_command(argv if argv is not None else build_argv(feature_id, None, None), resume=False)
+                f"{resume_command(self.feature, self.argv, resume=False)} again")
 
 
 __all__ = ["FeatureInterrupted", "FeatureNotStarted", "FeatureResult", "FeatureStatus", "TaskOutcome",
-           "resume_command", "start_command"]
+           "resume_command"]

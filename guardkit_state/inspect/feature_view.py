@@ -17,7 +17,7 @@ from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.features.progress import TaskState
-from guardkit_state.features.result import resume_command, start_command
+from guardkit_state.features.result import resume_command
 from guardkit_state.features.standing import FeatureTally, TaskStanding, feature_git, read_standings, tally
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.repo import GitRepo
@@ -240,7 +240,7 @@ def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow
     """What the next run does: the first wave not wholly merged, the tasks it runs and merges, and
     the tasks that stop the feature there (pure)."""
     by_id = {row.task_id: row for row in rows}
-    command = resume_command(feature_id) if started else start_command(feature_id)
+    command = resume_command(feature_id, resume=started)
     # A run reads every task it has to run before it starts anything: one it cannot read stops it there.
     unreadable = [row for row in rows if row.phase in ("new", "resume") and row.error is not None]
     if unreadable:

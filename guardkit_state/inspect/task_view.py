@@ -14,15 +14,16 @@ from typing import TYPE_CHECKING, Any
 from guardkit_state.config import load_config, render_player_role_section
 from guardkit_state.errors import InputError
 from guardkit_state.inspect.agent_costs import TaskCost, task_cost
-from guardkit_state.taskfile.document import TaskFile, find_task
+from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.locate import TaskLocation, locate_task
+from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.turns.history import TaskHistory
 from guardkit_state.turns.lifecycle import TurnLifecycle
 from guardkit_state.turns.resume import ResumePoint, resume_point
 
 if TYPE_CHECKING:
     from guardkit_state.config.modes import ModeAdvice
-    from guardkit_state.taskfile.state_block import TurnEntry
+    from guardkit_state.model import TurnEntry
     from guardkit_state.turns.ledger import CriteriaCounts
     from guardkit_state.turns.stall import Stall
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from guardkit_state.errors import ResumeError
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.taskfile.document import TaskFile, find_task
+from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.frontmatter import check_line_endings
 from guardkit_state.taskfile.locate import locate_task
+from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.turns.checks import check_may_continue, check_turn_history, closed_reason
 
 

@@ -9,7 +9,7 @@ checked against ``schemas/feature_plan.schema.json`` where a feature run relies 
 :class:`FeaturePlan`, :class:`PlanTask` and :class:`PlanExecution` are views over the raw
 mappings, which they keep: keys this package does not know (``smoke_gates``,
 ``bootstrap_extras``, a legacy ``waves`` mapping ...) stay as GuardKit wrote them, and a write
-(:mod:`guardkit_state.features.plan_writer`) changes only the values it sets.
+(:mod:`guardkit_state.plans.plan_writer`) changes only the values it sets.
 """
 
 from __future__ import annotations
@@ -78,10 +78,6 @@ class PlanTask:
         return _text(self.raw.get("status"))
 
     @property
-    def implementation_mode(self) -> str | None:
-        return _text(self.raw.get("implementation_mode"))
-
-    @property
     def complexity(self) -> int | None:
         return _whole(self.raw.get("complexity"))
 
@@ -142,10 +138,6 @@ class PlanExecution:
     @property
     def tasks_completed(self) -> int:
         return _whole(self.raw.get("tasks_completed")) or 0
-
-    @property
-    def tasks_failed(self) -> int:
-        return _whole(self.raw.get("tasks_failed")) or 0
 
     @property
     def total_turns(self) -> int:

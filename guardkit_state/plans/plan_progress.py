@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from guardkit_state.features.plan_splice import PlanUpdate
 from guardkit_state.plans.plan import FeaturePlan
+from guardkit_state.plans.plan_splice import PlanUpdate
 
 #: Task statuses that end a task in the plan.
 ENDED = ("completed", "failed", "blocked")

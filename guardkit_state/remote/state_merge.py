@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from guardkit_state.taskfile.state_block import LEGACY_STATE_KEY, STATE_KEY
+from guardkit_state.model import LEGACY_STATE_KEY, STATE_KEY
 
 
 class _Missing:

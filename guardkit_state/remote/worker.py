@@ -37,8 +37,6 @@ from guardkit_state.errors import (
     RemoteError,
     RemoteUnreachableError,
 )
-from guardkit_state.features.plan_splice import PlanUpdate
-from guardkit_state.features.plan_writer import modify_plan
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
 from guardkit_state.features.result import TaskOutcome
 from guardkit_state.git.merge import merge_branch, merge_message, merged_task_ids
@@ -50,6 +48,8 @@ from guardkit_state.loop.run import LoopOptions, run_task_loop
 from guardkit_state.loop.session import interrupts_as_exceptions
 from guardkit_state.plans import plan_progress as progress_values
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
+from guardkit_state.plans.plan_splice import PlanUpdate
+from guardkit_state.plans.plan_writer import modify_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import Claim, ClaimBoard, retrying, utc_text

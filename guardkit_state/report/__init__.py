@@ -16,7 +16,6 @@ from guardkit_state.report.task_report import Cell, MatrixRow, TaskReport, TurnC
 from guardkit_state.report.write import (
     FeatureReportResult,
     ReportResult,
-    default_report_path,
     write_feature_report,
     write_report,
 )
@@ -32,7 +31,6 @@ __all__ = [
     "TurnColumn",
     "build_feature_report",
     "build_task_report",
-    "default_report_path",
     "render_feature_report",
     "render_report",
     "write_feature_report",

@@ -12,10 +12,10 @@ import re
 from collections.abc import Sequence
 
 from guardkit_state.report.feature import TASK_STATUSES, FeatureReport, FeatureTask
+from guardkit_state.report.html_text import esc, one_line
 from guardkit_state.report.page import page, task_body, task_facts, token
 from guardkit_state.report.style import FEATURE_CSS
 from guardkit_state.report.task_report import TurnColumn
-from guardkit_state.report.text import esc, one_line
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 #: The grid's columns after the task: (data-field, heading).

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from guardkit_state.inspect.agent_costs import describe_run
+from guardkit_state.report.html_text import duration, esc, number, one_line, when
 from guardkit_state.report.style import CSS
 from guardkit_state.report.task_report import Cell, Gate, MatrixRow, TaskReport, TurnColumn
-from guardkit_state.report.text import duration, esc, number, one_line, when
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
        "form-action 'none'")

@@ -13,7 +13,6 @@ from guardkit_state.turns.ledger import CriteriaCounts
 #: A criteria-matrix cell: verified by an itemised Coach verdict, rejected, nothing known yet, or
 #: verified only because the Coach approved the task without itemising it.
 CellStatus = Literal["verified", "rejected", "pending", "implied"]
-CELL_STATUSES: tuple[CellStatus, ...] = ("verified", "rejected", "pending", "implied")
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from guardkit_state.errors import GuardkitStateError, InputError
 from guardkit_state.report.collect import build_task_report
@@ -26,39 +26,27 @@ from guardkit_state.store.layout import report_file
 #: mode the page it replaces had (the store's writes keep the old mode, or take the umask's).
 PAGE_MODE = 0o644
 
+R = TypeVar("R", TaskReport, FeatureReport)
+
 
 @dataclass(frozen=True)
-class ReportResult:
-    """A written report: where, how big, and what it counts."""
+class ReportResult(Generic[R]):
+    """A written report (a task's or a feature's): where, how big, and what it counts."""
 
     path: Path
     bytes: int
-    report: TaskReport
+    report: R
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "bytes": self.bytes, **self.report.summary()}
 
 
-@dataclass(frozen=True)
-class FeatureReportResult:
-    """A written feature report: where, how big, and what it counts."""
-
-    path: Path
-    bytes: int
-    report: FeatureReport
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": str(self.path), "bytes": self.bytes, **self.report.summary()}
-
-
-def default_report_path(repo: Path | str, task_id: str) -> Path:
-    """``.guardkit/reports/TASK-ID.html`` in ``repo``."""
-    return report_file(repo, task_id)
+FeatureReportResult = ReportResult[FeatureReport]
 
 
 def write_report(repo: Path | str, task: str, output: Path | str | None = None, *,
-                 running_turn: int | None = None) -> ReportResult:
-    """Write the HTML report of ``task`` to ``output`` (default :func:`default_report_path`).
+                 running_turn: int | None = None) -> ReportResult[TaskReport]:
+    """Write the HTML report of ``task`` to ``output`` (default ``.guardkit/reports/TASK-ID.html``).
 
     Raises:
         InputError: ``output`` is a directory, or a feature was named (not available yet).
@@ -66,48 +54,38 @@ def write_report(repo: Path | str, task: str, output: Path | str | None = None, 
         GuardkitStateError: the file cannot be written.
     """
     report = build_task_report(repo, task, running_turn=running_turn)
-    path = _output(repo, report.task_id, output)
-    text = render_report(report).encode("utf-8")
-    _write_page(path, text)
-    return ReportResult(path=path, bytes=len(text), report=report)
+    return _write(repo, report.task_id, output, report, render_report(report))
 
 
 def write_feature_report(repo: Path | str, feature: str, output: Path | str | None = None, *,
                          running: Mapping[str, int | None] | None = None) -> FeatureReportResult:
-    """Write the HTML report of ``feature`` (``FEAT-X`` or a plan file's path) to ``output``
-    (default ``.guardkit/reports/FEAT-X.html``), replacing it atomically.
+    """Write the HTML report of ``feature`` (``FEAT-X`` or a plan file's path), as :func:`write_report` does.
 
     ``running``: the tasks whose loops run now, each with its current turn (None between turns).
-
-    Raises:
-        InputError: ``output`` is a directory.
-        FeatureNotFoundError, ParseError, SchemaError: the plan cannot be read (nothing is written).
-        GuardkitStateError: the file cannot be written.
+    Raises FeatureNotFoundError, ParseError or SchemaError when the plan cannot be read (nothing is written).
     """
     report = build_feature_report(repo, feature, running=running)
-    path = _output(repo, report.feature_id, output)
-    text = render_feature_report(report).encode("utf-8")
-    _write_page(path, text)
-    return FeatureReportResult(path=path, bytes=len(text), report=report)
+    return _write(repo, report.feature_id, output, report, render_feature_report(report))
+
+
+def _write(repo: Path | str, name: str, output: Path | str | None, report: R, page: str) -> ReportResult[R]:
+    path = _output(repo, name, output)
+    data = page.encode("utf-8")
+    _write_page(path, data)
+    return ReportResult(path=path, bytes=len(data), report=report)
 
 
 def _output(repo: Path | str, name: str, output: Path | str | None) -> Path:
     if output is None:
         check_state_home(Path(repo))  # the default page goes under .guardkit: never out of the repository
-    path = Path(output) if output is not None else default_report_path(repo, name)
+    path = Path(output) if output is not None else report_file(repo, name)
     if path.is_dir():
         raise InputError(f"{path} is a directory", path=path, expected="the path of an .html file to write")
     return path
 
 
 def _write_page(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` in one rename (its folder is created when missing).
-
-    Raises:
-        GuardkitStateError: the file system refused (``cannot write the report: ...``).
-        UnwritableFileError, NotRegularFileError, UnsafePathError: what the store never replaces
-            (a read-only or hard-linked file, a special file, a symlink leaving its checkout).
-    """
+    """Replace ``path`` with ``data`` in one rename, creating its folder; an OS refusal is said as the report's."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # No size cap: the store caps what it writes at what it reads back, and nothing reads a page back.

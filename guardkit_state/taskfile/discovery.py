@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from guardkit_state.errors import FrontmatterError, GuardkitStateError, UnsafePathError
+from guardkit_state.model import STATE_KEYS
 from guardkit_state.store import fsio
 from guardkit_state.store.layout import TASKS_DIR, worktrees_dir
-from guardkit_state.taskfile.state_block import STATE_KEYS
 
 log = logging.getLogger("guardkit_state.taskfile.discovery")
 

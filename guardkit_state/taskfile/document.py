@@ -9,33 +9,31 @@ so no user edit is lost. Cross-process locking is the caller's job (the turn lif
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import (
     DuplicateKeyError,
-    FileBusyError,
-    FrontmatterError,
     GuardkitStateError,
     TurnError,
 )
-from guardkit_state.model import AutobuildState, Criterion, TurnEntry, whole_number
+from guardkit_state.model import AutobuildState, Criterion, whole_number
 from guardkit_state.store import fsio
 
-# Criteria are read by their own module, files found by discovery.py and chosen among by
-# resolve.py; importing them from here keeps working.
+# Criteria are read by their own module and files found by discovery.py; importing them from here
+# keeps working.
 from guardkit_state.taskfile.criteria_text import extract_criteria as extract_criteria
 from guardkit_state.taskfile.discovery import iter_task_files as iter_task_files
 from guardkit_state.taskfile.discovery import task_id_from_filename
 from guardkit_state.taskfile.frontmatter import STATE_KEY, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
-from guardkit_state.taskfile.resolve import find_task as find_task
 from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate, plain_data, splice_state
 from guardkit_state.taskfile.strict_yaml import DuplicateKey
+from guardkit_state.taskfile.yaml_writer import SETTLE_PAUSE as SETTLE_PAUSE  # the turn lifecycle waits as long
+from guardkit_state.taskfile.yaml_writer import read_settled as read_settled  # turns/intake.py reads it from here
+from guardkit_state.taskfile.yaml_writer import recall, remember, write_verified
 
 log = logging.getLogger("guardkit_state.taskfile.document")
 #: One line per repeated key of a task file read (the CLI shows these on stderr).
@@ -94,24 +92,14 @@ class TaskFile:
         it itself); such a file is not written to.
         """
         text = fsio.decode_utf8(raw, path)
-        parsed = parse_frontmatter(text, path=path, keep_last=True)
+        known = recall(path, raw)  # the verified reading of the bytes this process last wrote there
+        parsed = known if isinstance(known, ParsedFrontmatter) else parse_frontmatter(text, path=path, keep_last=True)
         if parsed.duplicates and warn:
             duplicates_log.warning("%s:%d: %s: the last value is read (as GuardKit reads it)", path,
                                    parsed.duplicates[0].line, describe_duplicates(parsed.duplicates))
         data = parsed.data
         key = parsed.state_key
-        state: AutobuildState | None = None
-        if key is not None:
-            try:
-                state = AutobuildState.from_dict(data[key], key=key)
-            except (TypeError, ValueError, KeyError, AttributeError) as exc:
-                raise FrontmatterError(
-                    f"'{key}' has an unexpected shape: {exc}",
-                    path=path,
-                    line=parsed.line_of(key),
-                    pointer=f"$.{key}",
-                    expected="current_turn: int and turns: a list of {turn: int, decision: ...}",
-                ) from exc
+        state = parsed.state(path)
         task_id = data.get("id")
         if not isinstance(task_id, str) or not task_id.strip():
             task_id = task_id_from_filename(path.name)
@@ -207,44 +195,32 @@ class TaskFile:
             FrontmatterError, DuplicateKeyError: the file (or its new version) cannot be spliced.
             GuardkitStateError: the write failed (the original file is untouched).
         """
-        self.check_writable()
         wanted = self._for_this_file(update)
-        update = self._without_present_turns(wanted)
-        result = splice_state(self.text, update, path=self.path, parsed=self._parsed)
-        if result.method == "noop":
-            return result
-        for attempt in range(REAPPLY_ATTEMPTS):
-            # The first attempt trusts the text it was loaded from: an editor save since then is
-            # caught by the check just before the rename, and the next attempt re-reads.
-            current = self._raw if attempt == 0 else fsio.read_bytes_capped(self.path)
-            if current != self._raw:
+        result = SpliceResult(self.text, "noop")
+        update = wanted
+
+        def edit(raw: bytes) -> str | None:
+            nonlocal result, update
+            if raw != self._raw:
+                # An editor saved meanwhile: redo the splice on its text so neither the edit nor
+                # the turn is lost.
                 _CONTENDED.add(self.path)
-                # An editor saved meanwhile (perhaps in place, still writing): wait until the file
-                # settles, then redo the splice on its text so neither the edit nor the turn is lost.
-                current = read_settled(self.path, current)
                 log.info("%s changed on disk since it was read; re-applying the update to it", self.path)
-                self._adopt(TaskFile.from_bytes(current, self.path))
-                update = self._without_present_turns(wanted)
-                result = splice_state(self.text, update, path=self.path, parsed=self._parsed)
-                if result.method == "noop":
-                    return result
-            fsio.crash_point("taskfile.before_write")
-            base = self._raw
-            # Checked again after the fsync, just before the rename: an editor save during the
-            # (slow) fsync is caught and re-applied instead of being replaced.
-            if not fsio.atomic_write_text(self.path, result.text, precondition=partial(_holds, self.path, base)):
-                # A random pause, growing with the attempts, so a writer saving at a steady rhythm
-                # does not land inside our read-splice-write window every time.
-                time.sleep(random.uniform(0, min(0.002 * (attempt + 1), 0.05)))
-                continue
-            self._after_write(result, update)
-            if self._landed(update):
-                return result
+                self._adopt(TaskFile.from_bytes(raw, self.path))
+            self.check_writable()
             update = self._without_present_turns(wanted)
             result = splice_state(self.text, update, path=self.path, parsed=self._parsed)
-        raise FileBusyError(
-            f"the task file kept changing while the update was written ({REAPPLY_ATTEMPTS} attempts); "
-            "nothing was overwritten: try again", path=self.path, expected="a moment without other writers")
+            return None if result.method == "noop" else result.text
+
+        def landed(_text: str) -> bytes | None:
+            self._after_write(result, update)
+            return None if self._landed(update) else self._raw
+
+        # The first attempt trusts the text it was loaded from: an editor save since then is caught
+        # by the check just before the rename (after the slow fsync), and the next attempt re-reads.
+        write_verified(self.path, self._raw, edit, attempts=REAPPLY_ATTEMPTS, name="taskfile", what="task file",
+                       landed=landed)
+        return result
 
     def _landed(self, update: StateUpdate) -> bool:
         """True when the write just made is still on disk (or a later save kept the update).
@@ -335,25 +311,20 @@ class TaskFile:
         self.text = result.text
         self._raw = result.text.encode("utf-8")
         self._parsed = parsed
+        remember(self.path, self._raw, parsed)
         self.split = parsed.split
         self.body = parsed.split.body
         self.data = parsed.data
         if not update.touches_state:
             return
         self.state_key = update.key
-        if self.state is None:
-            self.state = AutobuildState.from_dict(self.data[update.key], key=update.key)
-        else:
-            _update_state(self.state, update)
+        self.state = AutobuildState.from_dict(self.data[update.key], key=update.key)
         if not had_frontmatter:
             self.criteria = extract_criteria(self.data, self.body)
 
 
 #: How often :meth:`TaskFile.apply` re-reads and re-applies when other writers keep saving the file.
 REAPPLY_ATTEMPTS = 200
-#: An in-place save is over when two reads this far apart agree (bounded by SETTLE_LIMIT seconds).
-SETTLE_PAUSE = 0.002
-SETTLE_LIMIT = 2.0
 #: How long after its rename a write to a contended task file is checked for a stale editor save.
 VERIFY_PAUSES = (0.002, 0.01, 0.03)
 
@@ -368,42 +339,6 @@ def describe_duplicates(duplicates: Sequence[DuplicateKey], *, shown: int = 3) -
     return f"duplicate key {', '.join(parts)}{more}"
 
 
-def read_settled(path: Path, data: bytes | None = None) -> bytes:
-    """The file's bytes once two reads :data:`SETTLE_PAUSE` apart agree (an in-place save is done)."""
-    data = fsio.read_bytes_capped(path) if data is None else data
-    deadline = time.monotonic() + SETTLE_LIMIT
-    while True:
-        time.sleep(SETTLE_PAUSE)
-        again = fsio.read_bytes_capped(path)
-        if again == data or time.monotonic() > deadline:
-            return again
-        data = again
-
-
-def _holds(path: Path, expected: bytes) -> bool:
-    """True when ``path`` still holds ``expected`` (a missing or unreadable file does not)."""
-    try:
-        return fsio.read_bytes_capped(path) == expected
-    except GuardkitStateError:
-        return False
-
-
-def _update_state(state: AutobuildState, update: StateUpdate) -> None:
-    known = set(AutobuildState._KNOWN)
-    for key, value in update.block_scalars.items():
-        if key == "current_turn":
-            state.current_turn = int(value or 0)
-        elif key in ("started_at", "last_updated"):
-            setattr(state, key, None if value is None else str(value))
-        elif key in known:
-            setattr(state, key, value)
-        else:
-            state.extra[key] = value
-    if update.criteria is not None:
-        state.criteria = {str(k): str(v) for k, v in update.criteria.items()}
-    state.turns.extend(TurnEntry.from_dict(turn) for turn in update.append_turns)
-
-
 def _str_or_none(value: Any) -> str | None:
     if value is None:
         return None
@@ -412,7 +347,6 @@ def _str_or_none(value: Any) -> str | None:
 __all__ = [
     "TaskFile",
     "extract_criteria",
-    "find_task",
     "iter_task_files",
     "task_id_from_filename",
 ]

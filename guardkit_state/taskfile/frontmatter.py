@@ -17,9 +17,10 @@ from typing import Any
 import yaml
 
 from guardkit_state.errors import DuplicateKeyError, FrontmatterError
-from guardkit_state.taskfile.state_block import LEGACY_STATE_KEY as LEGACY_STATE_KEY  # the state block's keys
-from guardkit_state.taskfile.state_block import STATE_KEY as STATE_KEY
-from guardkit_state.taskfile.state_block import STATE_KEYS as STATE_KEYS
+from guardkit_state.model import LEGACY_STATE_KEY as LEGACY_STATE_KEY  # the state block's keys
+from guardkit_state.model import STATE_KEY as STATE_KEY
+from guardkit_state.model import STATE_KEYS as STATE_KEYS
+from guardkit_state.model import AutobuildState
 from guardkit_state.taskfile.strict_yaml import DuplicateKey, parse_yaml
 
 #: A delimiter line: three dashes and optional trailing blanks, as python-frontmatter and Jekyll read it.
@@ -27,6 +28,10 @@ _OPEN = re.compile(r"---[ \t]*(\r?\n)")
 _LONE_OPEN = re.compile(r"---[ \t]*[\r\n]*\Z")
 _CLOSE_TAIL = re.compile(r"[ \t]*(?:\n|\r\n|\r?\Z)")
 _MD_HEADING = re.compile(r"^#{2,6} \S")
+#: YAML's document-end line: text spliced after it would start a second document.
+DOCUMENT_END = re.compile(r"^\.\.\.(?:[ \t].*)?\r?$", re.M)
+#: Blank lines at the start of a text without frontmatter (before its first non-blank line).
+_LEADING_BLANK_LINES = re.compile(r"(?:[ \t\f\v]*\r?\n)*")
 
 
 
@@ -76,6 +81,20 @@ def check_line_endings(text: str, path: Path | str | None = None) -> None:
         raise FrontmatterError("the file's lines end in a lone CR (classic Mac OS line endings), which GuardKit "
                                "does not read as line breaks: convert them to LF or CRLF", path=path,
                                expected="LF or CRLF line endings")
+
+
+def refuse_look_alike_frontmatter(body: str, path: Path | str | None) -> None:
+    """Refuse to create a frontmatter above a ``---`` line that is not a delimiter (``--- # meta``,
+    or ``---`` after a blank line): the user meant one there, and a new one put above it would push
+    their keys into the body. Such a file has no frontmatter for us as for GuardKit, so only the
+    user can say which it is."""
+    check_line_endings(body, path)
+    blanks = _LEADING_BLANK_LINES.match(body)
+    assert blanks is not None  # the pattern matches the empty string
+    if body.startswith("---", blanks.end()):
+        line = body.count("\n", 0, blanks.end()) + 1
+        raise FrontmatterError(f"line {line} starts with '---' but is not a frontmatter delimiter (GuardKit reads "
+                               "no frontmatter here): make the first line exactly '---'", path=path, line=line)
 
 
 def split_frontmatter(text: str, *, path: Path | str | None = None) -> FrontmatterSplit:
@@ -149,6 +168,22 @@ class ParsedFrontmatter:
             if key in self.data:
                 return key
         return None
+
+    def state(self, path: Path | str | None = None) -> AutobuildState | None:
+        """The state block, every value checked (None when the file has none).
+
+        Raises:
+            FrontmatterError: a value of the block has an unexpected shape (naming its key).
+        """
+        key = self.state_key
+        if key is None:
+            return None
+        try:
+            return AutobuildState.from_dict(self.data[key], key=key)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise FrontmatterError(f"'{key}' has an unexpected shape: {exc}", path=path, line=self.line_of(key),
+                                   pointer=f"$.{key}", expected="current_turn: int and turns: a list of "
+                                   "{turn: int, decision: ...}") from exc
 
     def line_of(self, key: str) -> int | None:
         """The file line of a top-level key, from the node marks."""

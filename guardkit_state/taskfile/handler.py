@@ -26,8 +26,8 @@ from frontmatter.default_handlers import BaseHandler
 
 from guardkit_state.errors import FrontmatterError, GuardkitStateError, InputError
 from guardkit_state.taskfile.frontmatter import parse_frontmatter, split_frontmatter
-from guardkit_state.taskfile.handler_save import LoadedText, fresh_text, save_text, to_plain
-from guardkit_state.taskfile.splice.render import render_yaml
+from guardkit_state.taskfile.handler_save import LoadedText, fresh_text, save_text
+from guardkit_state.taskfile.splice.render import plain_data, render_yaml
 from guardkit_state.taskfile.strict_yaml import parse_yaml
 
 __all__ = ["FrontmatterHandler"]
@@ -130,7 +130,7 @@ class FrontmatterHandler(BaseHandler):
         """``metadata`` as block YAML that the strict reader reads back as exactly ``metadata``."""
         if kwargs:
             raise TypeError(f"FrontmatterHandler.export takes no options (got {', '.join(kwargs)})")
-        return render_yaml(to_plain(metadata)).removesuffix("\n")
+        return render_yaml(plain_data(metadata)).removesuffix("\n")
 
     def format(self, post: frontmatter.Post, **kwargs: object) -> str:
         """The text of ``post``: the loaded text with only what changed spliced in, or a new text.

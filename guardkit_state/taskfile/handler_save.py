@@ -14,25 +14,34 @@ See ``docs/python-frontmatter.md``.
 
 from __future__ import annotations
 
-import datetime as dt
 import math
-import re
 from dataclasses import dataclass
-from enum import Enum
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from guardkit_state.errors import FrontmatterError, GuardkitStateError, WriteVerificationError
-from guardkit_state.taskfile.frontmatter import ParsedFrontmatter, check_line_endings, parse_frontmatter
+from guardkit_state.errors import FrontmatterError, WriteVerificationError
+from guardkit_state.taskfile.frontmatter import (
+    DOCUMENT_END,
+    ParsedFrontmatter,
+    parse_frontmatter,
+    refuse_look_alike_frontmatter,
+)
 from guardkit_state.taskfile.splice.edits import Fallback, set_value
-from guardkit_state.taskfile.splice.layout import Edits, Entry, LayoutError, by_key, entries_of, line_of, line_start
-from guardkit_state.taskfile.splice.render import indent_lines, render_yaml
-from guardkit_state.taskfile.splice.verify import first_difference
-
-_DOCUMENT_END = re.compile(r"^\.\.\.(?:[ \t].*)?\r?$", re.M)
-_LEADING_BLANK_LINES = re.compile(r"(?:[ \t\f\v]*\r?\n)*")
+from guardkit_state.taskfile.splice.positions import (
+    Edits,
+    Entry,
+    LayoutError,
+    by_key,
+    entries_of,
+    line_of,
+    line_start,
+    top_level_entries,
+)
+from guardkit_state.taskfile.splice.render import indent_lines, plain_data, render_yaml
+from guardkit_state.taskfile.splice.verify import first_difference, read_back
 
 
 @dataclass(frozen=True)
@@ -42,20 +51,6 @@ class LoadedText:
     text: str
     parsed: ParsedFrontmatter
     whole: bool = True  # False when only the stripped text python-frontmatter handed out is known
-
-
-def to_plain(value: Any) -> Any:
-    """``value`` as data the strict reader can give back: enums as their values, tuples as lists,
-    and dates as ISO strings (the strict reader keeps dates as the strings they are written as)."""
-    if isinstance(value, Enum):
-        return to_plain(value.value)
-    if isinstance(value, dict):
-        return {to_plain(key): to_plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_plain(item) for item in value]
-    if isinstance(value, (dt.date, dt.time)):
-        return value.isoformat()
-    return value
 
 
 def equal(a: Any, b: Any) -> bool:
@@ -84,13 +79,13 @@ def save_text(loaded: LoadedText, metadata: dict[str, Any], content: str, *, pat
         FrontmatterError: a change the text's layout cannot take without losing bytes.
         WriteVerificationError: the new text would not read back as ``metadata`` and ``content``.
     """
-    old, new = loaded.parsed, to_plain(metadata)
+    old, new = loaded.parsed, plain_data(metadata)
     split = old.split
     nl = split.newline
     if not split.has_frontmatter:
         if not new:
             return _verified(_keep_around(split.bom + split.body, content, nl), {}, None, path)
-        _refuse_look_alike_frontmatter(split.body, path)
+        refuse_look_alike_frontmatter(split.body, path)
         return _created(split.bom, new, _keep_around(split.body, content.removeprefix(split.bom), nl), nl, path)
     edits, intent = frontmatter_edits(old, new, path=path)
     yaml_text = edits.apply(split.yaml_text)
@@ -105,7 +100,7 @@ def save_text(loaded: LoadedText, metadata: dict[str, Any], content: str, *, pat
 
 def fresh_text(metadata: dict[str, Any], content: str) -> str:
     """A new text for a post that was not loaded from one: python-frontmatter's layout, read back strictly."""
-    new = to_plain(metadata)
+    new = plain_data(metadata)
     body = content if not content or content.endswith("\n") else content + "\n"
     if not new:
         return _verified(body, {}, None, None)
@@ -137,28 +132,11 @@ def _keep_around(original: str, content: str, nl: str) -> str:
     return lead + content + trail
 
 
-def _refuse_look_alike_frontmatter(body: str, path: Path | str | None) -> None:
-    """A ``---`` line the strict reader does not take for a delimiter (after blank lines, or with
-    text after it) is one the user meant as one: a frontmatter created above it would push their
-    keys into the body, so only the user can say which it is."""
-    check_line_endings(body, path)
-    blanks = _LEADING_BLANK_LINES.match(body)
-    assert blanks is not None  # the pattern matches the empty string
-    if body.startswith("---", blanks.end()):
-        line = body.count("\n", 0, blanks.end()) + 1
-        raise FrontmatterError(f"line {line} starts with '---' but is not a frontmatter delimiter; no frontmatter "
-                               "is created above it: make the first line exactly '---'", path=path, line=line)
-
-
 def _verified(text: str, intent: dict[str, Any], parts: tuple[str, str, str, str] | None,
               path: Path | str | None, *, aliased: bool = False) -> str:
     """``text`` once its strict reading holds exactly ``intent`` and splits into ``parts`` (prefix,
     YAML, closing line, body), or has no frontmatter when ``parts`` is None."""
-    try:
-        new = parse_frontmatter(text, path=path)
-    except GuardkitStateError as exc:
-        raise WriteVerificationError(f"the new text does not parse ({exc.message}); nothing was written",
-                                     path=path, line=exc.line, expected="a text the strict reader accepts") from exc
+    new = read_back(text, partial(parse_frontmatter, path=path), path)
     split = new.split
     found = (split.prefix, split.yaml_text, split.closing, split.body) if split.has_frontmatter else None
     if found != parts:
@@ -203,20 +181,14 @@ def frontmatter_edits(old: ParsedFrontmatter, new: dict[str, Any], *,
     ctx = _Context(split.yaml_text, split.newline, split.line_offset, path, Edits())
     if equal(old.data, new):
         return ctx.edits, old.data
-    root = old.node
-    entries: list[Entry] = []
-    if root is not None:
-        if not isinstance(root, yaml.MappingNode) or root.flow_style:
-            raise FrontmatterError("the frontmatter is not a block 'key: value' mapping; its keys cannot be "
-                                   "changed one by one", path=path, line=ctx.line(0), expected="a block mapping")
-        try:
-            entries = entries_of(ctx.fm, root, 0, len(ctx.fm))
-        except LayoutError as why:
-            raise FrontmatterError(f"the frontmatter's keys cannot be located: {why}", path=path,
-                                   expected="one 'key: value' per line") from None
+    try:
+        entries = top_level_entries(ctx.fm, old.node, column_0=False)
+    except LayoutError as why:
+        raise FrontmatterError(f"the frontmatter's keys cannot be changed one by one: {why}", path=path,
+                               line=ctx.line(why.at), expected="one 'key: value' per line") from None
     indent = entries[0].indent if entries else 0
     intent = _edit_mapping(ctx, entries, old.data, new, indent, len(ctx.fm))
-    end_marker = _DOCUMENT_END.search(ctx.fm)
+    end_marker = DOCUMENT_END.search(ctx.fm)
     if end_marker is not None and any(start == len(ctx.fm) for start, *_ in ctx.edits.items):
         # Keys appended after YAML's document-end marker would start a second document.
         raise FrontmatterError("the frontmatter contains a YAML document-end line ('...'); keys cannot be "

@@ -16,7 +16,6 @@ read again once the feature branch is part of its HEAD. Every location says whic
 from __future__ import annotations
 
 import contextlib
-import re
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -27,19 +26,17 @@ from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.merge import is_ancestor
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store import fsio
-from guardkit_state.store.layout import artifacts_dir, branch_for, features_dir, worktree_path
+from guardkit_state.store.layout import artifacts_dir, branch_for, worktree_path
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.discovery import STATE_MARKERS, scoped
 from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.taskfile.resolve import REASON_GIVEN, Resolution, holds_state, resolve_task
+from guardkit_state.taskfile.resolve import REASON_GIVEN, Resolution, holds_state, plan_listings, resolve_task
 
 #: Where a location's copy comes from: the main checkout, the task's loop worktree, the task's
 #: branch (its worktree gone), a feature's worktree, or the feature branch (through git).
 Source = Literal["main", "worktree", "task branch", "feature worktree", "feature branch"]
 
-_PLAN_ID = re.compile(r"^id:[ \t]*['\"]?([^'\"#\s]+)['\"]?[ \t]*(?:#.*)?$", re.M)
-#: An ``id:`` line at any depth (a task entry's, or the plan's own): the ids a plan lists.
-_TASK_ENTRY = re.compile(r"^[ \t]*(?:-[ \t]+)?id:[ \t]*['\"]?([^'\"#\s]+)['\"]?[ \t]*(?:#.*)?$", re.M)
+
 
 
 @dataclass(frozen=True)
@@ -120,46 +117,19 @@ def locate_task(repo_root: Path | str, task: str) -> TaskLocation:
 
 
 def features_of_task(root: Path | str, task_id: str) -> list[str]:
-    """The ids of the feature plans in ``root`` that list ``task_id``, by plan file name.
-
-    A line scan, not a YAML parse: it runs for every task command, and a broken plan must not
-    stop a task from being read.
-    """
+    """The ids of the feature plans in ``root`` that list ``task_id``, by plan file name (a plan
+    the strict reader refuses lists none: a broken plan must not stop a task from being read)."""
     return list(_plan_index(root).get(task_id, ()))
 
 
 def _plan_index(root: Path | str) -> dict[str, tuple[str, ...]]:
-    """Task id -> the features whose plan lists it (in plan file order): one scan of every plan
-    per :func:`~guardkit_state.taskfile.discovery.listing_scope` (a feature's tasks all ask)."""
-    def scan() -> dict[str, tuple[str, ...]]:
-        index: dict[str, list[str]] = {}
-        for stem, text in plan_texts(root):
-            top = _PLAN_ID.search(text)  # the plan's own id names its branch; the file name else
-            feature_id = top.group(1) if top else stem
-            for task_id in dict.fromkeys(match.group(1) for match in _TASK_ENTRY.finditer(text)):
-                index.setdefault(task_id, []).append(feature_id)
-        return {task_id: tuple(features) for task_id, features in index.items()}
-
-    return scoped(("plan index", str(features_dir(root))), scan)
-
-
-def plan_texts(root: Path | str) -> tuple[tuple[str, str], ...]:
-    """``(file stem, text)`` of every readable feature plan in ``root``, by file name; read once per
-    :func:`~guardkit_state.taskfile.discovery.listing_scope`."""
-    directory = features_dir(root)
-
-    def read() -> tuple[tuple[str, str], ...]:
-        try:
-            plans = sorted(p for p in directory.iterdir() if p.name.startswith("FEAT-") and p.suffix == ".yaml")
-        except OSError:
-            return ()
-        texts: list[tuple[str, str]] = []
-        for plan in plans:
-            with contextlib.suppress(GuardkitStateError):
-                texts.append((plan.stem, fsio.read_bytes_capped(plan).decode("utf-8", "replace")))
-        return tuple(texts)
-
-    return scoped(("plans", str(directory)), read)
+    """Task id -> the features whose plan lists it, in plan file order (the plan's own id names
+    its branch; its file name else)."""
+    index: dict[str, list[str]] = {}
+    for plan in plan_listings(root):
+        for task_id in dict.fromkeys(task_id for task_id, _ in plan.tasks if task_id):
+            index.setdefault(task_id, []).append(plan.feature_id)
+    return {task_id: tuple(features) for task_id, features in index.items()}
 
 
 def feature_branch_of_task(repo: GitRepo, root: Path | str, task_id: str) -> tuple[str, str] | None:
@@ -220,4 +190,4 @@ def _git_copy(repo: GitRepo | None, rev: str, rel: str, *, state_only: bool = Fa
     return raw
 
 
-__all__ = ["Source", "TaskLocation", "feature_branch_of_task", "features_of_task", "locate_task", "plan_texts"]
+__all__ = ["Source", "TaskLocation", "feature_branch_of_task", "features_of_task", "locate_task"]

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -45,11 +44,11 @@ from guardkit_state.taskfile.discovery import (
     task_copies,
     task_id_from_filename,
 )
+from guardkit_state.taskfile.frontmatter import parse_frontmatter
+from guardkit_state.taskfile.strict_yaml import parse_yaml
 
 #: GuardKit's own search order of the status folders; any other folder comes after these.
 SEARCH_ORDER = ("backlog", "in_progress", "design_approved", "in_review", "blocked", "completed")
-
-_FILE_PATH_LINE = re.compile(r"^\s*-?\s*file_path:[ \t]*['\"]?([^'\"#\n]+?)['\"]?[ \t]*$", re.M)
 
 REASON_GIVEN = "the path given"
 REASON_ONLY = "the only copy"
@@ -124,29 +123,50 @@ def search_rank(relpath: str) -> tuple[int, str, int, str]:
     return rank, folder, len(parts), relpath
 
 
-def plan_paths(checkout: Path) -> set[str]:
-    """Every ``tasks[].file_path`` of the feature plans in ``checkout``, relative to it (read once
-    per :func:`~guardkit_state.taskfile.discovery.listing_scope`)."""
-    return set(scoped(("plan paths", os.fspath(checkout)), lambda: frozenset(_plan_paths(checkout))))
+@dataclass(frozen=True)
+class PlanListing:
+    """What a feature plan says about its tasks: its id, and each entry's ``id`` and ``file_path``."""
+
+    feature_id: str
+    tasks: tuple[tuple[str | None, str | None], ...]
 
 
-def _plan_paths(checkout: Path) -> set[str]:
-    found: set[str] = set()
+def plan_listings(checkout: Path | str) -> tuple[PlanListing, ...]:
+    """Every feature plan of ``checkout`` (``.guardkit/features/FEAT-*.yaml``), by file name, read
+    strictly once per :func:`~guardkit_state.taskfile.discovery.listing_scope`. A plan the strict
+    reader refuses lists nothing: a broken plan must not stop a task from being found."""
     directory = layout.features_dir(checkout)
-    try:
-        plans = sorted(p for p in directory.iterdir() if p.name.startswith("FEAT-") and p.suffix == ".yaml")
-    except OSError:
-        return found
-    for plan in plans:
+
+    def read() -> tuple[PlanListing, ...]:
         try:
-            text = fsio.read_bytes_capped(plan).decode("utf-8", "replace")
-        except GuardkitStateError:
-            continue
-        # A line scan, not a YAML parse: only the file paths matter, and a broken plan must not
-        # stop a task from being found.
-        for match in _FILE_PATH_LINE.finditer(text):
-            found.add(Path(match.group(1).strip()).as_posix().removeprefix("./"))
-    return found
+            plans = sorted(p for p in directory.iterdir() if p.name.startswith("FEAT-") and p.suffix == ".yaml")
+        except OSError:
+            return ()
+        found = []
+        for plan in plans:
+            try:
+                data = parse_yaml(fsio.decode_utf8(fsio.read_bytes_capped(plan), plan), path=plan, keep_last=True).data
+            except GuardkitStateError:
+                continue
+            if not isinstance(data, dict):
+                continue
+            own, tasks = data.get("id"), data.get("tasks")
+            entries = tuple((_text(task.get("id")), _text(task.get("file_path")))
+                            for task in (tasks if isinstance(tasks, list) else ()) if isinstance(task, dict))
+            found.append(PlanListing(own if isinstance(own, str) and own else plan.stem, entries))
+        return tuple(found)
+
+    return scoped(("plans", os.fspath(directory)), read)
+
+
+def _text(value: Any) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def plan_paths(checkout: Path) -> set[str]:
+    """Every ``tasks[].file_path`` of the feature plans in ``checkout``, relative to it."""
+    return {Path(file_path).as_posix().removeprefix("./") for plan in plan_listings(checkout)
+            for _, file_path in plan.tasks if file_path}
 
 
 def holds_state(path: Path) -> bool:
@@ -163,10 +183,8 @@ def holds_state(path: Path) -> bool:
         return False
     if not any(marker in raw for marker in STATE_MARKERS):
         return False
-    from guardkit_state.taskfile.document import TaskFile  # here: the document imports this module
-
     try:
-        return TaskFile.from_bytes(raw, path).state is not None
+        return parse_frontmatter(fsio.decode_utf8(raw, path), path=path, keep_last=True).state(path) is not None
     except GuardkitStateError:
         return True
 
@@ -275,11 +293,13 @@ def _checkout_of(root: Path, relative: Path) -> Path:
 
 __all__ = [
     "Copy",
+    "PlanListing",
     "Resolution",
     "choose",
     "find_task",
     "holds_state",
     "pinned",
+    "plan_listings",
     "plan_paths",
     "resolve_task",
     "search_rank",

@@ -25,10 +25,6 @@ except AttributeError:  # pragma: no cover - only without libyaml
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
-#: Scalars whose resolved tags are remembered: the short ones, up to this many.
-_CACHED_SCALAR_LENGTH = 64
-_CACHED_SCALARS = 50_000
-
 #: Expanded node count above which aliases are treated as an alias bomb.
 MAX_EXPANDED_NODES = 200_000
 
@@ -40,22 +36,6 @@ class StrictLoader(_BaseLoader):  # type: ignore[misc]
         first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
         for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()  # type: ignore[attr-defined]
     }
-
-    #: Tags of plain and quoted scalars already resolved (keys and values repeat across reads).
-    _scalar_tags: ClassVar[dict[tuple[str, bool], str]] = {}
-
-    def resolve(self, kind: type, value: Any, implicit: Any) -> Any:
-        # A scalar's tag depends on its text and on whether it is plain alone: this loader has no
-        # path resolvers. The C parser asks for every scalar it reads, so the answer is remembered.
-        if kind is not yaml.ScalarNode or len(value) > _CACHED_SCALAR_LENGTH:
-            return super().resolve(kind, value, implicit)
-        key = (value, bool(implicit[0]))
-        tag = self._scalar_tags.get(key)
-        if tag is None:
-            tag = super().resolve(kind, value, implicit)
-            if len(self._scalar_tags) < _CACHED_SCALARS:
-                self._scalar_tags[key] = tag
-        return tag
 
     #: Set by :func:`parse_yaml` with ``keep_last``: duplicate keys are listed here, not refused.
     duplicates: list[_DuplicateKey] | None = None
@@ -77,7 +57,8 @@ class StrictLoader(_BaseLoader):  # type: ignore[misc]
                 if self.duplicates is None:
                     raise _DuplicateKey(key, seen[key], line)
                 self.duplicates.append(_DuplicateKey(key, seen[key], line))  # PyYAML keeps the last
-            seen[key] = line
+            else:
+                seen[key] = line
         return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
 
@@ -141,19 +122,9 @@ def parse_yaml(
         node = loader.get_single_node()
         if node is None:
             return ParsedYaml(None, None)
-        if "&" not in text and "<<" not in text:
-            # No anchor, no alias, no merge: every node is reached once, and the plain tree is
-            # built directly (PyYAML's generic constructor is most of a big file's read time).
-            try:
-                data = _construct_plain(loader, node, 0)
-                return ParsedYaml(data, node, False, _found(loader, line_offset))
-            except _NotPlain:
-                _check_alias_expansion(node, path, line_offset, error_type)  # refuses deep nesting with its line
-                if keep_last:
-                    loader.duplicates = []  # the generic constructor lists them again
-                data = _construct(loader, node, False)
-                return ParsedYaml(data, node, False, _found(loader, line_offset))
-        aliased = "&" in text and _check_alias_expansion(node, path, line_offset, error_type)
+        # Every tree is walked once: it refuses alias bombs and deep nesting (with the line), and
+        # says whether some node is reached twice (the splice then explains an alias it changes).
+        aliased = _check_alias_expansion(node, path, line_offset, error_type)
         data = _construct(loader, node, "<<" in text)
         return ParsedYaml(data, node, aliased, _found(loader, line_offset))
     except _DuplicateKey as dup:
@@ -185,28 +156,6 @@ def _found(loader: StrictLoader, line_offset: int) -> tuple[DuplicateKey, ...]:
                  for d in loader.duplicates or ())
 
 
-def construct_with(node: yaml.Node, replacements: dict[int, Any]) -> Any:
-    """The data of an already parsed ``node``, with the nodes whose ``id`` is in ``replacements``
-    read as the given values instead (aliases of them included: an alias *is* its node)."""
-    loader = _Substituting(replacements)
-    try:
-        return _construct(loader, node, True)
-    finally:
-        loader.dispose()
-
-
-class _Substituting(StrictLoader):
-    def __init__(self, replacements: dict[int, Any]) -> None:
-        super().__init__("")
-        self._replacements = replacements
-
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        if id(node) in self._replacements:
-            return self._replacements[id(node)]
-        return super().construct_object(node, deep=deep)
-
-
-
 def _construct(loader: Any, node: yaml.Node, may_merge: bool) -> Any:
     """Construct ``node``'s data, leaving the node tree as parsed.
 
@@ -219,54 +168,6 @@ def _construct(loader: Any, node: yaml.Node, may_merge: bool) -> Any:
     finally:
         for mapping, pairs in written:
             mapping.value = pairs
-
-
-class _NotPlain(Exception):
-    """A node the direct build leaves to PyYAML's constructor (an explicit tag, deep nesting)."""
-
-
-_SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null"))
-_STR_TAG = "tag:yaml.org,2002:str"
-_MAP_TAG = "tag:yaml.org,2002:map"
-_SEQ_TAG = "tag:yaml.org,2002:seq"
-
-
-def _construct_plain(loader: Any, node: yaml.Node, depth: int) -> Any:
-    """The data of an alias- and merge-free ``node``, as the constructor would build it.
-
-    Scalars go through the loader's own constructor for their tag; mappings refuse duplicate and
-    unhashable keys as :meth:`StrictLoader.construct_mapping` does. Anything else raises
-    :class:`_NotPlain`, and the caller uses the generic constructor.
-    """
-    tag = node.tag
-    if isinstance(node, yaml.ScalarNode):
-        if tag == _STR_TAG:
-            return node.value
-        if tag not in _SCALAR_TAGS:
-            raise _NotPlain
-        return loader.yaml_constructors[tag](loader, node)
-    if depth > 500:
-        raise _NotPlain
-    if isinstance(node, yaml.SequenceNode) and tag == _SEQ_TAG:
-        return [_construct_plain(loader, item, depth + 1) for item in node.value]
-    if not isinstance(node, yaml.MappingNode) or tag != _MAP_TAG:
-        raise _NotPlain
-    out: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = _construct_plain(loader, key_node, depth + 1)
-        try:
-            seen = key in out
-        except TypeError:
-            raise yaml.constructor.ConstructorError(
-                None, None, "found an unhashable mapping key", key_node.start_mark) from None
-        if seen:
-            first = next(k for k, _ in node.value if _construct_plain(loader, k, depth + 1) == key)
-            duplicate = _DuplicateKey(key, first.start_mark.line + 1, key_node.start_mark.line + 1)
-            if loader.duplicates is None:
-                raise duplicate
-            loader.duplicates.append(duplicate)  # the last value is read, as PyYAML reads it
-        out[key] = _construct_plain(loader, value_node, depth + 1)
-    return out
 
 
 def _merging_mappings(root: yaml.Node) -> list[tuple[yaml.MappingNode, list[tuple[yaml.Node, yaml.Node]]]]:

@@ -13,9 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.model import CoachDecision, GateResult, Outcome, PlayerReport, TurnEntry, TurnMode, TurnState
+from guardkit_state.model import (
+    AutobuildState,
+    CoachDecision,
+    GateResult,
+    Outcome,
+    PlayerReport,
+    TurnEntry,
+    TurnMode,
+    TurnState,
+)
 from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate
-from guardkit_state.taskfile.state_block import AutobuildState
 from guardkit_state.turns.ledger import CriteriaLedger, ignored_ids_note
 from guardkit_state.turns.stall import Stall, TurnSignal, detect_stall, gate_signature
 from guardkit_state.turns.turn_state import assemble_turn_state

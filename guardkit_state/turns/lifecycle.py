@@ -27,8 +27,9 @@ from guardkit_state.store.fsio import crash_point, remove_stale_temp_files, reso
 from guardkit_state.store.home import check_state_home
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.store.turn_files import TurnStore, artifacts_dir
-from guardkit_state.taskfile.document import SETTLE_PAUSE, TaskFile, find_task
+from guardkit_state.taskfile.document import SETTLE_PAUSE, TaskFile
 from guardkit_state.taskfile.frontmatter import STATE_KEY
+from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate
 from guardkit_state.turns.checks import (
     check_may_continue,

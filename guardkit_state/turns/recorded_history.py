@@ -16,10 +16,10 @@ import os
 from dataclasses import asdict
 
 from guardkit_state.errors import GuardkitStateError, shorten
+from guardkit_state.model import AutobuildState
 from guardkit_state.store import fsio
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.frontmatter import split_frontmatter
-from guardkit_state.taskfile.state_block import AutobuildState
 
 
 def restore_recorded_history(task: TaskFile, *, own_checkout: bool) -> str | None:

@@ -16,22 +16,20 @@ anything else is never written.
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from guardkit_state.errors import FrontmatterError
 from guardkit_state.taskfile.frontmatter import (
+    DOCUMENT_END,
     STATE_KEYS,
     FrontmatterSplit,
     ParsedFrontmatter,
-    check_line_endings,
     parse_frontmatter,
+    refuse_look_alike_frontmatter,
 )
 from guardkit_state.taskfile.splice.edits import MISSING, Fallback, rerender_block, set_value, splice_block
-from guardkit_state.taskfile.splice.layout import Edits, Entry, LayoutError, by_key, entries_of, line_of
+from guardkit_state.taskfile.splice.positions import Edits, Entry, LayoutError, by_key, line_of, top_level_entries
 from guardkit_state.taskfile.splice.render import indent_lines, plain_data, render_yaml
 from guardkit_state.taskfile.splice.update import SpliceMethod, SpliceResult, StateUpdate, apply_update_to_block
 from guardkit_state.taskfile.splice.verify import verify_write
@@ -41,9 +39,6 @@ __all__ = ["SpliceMethod", "SpliceResult", "StateUpdate", "apply_update_to_block
 
 log = logging.getLogger("guardkit_state.taskfile.splice.core")
 
-_DOCUMENT_END = re.compile(r"^\.\.\.(?:[ \t].*)?\r?$", re.M)
-#: Blank lines at the start of a text without frontmatter (before its first non-blank line).
-_LEADING_BLANK_LINES = re.compile(r"(?:[ \t\f\v]*\r?\n)*")
 
 
 def splice_state(text: str, update: StateUpdate, *, path: Path | str | None = None,
@@ -74,7 +69,7 @@ def splice_state(text: str, update: StateUpdate, *, path: Path | str | None = No
     old = parsed if parsed is not None and reusable else parse_frontmatter(text, path=path)
     split = old.split
     if not split.has_frontmatter:
-        _refuse_look_alike_frontmatter(split, path)
+        refuse_look_alike_frontmatter(split.body, path)
         created = _create_frontmatter(split, update)
         return SpliceResult(created, "splice", None,
                             verify_write(old, created, update, path=path, edits=None, allowed=[]))
@@ -144,30 +139,18 @@ def _top_entries(old: ParsedFrontmatter, path: Path | str | None) -> dict[str, E
     """The top-level entries by key, refusing layouts new keys cannot be spliced into."""
     fm, offset = old.split.yaml_text, old.split.line_offset
     # The substring test first: a multi-line regex search costs more than a whole splice on a long file.
-    end_marker = _DOCUMENT_END.search(fm) if fm.startswith("...") or "\n..." in fm else None
+    end_marker = DOCUMENT_END.search(fm) if fm.startswith("...") or "\n..." in fm else None
     if end_marker is not None:
         # Text spliced after YAML's document-end marker would start a second document.
         raise FrontmatterError("the frontmatter contains a YAML document-end line ('...'); the state block "
                                "cannot be spliced after it", path=path, line=line_of(fm, end_marker.start(), offset),
                                expected="no '...' line inside the frontmatter")
-    root = old.node
-    if root is None:
-        return {}
-    if not isinstance(root, yaml.MappingNode) or root.flow_style:
-        # A bare '~', a scalar or a flow mapping: keys appended to it would not parse.
-        raise FrontmatterError("the frontmatter is not a block 'key: value' mapping; the state block cannot be "
-                               "spliced into it", path=path, line=offset + 1, expected="a YAML block mapping")
     try:
-        entries = entries_of(fm, root, 0, len(fm))
+        return by_key(top_level_entries(fm, old.node))
     except LayoutError as why:
-        raise FrontmatterError(f"the frontmatter's keys cannot be located: {why}", path=path,
-                               expected="one 'key: value' per line") from None
-    if entries and entries[0].indent != 0:
-        # An indented top-level mapping: a block spliced in at column 0 would not parse.
-        raise FrontmatterError("the frontmatter mapping is indented; the state block cannot be spliced into it",
-                               path=path, line=line_of(fm, entries[0].start, offset),
-                               expected="top-level keys at column 0")
-    return by_key(entries)
+        raise FrontmatterError(f"the state block cannot be spliced into this frontmatter: {why}", path=path,
+                               line=line_of(fm, why.at, offset),
+                               expected="top-level 'key: value' lines at column 0") from None
 
 
 def _end_of(fm: str, edits: Edits, nl: str) -> int:
@@ -175,20 +158,6 @@ def _end_of(fm: str, edits: Edits, nl: str) -> int:
     if fm and not fm.endswith("\n") and not any(start == len(fm) for start, *_ in edits.items):
         edits.add(len(fm), len(fm), nl)
     return len(fm)
-
-
-def _refuse_look_alike_frontmatter(split: FrontmatterSplit, path: Path | str | None) -> None:
-    """Refuse to create a frontmatter above a ``---`` line that is not a delimiter (``--- # meta``,
-    or ``---`` after a blank line): the user meant one there, and a new one put above it would push
-    their keys into the body. Such a file has no frontmatter for us as for GuardKit, so only the
-    user can say which it is."""
-    check_line_endings(split.body, path)
-    blanks = _LEADING_BLANK_LINES.match(split.body)
-    assert blanks is not None  # the pattern matches the empty string
-    if split.body.startswith("---", blanks.end()):
-        line = split.body.count("\n", 0, blanks.end()) + 1
-        raise FrontmatterError(f"line {line} starts with '---' but is not a frontmatter delimiter (GuardKit reads "
-                               "no frontmatter here): make the first line exactly '---'", path=path, line=line)
 
 
 def _create_frontmatter(split: FrontmatterSplit, update: StateUpdate) -> str:

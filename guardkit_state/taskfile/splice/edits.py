@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from guardkit_state.taskfile.splice.layout import (
+from guardkit_state.taskfile.splice.positions import (
     Edits,
     Entry,
     LayoutError,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,6 @@ import yaml
 
 from guardkit_state.errors import (
     FeaturePlanError,
-    GuardkitStateError,
     ParseError,
     TaskNotFoundError,
     WriteVerificationError,
@@ -33,9 +33,17 @@ from guardkit_state.errors import (
 from guardkit_state.plans.schema import node_line, raise_problems, schema_problems
 from guardkit_state.store.json_paths import format_pointer
 from guardkit_state.taskfile.splice.edits import MISSING, Fallback, set_value
-from guardkit_state.taskfile.splice.layout import Edits, Entry, LayoutError, by_key, entries_of
+from guardkit_state.taskfile.splice.positions import (
+    Edits,
+    Entry,
+    LayoutError,
+    by_key,
+    entries_of,
+    last_block_scalar,
+    top_level_entries,
+)
 from guardkit_state.taskfile.splice.render import plain_data, render_scalar, same
-from guardkit_state.taskfile.splice.verify import first_difference
+from guardkit_state.taskfile.splice.verify import check_edits, first_difference, read_back
 from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
 
 #: The text before a list item's first key on the item's own line: indent, ``-``, blanks.
@@ -171,7 +179,8 @@ class _Splice:
         end = len(self.text)
         if at == end and self.text and not self.text.endswith("\n") and not any(
                 stop == end and new.endswith("\n") for _, stop, _, new in self.edits.items):
-            if _ends_in_block_scalar(self.text, self.parsed.node):
+            last = last_block_scalar(self.text, self.parsed.node)
+            if last is not None and "-" not in last[1]:  # the value keeps its final line break
                 raise FeaturePlanError("the plan ends inside a block scalar ('|' or '>') without a final line break: "
                                        "a line added after it would change that value", path=self.path,
                                        line=self.text.count("\n") + 1, expected="a line break at the end of the file")
@@ -255,19 +264,12 @@ def splice_plan(text: str, update: PlanUpdate, *, path: Path | str | None = None
 
 
 def _top_entries(splice: _Splice) -> dict[str, Entry]:
-    root = splice.parsed.node
-    if not isinstance(root, yaml.MappingNode) or root.flow_style:
-        raise FeaturePlanError("the feature plan is not a block 'key: value' mapping; it cannot be edited in place",
-                               path=splice.path, line=1, expected="a YAML block mapping")
     try:
-        entries = entries_of(splice.text, root, 0, len(splice.text))
+        return by_key(top_level_entries(splice.text, splice.parsed.node))
     except LayoutError as why:
-        raise FeaturePlanError(f"the plan's keys cannot be located: {why}", path=splice.path,
-                               expected="one 'key: value' per line") from None
-    if entries and entries[0].indent != 0:
-        raise FeaturePlanError("the plan's top-level keys are indented; it cannot be edited in place",
-                               path=splice.path, line=root.start_mark.line + 1, expected="top-level keys at column 0")
-    return by_key(entries)
+        raise FeaturePlanError(f"the feature plan cannot be edited in place: {why}", path=splice.path,
+                               line=splice.text.count("\n", 0, why.at) + 1,
+                               expected="top-level 'key: value' lines at column 0") from None
 
 
 def _edit_tasks(splice: _Splice, top: dict[str, Entry], data: dict[str, Any], update: PlanUpdate) -> None:
@@ -345,17 +347,6 @@ def _without_blank_tail(text: str, entry: Entry) -> Entry:
     return replace(entry, end=end)
 
 
-def _ends_in_block_scalar(text: str, node: yaml.Node | None) -> bool:
-    """True when the document's last node is a block scalar whose value keeps its final line break."""
-    while isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.value:
-        last = node.value[-1]
-        node = last[1] if isinstance(last, tuple) else last
-    if not isinstance(node, yaml.ScalarNode) or node.style not in ("|", ">"):
-        return False
-    header = text[node.start_mark.index : text.find("\n", node.start_mark.index)].split("#")[0]
-    return "-" not in header
-
-
 def _item_start(text: str, item: yaml.Node) -> int:
     """The start of the line holding a list item's ``-`` (the item's own line without one)."""
     pos = item.start_mark.index
@@ -396,19 +387,8 @@ def _edit_execution(splice: _Splice, entry: Entry | None, old: Any, values: dict
 def _verify(splice: _Splice, new_text: str, expected: dict[str, Any]) -> ParsedYaml:
     """The strict parse of ``new_text`` once it is shown to be exactly the intended update."""
     path = splice.path
-    previous = 0
-    for start, end, _, _ in sorted(splice.edits.items):
-        inside = any(lo <= start and end <= hi for lo, hi in splice.allowed)
-        if start < previous or not inside:
-            raise WriteVerificationError("the splice would change bytes outside the values the update sets; nothing "
-                                         "was written", path=path, line=splice.text.count("\n", 0, start) + 1,
-                                         expected="every byte outside the changed values kept")
-        previous = end
-    try:
-        new = parse_yaml(new_text, path=path, error_type=ParseError)
-    except GuardkitStateError as exc:
-        raise WriteVerificationError(f"the new text does not parse ({exc.message}); nothing was written", path=path,
-                                     line=exc.line, expected="a text the strict reader accepts") from exc
+    check_edits(splice.text, new_text, splice.edits, splice.allowed, path)
+    new = read_back(new_text, partial(parse_yaml, path=path, error_type=ParseError), path)
     pointer = first_difference(expected, new.data)
     if pointer is not None:
         hint = " (a YAML alias of a value the update changes?)" if splice.parsed.aliased else ""

@@ -7,28 +7,21 @@ caller what to change *given that plan* (so a counter is incremented from the va
 never from a stale copy), splices and verifies the new text (:mod:`plan_splice`), and replaces
 the file atomically. Two tasks finishing at the same instant both land, one after the other.
 
-Just before the rename the file is checked again: if someone else (an editor, a ``git checkout``)
-changed it since it was read, nothing is replaced and the change is redone on the new text.
+The lock, the check just before the rename and the retries are the task files' own
+(:mod:`guardkit_state.taskfile.yaml_writer`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import random
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
-from guardkit_state.errors import FileBusyError, GuardkitStateError
-from guardkit_state.features.plan_splice import PlanUpdate, splice_plan
 from guardkit_state.plans.plan import FeaturePlan, parse_plan
+from guardkit_state.plans.plan_splice import PlanUpdate, splice_plan
 from guardkit_state.store import fsio
-from guardkit_state.store.locks import exclusive_lock
-from guardkit_state.taskfile.document import read_settled
+from guardkit_state.taskfile.yaml_writer import recall, remember, write_verified, writer_lock
 
 #: How long a writer waits for the plan's lock by default (a plan write takes milliseconds; this
 #: only bounds a wait behind a writer that is itself stuck).
@@ -57,13 +50,7 @@ def plan_lock_file(plan_path: Path | str) -> Path:
     return path.parent / LOCKS_DIR / f"{path.name}.lock"
 
 
-#: The plan locks each thread holds: a thread inside :func:`plan_lock` may call :func:`modify_plan`
-#: (a second ``flock`` on a new descriptor would wait for the thread itself).
-_HELD = threading.local()
-
-
-@contextlib.contextmanager
-def plan_lock(plan_path: Path | str, *, wait: float = LOCK_WAIT) -> Iterator[None]:
+def plan_lock(plan_path: Path | str, *, wait: float = LOCK_WAIT) -> AbstractContextManager[None]:
     """Hold the plan's writer lock for the block (waiting up to ``wait`` seconds for it).
 
     Re-entrant within a thread: an orchestrator step that holds it may still write the plan.
@@ -71,19 +58,7 @@ def plan_lock(plan_path: Path | str, *, wait: float = LOCK_WAIT) -> Iterator[Non
     Raises:
         LockedError: another writer held it for the whole ``wait``.
     """
-    lock = plan_lock_file(plan_path)
-    key = os.path.realpath(lock)
-    held: set[str] = _HELD.__dict__.setdefault("paths", set())
-    if key in held:
-        yield
-        return
-    fsio.ensure_private_dir(lock.parent)
-    with exclusive_lock(lock, wait=wait, holder=f"feature plan writer ({Path(plan_path).name})"):
-        held.add(key)
-        try:
-            yield
-        finally:
-            held.discard(key)
+    return writer_lock(plan_lock_file(plan_path), wait=wait, holder=f"feature plan writer ({Path(plan_path).name})")
 
 
 def modify_plan(path: Path | str, *changes: Callable[[FeaturePlan], PlanUpdate | None],
@@ -110,23 +85,19 @@ def modify_plan(path: Path | str, *changes: Callable[[FeaturePlan], PlanUpdate |
     """
     path = Path(path)
     with plan_lock(path, wait=wait):
-        raw = fsio.read_bytes_capped(path)
-        for attempt in range(WRITE_ATTEMPTS):
+        outcome: list[FeaturePlan] = []
+
+        def edit(raw: bytes) -> str | None:
             plan = _read(path, raw)
             written = _applied(path, plan, changes)
-            if written is plan:
-                return PlanWrite(plan, False)
-            fsio.crash_point("plan.before_write")
-            if fsio.atomic_write_text(path, written.text, precondition=partial(_holds, path, raw)):
-                fsio.crash_point("plan.after_write")
-                _remember(path, written.text.encode("utf-8"), written)
-                return PlanWrite(written, True)
-            # Someone else saved the file between our read and our rename (the lock binds only
-            # guardkit-state's writers): wait until their save is complete, then redo the change.
-            time.sleep(random.uniform(0, min(0.002 * (attempt + 1), 0.05)))
-            raw = read_settled(path)
-    raise FileBusyError(f"the feature plan kept changing while it was written ({WRITE_ATTEMPTS} attempts); "
-                        "nothing was overwritten: try again", path=path, expected="a moment without other writers")
+            outcome[:] = [written]
+            return None if written is plan else written.text
+
+        changed = write_verified(path, fsio.read_bytes_capped(path), edit, attempts=WRITE_ATTEMPTS, name="plan",
+                                 what="feature plan")
+        if changed:
+            remember(path, outcome[0].text.encode("utf-8"), outcome[0])
+        return PlanWrite(outcome[0], changed)
 
 
 def _applied(path: Path, plan: FeaturePlan, changes: tuple[Callable[[FeaturePlan], PlanUpdate | None], ...]) \
@@ -148,32 +119,9 @@ def update_plan(path: Path | str, update: PlanUpdate, *, wait: float = LOCK_WAIT
     return modify_plan(path, lambda _plan: update, wait=wait)
 
 
-#: The plan each file held after this process last wrote it, by real path: while the file still
-#: holds exactly those bytes the next write starts from that (verified) reading instead of parsing
-#: the file again, which is most of a write's cost on a long plan.
-_WRITTEN: dict[str, tuple[bytes, FeaturePlan]] = {}
-_WRITTEN_LIMIT = 64
-
-
 def _read(path: Path, raw: bytes) -> FeaturePlan:
-    known = _WRITTEN.get(os.path.realpath(path))
-    if known is not None and known[0] == raw:
-        return known[1]
-    return parse_plan(fsio.decode_utf8(raw, path), path=path)
-
-
-def _remember(path: Path, raw: bytes, plan: FeaturePlan) -> None:
-    if len(_WRITTEN) >= _WRITTEN_LIMIT:
-        _WRITTEN.pop(next(iter(_WRITTEN)), None)
-    _WRITTEN[os.path.realpath(path)] = (raw, plan)
-
-
-def _holds(path: Path, expected: bytes) -> bool:
-    """True when ``path`` still holds ``expected`` (a missing or unreadable file does not)."""
-    try:
-        return fsio.read_bytes_capped(path) == expected
-    except GuardkitStateError:
-        return False
+    known = recall(path, raw)
+    return known if isinstance(known, FeaturePlan) else parse_plan(fsio.decode_utf8(raw, path), path=path)
 
 
 __all__ = ["LOCK_WAIT", "PlanWrite", "modify_plan", "plan_lock", "plan_lock_file", "update_plan"]

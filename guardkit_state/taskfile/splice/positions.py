@@ -22,6 +22,28 @@ _NULL_TAG = "tag:yaml.org,2002:null"
 class LayoutError(Exception):
     """A mapping whose keys cannot each be given a line of their own (an alias used as a key ...)."""
 
+    def __init__(self, message: str, at: int = 0) -> None:
+        super().__init__(message)
+        self.at = at  # the offset it is about
+
+
+def top_level_entries(fm: str, root: yaml.Node | None, *, column_0: bool = True) -> list[Entry]:
+    """The entries of the document's top-level block mapping (none for an empty document).
+
+    Raises:
+        LayoutError: not a block mapping (a bare ``~``, a scalar, a flow mapping: keys added to it
+            would not parse), keys that cannot be located, or (``column_0``) keys indented (a key
+            added at column 0 would not parse).
+    """
+    if root is None:
+        return []
+    if not isinstance(root, yaml.MappingNode) or root.flow_style:
+        raise LayoutError("it is not a block 'key: value' mapping")
+    entries = entries_of(fm, root, 0, len(fm))
+    if column_0 and entries and entries[0].indent != 0:
+        raise LayoutError("its top-level keys are indented", entries[0].start)
+    return entries
+
 
 @dataclass
 class Entry:
@@ -49,10 +71,6 @@ class Entry:
     indent: int
     value: yaml.Node | None
     merge: bool = False
-
-    @property
-    def single_line(self) -> bool:
-        return self.end == self.line_end
 
     def rest(self, fm: str) -> str:
         """The text after the ``:`` on the key's line, comment included, stripped."""
@@ -135,10 +153,10 @@ def entries_of(fm: str, node: yaml.MappingNode, lo: int, hi: int) -> list[Entry]
             # A quoted scalar may continue on lines that look like comments: its end mark is exact.
             end = max(end, _line_end_at(fm, value_node.end_mark.index, stop))
         elif own:
-            kept = _last_kept_scalar(fm, value_node)
-            if kept is not None:
+            scalar = last_block_scalar(fm, value_node)
+            if scalar is not None and "+" in scalar[1]:
                 # The blank lines a '|+' scalar ends with are its text: what follows goes after them.
-                end = max(end, _line_end_at(fm, kept.end_mark.index, stop))
+                end = max(end, _line_end_at(fm, scalar[0].end_mark.index, stop))
         tag = key_node.tag
         key = key_node.value if tag == _STR_TAG and isinstance(key_node, yaml.ScalarNode) else None
         entries.append(Entry(key, start, pos, colon, line_end, end, column, value_node if own else None,
@@ -146,9 +164,9 @@ def entries_of(fm: str, node: yaml.MappingNode, lo: int, hi: int) -> list[Entry]
     return entries
 
 
-def _last_kept_scalar(fm: str, node: yaml.Node) -> yaml.ScalarNode | None:
-    """The block collection ``node``'s last scalar when it is a block scalar that keeps its final
-    line breaks (``|+``, ``>2+`` ...), else None."""
+def last_block_scalar(fm: str, node: yaml.Node | None) -> tuple[yaml.ScalarNode, str] | None:
+    """The block collection ``node``'s last scalar and its header (``|+``, ``>2-`` ...) when it is a
+    block scalar, else None."""
     while isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.value and not node.flow_style:
         last = node.value[-1]
         node = last[1] if isinstance(node, yaml.MappingNode) else last
@@ -156,8 +174,7 @@ def _last_kept_scalar(fm: str, node: yaml.Node) -> yaml.ScalarNode | None:
         return None
     start = node.start_mark.index
     newline = fm.find("\n", start)
-    header = fm[start : newline if newline >= 0 else len(fm)].split("#", 1)[0]
-    return node if "+" in header else None
+    return node, fm[start : newline if newline >= 0 else len(fm)].split("#", 1)[0]
 
 
 def by_key(entries: list[Entry]) -> dict[str, Entry]:
@@ -225,14 +242,6 @@ def _content_end(fm: str, lo: int, hi: int, indent: int) -> int:
             return pos
         pos = start
     return lo
-
-
-def first_content_indent(fm: str, lo: int, hi: int) -> int | None:
-    """Indent of the first non-blank, non-comment line in ``fm[lo:hi]``, or None."""
-    start = line_start(fm, lo, hi)
-    if start >= hi:
-        return None
-    return len(fm[start:hi]) - len(fm[start:hi].lstrip(" "))
 
 
 def above_comments(fm: str, pos: int, indent: int) -> int:
