@@ -8,7 +8,7 @@ pointer, the task and turn, and what was expected. ``str(error)`` renders one li
     ├── InputError                     bad input: nothing on disk was changed (CLI exit 2)
     │   ├── ParseError                 a file's text cannot be read (YAML, JSON, encoding)
     │   │   ├── FrontmatterError       delimiters, tags, structure of a task file's frontmatter
-    │   │   │   └── WriteVerificationError  a new text failed its check; nothing was written
+    │   │   │   └── WriteVerificationError  our own new text failed its check (exit 1, a bug); nothing written
     │   │   └── DuplicateKeyError      the same mapping key twice
     │   ├── SchemaError                a record does not match its JSON Schema
     │   │   └── SchemaVersionError     a file written by a newer major version
@@ -48,6 +48,18 @@ from typing import Any
 SHOWN_CHARS = 80
 #: Limits for the other parts of an error line (a real path or message is well under these).
 _PATH_CHARS, _POINTER_CHARS, _EXPECTED_CHARS, _MESSAGE_CHARS = 300, 200, 200, 1000
+
+
+def one_line(text: object, limit: int | None = None) -> str:
+    """``text`` with every run of whitespace (line breaks too) one space, cut to ``limit`` with ``…``."""
+    flat = " ".join(str(text).split())
+    return flat if limit is None or len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def first_few(items: Sequence[str], shown: int = 5) -> str:
+    """The first ``shown`` of ``items``, comma-separated, and how many more (an error names a few files)."""
+    text = ", ".join(items[:shown])
+    return text + (f" and {len(items) - shown} more" if len(items) > shown else "")
 
 
 def shorten(value: object, limit: int = SHOWN_CHARS) -> str:

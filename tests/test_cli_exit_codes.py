@@ -22,6 +22,7 @@ from guardkit_state.errors import (
     SchemaError,
     TaskNotFoundError,
     TurnError,
+    WriteVerificationError,
 )
 from guardkit_state.inspect.task_view import continuation_context, task_view
 from guardkit_state.turns.lifecycle import record_turn
@@ -36,6 +37,7 @@ def test_the_table_holds_the_documented_codes() -> None:
     assert {code.name: int(code) for code in ExitCode} == {
         "OK": 0, "FAILED": 1, "USAGE": 2, "ALREADY_RECORDED": 3, "INTERRUPTED": 130}
     assert ExitCode.REJECTED is ExitCode.FAILED  # record's "rejected" is the general "no"
+    assert ExitCode.INTERNAL is ExitCode.FAILED  # a fault of ours is never "usage" (2)
 
 
 @pytest.mark.parametrize(("error", "command", "code"), [
@@ -52,6 +54,8 @@ def test_the_table_holds_the_documented_codes() -> None:
     (TurnError("turn failed"), "record", ExitCode.FAILED),
     (GitError("git failed"), "log", ExitCode.FAILED),
     (GuardkitStateError("anything else"), None, ExitCode.FAILED),
+    (WriteVerificationError("the splice would change $.title", pointer="$.title"), "record", ExitCode.INTERNAL),
+    (WriteVerificationError("the new text does not parse"), "feature-build", ExitCode.INTERNAL),
 ])
 def test_each_error_gets_its_code_from_the_one_place(error: GuardkitStateError, command: str | None,
                                                      code: ExitCode) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.errors import InputError
-from guardkit_state.git.commits import FALLBACK_EMAIL, FALLBACK_NAME, commit_turn, turn_message
+from guardkit_state.git.commits import commit_turn, turn_message
 from guardkit_state.git.parse import StatusEntry, parse_status_z, parse_turn_log, parse_worktree_list_z
-from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.repo import FALLBACK_EMAIL, FALLBACK_NAME, GitRepo
 
 from .conftest import run_git
 from .gitloop import TASK_ID, make_project, run_turn, trailer_turns, write_turn

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from guardkit_state.agents.protocol import CallableAgent, TurnRequest
-from guardkit_state.cli.cmd_feature_build import progress_lines
+from guardkit_state.cli.event_lines import progress_lines
 from guardkit_state.cli.output import Output
 from guardkit_state.loop.events import (
     AgentStarted,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from guardkit_state.git import turn_ledger
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.git.turn_ledger import LedgerEntry
+from guardkit_state.git.turn_ledger import ProvenTurnCommit
 
 from .conftest import run_git
 
@@ -20,7 +20,7 @@ TASK = "TASK-LEDGER-001"
 _sha = st.text("0123456789abcdef", min_size=40, max_size=40)
 _word = st.sampled_from(["approve", "feedback", "error"])
 _mode = st.sampled_from(["fresh_start", "continuing_work", "recovering_state"])
-_entry = st.builds(LedgerEntry, _sha, st.integers(1, 999_999), _word, _mode)
+_entry = st.builds(ProvenTurnCommit, _sha, st.integers(1, 999_999), _word, _mode)
 _step = st.one_of(_entry, st.just("run"))
 
 
@@ -35,13 +35,13 @@ def _repo(root: Path) -> GitRepo:
 def test_entries_are_those_recorded_since_the_last_run_line(steps: list[object]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         repo = _repo(Path(folder))
-        expected: list[LedgerEntry] = []
+        expected: list[ProvenTurnCommit] = []
         for step in steps:
             if step == "run":
                 turn_ledger.start_run(repo, TASK, "2026-11-27T00:00:00Z")
                 expected = []
             else:
-                assert isinstance(step, LedgerEntry)
+                assert isinstance(step, ProvenTurnCommit)
                 turn_ledger.record(repo, TASK, step)
                 expected.append(step)
         assert turn_ledger.entries(repo, TASK) == expected
@@ -49,12 +49,12 @@ def test_entries_are_those_recorded_since_the_last_run_line(steps: list[object])
 
 def test_a_line_cut_short_is_not_trusted_and_the_next_line_is_whole(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
-    first = LedgerEntry("a" * 40, 1, "feedback", "fresh_start")
+    first = ProvenTurnCommit("a" * 40, 1, "feedback", "fresh_start")
     turn_ledger.record(repo, TASK, first)
     path = turn_ledger.ledger_path(repo, TASK)
     with path.open("ab") as handle:
         handle.write(b"b" * 40 + b" 2 appr")  # a kill in the middle of the next append
-    second = LedgerEntry("c" * 40, 2, "approve", "continuing_work")
+    second = ProvenTurnCommit("c" * 40, 2, "approve", "continuing_work")
     turn_ledger.record(repo, TASK, second)
     assert turn_ledger.entries(repo, TASK) == [first, second]
 
@@ -64,7 +64,7 @@ def test_only_a_listed_commit_on_the_branch_counts(git_repo: Path) -> None:
     assert repo is not None
     head = run_git(git_repo, "rev-parse", "HEAD").strip()
     assert turn_ledger.verified_turn_commit(repo, TASK, 1) is None  # a commit nobody listed
-    turn_ledger.record(repo, TASK, LedgerEntry(head, 1, "approve", "fresh_start"))
+    turn_ledger.record(repo, TASK, ProvenTurnCommit(head, 1, "approve", "fresh_start"))
     assert turn_ledger.verified_turn_commit(repo, TASK, 1) == head
     assert turn_ledger.verified_turn_commit(repo, TASK, 2) is None
     run_git(git_repo, "checkout", "-q", "--orphan", "other")

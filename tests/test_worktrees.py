@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.cli.app import run
-from guardkit_state.errors import GitError
+from guardkit_state.errors import GitError, InputError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager
 from guardkit_state.inspect.review import turn_log
@@ -251,3 +251,22 @@ def test_listing_waits_out_a_worktree_another_process_is_still_creating(project:
     records = worktree_records(GitRepo.discover(project))  # type: ignore[arg-type]
     finisher.join()
     assert any(Path(r["worktree"]).name == "TASK-OTHER-001" for r in records)  # it retried, and saw it whole
+
+
+# -- create's base: what names a commit ------------------------------------------------------------
+def test_a_base_that_names_a_tree_is_refused_as_input_before_anything_is_made(git_repo: Path) -> None:
+    # refs/heads/main^{tree} "exists" to rev-parse --verify, so branch_exists() says yes; before
+    # the change check_base_branch refused it (it names no commit) with InputError, up front.
+    project = make_project(git_repo)
+    with pytest.raises(InputError):
+        _manager(project).create(TASK_ID, "main^{tree}")
+    assert not (project / ".guardkit" / "worktrees").exists()
+
+
+def test_a_base_relative_to_a_branch_starts_the_worktree_there(git_repo: Path) -> None:
+    # main~1 is a commit, not a branch, but branch_exists("main~1") is True (rev-parse resolves
+    # refs/heads/main~1), so the worktree is added with --track, which git refuses.
+    project = make_project(git_repo)
+    run_git(project, "commit", "-q", "--allow-empty", "-m", "second")
+    wt = _manager(project).create(TASK_ID, "main~1")
+    assert run_git(wt.path, "rev-parse", "HEAD").strip() == run_git(project, "rev-parse", "main~1").strip()

@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from guardkit_state import __version__
 from guardkit_state.cli.exit_codes import ExitCode
@@ -24,6 +25,7 @@ from guardkit_state.errors import (
     ResumeError,
     SchemaError,
     TaskNotFoundError,
+    WriteVerificationError,
 )
 
 #: Command modules, in ``--help`` order. Each has ``register(subparsers) -> None``.
@@ -56,7 +58,12 @@ USAGE_ERRORS = (InputError, LockedError, TaskNotFoundError, AmbiguousTaskError, 
 class _Parser(argparse.ArgumentParser):
     """Every parser of the CLI (subcommands and their actions inherit this class through
     ``add_subparsers``): a usage error is one ``error:`` line naming the command, like every
-    other error, instead of argparse's multi-line usage block."""
+    other error, instead of argparse's multi-line usage block. Descriptions and epilogs are shown
+    as written (their ``Example:`` blocks keep their lines)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(**kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         prefix = "\x1b[31merror:\x1b[0m" if colour_enabled(sys.stderr) else "error:"
@@ -81,6 +88,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="guardkit-state",
         description="File-first, git-native memory for Player/Coach coding loops.",
         epilog="Run 'guardkit-state COMMAND --help' for a command's options and an example.",
+        formatter_class=argparse.HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"guardkit-state {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for unexpected errors")
@@ -167,13 +175,16 @@ def run(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         out.error(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)")
-        return ExitCode.FAILED
+        return ExitCode.INTERNAL
     finally:
         logging.getLogger("guardkit_state.taskfile.duplicates").removeHandler(warnings)
 
 
 def exit_code_for(error: GuardkitStateError, command: str | None = None) -> ExitCode:
     """The exit code of an error no handler dealt with (see :class:`ExitCode`)."""
+    if isinstance(error, WriteVerificationError):
+        # Our own splice failed its self-check: a fault of ours, not a usage error.
+        return ExitCode.INTERNAL
     if isinstance(error, AlreadyRecordedError):
         return ExitCode.ALREADY_RECORDED
     if command == "record" and isinstance(error, InputError):

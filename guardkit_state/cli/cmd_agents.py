@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
         description="List the agent presets --player NAME and --coach NAME can pick: the built-in ones and "
                     "those of .guardkit/config/agents.yaml, with where each program is on PATH and the version "
                     "it reports.",
-        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLE)
     add_repo_option(parser)
     add_json_option(parser)
     parser.set_defaults(handler=run)

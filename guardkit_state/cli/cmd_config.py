@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from guardkit_state.cli.exit_codes import ExitCode
-from guardkit_state.cli.options import add_json_option, add_repo_option
+from guardkit_state.cli.options import add_json_option, add_repo_option, help_of
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.store import layout
 
@@ -33,23 +33,18 @@ def register(subparsers: Any) -> None:
         description=f"Show the configuration the loop uses: quality gates ({QUALITY_GATES_FILE} when "
                     f"present, else built-in), role constraints and gate overrides ({OVERRIDES_FILE}), "
                     "and implementation modes, with where each value came from.",
-        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLE)
     actions = parser.add_subparsers(dest="config_action", metavar="ACTION")
     show = actions.add_parser(
         "show", help="print the resolved configuration and the source of each value",
         description="Print the resolved configuration and the source of each value "
                     "(built-in, the config file, or 'override: <file>').",
-        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLE)
     show.add_argument("section", nargs="?", choices=SECTIONS, help="only this section")
     add_repo_option(show)
     add_json_option(show)
     show.set_defaults(handler=show_config)
-    parser.set_defaults(handler=lambda args, out: _usage(parser))
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return ExitCode.USAGE
+    parser.set_defaults(handler=help_of(parser))
 
 
 def show_config(args: argparse.Namespace, out: Output) -> int:

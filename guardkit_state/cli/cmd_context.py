@@ -18,7 +18,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "copy the loop works on (its worktree's; after a feature run, the feature's), named on stderr.",
         epilog="Example:\n  guardkit-state context TASK-AUTH-001            # the next turn\n"
         "  guardkit-state context TASK-AUTH-001 --turn 2",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("task_id", metavar="TASK-ID", help="a task id, or the path of a task file")
     parser.add_argument("--turn", type=int, metavar="N", help="the turn to build the context for (default: next)")

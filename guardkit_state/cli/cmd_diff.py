@@ -21,7 +21,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "diff", help="show what one turn changed (its commit)",
         description="Show the commit of one turn: the Player's code changes and the turn's state files.",
-        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLE)
     parser.add_argument("task_id", metavar="TASK-ID", help="exact task id")
     parser.add_argument("--turn", type=int, required=True, metavar="N", help="turn number")
     parser.add_argument("--stat", action="store_true", help="diffstat instead of the patch")

@@ -1,35 +1,23 @@
 """``guardkit-state feature-build``: run (or resume) a Player/Coach loop on a task.
 
 Progress comes from the loop as typed events (:mod:`guardkit_state.loop.events`), each shown by
-the :func:`progress_lines` registered for its type; a Ctrl-C is said by ``guardkit_state.cli.main``
+:func:`guardkit_state.cli.event_lines.progress_lines`; a Ctrl-C is said by ``guardkit_state.cli.main``
 from the loop's own :class:`~guardkit_state.loop.run.LoopInterrupted`.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
-import logging
+from typing import TYPE_CHECKING
 
 from guardkit_state.cli.cmd_report import add_report_option
 from guardkit_state.cli.exit_codes import ExitCode
-from guardkit_state.cli.options import add_json_option, add_repo_option, seconds, turn_count, usd
-from guardkit_state.cli.output import Output, one_line, safe
+from guardkit_state.cli.options import add_json_option, add_repo_option, log_on_stderr, seconds, turn_count, usd
+from guardkit_state.cli.output import Output, safe
 from guardkit_state.cli.remote_feature import add_remote_options
-from guardkit_state.loop.events import (
-    AgentStarted,
-    LoopEvent,
-    LoopNote,
-    ModeSuggested,
-    ReportsReused,
-    Resuming,
-    TurnRecorded,
-    TurnStarted,
-    WorktreeReady,
-)
 
-#: How much of the Coach's feedback a progress line shows (``show`` and ``--json`` have it whole).
-FEEDBACK_CHARS = 160
+if TYPE_CHECKING:
+    from guardkit_state.loop.events import LoopEvent
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -57,7 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "Exit codes: 0 approved, 1 not approved (max turns, stall, the same agent failure twice,\n"
         "--max-cost reached), 2 usage or configuration\n"
         "error, 130 interrupted (state saved; continue with --resume).",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("task_id", metavar="TASK-ID|FEAT-ID",
                         help="a task id (or task file), or a feature id (or its plan's .yaml file)")
@@ -95,6 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.agents import agent_for
+    from guardkit_state.cli.event_lines import progress_lines
     from guardkit_state.cli.feature_output import names_feature, run_feature
 
     if args.remote is not None:  # this machine's worker on a feature shared through a git remote
@@ -110,9 +98,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.note("note: --max-parallel applies to features (FEAT-ID) only; a task runs one loop, so it is ignored")
 
     if args.verbose:
-        handler = logging.StreamHandler(out.stderr)
-        handler.setFormatter(logging.Formatter("  log: %(message)s"))
-        logging.getLogger("guardkit_state").addHandler(handler)
+        log_on_stderr(out)
     options = LoopOptions(max_turns=args.max_turns, resume=args.resume, use_worktree=not args.no_worktree,
                           turn_timeout=args.turn_timeout, base_branch=args.base_branch, reopen=args.reopen,
                           max_cost=args.max_cost, continue_session=args.continue_session,
@@ -143,75 +129,3 @@ def run(args: argparse.Namespace, out: Output) -> int:
             out.line(f"  checkout: {safe(result.checkout)}")
         out.line(f"  review: guardkit-state show {args.task_id} · guardkit-state log {args.task_id}")
     return ExitCode(result.exit_code)
-
-
-# -- progress: one renderer per event type -------------------------------------------------------
-@functools.singledispatch
-def progress_lines(event: LoopEvent, out: Output) -> list[str]:
-    """The progress lines (stderr) for one loop event; none for a type this command does not show."""
-    return []
-
-
-@progress_lines.register
-def _(event: LoopNote, out: Output) -> list[str]:
-    return [f"  note: {safe(event.text)}"]
-
-
-@progress_lines.register
-def _(event: ModeSuggested, out: Output) -> list[str]:
-    # One advisory line; the full advice (with GuardKit's own pitfalls) is `suggest-mode`'s job.
-    mode = event.advice.mode
-    return [f"suggested mode for complexity {event.advice.complexity}: {safe(mode.mode)} "
-            f"({safe(mode.ceremony_level)} ceremony; advisory)"]
-
-
-@progress_lines.register
-def _(event: WorktreeReady, out: Output) -> list[str]:
-    return [f"worktree {safe(event.path)} (branch {safe(event.branch)})"]
-
-
-@progress_lines.register
-def _(event: Resuming, out: Output) -> list[str]:
-    return [f"resume: {safe(event.point.describe())}"]
-
-
-@progress_lines.register
-def _(event: TurnStarted, out: Output) -> list[str]:
-    return [out.style(f"turn {event.turn}", "bold") + f" · {event.mode.value}"]
-
-
-@progress_lines.register
-def _(event: AgentStarted, out: Output) -> list[str]:
-    return [f"  {event.role} running…"]
-
-
-@progress_lines.register
-def _(event: ReportsReused, out: Output) -> list[str]:
-    return [f"  reusing the {' and '.join(event.roles)} report(s) already on disk"]
-
-
-@progress_lines.register
-def _(event: TurnRecorded, out: Output) -> list[str]:
-    from guardkit_state.inspect.agent_costs import describe_run  # here: building the parser stays light
-
-    record = event.record
-    state = record.turn_state
-    if state.error:
-        # Whose failure it was: a Player that cannot start is not the Coach's error.
-        role = state.failed_role or "turn"
-        lines = [f"  {role}: error — {one_line(state.error, 3 * FEEDBACK_CHARS)}"]
-    else:
-        decision = safe(record.entry.decision)
-        delta = " ".join(record.ledger.delta(record.ledger_before))
-        lines = [f"  coach: {decision} — {record.ledger.counts().describe('criteria')}" +
-                 (f" ({delta})" if delta else "")]
-        if state.gate_override:
-            lines.append(f"  gate: {one_line(state.gate_override, FEEDBACK_CHARS)}")
-        feedback = state.coach_feedback
-        if feedback and record.entry.decision != "approve" and not state.gate_override:
-            lines.append(f"  feedback: {one_line(feedback, FEEDBACK_CHARS)}")
-    lines.extend(f"  {role}: {describe_run(run)}" for role, run in state.agent_runs.items()
-                 if run.get("cost_usd") is not None or run.get("tokens_in") is not None)
-    if event.commit is not None and event.commit.sha:
-        lines.append(f"  commit {event.commit.sha[:10]}")
-    return lines

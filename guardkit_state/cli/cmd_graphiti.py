@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from guardkit_state.cli.cmd_search import EMBEDDER_HELP
 from guardkit_state.cli.exit_codes import ExitCode
-from guardkit_state.cli.options import add_json_option, add_repo_option
+from guardkit_state.cli.options import add_json_option, add_repo_option, help_of
 from guardkit_state.cli.output import Output, safe
 
 if TYPE_CHECKING:
@@ -25,7 +25,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "from them; no LLM or API key needed.",
         epilog="Example:\n  guardkit-state graphiti sync\n  guardkit-state graphiti status --verbose\n"
         "  guardkit-state graphiti search \"blockers TASK-AUTH-001\" --group turn_states",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = parser.add_subparsers(dest="graphiti_command", metavar="ACTION")
     helps = {
@@ -41,8 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     for name in SUBCOMMANDS:
         action = actions.add_parser(name, help=helps[name], description=helps[name],
                                     epilog=f"Example:\n  guardkit-state graphiti {name}"
-                                    + (' "turn TASK-AUTH-001"' if name == "search" else ""),
-                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+                                    + (' "turn TASK-AUTH-001"' if name == "search" else ""))
         if name == "search":
             from guardkit_state.cli.cmd_search import add_search_arguments
 
@@ -60,12 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             action.add_argument("--full", action="store_true",
                                 help="compare with every stored record, not with the local manifest")
         action.set_defaults(handler=run)
-    parser.set_defaults(handler=lambda args, out: _usage(parser))
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return ExitCode.USAGE
+    parser.set_defaults(handler=help_of(parser))
 
 
 def run(args: argparse.Namespace, out: Output) -> int:

@@ -28,7 +28,7 @@ def register(subparsers: Any) -> None:
                     "feature branch autobuild/FEAT-ID once a feature merged it, or the current branch after "
                     "a merge) and its turn_state files. Given a feature, list the merges on its branch "
                     "(commit, task, wave, when) and each task's turns.",
-        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLE)
     parser.add_argument("task_id", metavar="TASK-ID|FEAT-ID", help="exact task id, or a feature id or plan file")
     add_repo_option(parser)
     add_json_option(parser)

@@ -22,7 +22,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "pip install 'guardkit-state[mcp]'. Register it with an agent (see docs/mcp.md).",
         epilog="Examples:\n  claude mcp add guardkit-state -- guardkit-state mcp --repo /path/to/repo\n"
         "  guardkit-state mcp --read-only        # for a Coach or a reviewer: no write tools",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--read-only", action="store_true",
                         help="leave out the write tools (record_turn, claim_next_task, release_claim): "

@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "merge-driver", help="merge task files and plans key by key (git merge driver; --install)",
         description="Git's merge driver for loop state, and the one command that registers it.",
-        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLE)
     parser.add_argument("files", metavar="FILE", nargs="*",
                         help="as git passes them: BASE OURS THEIRS PATH (%%O %%A %%B %%P); the result goes to OURS")
     action = parser.add_mutually_exclusive_group()

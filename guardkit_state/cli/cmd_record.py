@@ -35,7 +35,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "     a closed task without --reopen, a turn beyond max_turns, a task file that cannot be\n"
         "     written: nothing written\n"
         "  3  already recorded: the reports name a recorded turn but differ from its reports",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("task_id", metavar="TASK-ID")
     parser.add_argument("--player", required=True, type=Path, metavar="FILE", help="the Player's JSON report")

@@ -24,7 +24,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         epilog="Example:\n  guardkit-state report TASK-AUTH-001\n"
         "  guardkit-state report TASK-AUTH-001 -o review/TASK-AUTH-001.html --json\n"
         "  guardkit-state report FEAT-AUTH -o review/FEAT-AUTH.html",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("task_id", metavar="TASK-ID|FEAT-ID", help="a task id or the path of a task file; "
                         "a feature id or the path of its plan")

@@ -31,7 +31,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "  guardkit-state search \"last turn of TASK-AUTH-001\"\n"
         "  guardkit-state search \"coverage below threshold\" --feature FEAT-AUTH --since 7d\n"
         "  guardkit-state search \"token refresh\" --decision rejected --json",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_search_arguments(parser)
     parser.add_argument("--backend", choices=("auto", "files", "graphiti"), default="auto",

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from guardkit_state.inspect.task_view import TaskView
 
 ICON_STYLE = {"verified": ("✓", "green"), "rejected": ("✗", "red"), "pending": ("○", "dim")}
-DECISION_STYLE = {"approve": "green", "feedback": "yellow", "reject": "red", "error": "red"}
 TASK_STATUS_STYLE = {"completed": "green", "approved": "green", "in_progress": "yellow", "blocked": "red",
                      "failed": "red", "pending": "dim", "skipped": "dim"}
 
@@ -29,7 +28,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "(FEAT-ID or a plan's .yaml), show its waves × tasks from the files and git, and what runs next.",
         epilog="Example:\n  guardkit-state show TASK-AUTH-001\n  guardkit-state show TASK-AUTH-001 --json\n"
         "  guardkit-state show FEAT-AUTH --json",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("task_id", metavar="TASK-ID|FEAT-ID",
                         help="a task id or task file's path; a feature id or plan file's path")
@@ -84,7 +82,7 @@ def render(view: TaskView, out: Output) -> None:
             if len(feedback) > 70:
                 feedback = feedback[:69] + "…"
             out.line(f"{turn.turn:>4}  {safe(turn.mode or '-'):<16}  "
-                     f"{out.style(f'{decision:<8}', DECISION_STYLE.get(decision, 'dim'))}  {feedback}")
+                     f"{out.decision(decision)}  {feedback}")
     for taken in view.takeovers:
         if isinstance(taken, dict):
             out.line(f"taken over after {taken.get('turns_done')} turn(s) by {safe(str(taken.get('by')))} from "

@@ -13,8 +13,6 @@ from guardkit_state.cli.output import Output, safe
 if TYPE_CHECKING:
     from guardkit_state.inspect.status import FeatureSummary, TaskSummary
 
-DECISION_STYLE = {"approve": "green", "feedback": "yellow", "reject": "red", "error": "red"}
-
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser(
@@ -28,7 +26,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         epilog="Example:\n  guardkit-state status\n"
         "  guardkit-state status --json | jq '.[] | select(.last_decision==\"error\")'\n"
         "  guardkit-state status --json --features | jq '.features[] | {feature_id, done, total}'",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_repo_option(parser)
     parser.add_argument("--no-cache", action="store_true", help="ignore and do not write the summary cache")
@@ -85,7 +82,7 @@ def _task_lines(summaries: list[TaskSummary], out: Output) -> None:
         where = " (worktree)" if s.in_worktree else ""
         where += f"  ${s.cost_usd:.4f}" if s.cost_usd is not None else ""
         out.line(f"{safe(s.task_id):<{width}}  {safe(s.status or '-'):<{status_width}} {s.turns:>3} turn(s)  "
-                 f"{out.style(f'{decision:<8}', DECISION_STYLE.get(decision, 'dim'))}  "
+                 f"{out.decision(decision)}  "
                  f"{_counts(s)}{where}")
 
 

@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
                     "task_work (3-7) or autobuild (5-10). Where ranges overlap, the mode whose range "
                     "is centred nearest wins (a tie goes to less ceremony). Advice only: nothing is "
                     "changed or blocked.",
-        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLE)
     parser.add_argument("task_id", metavar="TASK-ID", nargs="?", help="exact task id")
     parser.add_argument("--complexity", type=int, metavar="N",
                         help="use this complexity (1-10) instead of reading the task")

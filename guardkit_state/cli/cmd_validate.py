@@ -31,7 +31,7 @@ def register(subparsers: Any) -> None:
         "validate", help="check task files and per-turn JSON reports against the schemas",
         description="Validate task files and per-turn reports; print every problem as "
                     "'path:line: message' or 'path: $.json.path: message'.",
-        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXAMPLE)
     parser.add_argument("paths", metavar="PATH", nargs="+", type=Path, help="file or directory (recursive)")
     parser.add_argument("--errors-only", action="store_true",
                         help="print the invalid files' problems and the summary, no warnings")

@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "worktrees", help="list loop worktrees (.guardkit/worktrees/*) and their state",
         description="List the worktrees of autobuild loops: branch, base, ahead/behind, merged, dirty.",
-        epilog=LIST_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=LIST_EXAMPLE)
     add_repo_option(parser)
     add_json_option(parser)
     parser.set_defaults(handler=list_worktrees)
@@ -48,7 +48,7 @@ def register(subparsers: Any) -> None:
                     "that exists nowhere else (uncommitted changes, or ignored files no commit and no main "
                     "checkout copy has), with their merged branches. Anything else is kept, saying which "
                     "files, unless --force.",
-        epilog=PRUNE_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=PRUNE_EXAMPLE)
     # SUPPRESS: values given before 'prune' are not overwritten by the subparser's defaults.
     add_repo_option(prune, default=argparse.SUPPRESS)
     add_json_option(prune, default=argparse.SUPPRESS)

@@ -21,6 +21,9 @@ class ExitCode(IntEnum):
     #: ``record``: a readable report was rejected (its schema, a value JSON cannot store, another
     #: task or turn); nothing was written.
     REJECTED = 1
+    #: A fault of guardkit-state itself, not of the input: an unexpected error, or its own write
+    #: failing its self-check (``WriteVerificationError``: a bug to report); nothing was written.
+    INTERNAL = 1
     #: The command cannot run as asked: a bad option, an unknown or ambiguous task, nothing to
     #: resume, a task locked by another run, a closed task without ``--reopen``; nothing changed.
     USAGE = 2

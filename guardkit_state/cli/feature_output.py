@@ -11,24 +11,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
-import logging
 from pathlib import Path
 
+from guardkit_state.cli.event_lines import feature_lines
 from guardkit_state.cli.exit_codes import ExitCode
+from guardkit_state.cli.options import log_on_stderr
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.errors import GuardkitStateError, InputError
 from guardkit_state.features.feature_events import (
-    NOT_RUN_WORDS,
     FeatureEvent,
     FeatureNote,
-    FeatureStarted,
-    TaskBlocked,
-    TaskEnded,
     TaskEvent,
-    TaskMerged,
-    TaskStarted,
-    WaveStarted,
 )
 from guardkit_state.features.result import FeatureInterrupted, FeatureNotStarted, FeatureResult
 from guardkit_state.loop.events import LoopNote
@@ -80,9 +73,7 @@ def _run_feature(args: argparse.Namespace, out: Output) -> int:
             raise InputError(f"{flag} applies to one task's loop; a feature's tasks always run in worktrees "
                              "of their own")
     if args.verbose:
-        handler = logging.StreamHandler(out.stderr)
-        handler.setFormatter(logging.Formatter("  log: %(message)s"))
-        logging.getLogger("guardkit_state").addHandler(handler)
+        log_on_stderr(out)
     options = FeatureOptions(max_parallel=getattr(args, "max_parallel", None), max_turns=args.max_turns,
                              resume=args.resume, base_branch=args.base_branch, turn_timeout=args.turn_timeout,
                              max_cost=getattr(args, "max_cost", None),
@@ -134,65 +125,4 @@ def render_result(result: FeatureResult, out: Output) -> None:
         out.line(f"  branch {safe(result.branch)} in {safe(result.worktree)}")
 
 
-# -- progress: one renderer per event type -------------------------------------------------------
-@functools.singledispatch
-def feature_lines(event: FeatureEvent, out: Output) -> list[str]:
-    """The progress lines (stderr) for one feature event; none for a type not shown."""
-    return []
-
-
-@feature_lines.register
-def _(event: FeatureStarted, out: Output) -> list[str]:
-    tasks = sum(len(wave) for wave in event.waves)
-    again = " (resumed)" if event.resumed else ""
-    return [out.style(f"feature {safe(event.feature_id)}", "bold") + f"{again}: {tasks} task(s) in "
-            f"{len(event.waves)} wave(s), up to {event.max_parallel} at a time · branch {safe(event.branch)} "
-            f"in {safe(event.worktree)}"]
-
-
-@feature_lines.register
-def _(event: WaveStarted, out: Output) -> list[str]:
-    # The tasks not run again, each kind by name: a failed task is not "done".
-    words = {**NOT_RUN_WORDS, "ended": "ended in an earlier run"}
-    told = ", ".join(f"{count} {words.get(phase, phase)}" for phase, count in event.not_run().items())
-    tail = f" ({told})" if told else ""
-    return [out.style(f"wave {event.number}/{event.total}", "bold") + f": {safe(', '.join(event.task_ids))}{tail}"]
-
-
-@feature_lines.register
-def _(event: TaskStarted, out: Output) -> list[str]:
-    how = "resuming from its files" if event.resume else "started"
-    return [f"[{safe(event.task_id)}] {how}"]
-
-
-@feature_lines.register
-def _(event: TaskEvent, out: Output) -> list[str]:
-    from guardkit_state.cli.cmd_feature_build import progress_lines
-
-    return [f"[{safe(event.task_id)}] {line.lstrip()}" for line in progress_lines(event.event, out)]
-
-
-@feature_lines.register
-def _(event: TaskEnded, out: Output) -> list[str]:
-    task = event.outcome
-    return [f"[{safe(task.task_id)}] {task.outcome or 'stopped'} after {task.turns} turn(s): {safe(task.reason)}"]
-
-
-@feature_lines.register
-def _(event: TaskMerged, out: Output) -> list[str]:
-    sha = f" ({event.sha[:10]})" if event.sha else ""
-    return [f"merged {safe(event.branch)}{sha}"]
-
-
-@feature_lines.register
-def _(event: TaskBlocked, out: Output) -> list[str]:
-    why = f"conflict in {', '.join(event.conflicts)}" if event.conflicts else (event.error or "merge refused")
-    return [out.style(f"{event.task_id} blocked", "yellow") + f": {safe(why)}; branch {safe(event.branch)} kept"]
-
-
-@feature_lines.register
-def _(event: FeatureNote, out: Output) -> list[str]:
-    return [f"note: {safe(event.text)}"]
-
-
-__all__ = ["feature_lines", "names_feature", "render_result", "run_feature"]
+__all__ = ["names_feature", "render_result", "run_feature"]

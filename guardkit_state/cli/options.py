@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import functools
+import logging
 import math
 from pathlib import Path
 from typing import Any
+
+from guardkit_state.cli.exit_codes import ExitCode
 
 REPO_HELP = "the repository (default: the nearest folder above the current one with tasks/ or .git)"
 
@@ -64,6 +67,21 @@ def add_repo_option(parser: argparse.ArgumentParser, **overrides: Any) -> None:
 
 def add_json_option(parser: argparse.ArgumentParser, help: str = "machine-readable output", **overrides: Any) -> None:
     parser.add_argument("--json", action="store_true", help=help, **overrides)
+
+
+def help_of(parser: argparse.ArgumentParser) -> Any:
+    """The handler of a command run without its action (``config``): its help, exit 2 (usage)."""
+    def show(args: argparse.Namespace, out: Any) -> int:
+        parser.print_help()
+        return ExitCode.USAGE
+    return show
+
+
+def log_on_stderr(out: Any) -> None:
+    """``--verbose``: the library's log on stderr too, as ``  log: ...`` lines under the progress."""
+    handler = logging.StreamHandler(out.stderr)
+    handler.setFormatter(logging.Formatter("  log: %(message)s"))
+    logging.getLogger("guardkit_state").addHandler(handler)
 
 
 def resolve_repo(args: argparse.Namespace) -> None:

@@ -37,6 +37,7 @@ _LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
 ONE_LINE_CHARS = 200
 
 STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "blue": "34", "cyan": "36"}
+DECISION_STYLE = {"approve": "green", "feedback": "yellow", "reject": "red", "error": "red"}
 
 
 def safe(text: object) -> str:
@@ -89,6 +90,10 @@ class Output:
             return text
         codes = ";".join(STYLES[n] for n in names)
         return f"\x1b[{codes}m{text}\x1b[0m"
+
+    def decision(self, word: str) -> str:
+        """A Coach decision (already :func:`safe`), padded to a column and coloured by what it says."""
+        return self.style(f"{word:<8}", DECISION_STYLE.get(word, "dim"))
 
     def line(self, text: str = "") -> None:
         # Callers make agent text safe(); DEL, C1, bidi and invisible characters are caught here too,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from guardkit_state.config.gates import GateLookup, GateProfile
 from guardkit_state.config.loader import ResolvedConfig
 from guardkit_state.config.roles import RoleConstraints
+from guardkit_state.errors import one_line
 from guardkit_state.model import Criterion, TurnState
 
 #: How each TurnState coach decision is shown (GuardKit's prompts write "REVISE" for feedback).
@@ -34,7 +35,7 @@ def render_role_section(constraints: RoleConstraints) -> str:
     """``## Your Role: <Role>`` and one ``|``-joined line per non-empty list; ``""`` if all are empty."""
     lines = [f"## Your Role: {constraints.role.capitalize()}"]
     for kind, label in _LABELS:
-        texts = [_one_line(t) for t in constraints.texts(kind)]
+        texts = [one_line(t) for t in constraints.texts(kind)]
         if texts:
             lines.append(f"{label}: {' | '.join(texts)}")
     return "\n".join(lines) if len(lines) > 1 else ""
@@ -45,7 +46,7 @@ def render_gates_section(profile: GateProfile, *, task_type: str, complexity: in
     """``## Quality Gates for This Task`` with the thresholds in force and the do-not-adjust line."""
     shown = task_type
     if requested_task_type and requested_task_type.strip().lower() != task_type:
-        shown = f"{task_type} (task_type: {_one_line(requested_task_type)})"
+        shown = f"{task_type} (task_type: {one_line(requested_task_type)})"
     lines = ["## Quality Gates for This Task", f"Task type: {shown} | Complexity: {complexity}"]
     if profile.arch_review_required:
         lines.append(f"Architecture review: required (threshold: {profile.arch_review_threshold})")
@@ -59,7 +60,7 @@ def render_gates_section(profile: GateProfile, *, task_type: str, complexity: in
         lines.append("Tests: required, must pass" if profile.tests_must_pass else "Tests: required")
     else:
         lines.append("Tests: not required")
-    lines.extend(f"Note: {_one_line(w)}" for w in warnings)
+    lines.extend(f"Note: {one_line(w)}" for w in warnings)
     lines.append("DO NOT adjust these thresholds during this session.")
     return "\n".join(lines)
 
@@ -67,13 +68,13 @@ def render_gates_section(profile: GateProfile, *, task_type: str, complexity: in
 def render_previous_turn_section(previous: TurnState, *, turn: int) -> str:
     """``## Previous Turn Context (Turn N of M)``: what the Player did, AC status, blockers, decision."""
     lines = [f"## Previous Turn Context (Turn {previous.turn_number} of {turn})"]
-    lines.append(_one_line(previous.player_summary) or "No Player summary recorded.")
+    lines.append(one_line(previous.player_summary) or "No Player summary recorded.")
     status = ", ".join(f"{cid}: {state}" for cid, state in previous.acceptance_criteria_status.items())
     lines.append(f"AC status: {{{status}}}")
-    blockers = [_one_line(b) for b in previous.blockers_found if str(b).strip()]
+    blockers = [one_line(b) for b in previous.blockers_found if str(b).strip()]
     lines.append(f"Blockers: {'; '.join(blockers) if blockers else 'None'}")
     decision = DECISION_WORDS.get(previous.coach_decision, str(previous.coach_decision).upper())
-    feedback = _one_line(previous.coach_feedback or "")
+    feedback = one_line(previous.coach_feedback or "")
     if len(feedback) > MAX_FEEDBACK_CHARS:
         feedback = feedback[: MAX_FEEDBACK_CHARS - 1].rstrip() + "…"
     lines.append(f"Coach decision: {decision} — {feedback}" if feedback else f"Coach decision: {decision}")
@@ -82,7 +83,7 @@ def render_previous_turn_section(previous: TurnState, *, turn: int) -> str:
         lines.append("Quality gates: " + ", ".join(
             f"{g.get('gate')} {_verdict(g.get('passed'))}" for g in gates))
     if previous.what_to_try_next:
-        lines.append(f"Suggested focus: {_one_line(previous.what_to_try_next)}")
+        lines.append(f"Suggested focus: {one_line(previous.what_to_try_next)}")
     return "\n".join(lines)
 
 
@@ -109,7 +110,7 @@ def render_coach_prompt(
         turn: the turn being validated (1-based).
     """
     lookup: GateLookup = config.lookup_gate_profile(task_type, complexity)
-    sections = [f"# Coach validation: {task_id} — {_one_line(title)} (turn {turn})"]
+    sections = [f"# Coach validation: {task_id} — {one_line(title)} (turn {turn})"]
     role = render_role_section(config.role("coach"))
     if role:
         sections.append(role)
@@ -121,7 +122,7 @@ def render_coach_prompt(
         lines = ["## Acceptance Criteria"]
         for criterion in criteria:
             state = status.get(criterion.id)
-            lines.append(f"- {criterion.id}: {_one_line(criterion.text)}" + (f" [{state}]" if state else ""))
+            lines.append(f"- {criterion.id}: {one_line(criterion.text)}" + (f" [{state}]" if state else ""))
         sections.append("\n".join(lines))
     if previous_turn is not None and turn > 1:
         sections.append(render_previous_turn_section(previous_turn, turn=turn))
@@ -132,10 +133,6 @@ def render_player_role_section(config: ResolvedConfig) -> str:
     """The Player's role section for its context file; ``""`` when the Player has no constraints."""
     section = render_role_section(config.role("player"))
     return section + "\n" if section else ""
-
-
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
 
 
 def _percent(fraction: float) -> str:

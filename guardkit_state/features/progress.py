@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from guardkit_state.errors import GuardkitStateError
+from guardkit_state.git.commits import find_turn_commit
 from guardkit_state.git.merge import find_task_merge, is_ancestor
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Outcome
@@ -98,7 +99,7 @@ def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = No
         return _not_started(task_id, copy, turns, decisions)
     approved = outcome == Outcome.APPROVED.value or (decisions[-1:] == ("approve",))
     if approved:
-        if git.main.find_turn_commit(task_id, turns, rev=branch) is None:
+        if find_turn_commit(git.main, task_id, turns, rev=branch) is None:
             # Approved in its files but killed before that turn's commit: the loop commits it.
             return TaskState(task_id, "resume", turns, decisions, "approved", "approval not committed yet", None, True)
         # (A branch just run holds its approved turn's commit, which no merge has taken yet.)

@@ -18,20 +18,17 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from guardkit_state.errors import GitError, InputError
+from guardkit_state.errors import GitError, InputError, one_line
 from guardkit_state.git import turn_ledger
 from guardkit_state.git.parse import LOG_FORMAT, TurnCommit, parse_turn_log
-from guardkit_state.git.runner import git_error, nothing_to_commit, one_line
+from guardkit_state.git.repo import FALLBACK_EMAIL, FALLBACK_NAME
+from guardkit_state.git.runner import git_error, nothing_to_commit
 from guardkit_state.store.fsio import crash_point, validate_task_id
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
 
 log = logging.getLogger("guardkit_state.git.commits")
-
-#: The identity used when the user has none configured, so a missing identity never fails a turn.
-FALLBACK_NAME = "guardkit-state"
-FALLBACK_EMAIL = "autobuild@localhost"
 
 
 @dataclass(frozen=True)
@@ -146,10 +143,10 @@ def commit_turn(
         # A kill between the loop's `git commit` and its ledger line: the turn's files are all
         # committed (nothing is left to commit, and they are written only after both agents ran),
         # and HEAD carries the loop's exact message. It is that commit.
-        turn_ledger.record(repo, task_id, turn_ledger.LedgerEntry(adopted, turn, _value(decision), _value(mode)))
+        turn_ledger.record(repo, task_id, turn_ledger.ProvenTurnCommit(adopted, turn, _value(decision), _value(mode)))
         return CommitResult(adopted, skipped=f"turn {turn} of {task_id} is already committed as {adopted[:12]}")
     crash_point("git.after_commit")  # committed, not yet in the ledger: --resume adopts HEAD
-    turn_ledger.record(repo, task_id, turn_ledger.LedgerEntry(sha, turn, _value(decision), _value(mode)))
+    turn_ledger.record(repo, task_id, turn_ledger.ProvenTurnCommit(sha, turn, _value(decision), _value(mode)))
     if repo.identity_args():
         notes.append(f"no git identity configured; committed as {FALLBACK_NAME} <{FALLBACK_EMAIL}>")
     return CommitResult(sha, notes=tuple(notes))
@@ -201,5 +198,5 @@ def _value(v: str | Enum) -> str:
     return str(v.value) if isinstance(v, Enum) else str(v)
 
 
-__all__ = ["FALLBACK_EMAIL", "FALLBACK_NAME", "CommitResult", "commit_turn", "find_turn_commit",
+__all__ = ["CommitResult", "commit_turn", "find_turn_commit",
            "turn_commits", "turn_message"]

@@ -60,10 +60,4 @@ def clean_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return {key: value for key, value in source.items() if key not in _REMOVED}
 
 
-def inherited_repository_variables(base: Mapping[str, str] | None = None) -> list[str]:
-    """The repository-locating variables set in ``base`` (default: this environment), sorted."""
-    source = os.environ if base is None else base
-    return sorted(key for key in source if key in REPOSITORY_VARIABLES)
-
-
-__all__ = ["PATHSPEC_VARIABLES", "REPOSITORY_VARIABLES", "clean_environment", "inherited_repository_variables"]
+__all__ = ["PATHSPEC_VARIABLES", "REPOSITORY_VARIABLES", "clean_environment"]

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from guardkit_state.errors import GitError, InputError
-from guardkit_state.git.locks import live_git_process_in
-from guardkit_state.git.runner import git_error, one_line
+from guardkit_state.errors import GitError, InputError, first_few, one_line
+from guardkit_state.git.runner import git_error
+from guardkit_state.git.stale_locks import live_git_process_in
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
@@ -36,11 +36,9 @@ TRAILER_TASK = "Guardkit-Task"
 TRAILER_WAVE = "Guardkit-Wave"
 #: Paths are taken literally (a file named ``:(glob)*`` is just a file).
 _LITERAL = ("--literal-pathspecs",)
-_FIELD, _RECORD = "\x1f", "\x1e"
+_RECORD = "\x1e"
 #: The refs and files a merge writes in its worktree's git directory (each through a ``.lock``).
 _MERGE_REFS = ("ORIG_HEAD", "MERGE_HEAD", "AUTO_MERGE", "MERGE_MSG", "MERGE_MODE", "MERGE_RR")
-#: How many merge paths an error message lists.
-_SHOWN = 5
 
 
 @dataclass(frozen=True)
@@ -209,7 +207,7 @@ def recover_interrupted_merge(repo: GitRepo, merged_from: Callable[[], Iterable[
     paths = {entry.path for entry in dirty} | {entry.orig_path for entry in dirty if entry.orig_path}
     foreign = sorted(paths - changed_paths(repo, merged_from()))
     if foreign:
-        raise GitError(f"the feature worktree {repo.root} has changes no merge made: {_some(foreign)}; "
+        raise GitError(f"the feature worktree {repo.root} has changes no merge made: {first_few(foreign)}; "
                        "commit or discard them there, then run again", path=repo.root,
                        expected="a clean feature worktree")
     _restore(repo, sorted(paths))
@@ -246,11 +244,6 @@ def _restore(repo: GitRepo, paths: list[str]) -> None:
             target = Path(repo.root) / rel
             if target.is_file() or target.is_symlink():
                 target.unlink()
-
-
-def _some(paths: list[str]) -> str:
-    shown = ", ".join(paths[:_SHOWN])
-    return shown + (f" and {len(paths) - _SHOWN} more" if len(paths) > _SHOWN else "")
 
 
 __all__ = [

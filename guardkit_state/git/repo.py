@@ -17,15 +17,17 @@ from pathlib import Path
 from typing import Self
 
 from guardkit_state.errors import GitError, UnsafePathError
-from guardkit_state.git import commits
-from guardkit_state.git.commits import FALLBACK_EMAIL, FALLBACK_NAME
-from guardkit_state.git.locks import remove_stale_locks
-from guardkit_state.git.parse import StatusEntry, TurnCommit, parse_status_z
+from guardkit_state.git.parse import StatusEntry, parse_status_z
 from guardkit_state.git.runner import execute, git_error, nothing_to_commit
+from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.store.fsio import TEMP_NAME, TEMP_PREFIX
 from guardkit_state.store.layout import INDEX_DIR
 
 log = logging.getLogger("guardkit_state.git.repo")
+
+#: The identity used when the user has none configured, so a missing identity never fails a turn.
+FALLBACK_NAME = "guardkit-state"
+FALLBACK_EMAIL = "autobuild@localhost"
 
 #: Pathspecs ``commit_all`` leaves out: the local search index (guardkit-state's own temp files
 #: are left out by exact name, see ``_own_temp_files``). User paths are never read as pathspec
@@ -293,19 +295,9 @@ class GitRepo:
         """Remove lock files a killed git command left behind; return what was removed.
 
         Looks at ``index.lock`` and ``HEAD.lock`` of this working tree and the current branch's
-        ref lock; see :func:`~guardkit_state.git.locks.remove_stale_locks` for when one is stale.
+        ref lock; see :func:`~guardkit_state.git.stale_locks.remove_stale_locks` for when one is stale.
         """
         return remove_stale_locks(self.root, self.git_dir, self.common_dir, self.current_branch())
 
-    # -- turn commits (see guardkit_state.git.commits) -------------------------------------
 
-    def find_turn_commit(self, task_id: str, turn: int, *, rev: str = "HEAD") -> str | None:
-        """The commit of ``turn`` this run of the loop made on ``rev``, or None (see ``turn_ledger``)."""
-        return commits.find_turn_commit(self, task_id, turn, rev=rev)
-
-    def turn_commits(self, task_id: str, *, rev: str = "HEAD", depth: int | None = None) -> list[TurnCommit]:
-        """Turn commits of ``task_id`` reachable from ``rev``, newest first (by trailers)."""
-        return commits.turn_commits(self, task_id, rev=rev, depth=depth)
-
-
-__all__ = ["GitRepo"]
+__all__ = ["FALLBACK_EMAIL", "FALLBACK_NAME", "GitRepo"]

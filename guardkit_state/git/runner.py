@@ -3,7 +3,7 @@
 git runs as the command line (it honours hooks and the user's config; GitPython's index API is 4x
 slower and is not used), in the clean environment of :mod:`guardkit_state.git.environment`, by
 ``subprocess`` (GitPython's ``Git.execute`` cannot remove an inherited variable, and importing
-GitPython costs ~0.3 s a command). :func:`git_module` imports GitPython for code that wants its API.
+GitPython costs ~0.3 s a command).
 """
 
 from __future__ import annotations
@@ -61,23 +61,4 @@ def nothing_to_commit(exc: GitError) -> bool:
     return "nothing to commit" in text or "no changes added to commit" in text or "nothing added to commit" in text
 
 
-def one_line(exc: GitError) -> str:
-    return " ".join(str(exc).split())
-
-
-_GIT_MODULE: Any = None
-
-
-def git_module() -> Any:
-    """Import GitPython lazily; a missing git executable becomes a :class:`GitError`."""
-    global _GIT_MODULE
-    if _GIT_MODULE is None:
-        try:
-            import git  # lazy: importing fails when the git executable is missing
-        except ImportError as exc:
-            raise GitError(f"git is not available ({str(exc).splitlines()[0]}). {ADVICE}") from exc
-        _GIT_MODULE = git
-    return _GIT_MODULE
-
-
-__all__ = ["ADVICE", "execute", "git_error", "git_module", "nothing_to_commit", "one_line"]
+__all__ = ["ADVICE", "execute", "git_error", "nothing_to_commit"]

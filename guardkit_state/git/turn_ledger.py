@@ -32,7 +32,7 @@ _RUN = "run "
 
 
 @dataclass(frozen=True)
-class LedgerEntry:
+class ProvenTurnCommit:
     """One turn commit the loop made."""
 
     sha: str
@@ -45,19 +45,19 @@ def ledger_path(repo: GitRepo, task_id: str) -> Path:
     return repo.common_dir / TURN_COMMITS_IN_GIT_DIR / validate_task_id(task_id)
 
 
-def entries(repo: GitRepo, task_id: str) -> list[LedgerEntry]:
+def entries(repo: GitRepo, task_id: str) -> list[ProvenTurnCommit]:
     """The task's recorded turn commits, oldest first (a damaged line is skipped, not trusted)."""
     text = ""
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
         text = ledger_path(repo, task_id).read_text("utf-8", "replace")
-    found: list[LedgerEntry] = []
+    found: list[ProvenTurnCommit] = []
     for line in text.splitlines():
         if line.startswith(_RUN):
             found.clear()  # a fresh run: what came before belongs to an earlier run of the task
             continue
         match = _LINE.fullmatch(line.strip())
         if match:
-            found.append(LedgerEntry(match[1], int(match[2]), match[3], match[4]))
+            found.append(ProvenTurnCommit(match[1], int(match[2]), match[3], match[4]))
     return found
 
 
@@ -66,7 +66,7 @@ def start_run(repo: GitRepo, task_id: str, stamp: str) -> None:
     _write(repo, task_id, f"{_RUN}{stamp}")
 
 
-def record(repo: GitRepo, task_id: str, entry: LedgerEntry) -> None:
+def record(repo: GitRepo, task_id: str, entry: ProvenTurnCommit) -> None:
     """Add ``entry`` to the task's ledger (atomically; called under the task's lock)."""
     _write(repo, task_id, f"{entry.sha} {entry.turn} {entry.decision} {entry.mode}")
 
@@ -102,4 +102,4 @@ def _reachable(repo: GitRepo, sha: str, rev: str) -> bool:
     return repo.run("merge-base", "--is-ancestor", sha, rev, check=False)[0] == 0
 
 
-__all__ = ["LedgerEntry", "entries", "ledger_path", "record", "start_run", "verified_turn_commit"]
+__all__ = ["ProvenTurnCommit", "entries", "ledger_path", "record", "start_run", "verified_turn_commit"]

@@ -18,10 +18,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.errors import GitError, InputError
+from guardkit_state.errors import GitError, InputError, first_few
 from guardkit_state.git.checkouts import main_checkout_root, repair_worktree_link, worktree_records
-from guardkit_state.git.locks import remove_stale_locks
+from guardkit_state.git.commits import turn_commits
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.store import layout
 from guardkit_state.store.fsio import TEMP_PREFIX, atomic_write_text, validate_task_id
 from guardkit_state.store.layout import branch_for
@@ -31,8 +32,6 @@ log = logging.getLogger("guardkit_state.git.worktrees")
 _BRANCH_REF_PREFIX = f"refs/heads/{layout.BRANCH_PREFIX}"
 #: Ignored directories whose files tools regenerate at will: never a reason to keep a worktree.
 REGENERATED_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
-#: How many file names a kept worktree's reason lists (``--json`` lists them all).
-_SHOWN_FILES = 5
 
 
 @dataclass(frozen=True)
@@ -327,7 +326,7 @@ class WorktreeManager:
         """Check out the existing ``autobuild/TASK-ID`` at the conventional path (resume: nothing reset)."""
         path, branch = self.path_for(task_id), branch_for(task_id)
         self._ensure_ignored()
-        count = len(self.main.turn_commits(task_id, rev=branch))
+        count = len(turn_commits(self.main, task_id, rev=branch))
         self._add_worktree(branch, str(path), branch)
         notes.append(f"branch {branch} already exists ({count} turn commit(s)); "
                      f"reusing it in a re-created worktree {path}")
@@ -357,7 +356,7 @@ class WorktreeManager:
                                                    f"{base}...{branch}").split()
                 ahead, behind = int(ahead_s), int(behind_s)
                 # Finished = its turn commits are all in the base (a fresh branch has none yet).
-                merged = ahead == 0 and bool(self.main.turn_commits(task_id, rev=branch, depth=1))
+                merged = ahead == 0 and bool(turn_commits(self.main, task_id, rev=branch, depth=1))
             dirty = False if missing else self.main.is_dirty(cwd=path)
             infos.append(WorktreeInfo(task_id, path, branch, record.get("HEAD"), base, ahead, behind,
                                       merged, dirty, missing))
@@ -411,14 +410,14 @@ class WorktreeManager:
         if info.dirty:
             files = [entry.path for entry in self.main.status(cwd=info.path)]
             result.kept_files[info.task_id] = files
-            return f"has uncommitted changes: {_some(files)}; commit them, or prune --force to discard them"
+            return f"has uncommitted changes: {first_few(files)}; commit them, or prune --force to discard them"
         if not info.merged:
             return ("not merged into " + (info.base_branch or "its base")
                     + (f" ({info.ahead} commit(s) ahead)" if info.ahead else " (no turn commits yet)"))
         only_here = [] if info.missing else self._only_in_worktree(info.path)
         if only_here:
             result.kept_files[info.task_id] = only_here
-            return (f"holds ignored files that exist nowhere else: {_some(only_here)}; copy them out, or "
+            return (f"holds ignored files that exist nowhere else: {first_few(only_here)}; copy them out, or "
                     "prune --force to discard them")
         return None
 
@@ -462,12 +461,6 @@ def check_base_branch(repo: GitRepo, base: str) -> str:
     if sha is None:
         raise InputError(f"unknown base branch {base!r}: not a branch or commit in {repo.root}")
     return sha
-
-
-def _some(files: builtins.list[str]) -> str:
-    """The first few of ``files``, and how many more."""
-    shown = ", ".join(files[:_SHOWN_FILES])
-    return shown + (f" and {len(files) - _SHOWN_FILES} more" if len(files) > _SHOWN_FILES else "")
 
 
 def _short(ref: str | None) -> str | None:

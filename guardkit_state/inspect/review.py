@@ -17,6 +17,7 @@ from typing import Any
 
 from guardkit_state.errors import GitError, GuardkitStateError, TurnError
 from guardkit_state.git.checkouts import worktrees_home
+from guardkit_state.git.commits import turn_commits
 from guardkit_state.git.parse import TurnCommit
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store.fsio import read_bytes_capped, validate_task_id
@@ -85,7 +86,7 @@ def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
         result.entries = _entries(task_id, [], on_disk)
         return _known(root, result)
     rev, source = _log_rev(repo, task_id)
-    commits = _oldest_first_unique(repo.turn_commits(task_id, rev=rev))
+    commits = _oldest_first_unique(turn_commits(repo, task_id, rev=rev))
     blobs = _read_blobs(repo, [f"{c.sha}:{_state_path(task_id, c.turn)}" for c in commits])
     states: dict[int, dict[str, Any]] = {}
     for commit, blob in zip(commits, blobs, strict=True):
@@ -119,7 +120,7 @@ def turn_diff(repo_root: str | Path, task_id: str, turn: int, *, stat: bool = Fa
                        path=Path(repo_root), task_id=task_id, turn=turn,
                        expected="a git repository; run from the project's checkout")
     rev, source = _log_rev(repo, task_id)
-    commits = repo.turn_commits(task_id, rev=rev)
+    commits = turn_commits(repo, task_id, rev=rev)
     commit = next((c for c in commits if c.turn == turn), None)
     if commit is None:
         if not commits:

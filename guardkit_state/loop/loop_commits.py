@@ -7,12 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.errors import GitError, GuardkitStateError
+from guardkit_state.errors import GitError, GuardkitStateError, one_line
 from guardkit_state.git import turn_ledger
 from guardkit_state.git.checkouts import repair_worktree_link
-from guardkit_state.git.commits import CommitResult, commit_turn
+from guardkit_state.git.commits import CommitResult, commit_turn, find_turn_commit
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.git.runner import one_line
 from guardkit_state.store.fsio import atomic_write_bytes
 from guardkit_state.store.jsonio import load_json
 from guardkit_state.turns.clock import utc_now
@@ -49,7 +48,7 @@ class TurnCommits:
     def verified(self, turn: int) -> str | None:
         """The commit of ``turn`` this run of the loop made, on the task's branch; or None."""
         rev = f"refs/heads/{self.branch}" if self.branch else "HEAD"
-        return self.git.find_turn_commit(self.task_id, turn, rev=rev)
+        return find_turn_commit(self.git, self.task_id, turn, rev=rev)
 
     def _repair(self) -> str | None:
         """Restore a managed worktree's ``.git`` link an agent removed, and refuse to commit on any

@@ -78,7 +78,7 @@ class RemoteLedgers:
             known = {(e.sha, e.turn) for e in turn_ledger.entries(self.repo, task)}
             for sha, turn, decision, mode in _ENTRY.findall(message):
                 if (sha, int(turn)) not in known:
-                    turn_ledger.record(self.repo, task, turn_ledger.LedgerEntry(sha, int(turn), decision, mode))
+                    turn_ledger.record(self.repo, task, turn_ledger.ProvenTurnCommit(sha, int(turn), decision, mode))
                     added += 1
         return added
 

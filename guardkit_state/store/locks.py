@@ -2,7 +2,7 @@
 
 An ``flock`` on a small file. The kernel releases it when the holder exits, however it exits, so
 a SIGKILLed writer never leaves a stale lock behind (git's own ``.lock`` files can be left; those
-are :mod:`guardkit_state.git.locks`). Where a task's lock file lives is
+are :mod:`guardkit_state.git.stale_locks`). Where a task's lock file lives is
 :func:`guardkit_state.store.layout.task_lock_file`.
 """
 

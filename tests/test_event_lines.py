@@ -1,7 +1,8 @@
-"""A resumed wave's progress line says what its tasks that do not run are: a failed task is not done.
+"""The progress lines of ``feature-build`` (``cli/event_lines.py``): a resumed wave's line says what
+its tasks that do not run are — a failed task is not done.
 
 ``wave 1/2: A, B, C (3 already done)`` counted every task not run again, failed ones included.
-The line now tells them apart from the phases the run read (``WaveStarted.phases``).
+The line tells them apart from the phases the run read (``WaveStarted.phases``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import io
 import subprocess
 from pathlib import Path
 
-from guardkit_state.cli.feature_output import feature_lines
+from guardkit_state.cli.event_lines import feature_lines
 from guardkit_state.cli.output import Output
 from guardkit_state.features.feature_events import WaveStarted
 

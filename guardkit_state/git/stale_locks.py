@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-log = logging.getLogger("guardkit_state.git.locks")
+log = logging.getLogger("guardkit_state.git.stale_locks")
 
 #: Without /proc a lock older than this is considered abandoned.
 STALE_LOCK_SECONDS = 300.0
