@@ -26,7 +26,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from guardkit_state.features import plan_splice
+from guardkit_state.plans import plan_splice
 from guardkit_state.plans.plan_splice import PlanUpdate, splice_plan
 from guardkit_state.taskfile.strict_yaml import parse_yaml
 
