@@ -36,8 +36,10 @@ def test_bench_runner_quick_writes_results_and_table(tmp_path: Path) -> None:
     assert cases["status"]["files"] == 60 and cases["status"]["listed"] <= cases["status"]["with_state"]
     assert cases["status"]["peak_rss_mb"] > 0
     assert cases["startup"]["help_ms"] > 0
-    assert "| Record a turn, 1 prior turns |" in proc.stdout
-    assert "| Record a turn, 1 prior turns, no promises |" in proc.stdout
+    assert "| Record a turn, public record_turn, 1 prior turns, with promises |" in proc.stdout
+    assert "| Record a turn, public record_turn, 1 prior turns, without promises |" in proc.stdout
+    assert "| Record a turn in a running loop (open lifecycle), 1 prior turns |" in proc.stdout
+    assert "| Record a turn in a running loop (open lifecycle), 1 prior turns, no promises |" in proc.stdout
     assert "| status --json, warm (nothing changed) |" in proc.stdout
     # Resume is timed in a new interpreter per sample, as its label says, not in the warm runner.
     assert {row["process"] for row in cases["resume"]} == {"fresh per sample"}
