@@ -41,12 +41,6 @@ class StrictLoader(_BaseLoader):  # type: ignore[misc]
     duplicates: list[_DuplicateKey] | None = None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        if all(type(key_node) is yaml.ScalarNode and key_node.tag != MERGE_TAG for key_node, _ in node.value):
-            # Scalar keys (always hashable, no merge rewriting the node): as many entries as keys
-            # means no key repeats, told without constructing each key twice; else found below.
-            mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
-            if len(mapping) == len(node.value):
-                return mapping
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
             if key_node.tag == MERGE_TAG:
