@@ -1,6 +1,6 @@
 """Indexing after a turn, off the loop's path: start a background ``sync`` and return at once.
 
-The loop never imports the index: its caller (the CLI, the feature runner, a remote worker) wraps
+The loop never imports the index (which sits above it): its caller (CLI, feature runner, remote worker) wraps
 its ``on_event`` with :func:`with_indexing`, which calls :func:`index_turn_best_effort` once a turn
 is recorded and committed. That starts a detached child (``python -m guardkit_state.index.after_turn``)
 on idle CPU and returns: importing graphiti-core alone takes ~1.3 s, and a dead or stuck backend must
@@ -21,9 +21,11 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
+
+from guardkit_state.loop.events import EventSink, LoopEvent, TurnRecorded
 
 if TYPE_CHECKING:
     from guardkit_state.turns.lifecycle import TurnRecord
@@ -38,17 +40,13 @@ NICENESS = 19
 #: The child's exit status when another background indexer already runs (and will sync again).
 QUEUED = 3
 
-E = TypeVar("E")
-
-
-def with_indexing(on_event: Callable[[E], None] | None, repo_root: Path) -> Callable[[E], None]:
+def with_indexing(on_event: EventSink | None, repo_root: Path) -> EventSink:
     """The loop's ``on_event``: ``on_event`` first, then, for a recorded turn, a background sync of the index."""
-    def sink(event: E) -> None:
+    def sink(event: LoopEvent) -> None:
         if on_event is not None:
             on_event(event)
-        loop_event: Any = event  # the loop's types sit above the index: read by their names
-        if loop_event.kind == "recorded":
-            _index_recorded(repo_root, loop_event.record)
+        if isinstance(event, TurnRecorded):
+            _index_recorded(repo_root, event.record)
     return sink
 
 
