@@ -195,6 +195,41 @@ def test_heartbeat_renews_and_reports_a_takeover(remote: Remote) -> None:
     assert [claim.task for claim in lost] == [TASK] and beat.held() == []
 
 
+class SlowRenewals(ClaimBoard):
+    """A board whose renewals wait at a gate before pushing: a beat caught in flight."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.pushing, self.gate = threading.Event(), threading.Event()
+
+    def renew(self, held: Claim, lease: float) -> Claim:
+        self.pushing.set()
+        self.gate.wait(10)
+        return super().renew(held, lease)
+
+
+def test_a_claim_dropped_while_its_beat_is_in_flight_is_released_at_its_new_beat(remote: Remote) -> None:
+    plain = remote.machine("holder")
+    board = SlowRenewals(plain.repo, "origin", "holder", clock=plain.clock, monotonic=plain.monotonic)
+    held = board.claim(FEAT, TASK, lease=30)
+    assert held is not None
+    beat = Heartbeat(board, 30)
+    beat.hold(held)
+    beating = threading.Thread(target=beat.beat)
+    beating.start()
+    assert board.pushing.wait(10)
+    dropped: list[Claim | None] = []
+    dropping = threading.Thread(target=lambda: dropped.append(beat.drop(held)))
+    dropping.start()
+    dropping.join(0.3)
+    board.gate.set()  # the renewal reaches the remote now; the drop returns after it
+    beating.join(10)
+    dropping.join(10)
+    last = dropped[0]
+    assert last is not None and last.beat == 1 and last.sha == remote_ref(remote, held.ref)
+    assert board.release(last) and remote_ref(remote, held.ref) == ""
+
+
 def test_a_bad_remote_name_or_id_is_refused_before_any_push(remote: Remote, tmp_path: Path) -> None:
     board = remote.machine("w1")
     with pytest.raises(InputError):

@@ -30,6 +30,9 @@ class Heartbeat:
         self.on_wait = on_wait
         self._held: dict[str, Claim] = {}
         self._lock = threading.Lock()
+        # Held for a whole beat: a claim dropped while its renewal is being pushed is handed back at
+        # its new beat (the one on the remote), or its release would find the ref moved and leave it.
+        self._beating = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -38,8 +41,9 @@ class Heartbeat:
             self._held[claim.ref] = claim
 
     def drop(self, claim: Claim) -> Claim | None:
-        """Stop renewing ``claim``; its latest beat (to release it with), or None if it was lost."""
-        with self._lock:
+        """Stop renewing ``claim``; its latest beat (to release it with), or None if it was lost.
+        Waits for a beat in flight."""
+        with self._beating, self._lock:
             return self._held.pop(claim.ref, None)
 
     def held(self) -> list[Claim]:
@@ -48,6 +52,10 @@ class Heartbeat:
 
     def beat(self) -> None:
         """Renew every held claim once (the thread calls this; tests may too)."""
+        with self._beating:
+            self._beat()
+
+    def _beat(self) -> None:
         for claim in self.held():
             try:
                 renewed = self.board.renew(claim, self.lease)

@@ -334,7 +334,11 @@ class _Worker:
 
     def _run_task(self, task: str, state: TaskState, taken_from: Claim | None) -> None:
         self._said = ""
-        self._remote(self._sync, "fetch")  # the claim is ours: the branch as the last holder left it
+        if taken_from is not None:  # the claim is ours now: the branch as the last holder left it
+            self._remote(self._sync, "fetch")
+        # A fresh claim needs no fetch: no claim ref stood at this step's ls-remote, and the task's
+        # branch moves only under a claim (a late push by an ousted holder carries a lease and fails),
+        # so the fetch this step made (or found current) still holds the branch and its ledger.
         branch = branch_for(task)
         pushed: list[str | None] = [self.repo.resolve(self.branches.tracking(branch))]
         fresh = read_task_state(self.fgit, task, max_turns=self.options.max_turns, known_unmerged=True)
