@@ -160,6 +160,36 @@ def test_a_worker_killed_mid_player_is_taken_over_after_its_lease(tmp_path: Path
     assert f"taken over after 1 turn(s) by {heir_id} from {victim_id}" in cli(second, "show", "TASK-FB-001")
 
 
+def test_a_worker_restarted_on_the_same_clone_takes_over_without_the_killed_turns_staged_files(
+        tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    mark = tmp_path / "in-turn-2"
+    # Turn 2's Player stages a file of its own, then the machine dies under it.
+    hanging = (f'if [ "$GUARDKIT_TURN" = 2 ]; then echo half > half-done.txt; git add half-done.txt; '
+               f"echo $$ > {mark}; sleep 600; fi; exec {agent_command('player.py')}")
+    victim = worker(project, machine, "--lease", "2", player=hanging)
+    while not mark.exists() or not mark.read_text().strip():
+        assert victim.poll() is None, victim.communicate()
+        subprocess.run(["sleep", "0.05"], check=False)
+    os.killpg(victim.pid, signal.SIGKILL)
+    os.killpg(int(mark.read_text()), signal.SIGKILL)
+    victim.communicate()
+    heir = worker(project, machine, "--lease", "2")
+    out, err = heir.communicate(timeout=600)
+    assert heir.returncode == 0, out + err
+    assert "took over the claim" in err
+    [takeover] = [line.split()[0] for line in git(bare, "log", "--format=%H %s", "autobuild/TASK-FB-001").splitlines()
+                  if " taken over by " in line]
+    changed = git(bare, "show", "--name-only", "--format=", takeover).split()
+    assert changed == ["tasks/backlog/TASK-FB-001-part.md"]  # the takeover commit holds its entry only
+    players = [(e["task"], e["turn"]) for e in project.invocations()
+               if e["role"] == "player" and e["event"] == "start"]
+    assert players == [("TASK-FB-001", 1), ("TASK-FB-001", 2)]  # the killed turn 2 is run once more
+    assert merged_order(bare) == ["TASK-FB-001"]
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_or_ctrl_c_releases_the_workers_claims(tmp_path: Path, signum: int) -> None:
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])

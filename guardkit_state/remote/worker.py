@@ -386,7 +386,14 @@ class _Worker:
         the task's branch and pushed before the task resumes, so ``show`` and ``log`` tell it."""
         worktree = WorktreeManager(self.repo).create(task, self.feature_branch)  # the loop resumes in it
         repo = worktree.repo()
-        copy = TaskFile.load(resolve_task(worktree.path, task).path)
+        path = resolve_task(worktree.path, task).path
+        relative = str(path.relative_to(worktree.path))
+        # On the clone of a killed worker, its turn's leftovers are still here: the entry is written
+        # on the task file as committed (an agent's edit of it is not ours to commit; what the loop
+        # recorded and did not commit, it records again from the reports on disk), and the commit
+        # takes that file alone, not whatever the killed turn staged.
+        repo.run("checkout", "HEAD", "--", relative)
+        copy = TaskFile.load(path)
         earlier = copy.state.extra.get("takeovers") if copy.state is not None else None
         entry = {"at": utc_now(), "by": self.board.worker, "from": old.worker, "claim": old.sha,
                  "lease_until": utc_text(old.lease_until), "turns_done": len(copy.state.turns) if copy.state else 0}
@@ -394,8 +401,7 @@ class _Worker:
         message = (f"guardkit: {task} taken over by {self.board.worker} from {old.worker}\n\n"
                    f"The claim's lease had ended and its heartbeat stood still; the task resumes from "
                    f"its last pushed turn.\n\nGuardkit-Takeover: {old.worker}\n")
-        repo.run("add", "--", str(copy.path.relative_to(worktree.path)))
-        repo.run("commit", "-q", "--no-verify", "-m", message, pre=repo.identity_args())
+        repo.run("commit", "-q", "--no-verify", "-m", message, "--only", "--", relative, pre=repo.identity_args())
         return str(self._remote(lambda: self.branches.push(branch_for(task), tip), f"{task}: push"))
 
     # -- merges -----------------------------------------------------------------------------
