@@ -17,6 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.remote.claims import ClaimBoard
+from guardkit_state.remote.ledgers import RemoteLedgers
 from tests.feature_support import FEATURE_BRANCH, FEATURE_ID, FeatureProject, TaskSpec, agent_command, git, make_feature
 from tests.remote_support import clone, git_daemon, make_bare
 
@@ -187,6 +190,40 @@ def test_a_worker_restarted_on_the_same_clone_takes_over_without_the_killed_turn
     players = [(e["task"], e["turn"]) for e in project.invocations()
                if e["role"] == "player" and e["event"] == "start"]
     assert players == [("TASK-FB-001", 1), ("TASK-FB-001", 2)]  # the killed turn 2 is run once more
+    assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_an_approved_task_still_under_a_live_claim_is_not_merged_until_the_claim_is_released(
+        tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    holder_clone, machine = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    # Another machine's run: the task approved and its branch pushed, its claim not released yet.
+    holder_repo = GitRepo.discover(holder_clone)
+    assert holder_repo is not None
+    holder = ClaimBoard(holder_repo, "origin", "holder")
+    claim = holder.claim(FEATURE_ID, "TASK-FB-001", lease=600)
+    assert claim is not None
+    run = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", "TASK-FB-001", "--repo",
+                          str(holder_clone), "--player", agent_command("player.py"), "--coach",
+                          agent_command("coach.py")],
+                         cwd=holder_clone, env={**os.environ, **project.env()}, capture_output=True, text=True,
+                         check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    tip = git(holder_clone, "rev-parse", "autobuild/TASK-FB-001").strip()
+    ledger = RemoteLedgers(holder_repo, "origin", FEATURE_ID).refspec("TASK-FB-001", tip)
+    git(holder_clone, "push", "-q", "--atomic", "origin", "autobuild/TASK-FB-001", ledger)  # as a worker pushes
+    second = worker(project, machine)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(second.stderr or []), daemon=True)
+    reader.start()
+    subprocess.run(["sleep", "1"], check=False)
+    assert second.poll() is None, "".join(lines)
+    assert merged_order(bare) == []  # approved, but its claim is live: its holder may still push to it
+    assert holder.release(claim)
+    out, _ = second.communicate(timeout=120)
+    reader.join(10)
+    assert second.returncode == 0, out + "".join(lines)
     assert merged_order(bare) == ["TASK-FB-001"]
 
 

@@ -8,22 +8,47 @@ optional graph (embedded FalkorDB under ``.guardkit/index/`` or a server), impor
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from guardkit_state.errors import EmbedderMismatchError
-from guardkit_state.index.base import IndexStatus, SearchHit, SearchIndex, SearchResult, SyncReport
-from guardkit_state.index.files import FileIndex
-from guardkit_state.index.query import Filters
-from guardkit_state.index.records import SYSTEM_GROUPS, TURN_STATES, project_group_id
-from guardkit_state.index.searching import (
-    Backend,
-    graphiti_available,
-    graphiti_configured,
-    make_filters,
-    require_graphiti,
-    search,
-)
+# Resolved on first use (PEP 562): the loop's callers import ``index.after_turn`` on every run, and
+# most runs have no index to feed, so they do not pay for the search modules.
+_EXPORTS: dict[str, str] = {
+    "EmbedderMismatchError": "guardkit_state.errors",
+    "IndexStatus": "guardkit_state.index.base", "SearchHit": "guardkit_state.index.base",
+    "SearchIndex": "guardkit_state.index.base", "SearchResult": "guardkit_state.index.base",
+    "SyncReport": "guardkit_state.index.base", "FileIndex": "guardkit_state.index.files",
+    "Filters": "guardkit_state.index.query", "SYSTEM_GROUPS": "guardkit_state.index.records",
+    "TURN_STATES": "guardkit_state.index.records", "project_group_id": "guardkit_state.index.records",
+    "Backend": "guardkit_state.index.searching", "graphiti_available": "guardkit_state.index.searching",
+    "graphiti_configured": "guardkit_state.index.searching", "make_filters": "guardkit_state.index.searching",
+    "search": "guardkit_state.index.searching",
+}
+
+if TYPE_CHECKING:
+    from guardkit_state.errors import EmbedderMismatchError
+    from guardkit_state.index.base import IndexStatus, SearchHit, SearchIndex, SearchResult, SyncReport
+    from guardkit_state.index.files import FileIndex
+    from guardkit_state.index.query import Filters
+    from guardkit_state.index.records import SYSTEM_GROUPS, TURN_STATES, project_group_id
+    from guardkit_state.index.searching import (
+        Backend,
+        graphiti_available,
+        graphiti_configured,
+        make_filters,
+        search,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'guardkit_state.index' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 #: What ``guardkit-state graphiti ACTION`` does to the index besides ``status`` and ``search``.
 IndexAction = Literal["seed", "sync", "rebuild", "prune"]
@@ -45,8 +70,10 @@ def open_graphiti(repo_root: Path, *, uri: str | None = None, embedder: str | No
     Raises:
         MissingExtraError: the graphiti extra is not installed.
     """
-    require_graphiti()
     from guardkit_state.index.graphiti_backend import GraphitiIndex
+    from guardkit_state.index.searching import require_graphiti
+
+    require_graphiti()
 
     return GraphitiIndex(repo_root, uri=uri, embedder=embedder, lock_wait=lock_wait, recover=recover)
 
@@ -59,6 +86,7 @@ def graphiti_status(repo_root: Path, *, uri: str | None = None, embedder: str | 
     Raises:
         MissingExtraError: the graphiti extra is not installed.
     """
+    from guardkit_state.index.base import IndexStatus
     from guardkit_state.index.embedded import embedded_index_exists
     from guardkit_state.index.sources import load_project_records
 

@@ -235,13 +235,13 @@ class _Worker:
         remote = self._last_remote
         if self._all_merged(remote.get(self.feature_branch)):
             return self._finished()
-        turn = wave_turn(self.waves, lambda task: self._state(task, remote))
-        if turn is None:
-            return self._finished()
         # The claims as the last fetch brought them (the snapshot lists the claim refs too, so they
         # still hold): a task is claimed only when free, taken over only when its claim is stale
         # here (no push is tried, and refused, for a live claim).
         claims = self._claims
+        turn = wave_turn(self.waves, lambda task: self._state(task, remote, claims.get(task)))
+        if turn is None:
+            return self._finished()
         if turn.mergeable:
             return self._merge_wave(turn, claims.get(MERGE_CLAIM))
         claimable = turn.claimable(claims, stale=lambda claim: self.board.is_stale(
@@ -286,9 +286,16 @@ class _Worker:
                                          path=self.repo.root)
         return out.decode("utf-8", "replace")
 
-    def _state(self, task: str, remote: dict[str, str]) -> TaskState:
+    def _state(self, task: str, remote: dict[str, str], claim: Claim | None = None) -> TaskState:
         """Where ``task`` stands; read again only when its branch or the feature branch moved (a
-        waiting worker looks often, and each reading is several git calls)."""
+        waiting worker looks often, and each reading is several git calls).
+
+        A task under another worker's live ``claim`` is running there: it is neither claimable nor
+        approved yet, whatever its branch says between two turns, so its files are not read (each
+        turn it pushes moves its branch); they are once the claim is released or goes stale."""
+        if (claim is not None and claim.worker != self.board.worker
+                and not self.board.is_stale(claim, stale_after=self.options.stale)):
+            return TaskState(task, "resume", reason=f"running on {claim.worker}", resume=True)
         key = (remote.get(branch_for(task)), remote.get(self.feature_branch))
         cached = self._states.get(task)
         if cached is not None and cached[0] == key:
@@ -341,7 +348,8 @@ class _Worker:
         # so the fetch this step made (or found current) still holds the branch and its ledger.
         branch = branch_for(task)
         pushed: list[str | None] = [self.repo.resolve(self.branches.tracking(branch))]
-        fresh = read_task_state(self.fgit, task, max_turns=self.options.max_turns, known_unmerged=True)
+        fresh = state if taken_from is None else read_task_state(self.fgit, task, max_turns=self.options.max_turns,
+                                                                 known_unmerged=True)
         if not fresh.runs:
             return  # finished by the worker whose claim ended while we looked
         self.note(f"{task}: running on {self.board.worker}" + (" (resumed from the remote)" if fresh.resume else ""))
