@@ -13,9 +13,13 @@ thing), then:
   holding the same state, in a database holding the same history). Twice: with Player reports that
   carry their completion promises, and without (**no promises**: only turn 1's report has them, so
   every later turn recovers them from turn 1, the farthest look-back there is).
-* **record_turn** — the same turns through the public :func:`record_turn`, as ``guardkit-state
+* **record_turn** — one more turn through the public :func:`record_turn`, as ``guardkit-state
   record`` runs it: each call finds and reads the task file afresh (settled), takes the lock, and
-  records the turn (no target: the loop above is what a loop pays; this is what a new process pays).
+  records the turn. Every sample starts from the same repository with exactly the row's prior
+  turns (the task file and turn files put back off the clock, as new bytes: no cache of this
+  process knows them, so the read parses them as a new process's would), on histories of their own
+  (the record case above moves its histories on), with the setup's objects frozen out of the
+  garbage collector's way (a ``guardkit-state record`` process holds none of them).
 * **resume** — a new process's work, timed in a new process: each sample is a fresh interpreter
   (never the process that built the histories, whose caches are warm) that imports the lifecycle
   and resume modules off the clock (what they import lazily is on it, as a new process pays),
@@ -30,6 +34,7 @@ thing), then:
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -174,12 +179,13 @@ def run(*, record_at: tuple[int, ...] = RECORD_AT, resume_at: tuple[int, ...] = 
                                         if turns in resume_at]
                 result["record" if promises else "record_no_promises"] = _record_cases(
                     {turns: histories[turns] for turns in sizes if turns in record_at}, repeat)
-                # Last: it leaves each history's lifecycle behind its task file.
-                result["record_turn"] += [_record_turn_case(histories[turns], turns, repeat) for turns in sizes
-                                          if turns in record_turn_at]
             finally:
                 for history in histories.values():
                     history.close()
+        for promises in (True, False):
+            result["record_turn"] += [_record_turn_case(History(Path(tmp) / f"rt{turns}-{promises}", turns,
+                                                                langgraph=False, promises=promises), turns, repeat)
+                                      for turns in record_turn_at]
     return result
 
 
@@ -212,18 +218,29 @@ def _record_cases(histories: dict[int, History], repeat: int) -> list[dict[str, 
 
 
 def _record_turn_case(history: History, turns: int, repeat: int) -> dict[str, Any]:
-    """``record_turn`` after ``turns`` recorded turns, next to the floor (no LangGraph column)."""
+    """``record_turn`` of turn ``turns + 1`` on a repository holding exactly ``turns`` recorded turns
+    (put back before every sample), next to the floor (no LangGraph column)."""
     ours: list[float] = []
     floor: list[float] = []
-    history.next_number = history.lifecycle.recorded_turns + 1
-    for i in range(WARMUP + repeat):
-        numbers: list[int] = []
-        reports = history.reports(history.next_number)  # the lifecycle is behind the file here
-        sample = timed_ms(lambda: numbers.append(history.record_turn(reports)))
-        floor_sample = history.floor(numbers[0])
-        if i >= WARMUP:
-            ours.append(sample)
-            floor.append(floor_sample)
+    task_bytes = history.task_path.read_bytes()
+    kept = {path for path in history.lifecycle.store.directory.rglob("*")}
+    reports = history.reports(turns + 1)
+    gc.collect()
+    gc.freeze()  # the histories and reports built above are the bench's, not a record process's
+    try:
+        for i in range(WARMUP + repeat):
+            for path in set(history.lifecycle.store.directory.rglob("*")) - kept:
+                path.unlink()
+            history.task_path.write_bytes(task_bytes)  # new bytes to every cache: read as a new process would
+            numbers: list[int] = []
+            sample = timed_ms(lambda: numbers.append(history.record_turn(reports)))
+            assert numbers == [turns + 1], numbers
+            floor_sample = history.floor(turns + 1)
+            if i >= WARMUP:
+                ours.append(sample)
+                floor.append(floor_sample)
+    finally:
+        gc.unfreeze()
     return _row({"prior_turns": turns, "promises": history.promises}, ours, floor, [])
 
 
