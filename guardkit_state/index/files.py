@@ -84,18 +84,25 @@ def rank_by_overlap(query: ParsedQuery, records: Sequence[IndexRecord], filters:
         return [SearchHit.of(r, 1.0) for _, r in ordered[:limit]]
     scored = []
     phrase = _phrase(query)
+    phrase_words = phrase.split() if phrase else []
+    # The cache keeps each record's tokens (index_text, one space between two): no tokenising here.
+    # With the spaces doubled, " term " is found at every token equal to it, side by side or not,
+    # by str.count, without a list of the record's words.
+    spaced_terms = [(term, f" {term} ") for term in query.terms]
     for record in pool:
-        # The cache keeps each record's tokens (index_text, space-separated): no tokenising here.
         known = tokens_of(record) if tokens_of is not None else None
         counts = None
         if known is not None and may_hold(query.terms, known):
-            words = known.split()
-            counts = Counter({term: words.count(term) for term in query.terms})  # only what is scored
+            spaced = f" {known.replace(' ', '  ')} "
+            counts = Counter({term: spaced.count(padded) for term, padded in spaced_terms})  # only what is scored
         overlap = overlap_score(query.terms, record.search_text, doc_counts=counts) \
             if known is None or counts is not None else -6.0 * sum(is_identifier(term) for term in query.terms)
         score = overlap + field_score(query.text, record.fields)
-        if phrase and phrase in " ".join(record.search_text.lower().split()):
-            score += PHRASE_BONUS  # the words as written, in order: what a pasted sentence is after
+        if phrase:
+            lowered = record.search_text.lower()
+            # Each word of the phrase in the text first: most records have not all, and are not re-spaced.
+            if all(word in lowered for word in phrase_words) and phrase in " ".join(lowered.split()):
+                score += PHRASE_BONUS  # the words as written, in order: what a pasted sentence is after
         if score > 0:
             scored.append((score, record))
     scored.sort(key=lambda item: (-item[0], item[1].task_id or "", item[1].turn_number or 0, item[1].key))
