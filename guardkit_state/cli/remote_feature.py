@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 
 from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.output import Output, safe
@@ -29,6 +28,7 @@ def add_remote_options(parser: argparse.ArgumentParser) -> None:
 def run_remote(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.agents import agent_for
     from guardkit_state.cli.feature_output import names_feature
+    from guardkit_state.cli.options import log_on_stderr
     from guardkit_state.remote.worker import WorkerOptions, run_worker
 
     if not names_feature(args.task_id):
@@ -37,9 +37,7 @@ def run_remote(args: argparse.Namespace, out: Output) -> int:
         if getattr(args, name, None):
             raise InputError(f"{flag} does not apply with --remote: every worker resumes from the remote by itself")
     if args.verbose:
-        handler = logging.StreamHandler(out.stderr)
-        handler.setFormatter(logging.Formatter("  log: %(message)s"))
-        logging.getLogger("guardkit_state").addHandler(handler)
+        log_on_stderr(out)
     options = WorkerOptions(remote=args.remote, lease=args.lease, poll=args.poll, max_turns=args.max_turns,
                             turn_timeout=args.turn_timeout, max_cost=getattr(args, "max_cost", None),
                             continue_session=bool(getattr(args, "continue_session", False)))
