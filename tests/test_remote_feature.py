@@ -332,3 +332,60 @@ def test_a_task_out_of_turns_stops_the_workers_with_its_reason(tmp_path: Path) -
     assert result["done"] is False and result["reason"].startswith("TASK-FB-001: ")
     assert sorted(result["ran"]) == ["TASK-FB-001", "TASK-FB-002"] and result["merged"] == []
     assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""
+
+
+def _run_elsewhere(project: FeatureProject, machine: Path, task: str, *extra: str, release: bool = True) -> None:
+    """Another machine's worker runs ``task`` as a worker does: claims it, runs its loop, pushes its
+    branch and turn ledger, and (``release``) releases the claim."""
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    board = ClaimBoard(repo, "origin", "elsewhere")
+    git(machine, "fetch", "-q", "origin", "+refs/heads/autobuild/*:refs/remotes/origin/autobuild/*")
+    for name in git(machine, "for-each-ref", "--format=%(refname:lstrip=3)", "refs/remotes/origin/autobuild/").split():
+        git(machine, "branch", "-f", name, f"origin/{name}")
+    claim = board.claim(FEATURE_ID, task, lease=600)
+    assert claim is not None
+    run = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", task, "--repo", str(machine),
+                          "--base-branch", FEATURE_BRANCH, "--player", agent_command("player.py"), "--coach",
+                          agent_command("coach.py"), *extra],
+                         cwd=machine, env={**os.environ, **project.env()}, capture_output=True, text=True, check=False)
+    assert run.returncode in (0, 1), run.stdout + run.stderr
+    tip = git(machine, "rev-parse", f"autobuild/{task}").strip()
+    ledger = RemoteLedgers(repo, "origin", FEATURE_ID).refspec(task, tip)
+    git(machine, "push", "-q", "--atomic", "origin", f"autobuild/{task}", ledger)
+    if release:
+        assert board.release(claim)
+
+
+def test_a_fresh_claim_on_a_task_approved_elsewhere_since_the_look_does_not_run_it_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    real_claim = ClaimBoard.claim
+    raced: list[str] = []
+
+    def claim(board: ClaimBoard, feature: str, task: str, lease: float) -> object:
+        # Between this worker's look (no claim stood) and its claim, another machine claims the
+        # task, runs it to approval, pushes it and releases its claim.
+        if board.worker != "elsewhere" and not raced:
+            raced.append(task)
+            _run_elsewhere(project, theirs, task)
+        return real_claim(board, feature, task, lease)
+
+    monkeypatch.setattr(ClaimBoard, "claim", claim)
+    player, coach = project.agents()
+    result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1))
+    assert raced == ["TASK-FB-001"]
+    assert result.done, result.reason
+    players = [(e["task"], e["turn"]) for e in project.invocations()
+               if e["role"] == "player" and e["event"] == "start"]
+    assert players == [("TASK-FB-001", 1)]  # run once, by the machine that approved it
+    assert result.ran == []
+    assert merged_order(bare) == ["TASK-FB-001"]

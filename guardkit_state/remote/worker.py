@@ -341,15 +341,19 @@ class _Worker:
 
     def _run_task(self, task: str, state: TaskState, taken_from: Claim | None) -> None:
         self._said = ""
-        if taken_from is not None:  # the claim is ours now: the branch as the last holder left it
-            self._remote(self._sync, "fetch")
-        # A fresh claim needs no fetch: no claim ref stood at this step's ls-remote, and the task's
-        # branch moves only under a claim (a late push by an ousted holder carries a lease and fails),
-        # so the fetch this step made (or found current) still holds the branch and its ledger.
         branch = branch_for(task)
+        # The claim is ours now: the branch as the last holder left it. A fresh claim found no claim
+        # ref, but another worker may have claimed, run and released the task since this step
+        # looked (its turns pushed, even its approval): one ls-remote of the branch tells whether
+        # the fetch this step made still holds it, else it is fetched and the task read again.
+        moved = taken_from is not None or self._remote(
+            lambda: self.board.remote_sha(f"refs/heads/{branch}"), "look") != self.repo.resolve(
+            self.branches.tracking(branch))
+        if moved:
+            self._remote(self._sync, "fetch")
         pushed: list[str | None] = [self.repo.resolve(self.branches.tracking(branch))]
-        fresh = state if taken_from is None else read_task_state(self.fgit, task, max_turns=self.options.max_turns,
-                                                                 known_unmerged=True)
+        fresh = state if not moved else read_task_state(self.fgit, task, max_turns=self.options.max_turns,
+                                                        known_unmerged=taken_from is not None)
         if not fresh.runs:
             return  # finished by the worker whose claim ended while we looked
         self.note(f"{task}: running on {self.board.worker}" + (" (resumed from the remote)" if fresh.resume else ""))
