@@ -238,3 +238,24 @@ def test_a_bad_remote_name_or_id_is_refused_before_any_push(remote: Remote, tmp_
         board.claim(FEAT, "../TASK", lease=30)
     assert run_git(remote.bare, "for-each-ref", "refs/guardkit/") == ""
     shutil.rmtree(board.repo.root)
+
+
+def test_a_branch_push_never_replaces_the_history_it_was_leased_on(remote: Remote) -> None:
+    from guardkit_state.remote.branches import RemoteBranches
+
+    board = remote.machine("w1")
+    root = board.repo.root
+    branches = RemoteBranches(board.repo, "origin")
+    base = run_git(root, "rev-parse", "main").strip()
+
+    def commit(message: str, parent: str) -> str:
+        return run_git(root, "commit-tree", "-p", parent, "-m", message, f"{parent}^{{tree}}").strip()
+
+    run_git(root, "branch", "autobuild/TASK-R-001", commit("a turn pushed", base))
+    pushed = branches.push("autobuild/TASK-R-001", None)
+    run_git(root, "branch", "-f", "autobuild/TASK-R-001", commit("a turn on the old history", base))
+    with pytest.raises(ClaimLostError, match="does not continue"):
+        branches.push("autobuild/TASK-R-001", pushed)  # the lease holds, the history does not
+    assert remote_ref(remote, "refs/heads/autobuild/TASK-R-001") == pushed
+    run_git(root, "branch", "-f", "autobuild/TASK-R-001", commit("the next turn", pushed))
+    assert branches.push("autobuild/TASK-R-001", pushed) == remote_ref(remote, "refs/heads/autobuild/TASK-R-001")

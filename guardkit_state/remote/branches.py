@@ -93,11 +93,16 @@ class RemoteBranches:
         """Push local ``branch`` onto the remote's, which must be at ``expected`` (None: absent).
 
         Returns the sha pushed. Raises :class:`ClaimLostError` when the remote branch moved (another
-        worker pushed: this one's claim is gone), :class:`RemoteUnreachableError`, or
+        worker pushed: this one's claim is gone) or the local branch does not continue ``expected``
+        (the lease forces the push: it would replace the remote's history), :class:`RemoteUnreachableError`, or
         :class:`RemoteRejectedError` for any other refusal.
         """
         sha = self.repo.text("rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}")
         ref = f"refs/heads/{branch}"
+        if expected is not None and sha != expected and not self.repo.ok("merge-base", "--is-ancestor", expected, sha):
+            # The lease forces the push: a branch apart from the remote's would replace its history.
+            raise ClaimLostError(f"{branch} here does not continue {self.remote!r}'s ({expected[:10]}): "
+                                 f"not pushed over it", path=self.repo.root)
         # ``also``: refs pushed with the branch, all or none (``--atomic``): a task's turn ledger.
         status, out, err = self.repo.run("push", "--porcelain", "--no-verify", *(["--atomic"] if also else []),
                                          f"--force-with-lease={ref}:{expected or ''}", self.remote,

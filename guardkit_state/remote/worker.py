@@ -352,6 +352,8 @@ class _Worker:
         if moved:
             self._remote(self._sync, "fetch")
         pushed: list[str | None] = [self.repo.resolve(self.branches.tracking(branch))]
+        if self._align(task, branch, pushed[0]):
+            moved = True
         fresh = state if not moved else read_task_state(self.fgit, task, max_turns=self.options.max_turns,
                                                         known_unmerged=taken_from is not None)
         if not fresh.runs:
@@ -391,6 +393,25 @@ class _Worker:
             raise
         except GuardkitStateError as exc:
             self.note(f"{task}: the loop stopped: {exc.message}")
+
+    def _align(self, task: str, branch: str, remote_tip: str | None) -> bool:
+        """This clone's branch of ``task`` made the remote's when it does not continue it; True when
+        it was. The remote is the truth: a branch apart from it holds the turns of a holder ousted
+        before its push, or one behind it (a killed turn's files in the way of the fast-forward) a
+        turn begun on old history; a turn pushed from either would overwrite the remote's turns.
+        A branch ahead of the remote (a turn committed, not pushed) is kept: it is pushed next."""
+        local = self.repo.resolve(f"refs/heads/{branch}")
+        if remote_tip is None or local is None or self.repo.ok("merge-base", "--is-ancestor", remote_tip, local):
+            return False
+        worktree = self.fgit.task_worktree(task)
+        if worktree.is_dir():  # its files too: what is left there was made on the other history
+            self.repo.run("reset", "--hard", "--quiet", remote_tip, cwd=worktree)
+            self.repo.run("clean", "-fdq", cwd=worktree)
+        else:
+            self.repo.run("update-ref", f"refs/heads/{branch}", remote_tip, local)
+        self.note(f"{task}: this clone's {branch} ({local[:10]}) did not continue the remote's ({remote_tip[:10]}); "
+                  f"set to the remote's (turns never pushed from here are dropped)")
+        return True
 
     def _record_takeover(self, task: str, old: Claim, tip: str) -> str:
         """The takeover written into the task's history: an entry of ``autobuild_state.takeovers``
