@@ -27,9 +27,10 @@ INDEPENDENT = [TaskSpec(f"TASK-FB-{n:03d}", sleep=0.3, approve_at=2 if n == 2 el
 DEPENDENT = TaskSpec("TASK-FB-007", dependencies=["TASK-FB-001", "TASK-FB-004"])
 
 
-def worker(project: FeatureProject, checkout: Path, *extra: str, player: str | None = None) -> subprocess.Popen[str]:
+def worker(project: FeatureProject, checkout: Path, *extra: str, player: str | None = None,
+           crash_at: str | None = None) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GUARDKIT_", "FEATURE_"))}
-    env.update(project.env(), NO_COLOR="1")
+    env.update(project.env(), NO_COLOR="1", **({"GUARDKIT_STATE_CRASH_AT": crash_at} if crash_at else {}))
     argv = [sys.executable, "-m", "guardkit_state", "feature-build", FEATURE_ID, "--repo", str(checkout),
             "--player", player or agent_command("player.py"), "--coach", agent_command("coach.py"),
             "--remote", "origin", "--poll", "0.1", *extra]
@@ -191,6 +192,34 @@ def test_a_worker_restarted_on_the_same_clone_takes_over_without_the_killed_turn
                if e["role"] == "player" and e["event"] == "start"]
     assert players == [("TASK-FB-001", 1), ("TASK-FB-001", 2)]  # the killed turn 2 is run once more
     assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_a_worker_killed_between_its_turns_commit_and_its_ledger_is_taken_over_on_the_same_clone(
+        tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    # Turn 2 (the approval) is committed, then the machine dies before the loop lists the commit in
+    # its ledger and before the worker pushes it.
+    victim = worker(project, machine, "--lease", "2", crash_at="git.after_commit:2")
+    victim.communicate(timeout=120)
+    assert victim.returncode == -signal.SIGKILL
+    heir = worker(project, machine, "--lease", "2")
+    try:
+        out, err = heir.communicate(timeout=40)
+    except subprocess.TimeoutExpired:
+        os.killpg(heir.pid, signal.SIGKILL)  # the worker this test started: it never ended
+        out, err = heir.communicate()
+    assert heir.returncode == 0, out + err[-2000:]
+    assert "took over the claim" in err and err.count(": running on ") == 1
+    players = [(e["task"], e["turn"]) for e in project.invocations()
+               if e["role"] == "player" and e["event"] == "start"]
+    assert players == [("TASK-FB-001", 1), ("TASK-FB-001", 2)]  # turn 2 is recorded from its reports
+    assert merged_order(bare) == ["TASK-FB-001"]
+    recorded = git(bare, "show", f"{FEATURE_BRANCH}:tasks/backlog/TASK-FB-001-part.md")
+    state = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]
+    assert [(t["turn"], t["decision"]) for t in state["turns"]] == [(1, "feedback"), (2, "approve")]
+    assert len(state["takeovers"]) == 1
 
 
 def test_an_approved_task_still_under_a_live_claim_is_not_merged_until_the_claim_is_released(

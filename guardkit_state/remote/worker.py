@@ -352,7 +352,7 @@ class _Worker:
         if moved:
             self._remote(self._sync, "fetch")
         pushed: list[str | None] = [self.repo.resolve(self.branches.tracking(branch))]
-        if self._align(task, branch, pushed[0]):
+        if self._align(task, branch, pushed[0], taken_over=taken_from is not None):
             moved = True
         fresh = state if not moved else read_task_state(self.fgit, task, max_turns=self.options.max_turns,
                                                         known_unmerged=taken_from is not None)
@@ -394,16 +394,27 @@ class _Worker:
         except GuardkitStateError as exc:
             self.note(f"{task}: the loop stopped: {exc.message}")
 
-    def _align(self, task: str, branch: str, remote_tip: str | None) -> bool:
+    def _align(self, task: str, branch: str, remote_tip: str | None, *, taken_over: bool) -> bool:
         """This clone's branch of ``task`` made the remote's when it does not continue it; True when
         it was. The remote is the truth: a branch apart from it holds the turns of a holder ousted
         before its push, or one behind it (a killed turn's files in the way of the fast-forward) a
         turn begun on old history; a turn pushed from either would overwrite the remote's turns.
-        A branch ahead of the remote (a turn committed, not pushed) is kept: it is pushed next."""
+        A branch ahead of the remote (a turn committed, not pushed) is kept, to be pushed next, but
+        under a takeover, which commits on the remote's tip: that turn is then recorded again."""
         local = self.repo.resolve(f"refs/heads/{branch}")
-        if remote_tip is None or local is None or self.repo.ok("merge-base", "--is-ancestor", remote_tip, local):
+        if remote_tip is None or local is None or local == remote_tip:
             return False
         worktree = self.fgit.task_worktree(task)
+        if self.repo.ok("merge-base", "--is-ancestor", remote_tip, local):
+            if not taken_over or not worktree.is_dir():
+                return False
+            # Taken over on the clone of the killed holder: its turn committed here, never pushed
+            # (killed before its push, or before its ledger listed the commit) is undone, its files
+            # kept. The takeover commit goes on the remote's tip and the loop records that turn again
+            # from its reports; above the takeover commit, an unlisted commit is never adopted.
+            self.repo.run("reset", "--soft", "--quiet", remote_tip, cwd=worktree)
+            self.note(f"{task}: its turn committed on this clone and never pushed ({local[:10]}) is recorded again")
+            return True
         if worktree.is_dir():  # its files too: what is left there was made on the other history
             self.repo.run("reset", "--hard", "--quiet", remote_tip, cwd=worktree)
             self.repo.run("clean", "-fdq", cwd=worktree)
