@@ -363,7 +363,8 @@ def test_a_task_out_of_turns_stops_the_workers_with_its_reason(tmp_path: Path) -
     assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""
 
 
-def _run_elsewhere(project: FeatureProject, machine: Path, task: str, *extra: str, release: bool = True) -> None:
+def _run_elsewhere(project: FeatureProject, machine: Path, task: str, *extra: str, release: bool = True,
+                   lease: float = 600) -> None:
     """Another machine's worker runs ``task`` as a worker does: claims it, runs its loop, pushes its
     branch and turn ledger, and (``release``) releases the claim."""
     repo = GitRepo.discover(machine)
@@ -372,7 +373,7 @@ def _run_elsewhere(project: FeatureProject, machine: Path, task: str, *extra: st
     git(machine, "fetch", "-q", "origin", "+refs/heads/autobuild/*:refs/remotes/origin/autobuild/*")
     for name in git(machine, "for-each-ref", "--format=%(refname:lstrip=3)", "refs/remotes/origin/autobuild/").split():
         git(machine, "branch", "-f", name, f"origin/{name}")
-    claim = board.claim(FEATURE_ID, task, lease=600)
+    claim = board.claim(FEATURE_ID, task, lease=lease)
     assert claim is not None
     run = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", task, "--repo", str(machine),
                           "--base-branch", FEATURE_BRANCH, "--player", agent_command("player.py"), "--coach",
@@ -452,3 +453,22 @@ def test_a_clone_whose_branch_went_apart_from_the_remote_never_pushes_over_the_r
     turns = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]["turns"]
     assert [(t["turn"], t["decision"]) for t in turns] == [(1, "feedback"), (2, "feedback"), (3, "approve")]
     assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_an_approved_task_whose_holder_died_before_releasing_its_claim_is_merged_after_the_lease(
+        tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001"), TaskSpec("TASK-FB-002", dependencies=["TASK-FB-001"])])
+    bare = make_bare(tmp_path, project.root)
+    holder_clone, machine = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(holder_clone, "branch", FEATURE_BRANCH, "origin/main")
+    git(holder_clone, "push", "-q", "origin", FEATURE_BRANCH)
+    # The holder pushed the approval, then died with its claim (lease 2 s) still on the remote.
+    _run_elsewhere(project, holder_clone, "TASK-FB-001", release=False, lease=2)
+    second = worker(project, machine, "--lease", "2")
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, out + err
+    assert merged_order(bare) == ["TASK-FB-001", "TASK-FB-002"]
+    players = [(e["task"], e["turn"]) for e in project.invocations()
+               if e["role"] == "player" and e["event"] == "start"]
+    assert players == [("TASK-FB-001", 1), ("TASK-FB-002", 1)]
+    assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""  # the dead holder's claim went with the merge
