@@ -259,3 +259,40 @@ def test_a_branch_push_never_replaces_the_history_it_was_leased_on(remote: Remot
     assert remote_ref(remote, "refs/heads/autobuild/TASK-R-001") == pushed
     run_git(root, "branch", "-f", "autobuild/TASK-R-001", commit("the next turn", pushed))
     assert branches.push("autobuild/TASK-R-001", pushed) == remote_ref(remote, "refs/heads/autobuild/TASK-R-001")
+
+
+def test_a_worker_stopped_while_a_beat_is_in_flight_releases_its_claim_at_the_new_beat(tmp_path: Path) -> None:
+    # A second Ctrl-C (or SIGTERM) cut short the release of the task's block while its beat was in
+    # flight: the worker's stop releases what it still holds, at the beat that reached the remote.
+    from guardkit_state.plans.plan import find_plan, load_plan
+    from guardkit_state.remote.worker import WorkerOptions, _Worker
+    from tests.feature_support import FEATURE_ID, TaskSpec, make_feature
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    repo = GitRepo.discover(clone(bare.as_uri(), tmp_path / "machine"))
+    assert repo is not None
+    player, coach = project.agents()
+    worker = _Worker(repo, load_plan(find_plan(repo.root, FEATURE_ID)), player, coach,
+                     WorkerOptions(remote="origin", worker="holder"), lambda text: None, lambda event: None)
+    board = SlowRenewals(repo, "origin", "holder")
+    worker.board = worker.heartbeat.board = board
+    held = board.claim(FEATURE_ID, "TASK-FB-001", lease=30)
+    assert held is not None
+    worker.heartbeat.hold(held)
+    beating = threading.Thread(target=worker.heartbeat.beat)
+    beating.start()
+    assert board.pushing.wait(10)
+    released: list[list[str]] = []
+    stopping = threading.Thread(target=lambda: released.append(worker._release_all()))
+    stopping.start()
+    stopping.join(0.3)
+    board.gate.set()
+    beating.join(10)
+    stopping.join(10)
+    assert released == [["TASK-FB-001"]]
+    assert remote_ref_of(bare, held.ref) == ""
+
+
+def remote_ref_of(bare: Path, ref: str) -> str:
+    return run_git(bare, "for-each-ref", "--format=%(objectname)", ref).strip()

@@ -582,8 +582,8 @@ class _Worker:
     def _release_all(self) -> list[str]:
         released = self.released_at_stop
         for claim in self.heartbeat.held():
-            self.heartbeat.drop(claim)
-            if self._release(claim):
+            latest = self.heartbeat.drop(claim)  # after a beat in flight: the claim at its new beat
+            if latest is not None and self._release(latest):
                 released.append(claim.task)
         if released:
             self.note(f"released the claim(s) of {', '.join(released)}")
