@@ -472,3 +472,49 @@ def test_an_approved_task_whose_holder_died_before_releasing_its_claim_is_merged
                if e["role"] == "player" and e["event"] == "start"]
     assert players == [("TASK-FB-001", 1), ("TASK-FB-002", 1)]
     assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""  # the dead holder's claim went with the merge
+
+
+def test_a_takeover_before_the_holders_first_push_is_written_in_the_tasks_history(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    dead, machine = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(dead, "branch", FEATURE_BRANCH, "origin/main")
+    git(dead, "push", "-q", "origin", FEATURE_BRANCH)
+    # The holder claimed the task and died before its first turn reached the remote.
+    repo = GitRepo.discover(dead)
+    assert repo is not None
+    assert ClaimBoard(repo, "origin", "dead-holder").claim(FEATURE_ID, "TASK-FB-001", lease=1) is not None
+    heir = worker(project, machine, "--lease", "2")
+    out, err = heir.communicate(timeout=120)
+    assert heir.returncode == 0, out + err
+    assert "took over the claim of dead-holder" in err
+    recorded = git(bare, "show", f"{FEATURE_BRANCH}:tasks/backlog/TASK-FB-001-part.md")
+    state = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]
+    [entry] = state["takeovers"]
+    assert (entry["from"], entry["turns_done"]) == ("dead-holder", 0)
+    assert [(t["turn"], t["decision"]) for t in state["turns"]] == [(1, "approve")]
+
+
+def test_a_holder_killed_after_its_first_turns_commit_is_taken_over_on_the_same_clone(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    victim = worker(project, machine, "--lease", "2", crash_at="git.after_commit:1")
+    victim.communicate(timeout=120)
+    assert victim.returncode == -signal.SIGKILL
+    assert git(bare, "for-each-ref", "refs/heads/autobuild/TASK-FB-001") == ""  # nothing of it was pushed
+    heir = worker(project, machine, "--lease", "2")
+    try:
+        out, err = heir.communicate(timeout=40)
+    except subprocess.TimeoutExpired:
+        os.killpg(heir.pid, signal.SIGKILL)  # the worker this test started: it never ended
+        out, err = heir.communicate()
+    assert heir.returncode == 0, out + err[-2000:]
+    players = [(e["task"], e["turn"]) for e in project.invocations()
+               if e["role"] == "player" and e["event"] == "start"]
+    assert players == [("TASK-FB-001", 1)]  # the turn is recorded from its reports, not run again
+    recorded = git(bare, "show", f"{FEATURE_BRANCH}:tasks/backlog/TASK-FB-001-part.md")
+    state = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]
+    assert [(t["turn"], t["decision"]) for t in state["turns"]] == [(1, "approve")]
+    assert len(state["takeovers"]) == 1 and state["takeovers"][0]["turns_done"] == 0
+    assert merged_order(bare) == ["TASK-FB-001"]

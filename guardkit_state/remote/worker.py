@@ -361,7 +361,7 @@ class _Worker:
         self.note(f"{task}: running on {self.board.worker}" + (" (resumed from the remote)" if fresh.resume else ""))
         self.result.ran.append(task)
         self.lost.discard(task)
-        if taken_from is not None and pushed[0] is not None:
+        if taken_from is not None:
             pushed[0] = self._record_takeover(task, taken_from, pushed[0])
 
         def push() -> None:
@@ -402,19 +402,26 @@ class _Worker:
         A branch ahead of the remote (a turn committed, not pushed) is kept, to be pushed next, but
         under a takeover, which commits on the remote's tip: that turn is then recorded again."""
         local = self.repo.resolve(f"refs/heads/{branch}")
-        if remote_tip is None or local is None or local == remote_tip:
+        if local is None or local == remote_tip:
             return False
         worktree = self.fgit.task_worktree(task)
-        if self.repo.ok("merge-base", "--is-ancestor", remote_tip, local):
+        ahead = remote_tip is None or self.repo.ok("merge-base", "--is-ancestor", remote_tip, local)
+        if ahead:
             if not taken_over or not worktree.is_dir():
                 return False
             # Taken over on the clone of the killed holder: its turn committed here, never pushed
             # (killed before its push, or before its ledger listed the commit) is undone, its files
-            # kept. The takeover commit goes on the remote's tip and the loop records that turn again
-            # from its reports; above the takeover commit, an unlisted commit is never adopted.
-            self.repo.run("reset", "--soft", "--quiet", remote_tip, cwd=worktree)
+            # kept. The takeover commit goes on the remote's tip (or where the branch left the
+            # feature branch) and the loop records that turn again from its reports: above the
+            # takeover commit, an unlisted commit is never adopted.
+            feature = self.repo.resolve(self.branches.tracking(self.feature_branch)) or self.feature_branch
+            base = remote_tip or self.repo.text("merge-base", local, feature)
+            if base == local:
+                return False
+            self.repo.run("reset", "--soft", "--quiet", base, cwd=worktree)
             self.note(f"{task}: its turn committed on this clone and never pushed ({local[:10]}) is recorded again")
             return True
+        assert remote_tip is not None
         if worktree.is_dir():  # its files too: what is left there was made on the other history
             self.repo.run("reset", "--hard", "--quiet", remote_tip, cwd=worktree)
             self.repo.run("clean", "-fdq", cwd=worktree)
@@ -424,7 +431,7 @@ class _Worker:
                   f"set to the remote's (turns never pushed from here are dropped)")
         return True
 
-    def _record_takeover(self, task: str, old: Claim, tip: str) -> str:
+    def _record_takeover(self, task: str, old: Claim, tip: str | None) -> str:
         """The takeover written into the task's history: an entry of ``autobuild_state.takeovers``
         in its task file (who took over from whom, when, the old claim and its lease), committed on
         the task's branch and pushed before the task resumes, so ``show`` and ``log`` tell it."""
