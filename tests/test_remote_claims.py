@@ -296,3 +296,59 @@ def test_a_worker_stopped_while_a_beat_is_in_flight_releases_its_claim_at_the_ne
 
 def remote_ref_of(bare: Path, ref: str) -> str:
     return run_git(bare, "for-each-ref", "--format=%(objectname)", ref).strip()
+
+
+class LostReports(ClaimBoard):
+    """A board whose next pushes reach the remote but whose reports are lost (the connection
+    dropped after the remote updated the ref, or Ctrl-C killed git as it read the answer)."""
+
+    lose = 0
+
+    def _push(self, refspec: str, *, lease: tuple[str, str] | None = None) -> object:  # type: ignore[override]
+        done = super()._push(refspec, lease=lease)
+        if self.lose:
+            self.lose -= 1
+            return type(done)("unreachable", "the connection was reset")
+        return done
+
+
+def test_a_renewal_that_landed_though_its_push_failed_is_still_the_holders(remote: Remote) -> None:
+    clock = Clock()
+    plain = remote.machine("holder", clock)
+    board = LostReports(plain.repo, "origin", "holder", clock=clock, monotonic=clock)
+    board.lose = 1
+    with pytest.raises(RemoteUnreachableError):
+        board.claim(FEAT, TASK, lease=30)  # it landed: the retry finds it and does not call it a lost race
+    held = board.claim(FEAT, TASK, lease=30)
+    assert held is not None and held.sha == remote_ref(remote, held.ref)
+    lost: list[Claim] = []
+    beat = Heartbeat(board, 30, on_lost=lost.append)
+    beat.hold(held)
+    board.lose = 1
+    beat.beat()  # the renewal reached the remote; the worker was told it did not
+    assert remote_ref(remote, held.ref) != held.sha and beat.held()[0].sha == held.sha
+    clock.now += 10
+    beat.beat()  # the ref moved, to the holder's own beat: not a takeover
+    assert lost == [] and [claim.sha for claim in beat.held()] == [remote_ref(remote, held.ref)]
+    board.lose = 1
+    clock.now += 10
+    beat.beat()
+    last = beat.drop(held)
+    assert last is not None and board.release(last)  # released though its last beat's report was lost
+    assert remote_ref(remote, held.ref) == ""
+
+
+def test_a_takeover_that_landed_though_its_push_failed_is_the_takers(remote: Remote) -> None:
+    clock = Clock()
+    holder = remote.machine("holder", clock)
+    plain = remote.machine("taker", clock)
+    taker = LostReports(plain.repo, "origin", "taker", clock=clock, monotonic=clock)
+    assert holder.claim(FEAT, TASK, lease=30) is not None
+    taker.read(FEAT)
+    clock.now += 100
+    taker.lose = 1
+    with pytest.raises(RemoteUnreachableError):
+        taker.take_over(FEAT, TASK, 30, stale_after=10)
+    taken = taker.take_over(FEAT, TASK, 30, stale_after=10)  # the retry: not a live claim of another
+    assert taken is not None and (taken.worker, taken.kind, taken.previous) == ("taker", "takeover", "holder")
+    assert taken.sha == remote_ref(remote, taken.ref)

@@ -139,6 +139,9 @@ class ClaimBoard:
         there = self.remote_sha(ref)  # what tells a lost race from a refusal
         if there == sha:
             return replace(mine, sha=sha)
+        own = self._own(feature, task, there)
+        if own is not None:  # an earlier try of this claim landed though its push was not told so
+            return own
         if there is not None or pushed.status == "rejected":
             # Another worker's claim is (or was, when git compared: since released) there: the race
             # is lost, not an error. A refusal by the remote's ref lock is such a race too.
@@ -165,6 +168,8 @@ class ClaimBoard:
         """
         ref = claim_ref(feature, task)
         current = self.read(feature).get(task)
+        if current is not None and current.worker == self.worker:
+            return current  # an earlier try of this takeover landed though its push was not told so
         if current is None or not self.is_stale(current, stale_after=stale_after):
             return None
         mine = Claim(feature, task, "", self.worker, secrets.token_hex(8), self.clock() + lease, current.beat + 1,
@@ -181,7 +186,11 @@ class ClaimBoard:
             raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {pushed.detail}", path=self.repo.root)
         if pushed.status == "ok":
             return True
-        if self.remote_sha(held.ref) != held.sha:
+        there = self.remote_sha(held.ref)
+        own = self._own(held.feature, held.task, there)
+        if own is not None and own.nonce == held.nonce and own.sha != held.sha:
+            return self.release(own)  # a beat of this claim landed though its push was not told so
+        if there != held.sha:
             return False  # taken over, or gone: not ours to delete
         raise RemoteRejectedError(f"remote {self.remote!r} refused to release {held.ref}: {pushed.detail}",
                                   path=self.repo.root)
@@ -244,6 +253,17 @@ class ClaimBoard:
                 return sha
         return None
 
+    def _own(self, feature: str, task: str, sha: str | None) -> Claim | None:
+        """The claim commit ``sha`` when this worker made it (a worker's id is its own: host, process,
+        random part); None for another's, or a commit this clone never held."""
+        if sha is None:
+            return None
+        status, out, _ = self.repo.run("cat-file", "commit", sha, check=False)
+        if status != 0:
+            return None
+        claim = parse_claim(feature, task, sha, out.decode("utf-8", "replace").partition("\n\n")[2])
+        return claim if claim is not None and claim.worker == self.worker else None
+
     # -- git --------------------------------------------------------------------------------
 
     def _replace(self, old: str, claim: Claim, *, lost: str) -> Claim:
@@ -256,6 +276,11 @@ class ClaimBoard:
         there = self.remote_sha(claim.ref)
         if there == sha:
             return replace(claim, sha=sha)
+        own = self._own(claim.feature, claim.task, there)
+        if own is not None and own.nonce == claim.nonce and there != old:
+            # A beat of this claim landed though its push was not told so (the connection dropped
+            # after the remote took it, or Ctrl-C killed git as it read the answer): still ours.
+            return self._replace(own.sha, replace(claim, beat=own.beat + 1), lost=lost)
         if there != old or pushed.status == "rejected":  # moved since (or when git compared): not ours
             raise ClaimLostError(lost, path=self.repo.root)
         raise RemoteRejectedError(f"remote {self.remote!r} refused {claim.ref}: {pushed.detail}", path=self.repo.root)
