@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError
+from guardkit_state.errors import ClaimLostError, GitError, InputError, RemoteRejectedError, RemoteUnreachableError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.remote.claims import Claim, ClaimBoard, claim_ref, retrying
 from guardkit_state.remote.heartbeat import Heartbeat
@@ -352,3 +352,35 @@ def test_a_takeover_that_landed_though_its_push_failed_is_the_takers(remote: Rem
     taken = taker.take_over(FEAT, TASK, 30, stale_after=10)  # the retry: not a live claim of another
     assert taken is not None and (taken.worker, taken.kind, taken.previous) == ("taker", "takeover", "holder")
     assert taken.sha == remote_ref(remote, taken.ref)
+
+
+class FailingOnce(ClaimBoard):
+    """A board whose first renewal cannot run git (a fork refused, a full disk): a GitError."""
+
+    failed = False
+
+    def renew(self, held: Claim, lease: float) -> Claim:
+        if not self.failed:
+            self.failed = True
+            raise GitError("cannot run git: [Errno 11] Resource temporarily unavailable")
+        return super().renew(held, lease)
+
+
+def test_a_heartbeat_survives_a_git_failure_and_beats_again(remote: Remote) -> None:
+    plain = remote.machine("holder")
+    board = FailingOnce(plain.repo, "origin", "holder")
+    held = board.claim(FEAT, TASK, lease=30)
+    assert held is not None
+    waits: list[str] = []
+    beat = Heartbeat(board, 0.3, on_wait=lambda exc: waits.append(exc.message))
+    beat.hold(held)
+    beat.start()
+    try:
+        for _ in range(100):  # up to 10 s
+            if beat.held()[0].beat >= 1:
+                break
+            threading.Event().wait(0.1)
+    finally:
+        beat.stop()
+    assert board.failed and waits and "cannot run git" in waits[0]
+    assert beat.held()[0].beat >= 1 and remote_ref(remote, held.ref) == beat.held()[0].sha  # it beat again
