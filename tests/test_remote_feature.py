@@ -518,3 +518,40 @@ def test_a_holder_killed_after_its_first_turns_commit_is_taken_over_on_the_same_
     assert [(t["turn"], t["decision"]) for t in state["turns"]] == [(1, "approve")]
     assert len(state["takeovers"]) == 1 and state["takeovers"][0]["turns_done"] == 0
     assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_an_ousted_holders_late_push_racing_the_takeover_entry_does_not_stop_the_taker(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote import worker as worker_module
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    ousted, machine = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(ousted, "branch", FEATURE_BRANCH, "origin/main")
+    git(ousted, "push", "-q", "origin", FEATURE_BRANCH)
+    # The holder pushed turn 1, then stood still past its lease (a partition, a suspended laptop).
+    _run_elsewhere(project, ousted, "TASK-FB-001", "--max-turns", "1", release=False, lease=1)
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    real = worker_module._Worker._record_takeover
+
+    came_back: list[str] = []
+
+    def record(self: object, task: str, old: object, tip: str | None) -> str:
+        # It comes back as the taker writes the takeover: its late push lands first.
+        if not came_back:
+            came_back.append(task)
+            where = ousted / ".guardkit/worktrees/TASK-FB-001"
+            git(where, "commit", "-q", "--allow-empty", "-m", "a late commit of the ousted holder")
+            git(where, "push", "-q", f"--force-with-lease=refs/heads/autobuild/TASK-FB-001:{tip}", "origin",
+                "HEAD:refs/heads/autobuild/TASK-FB-001")
+        return real(self, task, old, tip)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(worker_module._Worker, "_record_takeover", record)
+    player, coach = project.agents()
+    notes: list[str] = []
+    result = run_worker(machine, FEATURE_ID, player, coach,
+                        WorkerOptions(remote="origin", poll=0.1, lease=2, max_turns=5), on_note=notes.append)
+    assert result.done, (result.reason, notes)
+    assert merged_order(bare) == ["TASK-FB-001"]

@@ -362,7 +362,11 @@ class _Worker:
         self.result.ran.append(task)
         self.lost.discard(task)
         if taken_from is not None:
-            pushed[0] = self._record_takeover(task, taken_from, pushed[0])
+            try:
+                pushed[0] = self._record_takeover(task, taken_from, pushed[0])
+            except ClaimLostError as exc:  # the ousted holder's late push landed first: look again
+                self.note(f"{task}: {exc.message}; looking again")
+                return
 
         def push() -> None:
             if self.repo.resolve(f"refs/heads/{branch}") in (None, pushed[0]):
