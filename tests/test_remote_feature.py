@@ -555,3 +555,67 @@ def test_an_ousted_holders_late_push_racing_the_takeover_entry_does_not_stop_the
                         WorkerOptions(remote="origin", poll=0.1, lease=2, max_turns=5), on_note=notes.append)
     assert result.done, (result.reason, notes)
     assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_the_merger_merges_the_remotes_branch_not_its_clones_own_approval_that_never_reached_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    git(mine, "fetch", "-q", "origin")
+    git(mine, "branch", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
+    # This clone's holder had its Coach approve turn 1, committed, and was ousted before its push
+    # (its Coach was another, quicker to approve); the taker's turns, approved at turn 2, are the remote's.
+    quick = tmp_path / "quick-spec.json"
+    quick.write_text(json.dumps({"TASK-FB-001": {"approve_at": 1}}))
+    local = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", "TASK-FB-001", "--repo",
+                            str(mine), "--base-branch", FEATURE_BRANCH, "--player", agent_command("player.py"),
+                            "--coach", agent_command("coach.py")], cwd=mine,
+                           env={**os.environ, **project.env(), "FEATURE_SPEC": str(quick)},
+                           capture_output=True, text=True, check=False)
+    assert local.returncode == 0, local.stdout + local.stderr
+    _run_elsewhere(project, theirs, "TASK-FB-001")
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1))
+    assert result.done, result.reason
+    assert merged_order(bare) == ["TASK-FB-001"]
+    recorded = git(bare, "show", f"{FEATURE_BRANCH}:tasks/backlog/TASK-FB-001-part.md")
+    turns = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]["turns"]
+    assert [(t["turn"], t["decision"]) for t in turns] == [(1, "feedback"), (2, "approve")]  # the remote's
+    assert subprocess.run(["git", "merge-base", "--is-ancestor", "autobuild/TASK-FB-001", FEATURE_BRANCH],
+                          cwd=bare, check=False).returncode == 0
+
+
+def test_an_approval_its_dead_holder_never_pushed_reaches_the_task_branch_before_it_is_merged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    git(machine, "branch", FEATURE_BRANCH, "origin/main")
+    git(machine, "push", "-q", "origin", FEATURE_BRANCH)
+    # This clone's holder committed the approval and died before its push, its claim left behind.
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    assert ClaimBoard(repo, "origin", "dead-holder").claim(FEATURE_ID, "TASK-FB-001", lease=1) is not None
+    local = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", "TASK-FB-001", "--repo",
+                            str(machine), "--base-branch", FEATURE_BRANCH, "--player", agent_command("player.py"),
+                            "--coach", agent_command("coach.py")], cwd=machine,
+                           env={**os.environ, **project.env()}, capture_output=True, text=True, check=False)
+    assert local.returncode == 0, local.stdout + local.stderr
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    result = run_worker(machine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, lease=2))
+    assert result.done, result.reason
+    assert merged_order(bare) == ["TASK-FB-001"]
+    approval = git(machine, "rev-parse", "autobuild/TASK-FB-001").strip()
+    assert git(bare, "rev-parse", "autobuild/TASK-FB-001").strip() == approval  # the remote's branch holds it
+    assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""

@@ -21,6 +21,7 @@ its plan; progress while tasks run is read from the remote (``status``/``show --
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 import zlib
@@ -304,6 +305,9 @@ class _Worker:
                 and task in self._merged(key[1])):
             state = replace(cached[1], phase="merged")  # its branch stood still; a merge took it in
         else:
+            # Read as the remote holds it: a branch of this clone apart from (or behind) the remote's
+            # would tell a run the remote never saw (an ousted holder's own approval, merged instead).
+            self._align(task, branch_for(task), key[0], taken_over=False)
             state = read_task_state(self.fgit, task, max_turns=self.options.max_turns)
         self._states[task] = (key, state)
         return state
@@ -485,11 +489,24 @@ class _Worker:
         feature_repo = worktree.repo()
         if expected is not None and feature_repo.resolve("HEAD") != expected:
             feature_repo.run("reset", "--hard", "--quiet", expected)  # the remote's feature branch is the truth
-        merged_now: dict[str, str | None] = {}
-        for task in turn.tasks:
-            state = turn.states[task]
-            if state.phase != "approved":
+        approved = [task for task in turn.tasks if turn.states[task].phase == "approved"]
+        for task in approved:
+            branch = branch_for(task)
+            tip, local = self.repo.resolve(self.branches.tracking(branch)), self.repo.resolve(f"refs/heads/{branch}")
+            if local is None or local == tip:
                 continue
+            # Approved on this clone, its push never made (its holder died first; its claim is stale or
+            # gone): pushed now, so the remote's task branch holds what the feature branch merges.
+            try:
+                self._remote(functools.partial(self.branches.push, branch, tip,
+                                               also=(self.ledgers.refspec(task, local),)), f"{task}: push")
+            except ClaimLostError as exc:
+                self._states.pop(task, None)
+                self.note(f"wave {turn.number}: {exc.message}; looking again")
+                return "worked"
+        merged_now: dict[str, str | None] = {}
+        for task in approved:
+            state = turn.states[task]
             message = merge_message(self.feature, task, branch=branch_for(task), target=self.feature_branch,
                                     wave=turn.number, summary=f"{task} approved in {state.turns} turn(s).")
             merged = merge_branch(feature_repo, branch_for(task), message)
