@@ -619,3 +619,29 @@ def test_an_approval_its_dead_holder_never_pushed_reaches_the_task_branch_before
     approval = git(machine, "rev-parse", "autobuild/TASK-FB-001").strip()
     assert git(bare, "rev-parse", "autobuild/TASK-FB-001").strip() == approval  # the remote's branch holds it
     assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""
+
+
+def test_a_takeover_on_the_same_clone_keeps_the_killed_turns_edit_of_its_task_file(tmp_path: Path) -> None:
+    # Turn 2's Player notes something in its task file; the machine dies after the Player, before
+    # the Coach: the turn resumes at its Coach with the Player's work, that note included.
+    note = '[ "$GUARDKIT_TURN" = 2 ] && echo "Player note of turn 2" >> tasks/backlog/TASK-FB-001-part.md; true'
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2, shell=note)])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    victim = worker(project, machine, "--lease", "2", crash_at="loop.after_player:2")
+    victim.communicate(timeout=120)
+    assert victim.returncode == -signal.SIGKILL
+    heir = worker(project, machine, "--lease", "2")
+    out, err = heir.communicate(timeout=120)
+    assert heir.returncode == 0, out + err
+    players = [(e["task"], e["turn"]) for e in project.invocations()
+               if e["role"] == "player" and e["event"] == "start"]
+    assert players == [("TASK-FB-001", 1), ("TASK-FB-001", 2)]  # turn 2's Player is not run again
+    merged = git(bare, "show", f"{FEATURE_BRANCH}:tasks/backlog/TASK-FB-001-part.md")
+    assert "Player note of turn 2" in merged
+    state = yaml.safe_load(merged.split("---\n")[1])["autobuild_state"]
+    assert [(t["turn"], t["decision"]) for t in state["turns"]] == [(1, "feedback"), (2, "approve")]
+    assert len(state["takeovers"]) == 1
+    [takeover] = [line.split()[0] for line in git(bare, "log", "--format=%H %s", "autobuild/TASK-FB-001").splitlines()
+                  if " taken over by " in line]
+    assert "Player note" not in git(bare, "show", f"{takeover}:tasks/backlog/TASK-FB-001-part.md")

@@ -448,19 +448,30 @@ class _Worker:
         path = resolve_task(worktree.path, task).path
         relative = str(path.relative_to(worktree.path))
         # On the clone of a killed worker, its turn's leftovers are still here: the entry is written
-        # on the task file as committed (an agent's edit of it is not ours to commit; what the loop
-        # recorded and did not commit, it records again from the reports on disk), and the commit
-        # takes that file alone, not whatever the killed turn staged.
+        # on the task file as committed (an agent's edit of it is not ours to commit), and the commit
+        # takes that file alone, not whatever the killed turn staged. The file as the killed turn left
+        # it (its agent's edits, a turn the loop recorded and did not commit) is then put back with
+        # the entry, for the resumed loop to go on from, as a resume on one machine does.
+        left = path.read_bytes() if path.is_file() else None
         repo.run("checkout", "HEAD", "--", relative)
+        committed = path.read_bytes()
         copy = TaskFile.load(path)
-        earlier = copy.state.extra.get("takeovers") if copy.state is not None else None
         entry = {"at": utc_now(), "by": self.board.worker, "from": old.worker, "claim": old.sha,
                  "lease_until": utc_text(old.lease_until), "turns_done": len(copy.state.turns) if copy.state else 0}
-        copy.apply(StateUpdate(block_scalars={"takeovers": [*(earlier if isinstance(earlier, list) else []), entry]}))
+        _add_takeover(copy, entry)
         message = (f"guardkit: {task} taken over by {self.board.worker} from {old.worker}\n\n"
                    f"The claim's lease had ended and its heartbeat stood still; the task resumes from "
                    f"its last pushed turn.\n\nGuardkit-Takeover: {old.worker}\n")
         repo.run("commit", "-q", "--no-verify", "-m", message, "--only", "--", relative, pre=repo.identity_args())
+        if left is not None and left != committed:
+            written = path.read_bytes()
+            path.write_bytes(left)
+            try:
+                _add_takeover(TaskFile.load(path), entry)
+            except GuardkitStateError as exc:  # the killed turn left it unreadable: as committed
+                path.write_bytes(written)
+                self.note(f"{task}: the task file the killed turn left cannot be read ({exc.message}); "
+                          f"it resumes from the file as committed")
         return str(self._remote(lambda: self.branches.push(branch_for(task), tip), f"{task}: push"))
 
     # -- merges -----------------------------------------------------------------------------
@@ -616,6 +627,12 @@ class _Worker:
         if released:
             self.note(f"released the claim(s) of {', '.join(released)}")
         return released
+
+
+def _add_takeover(copy: TaskFile, entry: dict[str, object]) -> None:
+    """``entry`` appended to the task file's ``autobuild_state.takeovers`` (written)."""
+    earlier = copy.state.extra.get("takeovers") if copy.state is not None else None
+    copy.apply(StateUpdate(block_scalars={"takeovers": [*(earlier if isinstance(earlier, list) else []), entry]}))
 
 
 __all__ = ["MERGE_CLAIM", "WorkerInterrupted", "WorkerOptions", "WorkerResult", "run_worker"]
