@@ -384,3 +384,11 @@ def test_a_heartbeat_survives_a_git_failure_and_beats_again(remote: Remote) -> N
         beat.stop()
     assert board.failed and waits and "cannot run git" in waits[0]
     assert beat.held()[0].beat >= 1 and remote_ref(remote, held.ref) == beat.held()[0].sha  # it beat again
+
+
+def test_a_claim_made_by_another_process_under_the_same_worker_id_is_not_taken_for_its_own(remote: Remote) -> None:
+    # Agents of the MCP server name their worker themselves: two sessions may use one name.
+    first = remote.machine("agent-1")
+    second = ClaimBoard(first.repo, "origin", "agent-1")  # the same clone, another session
+    assert first.claim(FEAT, TASK, lease=30) is not None
+    assert second.claim(FEAT, TASK, lease=30) is None  # a lost race, not a claim won

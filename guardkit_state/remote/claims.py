@@ -112,6 +112,7 @@ class ClaimBoard:
         self.monotonic = monotonic
         self._seen: dict[str, tuple[str, float]] = {}  # ref -> (sha, when first seen at that sha)
         self._empty_tree: str | None = None
+        self._made: dict[str, Claim] = {}  # the claim commits this board made, by sha (see _own)
         status, _, _ = repo.run("remote", "get-url", remote, check=False)
         if status != 0:
             raise InputError(f"no git remote named {remote!r} in {repo.root}", path=repo.root,
@@ -168,7 +169,7 @@ class ClaimBoard:
         """
         ref = claim_ref(feature, task)
         current = self.read(feature).get(task)
-        if current is not None and current.worker == self.worker:
+        if current is not None and self._own(feature, task, current.sha) is not None:
             return current  # an earlier try of this takeover landed though its push was not told so
         if current is None or not self.is_stale(current, stale_after=stale_after):
             return None
@@ -254,15 +255,10 @@ class ClaimBoard:
         return None
 
     def _own(self, feature: str, task: str, sha: str | None) -> Claim | None:
-        """The claim commit ``sha`` when this worker made it (a worker's id is its own: host, process,
-        random part); None for another's, or a commit this clone never held."""
-        if sha is None:
-            return None
-        status, out, _ = self.repo.run("cat-file", "commit", sha, check=False)
-        if status != 0:
-            return None
-        claim = parse_claim(feature, task, sha, out.decode("utf-8", "replace").partition("\n\n")[2])
-        return claim if claim is not None and claim.worker == self.worker else None
+        """The claim commit ``sha`` when this board made it (pushed, its answer lost); None for any
+        other commit (another worker's, or one of another board, whatever its worker id says)."""
+        made = self._made.get(sha) if sha is not None else None
+        return made if made is not None and (made.feature, made.task) == (feature, task) else None
 
     # -- git --------------------------------------------------------------------------------
 
@@ -297,7 +293,9 @@ class ClaimBoard:
         if parent is not None:
             args += ["-p", parent]
         _, out, _ = self.repo.run(*args, pre=self.repo.identity_args())
-        return out.decode().strip()
+        sha = out.decode().strip()
+        self._made[sha] = replace(claim, sha=sha)
+        return sha
 
     def _push(self, refspec: str, *, lease: tuple[str, str] | None = None) -> _Push:
         args = ["push", "--porcelain", "--no-verify"]
