@@ -645,3 +645,34 @@ def test_a_takeover_on_the_same_clone_keeps_the_killed_turns_edit_of_its_task_fi
     [takeover] = [line.split()[0] for line in git(bare, "log", "--format=%H %s", "autobuild/TASK-FB-001").splitlines()
                   if " taken over by " in line]
     assert "Player note" not in git(bare, "show", f"{takeover}:tasks/backlog/TASK-FB-001-part.md")
+
+
+def test_a_task_folder_that_is_no_worktree_never_gets_the_clones_own_checkout_reset(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    git(mine, "fetch", "-q", "origin")
+    git(mine, "branch", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
+    # This clone's branch of the task went apart from the remote's, and its task folder is no
+    # worktree any more (its .git file removed by hand): git run there finds the clone's checkout.
+    local = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", "TASK-FB-001", "--repo",
+                            str(mine), "--base-branch", FEATURE_BRANCH, "--max-turns", "1", "--player",
+                            agent_command("player.py"), "--coach", agent_command("coach.py")],
+                           cwd=mine, env={**os.environ, **project.env()}, capture_output=True, text=True, check=False)
+    assert local.returncode == 1, local.stdout + local.stderr
+    _run_elsewhere(project, theirs, "TASK-FB-001", "--max-turns", "1")
+    (mine / ".guardkit/worktrees/TASK-FB-001/.git").unlink()
+    (mine / "my-own-work.txt").write_text("uncommitted work of the user\n")
+    head = git(mine, "rev-parse", "HEAD").strip()
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    with contextlib.suppress(Exception):
+        run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, max_turns=5))
+    assert git(mine, "rev-parse", "HEAD").strip() == head and git(mine, "branch", "--show-current").strip() == "main"
+    assert (mine / "my-own-work.txt").read_text() == "uncommitted work of the user\n"

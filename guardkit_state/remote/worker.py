@@ -412,10 +412,10 @@ class _Worker:
         local = self.repo.resolve(f"refs/heads/{branch}")
         if local is None or local == remote_tip:
             return False
-        worktree = self.fgit.task_worktree(task)
+        worktree = self._checked_out(task, branch)
         ahead = remote_tip is None or self.repo.ok("merge-base", "--is-ancestor", remote_tip, local)
         if ahead:
-            if not taken_over or not worktree.is_dir():
+            if not taken_over or worktree is None:
                 return False
             # Taken over on the clone of the killed holder: its turn committed here, never pushed
             # (killed before its push, or before its ledger listed the commit) is undone, its files
@@ -426,18 +426,27 @@ class _Worker:
             base = remote_tip or self.repo.text("merge-base", local, feature)
             if base == local:
                 return False
-            self.repo.run("reset", "--soft", "--quiet", base, cwd=worktree)
+            worktree.run("reset", "--soft", "--quiet", base)
             self.note(f"{task}: its turn committed on this clone and never pushed ({local[:10]}) is recorded again")
             return True
         assert remote_tip is not None
-        if worktree.is_dir():  # its files too: what is left there was made on the other history
-            self.repo.run("reset", "--hard", "--quiet", remote_tip, cwd=worktree)
-            self.repo.run("clean", "-fdq", cwd=worktree)
+        if worktree is not None:  # its files too: what is left there was made on the other history
+            worktree.run("reset", "--hard", "--quiet", remote_tip)
+            worktree.run("clean", "-fdq")
         else:
             self.repo.run("update-ref", f"refs/heads/{branch}", remote_tip, local)
         self.note(f"{task}: this clone's {branch} ({local[:10]}) did not continue the remote's ({remote_tip[:10]}); "
                   f"set to the remote's (turns never pushed from here are dropped)")
         return True
+
+    def _checked_out(self, task: str, branch: str) -> GitRepo | None:
+        """The task's worktree when it is one, with ``branch`` checked out: git run in a folder that
+        is not (its ``.git`` removed) would find this clone's own checkout and reset the user's."""
+        path = self.fgit.task_worktree(task)
+        found = GitRepo.discover(path) if path.is_dir() else None
+        if found is None or found.root.resolve() != path.resolve() or found.current_branch() != branch:
+            return None
+        return found
 
     def _record_takeover(self, task: str, old: Claim, tip: str | None) -> str:
         """The takeover written into the task's history: an entry of ``autobuild_state.takeovers``
