@@ -676,3 +676,35 @@ def test_a_task_folder_that_is_no_worktree_never_gets_the_clones_own_checkout_re
         run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, max_turns=5))
     assert git(mine, "rev-parse", "HEAD").strip() == head and git(mine, "branch", "--show-current").strip() == "main"
     assert (mine / "my-own-work.txt").read_text() == "uncommitted work of the user\n"
+
+
+def test_a_merge_its_dead_merger_never_pushed_is_not_taken_for_the_remotes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.git.merge import merge_branch, merge_message
+    from guardkit_state.git.worktrees import WorktreeManager
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    tasks = [TaskSpec("TASK-FB-001"), TaskSpec("TASK-FB-002", dependencies=["TASK-FB-001"])]
+    project = make_feature(tmp_path, tasks)
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    _run_elsewhere(project, theirs, "TASK-FB-001")
+    # This clone's merger merged wave 1 into its feature branch and died before its push.
+    git(mine, "fetch", "-q", "origin")
+    git(mine, "branch", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
+    git(mine, "branch", "autobuild/TASK-FB-001", "origin/autobuild/TASK-FB-001")
+    repo = GitRepo.discover(mine)
+    assert repo is not None
+    feature_repo = WorktreeManager(repo).create(FEATURE_ID).repo()
+    message = merge_message(FEATURE_ID, "TASK-FB-001", branch="autobuild/TASK-FB-001", target=FEATURE_BRANCH, wave=1)
+    assert merge_branch(feature_repo, "autobuild/TASK-FB-001", message).merged
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1))
+    assert result.done, result.reason
+    assert merged_order(bare) == ["TASK-FB-001", "TASK-FB-002"]  # wave 1 merged on the remote, then wave 2
+    progress = yaml.safe_load(git(bare, "show", f"{FEATURE_BRANCH}:.guardkit/features/FEAT-FB.yaml"))
+    assert progress["execution"]["completed_waves"] == [1, 2]

@@ -80,7 +80,7 @@ class RemoteBranches:
             if local is not None and not self.repo.ok("merge-base", "--is-ancestor", local, sha):
                 continue  # ahead (a turn not pushed yet) or apart: its worker decides
             if checked_out is None:
-                checked_out = self._checked_out()
+                checked_out = self.checked_out()
             where = checked_out.get(branch)
             if where is None:
                 self.repo.run("update-ref", f"refs/heads/{branch}", sha, *([local] if local else []))
@@ -129,7 +129,7 @@ class RemoteBranches:
             raise RemoteUnreachableError(f"cannot reach {self.remote!r}: {_first(err)}", path=self.repo.root)
         return next((line.split("\t")[0] for line in out.decode().splitlines() if line.endswith(f"\t{ref}")), None)
 
-    def _checked_out(self) -> dict[str, str]:
+    def checked_out(self) -> dict[str, str]:
         """Branch -> the worktree of this clone that has it checked out."""
         _, out, _ = self.repo.run("worktree", "list", "--porcelain", check=False)
         found: dict[str, str] = {}

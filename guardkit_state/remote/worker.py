@@ -206,7 +206,25 @@ class _Worker:
                                     listed=(self.ledgers.seen, self.board.seen_prefix(self.feature)))
         self.ledgers.import_fetched(self.branches.listing)
         self._claims = self.board.read_fetched(self.feature, self.branches.listing)
+        self._align_feature(remote.get(self.feature_branch))
         return remote
+
+    def _align_feature(self, tip: str | None) -> None:
+        """The clone's feature branch made the remote's. Only a merger holding the merge claim moves
+        it, and pushes it at once: one ahead of (or apart from) the remote's holds merges a merger
+        killed before its push made, which no other worker saw. Read as merged, they let the next
+        wave start from them, and the remote's feature branch never got that wave's merges."""
+        local = self.repo.resolve(f"refs/heads/{self.feature_branch}")
+        if tip is None or local is None or local == tip:
+            return
+        worktree = self._checked_out(self.feature, self.feature_branch)
+        if worktree is not None:
+            worktree.run("reset", "--hard", "--quiet", tip)
+        elif self.feature_branch in self.branches.checked_out():
+            return  # checked out elsewhere (the user's own checkout): theirs to move
+        else:
+            self.repo.run("update-ref", f"refs/heads/{self.feature_branch}", tip, local)
+        self.note(f"{self.feature_branch} here ({local[:10]}) set to the remote's ({tip[:10]})")
 
     def _ensure_feature_branch(self) -> None:
         # One ls-remote, not a fetch: the first step fetches anyway (workers start together).
