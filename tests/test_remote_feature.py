@@ -708,3 +708,31 @@ def test_a_merge_its_dead_merger_never_pushed_is_not_taken_for_the_remotes(
     assert merged_order(bare) == ["TASK-FB-001", "TASK-FB-002"]  # wave 1 merged on the remote, then wave 2
     progress = yaml.safe_load(git(bare, "show", f"{FEATURE_BRANCH}:.guardkit/features/FEAT-FB.yaml"))
     assert progress["execution"]["completed_waves"] == [1, 2]
+
+
+def test_a_registered_task_folder_that_is_no_worktree_any_more_never_moves_the_clones_checkout(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    _run_elsewhere(project, theirs, "TASK-FB-001", "--max-turns", "1")
+    # This clone has the task's worktree at turn 1; the remote's branch moves on; then the folder
+    # loses its .git file (by hand), while git still lists the worktree.
+    git(mine, "fetch", "-q", "origin")
+    git(mine, "branch", "autobuild/TASK-FB-001", "origin/autobuild/TASK-FB-001")
+    git(mine, "worktree", "add", "-q", ".guardkit/worktrees/TASK-FB-001", "autobuild/TASK-FB-001")
+    where = theirs / ".guardkit/worktrees/TASK-FB-001"
+    git(where, "commit", "-q", "--allow-empty", "-m", "the remote's branch moves on")
+    git(where, "push", "-q", "origin", "HEAD:refs/heads/autobuild/TASK-FB-001")
+    (mine / ".guardkit/worktrees/TASK-FB-001/.git").unlink()
+    head = git(mine, "rev-parse", "HEAD").strip()
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    with contextlib.suppress(Exception):
+        run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, max_turns=5))
+    assert git(mine, "rev-parse", "HEAD").strip() == head and git(mine, "branch", "--show-current").strip() == "main"

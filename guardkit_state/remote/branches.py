@@ -84,9 +84,11 @@ class RemoteBranches:
             where = checked_out.get(branch)
             if where is None:
                 self.repo.run("update-ref", f"refs/heads/{branch}", sha, *([local] if local else []))
-            else:
+            elif self._is_worktree(Path(where)):
                 # Left as is when the worktree has files in the way (an interrupted turn): its loop resumes there.
                 self.repo.run("merge", "--ff-only", "--quiet", sha, cwd=Path(where), check=False)
+            # (A folder git still lists that is no worktree any more, its .git removed, is left alone:
+            # git run there would find this clone's own checkout and move the user's branch.)
         return remote
 
     def push(self, branch: str, expected: str | None, *, also: tuple[str, ...] = ()) -> str:
@@ -128,6 +130,12 @@ class RemoteBranches:
         if status != 0:
             raise RemoteUnreachableError(f"cannot reach {self.remote!r}: {_first(err)}", path=self.repo.root)
         return next((line.split("\t")[0] for line in out.decode().splitlines() if line.endswith(f"\t{ref}")), None)
+
+    def _is_worktree(self, path: Path) -> bool:
+        if not path.is_dir():
+            return False
+        status, out, _ = self.repo.run("rev-parse", "--show-toplevel", cwd=path, check=False)
+        return status == 0 and Path(out.decode("utf-8", "replace").strip()).resolve() == path.resolve()
 
     def checked_out(self) -> dict[str, str]:
         """Branch -> the worktree of this clone that has it checked out."""
