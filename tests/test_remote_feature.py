@@ -736,3 +736,25 @@ def test_a_registered_task_folder_that_is_no_worktree_any_more_never_moves_the_c
     with contextlib.suppress(Exception):
         run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, max_turns=5))
     assert git(mine, "rev-parse", "HEAD").strip() == head and git(mine, "branch", "--show-current").strip() == "main"
+
+
+def test_show_remote_tells_a_task_whose_agent_failed_as_failed(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", crash=True)])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine-1")
+    proc = worker(project, machine, "--json")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, out + err
+    assert json.loads(out)["reason"].startswith("TASK-FB-001: ")  # the worker stopped on it
+    shown = json.loads(cli(machine, "show", FEATURE_ID, "--remote", "origin", "--json"))
+    assert [(t["state"], t["outcome"]) for t in shown["tasks"]] == [("failed", "unrecoverable_stall")]
+    # The loop's other endings without approval: the agent failing twice alike, the cost limit.
+    where = machine / ".guardkit/worktrees/TASK-FB-001"
+    path = where / "tasks/backlog/TASK-FB-001-part.md"
+    for outcome in ("agent_failed", "cost_limit_reached"):
+        text = path.read_text()
+        path.write_text(re.sub(r"outcome: \S+", f"outcome: {outcome}", text, count=1))
+        git(where, "commit", "-qam", f"as a loop that ended {outcome}")
+        git(where, "push", "-q", "origin", "HEAD:refs/heads/autobuild/TASK-FB-001")
+        shown = json.loads(cli(machine, "show", FEATURE_ID, "--remote", "origin", "--json"))
+        assert [(t["state"], t["outcome"]) for t in shown["tasks"]] == [("failed", outcome)]
