@@ -223,7 +223,7 @@ def _record_turn_case(history: History, turns: int, repeat: int) -> dict[str, An
     ours: list[float] = []
     floor: list[float] = []
     task_bytes = history.task_path.read_bytes()
-    kept = {path for path in history.lifecycle.store.directory.rglob("*")}
+    kept = set(history.lifecycle.store.directory.rglob("*"))
     reports = history.reports(turns + 1)
     gc.collect()
     gc.freeze()  # the histories and reports built above are the bench's, not a record process's
