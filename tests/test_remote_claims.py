@@ -392,3 +392,33 @@ def test_a_claim_made_by_another_process_under_the_same_worker_id_is_not_taken_f
     second = ClaimBoard(first.repo, "origin", "agent-1")  # the same clone, another session
     assert first.claim(FEAT, TASK, lease=30) is not None
     assert second.claim(FEAT, TASK, lease=30) is None  # a lost race, not a claim won
+
+
+def test_a_drop_waiting_for_a_beat_to_an_unreachable_remote_returns_the_claim_as_it_stands(
+        git_repo: Path, tmp_path: Path) -> None:
+    bare = make_bare(tmp_path, git_repo)
+    remote = Remote(tmp_path, bare, bare.as_uri(), None)  # file:// only: made unreachable by moving it
+    plain = remote.machine("holder")
+    board = SlowRenewals(plain.repo, "origin", "holder", clock=plain.clock, monotonic=plain.monotonic)
+    held = board.claim(FEAT, TASK, lease=30)
+    assert held is not None
+    waits: list[str] = []
+    beat = Heartbeat(board, 30, on_wait=lambda exc: waits.append(exc.message))
+    beat.hold(held)
+    beating = threading.Thread(target=beat.beat)
+    beating.start()
+    assert board.pushing.wait(10)
+    hidden = remote.bare.with_name("hidden.git")
+    remote.bare.rename(hidden)  # the remote goes away while the beat is in flight
+    dropped: list[Claim | None] = []
+    dropping = threading.Thread(target=lambda: dropped.append(beat.drop(held)))
+    dropping.start()
+    board.gate.set()
+    beating.join(10)
+    dropping.join(10)
+    assert not dropping.is_alive() and waits  # no deadlock: the beat failed, the drop returned
+    assert dropped == [held]  # the claim as it stands on the remote
+    with pytest.raises(RemoteUnreachableError):
+        board.release(held)
+    hidden.rename(remote.bare)
+    assert board.release(held) and remote_ref(remote, held.ref) == ""
