@@ -43,6 +43,7 @@ from guardkit_state.features.result import TaskOutcome
 from guardkit_state.git.merge import merge_branch, merge_message, merged_task_ids
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.git.worktrees import WorktreeManager
 from guardkit_state.index.after_turn import with_indexing
 from guardkit_state.loop.events import AgentStarted, LoopEvent, TurnRecorded, TurnStarted
@@ -219,6 +220,7 @@ class _Worker:
             return
         worktree = self._checked_out(self.feature, self.feature_branch)
         if worktree is not None:
+            remove_stale_locks(worktree.root, worktree.git_dir, worktree.common_dir, self.feature_branch)
             worktree.run("reset", "--hard", "--quiet", tip)
         elif self.feature_branch in self.branches.checked_out():
             return  # checked out elsewhere (the user's own checkout): theirs to move
@@ -444,11 +446,14 @@ class _Worker:
             base = remote_tip or self.repo.text("merge-base", local, feature)
             if base == local:
                 return False
+            remove_stale_locks(worktree.root, worktree.git_dir, worktree.common_dir, branch)
             worktree.run("reset", "--soft", "--quiet", base)
             self.note(f"{task}: its turn committed on this clone and never pushed ({local[:10]}) is recorded again")
             return True
         assert remote_tip is not None
         if worktree is not None:  # its files too: what is left there was made on the other history
+            # A worker killed in a git command there left its lock: no git process holds it now.
+            remove_stale_locks(worktree.root, worktree.git_dir, worktree.common_dir, branch)
             worktree.run("reset", "--hard", "--quiet", remote_tip)
             worktree.run("clean", "-fdq")
         else:
