@@ -794,3 +794,18 @@ def test_a_stale_git_lock_a_killed_worker_left_in_a_worktree_apart_from_the_remo
     turns = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]["turns"]
     assert [(t["turn"], t["decision"]) for t in turns] == [(1, "feedback"), (2, "feedback"), (3, "approve")]
     assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_a_takeover_on_the_same_clone_removes_the_stale_git_lock_its_killed_worker_left(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    victim = worker(project, machine, "--lease", "2", crash_at="loop.after_player:2")
+    victim.communicate(timeout=120)
+    assert victim.returncode == -signal.SIGKILL
+    # Killed in a git command in the task's worktree: its index lock is left.
+    (machine / ".git/worktrees/TASK-FB-001/index.lock").write_text("")
+    heir = worker(project, machine, "--lease", "2")
+    out, err = heir.communicate(timeout=120)
+    assert heir.returncode == 0, out + err
+    assert "took over the claim" in err and merged_order(bare) == ["TASK-FB-001"]

@@ -485,6 +485,7 @@ class _Worker:
         # it (its agent's edits, a turn the loop recorded and did not commit) is then put back with
         # the entry, for the resumed loop to go on from, as a resume on one machine does.
         left = path.read_bytes() if path.is_file() else None
+        remove_stale_locks(repo.root, repo.git_dir, repo.common_dir, branch_for(task))  # the killed worker's git
         repo.run("checkout", "HEAD", "--", relative)
         committed = path.read_bytes()
         copy = TaskFile.load(path)
