@@ -809,3 +809,28 @@ def test_a_takeover_on_the_same_clone_removes_the_stale_git_lock_its_killed_work
     out, err = heir.communicate(timeout=120)
     assert heir.returncode == 0, out + err
     assert "took over the claim" in err and merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_a_merger_killed_in_a_merge_leaves_no_lock_that_stops_the_next_merger_on_its_clone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.git.worktrees import WorktreeManager
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    _run_elsewhere(project, theirs, "TASK-FB-001")
+    git(mine, "fetch", "-q", "origin")
+    git(mine, "branch", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
+    repo = GitRepo.discover(mine)
+    assert repo is not None
+    WorktreeManager(repo).create(FEATURE_ID)
+    (mine / f".git/worktrees/{FEATURE_ID}/index.lock").write_text("")  # a merger killed in its git merge
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1))
+    assert result.done, result.reason
+    assert merged_order(bare) == ["TASK-FB-001"]

@@ -531,8 +531,11 @@ class _Worker:
         expected = self.repo.resolve(self.branches.tracking(self.feature_branch))
         worktree = WorktreeManager(self.repo).create(self.feature)
         feature_repo = worktree.repo()
-        if expected is not None and feature_repo.resolve("HEAD") != expected:
-            feature_repo.run("reset", "--hard", "--quiet", expected)  # the remote's feature branch is the truth
+        # A merger killed in its merge here left its lock, or the merge half-done: no git holds the
+        # one, and the other is reset with the branch (the remote's feature branch is the truth).
+        remove_stale_locks(feature_repo.root, feature_repo.git_dir, feature_repo.common_dir, self.feature_branch)
+        if expected is not None:
+            feature_repo.run("reset", "--hard", "--quiet", expected)
         approved = [task for task in turn.tasks if turn.states[task].phase == "approved"]
         for task in approved:
             branch = branch_for(task)
