@@ -834,3 +834,26 @@ def test_a_merger_killed_in_a_merge_leaves_no_lock_that_stops_the_next_merger_on
     result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1))
     assert result.done, result.reason
     assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_a_claim_the_worker_itself_could_not_release_is_deleted_when_its_task_is_merged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    _run_elsewhere(project, theirs, "TASK-FB-001")
+    # This worker ran the task and its release did not reach the remote (it was unreachable then).
+    repo = GitRepo.discover(mine)
+    assert repo is not None
+    assert ClaimBoard(repo, "origin", "w1").claim(FEATURE_ID, "TASK-FB-001", lease=600) is not None
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, worker="w1"))
+    assert result.done, result.reason
+    assert merged_order(bare) == ["TASK-FB-001"]
+    assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""

@@ -573,9 +573,11 @@ class _Worker:
             self.note(f"wave {turn.number}: {self.feature_branch} moved on the remote meanwhile; looking again")
             return "worked"
         self.result.merged += list(merged_now)
-        for task in merged_now:  # a claim left on a merged task is stale: its holder died after its approval
+        for task in merged_now:
+            # A claim left on a merged task is stale (its holder died after its approval) or this
+            # worker's own, its release lost (the remote was unreachable then): it runs nowhere.
             left = self._claims.get(task)
-            if left is not None and left.worker != self.board.worker:
+            if left is not None:
                 self._release(left)  # deleted only at the sha seen: a holder still renewing keeps it
         self.note(f"wave {turn.number}: merged {', '.join(merged_now) or 'nothing new'} into {self.feature_branch}")
         return self._finished() if turn.number == len(self.waves) else "worked"
