@@ -56,3 +56,24 @@ def test_the_wheel_lists_every_package_of_the_source_tree() -> None:
                  ["tool"]["setuptools"]["packages"])
     on_disk = {".".join(init.parent.relative_to(root.parent).parts) for init in root.rglob("__init__.py")}
     assert on_disk <= listed
+
+
+def test_the_index_package_lists_and_resolves_every_export_before_first_use() -> None:
+    # Its names resolve on first use (PEP 562): dir(), help() and completion must list them all
+    # the same, each name must import, and the typing block must name each from its module.
+    import ast
+    from pathlib import Path
+
+    code = ("import guardkit_state.index as index, importlib; "
+            "missing = [n for n in index.__all__ if n not in dir(index)]; "
+            "bad = [n for n in index.__all__ if getattr(index, n, None) is None]; print(missing, bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[] []"
+    import guardkit_state.index as index
+
+    tree = ast.parse(Path(index.__file__).read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If)
+                 and getattr(node.test, "id", "") == "TYPE_CHECKING")
+    typed = {alias.name: node.module for node in block.body if isinstance(node, ast.ImportFrom)
+             for alias in node.names}
+    assert typed == index._EXPORTS

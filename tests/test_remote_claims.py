@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError
+from guardkit_state.errors import ClaimLostError, GitError, InputError, RemoteRejectedError, RemoteUnreachableError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.remote.claims import Claim, ClaimBoard, claim_ref, retrying
 from guardkit_state.remote.heartbeat import Heartbeat
@@ -238,3 +238,187 @@ def test_a_bad_remote_name_or_id_is_refused_before_any_push(remote: Remote, tmp_
         board.claim(FEAT, "../TASK", lease=30)
     assert run_git(remote.bare, "for-each-ref", "refs/guardkit/") == ""
     shutil.rmtree(board.repo.root)
+
+
+def test_a_branch_push_never_replaces_the_history_it_was_leased_on(remote: Remote) -> None:
+    from guardkit_state.remote.branches import RemoteBranches
+
+    board = remote.machine("w1")
+    root = board.repo.root
+    branches = RemoteBranches(board.repo, "origin")
+    base = run_git(root, "rev-parse", "main").strip()
+
+    def commit(message: str, parent: str) -> str:
+        return run_git(root, "commit-tree", "-p", parent, "-m", message, f"{parent}^{{tree}}").strip()
+
+    run_git(root, "branch", "autobuild/TASK-R-001", commit("a turn pushed", base))
+    pushed = branches.push("autobuild/TASK-R-001", None)
+    run_git(root, "branch", "-f", "autobuild/TASK-R-001", commit("a turn on the old history", base))
+    with pytest.raises(ClaimLostError, match="does not continue"):
+        branches.push("autobuild/TASK-R-001", pushed)  # the lease holds, the history does not
+    assert remote_ref(remote, "refs/heads/autobuild/TASK-R-001") == pushed
+    run_git(root, "branch", "-f", "autobuild/TASK-R-001", commit("the next turn", pushed))
+    assert branches.push("autobuild/TASK-R-001", pushed) == remote_ref(remote, "refs/heads/autobuild/TASK-R-001")
+
+
+def test_a_worker_stopped_while_a_beat_is_in_flight_releases_its_claim_at_the_new_beat(tmp_path: Path) -> None:
+    # A second Ctrl-C (or SIGTERM) cut short the release of the task's block while its beat was in
+    # flight: the worker's stop releases what it still holds, at the beat that reached the remote.
+    from guardkit_state.plans.plan import find_plan, load_plan
+    from guardkit_state.remote.worker import WorkerOptions, _Worker
+    from tests.feature_support import FEATURE_ID, TaskSpec, make_feature
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    repo = GitRepo.discover(clone(bare.as_uri(), tmp_path / "machine"))
+    assert repo is not None
+    player, coach = project.agents()
+    worker = _Worker(repo, load_plan(find_plan(repo.root, FEATURE_ID)), player, coach,
+                     WorkerOptions(remote="origin", worker="holder"), lambda text: None, lambda event: None)
+    board = SlowRenewals(repo, "origin", "holder")
+    worker.board = worker.heartbeat.board = board
+    held = board.claim(FEATURE_ID, "TASK-FB-001", lease=30)
+    assert held is not None
+    worker.heartbeat.hold(held)
+    beating = threading.Thread(target=worker.heartbeat.beat)
+    beating.start()
+    assert board.pushing.wait(10)
+    released: list[list[str]] = []
+    stopping = threading.Thread(target=lambda: released.append(worker._release_all()))
+    stopping.start()
+    stopping.join(0.3)
+    board.gate.set()
+    beating.join(10)
+    stopping.join(10)
+    assert released == [["TASK-FB-001"]]
+    assert remote_ref_of(bare, held.ref) == ""
+
+
+def remote_ref_of(bare: Path, ref: str) -> str:
+    return run_git(bare, "for-each-ref", "--format=%(objectname)", ref).strip()
+
+
+class LostReports(ClaimBoard):
+    """A board whose next pushes reach the remote but whose reports are lost (the connection
+    dropped after the remote updated the ref, or Ctrl-C killed git as it read the answer)."""
+
+    lose = 0
+
+    def _push(self, refspec: str, *, lease: tuple[str, str] | None = None) -> object:  # type: ignore[override]
+        done = super()._push(refspec, lease=lease)
+        if self.lose:
+            self.lose -= 1
+            return type(done)("unreachable", "the connection was reset")
+        return done
+
+
+def test_a_renewal_that_landed_though_its_push_failed_is_still_the_holders(remote: Remote) -> None:
+    clock = Clock()
+    plain = remote.machine("holder", clock)
+    board = LostReports(plain.repo, "origin", "holder", clock=clock, monotonic=clock)
+    board.lose = 1
+    with pytest.raises(RemoteUnreachableError):
+        board.claim(FEAT, TASK, lease=30)  # it landed: the retry finds it and does not call it a lost race
+    held = board.claim(FEAT, TASK, lease=30)
+    assert held is not None and held.sha == remote_ref(remote, held.ref)
+    lost: list[Claim] = []
+    beat = Heartbeat(board, 30, on_lost=lost.append)
+    beat.hold(held)
+    board.lose = 1
+    beat.beat()  # the renewal reached the remote; the worker was told it did not
+    assert remote_ref(remote, held.ref) != held.sha and beat.held()[0].sha == held.sha
+    clock.now += 10
+    beat.beat()  # the ref moved, to the holder's own beat: not a takeover
+    assert lost == [] and [claim.sha for claim in beat.held()] == [remote_ref(remote, held.ref)]
+    board.lose = 1
+    clock.now += 10
+    beat.beat()
+    last = beat.drop(held)
+    assert last is not None and board.release(last)  # released though its last beat's report was lost
+    assert remote_ref(remote, held.ref) == ""
+
+
+def test_a_takeover_that_landed_though_its_push_failed_is_the_takers(remote: Remote) -> None:
+    clock = Clock()
+    holder = remote.machine("holder", clock)
+    plain = remote.machine("taker", clock)
+    taker = LostReports(plain.repo, "origin", "taker", clock=clock, monotonic=clock)
+    assert holder.claim(FEAT, TASK, lease=30) is not None
+    taker.read(FEAT)
+    clock.now += 100
+    taker.lose = 1
+    with pytest.raises(RemoteUnreachableError):
+        taker.take_over(FEAT, TASK, 30, stale_after=10)
+    taken = taker.take_over(FEAT, TASK, 30, stale_after=10)  # the retry: not a live claim of another
+    assert taken is not None and (taken.worker, taken.kind, taken.previous) == ("taker", "takeover", "holder")
+    assert taken.sha == remote_ref(remote, taken.ref)
+
+
+class FailingOnce(ClaimBoard):
+    """A board whose first renewal cannot run git (a fork refused, a full disk): a GitError."""
+
+    failed = False
+
+    def renew(self, held: Claim, lease: float) -> Claim:
+        if not self.failed:
+            self.failed = True
+            raise GitError("cannot run git: [Errno 11] Resource temporarily unavailable")
+        return super().renew(held, lease)
+
+
+def test_a_heartbeat_survives_a_git_failure_and_beats_again(remote: Remote) -> None:
+    plain = remote.machine("holder")
+    board = FailingOnce(plain.repo, "origin", "holder")
+    held = board.claim(FEAT, TASK, lease=30)
+    assert held is not None
+    waits: list[str] = []
+    beat = Heartbeat(board, 0.3, on_wait=lambda exc: waits.append(exc.message))
+    beat.hold(held)
+    beat.start()
+    try:
+        for _ in range(100):  # up to 10 s
+            if beat.held()[0].beat >= 1:
+                break
+            threading.Event().wait(0.1)
+    finally:
+        beat.stop()
+    assert board.failed and waits and "cannot run git" in waits[0]
+    assert beat.held()[0].beat >= 1 and remote_ref(remote, held.ref) == beat.held()[0].sha  # it beat again
+
+
+def test_a_claim_made_by_another_process_under_the_same_worker_id_is_not_taken_for_its_own(remote: Remote) -> None:
+    # Agents of the MCP server name their worker themselves: two sessions may use one name.
+    first = remote.machine("agent-1")
+    second = ClaimBoard(first.repo, "origin", "agent-1")  # the same clone, another session
+    assert first.claim(FEAT, TASK, lease=30) is not None
+    assert second.claim(FEAT, TASK, lease=30) is None  # a lost race, not a claim won
+
+
+def test_a_drop_waiting_for_a_beat_to_an_unreachable_remote_returns_the_claim_as_it_stands(
+        git_repo: Path, tmp_path: Path) -> None:
+    bare = make_bare(tmp_path, git_repo)
+    remote = Remote(tmp_path, bare, bare.as_uri(), None)  # file:// only: made unreachable by moving it
+    plain = remote.machine("holder")
+    board = SlowRenewals(plain.repo, "origin", "holder", clock=plain.clock, monotonic=plain.monotonic)
+    held = board.claim(FEAT, TASK, lease=30)
+    assert held is not None
+    waits: list[str] = []
+    beat = Heartbeat(board, 30, on_wait=lambda exc: waits.append(exc.message))
+    beat.hold(held)
+    beating = threading.Thread(target=beat.beat)
+    beating.start()
+    assert board.pushing.wait(10)
+    hidden = remote.bare.with_name("hidden.git")
+    remote.bare.rename(hidden)  # the remote goes away while the beat is in flight
+    dropped: list[Claim | None] = []
+    dropping = threading.Thread(target=lambda: dropped.append(beat.drop(held)))
+    dropping.start()
+    board.gate.set()
+    beating.join(10)
+    dropping.join(10)
+    assert not dropping.is_alive() and waits  # no deadlock: the beat failed, the drop returned
+    assert dropped == [held]  # the claim as it stands on the remote
+    with pytest.raises(RemoteUnreachableError):
+        board.release(held)
+    hidden.rename(remote.bare)
+    assert board.release(held) and remote_ref(remote, held.ref) == ""

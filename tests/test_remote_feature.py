@@ -27,9 +27,10 @@ INDEPENDENT = [TaskSpec(f"TASK-FB-{n:03d}", sleep=0.3, approve_at=2 if n == 2 el
 DEPENDENT = TaskSpec("TASK-FB-007", dependencies=["TASK-FB-001", "TASK-FB-004"])
 
 
-def worker(project: FeatureProject, checkout: Path, *extra: str, player: str | None = None) -> subprocess.Popen[str]:
+def worker(project: FeatureProject, checkout: Path, *extra: str, player: str | None = None,
+           crash_at: str | None = None) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GUARDKIT_", "FEATURE_"))}
-    env.update(project.env(), NO_COLOR="1")
+    env.update(project.env(), NO_COLOR="1", **({"GUARDKIT_STATE_CRASH_AT": crash_at} if crash_at else {}))
     argv = [sys.executable, "-m", "guardkit_state", "feature-build", FEATURE_ID, "--repo", str(checkout),
             "--player", player or agent_command("player.py"), "--coach", agent_command("coach.py"),
             "--remote", "origin", "--poll", "0.1", *extra]
@@ -193,6 +194,34 @@ def test_a_worker_restarted_on_the_same_clone_takes_over_without_the_killed_turn
     assert merged_order(bare) == ["TASK-FB-001"]
 
 
+def test_a_worker_killed_between_its_turns_commit_and_its_ledger_is_taken_over_on_the_same_clone(
+        tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    # Turn 2 (the approval) is committed, then the machine dies before the loop lists the commit in
+    # its ledger and before the worker pushes it.
+    victim = worker(project, machine, "--lease", "2", crash_at="git.after_commit:2")
+    victim.communicate(timeout=120)
+    assert victim.returncode == -signal.SIGKILL
+    heir = worker(project, machine, "--lease", "2")
+    try:
+        out, err = heir.communicate(timeout=40)
+    except subprocess.TimeoutExpired:
+        os.killpg(heir.pid, signal.SIGKILL)  # the worker this test started: it never ended
+        out, err = heir.communicate()
+    assert heir.returncode == 0, out + err[-2000:]
+    assert "took over the claim" in err and err.count(": running on ") == 1
+    players = [(e["task"], e["turn"]) for e in project.invocations()
+               if e["role"] == "player" and e["event"] == "start"]
+    assert players == [("TASK-FB-001", 1), ("TASK-FB-001", 2)]  # turn 2 is recorded from its reports
+    assert merged_order(bare) == ["TASK-FB-001"]
+    recorded = git(bare, "show", f"{FEATURE_BRANCH}:tasks/backlog/TASK-FB-001-part.md")
+    state = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]
+    assert [(t["turn"], t["decision"]) for t in state["turns"]] == [(1, "feedback"), (2, "approve")]
+    assert len(state["takeovers"]) == 1
+
+
 def test_an_approved_task_still_under_a_live_claim_is_not_merged_until_the_claim_is_released(
         tmp_path: Path) -> None:
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
@@ -331,4 +360,500 @@ def test_a_task_out_of_turns_stops_the_workers_with_its_reason(tmp_path: Path) -
     result = json.loads(out)
     assert result["done"] is False and result["reason"].startswith("TASK-FB-001: ")
     assert sorted(result["ran"]) == ["TASK-FB-001", "TASK-FB-002"] and result["merged"] == []
+    assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""
+
+
+def _run_elsewhere(project: FeatureProject, machine: Path, task: str, *extra: str, release: bool = True,
+                   lease: float = 600) -> None:
+    """Another machine's worker runs ``task`` as a worker does: claims it, runs its loop, pushes its
+    branch and turn ledger, and (``release``) releases the claim."""
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    board = ClaimBoard(repo, "origin", "elsewhere")
+    git(machine, "fetch", "-q", "origin", "+refs/heads/autobuild/*:refs/remotes/origin/autobuild/*")
+    for name in git(machine, "for-each-ref", "--format=%(refname:lstrip=3)", "refs/remotes/origin/autobuild/").split():
+        git(machine, "branch", "-f", name, f"origin/{name}")
+    claim = board.claim(FEATURE_ID, task, lease=lease)
+    assert claim is not None
+    run = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", task, "--repo", str(machine),
+                          "--base-branch", FEATURE_BRANCH, "--player", agent_command("player.py"), "--coach",
+                          agent_command("coach.py"), *extra],
+                         cwd=machine, env={**os.environ, **project.env()}, capture_output=True, text=True, check=False)
+    assert run.returncode in (0, 1), run.stdout + run.stderr
+    tip = git(machine, "rev-parse", f"autobuild/{task}").strip()
+    ledger = RemoteLedgers(repo, "origin", FEATURE_ID).refspec(task, tip)
+    git(machine, "push", "-q", "--atomic", "origin", f"autobuild/{task}", ledger)
+    if release:
+        assert board.release(claim)
+
+
+def test_a_fresh_claim_on_a_task_approved_elsewhere_since_the_look_does_not_run_it_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    real_claim = ClaimBoard.claim
+    raced: list[str] = []
+
+    def claim(board: ClaimBoard, feature: str, task: str, lease: float) -> object:
+        # Between this worker's look (no claim stood) and its claim, another machine claims the
+        # task, runs it to approval, pushes it and releases its claim.
+        if board.worker != "elsewhere" and not raced:
+            raced.append(task)
+            _run_elsewhere(project, theirs, task)
+        return real_claim(board, feature, task, lease)
+
+    monkeypatch.setattr(ClaimBoard, "claim", claim)
+    player, coach = project.agents()
+    result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1))
+    assert raced == ["TASK-FB-001"]
+    assert result.done, result.reason
+    players = [(e["task"], e["turn"]) for e in project.invocations()
+               if e["role"] == "player" and e["event"] == "start"]
+    assert players == [("TASK-FB-001", 1)]  # run once, by the machine that approved it
+    assert result.ran == []
+    assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_a_clone_whose_branch_went_apart_from_the_remote_never_pushes_over_the_remotes_turns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=3)])
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    git(mine, "fetch", "-q", "origin")
+    git(mine, "branch", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
+    # This clone's worker ran turn 1 and lost its claim before its push (ousted: its turn is here only);
+    # the worker that took the task over pushed turns 1 and 2, then released it (Ctrl-C).
+    local = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", "TASK-FB-001", "--repo",
+                            str(mine), "--base-branch", FEATURE_BRANCH, "--max-turns", "1", "--player",
+                            agent_command("player.py"), "--coach", agent_command("coach.py")],
+                           cwd=mine, env={**os.environ, **project.env()}, capture_output=True, text=True, check=False)
+    assert local.returncode == 1, local.stdout + local.stderr
+    _run_elsewhere(project, theirs, "TASK-FB-001", "--max-turns", "2")
+    theirs_tip = git(bare, "rev-parse", "autobuild/TASK-FB-001").strip()
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, max_turns=5))
+    assert result.done, result.reason
+    # The remote's turns are kept: what this clone pushed continues them.
+    assert subprocess.run(["git", "merge-base", "--is-ancestor", theirs_tip, "autobuild/TASK-FB-001"],
+                          cwd=bare, check=False).returncode == 0
+    recorded = git(bare, "show", f"{FEATURE_BRANCH}:tasks/backlog/TASK-FB-001-part.md")
+    turns = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]["turns"]
+    assert [(t["turn"], t["decision"]) for t in turns] == [(1, "feedback"), (2, "feedback"), (3, "approve")]
+    assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_an_approved_task_whose_holder_died_before_releasing_its_claim_is_merged_after_the_lease(
+        tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001"), TaskSpec("TASK-FB-002", dependencies=["TASK-FB-001"])])
+    bare = make_bare(tmp_path, project.root)
+    holder_clone, machine = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(holder_clone, "branch", FEATURE_BRANCH, "origin/main")
+    git(holder_clone, "push", "-q", "origin", FEATURE_BRANCH)
+    # The holder pushed the approval, then died with its claim (lease 2 s) still on the remote.
+    _run_elsewhere(project, holder_clone, "TASK-FB-001", release=False, lease=2)
+    second = worker(project, machine, "--lease", "2")
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, out + err
+    assert merged_order(bare) == ["TASK-FB-001", "TASK-FB-002"]
+    players = [(e["task"], e["turn"]) for e in project.invocations()
+               if e["role"] == "player" and e["event"] == "start"]
+    assert players == [("TASK-FB-001", 1), ("TASK-FB-002", 1)]
+    assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""  # the dead holder's claim went with the merge
+
+
+def test_a_takeover_before_the_holders_first_push_is_written_in_the_tasks_history(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    dead, machine = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(dead, "branch", FEATURE_BRANCH, "origin/main")
+    git(dead, "push", "-q", "origin", FEATURE_BRANCH)
+    # The holder claimed the task and died before its first turn reached the remote.
+    repo = GitRepo.discover(dead)
+    assert repo is not None
+    assert ClaimBoard(repo, "origin", "dead-holder").claim(FEATURE_ID, "TASK-FB-001", lease=1) is not None
+    heir = worker(project, machine, "--lease", "2")
+    out, err = heir.communicate(timeout=120)
+    assert heir.returncode == 0, out + err
+    assert "took over the claim of dead-holder" in err
+    recorded = git(bare, "show", f"{FEATURE_BRANCH}:tasks/backlog/TASK-FB-001-part.md")
+    state = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]
+    [entry] = state["takeovers"]
+    assert (entry["from"], entry["turns_done"]) == ("dead-holder", 0)
+    assert [(t["turn"], t["decision"]) for t in state["turns"]] == [(1, "approve")]
+
+
+def test_a_holder_killed_after_its_first_turns_commit_is_taken_over_on_the_same_clone(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    victim = worker(project, machine, "--lease", "2", crash_at="git.after_commit:1")
+    victim.communicate(timeout=120)
+    assert victim.returncode == -signal.SIGKILL
+    assert git(bare, "for-each-ref", "refs/heads/autobuild/TASK-FB-001") == ""  # nothing of it was pushed
+    heir = worker(project, machine, "--lease", "2")
+    try:
+        out, err = heir.communicate(timeout=40)
+    except subprocess.TimeoutExpired:
+        os.killpg(heir.pid, signal.SIGKILL)  # the worker this test started: it never ended
+        out, err = heir.communicate()
+    assert heir.returncode == 0, out + err[-2000:]
+    players = [(e["task"], e["turn"]) for e in project.invocations()
+               if e["role"] == "player" and e["event"] == "start"]
+    assert players == [("TASK-FB-001", 1)]  # the turn is recorded from its reports, not run again
+    recorded = git(bare, "show", f"{FEATURE_BRANCH}:tasks/backlog/TASK-FB-001-part.md")
+    state = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]
+    assert [(t["turn"], t["decision"]) for t in state["turns"]] == [(1, "approve")]
+    assert len(state["takeovers"]) == 1 and state["takeovers"][0]["turns_done"] == 0
+    assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_an_ousted_holders_late_push_racing_the_takeover_entry_does_not_stop_the_taker(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote import worker as worker_module
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    ousted, machine = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(ousted, "branch", FEATURE_BRANCH, "origin/main")
+    git(ousted, "push", "-q", "origin", FEATURE_BRANCH)
+    # The holder pushed turn 1, then stood still past its lease (a partition, a suspended laptop).
+    _run_elsewhere(project, ousted, "TASK-FB-001", "--max-turns", "1", release=False, lease=1)
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    real = worker_module._Worker._record_takeover
+
+    came_back: list[str] = []
+
+    def record(self: object, task: str, old: object, tip: str | None) -> str:
+        # It comes back as the taker writes the takeover: its late push lands first.
+        if not came_back:
+            came_back.append(task)
+            where = ousted / ".guardkit/worktrees/TASK-FB-001"
+            git(where, "commit", "-q", "--allow-empty", "-m", "a late commit of the ousted holder")
+            git(where, "push", "-q", f"--force-with-lease=refs/heads/autobuild/TASK-FB-001:{tip}", "origin",
+                "HEAD:refs/heads/autobuild/TASK-FB-001")
+        return real(self, task, old, tip)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(worker_module._Worker, "_record_takeover", record)
+    player, coach = project.agents()
+    notes: list[str] = []
+    result = run_worker(machine, FEATURE_ID, player, coach,
+                        WorkerOptions(remote="origin", poll=0.1, lease=2, max_turns=5), on_note=notes.append)
+    assert result.done, (result.reason, notes)
+    assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_the_merger_merges_the_remotes_branch_not_its_clones_own_approval_that_never_reached_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    git(mine, "fetch", "-q", "origin")
+    git(mine, "branch", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
+    # This clone's holder had its Coach approve turn 1, committed, and was ousted before its push
+    # (its Coach was another, quicker to approve); the taker's turns, approved at turn 2, are the remote's.
+    quick = tmp_path / "quick-spec.json"
+    quick.write_text(json.dumps({"TASK-FB-001": {"approve_at": 1}}))
+    local = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", "TASK-FB-001", "--repo",
+                            str(mine), "--base-branch", FEATURE_BRANCH, "--player", agent_command("player.py"),
+                            "--coach", agent_command("coach.py")], cwd=mine,
+                           env={**os.environ, **project.env(), "FEATURE_SPEC": str(quick)},
+                           capture_output=True, text=True, check=False)
+    assert local.returncode == 0, local.stdout + local.stderr
+    _run_elsewhere(project, theirs, "TASK-FB-001")
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1))
+    assert result.done, result.reason
+    assert merged_order(bare) == ["TASK-FB-001"]
+    recorded = git(bare, "show", f"{FEATURE_BRANCH}:tasks/backlog/TASK-FB-001-part.md")
+    turns = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]["turns"]
+    assert [(t["turn"], t["decision"]) for t in turns] == [(1, "feedback"), (2, "approve")]  # the remote's
+    assert subprocess.run(["git", "merge-base", "--is-ancestor", "autobuild/TASK-FB-001", FEATURE_BRANCH],
+                          cwd=bare, check=False).returncode == 0
+
+
+def test_an_approval_its_dead_holder_never_pushed_reaches_the_task_branch_before_it_is_merged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    git(machine, "branch", FEATURE_BRANCH, "origin/main")
+    git(machine, "push", "-q", "origin", FEATURE_BRANCH)
+    # This clone's holder committed the approval and died before its push, its claim left behind.
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    assert ClaimBoard(repo, "origin", "dead-holder").claim(FEATURE_ID, "TASK-FB-001", lease=1) is not None
+    local = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", "TASK-FB-001", "--repo",
+                            str(machine), "--base-branch", FEATURE_BRANCH, "--player", agent_command("player.py"),
+                            "--coach", agent_command("coach.py")], cwd=machine,
+                           env={**os.environ, **project.env()}, capture_output=True, text=True, check=False)
+    assert local.returncode == 0, local.stdout + local.stderr
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    result = run_worker(machine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, lease=2))
+    assert result.done, result.reason
+    assert merged_order(bare) == ["TASK-FB-001"]
+    approval = git(machine, "rev-parse", "autobuild/TASK-FB-001").strip()
+    assert git(bare, "rev-parse", "autobuild/TASK-FB-001").strip() == approval  # the remote's branch holds it
+    assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""
+
+
+def test_a_takeover_on_the_same_clone_keeps_the_killed_turns_edit_of_its_task_file(tmp_path: Path) -> None:
+    # Turn 2's Player notes something in its task file; the machine dies after the Player, before
+    # the Coach: the turn resumes at its Coach with the Player's work, that note included.
+    note = '[ "$GUARDKIT_TURN" = 2 ] && echo "Player note of turn 2" >> tasks/backlog/TASK-FB-001-part.md; true'
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2, shell=note)])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    victim = worker(project, machine, "--lease", "2", crash_at="loop.after_player:2")
+    victim.communicate(timeout=120)
+    assert victim.returncode == -signal.SIGKILL
+    heir = worker(project, machine, "--lease", "2")
+    out, err = heir.communicate(timeout=120)
+    assert heir.returncode == 0, out + err
+    players = [(e["task"], e["turn"]) for e in project.invocations()
+               if e["role"] == "player" and e["event"] == "start"]
+    assert players == [("TASK-FB-001", 1), ("TASK-FB-001", 2)]  # turn 2's Player is not run again
+    merged = git(bare, "show", f"{FEATURE_BRANCH}:tasks/backlog/TASK-FB-001-part.md")
+    assert "Player note of turn 2" in merged
+    state = yaml.safe_load(merged.split("---\n")[1])["autobuild_state"]
+    assert [(t["turn"], t["decision"]) for t in state["turns"]] == [(1, "feedback"), (2, "approve")]
+    assert len(state["takeovers"]) == 1
+    [takeover] = [line.split()[0] for line in git(bare, "log", "--format=%H %s", "autobuild/TASK-FB-001").splitlines()
+                  if " taken over by " in line]
+    assert "Player note" not in git(bare, "show", f"{takeover}:tasks/backlog/TASK-FB-001-part.md")
+
+
+def test_a_task_folder_that_is_no_worktree_never_gets_the_clones_own_checkout_reset(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    git(mine, "fetch", "-q", "origin")
+    git(mine, "branch", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
+    # This clone's branch of the task went apart from the remote's, and its task folder is no
+    # worktree any more (its .git file removed by hand): git run there finds the clone's checkout.
+    local = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", "TASK-FB-001", "--repo",
+                            str(mine), "--base-branch", FEATURE_BRANCH, "--max-turns", "1", "--player",
+                            agent_command("player.py"), "--coach", agent_command("coach.py")],
+                           cwd=mine, env={**os.environ, **project.env()}, capture_output=True, text=True, check=False)
+    assert local.returncode == 1, local.stdout + local.stderr
+    _run_elsewhere(project, theirs, "TASK-FB-001", "--max-turns", "1")
+    (mine / ".guardkit/worktrees/TASK-FB-001/.git").unlink()
+    (mine / "my-own-work.txt").write_text("uncommitted work of the user\n")
+    head = git(mine, "rev-parse", "HEAD").strip()
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    with contextlib.suppress(Exception):
+        run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, max_turns=5))
+    assert git(mine, "rev-parse", "HEAD").strip() == head and git(mine, "branch", "--show-current").strip() == "main"
+    assert (mine / "my-own-work.txt").read_text() == "uncommitted work of the user\n"
+
+
+def test_a_merge_its_dead_merger_never_pushed_is_not_taken_for_the_remotes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.git.merge import merge_branch, merge_message
+    from guardkit_state.git.worktrees import WorktreeManager
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    tasks = [TaskSpec("TASK-FB-001"), TaskSpec("TASK-FB-002", dependencies=["TASK-FB-001"])]
+    project = make_feature(tmp_path, tasks)
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    _run_elsewhere(project, theirs, "TASK-FB-001")
+    # This clone's merger merged wave 1 into its feature branch and died before its push.
+    git(mine, "fetch", "-q", "origin")
+    git(mine, "branch", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
+    git(mine, "branch", "autobuild/TASK-FB-001", "origin/autobuild/TASK-FB-001")
+    repo = GitRepo.discover(mine)
+    assert repo is not None
+    feature_repo = WorktreeManager(repo).create(FEATURE_ID).repo()
+    message = merge_message(FEATURE_ID, "TASK-FB-001", branch="autobuild/TASK-FB-001", target=FEATURE_BRANCH, wave=1)
+    assert merge_branch(feature_repo, "autobuild/TASK-FB-001", message).merged
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1))
+    assert result.done, result.reason
+    assert merged_order(bare) == ["TASK-FB-001", "TASK-FB-002"]  # wave 1 merged on the remote, then wave 2
+    progress = yaml.safe_load(git(bare, "show", f"{FEATURE_BRANCH}:.guardkit/features/FEAT-FB.yaml"))
+    assert progress["execution"]["completed_waves"] == [1, 2]
+
+
+def test_a_registered_task_folder_that_is_no_worktree_any_more_never_moves_the_clones_checkout(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    _run_elsewhere(project, theirs, "TASK-FB-001", "--max-turns", "1")
+    # This clone has the task's worktree at turn 1; the remote's branch moves on; then the folder
+    # loses its .git file (by hand), while git still lists the worktree.
+    git(mine, "fetch", "-q", "origin")
+    git(mine, "branch", "autobuild/TASK-FB-001", "origin/autobuild/TASK-FB-001")
+    git(mine, "worktree", "add", "-q", ".guardkit/worktrees/TASK-FB-001", "autobuild/TASK-FB-001")
+    where = theirs / ".guardkit/worktrees/TASK-FB-001"
+    git(where, "commit", "-q", "--allow-empty", "-m", "the remote's branch moves on")
+    git(where, "push", "-q", "origin", "HEAD:refs/heads/autobuild/TASK-FB-001")
+    (mine / ".guardkit/worktrees/TASK-FB-001/.git").unlink()
+    head = git(mine, "rev-parse", "HEAD").strip()
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    with contextlib.suppress(Exception):
+        run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, max_turns=5))
+    assert git(mine, "rev-parse", "HEAD").strip() == head and git(mine, "branch", "--show-current").strip() == "main"
+
+
+def test_show_remote_tells_a_task_whose_agent_failed_as_failed(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", crash=True)])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine-1")
+    proc = worker(project, machine, "--json")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, out + err
+    assert json.loads(out)["reason"].startswith("TASK-FB-001: ")  # the worker stopped on it
+    shown = json.loads(cli(machine, "show", FEATURE_ID, "--remote", "origin", "--json"))
+    assert [(t["state"], t["outcome"]) for t in shown["tasks"]] == [("failed", "unrecoverable_stall")]
+    # The loop's other endings without approval: the agent failing twice alike, the cost limit.
+    where = machine / ".guardkit/worktrees/TASK-FB-001"
+    path = where / "tasks/backlog/TASK-FB-001-part.md"
+    for outcome in ("agent_failed", "cost_limit_reached"):
+        text = path.read_text()
+        path.write_text(re.sub(r"outcome: \S+", f"outcome: {outcome}", text, count=1))
+        git(where, "commit", "-qam", f"as a loop that ended {outcome}")
+        git(where, "push", "-q", "origin", "HEAD:refs/heads/autobuild/TASK-FB-001")
+        shown = json.loads(cli(machine, "show", FEATURE_ID, "--remote", "origin", "--json"))
+        assert [(t["state"], t["outcome"]) for t in shown["tasks"]] == [("failed", outcome)]
+
+
+def test_a_stale_git_lock_a_killed_worker_left_in_a_worktree_apart_from_the_remote_is_removed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=3)])
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    git(mine, "fetch", "-q", "origin")
+    git(mine, "branch", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
+    # This clone's worker ran turn 1 and lost its claim before its push (ousted: its turn is here only);
+    # the worker that took the task over pushed turns 1 and 2, then released it (Ctrl-C).
+    local = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", "TASK-FB-001", "--repo",
+                            str(mine), "--base-branch", FEATURE_BRANCH, "--max-turns", "1", "--player",
+                            agent_command("player.py"), "--coach", agent_command("coach.py")],
+                           cwd=mine, env={**os.environ, **project.env()}, capture_output=True, text=True, check=False)
+    assert local.returncode == 1, local.stdout + local.stderr
+    _run_elsewhere(project, theirs, "TASK-FB-001", "--max-turns", "2")
+    theirs_tip = git(bare, "rev-parse", "autobuild/TASK-FB-001").strip()
+    # The worker was killed in a git command there: its index lock is left (no git process holds it).
+    (mine / ".git/worktrees/TASK-FB-001/index.lock").write_text("")
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, max_turns=5))
+    assert result.done, result.reason
+    # The remote's turns are kept: what this clone pushed continues them.
+    assert subprocess.run(["git", "merge-base", "--is-ancestor", theirs_tip, "autobuild/TASK-FB-001"],
+                          cwd=bare, check=False).returncode == 0
+    recorded = git(bare, "show", f"{FEATURE_BRANCH}:tasks/backlog/TASK-FB-001-part.md")
+    turns = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]["turns"]
+    assert [(t["turn"], t["decision"]) for t in turns] == [(1, "feedback"), (2, "feedback"), (3, "approve")]
+    assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_a_takeover_on_the_same_clone_removes_the_stale_git_lock_its_killed_worker_left(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    victim = worker(project, machine, "--lease", "2", crash_at="loop.after_player:2")
+    victim.communicate(timeout=120)
+    assert victim.returncode == -signal.SIGKILL
+    # Killed in a git command in the task's worktree: its index lock is left.
+    (machine / ".git/worktrees/TASK-FB-001/index.lock").write_text("")
+    heir = worker(project, machine, "--lease", "2")
+    out, err = heir.communicate(timeout=120)
+    assert heir.returncode == 0, out + err
+    assert "took over the claim" in err and merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_a_merger_killed_in_a_merge_leaves_no_lock_that_stops_the_next_merger_on_its_clone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.git.worktrees import WorktreeManager
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    _run_elsewhere(project, theirs, "TASK-FB-001")
+    git(mine, "fetch", "-q", "origin")
+    git(mine, "branch", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
+    repo = GitRepo.discover(mine)
+    assert repo is not None
+    WorktreeManager(repo).create(FEATURE_ID)
+    (mine / f".git/worktrees/{FEATURE_ID}/index.lock").write_text("")  # a merger killed in its git merge
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1))
+    assert result.done, result.reason
+    assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_a_claim_the_worker_itself_could_not_release_is_deleted_when_its_task_is_merged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    _run_elsewhere(project, theirs, "TASK-FB-001")
+    # This worker ran the task and its release did not reach the remote (it was unreachable then).
+    repo = GitRepo.discover(mine)
+    assert repo is not None
+    assert ClaimBoard(repo, "origin", "w1").claim(FEATURE_ID, "TASK-FB-001", lease=600) is not None
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, worker="w1"))
+    assert result.done, result.reason
+    assert merged_order(bare) == ["TASK-FB-001"]
     assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""

@@ -35,8 +35,10 @@ Phase = Literal["new", "resume", "approved", "merged", "failed", "closed"]
 #: Outcomes that end a task's loop without approval.
 #: (An agent failing the same way twice, or ``--max-cost``: ``feature-build TASK --resume`` goes on
 #: with the task once that is fixed or raised.)
-_FAILED = (Outcome.MAX_TURNS_EXCEEDED.value, Outcome.UNRECOVERABLE_STALL.value, Outcome.AGENT_FAILED.value,
-           Outcome.COST_LIMIT_REACHED.value)
+#: The outcomes of a loop that ended without approval (a task that failed, unless more turns are allowed).
+ENDED_UNAPPROVED = (Outcome.MAX_TURNS_EXCEEDED.value, Outcome.UNRECOVERABLE_STALL.value, Outcome.AGENT_FAILED.value,
+                    Outcome.COST_LIMIT_REACHED.value)
+_FAILED = ENDED_UNAPPROVED
 
 
 @dataclass(frozen=True)
@@ -175,4 +177,4 @@ def _turn_begun(copy: TaskFile | None, worktree: Path) -> bool:
     return False
 
 
-__all__ = ["FeatureGit", "Phase", "TaskState", "read_task_state", "unstarted_state"]
+__all__ = ["ENDED_UNAPPROVED", "FeatureGit", "Phase", "TaskState", "read_task_state", "unstarted_state"]

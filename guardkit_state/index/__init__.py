@@ -50,6 +50,10 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})  # what ``help()`` and completion list: the lazy names too
+
+
 #: What ``guardkit-state graphiti ACTION`` does to the index besides ``status`` and ``search``.
 IndexAction = Literal["seed", "sync", "rebuild", "prune"]
 

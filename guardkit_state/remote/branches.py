@@ -80,24 +80,31 @@ class RemoteBranches:
             if local is not None and not self.repo.ok("merge-base", "--is-ancestor", local, sha):
                 continue  # ahead (a turn not pushed yet) or apart: its worker decides
             if checked_out is None:
-                checked_out = self._checked_out()
+                checked_out = self.checked_out()
             where = checked_out.get(branch)
             if where is None:
                 self.repo.run("update-ref", f"refs/heads/{branch}", sha, *([local] if local else []))
-            else:
+            elif self._is_worktree(Path(where)):
                 # Left as is when the worktree has files in the way (an interrupted turn): its loop resumes there.
                 self.repo.run("merge", "--ff-only", "--quiet", sha, cwd=Path(where), check=False)
+            # (A folder git still lists that is no worktree any more, its .git removed, is left alone:
+            # git run there would find this clone's own checkout and move the user's branch.)
         return remote
 
     def push(self, branch: str, expected: str | None, *, also: tuple[str, ...] = ()) -> str:
         """Push local ``branch`` onto the remote's, which must be at ``expected`` (None: absent).
 
         Returns the sha pushed. Raises :class:`ClaimLostError` when the remote branch moved (another
-        worker pushed: this one's claim is gone), :class:`RemoteUnreachableError`, or
+        worker pushed: this one's claim is gone) or the local branch does not continue ``expected``
+        (the lease forces the push: it would replace the remote's history), :class:`RemoteUnreachableError`, or
         :class:`RemoteRejectedError` for any other refusal.
         """
         sha = self.repo.text("rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}")
         ref = f"refs/heads/{branch}"
+        if expected is not None and sha != expected and not self.repo.ok("merge-base", "--is-ancestor", expected, sha):
+            # The lease forces the push: a branch apart from the remote's would replace its history.
+            raise ClaimLostError(f"{branch} here does not continue {self.remote!r}'s ({expected[:10]}): "
+                                 f"not pushed over it", path=self.repo.root)
         # ``also``: refs pushed with the branch, all or none (``--atomic``): a task's turn ledger.
         status, out, err = self.repo.run("push", "--porcelain", "--no-verify", *(["--atomic"] if also else []),
                                          f"--force-with-lease={ref}:{expected or ''}", self.remote,
@@ -124,7 +131,13 @@ class RemoteBranches:
             raise RemoteUnreachableError(f"cannot reach {self.remote!r}: {_first(err)}", path=self.repo.root)
         return next((line.split("\t")[0] for line in out.decode().splitlines() if line.endswith(f"\t{ref}")), None)
 
-    def _checked_out(self) -> dict[str, str]:
+    def _is_worktree(self, path: Path) -> bool:
+        if not path.is_dir():
+            return False
+        status, out, _ = self.repo.run("rev-parse", "--show-toplevel", cwd=path, check=False)
+        return status == 0 and Path(out.decode("utf-8", "replace").strip()).resolve() == path.resolve()
+
+    def checked_out(self) -> dict[str, str]:
         """Branch -> the worktree of this clone that has it checked out."""
         _, out, _ = self.repo.run("worktree", "list", "--porcelain", check=False)
         found: dict[str, str] = {}

@@ -112,6 +112,7 @@ class ClaimBoard:
         self.monotonic = monotonic
         self._seen: dict[str, tuple[str, float]] = {}  # ref -> (sha, when first seen at that sha)
         self._empty_tree: str | None = None
+        self._made: dict[str, Claim] = {}  # the claim commits this board made, by sha (see _own)
         status, _, _ = repo.run("remote", "get-url", remote, check=False)
         if status != 0:
             raise InputError(f"no git remote named {remote!r} in {repo.root}", path=repo.root,
@@ -139,6 +140,9 @@ class ClaimBoard:
         there = self.remote_sha(ref)  # what tells a lost race from a refusal
         if there == sha:
             return replace(mine, sha=sha)
+        own = self._own(feature, task, there)
+        if own is not None:  # an earlier try of this claim landed though its push was not told so
+            return own
         if there is not None or pushed.status == "rejected":
             # Another worker's claim is (or was, when git compared: since released) there: the race
             # is lost, not an error. A refusal by the remote's ref lock is such a race too.
@@ -165,6 +169,8 @@ class ClaimBoard:
         """
         ref = claim_ref(feature, task)
         current = self.read(feature).get(task)
+        if current is not None and self._own(feature, task, current.sha) is not None:
+            return current  # an earlier try of this takeover landed though its push was not told so
         if current is None or not self.is_stale(current, stale_after=stale_after):
             return None
         mine = Claim(feature, task, "", self.worker, secrets.token_hex(8), self.clock() + lease, current.beat + 1,
@@ -181,7 +187,11 @@ class ClaimBoard:
             raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {pushed.detail}", path=self.repo.root)
         if pushed.status == "ok":
             return True
-        if self.remote_sha(held.ref) != held.sha:
+        there = self.remote_sha(held.ref)
+        own = self._own(held.feature, held.task, there)
+        if own is not None and own.nonce == held.nonce and own.sha != held.sha:
+            return self.release(own)  # a beat of this claim landed though its push was not told so
+        if there != held.sha:
             return False  # taken over, or gone: not ours to delete
         raise RemoteRejectedError(f"remote {self.remote!r} refused to release {held.ref}: {pushed.detail}",
                                   path=self.repo.root)
@@ -244,6 +254,12 @@ class ClaimBoard:
                 return sha
         return None
 
+    def _own(self, feature: str, task: str, sha: str | None) -> Claim | None:
+        """The claim commit ``sha`` when this board made it (pushed, its answer lost); None for any
+        other commit (another worker's, or one of another board, whatever its worker id says)."""
+        made = self._made.get(sha) if sha is not None else None
+        return made if made is not None and (made.feature, made.task) == (feature, task) else None
+
     # -- git --------------------------------------------------------------------------------
 
     def _replace(self, old: str, claim: Claim, *, lost: str) -> Claim:
@@ -256,6 +272,11 @@ class ClaimBoard:
         there = self.remote_sha(claim.ref)
         if there == sha:
             return replace(claim, sha=sha)
+        own = self._own(claim.feature, claim.task, there)
+        if own is not None and own.nonce == claim.nonce and there != old:
+            # A beat of this claim landed though its push was not told so (the connection dropped
+            # after the remote took it, or Ctrl-C killed git as it read the answer): still ours.
+            return self._replace(own.sha, replace(claim, beat=own.beat + 1), lost=lost)
         if there != old or pushed.status == "rejected":  # moved since (or when git compared): not ours
             raise ClaimLostError(lost, path=self.repo.root)
         raise RemoteRejectedError(f"remote {self.remote!r} refused {claim.ref}: {pushed.detail}", path=self.repo.root)
@@ -272,7 +293,9 @@ class ClaimBoard:
         if parent is not None:
             args += ["-p", parent]
         _, out, _ = self.repo.run(*args, pre=self.repo.identity_args())
-        return out.decode().strip()
+        sha = out.decode().strip()
+        self._made[sha] = replace(claim, sha=sha)
+        return sha
 
     def _push(self, refspec: str, *, lease: tuple[str, str] | None = None) -> _Push:
         args = ["push", "--porcelain", "--no-verify"]

@@ -3,7 +3,8 @@
 Each beat renews every held claim (:meth:`ClaimBoard.renew`) at a third of the lease, so two
 beats can fail before a lease runs out. A claim found taken over is dropped and reported through
 ``on_lost`` (the worker must stop that task); a remote that cannot be reached is reported through
-``on_wait`` and tried again at the next beat, while the lease still runs.
+``on_wait`` and tried again at the next beat, while the lease still runs (so is a git that could
+not run: a refused fork, a full disk).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from guardkit_state.errors import ClaimLostError, RemoteError
+from guardkit_state.errors import ClaimLostError, GitError
 from guardkit_state.remote.claims import Claim, ClaimBoard
 
 log = logging.getLogger("guardkit_state.remote.heartbeat")
@@ -23,7 +24,7 @@ class Heartbeat:
 
     def __init__(self, board: ClaimBoard, lease: float, *,
                  on_lost: Callable[[Claim], None] = lambda claim: None,
-                 on_wait: Callable[[RemoteError], None] = lambda error: None) -> None:
+                 on_wait: Callable[[GitError], None] = lambda error: None) -> None:
         self.board = board
         self.lease = lease
         self.on_lost = on_lost
@@ -65,8 +66,8 @@ class Heartbeat:
                 log.warning("claim %s was taken over", claim.ref)
                 self.on_lost(claim)
                 continue
-            except RemoteError as exc:  # unreachable or refused: the lease still runs; next beat
-                self.on_wait(exc)
+            except GitError as exc:  # unreachable, refused, or git could not run: the lease still runs; next beat
+                self.on_wait(exc)  # (never let it end the thread: the claims would stop beating unseen)
                 continue
             with self._lock:
                 if claim.ref in self._held:

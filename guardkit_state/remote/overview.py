@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from guardkit_state.errors import GuardkitStateError, InputError
+from guardkit_state.features.progress import ENDED_UNAPPROVED
 from guardkit_state.git.merge import find_task_merge
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.plans.plan import find_plan, load_plan
@@ -94,7 +95,7 @@ def _task(repo: GitRepo, task: str, wave: int, on_remote: dict[str, str], claim:
         return RemoteTask(task, wave, "running", turns, outcome, claim.worker, claimed, beat, claim.lease_until)
     if outcome == "approved" or (state is not None and state.turns and state.turns[-1].decision == "approve"):
         return RemoteTask(task, wave, "approved", turns, "approved")
-    if outcome in ("max_turns_exceeded", "unrecoverable_stall"):
+    if outcome in ENDED_UNAPPROVED:  # as a worker reads it (features.progress): the loop ended, not approved
         return RemoteTask(task, wave, "failed", turns, outcome)
     return RemoteTask(task, wave, "waiting", turns, outcome)
 

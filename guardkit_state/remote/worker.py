@@ -21,6 +21,7 @@ its plan; progress while tasks run is read from the remote (``status``/``show --
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 import zlib
@@ -42,6 +43,7 @@ from guardkit_state.features.result import TaskOutcome
 from guardkit_state.git.merge import merge_branch, merge_message, merged_task_ids
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.git.worktrees import WorktreeManager
 from guardkit_state.index.after_turn import with_indexing
 from guardkit_state.loop.events import AgentStarted, LoopEvent, TurnRecorded, TurnStarted
@@ -205,7 +207,26 @@ class _Worker:
                                     listed=(self.ledgers.seen, self.board.seen_prefix(self.feature)))
         self.ledgers.import_fetched(self.branches.listing)
         self._claims = self.board.read_fetched(self.feature, self.branches.listing)
+        self._align_feature(remote.get(self.feature_branch))
         return remote
+
+    def _align_feature(self, tip: str | None) -> None:
+        """The clone's feature branch made the remote's. Only a merger holding the merge claim moves
+        it, and pushes it at once: one ahead of (or apart from) the remote's holds merges a merger
+        killed before its push made, which no other worker saw. Read as merged, they let the next
+        wave start from them, and the remote's feature branch never got that wave's merges."""
+        local = self.repo.resolve(f"refs/heads/{self.feature_branch}")
+        if tip is None or local is None or local == tip:
+            return
+        worktree = self._checked_out(self.feature, self.feature_branch)
+        if worktree is not None:
+            remove_stale_locks(worktree.root, worktree.git_dir, worktree.common_dir, self.feature_branch)
+            worktree.run("reset", "--hard", "--quiet", tip)
+        elif self.feature_branch in self.branches.checked_out():
+            return  # checked out elsewhere (the user's own checkout): theirs to move
+        else:
+            self.repo.run("update-ref", f"refs/heads/{self.feature_branch}", tip, local)
+        self.note(f"{self.feature_branch} here ({local[:10]}) set to the remote's ({tip[:10]})")
 
     def _ensure_feature_branch(self) -> None:
         # One ls-remote, not a fetch: the first step fetches anyway (workers start together).
@@ -304,6 +325,9 @@ class _Worker:
                 and task in self._merged(key[1])):
             state = replace(cached[1], phase="merged")  # its branch stood still; a merge took it in
         else:
+            # Read as the remote holds it: a branch of this clone apart from (or behind) the remote's
+            # would tell a run the remote never saw (an ousted holder's own approval, merged instead).
+            self._align(task, branch_for(task), key[0], taken_over=False)
             state = read_task_state(self.fgit, task, max_turns=self.options.max_turns)
         self._states[task] = (key, state)
         return state
@@ -341,22 +365,32 @@ class _Worker:
 
     def _run_task(self, task: str, state: TaskState, taken_from: Claim | None) -> None:
         self._said = ""
-        if taken_from is not None:  # the claim is ours now: the branch as the last holder left it
-            self._remote(self._sync, "fetch")
-        # A fresh claim needs no fetch: no claim ref stood at this step's ls-remote, and the task's
-        # branch moves only under a claim (a late push by an ousted holder carries a lease and fails),
-        # so the fetch this step made (or found current) still holds the branch and its ledger.
         branch = branch_for(task)
+        # The claim is ours now: the branch as the last holder left it. A fresh claim found no claim
+        # ref, but another worker may have claimed, run and released the task since this step
+        # looked (its turns pushed, even its approval): one ls-remote of the branch tells whether
+        # the fetch this step made still holds it, else it is fetched and the task read again.
+        moved = taken_from is not None or self._remote(
+            lambda: self.board.remote_sha(f"refs/heads/{branch}"), "look") != self.repo.resolve(
+            self.branches.tracking(branch))
+        if moved:
+            self._remote(self._sync, "fetch")
         pushed: list[str | None] = [self.repo.resolve(self.branches.tracking(branch))]
-        fresh = state if taken_from is None else read_task_state(self.fgit, task, max_turns=self.options.max_turns,
-                                                                 known_unmerged=True)
+        if self._align(task, branch, pushed[0], taken_over=taken_from is not None):
+            moved = True
+        fresh = state if not moved else read_task_state(self.fgit, task, max_turns=self.options.max_turns,
+                                                        known_unmerged=taken_from is not None)
         if not fresh.runs:
             return  # finished by the worker whose claim ended while we looked
         self.note(f"{task}: running on {self.board.worker}" + (" (resumed from the remote)" if fresh.resume else ""))
         self.result.ran.append(task)
         self.lost.discard(task)
-        if taken_from is not None and pushed[0] is not None:
-            pushed[0] = self._record_takeover(task, taken_from, pushed[0])
+        if taken_from is not None:
+            try:
+                pushed[0] = self._record_takeover(task, taken_from, pushed[0])
+            except ClaimLostError as exc:  # the ousted holder's late push landed first: look again
+                self.note(f"{task}: {exc.message}; looking again")
+                return
 
         def push() -> None:
             if self.repo.resolve(f"refs/heads/{branch}") in (None, pushed[0]):
@@ -388,7 +422,56 @@ class _Worker:
         except GuardkitStateError as exc:
             self.note(f"{task}: the loop stopped: {exc.message}")
 
-    def _record_takeover(self, task: str, old: Claim, tip: str) -> str:
+    def _align(self, task: str, branch: str, remote_tip: str | None, *, taken_over: bool) -> bool:
+        """This clone's branch of ``task`` made the remote's when it does not continue it; True when
+        it was. The remote is the truth: a branch apart from it holds the turns of a holder ousted
+        before its push, or one behind it (a killed turn's files in the way of the fast-forward) a
+        turn begun on old history; a turn pushed from either would overwrite the remote's turns.
+        A branch ahead of the remote (a turn committed, not pushed) is kept, to be pushed next, but
+        under a takeover, which commits on the remote's tip: that turn is then recorded again."""
+        local = self.repo.resolve(f"refs/heads/{branch}")
+        if local is None or local == remote_tip:
+            return False
+        worktree = self._checked_out(task, branch)
+        ahead = remote_tip is None or self.repo.ok("merge-base", "--is-ancestor", remote_tip, local)
+        if ahead:
+            if not taken_over or worktree is None:
+                return False
+            # Taken over on the clone of the killed holder: its turn committed here, never pushed
+            # (killed before its push, or before its ledger listed the commit) is undone, its files
+            # kept. The takeover commit goes on the remote's tip (or where the branch left the
+            # feature branch) and the loop records that turn again from its reports: above the
+            # takeover commit, an unlisted commit is never adopted.
+            feature = self.repo.resolve(self.branches.tracking(self.feature_branch)) or self.feature_branch
+            base = remote_tip or self.repo.text("merge-base", local, feature)
+            if base == local:
+                return False
+            remove_stale_locks(worktree.root, worktree.git_dir, worktree.common_dir, branch)
+            worktree.run("reset", "--soft", "--quiet", base)
+            self.note(f"{task}: its turn committed on this clone and never pushed ({local[:10]}) is recorded again")
+            return True
+        assert remote_tip is not None
+        if worktree is not None:  # its files too: what is left there was made on the other history
+            # A worker killed in a git command there left its lock: no git process holds it now.
+            remove_stale_locks(worktree.root, worktree.git_dir, worktree.common_dir, branch)
+            worktree.run("reset", "--hard", "--quiet", remote_tip)
+            worktree.run("clean", "-fdq")
+        else:
+            self.repo.run("update-ref", f"refs/heads/{branch}", remote_tip, local)
+        self.note(f"{task}: this clone's {branch} ({local[:10]}) did not continue the remote's ({remote_tip[:10]}); "
+                  f"set to the remote's (turns never pushed from here are dropped)")
+        return True
+
+    def _checked_out(self, task: str, branch: str) -> GitRepo | None:
+        """The task's worktree when it is one, with ``branch`` checked out: git run in a folder that
+        is not (its ``.git`` removed) would find this clone's own checkout and reset the user's."""
+        path = self.fgit.task_worktree(task)
+        found = GitRepo.discover(path) if path.is_dir() else None
+        if found is None or found.root.resolve() != path.resolve() or found.current_branch() != branch:
+            return None
+        return found
+
+    def _record_takeover(self, task: str, old: Claim, tip: str | None) -> str:
         """The takeover written into the task's history: an entry of ``autobuild_state.takeovers``
         in its task file (who took over from whom, when, the old claim and its lease), committed on
         the task's branch and pushed before the task resumes, so ``show`` and ``log`` tell it."""
@@ -397,19 +480,31 @@ class _Worker:
         path = resolve_task(worktree.path, task).path
         relative = str(path.relative_to(worktree.path))
         # On the clone of a killed worker, its turn's leftovers are still here: the entry is written
-        # on the task file as committed (an agent's edit of it is not ours to commit; what the loop
-        # recorded and did not commit, it records again from the reports on disk), and the commit
-        # takes that file alone, not whatever the killed turn staged.
+        # on the task file as committed (an agent's edit of it is not ours to commit), and the commit
+        # takes that file alone, not whatever the killed turn staged. The file as the killed turn left
+        # it (its agent's edits, a turn the loop recorded and did not commit) is then put back with
+        # the entry, for the resumed loop to go on from, as a resume on one machine does.
+        left = path.read_bytes() if path.is_file() else None
+        remove_stale_locks(repo.root, repo.git_dir, repo.common_dir, branch_for(task))  # the killed worker's git
         repo.run("checkout", "HEAD", "--", relative)
+        committed = path.read_bytes()
         copy = TaskFile.load(path)
-        earlier = copy.state.extra.get("takeovers") if copy.state is not None else None
         entry = {"at": utc_now(), "by": self.board.worker, "from": old.worker, "claim": old.sha,
                  "lease_until": utc_text(old.lease_until), "turns_done": len(copy.state.turns) if copy.state else 0}
-        copy.apply(StateUpdate(block_scalars={"takeovers": [*(earlier if isinstance(earlier, list) else []), entry]}))
+        _add_takeover(copy, entry)
         message = (f"guardkit: {task} taken over by {self.board.worker} from {old.worker}\n\n"
                    f"The claim's lease had ended and its heartbeat stood still; the task resumes from "
                    f"its last pushed turn.\n\nGuardkit-Takeover: {old.worker}\n")
         repo.run("commit", "-q", "--no-verify", "-m", message, "--only", "--", relative, pre=repo.identity_args())
+        if left is not None and left != committed:
+            written = path.read_bytes()
+            path.write_bytes(left)
+            try:
+                _add_takeover(TaskFile.load(path), entry)
+            except GuardkitStateError as exc:  # the killed turn left it unreadable: as committed
+                path.write_bytes(written)
+                self.note(f"{task}: the task file the killed turn left cannot be read ({exc.message}); "
+                          f"it resumes from the file as committed")
         return str(self._remote(lambda: self.branches.push(branch_for(task), tip), f"{task}: push"))
 
     # -- merges -----------------------------------------------------------------------------
@@ -436,13 +531,29 @@ class _Worker:
         expected = self.repo.resolve(self.branches.tracking(self.feature_branch))
         worktree = WorktreeManager(self.repo).create(self.feature)
         feature_repo = worktree.repo()
-        if expected is not None and feature_repo.resolve("HEAD") != expected:
-            feature_repo.run("reset", "--hard", "--quiet", expected)  # the remote's feature branch is the truth
-        merged_now: dict[str, str | None] = {}
-        for task in turn.tasks:
-            state = turn.states[task]
-            if state.phase != "approved":
+        # A merger killed in its merge here left its lock, or the merge half-done: no git holds the
+        # one, and the other is reset with the branch (the remote's feature branch is the truth).
+        remove_stale_locks(feature_repo.root, feature_repo.git_dir, feature_repo.common_dir, self.feature_branch)
+        if expected is not None:
+            feature_repo.run("reset", "--hard", "--quiet", expected)
+        approved = [task for task in turn.tasks if turn.states[task].phase == "approved"]
+        for task in approved:
+            branch = branch_for(task)
+            tip, local = self.repo.resolve(self.branches.tracking(branch)), self.repo.resolve(f"refs/heads/{branch}")
+            if local is None or local == tip:
                 continue
+            # Approved on this clone, its push never made (its holder died first; its claim is stale or
+            # gone): pushed now, so the remote's task branch holds what the feature branch merges.
+            try:
+                self._remote(functools.partial(self.branches.push, branch, tip,
+                                               also=(self.ledgers.refspec(task, local),)), f"{task}: push")
+            except ClaimLostError as exc:
+                self._states.pop(task, None)
+                self.note(f"wave {turn.number}: {exc.message}; looking again")
+                return "worked"
+        merged_now: dict[str, str | None] = {}
+        for task in approved:
+            state = turn.states[task]
             message = merge_message(self.feature, task, branch=branch_for(task), target=self.feature_branch,
                                     wave=turn.number, summary=f"{task} approved in {state.turns} turn(s).")
             merged = merge_branch(feature_repo, branch_for(task), message)
@@ -462,6 +573,12 @@ class _Worker:
             self.note(f"wave {turn.number}: {self.feature_branch} moved on the remote meanwhile; looking again")
             return "worked"
         self.result.merged += list(merged_now)
+        for task in merged_now:
+            # A claim left on a merged task is stale (its holder died after its approval) or this
+            # worker's own, its release lost (the remote was unreachable then): it runs nowhere.
+            left = self._claims.get(task)
+            if left is not None:
+                self._release(left)  # deleted only at the sha seen: a holder still renewing keeps it
         self.note(f"wave {turn.number}: merged {', '.join(merged_now) or 'nothing new'} into {self.feature_branch}")
         return self._finished() if turn.number == len(self.waves) else "worked"
 
@@ -542,12 +659,18 @@ class _Worker:
     def _release_all(self) -> list[str]:
         released = self.released_at_stop
         for claim in self.heartbeat.held():
-            self.heartbeat.drop(claim)
-            if self._release(claim):
+            latest = self.heartbeat.drop(claim)  # after a beat in flight: the claim at its new beat
+            if latest is not None and self._release(latest):
                 released.append(claim.task)
         if released:
             self.note(f"released the claim(s) of {', '.join(released)}")
         return released
+
+
+def _add_takeover(copy: TaskFile, entry: dict[str, object]) -> None:
+    """``entry`` appended to the task file's ``autobuild_state.takeovers`` (written)."""
+    earlier = copy.state.extra.get("takeovers") if copy.state is not None else None
+    copy.apply(StateUpdate(block_scalars={"takeovers": [*(earlier if isinstance(earlier, list) else []), entry]}))
 
 
 __all__ = ["MERGE_CLAIM", "WorkerInterrupted", "WorkerOptions", "WorkerResult", "run_worker"]
