@@ -39,7 +39,6 @@ from guardkit_state.errors import (
     RemoteUnreachableError,
 )
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
-from guardkit_state.features.result import TaskOutcome
 from guardkit_state.git.merge import merge_branch, merge_message, merged_task_ids
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
 from guardkit_state.git.repo import GitRepo
@@ -49,21 +48,17 @@ from guardkit_state.index.after_turn import with_indexing
 from guardkit_state.loop.events import AgentStarted, LoopEvent, TurnRecorded, TurnStarted
 from guardkit_state.loop.run import LoopOptions, run_task_loop
 from guardkit_state.loop.session import interrupts_as_exceptions
-from guardkit_state.plans import plan_progress as progress_values
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
-from guardkit_state.plans.plan_splice import PlanUpdate
-from guardkit_state.plans.plan_writer import modify_plan
 from guardkit_state.plans.waves import plan_waves
+from guardkit_state.remote.alignment import CloneAlignment
 from guardkit_state.remote.branches import RemoteBranches
-from guardkit_state.remote.claims import Claim, ClaimBoard, retrying, utc_text
+from guardkit_state.remote.claims import Claim, ClaimBoard, retrying
 from guardkit_state.remote.heartbeat import Heartbeat
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.ready import WaveTurn, wave_turn
+from guardkit_state.remote.takeover_record import write_takeover
+from guardkit_state.remote.wave_progress import write_wave_progress
 from guardkit_state.store.layout import branch_for, worktrees_dir
-from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.taskfile.resolve import resolve_task
-from guardkit_state.taskfile.splice.update import StateUpdate
-from guardkit_state.turns.clock import utc_now
 
 log = logging.getLogger("guardkit_state.remote.worker")
 
@@ -156,6 +151,7 @@ class _Worker:
         self.feature_branch = branch_for(self.feature)
         self.fgit = FeatureGit(repo, repo.root, self.feature_branch, worktrees_dir(repo.root) / self.feature,
                                worktrees_dir(repo.root))
+        self.alignment = CloneAlignment(repo, self.branches, self.fgit, self.feature, self.feature_branch, self.note)
         self.result = WorkerResult(self.feature, self.board.worker)
         self.on_note, self.on_event = on_note, on_event
         self.lost: set[str] = set()
@@ -207,26 +203,8 @@ class _Worker:
                                     listed=(self.ledgers.seen, self.board.seen_prefix(self.feature)))
         self.ledgers.import_fetched(self.branches.listing)
         self._claims = self.board.read_fetched(self.feature, self.branches.listing)
-        self._align_feature(remote.get(self.feature_branch))
+        self.alignment.feature(remote.get(self.feature_branch))
         return remote
-
-    def _align_feature(self, tip: str | None) -> None:
-        """The clone's feature branch made the remote's. Only a merger holding the merge claim moves
-        it, and pushes it at once: one ahead of (or apart from) the remote's holds merges a merger
-        killed before its push made, which no other worker saw. Read as merged, they let the next
-        wave start from them, and the remote's feature branch never got that wave's merges."""
-        local = self.repo.resolve(f"refs/heads/{self.feature_branch}")
-        if tip is None or local is None or local == tip:
-            return
-        worktree = self._checked_out(self.feature, self.feature_branch)
-        if worktree is not None:
-            remove_stale_locks(worktree.root, worktree.git_dir, worktree.common_dir, self.feature_branch)
-            worktree.run("reset", "--hard", "--quiet", tip)
-        elif self.feature_branch in self.branches.checked_out():
-            return  # checked out elsewhere (the user's own checkout): theirs to move
-        else:
-            self.repo.run("update-ref", f"refs/heads/{self.feature_branch}", tip, local)
-        self.note(f"{self.feature_branch} here ({local[:10]}) set to the remote's ({tip[:10]})")
 
     def _ensure_feature_branch(self) -> None:
         # One ls-remote, not a fetch: the first step fetches anyway (workers start together).
@@ -327,7 +305,7 @@ class _Worker:
         else:
             # Read as the remote holds it: a branch of this clone apart from (or behind) the remote's
             # would tell a run the remote never saw (an ousted holder's own approval, merged instead).
-            self._align(task, branch_for(task), key[0], taken_over=False)
+            self.alignment.task(task, branch_for(task), key[0], taken_over=False)
             state = read_task_state(self.fgit, task, max_turns=self.options.max_turns)
         self._states[task] = (key, state)
         return state
@@ -376,7 +354,7 @@ class _Worker:
         if moved:
             self._remote(self._sync, "fetch")
         pushed: list[str | None] = [self.repo.resolve(self.branches.tracking(branch))]
-        if self._align(task, branch, pushed[0], taken_over=taken_from is not None):
+        if self.alignment.task(task, branch, pushed[0], taken_over=taken_from is not None):
             moved = True
         fresh = state if not moved else read_task_state(self.fgit, task, max_turns=self.options.max_turns,
                                                         known_unmerged=taken_from is not None)
@@ -387,7 +365,9 @@ class _Worker:
         self.lost.discard(task)
         if taken_from is not None:
             try:
-                pushed[0] = self._record_takeover(task, taken_from, pushed[0])
+                write_takeover(self.repo, task, self.feature_branch, by=self.board.worker, old=taken_from,
+                               note=self.note)
+                pushed[0] = str(self._remote(lambda: self.branches.push(branch, pushed[0]), f"{task}: push"))
             except ClaimLostError as exc:  # the ousted holder's late push landed first: look again
                 self.note(f"{task}: {exc.message}; looking again")
                 return
@@ -421,91 +401,6 @@ class _Worker:
             raise
         except GuardkitStateError as exc:
             self.note(f"{task}: the loop stopped: {exc.message}")
-
-    def _align(self, task: str, branch: str, remote_tip: str | None, *, taken_over: bool) -> bool:
-        """This clone's branch of ``task`` made the remote's when it does not continue it; True when
-        it was. The remote is the truth: a branch apart from it holds the turns of a holder ousted
-        before its push, or one behind it (a killed turn's files in the way of the fast-forward) a
-        turn begun on old history; a turn pushed from either would overwrite the remote's turns.
-        A branch ahead of the remote (a turn committed, not pushed) is kept, to be pushed next, but
-        under a takeover, which commits on the remote's tip: that turn is then recorded again."""
-        local = self.repo.resolve(f"refs/heads/{branch}")
-        if local is None or local == remote_tip:
-            return False
-        worktree = self._checked_out(task, branch)
-        ahead = remote_tip is None or self.repo.ok("merge-base", "--is-ancestor", remote_tip, local)
-        if ahead:
-            if not taken_over or worktree is None:
-                return False
-            # Taken over on the clone of the killed holder: its turn committed here, never pushed
-            # (killed before its push, or before its ledger listed the commit) is undone, its files
-            # kept. The takeover commit goes on the remote's tip (or where the branch left the
-            # feature branch) and the loop records that turn again from its reports: above the
-            # takeover commit, an unlisted commit is never adopted.
-            feature = self.repo.resolve(self.branches.tracking(self.feature_branch)) or self.feature_branch
-            base = remote_tip or self.repo.text("merge-base", local, feature)
-            if base == local:
-                return False
-            remove_stale_locks(worktree.root, worktree.git_dir, worktree.common_dir, branch)
-            worktree.run("reset", "--soft", "--quiet", base)
-            self.note(f"{task}: its turn committed on this clone and never pushed ({local[:10]}) is recorded again")
-            return True
-        assert remote_tip is not None
-        if worktree is not None:  # its files too: what is left there was made on the other history
-            # A worker killed in a git command there left its lock: no git process holds it now.
-            remove_stale_locks(worktree.root, worktree.git_dir, worktree.common_dir, branch)
-            worktree.run("reset", "--hard", "--quiet", remote_tip)
-            worktree.run("clean", "-fdq")
-        else:
-            self.repo.run("update-ref", f"refs/heads/{branch}", remote_tip, local)
-        self.note(f"{task}: this clone's {branch} ({local[:10]}) did not continue the remote's ({remote_tip[:10]}); "
-                  f"set to the remote's (turns never pushed from here are dropped)")
-        return True
-
-    def _checked_out(self, task: str, branch: str) -> GitRepo | None:
-        """The task's worktree when it is one, with ``branch`` checked out: git run in a folder that
-        is not (its ``.git`` removed) would find this clone's own checkout and reset the user's."""
-        path = self.fgit.task_worktree(task)
-        found = GitRepo.discover(path) if path.is_dir() else None
-        if found is None or found.root.resolve() != path.resolve() or found.current_branch() != branch:
-            return None
-        return found
-
-    def _record_takeover(self, task: str, old: Claim, tip: str | None) -> str:
-        """The takeover written into the task's history: an entry of ``autobuild_state.takeovers``
-        in its task file (who took over from whom, when, the old claim and its lease), committed on
-        the task's branch and pushed before the task resumes, so ``show`` and ``log`` tell it."""
-        worktree = WorktreeManager(self.repo).create(task, self.feature_branch)  # the loop resumes in it
-        repo = worktree.repo()
-        path = resolve_task(worktree.path, task).path
-        relative = str(path.relative_to(worktree.path))
-        # On the clone of a killed worker, its turn's leftovers are still here: the entry is written
-        # on the task file as committed (an agent's edit of it is not ours to commit), and the commit
-        # takes that file alone, not whatever the killed turn staged. The file as the killed turn left
-        # it (its agent's edits, a turn the loop recorded and did not commit) is then put back with
-        # the entry, for the resumed loop to go on from, as a resume on one machine does.
-        left = path.read_bytes() if path.is_file() else None
-        remove_stale_locks(repo.root, repo.git_dir, repo.common_dir, branch_for(task))  # the killed worker's git
-        repo.run("checkout", "HEAD", "--", relative)
-        committed = path.read_bytes()
-        copy = TaskFile.load(path)
-        entry = {"at": utc_now(), "by": self.board.worker, "from": old.worker, "claim": old.sha,
-                 "lease_until": utc_text(old.lease_until), "turns_done": len(copy.state.turns) if copy.state else 0}
-        _add_takeover(copy, entry)
-        message = (f"guardkit: {task} taken over by {self.board.worker} from {old.worker}\n\n"
-                   f"The claim's lease had ended and its heartbeat stood still; the task resumes from "
-                   f"its last pushed turn.\n\nGuardkit-Takeover: {old.worker}\n")
-        repo.run("commit", "-q", "--no-verify", "-m", message, "--only", "--", relative, pre=repo.identity_args())
-        if left is not None and left != committed:
-            written = path.read_bytes()
-            path.write_bytes(left)
-            try:
-                _add_takeover(TaskFile.load(path), entry)
-            except GuardkitStateError as exc:  # the killed turn left it unreadable: as committed
-                path.write_bytes(written)
-                self.note(f"{task}: the task file the killed turn left cannot be read ({exc.message}); "
-                          f"it resumes from the file as committed")
-        return str(self._remote(lambda: self.branches.push(branch_for(task), tip), f"{task}: push"))
 
     # -- merges -----------------------------------------------------------------------------
 
@@ -566,7 +461,8 @@ class _Worker:
                 feature_repo.run("reset", "--hard", "--quiet", expected or "HEAD")
                 return "done"
             merged_now[task] = merged.sha
-        self._write_plan(feature_repo, turn, merged_now)
+        write_wave_progress(feature_repo, self.repo.root, self.plan, self.waves, turn, merged_now,
+                            state_of=lambda task: self._state(task, self._last_remote or {}), note=self.note)
         try:
             self._remote(lambda: self.branches.push(self.feature_branch, expected), "push")
         except ClaimLostError:
@@ -581,55 +477,6 @@ class _Worker:
                 self._release(left)  # deleted only at the sha seen: a holder still renewing keeps it
         self.note(f"wave {turn.number}: merged {', '.join(merged_now) or 'nothing new'} into {self.feature_branch}")
         return self._finished() if turn.number == len(self.waves) else "worked"
-
-    def _write_plan(self, feature_repo: GitRepo, turn: WaveTurn, merged: dict[str, str | None]) -> None:
-        """The wave's merge written into the plan on the feature branch (committed, pushed with the
-        merges) as a one-machine run writes its plan: the merged tasks' status, turns, result and
-        merge commit, the counters, the completed waves, and the feature's end after the last wave."""
-        assert self.plan.path is not None  # loaded from its file (run_worker)
-        path = feature_repo.root / self.plan.path.relative_to(self.repo.root)
-        if not path.is_file():
-            self.note(f"wave {turn.number}: {self.plan.path.name} is not on {self.feature_branch}; its progress "
-                      f"is not written (commit the plan to share it)")
-            return
-        now = utc_now()
-        outcomes: list[TaskOutcome] = []
-        for number, wave in enumerate(self.waves, start=1):
-            for task in wave:
-                state = turn.states[task] if number == turn.number else self._state(task, self._last_remote or {})
-                if task in merged:
-                    outcomes.append(TaskOutcome(task, number, "completed", "approved", state.turns,
-                                                merge_commit=merged[task]))
-                elif state.phase == "merged":
-                    outcomes.append(TaskOutcome(task, number, "completed", "approved", state.turns,
-                                                merge_commit=state.merge_commit))
-                else:
-                    status = "skipped" if state.phase == "closed" else "pending"
-                    outcomes.append(TaskOutcome(task, number, status, state.outcome, state.turns))
-        done = [o for o in outcomes if o.task_id in merged]
-
-        def tasks(plan: FeaturePlan) -> PlanUpdate:
-            return PlanUpdate(tasks={o.task_id: {**progress_values.task_started(o.task_id, plan, now=now),
-                                                 **progress_values.task_values(o, plan, now=now)} for o in done})
-
-        def started(plan: FeaturePlan) -> PlanUpdate:
-            resumed = plan.execution is not None and bool(plan.execution.started_at)
-            return progress_values.run_started(plan, worktree=str(feature_repo.root), resumed=resumed, now=now)
-
-        def ended(plan: FeaturePlan) -> PlanUpdate | None:
-            if turn.number < len(self.waves):
-                return None
-            return progress_values.run_ended(completed=True, failed=False, waves=len(self.waves), now=now)
-
-        counts = progress_values.counters(outcomes)
-        modify_plan(path, started, lambda _: PlanUpdate(execution={"current_wave": turn.number, "last_updated": now}),
-                    tasks, lambda _: PlanUpdate(execution={**counts, "last_updated": now}),
-                    lambda plan: progress_values.wave_completed(plan, turn.number, now=now), ended)
-        feature_repo.run("add", "--", str(path.relative_to(feature_repo.root)))
-        if feature_repo.ok("diff", "--cached", "--quiet"):
-            return  # already written (a merge pushed before, then redone)
-        feature_repo.run("commit", "-q", "--no-verify", "-m", f"guardkit: {self.feature} progress after wave "
-                         f"{turn.number} in its plan", pre=feature_repo.identity_args())
 
     # -- claims -----------------------------------------------------------------------------
 
@@ -665,12 +512,6 @@ class _Worker:
         if released:
             self.note(f"released the claim(s) of {', '.join(released)}")
         return released
-
-
-def _add_takeover(copy: TaskFile, entry: dict[str, object]) -> None:
-    """``entry`` appended to the task file's ``autobuild_state.takeovers`` (written)."""
-    earlier = copy.state.extra.get("takeovers") if copy.state is not None else None
-    copy.apply(StateUpdate(block_scalars={"takeovers": [*(earlier if isinstance(earlier, list) else []), entry]}))
 
 
 __all__ = ["MERGE_CLAIM", "WorkerInterrupted", "WorkerOptions", "WorkerResult", "run_worker"]

@@ -1,0 +1,78 @@
+"""A merged wave written into the feature's plan on the feature branch, by the worker that merged it.
+
+Committed in the feature worktree and pushed with the merges, as a one-machine run writes its plan:
+the merged tasks' status, turns, result and merge commit, the counters, the completed waves, and
+the feature's end after the last wave.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from guardkit_state.features.progress import TaskState
+from guardkit_state.features.result import TaskOutcome
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.plans import plan_progress as progress_values
+from guardkit_state.plans.plan import FeaturePlan
+from guardkit_state.plans.plan_splice import PlanUpdate
+from guardkit_state.plans.plan_writer import modify_plan
+from guardkit_state.plans.waves import Waves
+from guardkit_state.remote.ready import WaveTurn
+from guardkit_state.store.layout import branch_for
+from guardkit_state.turns.clock import utc_now
+
+
+def write_wave_progress(feature_repo: GitRepo, repo_root: Path, plan: FeaturePlan, waves: Waves,
+                        turn: WaveTurn, merged: dict[str, str | None], *, state_of: Callable[[str], TaskState],
+                        note: Callable[[str], None]) -> None:
+    """The wave's merge written into the plan on the feature branch (committed, pushed with the
+    merges) as a one-machine run writes its plan: the merged tasks' status, turns, result and
+    merge commit, the counters, the completed waves, and the feature's end after the last wave."""
+    assert plan.path is not None  # loaded from its file (run_worker)
+    path = feature_repo.root / plan.path.relative_to(repo_root)
+    if not path.is_file():
+        note(f"wave {turn.number}: {plan.path.name} is not on {branch_for(plan.feature_id)}; its progress "
+             f"is not written (commit the plan to share it)")
+        return
+    now = utc_now()
+    outcomes: list[TaskOutcome] = []
+    for number, wave in enumerate(waves, start=1):
+        for task in wave:
+            state = turn.states[task] if number == turn.number else state_of(task)
+            if task in merged:
+                outcomes.append(TaskOutcome(task, number, "completed", "approved", state.turns,
+                                            merge_commit=merged[task]))
+            elif state.phase == "merged":
+                outcomes.append(TaskOutcome(task, number, "completed", "approved", state.turns,
+                                            merge_commit=state.merge_commit))
+            else:
+                status = "skipped" if state.phase == "closed" else "pending"
+                outcomes.append(TaskOutcome(task, number, status, state.outcome, state.turns))
+    done = [o for o in outcomes if o.task_id in merged]
+
+    def tasks(current: FeaturePlan) -> PlanUpdate:
+        return PlanUpdate(tasks={o.task_id: {**progress_values.task_started(o.task_id, current, now=now),
+                                             **progress_values.task_values(o, current, now=now)} for o in done})
+
+    def started(current: FeaturePlan) -> PlanUpdate:
+        resumed = current.execution is not None and bool(current.execution.started_at)
+        return progress_values.run_started(current, worktree=str(feature_repo.root), resumed=resumed, now=now)
+
+    def ended(current: FeaturePlan) -> PlanUpdate | None:
+        if turn.number < len(waves):
+            return None
+        return progress_values.run_ended(completed=True, failed=False, waves=len(waves), now=now)
+
+    counts = progress_values.counters(outcomes)
+    modify_plan(path, started, lambda _: PlanUpdate(execution={"current_wave": turn.number, "last_updated": now}),
+                tasks, lambda _: PlanUpdate(execution={**counts, "last_updated": now}),
+                lambda current: progress_values.wave_completed(current, turn.number, now=now), ended)
+    feature_repo.run("add", "--", str(path.relative_to(feature_repo.root)))
+    if feature_repo.ok("diff", "--cached", "--quiet"):
+        return  # already written (a merge pushed before, then redone)
+    feature_repo.run("commit", "-q", "--no-verify", "-m", f"guardkit: {plan.feature_id} progress after wave "
+                     f"{turn.number} in its plan", pre=feature_repo.identity_args())
+
+
+__all__ = ["write_wave_progress"]
