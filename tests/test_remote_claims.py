@@ -3,8 +3,11 @@ heartbeats, takeovers, refusals and an unreachable remote."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +15,9 @@ import pytest
 
 from guardkit_state.errors import ClaimLostError, GitError, InputError, RemoteRejectedError, RemoteUnreachableError
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.remote import branches as branches_module
+from guardkit_state.remote import claims as claims_module
+from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import Claim, ClaimBoard, claim_ref, retrying
 from guardkit_state.remote.heartbeat import Heartbeat
 from tests.conftest import run_git
@@ -422,3 +428,58 @@ def test_a_drop_waiting_for_a_beat_to_an_unreachable_remote_returns_the_claim_as
         board.release(held)
     hidden.rename(remote.bare)
     assert board.release(held) and remote_ref(remote, held.ref) == ""
+
+
+@contextlib.contextmanager
+def silent_host() -> Iterator[tuple[str, list[socket.socket]]]:
+    """A git host on loopback that takes every connection and never answers (a hung server)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                held.append(server.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"git://127.0.0.1:{server.getsockname()[1]}/remote.git", held
+    finally:
+        stop.set()
+        thread.join()
+        for connection in held:
+            connection.close()
+        server.close()
+
+
+def test_a_remote_that_takes_the_connection_and_never_answers_is_unreachable_at_the_timeout(
+        git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    machine = clone(make_bare(tmp_path, git_repo).as_uri(), tmp_path / "machine")
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    board = ClaimBoard(repo, "origin", "holder")
+    monkeypatch.setattr(claims_module, "REFS_TIMEOUT", 1.0)
+    monkeypatch.setattr(branches_module, "DATA_TIMEOUT", 1.0)
+    with silent_host() as (url, held):
+        run_git(machine, "remote", "set-url", "origin", url)
+        started = time.monotonic()
+        with pytest.raises(RemoteUnreachableError, match=r"no answer in 1 s"):
+            board.claim(FEAT, TASK, lease=30)
+        with pytest.raises(RemoteUnreachableError, match=r"no answer in 1 s"):
+            RemoteBranches(repo, "origin").fetch()
+        assert time.monotonic() - started < 10
+        # The stopped git left no process behind holding its connection: each one reads its end.
+        assert len(held) >= 2
+        for connection in held:
+            connection.settimeout(5)
+            while connection.recv(65536):
+                pass
+        # Told as a wait, and tried again: the worker's retrying loop gets an unreachable remote.
+        waits: list[str] = []
+        with pytest.raises(RemoteUnreachableError, match=r"no answer in 1 s"):
+            retrying(lambda: board.remote_sha(claim_ref(FEAT, TASK)), on_wait=lambda n, exc: waits.append(exc.message),
+                     sleep=lambda _: None, attempts=2)
+        assert len(waits) == 1 and "no answer in 1 s" in waits[0]

@@ -8,6 +8,9 @@ GitPython costs ~0.3 s a command).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,22 +22,30 @@ from guardkit_state.git.environment import clean_environment
 ADVICE = "Is git installed, and is this a git repository?"
 
 
+#: The exit status :func:`execute` returns for a command stopped at its ``timeout`` (as timeout(1)).
+TIMED_OUT = 124
+
+
 def execute(cwd: Path, command: Sequence[str], *, stdin: bytes | None = None,
-            path: Path | None = None) -> tuple[int, bytes, str]:
+            path: Path | None = None, timeout: float | None = None) -> tuple[int, bytes, str]:
     """Run ``command`` (``["git", ...]``) in ``cwd``: (exit status, stdout bytes, stderr text).
 
     git runs in :func:`~guardkit_state.git.environment.clean_environment`: an inherited
     ``GIT_DIR`` or ``GIT_INDEX_FILE`` never redirects it. A failing command is returned, not
     raised; a missing git or an OS failure raises :class:`GitError` (naming ``path``, the working
-    tree, when given).
+    tree, when given). With ``timeout`` (seconds), a command still running then is stopped with
+    what it started (ssh, a remote helper) and returned as :data:`TIMED_OUT`: a remote that takes
+    the connection and never answers would otherwise hold its caller for good.
     """
+    if timeout is not None:
+        return _execute_timed(cwd, command, stdin, path, timeout)
     try:
         # Not GitPython's Git.execute: it merges its env= into a copy of os.environ, so it can add
         # variables but never remove an inherited GIT_DIR. LC_ALL/LANGUAGE=C as GitPython sets them:
         # git's messages ("nothing to commit", "unknown revision") are matched in English.
         streams: dict[str, Any] = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
         proc = subprocess.run(list(command), cwd=str(cwd), capture_output=True, check=False,
-                              env={**clean_environment(), "LANGUAGE": "C", "LC_ALL": "C"}, **streams)
+                              env=_environment(), **streams)
     except FileNotFoundError as exc:
         if exc.filename == command[0]:
             raise GitError(f"git is not installed or not on PATH. {ADVICE}", command=list(command)) from exc
@@ -42,6 +53,42 @@ def execute(cwd: Path, command: Sequence[str], *, stdin: bytes | None = None,
     except OSError as exc:
         raise GitError(f"cannot run git: {exc}", command=list(command), path=path) from exc
     return proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace")
+
+
+def _environment() -> dict[str, str]:
+    return {**clean_environment(), "LANGUAGE": "C", "LC_ALL": "C"}
+
+
+def _execute_timed(cwd: Path, command: Sequence[str], stdin: bytes | None, path: Path | None,
+                   timeout: float) -> tuple[int, bytes, str]:
+    """:func:`execute` with a deadline: git in a process group of its own, the group killed at
+    ``timeout`` (or when this process is interrupted: no push goes on behind a Ctrl-C)."""
+    try:
+        proc = subprocess.Popen(list(command), cwd=str(cwd), env=_environment(), start_new_session=True,
+                                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except FileNotFoundError as exc:
+        if exc.filename == command[0]:
+            raise GitError(f"git is not installed or not on PATH. {ADVICE}", command=list(command)) from exc
+        raise GitError(f"cannot run git: {exc}", command=list(command), path=path) from exc
+    except OSError as exc:
+        raise GitError(f"cannot run git: {exc}", command=list(command), path=path) from exc
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return TIMED_OUT, b"", f"fatal: no answer in {timeout:g} s ('git {' '.join(command[1:2])}' stopped)"
+    except BaseException:
+        _kill_group(proc)
+        raise
+    return proc.returncode, out, err.decode("utf-8", "replace")
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.kill()
+    proc.communicate()
 
 
 def git_error(command: list[str], status: int, stderr: str, root: Path) -> GitError:

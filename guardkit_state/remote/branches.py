@@ -24,6 +24,13 @@ if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
 
 
+#: How long a look at the remote's refs, or a claim's push, may take (seconds) before the remote
+#: counts as unreachable (and is tried again): a live remote answers in well under a second, and a
+#: heartbeat must not wait past its claim's next beat on a remote that took the connection and hangs.
+REFS_TIMEOUT = 30.0
+#: How long a fetch or a push of a branch may take: they carry a turn's files.
+DATA_TIMEOUT = 600.0
+
 #: A ref as :func:`list_refs` reads it: its name, its sha and its commit's message.
 RefRecord = tuple[str, str, str]
 
@@ -60,7 +67,7 @@ class RemoteBranches:
         prefix = BRANCH_PREFIX.rstrip("/")
         status, _, err = self.repo.run("fetch", "--quiet", "--no-tags", "--prune", self.remote,
                                        f"+refs/heads/{prefix}/*:refs/remotes/{self.remote}/{prefix}/*", *also,
-                                       check=False)
+                                       check=False, timeout=DATA_TIMEOUT)
         if status != 0:
             raise RemoteUnreachableError(f"cannot fetch from {self.remote!r}: {_first(err)}", path=self.repo.root)
         tracking = f"refs/remotes/{self.remote}/"
@@ -108,7 +115,7 @@ class RemoteBranches:
         # ``also``: refs pushed with the branch, all or none (``--atomic``): a task's turn ledger.
         status, out, err = self.repo.run("push", "--porcelain", "--no-verify", *(["--atomic"] if also else []),
                                          f"--force-with-lease={ref}:{expected or ''}", self.remote,
-                                         f"{sha}:{ref}", *also, check=False)
+                                         f"{sha}:{ref}", *also, check=False, timeout=DATA_TIMEOUT)
         lines = [line for line in out.decode("utf-8", "replace").splitlines() if "\t" in line]
         mine = [line for line in lines if f":{ref}\t" in line] or lines
         if status == 0 and lines and not any(line.startswith("!") for line in lines):
@@ -126,7 +133,7 @@ class RemoteBranches:
                              path=self.repo.root)
 
     def _remote_sha(self, ref: str) -> str | None:
-        status, out, err = self.repo.run("ls-remote", "--refs", self.remote, ref, check=False)
+        status, out, err = self.repo.run("ls-remote", "--refs", self.remote, ref, check=False, timeout=REFS_TIMEOUT)
         if status != 0:
             raise RemoteUnreachableError(f"cannot reach {self.remote!r}: {_first(err)}", path=self.repo.root)
         return next((line.split("\t")[0] for line in out.decode().splitlines() if line.endswith(f"\t{ref}")), None)

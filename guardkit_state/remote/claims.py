@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
 
 from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError
-from guardkit_state.remote.branches import RefRecord, list_refs
+from guardkit_state.remote.branches import REFS_TIMEOUT, RefRecord, list_refs
 from guardkit_state.store.fsio import validate_task_id
 
 if TYPE_CHECKING:
@@ -201,7 +201,7 @@ class ClaimBoard:
     def read(self, feature: str) -> dict[str, Claim]:
         """The feature's claims on the remote, by task id (fetched; staleness clocks updated)."""
         status, _, err = self.repo.run("fetch", "--quiet", "--no-tags", "--prune", self.remote,
-                                       self.fetch_refspec(feature), check=False)
+                                       self.fetch_refspec(feature), check=False, timeout=REFS_TIMEOUT)
         if status != 0:
             raise RemoteUnreachableError(f"cannot fetch claims from {self.remote!r}: {_first_line(err)}",
                                          path=self.repo.root)
@@ -244,7 +244,7 @@ class ClaimBoard:
 
     def remote_sha(self, ref: str) -> str | None:
         """The ref's sha on the remote now (``ls-remote``), None when absent."""
-        status, out, err = self.repo.run("ls-remote", "--refs", self.remote, ref, check=False)
+        status, out, err = self.repo.run("ls-remote", "--refs", self.remote, ref, check=False, timeout=REFS_TIMEOUT)
         if status != 0:
             raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {_first_line(err)}",
                                          path=self.repo.root)
@@ -301,7 +301,7 @@ class ClaimBoard:
         args = ["push", "--porcelain", "--no-verify"]
         if lease is not None:
             args.append(f"--force-with-lease={lease[0]}:{lease[1]}")
-        status, out, err = self.repo.run(*args, self.remote, refspec, check=False)
+        status, out, err = self.repo.run(*args, self.remote, refspec, check=False, timeout=REFS_TIMEOUT)
         lines = [line for line in out.decode("utf-8", "replace").splitlines() if "\t" in line]
         if status == 0 and lines and not lines[0].startswith("!"):
             return _Push("ok", lines[0])

@@ -51,7 +51,7 @@ from guardkit_state.loop.session import interrupts_as_exceptions
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import CloneAlignment
-from guardkit_state.remote.branches import RemoteBranches
+from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches
 from guardkit_state.remote.claims import Claim, ClaimBoard, retrying
 from guardkit_state.remote.heartbeat import Heartbeat
 from guardkit_state.remote.ledgers import RemoteLedgers
@@ -279,7 +279,8 @@ class _Worker:
     def _snapshot(self) -> str:
         """The remote's loop branches and this feature's claims, as ``ls-remote`` lists them."""
         status, out, err = self.repo.run("ls-remote", self.options.remote, "refs/heads/autobuild/*",
-                                         f"refs/guardkit/claims/{self.feature}/*", check=False)
+                                         f"refs/guardkit/claims/{self.feature}/*", check=False,
+                                         timeout=REFS_TIMEOUT)
         if status != 0:
             raise RemoteUnreachableError(f"cannot reach remote {self.options.remote!r}: {err.strip()[:200]}",
                                          path=self.repo.root)
