@@ -9,8 +9,6 @@ GitPython costs ~0.3 s a command).
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,8 +31,8 @@ def execute(cwd: Path, command: Sequence[str], *, stdin: bytes | None = None,
     git runs in :func:`~guardkit_state.git.environment.clean_environment`: an inherited
     ``GIT_DIR`` or ``GIT_INDEX_FILE`` never redirects it. A failing command is returned, not
     raised; a missing git or an OS failure raises :class:`GitError` (naming ``path``, the working
-    tree, when given). With ``timeout`` (seconds), a command still running then is stopped with
-    what it started (ssh, a remote helper) and returned as :data:`TIMED_OUT`: a remote that takes
+    tree, when given). With ``timeout`` (seconds), a command still running then is stopped and
+    returned as :data:`TIMED_OUT`: a remote that takes
     the connection and never answers would otherwise hold its caller for good.
     """
     if timeout is not None:
@@ -61,10 +59,11 @@ def _environment() -> dict[str, str]:
 
 def _execute_timed(cwd: Path, command: Sequence[str], stdin: bytes | None, path: Path | None,
                    timeout: float) -> tuple[int, bytes, str]:
-    """:func:`execute` with a deadline: git in a process group of its own, the group killed at
-    ``timeout`` (or when this process is interrupted: no push goes on behind a Ctrl-C)."""
+    """:func:`execute` with a deadline: git stopped at ``timeout``, or when this process is
+    interrupted (no push goes on behind a Ctrl-C). It stays in this process group: a signal to the
+    group (a terminal's, a killed machine's) reaches it as before."""
     try:
-        proc = subprocess.Popen(list(command), cwd=str(cwd), env=_environment(), start_new_session=True,
+        proc = subprocess.Popen(list(command), cwd=str(cwd), env=_environment(),
                                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except FileNotFoundError as exc:
@@ -76,19 +75,20 @@ def _execute_timed(cwd: Path, command: Sequence[str], stdin: bytes | None, path:
     try:
         out, err = proc.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        _stop(proc)
         return TIMED_OUT, b"", f"fatal: no answer in {timeout:g} s ('git {' '.join(command[1:2])}' stopped)"
     except BaseException:
-        _kill_group(proc)
+        _stop(proc)
         raise
     return proc.returncode, out, err.decode("utf-8", "replace")
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Kill git; its helpers (ssh, git-remote-https) end when their pipe to it closes. A helper
+    still holding the output pipes a while longer is not waited for."""
     proc.kill()
-    proc.communicate()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.communicate(timeout=5)
 
 
 def git_error(command: list[str], status: int, stderr: str, root: Path) -> GitError:
