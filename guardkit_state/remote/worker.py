@@ -366,9 +366,7 @@ class _Worker:
         self.lost.discard(task)
         if taken_from is not None:
             try:
-                write_takeover(self.repo, task, self.feature_branch, by=self.board.worker, old=taken_from,
-                               note=self.note)
-                pushed[0] = str(self._remote(lambda: self.branches.push(branch, pushed[0]), f"{task}: push"))
+                pushed[0] = self._record_takeover(task, taken_from, pushed[0])
             except ClaimLostError as exc:  # the ousted holder's late push landed first: look again
                 self.note(f"{task}: {exc.message}; looking again")
                 return
@@ -402,6 +400,12 @@ class _Worker:
             raise
         except GuardkitStateError as exc:
             self.note(f"{task}: the loop stopped: {exc.message}")
+
+    def _record_takeover(self, task: str, old: Claim, tip: str | None) -> str:
+        """The takeover written in the task's history (:func:`write_takeover`) and pushed before the
+        task resumes; the sha pushed."""
+        write_takeover(self.repo, task, self.feature_branch, by=self.board.worker, old=old, note=self.note)
+        return str(self._remote(lambda: self.branches.push(branch_for(task), tip), f"{task}: push"))
 
     # -- merges -----------------------------------------------------------------------------
 
