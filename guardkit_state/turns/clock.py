@@ -34,10 +34,11 @@ def read_task_settled(path: Path, store: TurnStore) -> TaskFile:
     """The task file once it no longer looks half-saved, or once every pause has passed.
 
     A partial file must never number a turn (nor be refused as a broken task file): it is read
-    again after each of :data:`RESETTLE_PAUSES` (under a second in all). A file that stays
-    unparsable, or stays behind the store throughout, is what it is: the parse error is raised (a
-    busy-file error where the unparsable bytes kept changing), the view returned (a turn a stale
-    save really dropped is then rolled forward).
+    again after each of :data:`RESETTLE_PAUSES` (under a second in all); an empty one counts as
+    unparsable (a save between its truncate and its write). A file that stays unparsable, or stays
+    behind the store throughout, is what it is: the parse error is raised (a busy-file error where
+    the unparsable bytes kept changing), the view returned (a turn a stale save really dropped is
+    then rolled forward).
     """
     error: ParseError | None = None
     task: TaskFile | None = None
@@ -45,6 +46,11 @@ def read_task_settled(path: Path, store: TurnStore) -> TaskFile:
     for pause in (0.0, *RESETTLE_PAUSES):
         time.sleep(pause)
         raw = read_settled(path)
+        if not raw.strip():  # caught between an editor's truncate and its write: never a task's bytes
+            error, task = ParseError(f"{path}: the task file is empty", path=path,
+                                     expected="a task file (its frontmatter and text)"), None
+            unparsable.add(raw)
+            continue
         try:
             task = TaskFile.from_bytes(raw, path)
         except ParseError as exc:

@@ -24,7 +24,7 @@ from guardkit_state.errors import FileBusyError, InputError, ParseError
 from guardkit_state.loop.run import LoopOptions
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.turns import stall
+from guardkit_state.turns import clock, stall
 from guardkit_state.turns.clock import read_task_settled
 
 from ..e2e_support import GUARDKIT_STATE, clean_env
@@ -414,6 +414,32 @@ def test_settled_read_of_a_file_saved_over_and_over_unparsable_is_busy_not_broke
         writer.join()
     # The same bytes, read settled: a broken file, said as a parse error naming it.
     with pytest.raises(ParseError, match="never closed"):
+        read_task_settled(path, TurnStore(tmp_path / "store", "TASK-X"))
+
+
+def test_settled_read_never_takes_an_emptied_task_file_for_the_task(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "TASK-X.md"
+    whole = "---\nid: TASK-X\nstatus: in_progress\n---\n# Task\n"
+    path.write_text("", encoding="utf-8")  # an editor between its truncate and its write
+    # It sits there through the first reads, then writes: the settled read waits for the whole file.
+    reads: list[bytes] = []
+    real = clock.read_settled
+
+    def slow_editor(file: Path) -> bytes:
+        got = real(file)
+        reads.append(got)
+        if len(reads) == 2:
+            file.write_text(whole, encoding="utf-8")
+        return got
+
+    monkeypatch.setattr(clock, "read_settled", slow_editor)
+    task = read_task_settled(path, TurnStore(tmp_path / "store", "TASK-X"))
+    assert task.text == whole and reads[:2] == [b"", b""]
+    # Empty through every pause: not a task file, said as such (nothing can be recorded into it).
+    path.write_text("", encoding="utf-8")
+    monkeypatch.setattr(clock, "read_settled", real)
+    with pytest.raises(ParseError, match="empty"):
         read_task_settled(path, TurnStore(tmp_path / "store", "TASK-X"))
 
 
