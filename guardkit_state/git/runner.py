@@ -12,7 +12,6 @@ import contextlib
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from guardkit_state.errors import GitError
 from guardkit_state.git.environment import clean_environment
@@ -32,38 +31,16 @@ def execute(cwd: Path, command: Sequence[str], *, stdin: bytes | None = None,
     ``GIT_DIR`` or ``GIT_INDEX_FILE`` never redirects it. A failing command is returned, not
     raised; a missing git or an OS failure raises :class:`GitError` (naming ``path``, the working
     tree, when given). With ``timeout`` (seconds), a command still running then is stopped and
-    returned as :data:`TIMED_OUT`: a remote that takes
-    the connection and never answers would otherwise hold its caller for good.
+    returned as :data:`TIMED_OUT`: a remote that takes the connection and never answers would
+    otherwise hold its caller for good. git stays in this process group (a signal to the group, a
+    terminal's or a killed machine's, reaches it), and is stopped when this process is interrupted.
     """
-    if timeout is not None:
-        return _execute_timed(cwd, command, stdin, path, timeout)
     try:
         # Not GitPython's Git.execute: it merges its env= into a copy of os.environ, so it can add
         # variables but never remove an inherited GIT_DIR. LC_ALL/LANGUAGE=C as GitPython sets them:
         # git's messages ("nothing to commit", "unknown revision") are matched in English.
-        streams: dict[str, Any] = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
-        proc = subprocess.run(list(command), cwd=str(cwd), capture_output=True, check=False,
-                              env=_environment(), **streams)
-    except FileNotFoundError as exc:
-        if exc.filename == command[0]:
-            raise GitError(f"git is not installed or not on PATH. {ADVICE}", command=list(command)) from exc
-        raise GitError(f"cannot run git: {exc}", command=list(command), path=path) from exc
-    except OSError as exc:
-        raise GitError(f"cannot run git: {exc}", command=list(command), path=path) from exc
-    return proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace")
-
-
-def _environment() -> dict[str, str]:
-    return {**clean_environment(), "LANGUAGE": "C", "LC_ALL": "C"}
-
-
-def _execute_timed(cwd: Path, command: Sequence[str], stdin: bytes | None, path: Path | None,
-                   timeout: float) -> tuple[int, bytes, str]:
-    """:func:`execute` with a deadline: git stopped at ``timeout``, or when this process is
-    interrupted (no push goes on behind a Ctrl-C). It stays in this process group: a signal to the
-    group (a terminal's, a killed machine's) reaches it as before."""
-    try:
-        proc = subprocess.Popen(list(command), cwd=str(cwd), env=_environment(),
+        environment = {**clean_environment(), "LANGUAGE": "C", "LC_ALL": "C"}
+        proc = subprocess.Popen(list(command), cwd=str(cwd), env=environment,
                                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except FileNotFoundError as exc:
