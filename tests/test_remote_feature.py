@@ -363,6 +363,27 @@ def test_a_task_out_of_turns_stops_the_workers_with_its_reason(tmp_path: Path) -
     assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""
 
 
+def _two_machines(tmp_path: Path, project: FeatureProject) -> tuple[Path, Path, Path]:
+    """A bare remote of ``project`` and two clones of it, ``mine`` and ``theirs``; ``theirs`` has
+    pushed the feature branch (at main)."""
+    bare = make_bare(tmp_path, project.root)
+    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
+    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    return bare, mine, theirs
+
+
+def _one_turn_here(project: FeatureProject, machine: Path, task: str) -> None:
+    """One turn of ``task`` run on ``machine`` alone (one-machine loop, off the feature branch), never
+    pushed: the turn a holder ousted before its push leaves on its clone."""
+    local = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", task, "--repo",
+                            str(machine), "--base-branch", FEATURE_BRANCH, "--max-turns", "1", "--player",
+                            agent_command("player.py"), "--coach", agent_command("coach.py")],
+                           cwd=machine, env={**os.environ, **project.env()}, capture_output=True, text=True,
+                           check=False)
+    assert local.returncode == 1, local.stdout + local.stderr
+
+
 def _run_elsewhere(project: FeatureProject, machine: Path, task: str, *extra: str, release: bool = True,
                    lease: float = 600) -> None:
     """Another machine's worker runs ``task`` as a worker does: claims it, runs its loop, pushes its
@@ -392,10 +413,7 @@ def test_a_fresh_claim_on_a_task_approved_elsewhere_since_the_look_does_not_run_
     from guardkit_state.remote.worker import WorkerOptions, run_worker
 
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
-    bare = make_bare(tmp_path, project.root)
-    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
-    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
-    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    bare, mine, theirs = _two_machines(tmp_path, project)
     for name, value in project.env().items():
         monkeypatch.setenv(name, value)
     real_claim = ClaimBoard.claim
@@ -427,19 +445,12 @@ def test_a_clone_whose_branch_went_apart_from_the_remote_never_pushes_over_the_r
     from guardkit_state.remote.worker import WorkerOptions, run_worker
 
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=3)])
-    bare = make_bare(tmp_path, project.root)
-    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
-    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
-    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    bare, mine, theirs = _two_machines(tmp_path, project)
     git(mine, "fetch", "-q", "origin")
     git(mine, "branch", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
     # This clone's worker ran turn 1 and lost its claim before its push (ousted: its turn is here only);
     # the worker that took the task over pushed turns 1 and 2, then released it (Ctrl-C).
-    local = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", "TASK-FB-001", "--repo",
-                            str(mine), "--base-branch", FEATURE_BRANCH, "--max-turns", "1", "--player",
-                            agent_command("player.py"), "--coach", agent_command("coach.py")],
-                           cwd=mine, env={**os.environ, **project.env()}, capture_output=True, text=True, check=False)
-    assert local.returncode == 1, local.stdout + local.stderr
+    _one_turn_here(project, mine, "TASK-FB-001")
     _run_elsewhere(project, theirs, "TASK-FB-001", "--max-turns", "2")
     theirs_tip = git(bare, "rev-parse", "autobuild/TASK-FB-001").strip()
     if stale_lock:  # the worker was killed in a git command there: its index lock is left, no git holds it
@@ -565,10 +576,7 @@ def test_the_merger_merges_the_remotes_branch_not_its_clones_own_approval_that_n
     from guardkit_state.remote.worker import WorkerOptions, run_worker
 
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
-    bare = make_bare(tmp_path, project.root)
-    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
-    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
-    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    bare, mine, theirs = _two_machines(tmp_path, project)
     git(mine, "fetch", "-q", "origin")
     git(mine, "branch", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
     # This clone's holder had its Coach approve turn 1, committed, and was ousted before its push
@@ -655,19 +663,12 @@ def test_a_task_folder_that_is_no_worktree_never_gets_the_clones_own_checkout_re
     from guardkit_state.remote.worker import WorkerOptions, run_worker
 
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
-    bare = make_bare(tmp_path, project.root)
-    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
-    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
-    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    _, mine, theirs = _two_machines(tmp_path, project)
     git(mine, "fetch", "-q", "origin")
     git(mine, "branch", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
     # This clone's branch of the task went apart from the remote's, and its task folder is no
     # worktree any more (its .git file removed by hand): git run there finds the clone's checkout.
-    local = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", "TASK-FB-001", "--repo",
-                            str(mine), "--base-branch", FEATURE_BRANCH, "--max-turns", "1", "--player",
-                            agent_command("player.py"), "--coach", agent_command("coach.py")],
-                           cwd=mine, env={**os.environ, **project.env()}, capture_output=True, text=True, check=False)
-    assert local.returncode == 1, local.stdout + local.stderr
+    _one_turn_here(project, mine, "TASK-FB-001")
     _run_elsewhere(project, theirs, "TASK-FB-001", "--max-turns", "1")
     (mine / ".guardkit/worktrees/TASK-FB-001/.git").unlink()
     (mine / "my-own-work.txt").write_text("uncommitted work of the user\n")
@@ -689,10 +690,7 @@ def test_a_merge_its_dead_merger_never_pushed_is_not_taken_for_the_remotes(
 
     tasks = [TaskSpec("TASK-FB-001"), TaskSpec("TASK-FB-002", dependencies=["TASK-FB-001"])]
     project = make_feature(tmp_path, tasks)
-    bare = make_bare(tmp_path, project.root)
-    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
-    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
-    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    bare, mine, theirs = _two_machines(tmp_path, project)
     _run_elsewhere(project, theirs, "TASK-FB-001")
     # This clone's merger merged wave 1 into its feature branch and died before its push.
     git(mine, "fetch", "-q", "origin")
@@ -718,10 +716,7 @@ def test_a_registered_task_folder_that_is_no_worktree_any_more_never_moves_the_c
     from guardkit_state.remote.worker import WorkerOptions, run_worker
 
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
-    bare = make_bare(tmp_path, project.root)
-    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
-    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
-    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    _, mine, theirs = _two_machines(tmp_path, project)
     _run_elsewhere(project, theirs, "TASK-FB-001", "--max-turns", "1")
     # This clone has the task's worktree at turn 1; the remote's branch moves on; then the folder
     # loses its .git file (by hand), while git still lists the worktree.
@@ -784,10 +779,7 @@ def test_a_merger_killed_in_a_merge_leaves_no_lock_that_stops_the_next_merger_on
     from guardkit_state.remote.worker import WorkerOptions, run_worker
 
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
-    bare = make_bare(tmp_path, project.root)
-    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
-    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
-    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    bare, mine, theirs = _two_machines(tmp_path, project)
     _run_elsewhere(project, theirs, "TASK-FB-001")
     git(mine, "fetch", "-q", "origin")
     git(mine, "branch", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
@@ -808,10 +800,7 @@ def test_a_claim_the_worker_itself_could_not_release_is_deleted_when_its_task_is
     from guardkit_state.remote.worker import WorkerOptions, run_worker
 
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
-    bare = make_bare(tmp_path, project.root)
-    mine, theirs = (clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2))
-    git(theirs, "branch", FEATURE_BRANCH, "origin/main")
-    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    bare, mine, theirs = _two_machines(tmp_path, project)
     _run_elsewhere(project, theirs, "TASK-FB-001")
     # This worker ran the task and its release did not reach the remote (it was unreachable then).
     repo = GitRepo.discover(mine)
