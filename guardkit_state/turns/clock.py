@@ -21,11 +21,13 @@ RESETTLE_PAUSES = (0.005, 0.02, 0.05, 0.1, 0.2, 0.4)
 
 
 def looks_half_saved(task: TaskFile, store: TurnStore) -> bool:
-    """True when ``task`` lists fewer turns than ``store`` holds turn states for.
+    """True when ``task`` is empty, or lists fewer turns than ``store`` holds turn states for.
 
     A file caught mid-way through an in-place save (empty, or cut short) looks like that; so does
     one whose last entry a stale save really dropped (its turn is then rolled forward).
     """
+    if not task.text.strip():  # emptied by a save between its truncate and its write: never a task
+        return True
     recorded = len(task.state.turns) if task.state else 0
     return store.exists("turn_state", recorded + 1)
 
@@ -47,7 +49,7 @@ def read_task_settled(path: Path, store: TurnStore) -> TaskFile:
         time.sleep(pause)
         raw = read_settled(path)
         if not raw.strip():  # caught between an editor's truncate and its write: never a task's bytes
-            error, task = ParseError(f"{path}: the task file is empty", path=path,
+            error, task = ParseError("the task file is empty", path=path,
                                      expected="a task file (its frontmatter and text)"), None
             unparsable.add(raw)
             continue

@@ -443,6 +443,19 @@ def test_settled_read_never_takes_an_emptied_task_file_for_the_task(tmp_path: Pa
         read_task_settled(path, TurnStore(tmp_path / "store", "TASK-X"))
 
 
+def test_record_never_writes_a_turn_into_an_emptied_task_file(tmp_path: Path) -> None:
+    from guardkit_state.turns.lifecycle import record_turn
+    from tests.helpers import coach_decision, player_report
+
+    task = tmp_path / "tasks" / "backlog" / "TASK-AUTH-001-login.md"
+    task.parent.mkdir(parents=True)
+    task.write_text("", encoding="utf-8")  # a save caught between its truncate and its write, for good
+    with pytest.raises(ParseError, match="the task file is empty"):
+        record_turn(tmp_path, "TASK-AUTH-001", player_report(1), coach_decision(1, "feedback"))
+    assert task.read_bytes() == b""
+    assert not list(tmp_path.rglob("*_turn_1.json"))
+
+
 # -- stall normalisation on huge feedback ------------------------------------------------------------
 #: The normaliser as it was (quadratic on long whitespace-free text): the reference on ordinary text.
 _REFERENCE = (
