@@ -14,7 +14,9 @@ from guardkit_state.git.merge import (
     merge_branch,
     merge_in_progress,
     merge_message,
+    merged_task_ids,
     recover_interrupted_merge,
+    task_merges,
 )
 from guardkit_state.git.repo import GitRepo
 
@@ -58,6 +60,29 @@ def test_a_merge_carries_trailers_and_is_found_again(git_repo: Path) -> None:
     assert is_ancestor(repo, "task-a", "feature") and not is_ancestor(repo, "task-c", "feature")
     again = merge_branch(repo, "task-a", _message("TASK-A"))
     assert again.already and again.sha == second.sha  # never merged twice
+
+
+def test_every_merge_is_found_in_one_look_as_find_task_merge_finds_each(git_repo: Path) -> None:
+    repo = _repo(git_repo)
+    first = merge_branch(repo, "task-a", _message("TASK-A"))
+    # A commit-msg hook's footer after the trailers hides them from git's trailer parser; the line
+    # is still there, and find_task_merge (a --grep of the line) finds the merge.
+    footed = merge_branch(repo, "task-b", _message("TASK-B") + "\n\nReviewed in the weekly sync, see the wiki page.\n")
+    run_git(git_repo, "commit", "-q", "--allow-empty", "-m", "not a merge\n\nGuardkit-Task: TASK-C")
+    # The same task merged again later (a re-run after its branch was reset): the newest merge counts.
+    run_git(git_repo, "checkout", "-q", "-b", "task-a2", "task-a")
+    (git_repo / "a.txt").write_text("a again\n")
+    run_git(git_repo, "commit", "-q", "-am", "task-a again")
+    run_git(git_repo, "checkout", "-q", "feature")
+    again = merge_branch(repo, "task-a2", _message("TASK-A"))
+    assert first.merged and footed.merged and again.merged
+    assert run_git(git_repo, "log", "-1", "--format=%(trailers:key=Guardkit-Task,valueonly)", footed.sha or "") == "\n"
+    found = task_merges(repo, "feature")
+    assert found == {task: find_task_merge(repo, task, "feature") for task in ("TASK-A", "TASK-B")}
+    assert found == {"TASK-A": again.sha, "TASK-B": footed.sha}
+    assert merged_task_ids(repo, "feature") == {"TASK-A", "TASK-B"}
+    assert find_task_merge(repo, "TASK-C", "feature") is None  # a first-parent commit that is no merge
+    assert task_merges(repo, "no-such-branch") == {} and merged_task_ids(repo, "no-such-branch") == frozenset()
 
 
 def test_a_conflict_is_aborted_and_reported(git_repo: Path) -> None:

@@ -4,6 +4,7 @@ of one bare remote, with scripted agents."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -813,3 +815,59 @@ def test_a_claim_the_worker_itself_could_not_release_is_deleted_when_its_task_is
     assert result.done, result.reason
     assert merged_order(bare) == ["TASK-FB-001"]
     assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""
+
+
+def test_a_worker_waiting_on_another_workers_merge_sees_it_land_long_before_its_poll(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.git.merge import merge_branch, merge_message
+    from guardkit_state.git.worktrees import WorktreeManager
+    from guardkit_state.remote.worker import MERGE_CLAIM, WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare, mine, theirs = _two_machines(tmp_path, project)
+    _run_elsewhere(project, theirs, "TASK-FB-001")
+    repo = GitRepo.discover(theirs)
+    assert repo is not None
+    board = ClaimBoard(repo, "origin", "elsewhere")
+    held = board.claim(FEATURE_ID, MERGE_CLAIM, lease=600)
+    assert held is not None
+    landed: list[float] = []
+
+    def merge_there() -> None:  # the other machine's merger: its merge lands a second after this worker looked
+        threading.Event().wait(1.0)
+        git(theirs, "branch", "-f", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
+        feature = WorktreeManager(repo).create(FEATURE_ID).repo()
+        message = merge_message(FEATURE_ID, "TASK-FB-001", branch="autobuild/TASK-FB-001", target=FEATURE_BRANCH,
+                                wave=1)
+        assert merge_branch(feature, "autobuild/TASK-FB-001", message).merged
+        git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+        landed.append(time.monotonic())
+        assert board.release(held)
+
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    notes: list[str] = []
+    other = threading.Thread(target=merge_there)
+    other.start()
+    try:
+        result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=30),
+                            on_note=notes.append)
+    finally:
+        other.join()
+    finished = time.monotonic()
+    assert result.done and result.ran == [] and result.merged == [], result.reason
+    assert "waiting: wave 1: another worker is merging it" in notes
+    assert finished - landed[0] < 5  # at --poll 30 the next look would have come 30 s after the last
+    assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_looks_at_another_workers_merge_start_quick_and_slow_down_to_the_poll() -> None:
+    from guardkit_state.remote.worker import MERGE_LOOK, MERGE_LOOKS, merge_wait
+
+    for poll in (0.01, 0.2, 2.0, 120.0):
+        waits = [merge_wait(look, poll) for look in range(1, 20 * MERGE_LOOKS)]
+        assert waits[0] == min(MERGE_LOOK, poll)
+        assert all(a <= b <= poll for a, b in itertools.pairwise(waits))  # never quicker again, never past --poll
+        assert waits[-1] == poll  # a merger that died is looked at every --poll, like any other wait
+        assert all(waits[n] == waits[0] for n in range(MERGE_LOOKS))

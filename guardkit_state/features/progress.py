@@ -11,6 +11,7 @@ turn.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -79,15 +80,18 @@ class FeatureGit:
 
 
 def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = None,
-                    known_unmerged: bool = False) -> TaskState:
+                    known_unmerged: bool = False, merges: Mapping[str, str] | None = None) -> TaskState:
     """Where ``task_id`` stands (see the module docstring); reads only, never writes.
 
     ``max_turns`` is the run's turn budget: a task that used up a smaller one may go on.
     ``known_unmerged``: the caller knows no merge of the task is on the feature branch (its loop
     has just run, and only the caller merges), so the feature branch's history is not searched.
+    ``merges``: the feature branch's merges as :func:`~guardkit_state.git.merge.task_merges` found
+    them, when the caller reads several tasks (one search of its history for all).
     """
     branch = branch_for(task_id)
-    merge = None if known_unmerged else find_task_merge(git.main, task_id, git.feature_branch)
+    merge = (None if known_unmerged else merges.get(task_id) if merges is not None
+             else find_task_merge(git.main, task_id, git.feature_branch))
     has_branch = git.main.branch_exists(branch)
     worktree = git.task_worktree(task_id)
     own = worktree.is_dir() or has_branch

@@ -111,15 +111,25 @@ def find_task_merge(repo: GitRepo, task_id: str, rev: str) -> str | None:
     return out.decode("utf-8", "replace").strip() or None
 
 
-def merged_task_ids(repo: GitRepo, rev: str) -> frozenset[str]:
-    """Every task id :func:`find_task_merge` finds on ``rev`` (the ``Guardkit-Task`` trailers of its
-    first-parent merges), in one git call; empty when ``rev`` does not exist."""
-    fmt = f"%(trailers:key={TRAILER_TASK},valueonly,separator=%x2C)%x1e"
-    status, out, _ = repo.run("log", "--first-parent", "--merges", f"--format={fmt}", rev, "--", check=False)
+def task_merges(repo: GitRepo, rev: str) -> dict[str, str]:
+    """What :func:`find_task_merge` finds on ``rev`` for every task at once (task id -> the newest
+    merge commit with its ``Guardkit-Task`` line), in one git call; empty when ``rev`` does not exist."""
+    status, out, _ = repo.run("log", "--first-parent", "--merges", "--format=%H%x1f%B%x1e", rev, "--", check=False)
     if status != 0:
-        return frozenset()
-    return frozenset(t.strip() for record in out.decode("utf-8", "replace").split(_RECORD)
-                     for t in record.split(",") if t.strip())
+        return {}
+    prefix = f"{TRAILER_TASK}: "
+    merges: dict[str, str] = {}
+    for record in out.decode("utf-8", "replace").split(_RECORD):
+        sha, _, message = record.strip("\n").partition("\x1f")
+        for line in message.split("\n"):  # a line, as --grep='^Guardkit-Task: ID$' matches it
+            if line.startswith(prefix) and line != prefix:
+                merges.setdefault(line[len(prefix):], sha)  # newest first
+    return merges
+
+
+def merged_task_ids(repo: GitRepo, rev: str) -> frozenset[str]:
+    """Every task id :func:`find_task_merge` finds on ``rev`` (see :func:`task_merges`)."""
+    return frozenset(task_merges(repo, rev))
 
 
 def merge_in_progress(repo: GitRepo) -> bool:
@@ -259,5 +269,6 @@ __all__ = [
     "merge_message",
     "merged_task_ids",
     "recover_interrupted_merge",
+    "task_merges",
     "unmerged_paths",
 ]

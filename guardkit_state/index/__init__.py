@@ -21,24 +21,19 @@ _EXPORTS: dict[str, str] = {
     "SyncReport": "guardkit_state.index.base", "FileIndex": "guardkit_state.index.files",
     "Filters": "guardkit_state.index.query", "SYSTEM_GROUPS": "guardkit_state.index.records",
     "TURN_STATES": "guardkit_state.index.records", "project_group_id": "guardkit_state.index.records",
-    "Backend": "guardkit_state.index.searching", "graphiti_available": "guardkit_state.index.searching",
-    "graphiti_configured": "guardkit_state.index.searching", "make_filters": "guardkit_state.index.searching",
+    "Backend": "guardkit_state.index.searching", "graphiti_available": "guardkit_state.index.configured",
+    "graphiti_configured": "guardkit_state.index.configured", "make_filters": "guardkit_state.index.searching",
     "search": "guardkit_state.index.searching",
 }
 
 if TYPE_CHECKING:
     from guardkit_state.errors import EmbedderMismatchError
     from guardkit_state.index.base import IndexStatus, SearchHit, SearchIndex, SearchResult, SyncReport
+    from guardkit_state.index.configured import graphiti_available, graphiti_configured
     from guardkit_state.index.files import FileIndex
     from guardkit_state.index.query import Filters
     from guardkit_state.index.records import SYSTEM_GROUPS, TURN_STATES, project_group_id
-    from guardkit_state.index.searching import (
-        Backend,
-        graphiti_available,
-        graphiti_configured,
-        make_filters,
-        search,
-    )
+    from guardkit_state.index.searching import Backend, make_filters, search
 
 
 def __getattr__(name: str) -> Any:
@@ -74,8 +69,8 @@ def open_graphiti(repo_root: Path, *, uri: str | None = None, embedder: str | No
     Raises:
         MissingExtraError: the graphiti extra is not installed.
     """
+    from guardkit_state.index.configured import require_graphiti
     from guardkit_state.index.graphiti_backend import GraphitiIndex
-    from guardkit_state.index.searching import require_graphiti
 
     require_graphiti()
 

@@ -69,8 +69,8 @@ def index_turn_best_effort(repo_root: Path, turn_state_path: Path | None = None,
     and anything else not indexed yet).
     """
     try:
+        from guardkit_state.index.configured import graphiti_available, graphiti_configured
         from guardkit_state.index.identity import checkout_root
-        from guardkit_state.index.searching import graphiti_available, graphiti_configured
         from guardkit_state.store.layout import index_dir
 
         root = checkout_root(Path(repo_root))

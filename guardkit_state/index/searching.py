@@ -12,15 +12,14 @@ staleness) or fails.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from guardkit_state.errors import EmbedderMismatchError, IndexBackendError, LockedError, MissingExtraError
+from guardkit_state.errors import EmbedderMismatchError, IndexBackendError, LockedError
 from guardkit_state.index.base import SearchResult
-from guardkit_state.index.embedded import embedded_index_exists
+from guardkit_state.index.configured import graphiti_available, graphiti_configured, require_graphiti
 from guardkit_state.index.embedder_spec import mismatch, parse_embedder
 from guardkit_state.index.files import FileIndex
 from guardkit_state.index.identity import checkout_root
@@ -34,23 +33,6 @@ log = logging.getLogger("guardkit_state.index")
 
 Backend = Literal["auto", "files", "graphiti"]
 SYNC_HINT = "run 'guardkit-state graphiti sync'"
-
-
-def graphiti_available() -> bool:
-    """True when the graphiti extra is installed (checked without importing it)."""
-    return importlib.util.find_spec("graphiti_core") is not None
-
-
-def require_graphiti() -> None:
-    """Raises :class:`MissingExtraError` (which says the ``pip install``) when the graphiti extra is missing."""
-    if not graphiti_available():
-        raise MissingExtraError("the Graphiti index is not installed",
-                                expected="pip install 'guardkit-state[graphiti]'")
-
-
-def graphiti_configured(repo_root: Path, uri: str | None = None) -> bool:
-    """True when a URI is given/set or an embedded index was built for ``repo_root``."""
-    return configured_uri(uri) is not None or embedded_index_exists(checkout_root(Path(repo_root)))
 
 
 def make_filters(*, task: str | None = None, feature: str | None = None, decision: str | None = None,

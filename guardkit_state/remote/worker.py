@@ -38,8 +38,8 @@ from guardkit_state.errors import (
     RemoteError,
     RemoteUnreachableError,
 )
-from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
-from guardkit_state.git.merge import merge_branch, merge_message, merged_task_ids
+from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state, unstarted_state
+from guardkit_state.git.merge import merge_branch, merge_message, task_merges
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.stale_locks import remove_stale_locks
@@ -51,19 +51,31 @@ from guardkit_state.loop.session import interrupts_as_exceptions
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import CloneAlignment
-from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches
+from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches, list_refs
 from guardkit_state.remote.claims import Claim, ClaimBoard, retrying
 from guardkit_state.remote.heartbeat import Heartbeat
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.ready import WaveTurn, wave_turn
 from guardkit_state.remote.takeover_record import write_takeover
 from guardkit_state.remote.wave_progress import write_wave_progress
-from guardkit_state.store.layout import branch_for, worktrees_dir
+from guardkit_state.store.layout import BRANCH_PREFIX, branch_for, worktrees_dir
 
 log = logging.getLogger("guardkit_state.remote.worker")
 
 #: The claim a worker holds while it merges a wave (one merger at a time).
 MERGE_CLAIM = "MERGE-WAVES"
+#: A worker waiting on another worker's merge looks again after this many seconds, the interval
+#: doubled every :data:`MERGE_LOOKS` looks up to ``--poll``: a merge takes seconds, and the next
+#: wave (or the end of the feature) waits on it; a merger that died is soon looked at only every ``--poll``.
+MERGE_LOOK = 0.05
+MERGE_LOOKS = 8
+
+
+def merge_wait(looks: int, poll: float) -> float:
+    """Seconds until the ``looks``-th look (1, 2 ...) at another worker's merge: :data:`MERGE_LOOK`,
+    doubled every :data:`MERGE_LOOKS` looks, never more than ``poll``."""
+    return min(poll, MERGE_LOOK * 2.0 ** ((max(looks, 1) - 1) // MERGE_LOOKS))
+
 
 Step = Literal["done", "worked", "wait"]
 
@@ -160,8 +172,11 @@ class _Worker:
         self._last_snapshot: object = None
         self._last_remote: dict[str, str] | None = None
         self._claims: dict[str, Claim] = {}
-        self._merged_at: tuple[str | None, frozenset[str]] = (None, frozenset())
+        self._merges_at: tuple[str | None, dict[str, str]] = (None, {})
         self._said = ""
+        self._pause = options.poll
+        self._first_look: object = None
+        self._merge_looks = 0
 
     def note(self, text: str) -> None:
         log.info("%s", text)
@@ -186,7 +201,9 @@ class _Worker:
                     self._ensure_feature_branch()
                     while (step := self._step()) != "done":
                         if step == "wait":  # after a task or a merge, look again at once
-                            time.sleep(self.options.poll)
+                            time.sleep(self._pause)
+                        else:
+                            self._merge_looks = 0
                 except KeyboardInterrupt:
                     raise WorkerInterrupted(self.feature, self._release_all()) from None
         finally:
@@ -211,6 +228,7 @@ class _Worker:
         listed = self._remote(self._snapshot, "look")
         assert isinstance(listed, str)
         if any(line.endswith(f"\trefs/heads/{self.feature_branch}") for line in listed.splitlines()):
+            self._first_look = listed  # the first step's look: nothing was pushed since
             return
         start = self.repo.text("rev-parse", "--verify", "HEAD^{commit}")
         if self.repo.resolve(f"refs/heads/{self.feature_branch}") is None:
@@ -226,7 +244,7 @@ class _Worker:
         a task or merged a wave, ``wait`` when there was nothing for it to do."""
         # One ls-remote first: while nothing moved on the remote (a waiting worker's usual look),
         # the last fetch, states and claims still hold, and no fetch is made.
-        snapshot = self._remote(self._snapshot, "look")
+        snapshot, self._first_look = self._first_look or self._remote(self._snapshot, "look"), None
         if snapshot != self._last_snapshot or self._last_remote is None:
             remote = self._remote(self._sync, "fetch")
             assert isinstance(remote, dict)
@@ -258,12 +276,13 @@ class _Worker:
         self._wait(f"wave {turn.number}: every task that has to run is claimed by a live worker")
         return "wait"
 
-    def _merged(self, feature_sha: str | None) -> frozenset[str]:
-        """The tasks the feature branch has merged, by one look at its merges, once per sha."""
-        if self._merged_at[0] != feature_sha:
-            found = merged_task_ids(self.repo, self.branches.tracking(self.feature_branch)) if feature_sha else None
-            self._merged_at = (feature_sha, found or frozenset())
-        return self._merged_at[1]
+    def _merged(self, feature_sha: str | None) -> dict[str, str]:
+        """The tasks the feature branch has merged (task -> merge commit), by one look at its
+        merges, once per sha."""
+        if self._merges_at[0] != feature_sha:
+            found = task_merges(self.repo, self.branches.tracking(self.feature_branch)) if feature_sha else {}
+            self._merges_at = (feature_sha, found)
+        return self._merges_at[1]
 
     def _all_merged(self, feature_sha: str | None) -> bool:
         """Every task merged: what the workers that did not make the last merge find, without
@@ -303,15 +322,21 @@ class _Worker:
         if (cached is not None and cached[0][0] == key[0] and cached[1].phase in ("approved", "merged")
                 and task in self._merged(key[1])):
             state = replace(cached[1], phase="merged")  # its branch stood still; a merge took it in
+        elif (key[0] is None and task not in self._merged(key[1]) and not self.fgit.task_worktree(task).is_dir()
+              and self.repo.resolve(f"refs/heads/{branch_for(task)}") is None):
+            state = unstarted_state(self.repo.root, task)  # no run of it anywhere: what read_task_state says, no git
         else:
             # Read as the remote holds it: a branch of this clone apart from (or behind) the remote's
             # would tell a run the remote never saw (an ousted holder's own approval, merged instead).
             self.alignment.task(task, branch_for(task), key[0], taken_over=False)
-            state = read_task_state(self.fgit, task, max_turns=self.options.max_turns)
+            state = read_task_state(self.fgit, task, max_turns=self.options.max_turns, merges=self._merged(key[1]))
         self._states[task] = (key, state)
         return state
 
-    def _wait(self, why: str) -> None:
+    def _wait(self, why: str, *, merging: bool = False) -> None:
+        """Say why this worker waits (once), and set how long until it looks again."""
+        self._merge_looks = self._merge_looks + 1 if merging else 0
+        self._pause = merge_wait(self._merge_looks, self.options.poll) if merging else self.options.poll
         if why != self._said:
             self.note(f"waiting: {why}")
             self._said = why
@@ -411,7 +436,7 @@ class _Worker:
 
     def _merge_wave(self, turn: WaveTurn, current: Claim | None) -> Step:
         if current is not None and not self.board.is_stale(current, stale_after=self.options.stale):
-            self._wait(f"wave {turn.number}: another worker is merging it")  # no claim push tried, and refused
+            self._wait(f"wave {turn.number}: another worker is merging it", merging=True)  # no push tried
             return "wait"
         if current is None:
             claim = self._remote(lambda: self.board.claim(self.feature, MERGE_CLAIM, self.options.lease), "claim")
@@ -419,7 +444,7 @@ class _Worker:
             claim = self._remote(lambda: self.board.take_over(self.feature, MERGE_CLAIM, self.options.lease,
                                                               stale_after=self.options.stale), "takeover")
         if claim is None:
-            self._wait(f"wave {turn.number}: another worker is merging it")
+            self._wait(f"wave {turn.number}: another worker is merging it", merging=True)
             return "wait"
         assert isinstance(claim, Claim)
         with self._holding(claim):
@@ -437,9 +462,12 @@ class _Worker:
         if expected is not None:
             feature_repo.run("reset", "--hard", "--quiet", expected)
         approved = [task for task in turn.tasks if turn.states[task].phase == "approved"]
+        prefix = BRANCH_PREFIX.rstrip("/")  # every task branch here and as last fetched, in one git call
+        refs = list_refs(self.repo, self.branches.tracking(prefix), f"refs/heads/{prefix}")
+        tips = {name: sha for name, sha, _ in refs}
         for task in approved:
             branch = branch_for(task)
-            tip, local = self.repo.resolve(self.branches.tracking(branch)), self.repo.resolve(f"refs/heads/{branch}")
+            tip, local = tips.get(self.branches.tracking(branch)), tips.get(f"refs/heads/{branch}")
             if local is None or local == tip:
                 continue
             # Approved on this clone, its push never made (its holder died first; its claim is stale or
@@ -519,4 +547,4 @@ class _Worker:
         return released
 
 
-__all__ = ["MERGE_CLAIM", "WorkerInterrupted", "WorkerOptions", "WorkerResult", "run_worker"]
+__all__ = ["MERGE_CLAIM", "WorkerInterrupted", "WorkerOptions", "WorkerResult", "merge_wait", "run_worker"]
