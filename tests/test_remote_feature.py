@@ -871,3 +871,15 @@ def test_looks_at_another_workers_merge_start_quick_and_slow_down_to_the_poll() 
         assert all(a <= b <= poll for a, b in itertools.pairwise(waits))  # never quicker again, never past --poll
         assert waits[-1] == poll  # a merger that died is looked at every --poll, like any other wait
         assert all(waits[n] == waits[0] for n in range(MERGE_LOOKS))
+
+
+def test_looks_at_a_merge_that_never_ends_stay_at_the_poll() -> None:
+    # A merger whose main thread hangs (a hook, a merge driver) while its heartbeat beats on holds
+    # the merge claim for good: the workers waiting on it look every --poll, however long it lasts
+    # (2.0 ** 1024 overflowed after 8192 looks: 14 minutes at --poll 0.1, a few hours at 2).
+    from guardkit_state.remote.worker import MERGE_LOOKS, merge_wait
+
+    for poll in (0.1, 2.0, 1e300):
+        for looks in (1024 * MERGE_LOOKS, 1024 * MERGE_LOOKS + 1, 10**6, 10**12):
+            assert 0 < merge_wait(looks, poll) <= poll
+    assert merge_wait(10**6, 2.0) == 2.0

@@ -69,12 +69,17 @@ MERGE_CLAIM = "MERGE-WAVES"
 #: wave (or the end of the feature) waits on it; a merger that died is soon looked at only every ``--poll``.
 MERGE_LOOK = 0.05
 MERGE_LOOKS = 8
+#: 0.05 * 2.0 ** 1023 is still a float (the largest is about 1.8e308): the interval never overflows.
+_MAX_DOUBLINGS = 1023
 
 
 def merge_wait(looks: int, poll: float) -> float:
     """Seconds until the ``looks``-th look (1, 2 ...) at another worker's merge: :data:`MERGE_LOOK`,
     doubled every :data:`MERGE_LOOKS` looks, never more than ``poll``."""
-    return min(poll, MERGE_LOOK * 2.0 ** ((max(looks, 1) - 1) // MERGE_LOOKS))
+    # The doublings stop where a float still holds the interval: a merge claim held for hours (a
+    # merger hung while its heartbeat beats) counts thousands of looks, and 2.0 ** 1024 overflows.
+    doublings = min((max(looks, 1) - 1) // MERGE_LOOKS, _MAX_DOUBLINGS)
+    return min(poll, MERGE_LOOK * 2.0 ** doublings)
 
 
 Step = Literal["done", "worked", "wait"]
