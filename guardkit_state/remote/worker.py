@@ -10,7 +10,8 @@ repeats, until the feature is merged or cannot go on:
    branch on the remote before the next turn starts;
 3. when every task of the wave is approved: take the merge claim, merge them into the feature
    branch in plan order and push it with a lease; the next wave is claimable only then;
-4. else wait (``poll`` seconds), saying what for.
+4. else wait (``poll`` seconds; on another worker's merge, :func:`merge_wait`: quick looks at
+   first, slowing down to ``poll``), saying what for.
 
 Claims are renewed by a heartbeat thread; Ctrl-C or SIGTERM releases them; a SIGKILL leaves them
 to expire, and another worker takes the task over and resumes it from the remote branch.
