@@ -85,6 +85,21 @@ def test_every_merge_is_found_in_one_look_as_find_task_merge_finds_each(git_repo
     assert task_merges(repo, "no-such-branch") == {} and merged_task_ids(repo, "no-such-branch") == frozenset()
 
 
+def test_a_merge_whose_message_holds_the_record_separator_is_found_in_one_look_too(git_repo: Path) -> None:
+    # Control characters a hook's footer (or a hand-written message) may carry: the one look at every
+    # merge parses git's output into records, and a message never splits it (find_task_merge finds it).
+    repo = _repo(git_repo)
+    footer = "\n\nSynced from the tracker \x1e row 12 \x1f col 3\x1e\n"
+    message = _message("TASK-A").replace("\n\nGuardkit-Feature", footer + "\nGuardkit-Feature")
+    odd = merge_branch(repo, "task-a", message)
+    plain = merge_branch(repo, "task-b", _message("TASK-B"))
+    assert odd.merged and plain.merged
+    assert "\x1e" in run_git(git_repo, "log", "-1", "--format=%B", odd.sha or "")
+    assert find_task_merge(repo, "TASK-A", "feature") == odd.sha
+    assert task_merges(repo, "feature") == {"TASK-A": odd.sha, "TASK-B": plain.sha}
+    assert merged_task_ids(repo, "feature") == {"TASK-A", "TASK-B"}
+
+
 def test_a_conflict_is_aborted_and_reported(git_repo: Path) -> None:
     repo = _repo(git_repo)
     assert merge_branch(repo, "task-c", _message("TASK-C")).merged

@@ -36,7 +36,6 @@ TRAILER_TASK = "Guardkit-Task"
 TRAILER_WAVE = "Guardkit-Wave"
 #: Paths are taken literally (a file named ``:(glob)*`` is just a file).
 _LITERAL = ("--literal-pathspecs",)
-_RECORD = "\x1e"
 #: The refs and files a merge writes in its worktree's git directory (each through a ``.lock``).
 _MERGE_REFS = ("ORIG_HEAD", "MERGE_HEAD", "AUTO_MERGE", "MERGE_MSG", "MERGE_MODE", "MERGE_RR")
 
@@ -114,13 +113,15 @@ def find_task_merge(repo: GitRepo, task_id: str, rev: str) -> str | None:
 def task_merges(repo: GitRepo, rev: str) -> dict[str, str]:
     """What :func:`find_task_merge` finds on ``rev`` for every task at once (task id -> the newest
     merge commit with its ``Guardkit-Task`` line), in one git call; empty when ``rev`` does not exist."""
-    status, out, _ = repo.run("log", "--first-parent", "--merges", "--format=%H%x1f%B%x1e", rev, "--", check=False)
+    # -z: each commit ends with a NUL, which no message holds (git reads a message up to one, as
+    # --grep does); any other separator a hook's footer or a hand-written message may carry.
+    status, out, _ = repo.run("log", "-z", "--first-parent", "--merges", "--format=%H%n%B", rev, "--", check=False)
     if status != 0:
         return {}
     prefix = f"{TRAILER_TASK}: "
     merges: dict[str, str] = {}
-    for record in out.decode("utf-8", "replace").split(_RECORD):
-        sha, _, message = record.strip("\n").partition("\x1f")
+    for record in out.decode("utf-8", "replace").split("\0"):
+        sha, _, message = record.partition("\n")
         for line in message.split("\n"):  # a line, as --grep='^Guardkit-Task: ID$' matches it
             if line.startswith(prefix) and line != prefix:
                 merges.setdefault(line[len(prefix):], sha)  # newest first
