@@ -65,22 +65,19 @@ log = logging.getLogger("guardkit_state.remote.worker")
 
 #: The claim a worker holds while it merges a wave (one merger at a time).
 MERGE_CLAIM = "MERGE-WAVES"
-#: A worker waiting on another worker's merge looks again after this many seconds, the interval
-#: doubled every :data:`MERGE_LOOKS` looks up to ``--poll``: a merge takes seconds, and the next
-#: wave (or the end of the feature) waits on it; a merger that died is soon looked at only every ``--poll``.
+#: The first look again at another worker's merge, in seconds (see :func:`merge_wait`).
 MERGE_LOOK = 0.05
-MERGE_LOOKS = 8
-#: 0.05 * 2.0 ** 1023 is still a float (the largest is about 1.8e308): the interval never overflows.
-_MAX_DOUBLINGS = 1023
 
 
-def merge_wait(looks: int, poll: float) -> float:
-    """Seconds until the ``looks``-th look (1, 2 ...) at another worker's merge: :data:`MERGE_LOOK`,
-    doubled every :data:`MERGE_LOOKS` looks, never more than ``poll``."""
-    # The doublings stop where a float still holds the interval: a merge claim held for hours (a
-    # merger hung while its heartbeat beats) counts thousands of looks, and 2.0 ** 1024 overflows.
-    doublings = min((max(looks, 1) - 1) // MERGE_LOOKS, _MAX_DOUBLINGS)
-    return min(poll, MERGE_LOOK * 2.0 ** doublings)
+def merge_wait(waited: float, poll: float) -> float:
+    """Seconds until the next look at another worker's merge, ``waited`` seconds after this worker
+    first found it under way: half of that, at least :data:`MERGE_LOOK`, at most ``poll``.
+
+    A merge takes seconds and the next wave (or the end of the feature) waits on it: it is seen
+    landing at most half the time waited so far after it landed. The looks thin out as the wait
+    grows: on a merger that died, they come every ``poll`` once it has waited ``2 * poll``, having
+    made about 20 looks more than ``poll`` alone would, whatever ``poll`` is."""
+    return min(poll, max(MERGE_LOOK, waited / 2))
 
 
 Step = Literal["done", "worked", "wait"]
@@ -182,7 +179,7 @@ class _Worker:
         self._said = ""
         self._pause = options.poll
         self._first_look: object = None
-        self._merge_looks = 0
+        self._merging_since: float | None = None
 
     def note(self, text: str) -> None:
         log.info("%s", text)
@@ -209,7 +206,7 @@ class _Worker:
                         if step == "wait":  # after a task or a merge, look again at once
                             time.sleep(self._pause)
                         else:
-                            self._merge_looks = 0
+                            self._merging_since = None
                 except KeyboardInterrupt:
                     raise WorkerInterrupted(self.feature, self._release_all()) from None
         finally:
@@ -341,8 +338,13 @@ class _Worker:
 
     def _wait(self, why: str, *, merging: bool = False) -> None:
         """Say why this worker waits (once), and set how long until it looks again."""
-        self._merge_looks = self._merge_looks + 1 if merging else 0
-        self._pause = merge_wait(self._merge_looks, self.options.poll) if merging else self.options.poll
+        self._pause = self.options.poll
+        if not merging:
+            self._merging_since = None
+        else:
+            now = time.monotonic()
+            self._merging_since = since = self._merging_since or now
+            self._pause = merge_wait(now - since, self.options.poll)
         if why != self._said:
             self.note(f"waiting: {why}")
             self._said = why
