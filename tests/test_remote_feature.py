@@ -410,6 +410,15 @@ def _run_elsewhere(project: FeatureProject, machine: Path, task: str, *extra: st
         assert board.release(claim)
 
 
+def _approved_elsewhere(tmp_path: Path) -> tuple[FeatureProject, Path, Path, Path]:
+    """A one-task feature, its bare remote and two clones (:func:`_two_machines`), the task run to
+    approval on ``theirs`` and pushed, its claim released."""
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare, mine, theirs = _two_machines(tmp_path, project)
+    _run_elsewhere(project, theirs, "TASK-FB-001")
+    return project, bare, mine, theirs
+
+
 def test_a_fresh_claim_on_a_task_approved_elsewhere_since_the_look_does_not_run_it_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from guardkit_state.remote.worker import WorkerOptions, run_worker
@@ -780,9 +789,7 @@ def test_a_merger_killed_in_a_merge_leaves_no_lock_that_stops_the_next_merger_on
     from guardkit_state.git.worktrees import WorktreeManager
     from guardkit_state.remote.worker import WorkerOptions, run_worker
 
-    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
-    bare, mine, theirs = _two_machines(tmp_path, project)
-    _run_elsewhere(project, theirs, "TASK-FB-001")
+    project, bare, mine, _theirs = _approved_elsewhere(tmp_path)
     git(mine, "fetch", "-q", "origin")
     git(mine, "branch", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
     repo = GitRepo.discover(mine)
@@ -801,9 +808,7 @@ def test_a_claim_the_worker_itself_could_not_release_is_deleted_when_its_task_is
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from guardkit_state.remote.worker import WorkerOptions, run_worker
 
-    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
-    bare, mine, theirs = _two_machines(tmp_path, project)
-    _run_elsewhere(project, theirs, "TASK-FB-001")
+    project, bare, mine, _theirs = _approved_elsewhere(tmp_path)
     # This worker ran the task and its release did not reach the remote (it was unreachable then).
     repo = GitRepo.discover(mine)
     assert repo is not None
@@ -823,9 +828,7 @@ def test_a_worker_waiting_on_another_workers_merge_sees_it_land_long_before_its_
     from guardkit_state.git.worktrees import WorktreeManager
     from guardkit_state.remote.worker import MERGE_CLAIM, WorkerOptions, run_worker
 
-    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
-    bare, mine, theirs = _two_machines(tmp_path, project)
-    _run_elsewhere(project, theirs, "TASK-FB-001")
+    project, bare, mine, theirs = _approved_elsewhere(tmp_path)
     repo = GitRepo.discover(theirs)
     assert repo is not None
     board = ClaimBoard(repo, "origin", "elsewhere")
