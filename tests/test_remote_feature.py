@@ -865,6 +865,55 @@ def test_a_worker_waiting_on_another_workers_merge_sees_it_land_long_before_its_
     assert merged_order(bare) == ["TASK-FB-001"]
 
 
+def test_a_worker_waiting_on_a_live_merge_claim_fetches_nothing_until_the_merge_lands(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.git.merge import merge_branch, merge_message
+    from guardkit_state.git.worktrees import WorktreeManager
+    from guardkit_state.remote.branches import RemoteBranches
+    from guardkit_state.remote.worker import MERGE_CLAIM, WorkerOptions, run_worker
+
+    project, bare, mine, theirs = _approved_elsewhere(tmp_path)
+    repo = GitRepo.discover(theirs)
+    assert repo is not None
+    board = ClaimBoard(repo, "origin", "elsewhere")
+    held = board.claim(FEATURE_ID, MERGE_CLAIM, lease=600)
+    assert held is not None
+    fetches: list[float] = []
+    real_fetch = RemoteBranches.fetch
+
+    def fetch(self: RemoteBranches, *also: str, listed: tuple[str, ...] = ()) -> dict[str, str]:
+        if self.repo.root == GitRepo.discover(mine).root:  # type: ignore[union-attr]
+            fetches.append(time.monotonic())
+        return real_fetch(self, *also, listed=listed)
+
+    def merge_there() -> None:  # the other machine's merger: a heartbeat, then its merge lands
+        threading.Event().wait(0.6)
+        beat = board.renew(held, lease=600)  # the remote's refs move, the merge claim is fresh
+        threading.Event().wait(0.6)
+        git(theirs, "branch", "-f", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
+        feature = WorktreeManager(repo).create(FEATURE_ID).repo()
+        message = merge_message(FEATURE_ID, "TASK-FB-001", branch="autobuild/TASK-FB-001", target=FEATURE_BRANCH,
+                                wave=1)
+        assert merge_branch(feature, "autobuild/TASK-FB-001", message).merged
+        git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+        assert board.release(beat)
+
+    monkeypatch.setattr(RemoteBranches, "fetch", fetch)
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    other = threading.Thread(target=merge_there)
+    other.start()
+    try:
+        result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=30))
+    finally:
+        other.join()
+    assert result.done and result.ran == [] and result.merged == [], result.reason
+    # One fetch to find the merge under way, one once it landed; none for the heartbeat between.
+    assert len(fetches) == 2, fetches
+    assert merged_order(bare) == ["TASK-FB-001"]
+
+
 def test_looks_at_another_workers_merge_start_quick_and_slow_down_to_the_poll() -> None:
     from guardkit_state.remote.worker import MERGE_LOOK, merge_wait
 

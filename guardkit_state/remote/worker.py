@@ -53,7 +53,7 @@ from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import CloneAlignment
 from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches, list_refs
-from guardkit_state.remote.claims import Claim, ClaimBoard, retrying
+from guardkit_state.remote.claims import Claim, ClaimBoard, claim_ref, retrying
 from guardkit_state.remote.heartbeat import Heartbeat
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.ready import WaveTurn, wave_turn
@@ -179,6 +179,7 @@ class _Worker:
         self._said = ""
         self._pause = options.poll
         self._first_look: object = None
+        self._wave_seen = 0  # the wave whose turn had come at the last full look
         self._merging_since: float | None = None
 
     def note(self, text: str) -> None:
@@ -249,6 +250,11 @@ class _Worker:
         # the last fetch, states and claims still hold, and no fetch is made.
         snapshot, self._first_look = self._first_look or self._remote(self._snapshot, "look"), None
         if snapshot != self._last_snapshot or self._last_remote is None:
+            if self._wave_seen and self._merging_elsewhere(str(snapshot)):
+                # Its merge decides what comes next: nothing to fetch or read until it ends (or
+                # stands still long enough to be looked at closely).
+                self._wait(f"wave {self._wave_seen}: another worker is merging it", merging=True)
+                return "wait"
             remote = self._remote(self._sync, "fetch")
             assert isinstance(remote, dict)
             self._last_snapshot, self._last_remote = snapshot, remote
@@ -262,6 +268,7 @@ class _Worker:
         turn = wave_turn(self.waves, lambda task: self._state(task, remote, claims.get(task)))
         if turn is None:
             return self._finished()
+        self._wave_seen = turn.number
         if turn.mergeable:
             return self._merge_wave(turn, claims.get(MERGE_CLAIM))
         claimable = turn.claimable(claims, stale=lambda claim: self.board.is_stale(
@@ -297,6 +304,15 @@ class _Worker:
         self.result.done, self.result.reason = True, "every wave is merged into " + self.feature_branch
         self.note(self.result.reason)
         return "done"
+
+    def _merging_elsewhere(self, snapshot: str) -> bool:
+        """True when ``snapshot`` lists a merge claim of another worker that is surely live: new to
+        this worker, or standing still for less than the staleness time (a claim is stale only
+        then, whatever its lease says)."""
+        ref = claim_ref(self.feature, MERGE_CLAIM)
+        sha = next((line.split("\t", 1)[0] for line in snapshot.splitlines() if line.endswith(f"\t{ref}")), None)
+        standing = self.board.standing(self.feature, MERGE_CLAIM, sha) if sha else None
+        return standing is not None and standing < self.options.stale
 
     def _snapshot(self) -> str:
         """The remote's loop branches and this feature's claims, as ``ls-remote`` lists them."""
