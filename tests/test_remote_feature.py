@@ -914,6 +914,49 @@ def test_a_worker_waiting_on_a_live_merge_claim_fetches_nothing_until_the_merge_
     assert merged_order(bare) == ["TASK-FB-001"]
 
 
+def test_a_merge_that_landed_is_seen_at_once_though_its_dead_merger_never_released_its_claim(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.git.merge import merge_branch, merge_message
+    from guardkit_state.git.worktrees import WorktreeManager
+    from guardkit_state.remote.worker import MERGE_CLAIM, WorkerOptions, run_worker
+
+    project, bare, mine, theirs = _approved_elsewhere(tmp_path)
+    repo = GitRepo.discover(theirs)
+    assert repo is not None
+    board = ClaimBoard(repo, "origin", "elsewhere")
+    assert board.claim(FEATURE_ID, MERGE_CLAIM, lease=1) is not None
+    landed: list[float] = []
+
+    def merge_there() -> None:  # the other machine's merge lands; its merger is killed before its release
+        git(theirs, "branch", "-f", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
+        feature = WorktreeManager(repo).create(FEATURE_ID).repo()
+        message = merge_message(FEATURE_ID, "TASK-FB-001", branch="autobuild/TASK-FB-001", target=FEATURE_BRANCH,
+                                wave=1)
+        assert merge_branch(feature, "autobuild/TASK-FB-001", message).merged
+        git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+        landed.append(time.monotonic())
+
+    other = threading.Thread(target=merge_there)
+
+    def note(text: str) -> None:  # once this worker waits on that merge, it lands
+        if text == "waiting: wave 1: another worker is merging it" and not other.is_alive() and not landed:
+            other.start()
+
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    try:
+        # Staleness takes 15 s here: the merge has landed, the claim left on it is no reason to wait.
+        result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", lease=30, poll=0.2),
+                            on_note=note)
+    finally:
+        other.join()
+    finished = time.monotonic()
+    assert result.done and result.ran == [] and result.merged == [], result.reason
+    assert finished - landed[0] < 5
+    assert merged_order(bare) == ["TASK-FB-001"]
+
+
 def test_looks_at_another_workers_merge_start_quick_and_slow_down_to_the_poll() -> None:
     from guardkit_state.remote.worker import MERGE_LOOK, merge_wait
 

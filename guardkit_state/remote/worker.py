@@ -306,11 +306,15 @@ class _Worker:
         return "done"
 
     def _merging_elsewhere(self, snapshot: str) -> bool:
-        """True when ``snapshot`` lists a merge claim of another worker that is surely live: new to
-        this worker, or standing still for less than the staleness time (a claim is stale only
-        then, whatever its lease says)."""
-        ref = claim_ref(self.feature, MERGE_CLAIM)
-        sha = next((line.split("\t", 1)[0] for line in snapshot.splitlines() if line.endswith(f"\t{ref}")), None)
+        """True when ``snapshot`` lists a merge claim of another worker that is surely live (new to
+        this worker, or standing still for less than the staleness time: a claim is stale only
+        then, whatever its lease says) and the feature branch where the last fetch found it: a
+        feature branch that moved is a merge that landed (its merger may have died before its
+        release), and what comes next is read at once."""
+        listed = {name: sha for sha, _, name in (line.partition("\t") for line in snapshot.splitlines())}
+        if listed.get(f"refs/heads/{self.feature_branch}") != (self._last_remote or {}).get(self.feature_branch):
+            return False
+        sha = listed.get(claim_ref(self.feature, MERGE_CLAIM))
         standing = self.board.standing(self.feature, MERGE_CLAIM, sha) if sha else None
         return standing is not None and standing < self.options.stale
 
