@@ -974,6 +974,16 @@ def test_looks_at_another_workers_merge_start_quick_and_slow_down_to_the_poll() 
         assert sum(1 for t in looks if 0 < t <= 60) <= max(20, 60 / poll + 12)  # gentle on a real remote
 
 
+@pytest.mark.parametrize(("poll", "more"), [(2.0, 10), (30.0, 16), (120.0, 20)])
+def test_looks_at_a_dead_mergers_claim_cost_what_the_docs_say(poll: float, more: int) -> None:
+    from guardkit_state.remote.worker import merge_wait
+
+    waited, looks = 0.0, 0
+    while waited < 100 * poll:
+        waited, looks = waited + merge_wait(waited, poll), looks + 1
+    assert looks - 100 == more  # docs/features.md, "Merges in plan order, once"
+
+
 def test_looks_at_a_merge_that_never_ends_stay_at_the_poll() -> None:
     # A merger whose main thread hangs (a hook, a merge driver) while its heartbeat beats on holds
     # the merge claim for good: the workers waiting on it look every --poll, however long it lasts.

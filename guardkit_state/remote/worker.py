@@ -76,7 +76,8 @@ def merge_wait(waited: float, poll: float) -> float:
     A merge takes seconds and the next wave (or the end of the feature) waits on it: it is seen
     landing at most half the time waited so far after it landed. The looks thin out as the wait
     grows: on a merger that died, they come every ``poll`` once it has waited ``2 * poll``, having
-    made about 20 looks more than ``poll`` alone would, whatever ``poll`` is."""
+    made a few looks more than ``poll`` alone would (10 at ``poll`` 2, about 6 more for each
+    tenfold ``poll``: it grows as its logarithm)."""
     return min(poll, max(MERGE_LOOK, waited / 2))
 
 
