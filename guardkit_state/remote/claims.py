@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
 
 CLAIMS_PREFIX = "refs/guardkit/claims"
+#: The claim a worker holds while it merges a wave of a feature (one merger at a time).
+MERGE_CLAIM = "MERGE-WAVES"
 #: Where a worker keeps its copy of the remote's claims (fetched, pruned), per remote.
 SEEN_PREFIX = "refs/guardkit/seen"
 _EMPTY_TREE_INPUT = b""
@@ -366,4 +368,5 @@ def _first_line(text: str) -> str:
     return chosen.strip()
 
 
-__all__ = ["CLAIMS_PREFIX", "Claim", "ClaimBoard", "claim_ref", "new_worker_id", "parse_claim", "retrying", "utc_text"]
+__all__ = ["CLAIMS_PREFIX", "MERGE_CLAIM", "Claim", "ClaimBoard", "claim_ref", "new_worker_id", "parse_claim",
+           "retrying", "utc_text"]

@@ -20,7 +20,7 @@ from guardkit_state.git.repo import GitRepo
 from guardkit_state.plans.plan import find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.branches import RemoteBranches
-from guardkit_state.remote.claims import Claim, ClaimBoard
+from guardkit_state.remote.claims import MERGE_CLAIM, Claim, ClaimBoard
 from guardkit_state.store.layout import branch_for
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import resolve_task
@@ -60,8 +60,6 @@ class RemoteFeature:
 
 def remote_progress(repo_root: Path | str, feature: str, remote: str) -> RemoteFeature:
     """Read ``feature``'s progress from ``remote`` (fetches; writes only remote-tracking refs)."""
-    from guardkit_state.remote.worker import MERGE_CLAIM
-
     repo = GitRepo.discover(repo_root)
     if repo is None:
         raise InputError(f"{repo_root} is not a git repository", path=repo_root, expected="a clone of the remote")

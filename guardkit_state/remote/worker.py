@@ -27,7 +27,7 @@ import logging
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
@@ -53,18 +53,17 @@ from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import CloneAlignment
 from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches, list_refs
-from guardkit_state.remote.claims import Claim, ClaimBoard, claim_ref, retrying
+from guardkit_state.remote.claims import MERGE_CLAIM, Claim, ClaimBoard, claim_ref, retrying
 from guardkit_state.remote.heartbeat import Heartbeat
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.ready import WaveTurn, wave_turn
 from guardkit_state.remote.takeover_record import write_takeover
 from guardkit_state.remote.wave_progress import write_wave_progress
+from guardkit_state.remote.worker_records import WorkerInterrupted, WorkerOptions, WorkerResult
 from guardkit_state.store.layout import BRANCH_PREFIX, branch_for, worktrees_dir
 
 log = logging.getLogger("guardkit_state.remote.worker")
 
-#: The claim a worker holds while it merges a wave (one merger at a time).
-MERGE_CLAIM = "MERGE-WAVES"
 #: The first look again at another worker's merge, in seconds (see :func:`merge_wait`).
 MERGE_LOOK = 0.05
 
@@ -82,64 +81,6 @@ def merge_wait(waited: float, poll: float) -> float:
 
 
 Step = Literal["done", "worked", "wait"]
-
-
-@dataclass(frozen=True)
-class WorkerOptions:
-    """How a worker runs: the remote, its lease, how long a heartbeat must stand still to be
-    stale (default: half the lease), how often it looks again while waiting."""
-
-    remote: str
-    lease: float = 120.0
-    stale_after: float | None = None
-    poll: float = 2.0
-    max_turns: int | None = None
-    turn_timeout: float | None = None
-    worker: str | None = None
-    max_cost: float | None = None
-    continue_session: bool = False
-
-    def __post_init__(self) -> None:
-        for name in ("lease", "poll"):
-            value = getattr(self, name)
-            if not value > 0 or value == float("inf"):
-                raise InputError(f"--{name} is {value!r}; expected a positive number of seconds",
-                                 expected="seconds > 0")
-
-    @property
-    def stale(self) -> float:
-        return self.stale_after if self.stale_after is not None else self.lease / 2
-
-
-@dataclass
-class WorkerResult:
-    """What one worker did: the tasks it ran (and took over), the waves it merged, how it ended."""
-
-    feature: str
-    worker: str
-    ran: list[str] = field(default_factory=list)
-    taken_over: list[str] = field(default_factory=list)
-    merged: list[str] = field(default_factory=list)
-    done: bool = False
-    reason: str = ""
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.done else 1
-
-    def to_dict(self) -> dict[str, object]:
-        return {"feature": self.feature, "worker": self.worker, "ran": self.ran, "taken_over": self.taken_over,
-                "merged": self.merged, "done": self.done, "reason": self.reason}
-
-
-class WorkerInterrupted(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM stopped the worker; its claims were released (``released``)."""
-
-    def __init__(self, feature: str, released: list[str]) -> None:
-        told = f"released the claim(s) of {', '.join(released)}" if released else "it held no claim"
-        super().__init__(f"worker on {feature} interrupted; {told}; run the same command to go on")
-        self.feature = feature
-        self.released = released
 
 
 def run_worker(repo_root: Path, feature: str, player: Agent, coach: Agent, options: WorkerOptions, *,
@@ -576,4 +517,5 @@ class _Worker:
         return released
 
 
+# The records of a run, and the merge claim's name, are imported from here by the CLI and the tests.
 __all__ = ["MERGE_CLAIM", "WorkerInterrupted", "WorkerOptions", "WorkerResult", "merge_wait", "run_worker"]
