@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.remote.claims import ClaimBoard
+from guardkit_state.remote.claims import Claim, ClaimBoard
 from guardkit_state.remote.ledgers import RemoteLedgers
 from tests.feature_support import FEATURE_BRANCH, FEATURE_ID, FeatureProject, TaskSpec, agent_command, git, make_feature
 from tests.remote_support import clone, git_daemon, make_bare
@@ -417,6 +417,34 @@ def _approved_elsewhere(tmp_path: Path) -> tuple[FeatureProject, Path, Path, Pat
     bare, mine, theirs = _two_machines(tmp_path, project)
     _run_elsewhere(project, theirs, "TASK-FB-001")
     return project, bare, mine, theirs
+
+
+def _merging_elsewhere(tmp_path: Path, *, lease: float = 600) -> tuple[FeatureProject, Path, Path, Path, ClaimBoard,
+                                                                      Claim]:
+    """:func:`_approved_elsewhere`, and ``theirs`` holding the merge claim (its board and claim last)."""
+    from guardkit_state.remote.worker import MERGE_CLAIM
+
+    project, bare, mine, theirs = _approved_elsewhere(tmp_path)
+    repo = GitRepo.discover(theirs)
+    assert repo is not None
+    board = ClaimBoard(repo, "origin", "elsewhere")
+    held = board.claim(FEATURE_ID, MERGE_CLAIM, lease=lease)
+    assert held is not None
+    return project, bare, mine, theirs, board, held
+
+
+def _merge_lands_from(theirs: Path) -> None:
+    """``theirs`` merges TASK-FB-001 into the feature branch as a merger does and pushes it."""
+    from guardkit_state.git.merge import merge_branch, merge_message
+    from guardkit_state.git.worktrees import WorktreeManager
+
+    repo = GitRepo.discover(theirs)
+    assert repo is not None
+    git(theirs, "branch", "-f", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
+    feature = WorktreeManager(repo).create(FEATURE_ID).repo()
+    message = merge_message(FEATURE_ID, "TASK-FB-001", branch="autobuild/TASK-FB-001", target=FEATURE_BRANCH, wave=1)
+    assert merge_branch(feature, "autobuild/TASK-FB-001", message).merged
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
 
 
 def test_a_fresh_claim_on_a_task_approved_elsewhere_since_the_look_does_not_run_it_again(
@@ -824,26 +852,14 @@ def test_a_claim_the_worker_itself_could_not_release_is_deleted_when_its_task_is
 
 def test_a_worker_waiting_on_another_workers_merge_sees_it_land_long_before_its_poll(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from guardkit_state.git.merge import merge_branch, merge_message
-    from guardkit_state.git.worktrees import WorktreeManager
-    from guardkit_state.remote.worker import MERGE_CLAIM, WorkerOptions, run_worker
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
 
-    project, bare, mine, theirs = _approved_elsewhere(tmp_path)
-    repo = GitRepo.discover(theirs)
-    assert repo is not None
-    board = ClaimBoard(repo, "origin", "elsewhere")
-    held = board.claim(FEATURE_ID, MERGE_CLAIM, lease=600)
-    assert held is not None
+    project, bare, mine, theirs, board, held = _merging_elsewhere(tmp_path)
     landed: list[float] = []
 
     def merge_there() -> None:  # the other machine's merger: its merge lands a second after this worker looked
         threading.Event().wait(1.0)
-        git(theirs, "branch", "-f", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
-        feature = WorktreeManager(repo).create(FEATURE_ID).repo()
-        message = merge_message(FEATURE_ID, "TASK-FB-001", branch="autobuild/TASK-FB-001", target=FEATURE_BRANCH,
-                                wave=1)
-        assert merge_branch(feature, "autobuild/TASK-FB-001", message).merged
-        git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+        _merge_lands_from(theirs)
         landed.append(time.monotonic())
         assert board.release(held)
 
@@ -867,17 +883,10 @@ def test_a_worker_waiting_on_another_workers_merge_sees_it_land_long_before_its_
 
 def test_a_worker_waiting_on_a_live_merge_claim_fetches_nothing_until_the_merge_lands(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from guardkit_state.git.merge import merge_branch, merge_message
-    from guardkit_state.git.worktrees import WorktreeManager
     from guardkit_state.remote.branches import RemoteBranches
-    from guardkit_state.remote.worker import MERGE_CLAIM, WorkerOptions, run_worker
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
 
-    project, bare, mine, theirs = _approved_elsewhere(tmp_path)
-    repo = GitRepo.discover(theirs)
-    assert repo is not None
-    board = ClaimBoard(repo, "origin", "elsewhere")
-    held = board.claim(FEATURE_ID, MERGE_CLAIM, lease=600)
-    assert held is not None
+    project, bare, mine, theirs, board, held = _merging_elsewhere(tmp_path)
     fetches: list[float] = []
     real_fetch = RemoteBranches.fetch
 
@@ -890,12 +899,7 @@ def test_a_worker_waiting_on_a_live_merge_claim_fetches_nothing_until_the_merge_
         threading.Event().wait(0.6)
         beat = board.renew(held, lease=600)  # the remote's refs move, the merge claim is fresh
         threading.Event().wait(0.6)
-        git(theirs, "branch", "-f", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
-        feature = WorktreeManager(repo).create(FEATURE_ID).repo()
-        message = merge_message(FEATURE_ID, "TASK-FB-001", branch="autobuild/TASK-FB-001", target=FEATURE_BRANCH,
-                                wave=1)
-        assert merge_branch(feature, "autobuild/TASK-FB-001", message).merged
-        git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+        _merge_lands_from(theirs)
         assert board.release(beat)
 
     monkeypatch.setattr(RemoteBranches, "fetch", fetch)
@@ -916,24 +920,13 @@ def test_a_worker_waiting_on_a_live_merge_claim_fetches_nothing_until_the_merge_
 
 def test_a_merge_that_landed_is_seen_at_once_though_its_dead_merger_never_released_its_claim(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from guardkit_state.git.merge import merge_branch, merge_message
-    from guardkit_state.git.worktrees import WorktreeManager
-    from guardkit_state.remote.worker import MERGE_CLAIM, WorkerOptions, run_worker
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
 
-    project, bare, mine, theirs = _approved_elsewhere(tmp_path)
-    repo = GitRepo.discover(theirs)
-    assert repo is not None
-    board = ClaimBoard(repo, "origin", "elsewhere")
-    assert board.claim(FEATURE_ID, MERGE_CLAIM, lease=1) is not None
+    project, bare, mine, theirs, _, _ = _merging_elsewhere(tmp_path, lease=1)
     landed: list[float] = []
 
     def merge_there() -> None:  # the other machine's merge lands; its merger is killed before its release
-        git(theirs, "branch", "-f", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
-        feature = WorktreeManager(repo).create(FEATURE_ID).repo()
-        message = merge_message(FEATURE_ID, "TASK-FB-001", branch="autobuild/TASK-FB-001", target=FEATURE_BRANCH,
-                                wave=1)
-        assert merge_branch(feature, "autobuild/TASK-FB-001", message).merged
-        git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+        _merge_lands_from(theirs)
         landed.append(time.monotonic())
 
     other = threading.Thread(target=merge_there)
