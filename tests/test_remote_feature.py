@@ -950,6 +950,48 @@ def test_a_merge_that_landed_is_seen_at_once_though_its_dead_merger_never_releas
     assert merged_order(bare) == ["TASK-FB-001"]
 
 
+@pytest.mark.parametrize("blocked", ["TASK-FB-001", "MERGE-WAVES"])
+def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blocked: str) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare, mine, theirs = _two_machines(tmp_path, project)
+    if blocked == "MERGE-WAVES":
+        _run_elsewhere(project, theirs, "TASK-FB-001")
+    # Something that is no worker pushed a commit of its own where a claim would be.
+    ref = f"refs/guardkit/claims/{FEATURE_ID}/{blocked}"
+    tree = git(theirs, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
+    foreign = git(theirs, "commit-tree", tree, "-m", "a note of some other tool").strip()
+    git(theirs, "push", "-q", "origin", f"{foreign}:{ref}")
+    notes: list[str] = []
+
+    def note(text: str) -> None:
+        notes.append(text)
+        if ref in text and len([n for n in notes if ref in n]) == 1:
+            git(theirs, "push", "-q", "origin", f":{ref}")  # the user does as the note says
+
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    player, coach = project.agents()
+    # Without the note the ref would stand for good: it goes after 30 s anyway, and the test fails below.
+    fallback = threading.Timer(30, subprocess.run, (["git", "push", "-q", "origin", f":{ref}"],),
+                               {"cwd": theirs, "capture_output": True, "check": False})
+    fallback.start()
+    try:
+        result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1), on_note=note)
+    finally:
+        fallback.cancel()
+    assert result.done, result.reason
+    said = [n for n in notes if ref in n]
+    assert said == [f"waiting: wave 1: {ref} on the remote holds {foreign[:10]}, which is no guardkit claim: "
+                    + ("nothing merges it" if blocked == "MERGE-WAVES" else "TASK-FB-001 runs nowhere")
+                    + f" until it is deleted (git push origin :{ref})"]
+    assert not any("another worker is merging it" in n or "claimed by a live worker" in n for n in notes)
+    assert result.ran == ([] if blocked == "MERGE-WAVES" else ["TASK-FB-001"])
+    assert merged_order(bare) == ["TASK-FB-001"]
+
+
 def test_looks_at_another_workers_merge_start_quick_and_slow_down_to_the_poll() -> None:
     from guardkit_state.remote.worker import MERGE_LOOK, merge_wait
 

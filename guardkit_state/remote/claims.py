@@ -113,6 +113,9 @@ class ClaimBoard:
         self.clock = clock
         self.monotonic = monotonic
         self._seen: dict[str, tuple[str, float]] = {}  # ref -> (sha, when first seen at that sha)
+        #: Claim refs the last :meth:`read_fetched` found holding a commit that is no claim (task id ->
+        #: sha): pushed by something else, never taken over, and in the way of every claim push.
+        self.foreign: dict[str, str] = {}
         self._empty_tree: str | None = None
         self._made: dict[str, Claim] = {}  # the claim commits this board made, by sha (see _own)
         status, _, _ = repo.run("remote", "get-url", remote, check=False)
@@ -223,6 +226,7 @@ class ClaimBoard:
         updated); from ``listing`` when the refs were listed already (:func:`list_refs`)."""
         seen = self.seen_prefix(feature)
         claims: dict[str, Claim] = {}
+        self.foreign = {}
         now = self.monotonic()
         for name, sha, message in list_refs(self.repo, seen) if listing is None else listing:
             if not name.startswith(f"{seen}/"):
@@ -230,7 +234,8 @@ class ClaimBoard:
             task = name.rsplit("/", 1)[-1]
             claim = parse_claim(feature, task, sha, message)
             if claim is None:
-                continue  # not a claim commit of ours: never treated as one, never taken over
+                self.foreign[task] = sha  # not a claim commit of ours: never treated as one, never taken over
+                continue
             claims[task] = claim
             ref = claim.ref
             if self._seen.get(ref, ("", 0.0))[0] != sha:
@@ -247,8 +252,9 @@ class ClaimBoard:
     def standing(self, feature: str, task: str, sha: str) -> float | None:
         """Seconds this board has seen the claim on ``task`` stand at ``sha``, as a look at the
         remote's refs (``ls-remote``) lists it: 0 for a sha new to it (its clock starts now), None
-        for a claim commit this board made (its own: :meth:`read_fetched` tells it better)."""
-        if self._own(feature, task, sha) is not None:
+        for a claim commit this board made (its own: :meth:`read_fetched` tells it better) and for
+        a commit the last fetch found to be no claim (:attr:`foreign`)."""
+        if self._own(feature, task, sha) is not None or self.foreign.get(task) == sha:
             return None
         ref, now = claim_ref(feature, task), self.monotonic()
         if self._seen.get(ref, ("", 0.0))[0] != sha:

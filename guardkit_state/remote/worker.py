@@ -225,8 +225,18 @@ class _Worker:
         if ended:  # the wave's other tasks ran (or run elsewhere); the next wave cannot start
             self.result.reason = "; ".join(f"{s.task_id}: {s.reason}" for s in ended)
             return "done"
-        self._wait(f"wave {turn.number}: every task that has to run is claimed by a live worker")
+        blocked = [task for task in claimable if task in self.board.foreign]
+        self._wait(self._foreign_claim(turn.number, blocked[0]) if blocked
+                   else f"wave {turn.number}: every task that has to run is claimed by a live worker")
         return "wait"
+
+    def _foreign_claim(self, wave: int, task: str) -> str:
+        """Why ``task`` (or the merge) waits on a claim ref holding a commit that is no claim, and
+        how to clear it: such a ref is never taken over (something else pushed it)."""
+        ref, sha = claim_ref(self.feature, task), self.board.foreign[task]
+        what = "nothing merges it" if task == MERGE_CLAIM else f"{task} runs nowhere"
+        return (f"wave {wave}: {ref} on the remote holds {sha[:10]}, which is no guardkit claim: {what} until "
+                f"it is deleted (git push {self.options.remote} :{ref})")
 
     def _merged(self, feature_sha: str | None) -> dict[str, str]:
         """The tasks the feature branch has merged (task -> merge commit), by one look at its
@@ -414,7 +424,10 @@ class _Worker:
             claim = self._remote(lambda: self.board.take_over(self.feature, MERGE_CLAIM, self.options.lease,
                                                               stale_after=self.options.stale), "takeover")
         if claim is None:
-            self._wait(f"wave {turn.number}: another worker is merging it", merging=True)
+            if MERGE_CLAIM in self.board.foreign:
+                self._wait(self._foreign_claim(turn.number, MERGE_CLAIM))
+            else:
+                self._wait(f"wave {turn.number}: another worker is merging it", merging=True)
             return "wait"
         assert isinstance(claim, Claim)
         with self._holding(claim):
