@@ -33,13 +33,11 @@ from guardkit_state.turns.resume import resume_point
 #: ``failed``: ended without approval; ``closed``: finished before this feature ran it (its task
 #: file says completed, cancelled ... or approved, and it has no branch of its own).
 Phase = Literal["new", "resume", "approved", "merged", "failed", "closed"]
-#: Outcomes that end a task's loop without approval.
+#: The outcomes of a loop that ended without approval: a failed task, unless more turns are allowed.
 #: (An agent failing the same way twice, or ``--max-cost``: ``feature-build TASK --resume`` goes on
 #: with the task once that is fixed or raised.)
-#: The outcomes of a loop that ended without approval (a task that failed, unless more turns are allowed).
 ENDED_UNAPPROVED = (Outcome.MAX_TURNS_EXCEEDED.value, Outcome.UNRECOVERABLE_STALL.value, Outcome.AGENT_FAILED.value,
                     Outcome.COST_LIMIT_REACHED.value)
-_FAILED = ENDED_UNAPPROVED
 
 
 @dataclass(frozen=True)
@@ -112,7 +110,8 @@ def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = No
         if not known_unmerged and is_ancestor(git.main, branch, git.feature_branch):
             return TaskState(task_id, "merged", turns, decisions, "approved", "merged into the feature branch")
         return TaskState(task_id, "approved", turns, decisions, "approved", f"approved by the Coach in turn {turns}")
-    if outcome in _FAILED and not (outcome == Outcome.MAX_TURNS_EXCEEDED.value and max_turns and max_turns > turns):
+    more_turns = outcome == Outcome.MAX_TURNS_EXCEEDED.value and max_turns is not None and max_turns > turns
+    if outcome in ENDED_UNAPPROVED and not more_turns:
         return TaskState(task_id, "failed", turns, decisions, outcome, _ended_reason(copy, outcome, turns))
     resume = turns > 0 or _turn_begun(copy, worktree)
     return TaskState(task_id, "resume", turns, decisions, outcome, "interrupted before it ended", None, resume)
