@@ -881,43 +881,6 @@ def test_a_worker_waiting_on_another_workers_merge_sees_it_land_long_before_its_
     assert merged_order(bare) == ["TASK-FB-001"]
 
 
-def test_a_worker_waiting_on_a_live_merge_claim_fetches_nothing_until_the_merge_lands(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from guardkit_state.remote.branches import RemoteBranches
-    from guardkit_state.remote.worker import WorkerOptions, run_worker
-
-    project, bare, mine, theirs, board, held = _merging_elsewhere(tmp_path)
-    fetches: list[float] = []
-    real_fetch = RemoteBranches.fetch
-
-    def fetch(self: RemoteBranches, *also: str, listed: tuple[str, ...] = ()) -> dict[str, str]:
-        if self.repo.root == GitRepo.discover(mine).root:  # type: ignore[union-attr]
-            fetches.append(time.monotonic())
-        return real_fetch(self, *also, listed=listed)
-
-    def merge_there() -> None:  # the other machine's merger: a heartbeat, then its merge lands
-        threading.Event().wait(0.6)
-        beat = board.renew(held, lease=600)  # the remote's refs move, the merge claim is fresh
-        threading.Event().wait(0.6)
-        _merge_lands_from(theirs)
-        assert board.release(beat)
-
-    monkeypatch.setattr(RemoteBranches, "fetch", fetch)
-    for name, value in project.env().items():
-        monkeypatch.setenv(name, value)
-    player, coach = project.agents()
-    other = threading.Thread(target=merge_there)
-    other.start()
-    try:
-        result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=30))
-    finally:
-        other.join()
-    assert result.done and result.ran == [] and result.merged == [], result.reason
-    # One fetch to find the merge under way, one once it landed; none for the heartbeat between.
-    assert len(fetches) == 2, fetches
-    assert merged_order(bare) == ["TASK-FB-001"]
-
-
 def test_a_merge_that_landed_is_seen_at_once_though_its_dead_merger_never_released_its_claim(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from guardkit_state.remote.worker import WorkerOptions, run_worker

@@ -249,18 +249,6 @@ class ClaimBoard:
         sha, since = self._seen.get(claim.ref, ("", 0.0))
         return sha == claim.sha and self.monotonic() - since >= stale_after
 
-    def standing(self, feature: str, task: str, sha: str) -> float | None:
-        """Seconds this board has seen the claim on ``task`` stand at ``sha``, as a look at the
-        remote's refs (``ls-remote``) lists it: 0 for a sha new to it (its clock starts now), None
-        for a claim commit this board made (its own: :meth:`read_fetched` tells it better) and for
-        a commit the last fetch found to be no claim (:attr:`foreign`)."""
-        if self._own(feature, task, sha) is not None or self.foreign.get(task) == sha:
-            return None
-        ref, now = claim_ref(feature, task), self.monotonic()
-        if self._seen.get(ref, ("", 0.0))[0] != sha:
-            self._seen[ref] = (sha, now)
-        return now - self._seen[ref][1]
-
     def remote_sha(self, ref: str) -> str | None:
         """The ref's sha on the remote now (``ls-remote``), None when absent."""
         status, out, err = self.repo.run("ls-remote", "--refs", self.remote, ref, check=False, timeout=REFS_TIMEOUT)

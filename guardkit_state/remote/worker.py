@@ -39,7 +39,7 @@ from guardkit_state.errors import (
     RemoteError,
     RemoteUnreachableError,
 )
-from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state, unstarted_state
+from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
 from guardkit_state.git.merge import merge_branch, merge_message, task_merges
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
 from guardkit_state.git.repo import GitRepo
@@ -121,7 +121,6 @@ class _Worker:
         self._said = ""
         self._pause = options.poll
         self._first_look: object = None
-        self._wave_seen = 0  # the wave whose turn had come at the last full look
         self._merging_since: float | None = None
 
     def note(self, text: str) -> None:
@@ -192,11 +191,6 @@ class _Worker:
         # the last fetch, states and claims still hold, and no fetch is made.
         snapshot, self._first_look = self._first_look or self._remote(self._snapshot, "look"), None
         if snapshot != self._last_snapshot or self._last_remote is None:
-            if self._wave_seen and self._merging_elsewhere(str(snapshot)):
-                # Its merge decides what comes next: nothing to fetch or read until it ends (or
-                # stands still long enough to be looked at closely).
-                self._wait(f"wave {self._wave_seen}: another worker is merging it", merging=True)
-                return "wait"
             remote = self._remote(self._sync, "fetch")
             assert isinstance(remote, dict)
             self._last_snapshot, self._last_remote = snapshot, remote
@@ -210,7 +204,6 @@ class _Worker:
         turn = wave_turn(self.waves, lambda task: self._state(task, remote, claims.get(task)))
         if turn is None:
             return self._finished()
-        self._wave_seen = turn.number
         if turn.mergeable:
             return self._merge_wave(turn, claims.get(MERGE_CLAIM))
         claimable = turn.claimable(claims, stale=lambda claim: self.board.is_stale(
@@ -257,19 +250,6 @@ class _Worker:
         self.note(self.result.reason)
         return "done"
 
-    def _merging_elsewhere(self, snapshot: str) -> bool:
-        """True when ``snapshot`` lists a merge claim of another worker that is surely live (new to
-        this worker, or standing still for less than the staleness time: a claim is stale only
-        then, whatever its lease says) and the feature branch where the last fetch found it: a
-        feature branch that moved is a merge that landed (its merger may have died before its
-        release), and what comes next is read at once."""
-        listed = {name: sha for sha, _, name in (line.partition("\t") for line in snapshot.splitlines())}
-        if listed.get(f"refs/heads/{self.feature_branch}") != (self._last_remote or {}).get(self.feature_branch):
-            return False
-        sha = listed.get(claim_ref(self.feature, MERGE_CLAIM))
-        standing = self.board.standing(self.feature, MERGE_CLAIM, sha) if sha else None
-        return standing is not None and standing < self.options.stale
-
     def _snapshot(self) -> str:
         """The remote's loop branches and this feature's claims, as ``ls-remote`` lists them."""
         status, out, err = self.repo.run("ls-remote", self.options.remote, "refs/heads/autobuild/*",
@@ -297,9 +277,6 @@ class _Worker:
         if (cached is not None and cached[0][0] == key[0] and cached[1].phase in ("approved", "merged")
                 and task in self._merged(key[1])):
             state = replace(cached[1], phase="merged")  # its branch stood still; a merge took it in
-        elif (key[0] is None and task not in self._merged(key[1]) and not self.fgit.task_worktree(task).is_dir()
-              and self.repo.resolve(f"refs/heads/{branch_for(task)}") is None):
-            state = unstarted_state(self.repo.root, task)  # no run of it anywhere: what read_task_state says, no git
         else:
             # Read as the remote holds it: a branch of this clone apart from (or behind) the remote's
             # would tell a run the remote never saw (an ousted holder's own approval, merged instead).
