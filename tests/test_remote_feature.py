@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from guardkit_state.agents.protocol import Agent
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.remote.claims import Claim, ClaimBoard
 from guardkit_state.remote.ledgers import RemoteLedgers
@@ -365,6 +366,13 @@ def test_a_task_out_of_turns_stops_the_workers_with_its_reason(tmp_path: Path) -
     assert git(bare, "for-each-ref", "refs/guardkit/claims/") == ""
 
 
+def _agents_in_process(project: FeatureProject, monkeypatch: pytest.MonkeyPatch) -> tuple[Agent, Agent]:
+    """The scripted Player and Coach for a worker run in this process, their environment set."""
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    return project.agents()
+
+
 def _two_machines(tmp_path: Path, project: FeatureProject) -> tuple[Path, Path, Path]:
     """A bare remote of ``project`` and two clones of it, ``mine`` and ``theirs``; ``theirs`` has
     pushed the feature branch (at main)."""
@@ -494,9 +502,7 @@ def test_a_clone_whose_branch_went_apart_from_the_remote_never_pushes_over_the_r
     theirs_tip = git(bare, "rev-parse", "autobuild/TASK-FB-001").strip()
     if stale_lock:  # the worker was killed in a git command there: its index lock is left, no git holds it
         (mine / ".git/worktrees/TASK-FB-001/index.lock").write_text("")
-    for name, value in project.env().items():
-        monkeypatch.setenv(name, value)
-    player, coach = project.agents()
+    player, coach = _agents_in_process(project, monkeypatch)
     result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, max_turns=5))
     assert result.done, result.reason
     # The remote's turns are kept: what this clone pushed continues them.
@@ -629,9 +635,7 @@ def test_the_merger_merges_the_remotes_branch_not_its_clones_own_approval_that_n
                            capture_output=True, text=True, check=False)
     assert local.returncode == 0, local.stdout + local.stderr
     _run_elsewhere(project, theirs, "TASK-FB-001")
-    for name, value in project.env().items():
-        monkeypatch.setenv(name, value)
-    player, coach = project.agents()
+    player, coach = _agents_in_process(project, monkeypatch)
     result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1))
     assert result.done, result.reason
     assert merged_order(bare) == ["TASK-FB-001"]
@@ -660,9 +664,7 @@ def test_an_approval_its_dead_holder_never_pushed_reaches_the_task_branch_before
                             "--coach", agent_command("coach.py")], cwd=machine,
                            env={**os.environ, **project.env()}, capture_output=True, text=True, check=False)
     assert local.returncode == 0, local.stdout + local.stderr
-    for name, value in project.env().items():
-        monkeypatch.setenv(name, value)
-    player, coach = project.agents()
+    player, coach = _agents_in_process(project, monkeypatch)
     result = run_worker(machine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, lease=2))
     assert result.done, result.reason
     assert merged_order(bare) == ["TASK-FB-001"]
@@ -712,9 +714,7 @@ def test_a_task_folder_that_is_no_worktree_never_gets_the_clones_own_checkout_re
     (mine / ".guardkit/worktrees/TASK-FB-001/.git").unlink()
     (mine / "my-own-work.txt").write_text("uncommitted work of the user\n")
     head = git(mine, "rev-parse", "HEAD").strip()
-    for name, value in project.env().items():
-        monkeypatch.setenv(name, value)
-    player, coach = project.agents()
+    player, coach = _agents_in_process(project, monkeypatch)
     with contextlib.suppress(Exception):
         run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, max_turns=5))
     assert git(mine, "rev-parse", "HEAD").strip() == head and git(mine, "branch", "--show-current").strip() == "main"
@@ -740,9 +740,7 @@ def test_a_merge_its_dead_merger_never_pushed_is_not_taken_for_the_remotes(
     feature_repo = WorktreeManager(repo).create(FEATURE_ID).repo()
     message = merge_message(FEATURE_ID, "TASK-FB-001", branch="autobuild/TASK-FB-001", target=FEATURE_BRANCH, wave=1)
     assert merge_branch(feature_repo, "autobuild/TASK-FB-001", message).merged
-    for name, value in project.env().items():
-        monkeypatch.setenv(name, value)
-    player, coach = project.agents()
+    player, coach = _agents_in_process(project, monkeypatch)
     result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1))
     assert result.done, result.reason
     assert merged_order(bare) == ["TASK-FB-001", "TASK-FB-002"]  # wave 1 merged on the remote, then wave 2
@@ -767,9 +765,7 @@ def test_a_registered_task_folder_that_is_no_worktree_any_more_never_moves_the_c
     git(where, "push", "-q", "origin", "HEAD:refs/heads/autobuild/TASK-FB-001")
     (mine / ".guardkit/worktrees/TASK-FB-001/.git").unlink()
     head = git(mine, "rev-parse", "HEAD").strip()
-    for name, value in project.env().items():
-        monkeypatch.setenv(name, value)
-    player, coach = project.agents()
+    player, coach = _agents_in_process(project, monkeypatch)
     with contextlib.suppress(Exception):
         run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, max_turns=5))
     assert git(mine, "rev-parse", "HEAD").strip() == head and git(mine, "branch", "--show-current").strip() == "main"
@@ -824,9 +820,7 @@ def test_a_merger_killed_in_a_merge_leaves_no_lock_that_stops_the_next_merger_on
     assert repo is not None
     WorktreeManager(repo).create(FEATURE_ID)
     (mine / f".git/worktrees/{FEATURE_ID}/index.lock").write_text("")  # a merger killed in its git merge
-    for name, value in project.env().items():
-        monkeypatch.setenv(name, value)
-    player, coach = project.agents()
+    player, coach = _agents_in_process(project, monkeypatch)
     result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1))
     assert result.done, result.reason
     assert merged_order(bare) == ["TASK-FB-001"]
@@ -841,9 +835,7 @@ def test_a_claim_the_worker_itself_could_not_release_is_deleted_when_its_task_is
     repo = GitRepo.discover(mine)
     assert repo is not None
     assert ClaimBoard(repo, "origin", "w1").claim(FEATURE_ID, "TASK-FB-001", lease=600) is not None
-    for name, value in project.env().items():
-        monkeypatch.setenv(name, value)
-    player, coach = project.agents()
+    player, coach = _agents_in_process(project, monkeypatch)
     result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1, worker="w1"))
     assert result.done, result.reason
     assert merged_order(bare) == ["TASK-FB-001"]
@@ -863,9 +855,7 @@ def test_a_worker_waiting_on_another_workers_merge_sees_it_land_long_before_its_
         landed.append(time.monotonic())
         assert board.release(held)
 
-    for name, value in project.env().items():
-        monkeypatch.setenv(name, value)
-    player, coach = project.agents()
+    player, coach = _agents_in_process(project, monkeypatch)
     notes: list[str] = []
     other = threading.Thread(target=merge_there)
     other.start()
@@ -898,9 +888,7 @@ def test_a_merge_that_landed_is_seen_at_once_though_its_dead_merger_never_releas
         if text == "waiting: wave 1: another worker is merging it" and not other.is_alive() and not landed:
             other.start()
 
-    for name, value in project.env().items():
-        monkeypatch.setenv(name, value)
-    player, coach = project.agents()
+    player, coach = _agents_in_process(project, monkeypatch)
     try:
         # Staleness takes 15 s here: the merge has landed, the claim left on it is no reason to wait.
         result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", lease=30, poll=0.2),
@@ -934,9 +922,7 @@ def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it(
         if ref in text and len([n for n in notes if ref in n]) == 1:
             git(theirs, "push", "-q", "origin", f":{ref}")  # the user does as the note says
 
-    for name, value in project.env().items():
-        monkeypatch.setenv(name, value)
-    player, coach = project.agents()
+    player, coach = _agents_in_process(project, monkeypatch)
     # Without the note the ref would stand for good: it goes after 30 s anyway, and the test fails below.
     fallback = threading.Timer(30, subprocess.run, (["git", "push", "-q", "origin", f":{ref}"],),
                                {"cwd": theirs, "capture_output": True, "check": False})
