@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
 # Bottom to top. The key is the first name under guardkit_state (a package or a top-level module).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "model"),  # the errors and the records: everything may name them
+    ("errors", "model", "extras"),  # the errors, the records, the optional extras: everything may name them
     ("store",),
     ("git",),
     ("taskfile",),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -256,8 +257,7 @@ def test_an_error_is_the_cli_line(repo: Path) -> None:
     for result, argv in zip(results, [("show", "TASK-NOPE-1"), ("context", TASK, "--turn", "5"), None,
                                       ("show", "../../etc/passwd.md")], strict=True):
         if argv is None:
-            assert error_text(result) == f"error: {TASK} has no recorded turn (expected a task with a recorded " \
-                "turn ('record' or a loop records one))"
+            assert error_text(result) == f"error: {TASK} has no recorded turn yet; 'record' or a loop records one"
             continue
         done = cli(repo, *argv)
         assert done.returncode == 2
@@ -298,8 +298,7 @@ def test_a_resource_that_cannot_be_read_is_a_protocol_error_with_the_cli_line(re
 
     missing, unrecorded, not_a_number = with_server(repo, session)
     assert missing == cli(repo, "show", "TASK-NOPE-1").stderr.strip()
-    assert unrecorded == f"error: {TASK} has no recorded turn (expected a task with a recorded turn " \
-        "('record' or a loop records one))"
+    assert unrecorded == f"error: {TASK} has no recorded turn yet; 'record' or a loop records one"
     assert not_a_number == "error: turn must be a number, not 'x'"
 
 
@@ -360,8 +359,9 @@ def test_without_the_mcp_extra_the_command_says_which_install_fixes_it(tmp_path:
     done = subprocess.run([sys.executable, "-c", code, "mcp", "--repo", str(tmp_path)], capture_output=True,
                           text=True, timeout=120, check=False, env=_env())
     assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == "error: the MCP server needs the mcp extra (mcp is not installed) " \
-        "(expected pip install 'guardkit-state[mcp]')\n"
+    # The command that installs it into this copy: here, a virtual environment's own pip.
+    assert done.stderr == "error: the MCP server needs the mcp extra (mcp is not installed); install it with: " \
+        f"{shlex.quote(sys.executable)} -m pip install 'mcp<3,>=2.3'\n"
 
 
 def test_records_sent_at_once_are_taken_one_at_a_time(repo: Path) -> None:
