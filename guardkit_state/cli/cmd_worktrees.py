@@ -80,7 +80,7 @@ def _manager(repo_dir: Path) -> WorktreeManager:
     repo = GitRepo.discover(repo_dir)
     if repo is None:
         raise GitError("not a git repository (or git is not installed)", path=repo_dir,
-                       expected="a git repository; use --repo DIR")
+                       fix="run it in a git repository, or give --repo DIR")
     return WorktreeManager(repo)
 
 

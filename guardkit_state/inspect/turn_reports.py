@@ -51,8 +51,8 @@ def turn_reports(repo_root: Path | str, task_id: str, turn: int | None = None) -
     recorded = len(task.state.turns) if task.state else 0
     number = recorded if turn is None else turn
     if recorded == 0:
-        raise InputError(f"{location.task_id} has no recorded turn", task_id=location.task_id,
-                         expected="a task with a recorded turn ('record' or a loop records one)")
+        raise InputError(f"{location.task_id} has no recorded turn yet", task_id=location.task_id,
+                         fix="'record' or a loop records one")
     if not 1 <= number <= recorded:
         raise InputError(f"turn {number} is not recorded", task_id=location.task_id, expected=f"1..{recorded}")
     state: dict[str, Any] | None = store.read("turn_state", number)

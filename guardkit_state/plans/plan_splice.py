@@ -393,8 +393,7 @@ def _verify(splice: _Splice, new_text: str, expected: dict[str, Any]) -> ParsedY
     if pointer is not None:
         hint = " (a YAML alias of a value the update changes?)" if splice.parsed.aliased else ""
         raise WriteVerificationError(f"the new text would change {pointer}, which the update does not set{hint}; "
-                                     "nothing was written", path=path, pointer=pointer,
-                                     expected="only the values the update sets changed")
+                                     "nothing was written", path=path, pointer=pointer)
     problems = schema_problems(new.data, new.node)
     if problems:
         before = {(p.pointer, p.message) for p in schema_problems(splice.parsed.data, splice.parsed.node)}

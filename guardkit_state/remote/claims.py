@@ -121,7 +121,7 @@ class ClaimBoard:
         status, _, _ = repo.run("remote", "get-url", remote, check=False)
         if status != 0:
             raise InputError(f"no git remote named {remote!r} in {repo.root}", path=repo.root,
-                             expected="a remote of this repository ('git remote -v' lists them)")
+                             fix="'git remote -v' lists this repository's remotes")
 
     # -- the four moves ---------------------------------------------------------------------
 

@@ -219,11 +219,11 @@ def _check_folder(target: Path) -> None:
         return  # a folder that is not there: the write itself says so, with the path
     if read_only:
         raise UnwritableFileError(f"{folder} is on a read-only file system; nothing was written", path=target,
-                                  expected="a file on a writable file system")
+                                  fix="work in a checkout on a writable file system")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UnwritableFileError(f"its folder {folder} cannot take a new file (read-only or immutable); "
                                   "nothing was written", path=target,
-                                  expected="a writable file in a writable folder")
+                                  fix=f"make the folder writable (chmod u+w {folder})")
 
 
 def _write_target(path: Path) -> Path:
@@ -276,7 +276,7 @@ def _replaceable(target: Path, info: os.stat_result | None) -> os.stat_result | 
         raise UnwritableFileError(
             f"has {info.st_nlink} hard links; an atomic replace would cut it off from the others, "
             "so nothing was written",
-            path=target, expected="a file with one link (replace the hard link by a copy or a symlink)",
+            path=target, fix="replace the hard link by a copy or a symlink",
         )
     if not info.st_mode & stat.S_IWUSR:
         raise UnwritableFileError("read-only; make it writable (chmod u+w) to record turns", path=target)
@@ -297,13 +297,13 @@ def _check_owner(target: Path, info: os.stat_result) -> None:
         raise UnwritableFileError(
             f"owned by uid {info.st_uid}, not by this user (uid {euid}): replacing it would change its owner, "
             "so nothing was written",
-            path=target, expected="run as the file's owner",
+            path=target, fix="run as the file's owner",
         )
     if info.st_gid != _new_file_gid(target.parent) and info.st_gid not in {os.getegid(), *os.getgroups()}:
         raise UnwritableFileError(
             f"its group (gid {info.st_gid}) is not one of this user's: replacing it would change its group, "
             "so nothing was written",
-            path=target, expected="a group this user belongs to (chgrp)",
+            path=target, fix="give the file a group this user belongs to (chgrp)",
         )
 
 
@@ -318,7 +318,7 @@ def _keep_owner(fd: int, existing: os.stat_result, target: Path) -> None:
             f"the replacement cannot keep the file's owner and group (uid {existing.st_uid}, gid "
             f"{existing.st_gid}), so nothing was written",
             path=target,
-            expected="run as the file's owner",
+            fix="run as the file's owner",
         ) from exc
 
 

@@ -33,7 +33,7 @@ def check_state_home(root: Path) -> None:
     if not os.path.isdir(home):
         raise NotADirectoryStateError(f"{GUARDKIT_DIR} is a file, not a directory: guardkit-state keeps its "
                                       "state, reports and worktrees in that directory", path=home,
-                                      expected="a directory (move the file away)")
+                                      fix="move the file away")
 
 
 __all__ = ["check_state_home"]

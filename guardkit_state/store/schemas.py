@@ -294,11 +294,11 @@ def check_version(kind: str, data: Any, *, path: str | Path | None = None) -> No
     version = data.get("schema_version")
     if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
         raise SchemaVersionError(
-            f"{kind} record has schema_version {version}, newer than this guardkit-state understands"
-            f" (upgrade guardkit-state to read it)",
+            f"{kind} record has schema_version {version}, newer than this guardkit-state understands",
             path=path,
             pointer="$.schema_version",
             expected=f"schema_version <= {SCHEMA_VERSION}",
+            fix="upgrade guardkit-state to read it",
             **_context(data),
         )
 

@@ -274,7 +274,7 @@ class TaskFile:
             elif present.get("timestamp") != entry.get("timestamp"):
                 raise TurnError(f"turn {entry.get('turn')} was recorded in {self.path.name} by another writer "
                                 "meanwhile; nothing was written", path=self.path, turn=entry.get("turn"),
-                                expected="one writer per task")
+                                fix="let one writer record the task's turns at a time")
         last = max((n for n in listed if isinstance(n, int)), default=0)
         numbers = [entry.get("turn") for entry in keep]
         if numbers and numbers != list(range(last + 1, last + 1 + len(numbers))):

@@ -257,5 +257,6 @@ def _with_closing_hint(exc: FrontmatterError, split: FrontmatterSplit) -> Frontm
                 path=exc.path,
                 line=exc.line,
                 expected=exc.expected,
+                fix=exc.fix,
             )
     return exc

@@ -141,14 +141,12 @@ def _verified(text: str, intent: dict[str, Any], parts: tuple[str, str, str, str
     found = (split.prefix, split.yaml_text, split.closing, split.body) if split.has_frontmatter else None
     if found != parts:
         raise WriteVerificationError("the new text would not split at the frontmatter's delimiter lines as "
-                                     "written; nothing was written", path=path,
-                                     expected="the '---' lines where they were put")
+                                     "written; nothing was written", path=path)
     pointer = first_difference(intent, new.data)
     if pointer is not None:
         hint = " (a YAML alias reads as its anchored value, which changed)" if aliased else ""
         raise WriteVerificationError(f"the new text would not read back as the post's metadata{hint}; "
-                                     "nothing was written", path=path, pointer=pointer,
-                                     expected="exactly the post's metadata")
+                                     "nothing was written", path=path, pointer=pointer)
     return text
 
 
@@ -284,7 +282,7 @@ def _rewrite(ctx: _Context, entry: Entry, key: str, old: Any, new: Any, indent: 
                 raise FrontmatterError(
                     f"cannot change {key!r} without dropping the comment on line {ctx.line(pos)}: its value is "
                     "rewritten whole", path=ctx.path, line=ctx.line(pos),
-                    expected="the comment moved or removed by hand first")
+                    fix="move or remove the comment by hand first")
         ctx.edits.add(start, end, text)
 
 

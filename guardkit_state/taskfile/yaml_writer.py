@@ -78,7 +78,7 @@ def write_verified(path: Path, raw: bytes, edit: Callable[[bytes], str | None], 
             return True
         raw = again
     raise FileBusyError(f"the {what} kept changing while it was written ({attempts} attempts); nothing was "
-                        "overwritten: try again", path=path, expected="a moment without other writers")
+                        "overwritten", path=path, fix="try again once the other writer is done")
 
 
 #: The writer locks each thread holds: a thread inside :func:`writer_lock` may take it again (a

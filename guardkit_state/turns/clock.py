@@ -50,7 +50,7 @@ def read_task_settled(path: Path, store: TurnStore) -> TaskFile:
         raw = read_settled(path)
         if not raw.strip():  # caught between an editor's truncate and its write: never a task's bytes
             error, task = ParseError("the task file is empty", path=path,
-                                     expected="a task file (its frontmatter and text)"), None
+                                     expected="a task file: its frontmatter and text"), None
             unparsable.add(raw)
             continue
         try:
@@ -67,8 +67,8 @@ def read_task_settled(path: Path, store: TurnStore) -> TaskFile:
         assert error is not None
         if len(unparsable) > 1:
             # Different bytes each time, none whole: a file being saved over and over, not a broken one.
-            raise FileBusyError("the task file kept changing and never read whole; nothing was written: try again",
-                                path=path, expected="a moment without other writers")
+            raise FileBusyError("the task file kept changing and never read whole; nothing was written",
+                                path=path, fix="try again once the other writer is done")
         raise error
     return task
 

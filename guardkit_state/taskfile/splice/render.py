@@ -77,7 +77,8 @@ def render_yaml(data: Any) -> str:
             text = text[: -len("...\n")]
         if same(parse_yaml(text).data, data):
             return str(text)
-    raise GuardkitStateError("rendered YAML does not read back as the same data", expected="plain data")
+    raise GuardkitStateError("rendered YAML does not read back as the same data (data that is not plain "
+                             "strings, numbers, lists and mappings?)")
 
 
 def same(a: Any, b: Any) -> bool:

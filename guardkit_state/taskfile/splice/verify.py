@@ -43,18 +43,17 @@ def verify_write(old: ParsedFrontmatter, new_text: str, update: StateUpdate, *, 
     """
     new = read_back(new_text, partial(parse_frontmatter, path=path), path)
     if new.split.body != old.split.body:
-        raise WriteVerificationError("the update would change the markdown body; nothing was written",
-                                     path=path, expected="the body after the closing '---' byte for byte")
+        raise WriteVerificationError("the update would change the markdown body after the closing '---'; "
+                                     "nothing was written", path=path)
     pointer = first_difference(expected_data(old, update), new.data)
     if pointer is not None:
         raise WriteVerificationError(f"the new text would change {pointer}, which the update does not set"
                                      f"{_alias_hint(old)}; nothing was written",
-                                     path=path, pointer=pointer,
-                                     expected="only the state block and the keys the update sets changed")
+                                     path=path, pointer=pointer)
     if edits is not None:
         if (new.split.prefix, new.split.closing) != (old.split.prefix, old.split.closing):
             raise WriteVerificationError("the splice would change the delimiter lines; nothing was written",
-                                         path=path, line=1, expected="every byte outside the changed lines kept")
+                                         path=path, line=1)
         check_edits(old.split.yaml_text, new.split.yaml_text, edits, allowed, path, old.split.line_offset)
     return new
 
@@ -142,8 +141,7 @@ def check_edits(old: str, new: str, edits: Edits, allowed: list[tuple[int, int]]
         problem, at = "a line outside the changed lines", pos_old
     if problem is not None:
         raise WriteVerificationError(f"the splice would change {problem}; nothing was written", path=path,
-                                     line=line_of(old, at, line_offset),
-                                     expected="every byte outside the changed lines kept")
+                                     line=line_of(old, at, line_offset))
 
 
 def read_back(new_text: str, parse: Callable[[str], T], path: Path | str | None) -> T:
@@ -156,4 +154,4 @@ def read_back(new_text: str, parse: Callable[[str], T], path: Path | str | None)
         return parse(new_text)
     except GuardkitStateError as exc:
         raise WriteVerificationError(f"the new text does not parse ({exc.message}); nothing was written",
-                                     path=path, line=exc.line, expected="a text the strict reader accepts") from exc
+                                     path=path, line=exc.line) from exc
