@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -25,25 +23,10 @@ from guardkit_state.extras import (
 )
 
 from .e2e_support import clean_env
+from .python_envs import environment_without
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SITE_PACKAGES = Path(sysconfig.get_paths()["purelib"])
 MCP = "'mcp<3,>=2.3'"
-
-
-def environment_without(tmp_path: Path, *left_out: str) -> Path:
-    """A virtual environment holding the test environment's packages but ``left_out`` (top-level names
-    and their ``*.dist-info``); returns its folder."""
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; "
-                                "print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True,
-                               check=True).stdout.strip())
-    for entry in SITE_PACKAGES.iterdir():
-        name = entry.name.split("-")[0].lower() if entry.name.endswith(".dist-info") else entry.name
-        if name not in left_out:
-            (site / entry.name).symlink_to(entry)
-    return venv
 
 
 def run_in(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

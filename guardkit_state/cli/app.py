@@ -47,6 +47,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "report",
     "merge_driver",
     "agents",
+    "doctor",
     "mcp",
 )
 

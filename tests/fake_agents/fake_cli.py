@@ -13,6 +13,9 @@ Set by tests in the environment:
     FAKE_CODEX_RETRY=1        Codex reports a stream error it retries (an ``error`` event), then completes
     FAKE_INTERRUPT=ROLE:TURN  send Ctrl-C (SIGINT) to the loop when that role runs that turn
     FAKE_LOG=DIR              append one line per call (name role turn) to DIR/calls
+    FAKE_SIGNED_OUT=a,b       these CLIs answer their sign-in status command as signed out
+                              (``claude auth status``: a ``loggedIn`` JSON object; ``codex login
+                              status``: ``Logged in using ChatGPT`` / ``Not logged in`` on stderr)
 """
 
 from __future__ import annotations
@@ -177,8 +180,22 @@ def aider(argv: list[str], role: str, turn: int) -> int:
     return 0
 
 
+def sign_in_status(name: str) -> int:
+    """The CLI's own sign-in status command, as the real one answers it (no model is called)."""
+    signed_out = name in os.environ.get("FAKE_SIGNED_OUT", "").split(",")
+    if name == "claude":
+        answer = {"loggedIn": False, "authMethod": "none", "apiProvider": "firstParty"} if signed_out else \
+            {"loggedIn": True, "authMethod": "claude.ai", "apiProvider": "firstParty", "subscriptionType": "max"}
+        print(json.dumps(answer, indent=2))
+        return 1 if signed_out else 0
+    print("Not logged in" if signed_out else "Logged in using ChatGPT", file=sys.stderr)
+    return 1 if signed_out else 0
+
+
 def main(name: str) -> int:
     argv = sys.argv[1:]
+    if (name, argv) in (("claude", ["auth", "status"]), ("codex", ["login", "status"])):
+        return sign_in_status(name)
     if argv == ["--version"]:
         print({"claude": "2.0.14 (Claude Code)", "codex": "codex-cli 0.46.0", "gemini": "0.9.0",
                "aider": "aider 0.86.1"}[name])
