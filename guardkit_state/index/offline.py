@@ -177,7 +177,7 @@ class RefusingLLMClient(LLMClient):
         raise IndexBackendError(
             "guardkit-state's index never calls an LLM (records are written as nodes and edges "
             "directly); an operation that needs one, such as add_episode, is not supported",
-            expected="Graphiti operations that need no LLM: saving nodes/edges, search",
+            fix="use only Graphiti operations that need no LLM: saving nodes and edges, search",
         )
 
     async def generate_response(self, *args: Any, **kwargs: Any) -> dict[str, Any]:

@@ -105,7 +105,7 @@ class FrontmatterHandler(BaseHandler):
         if self._loaded is not None and self._loaded.text != original:
             raise InputError("this FrontmatterHandler already holds the text it loaded before; a post is saved "
                              "into the text its handler loaded, so use one FrontmatterHandler per file",
-                             path=self.path, expected="frontmatter.load(path, handler=FrontmatterHandler())")
+                             path=self.path, fix="frontmatter.load(path, handler=FrontmatterHandler())")
         parsed = parse_frontmatter(original, path=self.path)
         _check_keys(parsed.data, parsed.line_of, self.path)
         self._loaded = LoadedText(original, parsed, whole)

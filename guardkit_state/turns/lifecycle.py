@@ -150,8 +150,8 @@ class TurnLifecycle(TurnView):
             # Files of a later turn exist: this view of the task file is older than the store
             # (read mid-save, or entries dropped by a stale copy). Never overwrite a turn's files.
             raise TurnError(f"{self.task.path.name} lists {number - 1} turn(s) but turn {number + 1} has files; "
-                            "re-read it (was it being saved?) — nothing was written", path=self.task.path,
-                            task_id=self.task_id, turn=number, expected=f"at least {number} recorded turns")
+                            "nothing was written", path=self.task.path, task_id=self.task_id, turn=number,
+                            fix="try again once the file is saved (an editor or another writer was saving it?)")
         if mode is None:
             mode = TurnMode.FRESH_START if number == 1 else TurnMode.CONTINUING_WORK
         self._active = ActiveTurn(number, TurnMode(mode), utc_now())
