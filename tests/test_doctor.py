@@ -206,14 +206,14 @@ def test_aider_sign_in_is_not_checked_and_says_so(git_repo: Path, only_fakes_on_
     assert check.status == "note" and "not checked: aider reads each provider's API key" in check.detail
 
 
-def test_a_missing_extra_is_a_warning_naming_the_command_that_installs_it(tmp_path: Path, git_repo: Path) -> None:
+def test_a_missing_extra_is_a_note_naming_the_command_that_installs_it(tmp_path: Path, git_repo: Path) -> None:
     venv = environment_without(tmp_path, "mcp")
     done = subprocess.run([str(venv / "bin" / "python"), "-m", "guardkit_state", "doctor", "--json", "--repo",
                            str(git_repo)], capture_output=True, text=True, timeout=120, check=False,
                           env=clean_env(HOME=os.environ["HOME"]))
     checks = {c["subject"]: c for c in json.loads(done.stdout)["checks"]}
     assert checks["extra mcp"] == {
-        "area": "extras", "subject": "extra mcp", "status": "warning",
+        "area": "extras", "subject": "extra mcp", "status": "note",
         "detail": "not installed (mcp missing): the MCP server ('guardkit-state mcp') cannot run",
         "fix": f"install it with: {venv / 'bin' / 'python'} -m pip install 'mcp<3,>=2.3'"}
     assert checks["extra graphiti"]["status"] == "ok"

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     else:
         out.line(f"guardkit-state doctor: {safe(report.repo)}")
         for check in report.checks:
-            fix = f"; fix: {check.fix}" if check.fix and check.status in ("warning", "problem") else ""
+            fix = f"; fix: {check.fix}" if check.fix else ""
             out.line(f"  {out.style(f'{check.status:<8}', _STYLE[check.status])} {safe(check.subject)}: "
                      f"{safe(check.detail)}{safe(fix)}")
         problems, warnings = len(report.problems), len(report.warnings)

@@ -198,7 +198,7 @@ def _extras(checks: list[Check]) -> None:
         missing = missing_requirements(requirements)
         if missing:
             names = ", ".join(requirement_name(r) for r in missing)
-            checks.append(Check("extras", f"extra {extra}", WARNING if extra == "mcp" else NOTE,
+            checks.append(Check("extras", f"extra {extra}", NOTE,
                                 f"not installed ({names} missing): {_EXTRA_USE[extra]} cannot run",
                                 f"install it with: {install_command(extra)}"))
             continue
