@@ -417,7 +417,7 @@ class _FeatureRun:
         self.emit(TaskBlocked(task_id, branch_for(task_id), merged.conflicts, merged.error))
         self._write_task(task_id)
 
-    def _send_back(self, sent: SendBack) -> None:
+    def _send_back(self, sent: SendBack) -> bool:
         """The queue found ``sent.task`` breaking the gate: its history says so (its branch), then
         where it stands is read again (one more turn, or failed when it has none left)."""
         assert self.gate is not None  # only a gated queue sends back
@@ -427,6 +427,7 @@ class _FeatureRun:
         self._settle(state)
         self.emit(TaskSentBack(sent.task.task_id, sent.wave, sent.task.turns, written.final, sent.runs))
         self._write_task(sent.task.task_id)
+        return written.final
 
     def _queue_step(self, step: QueueStep) -> None:
         self.emit(QueueStepped(step))

@@ -90,12 +90,12 @@ class MergeQueue:
     """One wave's pass through the queue, in the feature worktree ``worktree`` on branch ``branch``.
 
     ``message`` gives a task's merge message; ``send_back`` is called with each breaker before the
-    feature branch moves past it (the caller writes it into the task's history); ``on_step`` is told
-    every step as it happens.
+    feature branch moves past it (the caller writes it into the task's history; True when the task
+    had no turn left and ends failed); ``on_step`` is told every step as it happens.
     """
 
     def __init__(self, worktree: GitRepo, branch: str, wave: int, gate: SmokeGate | None, verdicts: GateVerdicts,
-                 *, message: Callable[[Approved], str], send_back: Callable[[SendBack], None],
+                 *, message: Callable[[Approved], str], send_back: Callable[[SendBack], bool],
                  on_step: Callable[[QueueStep], None] = lambda step: None, runs_before: int = 0) -> None:
         self.repo, self.branch, self.wave, self.gate, self.verdicts = worktree, branch, wave, gate, verdicts
         self.message, self.send_back, self.on_step = message, send_back, on_step
@@ -178,12 +178,12 @@ class MergeQueue:
         task, candidate = chain[hi - 1]
         sent = SendBack(task, self.wave, failing, candidate, chain[lo - 1][1] if lo else base,
                         tuple(t.task_id for t, _ in chain[:lo]), self.number - runs)
-        self.send_back(sent)
+        final = self.send_back(sent)
         crash_point("queue.after_send_back")
         self.landing.sent_back.append(sent)
         self._step(QueueStep(self.wave, "sent_back", candidate, sent.merged_before, gate=failing.outcome,
                              exit_code=failing.exit_code, expected_exit=failing.expected_exit, task=task.task_id,
-                             after_turn=task.turns, runs=sent.runs, at=utc_now()))
+                             after_turn=task.turns, final=final, runs=sent.runs, at=utc_now()))
         if lo:
             self._land(chain[:lo], sent.runs)
         return chain[:lo], hi - 1

@@ -118,8 +118,8 @@ class QueueStep:
             after = f" merged after {tasks}" if self.tasks else ""
             end = ("it has no turn left: it ends failed" if self.final
                    else f"one more turn (turn {(self.after_turn or 0) + 1}) with the gate's output under MUST ADDRESS")
-            return (f"wave {self.wave} · {self.task} sent back after turn {self.after_turn}: it breaks the gate{after}, "
-                    f"{self.gate_words}; {end} · found in {self.runs} gate run(s)")
+            return (f"wave {self.wave} · {self.task} sent back after turn {self.after_turn}: it breaks the "
+                    f"gate{after}, {self.gate_words}; {end} · found in {self.runs} gate run(s)")
         if self.step == "landed":
             return f"wave {self.wave} · the feature branch moves to candidate {sha} ({tasks}), which passed"
         return (f"wave {self.wave} · halted: the gate {self.gate_words} on the feature branch before the wave's "
