@@ -81,6 +81,8 @@ class Landing:
     runs: list[SmokeRun] = field(default_factory=list)
     #: The feature branch's tip after the queue (None: it did not move).
     tip: str | None = None
+    #: The tasks went through the gate (False: the plan names no gate for the wave).
+    gated: bool = False
 
 
 Link = tuple[Approved, str]  # a task and the candidate commit that merged it
@@ -112,6 +114,7 @@ class MergeQueue:
         if self.gate is None or not self.gate.applies_after(self.wave):
             return self._merge_directly(tasks)
         restore_worktree(self.repo, self.branch)
+        self.landing.gated = True
         try:
             self._queue(list(tasks))
         finally:
