@@ -7,9 +7,12 @@ gate (run at each one)."""
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,8 +22,11 @@ import pytest
 
 from guardkit_state.features.build import FeatureOptions, build_feature
 from guardkit_state.features.feature_events import FeatureEvent, QueueStepped, TaskSentBack
+from guardkit_state.inspect.feature_view import feature_view
 from guardkit_state.plans.merge_queue_log import recorded_steps
 from guardkit_state.plans.plan import load_plan
+from guardkit_state.report.feature import build_feature_report
+from guardkit_state.report.feature_page import render_feature_report
 from guardkit_state.taskfile.document import TaskFile
 
 from .feature_support import FEATURE_ID, FeatureProject, TaskSpec, git, merged_tasks, start_cli, task_rel
@@ -73,6 +79,32 @@ def test_two_tasks_green_alone_and_red_together_the_breaker_is_sent_back_and_mer
     (entry,) = state.extra["sent_back"]
     assert (entry["after_turn"], entry["exit_code"], entry["merged_before"]) == (1, 1, [T1])
     assert assert_first_parent_green(project.root, gate, tmp_path / "check") >= 3
+    _shown_by_show_log_and_report(project)
+
+
+def _shown_by_show_log_and_report(project: FeatureProject) -> None:
+    """``show``, ``log`` and ``report`` of the feature tell each candidate, its gate result, what was sent back."""
+    view = feature_view(project.root, FEATURE_ID)
+    assert [s.step for s in view.queue_steps] == ["candidate", "candidate", "sent_back", "landed", "candidate",
+                                                  "landed"]
+    sent = f"{T2} sent back after turn 1: it breaks the gate merged after {T1}, failed (exit 1, expected 0)"
+    for command in ("show", "log"):
+        out = _cli(project, command, FEATURE_ID)
+        assert "merge queue" in out and sent in out, out
+        assert "the wave's candidate · failed (exit 1, expected 0)" in out
+        assert "bisecting: the first 1 of 2 · passed (exit 0)" in out
+    shown = json.loads(_cli(project, "show", FEATURE_ID, "--json"))
+    assert [s["step"] for s in shown["merge_queue"]][:3] == ["candidate", "candidate", "sent_back"]
+    page = render_feature_report(build_feature_report(project.root, FEATURE_ID, generated_at="-"))
+    assert "merge queue" in page and html.escape(sent, quote=False) in page
+    assert "port clash: port=8080 is taken twice" in page  # the failing candidate's output
+
+
+def _cli(project: FeatureProject, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "guardkit_state", *args, "--repo", str(project.root)],
+                          capture_output=True, text=True, check=False, env={**os.environ, "NO_COLOR": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
 
 
 def test_a_breaker_never_fixed_ends_failed_with_the_gates_output_and_the_feature_stops_before_the_next_wave(

@@ -4,6 +4,7 @@ branch's first-parent line passes the gate (run at each one)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -16,7 +17,7 @@ import yaml
 from tests.feature_support import FEATURE_BRANCH, FeatureProject, TaskSpec
 from tests.queue_support import T1, T2, T3, T4, assert_first_parent_green, gate_runs, gate_script, port, queue_feature
 from tests.remote_support import clone, make_bare
-from tests.test_remote_feature import merged_order, tree, worker
+from tests.test_remote_feature import cli, merged_order, tree, worker
 
 
 def _two_workers(tmp_path: Path, project: FeatureProject, *extra: str) -> tuple[Path, list[Path],
@@ -57,7 +58,7 @@ def test_two_workers_send_the_breaker_back_and_merge_it_after_its_fix(tmp_path: 
     gate = gate_script(log)
     project = queue_feature(tmp_path, [TaskSpec(T1, shell=port(8080)),
                                        TaskSpec(T2, shell=port(8080, from_turn=2, then=8081))], [[T1, T2]], gate)
-    bare, _, procs = _two_workers(tmp_path, project)
+    bare, machines, procs = _two_workers(tmp_path, project)
     ended = _ended(procs)
     assert all(code == 0 for code, _ in ended), ended
     assert merged_order(bare) == [T1, T2]
@@ -73,6 +74,9 @@ def test_two_workers_send_the_breaker_back_and_merge_it_after_its_fix(tmp_path: 
                      ("candidate", None), ("landed", None)]
     assert execution["completed_waves"] == [1]
     assert git_ls_claims(bare) == ""
+    # show --remote tells the queue's steps as the plan on the remote's feature branch records them.
+    shown = cli(machines[0], "show", "FEAT-FB", "--remote", "origin")
+    assert "merge queue:" in shown and f"{T2} sent back after turn 1: it breaks the gate merged after {T1}" in shown
     assert _checked(bare, gate, tmp_path) >= 4  # the start, T1's merge and progress, T2's merge and progress
 
 
@@ -86,12 +90,16 @@ def test_two_workers_stop_on_a_breaker_never_fixed_with_its_gate_output(tmp_path
     gate = gate_script(log)
     project = queue_feature(tmp_path, [TaskSpec(T1, shell=port(8080)), TaskSpec(T2, shell=port(8080)),
                                        TaskSpec(T3, [T1, T2])], [[T1, T2], [T3]], gate)
-    bare, _, procs = _two_workers(tmp_path, project, "--max-turns", "2")
+    bare, machines, procs = _two_workers(tmp_path, project, "--max-turns", "2")
     ended = _ended(procs)
     assert all(code == 1 for code, _ in ended), ended
     said = "\n".join(text for _, text in ended)
     assert "it has no turn left of 2" in said and "port clash: port=8080 is taken twice" in said
     assert merged_order(bare) == [T1]
+    # Its last turn is an approval, sent back with no turn left: failed, not "approved".
+    shown = json.loads(cli(machines[0], "show", "FEAT-FB", "--remote", "origin", "--json"))
+    assert [(t["task_id"], t["state"], t["outcome"]) for t in shown["tasks"]] == [
+        (T1, "merged", "approved"), (T2, "failed", "max_turns_exceeded"), (T3, "waiting", None)]
     assert _player_turns(project) == [(T1, 1), (T2, 1), (T2, 2)]  # T3 never ran
     assert _checked(bare, gate, tmp_path) >= 2
 
