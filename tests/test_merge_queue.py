@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 import signal
 import subprocess
@@ -22,9 +23,14 @@ import pytest
 
 from guardkit_state.features.build import FeatureOptions, build_feature
 from guardkit_state.features.feature_events import FeatureEvent, QueueStepped, TaskSentBack
+from guardkit_state.features.gate_verdicts import GateVerdicts, candidate_key
+from guardkit_state.features.merge_queue import Approved, MergeQueue, SendBack
+from guardkit_state.git.merge import merge_message
+from guardkit_state.git.repo import GitRepo
 from guardkit_state.inspect.feature_view import feature_view
 from guardkit_state.plans.merge_queue_log import recorded_steps
 from guardkit_state.plans.plan import load_plan
+from guardkit_state.plans.smoke_gates import SmokeGate
 from guardkit_state.report.feature import build_feature_report
 from guardkit_state.report.feature_page import render_feature_report
 from guardkit_state.taskfile.document import TaskFile
@@ -219,3 +225,68 @@ def test_a_run_killed_anywhere_in_the_queue_resumes_to_the_uninterrupted_result(
     assert state is not None and [e["after_turn"] for e in state.extra["sent_back"]] == [1]  # written once
     assert git(project.feature_worktree, "branch", "--show-current").strip() == "autobuild/FEAT-FB"
     assert assert_first_parent_green(project.root, gate, tmp_path / "check") >= 3
+
+
+def _queue_repo(tmp_path: Path, count: int) -> tuple[GitRepo, list[Approved]]:
+    """A repository on ``autobuild/FEAT-Q`` with ``count`` task branches, each adding ``src/<n>.part``."""
+    root = tmp_path / "q"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "autobuild/FEAT-Q")
+    (root / "src").mkdir()
+    (root / "src" / "base.part").write_text("base\n")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "start")
+    tasks = []
+    for n in range(1, count + 1):
+        task = f"TASK-Q-{n:03d}"
+        git(root, "switch", "-q", "-c", f"autobuild/{task}", "autobuild/FEAT-Q")
+        (root / "src" / f"{n}.part").write_text(f"part {n}\n")
+        git(root, "add", ".")
+        git(root, "commit", "-qm", f"{task}")
+        tasks.append(Approved(task, git(root, "rev-parse", "HEAD").strip(), 1))
+    git(root, "switch", "-q", "autobuild/FEAT-Q")
+    repo = GitRepo.discover(root)
+    assert repo is not None
+    return repo, tasks
+
+
+@pytest.mark.parametrize(("count", "breaker"), [(1, 1), (2, 1), (2, 2), (3, 2), (4, 3), (5, 1), (5, 5), (8, 6)])
+def test_bisection_finds_the_breaker_in_one_run_plus_log2_of_the_wave(tmp_path: Path, count: int,
+                                                                      breaker: int) -> None:
+    # Task `breaker` fails the gate merged after task 1 (task 1 itself fails it alone: it breaks the start).
+    log = tmp_path / "gate.log"
+    gate_command = (f"git rev-parse HEAD >> {log}\n"
+                    f"if [ -e src/1.part ] && [ -e src/{breaker}.part ]; then echo clash; exit 1; fi")
+    repo, tasks = _queue_repo(tmp_path, count)
+    sent: list[SendBack] = []
+    queue = MergeQueue(repo, "autobuild/FEAT-Q", 1, SmokeGate(None, gate_command, timeout=30),
+                       GateVerdicts(repo, "FEAT-Q"),
+                       message=lambda task: merge_message("FEAT-Q", task.task_id, branch=f"autobuild/{task.task_id}",
+                                                          target="autobuild/FEAT-Q", wave=1),
+                       send_back=lambda breaking: bool(sent.append(breaking)))
+    landing = queue.land(tasks)
+    others = [t.task_id for t in tasks if t.task_id != tasks[breaker - 1].task_id]
+    assert [s.task.task_id for s in sent] == [tasks[breaker - 1].task_id]
+    assert list(landing.merged) == others and landing.halted is None
+    # 1 on the wave's candidate + ceil(log2 n) bisecting (+1 on the start when the breaker is first),
+    # then one on the rest after it when there is a rest.
+    found = 1 + math.ceil(math.log2(count)) + (breaker == 1)
+    assert sent[0].runs <= found
+    assert len(gate_runs(log)) == sent[0].runs + (breaker < count)
+    assert git(repo.root, "branch", "--show-current").strip() == "autobuild/FEAT-Q"
+    assert assert_first_parent_green(repo.root, gate_command, tmp_path / "check", branch="autobuild/FEAT-Q") == count
+
+
+def test_the_queue_halts_when_the_wave_start_fails_the_gate_too_and_nothing_moves(tmp_path: Path) -> None:
+    repo, tasks = _queue_repo(tmp_path, 2)
+    start = git(repo.root, "rev-parse", "HEAD").strip()
+    queue = MergeQueue(repo, "autobuild/FEAT-Q", 1, SmokeGate(None, "echo broken; exit 3", timeout=30),
+                       GateVerdicts(repo, "FEAT-Q"), message=lambda task: f"Merge {task.task_id}\n",
+                       send_back=lambda breaking: pytest.fail("nothing is to blame"))
+    landing = queue.land(tasks)
+    assert landing.halted is not None and landing.halted.exit_code == 3 and landing.merged == {}
+    assert [s.step for s in landing.steps] == ["candidate", "candidate", "candidate", "halted"]
+    assert git(repo.root, "rev-parse", "autobuild/FEAT-Q").strip() == start
+    # A halt is for the user to fix: no verdict of it is trusted again.
+    assert GateVerdicts(repo, "FEAT-Q").verdict(candidate_key(SmokeGate(None, "echo broken; exit 3"), start, [])) \
+        is None
