@@ -39,7 +39,7 @@ TRAILER_SENT_BACK = "Guardkit-Sent-Back"
 
 
 @dataclass(frozen=True)
-class SentBack:
+class SendBackWritten:
     """What :func:`write_send_back` did: ``final`` when the task had no turn left (it ends failed)."""
 
     task_id: str
@@ -49,7 +49,7 @@ class SentBack:
 
 
 def write_send_back(repo: GitRepo, sent: SendBack, *, feature_branch: str, gate: SmokeGate,
-                    max_turns: int | None, note: Callable[[str], None]) -> SentBack:
+                    max_turns: int | None, note: Callable[[str], None]) -> SendBackWritten:
     """Write ``sent`` into the task's history on its branch (see the module); the new tip of the branch."""
     task_id = sent.task.task_id
     worktree = WorktreeManager(repo).create(task_id, feature_branch)
@@ -79,7 +79,7 @@ def write_send_back(repo: GitRepo, sent: SendBack, *, feature_branch: str, gate:
                       pre=task_repo.identity_args())
     if not final:
         _take_in(task_repo, sent.base, task_id, feature_branch, note)
-    return SentBack(task_id, final, entry, task_repo.head_sha())
+    return SendBackWritten(task_id, final, entry, task_repo.head_sha())
 
 
 def _entry(sent: SendBack, feature_branch: str, gate: SmokeGate, turns: int) -> dict[str, object]:
@@ -111,4 +111,4 @@ def _take_in(repo: GitRepo, base: str, task_id: str, feature_branch: str, note: 
              f"({' '.join(stderr.split())[:200]}); its next turn works without it")
 
 
-__all__ = ["TRAILER_SENT_BACK", "SentBack", "write_send_back"]
+__all__ = ["TRAILER_SENT_BACK", "SendBackWritten", "write_send_back"]
