@@ -9,6 +9,9 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from guardkit_state.features.merge_queue import Approved
+from guardkit_state.git.repo import GitRepo
+
 from .feature_support import FEATURE_BRANCH, FeatureProject, TaskSpec, git, make_feature
 
 T1, T2, T3, T4 = "TASK-FB-001", "TASK-FB-002", "TASK-FB-003", "TASK-FB-004"
@@ -72,3 +75,27 @@ def assert_first_parent_green(repo: Path, command: str, scratch: Path, branch: s
     red = [sha for n, sha in enumerate(line) if gate_at(repo, sha, command, scratch / f"at-{n}") != 0]
     assert not red, f"commits on {branch}'s first-parent line that fail the gate: {red}"
     return len(line)
+
+
+def queue_repo(base: Path, count: int) -> tuple[GitRepo, list[Approved]]:
+    """A repository on ``autobuild/FEAT-Q`` with ``count`` task branches, each adding ``src/<n>.part``
+    (no task loop: what the merge queue itself is given)."""
+    root = base / "q"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "autobuild/FEAT-Q")
+    (root / "src").mkdir()
+    (root / "src" / "base.part").write_text("base\n")
+    git(root, "add", ".")
+    git(root, "commit", "-qm", "start")
+    tasks = []
+    for n in range(1, count + 1):
+        task = f"TASK-Q-{n:03d}"
+        git(root, "switch", "-q", "-c", f"autobuild/{task}", "autobuild/FEAT-Q")
+        (root / "src" / f"{n}.part").write_text(f"part {n}\n")
+        git(root, "add", ".")
+        git(root, "commit", "-qm", f"{task}")
+        tasks.append(Approved(task, git(root, "rev-parse", "HEAD").strip(), 1))
+    git(root, "switch", "-q", "autobuild/FEAT-Q")
+    repo = GitRepo.discover(root)
+    assert repo is not None
+    return repo, tasks

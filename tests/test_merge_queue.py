@@ -24,9 +24,8 @@ import pytest
 from guardkit_state.features.build import FeatureOptions, build_feature
 from guardkit_state.features.feature_events import FeatureEvent, QueueStepped, TaskSentBack
 from guardkit_state.features.gate_verdicts import GateVerdicts, candidate_key
-from guardkit_state.features.merge_queue import Approved, MergeQueue, SendBack
+from guardkit_state.features.merge_queue import MergeQueue, SendBack
 from guardkit_state.git.merge import merge_message
-from guardkit_state.git.repo import GitRepo
 from guardkit_state.inspect.feature_view import feature_view
 from guardkit_state.plans.merge_queue_log import recorded_steps
 from guardkit_state.plans.plan import load_plan
@@ -36,7 +35,18 @@ from guardkit_state.report.feature_page import render_feature_report
 from guardkit_state.taskfile.document import TaskFile
 
 from .feature_support import FEATURE_ID, FeatureProject, TaskSpec, git, merged_tasks, start_cli, task_rel
-from .queue_support import T1, T2, T3, T4, assert_first_parent_green, gate_runs, gate_script, port, queue_feature
+from .queue_support import (
+    T1,
+    T2,
+    T3,
+    T4,
+    assert_first_parent_green,
+    gate_runs,
+    gate_script,
+    port,
+    queue_feature,
+    queue_repo,
+)
 
 
 def _run(project: FeatureProject, monkeypatch: pytest.MonkeyPatch, *, options: FeatureOptions | None = None,
@@ -227,29 +237,6 @@ def test_a_run_killed_anywhere_in_the_queue_resumes_to_the_uninterrupted_result(
     assert assert_first_parent_green(project.root, gate, tmp_path / "check") >= 3
 
 
-def _queue_repo(tmp_path: Path, count: int) -> tuple[GitRepo, list[Approved]]:
-    """A repository on ``autobuild/FEAT-Q`` with ``count`` task branches, each adding ``src/<n>.part``."""
-    root = tmp_path / "q"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "autobuild/FEAT-Q")
-    (root / "src").mkdir()
-    (root / "src" / "base.part").write_text("base\n")
-    git(root, "add", ".")
-    git(root, "commit", "-qm", "start")
-    tasks = []
-    for n in range(1, count + 1):
-        task = f"TASK-Q-{n:03d}"
-        git(root, "switch", "-q", "-c", f"autobuild/{task}", "autobuild/FEAT-Q")
-        (root / "src" / f"{n}.part").write_text(f"part {n}\n")
-        git(root, "add", ".")
-        git(root, "commit", "-qm", f"{task}")
-        tasks.append(Approved(task, git(root, "rev-parse", "HEAD").strip(), 1))
-    git(root, "switch", "-q", "autobuild/FEAT-Q")
-    repo = GitRepo.discover(root)
-    assert repo is not None
-    return repo, tasks
-
-
 @pytest.mark.parametrize(("count", "breaker"), [(1, 1), (2, 1), (2, 2), (3, 2), (4, 3), (5, 1), (5, 5), (8, 6)])
 def test_bisection_finds_the_breaker_in_one_run_plus_log2_of_the_wave(tmp_path: Path, count: int,
                                                                       breaker: int) -> None:
@@ -257,7 +244,7 @@ def test_bisection_finds_the_breaker_in_one_run_plus_log2_of_the_wave(tmp_path: 
     log = tmp_path / "gate.log"
     gate_command = (f"git rev-parse HEAD >> {log}\n"
                     f"if [ -e src/1.part ] && [ -e src/{breaker}.part ]; then echo clash; exit 1; fi")
-    repo, tasks = _queue_repo(tmp_path, count)
+    repo, tasks = queue_repo(tmp_path, count)
     sent: list[SendBack] = []
     queue = MergeQueue(repo, "autobuild/FEAT-Q", 1, SmokeGate(None, gate_command, timeout=30),
                        GateVerdicts(repo, "FEAT-Q"),
@@ -278,7 +265,7 @@ def test_bisection_finds_the_breaker_in_one_run_plus_log2_of_the_wave(tmp_path: 
 
 
 def test_the_queue_halts_when_the_wave_start_fails_the_gate_too_and_nothing_moves(tmp_path: Path) -> None:
-    repo, tasks = _queue_repo(tmp_path, 2)
+    repo, tasks = queue_repo(tmp_path, 2)
     start = git(repo.root, "rev-parse", "HEAD").strip()
     queue = MergeQueue(repo, "autobuild/FEAT-Q", 1, SmokeGate(None, "echo broken; exit 3", timeout=30),
                        GateVerdicts(repo, "FEAT-Q"), message=lambda task: f"Merge {task.task_id}\n",

@@ -383,14 +383,13 @@ class _FeatureRun:
                                  wave=number, summary=f"{task.task_id} approved in {task.turns} turn(s).")
         queue = MergeQueue(self._feature_worktree(), self.branch, number, self.gate, self.verdicts, message=message,
                            send_back=self._send_back, on_step=self._queue_step,
+                           on_merged=lambda task, sha: self._merged(self.states[task], sha),
                            runs_before=self.gate_runs.get(number, 0))
         landing = queue.land([Approved(s.task_id, self.git.text("rev-parse", f"refs/heads/{branch_for(s.task_id)}"),
                                        s.turns) for s in ready])
         self.gate_runs[number] = queue.number
         for state in ready:
-            if state.task_id in landing.merged:
-                self._merged(state, landing.merged[state.task_id])
-            elif state.task_id in landing.blocked:
+            if state.task_id in landing.blocked:
                 self._blocked(state.task_id, landing.blocked[state.task_id])
         if landing.halted is None:
             return True

@@ -93,14 +93,16 @@ class MergeQueue:
 
     ``message`` gives a task's merge message; ``send_back`` is called with each breaker before the
     feature branch moves past it (the caller writes it into the task's history; True when the task
-    had no turn left and ends failed); ``on_step`` is told every step as it happens.
+    had no turn left and ends failed); ``on_step`` is told every step as it happens, ``on_merged``
+    each task (and its merge commit) as the feature branch takes it.
     """
 
     def __init__(self, worktree: GitRepo, branch: str, wave: int, gate: SmokeGate | None, verdicts: GateVerdicts,
                  *, message: Callable[[Approved], str], send_back: Callable[[SendBack], bool],
-                 on_step: Callable[[QueueStep], None] = lambda step: None, runs_before: int = 0) -> None:
+                 on_step: Callable[[QueueStep], None] = lambda step: None,
+                 on_merged: Callable[[str, str], None] = lambda task, sha: None, runs_before: int = 0) -> None:
         self.repo, self.branch, self.wave, self.gate, self.verdicts = worktree, branch, wave, gate, verdicts
-        self.message, self.send_back, self.on_step = message, send_back, on_step
+        self.message, self.send_back, self.on_step, self.on_merged = message, send_back, on_step, on_merged
         self.landing = Landing()
         #: Gate verdicts taken in the wave so far (``runs_before``: by its earlier passes): each is numbered.
         self.number = runs_before
@@ -136,6 +138,7 @@ class MergeQueue:
         if merged.merged:
             assert merged.sha is not None
             self.landing.merged[task.task_id] = merged.sha
+            self.on_merged(task.task_id, merged.sha)
             return True
         self.landing.blocked[task.task_id] = merged
         return False
@@ -238,11 +241,12 @@ class MergeQueue:
         self.repo.run("update-ref", "-m", "guardkit-state: the merge queue lands a candidate that passed the gate",
                       f"refs/heads/{self.branch}", tip, self._tip())
         self.verdicts.good(tip)
-        for task, sha in chain:
-            self.landing.merged[task.task_id] = sha
         self.landing.tip = tip
         self._step(QueueStep(self.wave, "landed", tip, tuple(task.task_id for task, _ in chain), runs=runs,
                              at=utc_now()))
+        for task, sha in chain:
+            self.landing.merged[task.task_id] = sha
+            self.on_merged(task.task_id, sha)
 
     def _halt(self, base: str, run: SmokeRun, runs: int) -> None:
         self.landing.halted = run

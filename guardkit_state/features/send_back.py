@@ -70,7 +70,7 @@ def write_send_back(repo: GitRepo, sent: SendBack, *, feature_branch: str, gate:
             scalars["outcome"] = None
         status = Outcome.MAX_TURNS_EXCEEDED.task_status if final else "in_progress"
         copy.apply(StateUpdate(key=copy.state_key or STATE_KEY, block_scalars=scalars, top_level={"status": status}))
-        message = (f"guardkit: {task_id} sent back by the merge queue ({gate_words(entry)})\n\n"
+        message = (f"guardkit: {task_id} sent back by the merge queue: the gate {gate_words(entry)}\n\n"
                    f"Its approval in turn {turns} breaks the feature's gate merged into {feature_branch}"
                    f"{' after ' + ', '.join(sent.merged_before) if sent.merged_before else ''}; "
                    f"{'it has no turn left' if final else 'one more turn addresses it'}.\n\n"
