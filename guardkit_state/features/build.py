@@ -58,11 +58,11 @@ from guardkit_state.loop.events import LoopEvent
 from guardkit_state.loop.run import LoopOptions
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
 from guardkit_state.plans import plan_progress as progress_values
-from guardkit_state.plans.merge_queue_log import QueueStep, with_steps
+from guardkit_state.plans.merge_queue_log import QueueStep
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.plan_checks import check_plan_identity, check_task_branches
 from guardkit_state.plans.plan_splice import PlanUpdate
-from guardkit_state.plans.smoke_gates import SmokeRun, read_smoke_gate, with_run
+from guardkit_state.plans.smoke_gates import SmokeRun, read_smoke_gate
 from guardkit_state.plans.waves import Waves, default_max_parallel, plan_waves
 from guardkit_state.store.fsio import check_writable, crash_point, remove_stale_temp_files
 from guardkit_state.store.home import check_state_home
@@ -160,6 +160,7 @@ class _FeatureRun:
     """One invocation of a feature run (an object so each step stays a small method)."""
 
     fgit: FeatureGit  # set by _prepare(), which every other step follows
+    verdicts: GateVerdicts  # likewise
     #: The feature worktree (merges happen there): a fresh run checks it out as its first tasks start.
     _feature_repo: GitRepo | None = None
     _unchecked: Worktree | None = None
@@ -180,7 +181,6 @@ class _FeatureRun:
         self.gate = read_smoke_gate(plan)
         #: Set when a smoke gate stopped the feature (the plan then says failed).
         self.gate_failed = False
-        self.verdicts = GateVerdicts(git, plan.feature_id)  # the merge queue's, kept across a kill
         self.gate_runs: dict[int, int] = {}  # per wave: the gate verdicts its queue took (numbered)
         self.pool = TaskPool(max_parallel, self._task_event)
         self.report = PlanReport(plan_path)  # what the run writes into its plan
@@ -261,8 +261,9 @@ class _FeatureRun:
                 self.note(f"the merge queue was stopped at a candidate; {worktree.path} is back on {self.branch}")
             for text in recover_interrupted_merge(self._feature_worktree(), lambda: branches):
                 self.note(text)
-        else:
-            self.verdicts.reset("a fresh start of the feature")
+        self.verdicts = GateVerdicts(self.git, self.feature_id)  # the merge queue's, read under the lock
+        if not self.options.resume and self.verdicts.path.exists():
+            self.verdicts.reset("a fresh start of the feature")  # an earlier run's are not this one's
         self.result.worktree = worktree.path
         self.fgit = FeatureGit(self.git, self.root, self.branch, worktree.path, worktrees_dir(manager.root))
         self.emit(FeatureStarted(self.feature_id, self.branch, worktree.path, self.waves.groups,
@@ -297,8 +298,8 @@ class _FeatureRun:
                     if self.result.task(task_id).status == "failed":
                         continue  # its loop ended in an error: a sibling's approved work is still merged
                     break  # not ended: the tasks after it wait, so merges keep the plan's order
-                if state.phase == "approved":
-                    ready.append(state)
+                if state.phase == "approved" and self.result.task(task_id).status != "blocked":
+                    ready.append(state)  # (a conflict blocked it: it waits for the user, not the queue)
             if ready and not self._land(number, ready):
                 return False
             # A task the queue sent back runs again (one more turn); its new approval re-enters the queue.
@@ -423,21 +424,16 @@ class _FeatureRun:
         written = write_send_back(self.git, sent, feature_branch=self.branch, gate=self.gate,
                                   max_turns=self.options.max_turns, note=self.note)
         state = read_task_state(self.fgit, sent.task.task_id, max_turns=self.options.max_turns, known_unmerged=True)
-        self._settle(state)
+        outcome = self._settle(state)
+        if state.runs:  # no longer approved: it takes one more turn
+            outcome.status, outcome.outcome = "in_progress", None
         self.emit(TaskSentBack(sent.task.task_id, sent.wave, sent.task.turns, written.final, sent.runs))
         self._write_task(sent.task.task_id)
         return written.final
 
     def _queue_step(self, step: QueueStep) -> None:
         self.emit(QueueStepped(step))
-        if step.step == "candidate" and not step.reused:
-            gate_run = SmokeRun(step.wave, step.gate or "?", step.exit_code, step.expected_exit, step.seconds,
-                                step.output, step.at)
-            self._write(lambda plan: PlanUpdate(execution={"merge_queue": with_steps(plan, [step]),
-                                                          "smoke_gate_runs": with_run(plan, gate_run),
-                                                          "last_updated": utc_now()}), now=True)
-        else:
-            self._write(lambda plan: PlanUpdate(execution={"merge_queue": with_steps(plan, [step])}))
+        self.report.queue_step(step)
 
     def _halted(self, number: int, run: SmokeRun) -> None:
         """The gate fails on the feature branch before the wave's merges too: the feature stops here,

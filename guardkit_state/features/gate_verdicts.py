@@ -26,7 +26,7 @@ from typing import Any
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.plans.smoke_gates import SmokeGate, SmokeRun
-from guardkit_state.store.fsio import append_line, validate_task_id
+from guardkit_state.store.fsio import append_line, atomic_write_text, validate_task_id
 from guardkit_state.store.jsonio import parse_json
 from guardkit_state.store.layout import MERGE_QUEUE_IN_GIT_DIR
 
@@ -89,8 +89,10 @@ class GateVerdicts:
             self._good.add(sha)
 
     def reset(self, why: str) -> None:
-        """Forget every verdict (a fresh start, or a halt the user is to fix before ``--resume``)."""
-        self._append({"reset": why})
+        """Forget every verdict (a fresh start, or a halt the user is to fix before ``--resume``): the
+        file is replaced, at once, by the one line saying so (it never grows past one run's verdicts)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.path, json.dumps({"reset": why}, ensure_ascii=False) + "\n")
         self._runs.clear()
         self._good.clear()
 

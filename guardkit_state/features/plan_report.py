@@ -14,9 +14,11 @@ from pathlib import Path
 
 from guardkit_state.features.result import TaskOutcome
 from guardkit_state.plans import plan_progress as progress_values
+from guardkit_state.plans.merge_queue_log import QueueStep, with_steps
 from guardkit_state.plans.plan import FeaturePlan
 from guardkit_state.plans.plan_splice import PlanUpdate
 from guardkit_state.plans.plan_writer import modify_plan
+from guardkit_state.plans.smoke_gates import SmokeRun, with_run
 from guardkit_state.turns.clock import utc_now
 
 Change = Callable[[FeaturePlan], PlanUpdate | None]
@@ -49,6 +51,18 @@ class PlanReport:
             return PlanUpdate(tasks={outcome.task_id: progress_values.task_values(outcome, plan, now=when)},
                               execution={**counts, "last_updated": when})
         self.add(change, now=now)
+
+    def queue_step(self, step: QueueStep) -> None:
+        """Queue a step of the merge queue (``execution.merge_queue``); a gate run is written at once,
+        with the wave's latest run in ``smoke_gate_runs``: a verdict shows while the queue goes on."""
+        if step.step != "candidate" or step.reused:
+            self.add(lambda plan: PlanUpdate(execution={"merge_queue": with_steps(plan, [step])}))
+            return
+        run = SmokeRun(step.wave, step.gate or "?", step.exit_code, step.expected_exit, step.seconds, step.output,
+                       step.at)
+        self.add(lambda plan: PlanUpdate(execution={"merge_queue": with_steps(plan, [step]),
+                                                    "smoke_gate_runs": with_run(plan, run),
+                                                    "last_updated": utc_now()}), now=True)
 
     def reconcile(self, outcomes: Sequence[TaskOutcome], ended: Sequence[TaskOutcome]) -> None:
         """Queue what the files say of the ``ended`` tasks the plan reports otherwise (a run killed

@@ -21,12 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from guardkit_state.features.merge_queue import SendBack
+from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.git.merge import is_ancestor, merge_in_progress
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager
 from guardkit_state.model import Outcome
 from guardkit_state.plans.smoke_gates import SmokeGate
 from guardkit_state.store.layout import branch_for
+from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.frontmatter import STATE_KEY
 from guardkit_state.taskfile.resolve import resolve_task
@@ -36,6 +38,8 @@ from guardkit_state.turns.clock import utc_now
 from guardkit_state.turns.sent_back import SENT_BACK_KEY, gate_words, kept_output, sent_back_entries
 
 TRAILER_SENT_BACK = "Guardkit-Sent-Back"
+#: How long a send-back waits for the task's lock (its loop, just ended, may still be letting go).
+LOCK_WAIT = 5.0
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,15 @@ class SendBackWritten:
 
 def write_send_back(repo: GitRepo, sent: SendBack, *, feature_branch: str, gate: SmokeGate,
                     max_turns: int | None, note: Callable[[str], None]) -> SendBackWritten:
-    """Write ``sent`` into the task's history on its branch (see the module); the new tip of the branch."""
+    """Write ``sent`` into the task's history on its branch (see the module), under the task's lock
+    (a loop of it started by hand meanwhile waits, or is refused, as for any second writer)."""
+    with exclusive_lock(shared_lock_path(repo.root, sent.task.task_id), wait=LOCK_WAIT,
+                        holder=f"the merge queue sending {sent.task.task_id} back"):
+        return _write(repo, sent, feature_branch, gate, max_turns, note)
+
+
+def _write(repo: GitRepo, sent: SendBack, feature_branch: str, gate: SmokeGate, max_turns: int | None,
+           note: Callable[[str], None]) -> SendBackWritten:
     task_id = sent.task.task_id
     worktree = WorktreeManager(repo).create(task_id, feature_branch)
     task_repo = worktree.repo()
