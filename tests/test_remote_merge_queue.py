@@ -150,3 +150,24 @@ def test_ctrl_c_on_both_workers_during_a_bisection_then_the_same_command_finishe
             if s["step"] == "sent_back"]
     assert [(s["task"], s["breaks_with"]) for s in sent] == [(T3, [T1, T2])]
     assert _checked(bare, gate, tmp_path) >= 6
+
+
+def test_a_lone_breaker_sent_back_through_the_remote_leaves_its_steps_in_the_plan_and_is_numbered_on(
+        tmp_path: Path) -> None:
+    # One task alone breaks the gate in turn 1 (its port is the start's own); fixed in turn 2.
+    log = tmp_path / "gate.log"
+    gate = gate_script(log)
+    project = queue_feature(tmp_path, [TaskSpec(T1, shell=port(8080, from_turn=2, then=8081))], [[T1]], gate)
+    (project.root / "src" / "start.conf").write_text("port=8080\n")
+    subprocess.run(["git", "add", "."], cwd=project.root, check=True)
+    subprocess.run(["git", "commit", "-qm", "the start's port"], cwd=project.root, check=True)
+    bare, _, procs = _two_workers(tmp_path, project)
+    ended = _ended(procs)
+    assert all(code == 0 for code, _ in ended), ended
+    steps = _plan_on_remote(bare)["execution"]["merge_queue"]  # type: ignore[index]
+    # The start ran the gate (the breaker is the wave's first task), then the fix's candidate: run 3.
+    assert [(s["step"], s.get("run"), s.get("why")) for s in steps] == [
+        ("candidate", 1, "the wave's candidate"), ("candidate", 2, "the feature branch before these merges"),
+        ("sent_back", None, None), ("candidate", 3, "the new approvals of tasks sent back"), ("landed", None, None)]
+    assert merged_order(bare) == [T1]
+    assert _checked(bare, gate, tmp_path) >= 3

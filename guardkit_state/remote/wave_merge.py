@@ -15,11 +15,12 @@ gate only where it has not).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from guardkit_state.errors import ClaimLostError
+from guardkit_state.errors import ClaimLostError, GuardkitStateError
 from guardkit_state.features.gate_verdicts import GateVerdicts
 from guardkit_state.features.merge_queue import Approved, Landing, MergeQueue, SendBack, restore_worktree
 from guardkit_state.features.progress import TaskState
@@ -29,7 +30,8 @@ from guardkit_state.git.merge_driver_setup import unregistered_note
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.git.worktrees import WorktreeManager
-from guardkit_state.plans.plan import FeaturePlan
+from guardkit_state.plans.merge_queue_log import recorded_steps
+from guardkit_state.plans.plan import FeaturePlan, load_plan
 from guardkit_state.plans.smoke_gates import read_smoke_gate
 from guardkit_state.plans.waves import Waves
 from guardkit_state.remote.branches import RemoteBranches, list_refs
@@ -102,7 +104,8 @@ class WaveMerger:
 
         verdicts = GateVerdicts(self.repo, self.plan.feature_id)
         queue = MergeQueue(feature_repo, self.feature_branch, turn.number, gate, verdicts, message=message,
-                           send_back=send_back, on_step=lambda step: self.note(step.describe()))
+                           send_back=send_back, on_step=lambda step: self.note(step.describe()),
+                           runs_before=self._runs_before(feature_repo, turn.number))
         landing = queue.land([Approved(task, self.repo.text("rev-parse", f"refs/heads/{branch_for(task)}"),
                                        turn.states[task].turns) for task in approved])
         pushed = self._push_send_backs(turn, sent)
@@ -113,6 +116,15 @@ class WaveMerger:
             return stop
         return self._push_landing(feature_repo, turn, landing, expected, state_of, [s.task.task_id for s in sent],
                                   verdicts)
+
+    def _runs_before(self, feature_repo: GitRepo, wave: int) -> int:
+        """The gate runs the plan on the feature branch records for ``wave`` (by any merger): the
+        next is numbered after them, and is the run of tasks sent back and approved again."""
+        assert self.plan.path is not None  # loaded from its file (run_worker)
+        with contextlib.suppress(GuardkitStateError, ValueError):
+            plan = load_plan(feature_repo.root / self.plan.path.relative_to(self.repo.root))
+            return sum(step.step == "candidate" and step.wave == wave for step in recorded_steps(plan))
+        return 0
 
     def _push_unpushed(self, turn: WaveTurn, approved: list[str]) -> WaveMerged | None:
         """Push the approvals a dead holder committed on this clone and never pushed."""
@@ -166,8 +178,9 @@ class WaveMerger:
 
     def _push_landing(self, feature_repo: GitRepo, turn: WaveTurn, landing: Landing, expected: str | None,
                       state_of: Callable[[str], TaskState], sent: list[str], verdicts: GateVerdicts) -> WaveMerged:
-        if not landing.merged:
+        if not landing.merged and not landing.steps:
             return WaveMerged("worked", sent_back=sent)
+        # (Nothing landed, a task sent back: its steps alone are written, on the tip as it was.)
         complete = write_wave_progress(feature_repo, self.repo.root, self.plan, self.waves, turn,
                                        dict(landing.merged), state_of=state_of, note=self.note,
                                        steps=landing.steps, runs=landing.runs)
@@ -176,7 +189,7 @@ class WaveMerger:
         except ClaimLostError:
             self.note(f"wave {turn.number}: {self.feature_branch} moved on the remote meanwhile; looking again")
             return WaveMerged("worked", sent_back=sent)
-        if landing.gated and isinstance(pushed, str):
+        if landing.gated and landing.tip is not None and isinstance(pushed, str):
             # The plan's progress is the one change on top of the candidate that passed.
             verdicts.good(pushed)
         return WaveMerged("worked", merged=dict(landing.merged), sent_back=sent, complete=complete)
