@@ -104,6 +104,7 @@ class MergeQueue:
         self.repo, self.branch, self.wave, self.gate, self.verdicts = worktree, branch, wave, gate, verdicts
         self.message, self.send_back, self.on_step, self.on_merged = message, send_back, on_step, on_merged
         self.landing = Landing()
+        self._head: str | None = None  # where this queue last put the worktree's HEAD
         #: Gate verdicts taken in the wave so far (``runs_before``: by its earlier passes): each is numbered.
         self.number = runs_before
         self._first = runs_before == 0
@@ -202,6 +203,7 @@ class MergeQueue:
             merged = merge_branch(self.repo, branch_for(task.task_id), self.message(task))
             if merged.merged and merged.sha is not None:
                 chain.append((task, merged.sha))
+                self._head = merged.sha
             else:
                 self.landing.blocked[task.task_id] = merged
         return chain
@@ -225,7 +227,8 @@ class MergeQueue:
         if known is not None:
             self._step(_candidate_step(self.wave, known, sha, tasks, why, self.number, reused=True))
             return known
-        self._checkout(sha)
+        if sha != self._head:
+            self._checkout(sha)
         crash_point("queue.before_gate")
         run = run_smoke_gate(self.gate, self.repo.root, self.wave, at=utc_now())
         self.repo.run("reset", "-q", "--hard", check=False)  # a gate that edits tracked files edits no candidate
@@ -266,6 +269,7 @@ class MergeQueue:
     def _checkout(self, sha: str) -> None:
         # -f: the worktree is the merger's own; a gate's edits to tracked files are not kept.
         self.repo.run("checkout", "-q", "-f", "--detach", sha)
+        self._head = sha
 
 
 def _candidate_step(wave: int, run: SmokeRun, sha: str, tasks: tuple[str, ...], why: str, number: int, *,

@@ -133,10 +133,8 @@ def _queue_once(base: Path, gate: str | None) -> float:
     time in ms less the gate's own runs."""
     from guardkit_state.features.gate_verdicts import GateVerdicts
     from guardkit_state.features.merge_queue import MergeQueue
+    from guardkit_state.features.plan_report import PlanReport
     from guardkit_state.git.merge import merge_message
-    from guardkit_state.plans.merge_queue_log import QueueStep, with_steps
-    from guardkit_state.plans.plan_splice import PlanUpdate
-    from guardkit_state.plans.plan_writer import modify_plan
     from guardkit_state.plans.smoke_gates import SmokeGate
 
     from ..queue_support import queue_repo
@@ -145,15 +143,14 @@ def _queue_once(base: Path, gate: str | None) -> float:
     plan = base / "FEAT-Q.yaml"
     plan.write_text("id: FEAT-Q\ntasks:\n" + "".join(f"- id: {t.task_id}\n  dependencies: []\n" for t in tasks))
 
-    def record(step: QueueStep) -> None:  # as a run records each step (a gate run's at once)
-        modify_plan(plan, lambda current: PlanUpdate(execution={"merge_queue": with_steps(current, [step])}))
-
+    report = PlanReport(plan)  # as a run records each step (a gate run's at once, the others with the next)
     queue = MergeQueue(repo, "autobuild/FEAT-Q", 1, SmokeGate(None, gate) if gate else None,
-                       GateVerdicts(repo, "FEAT-Q"), on_step=record, send_back=lambda sent: False,
+                       GateVerdicts(repo, "FEAT-Q"), on_step=report.queue_step, send_back=lambda sent: False,
                        message=lambda task: merge_message("FEAT-Q", task.task_id, branch=f"autobuild/{task.task_id}",
                                                           target="autobuild/FEAT-Q", wave=1))
     started = time.perf_counter()
     landing = queue.land(tasks)
+    report.flush()
     elapsed = (time.perf_counter() - started) * 1000 - sum(run.seconds for run in landing.runs) * 1000
     if len(landing.merged) != (QUEUE_TASKS if gate != _BREAKER_GATE else QUEUE_TASKS - 1):
         raise RuntimeError(f"the queue merged {list(landing.merged)}")
