@@ -42,19 +42,7 @@ def write_wave_progress(feature_repo: GitRepo, repo_root: Path, plan: FeaturePla
              f"is not written (commit the plan to share it)")
         return complete
     now = utc_now()
-    outcomes: list[TaskOutcome] = []
-    for number, wave in enumerate(waves, start=1):
-        for task in wave:
-            state = turn.states[task] if number == turn.number else state_of(task)
-            if task in merged:
-                outcomes.append(TaskOutcome(task, number, "completed", "approved", state.turns,
-                                            merge_commit=merged[task]))
-            elif state.phase == "merged":
-                outcomes.append(TaskOutcome(task, number, "completed", "approved", state.turns,
-                                            merge_commit=state.merge_commit))
-            else:
-                status = "skipped" if state.phase == "closed" else "pending"
-                outcomes.append(TaskOutcome(task, number, status, state.outcome, state.turns))
+    outcomes = _outcomes(waves, turn, merged, state_of)
     done = [o for o in outcomes if o.task_id in merged]
 
     def tasks(current: FeaturePlan) -> PlanUpdate:
@@ -90,6 +78,25 @@ def write_wave_progress(feature_repo: GitRepo, repo_root: Path, plan: FeaturePla
     feature_repo.run("commit", "-q", "--no-verify", "-m", f"guardkit: {plan.feature_id} progress after wave "
                      f"{turn.number} in its plan", pre=feature_repo.identity_args())
     return complete
+
+
+def _outcomes(waves: Waves, turn: WaveTurn, merged: dict[str, str | None],
+              state_of: Callable[[str], TaskState]) -> list[TaskOutcome]:
+    """Every task of the feature as the plan counts it after the wave's merges."""
+    outcomes: list[TaskOutcome] = []
+    for number, wave in enumerate(waves, start=1):
+        for task in wave:
+            state = turn.states[task] if number == turn.number else state_of(task)
+            if task in merged:
+                outcomes.append(TaskOutcome(task, number, "completed", "approved", state.turns,
+                                            merge_commit=merged[task]))
+            elif state.phase == "merged":
+                outcomes.append(TaskOutcome(task, number, "completed", "approved", state.turns,
+                                            merge_commit=state.merge_commit))
+            else:
+                status = "skipped" if state.phase == "closed" else "pending"
+                outcomes.append(TaskOutcome(task, number, status, state.outcome, state.turns))
+    return outcomes
 
 
 __all__ = ["write_wave_progress"]
