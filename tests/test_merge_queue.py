@@ -217,7 +217,8 @@ def test_ctrl_c_during_a_bisection_then_resume_continues_with_the_verdicts_alrea
     assert assert_first_parent_green(project.root, gate, tmp_path / "check") >= 5
 
 
-@pytest.mark.parametrize("point", ["queue.before_gate:2", "queue.after_send_back", "queue.before_land"])
+@pytest.mark.parametrize("point", ["queue.after_merge", "queue.before_gate:2", "queue.after_send_back",
+                                   "queue.before_land"])
 def test_a_run_killed_anywhere_in_the_queue_resumes_to_the_uninterrupted_result(tmp_path: Path, point: str) -> None:
     log = tmp_path / "gate.log"
     gate = gate_script(log)

@@ -201,6 +201,7 @@ class MergeQueue:
         chain: list[Link] = []
         for task in pending:
             merged = merge_branch(self.repo, branch_for(task.task_id), self.message(task))
+            crash_point("queue.after_merge")  # a candidate half built, the worktree detached
             if merged.merged and merged.sha is not None:
                 chain.append((task, merged.sha))
                 self._head = merged.sha
