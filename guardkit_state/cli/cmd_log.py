@@ -67,6 +67,11 @@ def show_feature_log(args: argparse.Namespace, out: Output) -> int:
         out.line(f"  {out.style(m.sha[:10], 'yellow')} {wave:<7} {safe(m.date)}  {task}")
     if not log.merges and not log.notes:
         out.line("  no merges yet")
+    if log.queue:
+        # Every candidate the merge queue built, its gate result, and the tasks it sent back.
+        out.line(out.style("merge queue", "bold"))
+        for step in log.queue:
+            out.line(f"  {safe(step.describe())}")
     for turns in log.tasks:
         out.line("")
         standing = log.standing_of(turns.task_id)

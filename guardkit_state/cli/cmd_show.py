@@ -13,8 +13,11 @@ from guardkit_state.cli.output import Output, safe
 if TYPE_CHECKING:
     from guardkit_state.inspect.feature_view import FeatureView
     from guardkit_state.inspect.task_view import TaskView
+    from guardkit_state.plans.merge_queue_log import QueueStep
 
 ICON_STYLE = {"verified": ("✓", "green"), "rejected": ("✗", "red"), "pending": ("○", "dim")}
+#: The merge queue's steps ``show FEAT-X`` lists (the newest; ``--json`` has every one the plan keeps).
+QUEUE_SHOWN = 20
 TASK_STATUS_STYLE = {"completed": "green", "approved": "green", "in_progress": "yellow", "blocked": "red",
                      "failed": "red", "pending": "dim", "skipped": "dim"}
 
@@ -142,7 +145,21 @@ def render_feature(view: FeatureView, out: Output) -> None:
         for run in view.smoke_runs:
             style = {"passed": "green", "warning": "yellow"}.get(run.outcome, "red")
             out.line(out.style(f"  {safe(run.describe())} · {run.seconds:.1f} s · {safe(run.at)}", style))
+    render_queue(view.queue_steps, out)
     out.line("")
     out.line(f"next: {safe(view.next.text)}")
     if view.next.command:
         out.line(out.style(f"  {safe(view.next.command)}", "dim"))
+
+
+def render_queue(steps: list[QueueStep], out: Output, *, shown: int = QUEUE_SHOWN) -> None:
+    """The merge queue's steps (the last ``shown``): each candidate and its gate result, what was sent back."""
+    if not steps:
+        return
+    out.line("")
+    earlier = len(steps) - shown
+    out.line("merge queue" + (f" (the last {shown} of {len(steps)} steps; --json has all)" if earlier > 0 else ""))
+    for step in steps[-shown:]:
+        red = step.step in ("sent_back", "halted") or step.gate in ("failed", "timed_out")
+        styles = ("yellow",) if red else ("dim",) if step.reused else ()
+        out.line(out.style(f"  {safe(step.describe())}", *styles))

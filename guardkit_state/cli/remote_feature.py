@@ -82,4 +82,8 @@ def show_remote(args: argparse.Namespace, out: Output, features: list[str]) -> i
             elif task.outcome:
                 line += f"  ({safe(task.outcome)})"
             out.line(line)
+        if feature.queue:
+            out.line("  merge queue:")
+            for step in feature.queue:
+                out.line(f"    {safe(step.describe())}")
     return ExitCode.OK

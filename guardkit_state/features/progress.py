@@ -27,6 +27,7 @@ from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import resolve_task
 from guardkit_state.turns.checks import closed_reason
 from guardkit_state.turns.resume import resume_point
+from guardkit_state.turns.sent_back import gate_words, pending_send_back
 
 #: ``new``: never started; ``resume``: started and not ended (or an approval still uncommitted);
 #: ``approved``: approved and committed, not yet merged; ``merged``: on the feature branch;
@@ -101,7 +102,8 @@ def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = No
         return TaskState(task_id, "merged", turns, decisions, "approved", "merged into the feature branch", merge)
     if not own:
         return _not_started(task_id, copy, turns, decisions)
-    approved = outcome == Outcome.APPROVED.value or (decisions[-1:] == ("approve",))
+    sent_back = pending_send_back(copy.state) if copy is not None else None
+    approved = sent_back is None and (outcome == Outcome.APPROVED.value or decisions[-1:] == ("approve",))
     if approved:
         if find_turn_commit(git.main, task_id, turns, rev=branch) is None:
             # Approved in its files but killed before that turn's commit: the loop commits it.
@@ -113,6 +115,9 @@ def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = No
     more_turns = outcome == Outcome.MAX_TURNS_EXCEEDED.value and max_turns is not None and max_turns > turns
     if outcome in ENDED_UNAPPROVED and not more_turns:
         return TaskState(task_id, "failed", turns, decisions, outcome, _ended_reason(copy, outcome, turns))
+    if sent_back is not None:  # its approval broke the feature's gate: one more turn, with the gate's output
+        return TaskState(task_id, "resume", turns, decisions, outcome, f"sent back by the merge queue: its merge "
+                         f"broke the gate ({gate_words(sent_back)})", None, True)
     resume = turns > 0 or _turn_begun(copy, worktree)
     return TaskState(task_id, "resume", turns, decisions, outcome, "interrupted before it ended", None, resume)
 

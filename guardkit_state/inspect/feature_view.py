@@ -22,6 +22,7 @@ from guardkit_state.features.standing import FeatureTally, TaskStanding, feature
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Outcome
+from guardkit_state.plans.merge_queue_log import QueueStep, recorded_steps
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.smoke_gates import SmokeGate, SmokeRun, read_smoke_gate, recorded_runs
 from guardkit_state.plans.waves import plan_waves
@@ -114,6 +115,8 @@ class FeatureView:
     #: The plan's smoke gate (GuardKit's ``smoke_gates``) and the runs of it the plan records.
     smoke_gate: SmokeGate | None = None
     smoke_runs: list[SmokeRun] = field(default_factory=list)
+    #: The merge queue's steps the plan records: each candidate, its gate result, what was sent back.
+    queue_steps: list[QueueStep] = field(default_factory=list)
 
     def wave(self, number: int) -> list[FeatureTaskRow]:
         """The rows of wave ``number`` (1-based), in plan order."""
@@ -143,6 +146,7 @@ class FeatureView:
             "smoke_gate": {"description": self.smoke_gate.describe(), "command": self.smoke_gate.command}
             if self.smoke_gate is not None else None,
             "smoke_runs": [run.to_dict() for run in self.smoke_runs],
+            "merge_queue": [step.to_dict() for step in self.queue_steps],
         }
 
 
@@ -181,7 +185,8 @@ def _feature_view(root: Path, feature: str) -> FeatureView:
     return FeatureView(plan.feature_id, plan.name, plan_path, plan.status, branch, started,
                        worktree if worktree.is_dir() else None, waves.source, waves.to_lists(), rows,
                        next_step(plan.feature_id, waves.to_lists(), rows, started=started),
-                       execution.last_updated if execution is not None else None, notes, gate, recorded_runs(plan))
+                       execution.last_updated if execution is not None else None, notes, gate, recorded_runs(plan),
+                       recorded_steps(plan))
 
 
 def _row(root: Path, plan: FeaturePlan, standing: TaskStanding, wave: int) -> FeatureTaskRow:

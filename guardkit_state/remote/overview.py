@@ -17,13 +17,15 @@ from guardkit_state.errors import GuardkitStateError, InputError
 from guardkit_state.features.progress import ENDED_UNAPPROVED
 from guardkit_state.git.merge import find_task_merge
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.plans.plan import find_plan, load_plan
+from guardkit_state.plans.merge_queue_log import QueueStep, recorded_steps
+from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan, parse_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import MERGE_CLAIM, Claim, ClaimBoard
 from guardkit_state.store.layout import branch_for
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import resolve_task
+from guardkit_state.turns.sent_back import pending_send_back
 
 
 @dataclass(frozen=True)
@@ -52,10 +54,13 @@ class RemoteFeature:
     remote: str
     tasks: list[RemoteTask] = field(default_factory=list)
     merger: str | None = None  # the worker holding the merge claim, if any
+    #: The merge queue's steps the plan on the remote's feature branch records (candidates, gate
+    #: results, tasks sent back).
+    queue: list[QueueStep] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         return {"feature": self.feature, "remote": self.remote, "merger": self.merger,
-                "tasks": [task.to_dict() for task in self.tasks]}
+                "tasks": [task.to_dict() for task in self.tasks], "merge_queue": [s.to_dict() for s in self.queue]}
 
 
 def remote_progress(repo_root: Path | str, feature: str, remote: str) -> RemoteFeature:
@@ -75,7 +80,19 @@ def remote_progress(repo_root: Path | str, feature: str, remote: str) -> RemoteF
     for number, wave in enumerate(plan_waves(plan), start=1):
         for task in wave:
             result.tasks.append(_task(repo, task, number, on_remote, claims.get(task), feature_ref, branches))
+    result.queue = _queue_steps(repo, plan, feature_ref)
     return result
+
+
+def _queue_steps(repo: GitRepo, plan: FeaturePlan, feature_ref: str) -> list[QueueStep]:
+    """The merge queue's steps in the plan as the remote's feature branch holds it (the merger writes them)."""
+    if plan.path is None:
+        return []
+    with contextlib.suppress(GuardkitStateError, ValueError):
+        status, raw, _ = repo.run("show", f"{feature_ref}:{plan.path.relative_to(repo.root).as_posix()}", check=False)
+        if status == 0:
+            return recorded_steps(parse_plan(raw.decode("utf-8", "replace"), path=plan.path))
+    return []
 
 
 def _task(repo: GitRepo, task: str, wave: int, on_remote: dict[str, str], claim: Claim | None,
@@ -91,6 +108,9 @@ def _task(repo: GitRepo, task: str, wave: int, on_remote: dict[str, str], claim:
     if claim is not None:
         claimed, beat = _claim_times(repo, claim)
         return RemoteTask(task, wave, "running", turns, outcome, claim.worker, claimed, beat, claim.lease_until)
+    if pending_send_back(state) is not None:  # its approval broke the gate: it runs again, or ended failed
+        ended = outcome in ENDED_UNAPPROVED
+        return RemoteTask(task, wave, "failed" if ended else "waiting", turns, outcome if ended else "sent back")
     if outcome == "approved" or (state is not None and state.turns and state.turns[-1].decision == "approve"):
         return RemoteTask(task, wave, "approved", turns, "approved")
     if outcome in ENDED_UNAPPROVED:  # as a worker reads it (features.progress): the loop ended, not approved

@@ -22,7 +22,6 @@ its plan; progress while tasks run is read from the remote (``status``/``show --
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import time
 import zlib
@@ -40,11 +39,9 @@ from guardkit_state.errors import (
     RemoteUnreachableError,
 )
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
-from guardkit_state.git.merge import merge_branch, merge_message, task_merges
-from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
+from guardkit_state.git.merge import task_merges
+from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.git.stale_locks import remove_stale_locks
-from guardkit_state.git.worktrees import WorktreeManager
 from guardkit_state.index.after_turn import with_indexing
 from guardkit_state.loop.events import AgentStarted, LoopEvent, TurnRecorded, TurnStarted
 from guardkit_state.loop.run import LoopOptions, run_task_loop
@@ -52,15 +49,15 @@ from guardkit_state.loop.session import interrupts_as_exceptions
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import CloneAlignment
-from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches, list_refs
+from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches
 from guardkit_state.remote.claims import MERGE_CLAIM, Claim, ClaimBoard, claim_ref, retrying
 from guardkit_state.remote.heartbeat import Heartbeat
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.ready import WaveTurn, wave_turn
 from guardkit_state.remote.takeover_record import write_takeover
-from guardkit_state.remote.wave_progress import write_wave_progress
+from guardkit_state.remote.wave_merge import WaveMerger
 from guardkit_state.remote.worker_records import WorkerInterrupted, WorkerOptions, WorkerResult
-from guardkit_state.store.layout import BRANCH_PREFIX, branch_for, worktrees_dir
+from guardkit_state.store.layout import branch_for, worktrees_dir
 
 log = logging.getLogger("guardkit_state.remote.worker")
 
@@ -411,65 +408,25 @@ class _Worker:
             return self._merge_held(turn)
 
     def _merge_held(self, turn: WaveTurn) -> Step:
-        # No fetch here: this step's ls-remote found the remote as the last fetch left it, and the
-        # push below carries a lease, so a feature branch another merger moved since is not overwritten.
-        expected = self.repo.resolve(self.branches.tracking(self.feature_branch))
-        worktree = WorktreeManager(self.repo).create(self.feature)
-        feature_repo = worktree.repo()
-        # A merger killed in its merge here left its lock, or the merge half-done: no git holds the
-        # one, and the other is reset with the branch (the remote's feature branch is the truth).
-        remove_stale_locks(feature_repo.root, feature_repo.git_dir, feature_repo.common_dir, self.feature_branch)
-        if expected is not None:
-            feature_repo.run("reset", "--hard", "--quiet", expected)
-        approved = [task for task in turn.tasks if turn.states[task].phase == "approved"]
-        prefix = BRANCH_PREFIX.rstrip("/")  # every task branch here and as last fetched, in one git call
-        refs = list_refs(self.repo, self.branches.tracking(prefix), f"refs/heads/{prefix}")
-        tips = {name: sha for name, sha, _ in refs}
-        for task in approved:
-            branch = branch_for(task)
-            tip, local = tips.get(self.branches.tracking(branch)), tips.get(f"refs/heads/{branch}")
-            if local is None or local == tip:
-                continue
-            # Approved on this clone, its push never made (its holder died first; its claim is stale or
-            # gone): pushed now, so the remote's task branch holds what the feature branch merges.
-            try:
-                self._remote(functools.partial(self.branches.push, branch, tip,
-                                               also=(self.ledgers.refspec(task, local),)), f"{task}: push")
-            except ClaimLostError as exc:
-                self._states.pop(task, None)
-                self.note(f"wave {turn.number}: {exc.message}; looking again")
-                return "worked"
-        merged_now: dict[str, str | None] = {}
-        for task in approved:
-            state = turn.states[task]
-            message = merge_message(self.feature, task, branch=branch_for(task), target=self.feature_branch,
-                                    wave=turn.number, summary=f"{task} approved in {state.turns} turn(s).")
-            merged = merge_branch(feature_repo, branch_for(task), message)
-            if not merged.merged:
-                self.result.reason = (f"{task}: merge conflict in {', '.join(merged.conflicts)}" if merged.conflicts
-                                      else f"{task}: the merge was refused: {merged.error}")
-                note = unregistered_note(feature_repo, merged.conflicts)
-                if note is not None:
-                    self.result.reason += f" ({note})"
-                feature_repo.run("reset", "--hard", "--quiet", expected or "HEAD")
-                return "done"
-            merged_now[task] = merged.sha
-        write_wave_progress(feature_repo, self.repo.root, self.plan, self.waves, turn, merged_now,
-                            state_of=lambda task: self._state(task, self._last_remote or {}), note=self.note)
-        try:
-            self._remote(lambda: self.branches.push(self.feature_branch, expected), "push")
-        except ClaimLostError:
-            self.note(f"wave {turn.number}: {self.feature_branch} moved on the remote meanwhile; looking again")
-            return "worked"
-        self.result.merged += list(merged_now)
-        for task in merged_now:
+        """Merge the wave through the merge queue (:mod:`~guardkit_state.remote.wave_merge`), under the claim."""
+        merger = WaveMerger(self.repo, self.branches, self.ledgers, self.plan, self.waves, self._remote, self.note,
+                            self.options.max_turns)
+        done = merger.merge(turn, lambda task: self._state(task, self._last_remote or {}))
+        for task in done.sent_back:
+            self._states.pop(task, None)  # its branch moved: read it again
+        if done.step == "done":
+            self.result.reason = done.reason
+            return "done"
+        self.result.merged += list(done.merged)
+        for task in done.merged:
             # A claim left on a merged task is stale (its holder died after its approval) or this
             # worker's own, its release lost (the remote was unreachable then): it runs nowhere.
             left = self._claims.get(task)
             if left is not None:
                 self._release(left)  # deleted only at the sha seen: a holder still renewing keeps it
-        self.note(f"wave {turn.number}: merged {', '.join(merged_now) or 'nothing new'} into {self.feature_branch}")
-        return self._finished() if turn.number == len(self.waves) else "worked"
+        if done.merged:
+            self.note(f"wave {turn.number}: merged {', '.join(done.merged)} into {self.feature_branch}")
+        return self._finished() if done.complete and turn.number == len(self.waves) else "worked"
 
     # -- claims -----------------------------------------------------------------------------
 

@@ -183,6 +183,25 @@ def atomic_write_text(path: Path, text: str, *, mode: int | None = None,
     return atomic_write_bytes(path, text.encode("utf-8"), mode=mode, precondition=precondition, limit=limit)
 
 
+def append_line(path: Path, line: str) -> None:
+    """Append ``line`` (no newline in it) to ``path`` durably: written, flushed and fsynced before
+    this returns. An append, not a rewrite, for the ledgers read line by line: a line a kill cuts
+    short fails its reader's check and is not trusted, the lines before it stay whole, and the next
+    append starts on a line of its own."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "ab") as handle:
+        torn = handle.tell() > 0 and _last_byte(path) != b"\n"
+        handle.write((("\n" if torn else "") + line + "\n").encode("utf-8"))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _last_byte(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1)
+
+
 # --------------------------------------------------------------------------- what a write may replace
 
 

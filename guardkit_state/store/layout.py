@@ -50,6 +50,8 @@ BRANCH_PREFIX = "autobuild/"
 LOCKS_IN_GIT_DIR = PurePosixPath("guardkit-state") / "locks"
 #: Inside git's common directory: ``guardkit-state/turn-commits/TASK-ID``, the commits the loop made.
 TURN_COMMITS_IN_GIT_DIR = PurePosixPath("guardkit-state") / "turn-commits"
+#: Inside git's common directory: ``guardkit-state/merge-queue/FEAT-ID``, the gate's verdicts on candidates.
+MERGE_QUEUE_IN_GIT_DIR = PurePosixPath("guardkit-state") / "merge-queue"
 
 
 def tasks_dir(root: Path | str) -> Path:
@@ -146,6 +148,7 @@ __all__ = [
     "INDEX_DIR",
     "LOCKS_IN_GIT_DIR",
     "LOG_FILE",
+    "MERGE_QUEUE_IN_GIT_DIR",
     "OVERRIDES_FILE",
     "QUALITY_GATES_FILE",
     "REPORTS_DIR",

@@ -13,6 +13,7 @@ from guardkit_state.errors import FrontmatterError, InputError, shorten
 from guardkit_state.model import CoachDecision, PlayerReport, turn_sequence_problem
 from guardkit_state.store.fsio import check_writable
 from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.turns.sent_back import pending_send_back
 
 #: Statuses that end a task's work: a loop never changes them without ``--reopen``.
 TERMINAL_STATUSES = ("completed", "cancelled", "archived")
@@ -54,6 +55,8 @@ def closed_reason(task: TaskFile) -> str | None:
     state = task.state
     if state is None:
         return None
+    if pending_send_back(state) is not None:
+        return None  # the merge queue sent the approval back: the loop goes on (turns/sent_back.py)
     if str(state.extra.get("outcome") or "") == "approved":
         return "was approved"
     # Whatever folder or status the task moved to since (in_review, design_approved ...), a last
