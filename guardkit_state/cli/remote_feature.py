@@ -82,4 +82,6 @@ def show_remote(args: argparse.Namespace, out: Output, features: list[str]) -> i
             elif task.outcome:
                 line += f"  ({safe(task.outcome)})"
             out.line(line)
+            for ref, subject in task.kept:  # a turn its branch moved under on the remote (docs/features.md)
+                out.line(f"      kept: {safe(ref)} ({safe(subject)})")
     return ExitCode.OK
