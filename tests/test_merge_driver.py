@@ -241,7 +241,8 @@ TURN_3 = "  - turn: 3\n    decision: approve\n"
 @pytest.fixture
 def two_turns(repo: Path) -> Path:
     """The task with turns 1 and 2 recorded and AC-1 verified, committed as the base."""
-    edit(repo, TASK, ("AC-1: pending", "AC-1: verified"), (TURN_1, TURN_1 + TURN_2), ("current_turn: 1", "current_turn: 2"))
+    edit(repo, TASK, ("AC-1: pending", "AC-1: verified"), (TURN_1, TURN_1 + TURN_2),
+         ("current_turn: 1", "current_turn: 2"))
     run_git(repo, "commit", "-qam", "turn 2")
     return repo
 
@@ -280,7 +281,8 @@ def test_a_state_block_deleted_on_one_side_is_a_conflict_naming_its_turns(two_tu
 
 
 def test_a_criterion_unverified_on_one_side_without_a_later_turn_is_a_conflict(two_turns: Path) -> None:
-    both_sides(two_turns, TASK, ours=[("tags: [auth, jwt]", "tags: [auth]")], theirs=[("AC-1: verified", "AC-1: pending")])
+    both_sides(two_turns, TASK, ours=[("tags: [auth, jwt]", "tags: [auth]")],
+               theirs=[("AC-1: verified", "AC-1: pending")])
     merged = git(two_turns, "merge", "--no-edit", "side")
     assert merged.returncode != 0
     assert "autobuild_state.criteria.AC-1: theirs un-verifies AC-1 (verified in the base) without a later turn" \

@@ -332,7 +332,9 @@ def test_remote_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
             "--player", "true", "--coach", "true"]
     for extra, said in ((["TASK-FB-001", "--remote", "origin"], "--remote builds a feature"),
                         ([FEATURE_ID, "--remote", "nowhere"], "no git remote named 'nowhere'"),
-                        ([FEATURE_ID, "--remote", "origin", "--resume"], "--resume does not apply with --remote")):
+                        ([FEATURE_ID, "--remote", "origin", "--resume"], "--resume does not apply with --remote"),
+                        ([FEATURE_ID, "--remote", "origin", "--lease", "1e300"], "--lease is 1e+300; expected a number "
+                         "of seconds above 0 and at most 86400")):
         done = subprocess.run([*base, *extra], capture_output=True, text=True, check=False)
         assert done.returncode == 2 and said in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1

@@ -28,7 +28,8 @@ def _person_pushes_at_turn(person: Path, turn: int, edit: str, *, force_to: str 
     turn is still running."""
     here, mark = shlex.quote(str(person)), shlex.quote(str(person / ".git" / "pushed"))
     steps = [f"test ! -e {mark}", f"touch {mark}", f"cd {here}", "git fetch -q origin",
-             f"git checkout -q -B work origin/{force_to or BRANCH}", edit, "git add -A", "git commit -qm 'a person edits the task'",
+             f"git checkout -q -B work origin/{force_to or BRANCH}", edit, "git add -A",
+             "git commit -qm 'a person edits the task'",
              f"git push -q {'--force ' if force_to else ''}origin HEAD:{BRANCH}"]
     return f'if [ "$GUARDKIT_TURN" = {turn} ]; then ( {" && ".join(steps)} ) >/dev/null 2>&1; fi'
 

@@ -181,7 +181,8 @@ def build_server(repo: Path, *, read_only: bool = False) -> MCPServer[Any]:
                             worker: Annotated[str | None, Field(description="your worker id (default: a new "
                                                                 "one, answered)")] = None,
                             lease_seconds: Annotated[float | None, Field(gt=0, description="how long the claim "
-                                                                         "holds (default 1800)")] = None
+                                                                         "holds (default 1800, at most 86400: a "
+                                                                         "day)")] = None
                             ) -> dict[str, Any]:
             """Claim the next ready task of a feature built through a git remote, as a
             `feature-build --remote` worker would: the first task that has to run in the wave whose

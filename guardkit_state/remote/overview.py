@@ -10,6 +10,7 @@ turns kept on refs of their own (``refs/guardkit/kept/...``) when its branch mov
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -103,7 +104,8 @@ def _task(repo: GitRepo, task: str, wave: int, on_remote: dict[str, str], claim:
         return RemoteTask(task, wave, "merged", turns, outcome or "approved")
     if claim is not None:
         claimed, beat = _claim_times(repo, claim)
-        return RemoteTask(task, wave, "running", turns, outcome, claim.worker, claimed, beat, claim.lease_until)
+        lease = claim.lease_until if math.isfinite(claim.lease_until) else None  # JSON has no nan or inf
+        return RemoteTask(task, wave, "running", turns, outcome, claim.worker, claimed, beat, lease)
     if outcome == "approved" or (state is not None and state.turns and state.turns[-1].decision == "approve"):
         return RemoteTask(task, wave, "approved", turns, "approved")
     if outcome in ENDED_UNAPPROVED:  # as a worker reads it (features.progress): the loop ended, not approved

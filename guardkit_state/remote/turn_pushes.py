@@ -18,6 +18,7 @@ task branch): a person did, or a tool (an edit pushed, a force push). The turn i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -74,8 +75,7 @@ class TurnPushes:
             if local is None or local == self.pushed:
                 return
             try:
-                self.pushed = str(self.remote_call(lambda: self.branches.push(
-                    self.branch, self.pushed, also=(self.ledgers.refspec(self.task, local),)), f"{self.task}: push"))
+                self.pushed = str(self.remote_call(functools.partial(self._push, local), f"{self.task}: push"))
                 return
             except BranchMovedError:
                 if not self.claim_held():
@@ -84,6 +84,9 @@ class TurnPushes:
         local = self.repo.resolve(f"refs/heads/{self.branch}")
         assert local is not None
         self._keep(local, self._fetch(), f"it moved {MOVES} times while this worker merged it")
+
+    def _push(self, local: str) -> str:
+        return self.branches.push(self.branch, self.pushed, also=(self.ledgers.refspec(self.task, local),))
 
     def _moved(self, local: str) -> None:
         """The branch moved on the remote under the turn (the claim still held): the remote's commits
