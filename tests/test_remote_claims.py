@@ -550,3 +550,10 @@ def test_a_worker_takes_over_a_dead_workers_claim_whose_lease_is_no_time(tmp_pat
     assert result["done"] and result["taken_over"] == ["TASK-FB-001"]
     recorded = git(bare, "show", f"{FEATURE_BRANCH}:tasks/backlog/TASK-FB-001-part.md")
     assert f"lease_until: {lease_until} (no time)" in recorded.replace("'", "")
+
+
+def test_a_new_worker_id_is_one_line_of_safe_characters_whatever_the_host_name(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(claims_module.socket, "gethostname", lambda: "box one\nGuardkit-Beat: 9")
+    made = claims_module.new_worker_id()
+    assert claims_module.check_worker_id(made) == made and made.startswith("box-one-Guardkit-Beat--9:")

@@ -116,9 +116,30 @@ def lease_readable(lease_until: float, now: float) -> bool:
     return math.isfinite(lease_until) and now - LEASE_PAST <= lease_until <= now + 10 * MAX_LEASE
 
 
+#: A worker id: one line of safe characters (it is written as a claim commit's trailer line, and
+#: shown on terminals), as its host name, process and random part spell it.
+_WORKER_ID = re.compile(r"[A-Za-z0-9._:@+-]{1,200}")
+
+
+def check_worker_id(worker: str) -> str:
+    """``worker`` when it is a worker id: 1-200 of ``A-Z a-z 0-9 . _ : @ + -``, one line.
+
+    Refused, not cleaned: two ids cleaned alike would pass for one worker, whose claims each may release.
+
+    Raises:
+        InputError: anything else (a newline would add trailer lines to the claim commit).
+    """
+    if not isinstance(worker, str) or _WORKER_ID.fullmatch(worker) is None:
+        shown = repr(worker)[:60]
+        raise InputError(f"worker id {shown} is not one line of letters, digits and . _ : @ + - (at most 200)",
+                         expected="a worker id such as host:1234:ab12cd")
+    return worker
+
+
 def new_worker_id() -> str:
     """A worker's id: its host, its process, and a random part (two runs never share one)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+    host = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname())[:150] or "host"
+    return f"{host}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 @dataclass(frozen=True)
@@ -138,7 +159,7 @@ class ClaimBoard:
                  clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic) -> None:
         self.repo = repo
         self.remote = remote
-        self.worker = worker or new_worker_id()
+        self.worker = new_worker_id() if worker is None else check_worker_id(worker)
         self.clock = clock
         self.monotonic = monotonic
         self._seen: dict[str, tuple[str, float]] = {}  # ref -> (sha, when first seen at that sha)
@@ -398,5 +419,5 @@ def _first_line(text: str) -> str:
     return chosen.strip()
 
 
-__all__ = ["CLAIMS_PREFIX", "LEASE_PAST", "MAX_LEASE", "MERGE_CLAIM", "Claim", "ClaimBoard", "check_lease", "claim_ref",
-           "lease_readable", "new_worker_id", "parse_claim", "retrying", "utc_text"]
+__all__ = ["CLAIMS_PREFIX", "LEASE_PAST", "MAX_LEASE", "MERGE_CLAIM", "Claim", "ClaimBoard", "check_lease",
+           "check_worker_id", "claim_ref", "lease_readable", "new_worker_id", "parse_claim", "retrying", "utc_text"]
