@@ -75,6 +75,28 @@ def check_depth(text: str, path: Path | str | None = None, limit: int = MAX_DEPT
             depth -= 1
 
 
+def top_level(text: str) -> Any:
+    """The top level of JSON text with every array and object inside it read as ``null``: the
+    envelope of a message nested too deep to parse whole (a JSON-RPC request's ``id``).
+
+    Raises:
+        ParseError: even that is not JSON.
+    """
+    kept, depth, start = [], 0, 0
+    for match in _BRACKETS.finditer(text):
+        char = match.group()
+        if char in "[{":
+            depth += 1
+            if depth == 2:
+                kept.append(text[start:match.start()] + "null")
+        elif char in "]}":
+            depth -= 1
+            if depth == 1:
+                start = match.end()
+    kept.append(text[start:] if depth <= 1 else "")
+    return parse_json("".join(kept))
+
+
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = dict(pairs)
     if len(out) != len(pairs):
