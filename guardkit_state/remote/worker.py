@@ -347,7 +347,8 @@ class _Worker:
         if not fresh.runs:
             return  # finished by the worker whose claim ended while we looked
         self.note(f"{task}: running on {self.board.worker}" + (" (resumed from the remote)" if fresh.resume else ""))
-        self.result.ran.append(task)
+        if task not in self.result.ran:  # a task run again here (its branch moved under a turn) is listed once
+            self.result.ran.append(task)
         self.lost.discard(task)
         if taken_from is not None:
             try:
