@@ -44,6 +44,7 @@ def refusal(exc: Exception) -> SessionMessage | None:
         code, reason = PARSE_ERROR, read.message
     else:
         code, reason = INVALID_REQUEST, _first_error(exc)
+    log.warning("request %r cannot be read (%s): answered with an error", ident, reason)
     return SessionMessage(JSONRPCError(jsonrpc="2.0", id=ident, error=ErrorData(
         code=code, message=f"error: the request cannot be read: {reason}")))
 
@@ -80,7 +81,6 @@ class AnsweringReader:
             answer = refusal(item) if isinstance(item, Exception) else None
             if answer is None:
                 return item
-            log.warning("answered a request that cannot be read: %s", answer.message)
             await self._write.send(answer)
 
     async def aclose(self) -> None:
