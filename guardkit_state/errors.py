@@ -350,3 +350,9 @@ class RemoteRejectedError(RemoteError):
 
 class ClaimLostError(RemoteError):
     """A claim this worker held is no longer its own (taken over after its lease, or released)."""
+
+
+class BranchMovedError(ClaimLostError):
+    """A branch moved on the remote since this worker last pushed it: its push (with a lease on
+    the sha it last saw) was refused. Under a claim still held, someone other than a worker
+    pushed it (a person, a force push)."""

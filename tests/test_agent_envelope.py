@@ -160,3 +160,26 @@ def test_the_prompt_is_passed_as_written_placeholders_in_the_task_text_included(
     argv = PresetAgent(PRESETS[name]).argv(request, prompt=prompt, log_file=tmp_path / "log.jsonl")
     assert argv[argv.index("-p") + 1] == prompt
     assert "S-1" not in argv[argv.index("-p") + 1]
+
+
+@pytest.mark.parametrize(("usage", "note"), [
+    ('{"input_tokens": 1e400, "output_tokens": 3}', "its tokens in were reported as inf"),
+    ('{"input_tokens": 12, "output_tokens": -4}', "its tokens out were reported as -4"),
+    ('{"input_tokens": 12, "output_tokens": 99999999999999999999999999999999999}',
+     "its tokens out were reported as a number of over 30 digits"),
+])
+def test_a_token_count_that_is_no_count_is_unknown_with_a_note(usage: str, note: str) -> None:
+    out = '{"type": "result", "subtype": "success", "is_error": false, "result": "ok", "usage": ' + usage + "}"
+    env = read_envelope(PRESETS["claude"], out)
+    assert env is not None and (env.tokens_in is None or env.tokens_out is None)
+    assert len(env.notes) == 1 and env.notes[0].startswith(note) and env.notes[0].endswith("counted as unknown")
+    assert env.run_record("claude")["notes"] == list(env.notes)
+
+
+def test_agent_json_nested_past_the_limit_is_refused_not_a_recursion_error() -> None:
+    from guardkit_state.errors import ParseError
+
+    with pytest.raises(ParseError, match="nested deeper than 64 levels"):
+        read_envelope(PRESETS["claude"], "[" * 50_000 + "]" * 50_000)
+    with pytest.raises(ParseError, match="nested deeper than 64 levels"):
+        report_in_text("```json\n{" + '"a": [' * 5_000 + "1" + "]" * 5_000 + "}\n```")

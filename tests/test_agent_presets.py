@@ -194,3 +194,34 @@ def test_a_bad_agents_file_is_one_line_naming_file_line_and_key(tmp_path: Path, 
         [line] = run.stderr.strip().splitlines()
         assert said in line
         assert snapshot(root) == before
+
+
+def test_agent_json_nested_past_the_limit_is_the_agents_error_turn_and_the_loop_resumes(tmp_path: Path,
+                                                                                     fakes: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", "claude", "--coach", "claude", "--max-turns", "1",
+                  FAKE_FAIL="deep", FAKE_FAIL_ROLE="player")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "unexpected" not in run.stderr
+    said = [line for line in run.stderr.splitlines() if "printed JSON that cannot be read" in line]
+    assert said == ["  player: error — Player (claude) printed JSON that cannot be read: JSON nested deeper than "
+                    "64 levels (column 134)"], run.stderr
+    shown = json.loads(run_cli(root, fakes, "show", TASK, "--json").stdout)
+    assert [t["decision"] for t in shown["turns"]] == ["error"]
+    resumed = run_cli(root, fakes, "feature-build", TASK, "--resume", "--max-turns", "3", "--player", "claude",
+                      "--coach", "claude")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert [t["decision"] for t in json.loads(run_cli(root, fakes, "show", TASK, "--json").stdout)["turns"]] == [
+        "error", "approve"]
+
+
+@pytest.mark.parametrize("literal", ["Infinity", "1e400", "-1"])
+def test_a_cost_that_is_no_finite_amount_is_unknown_with_a_note(tmp_path: Path, fakes: Path, literal: str) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", "claude", "--coach", "claude", FAKE_COST=literal)
+    assert run.returncode == 0, run.stdout + run.stderr
+    shown = "-1" if literal == "-1" else "inf"
+    assert (f"note: turn 1: the Player (claude): its cost was reported as {shown}, not a finite amount of at least 0: "
+            "counted as unknown") in run.stderr, run.stderr
+    runs = _turn_state(root, 1)["agent_runs"]
+    assert isinstance(runs, dict) and runs["player"]["cost_usd"] is None and runs["coach"]["cost_usd"] is None

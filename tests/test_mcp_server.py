@@ -475,3 +475,25 @@ def test_an_error_echoing_a_line_break_or_an_escape_is_the_cli_one_line(repo: Pa
     assert error_text(shown) == done.stderr.strip()
     assert resource_error == cli(repo, "show", "x\ny\x1b[2J.md").stderr.strip()
     assert "\\n" in resource_error and "\\x1b" in resource_error
+
+
+def test_a_request_nested_past_what_the_sdk_reads_gets_an_error_answer(repo: Path) -> None:
+    """~200 levels: the SDK's reader refuses the line; the client still gets an answer (an MCP
+    error naming the nesting), and the server answers the next request."""
+    nested: Any = TASK
+    for _ in range(200):
+        nested = [nested]
+
+    async def session(client: Client) -> tuple[str, Any]:
+        with anyio.fail_after(60):  # no answer at all would hang here
+            try:
+                await client.call_tool("show", {"task_id": nested})
+            except MCPError as exc:
+                refused = str(exc)
+            else:
+                refused = "answered as if read"
+            return refused, answer(await client.call_tool("show", {"task_id": TASK}))
+
+    refused, shown = with_server(repo, session)
+    assert refused.startswith("error: the request cannot be read: JSON nested deeper than 64 levels"), refused
+    assert shown["task_id"] == TASK

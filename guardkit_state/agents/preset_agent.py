@@ -11,14 +11,14 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from guardkit_state.agents.envelope import AgentEnvelope, read_envelope, report_in_text
 from guardkit_state.agents.presets import AgentPreset, is_preset_name, load_presets
 from guardkit_state.agents.protocol import Agent, CommandAgent, TurnRequest, read_report_file, run_agent_process
-from guardkit_state.errors import AgentError
+from guardkit_state.errors import AgentError, ParseError
 from guardkit_state.turns.turn_state import AGENT_RUN_KEY
 
 #: How much of an agent's own error text is quoted in the turn's reason.
@@ -71,11 +71,13 @@ class PresetAgent:
             argv, request, stdin=prompt.encode("utf-8") if self.preset.stdin_prompt else None)
         duration = time.monotonic() - started
         log_text = log_file.read_text(encoding="utf-8", errors="replace") if log_file.is_file() else ""
-        envelope = read_envelope(self.preset, stdout.decode("utf-8", "replace"), log_text=log_text)
-        self.last_envelope = envelope
-        self.last_run = envelope.run_record(self.name, duration) if envelope is not None else \
-            {"agent": self.name, "duration_seconds": round(duration, 3)}
         where = f"{role} ({self.name})"
+        self.last_run = {"agent": self.name, "duration_seconds": round(duration, 3)}
+        with _unreadable_output(where, request):
+            envelope = read_envelope(self.preset, stdout.decode("utf-8", "replace"), log_text=log_text)
+        self.last_envelope = envelope
+        if envelope is not None:
+            self.last_run = envelope.run_record(self.name, duration)
         if envelope is not None and envelope.is_error:
             told = envelope.error or envelope.result or "no message"
             kind = f" ({envelope.subtype})" if envelope.subtype and envelope.subtype != "success" else ""
@@ -86,7 +88,8 @@ class PresetAgent:
             tail = _one_line(stderr.decode("utf-8", "replace")) or _one_line(stdout.decode("utf-8", "replace"))
             raise AgentError(f"{where} exited with status {returncode}" + (f": {tail}" if tail else ""),
                              task_id=request.task_id, turn=request.turn)
-        report = self._report(request, envelope, stdout.decode("utf-8", "replace"))
+        with _unreadable_output(where, request):
+            report = self._report(request, envelope, stdout.decode("utf-8", "replace"))
         report[AGENT_RUN_KEY] = self.last_run
         return report
 
@@ -104,6 +107,17 @@ class PresetAgent:
                              f"({_one_line(text)[:120] or 'empty'})", task_id=request.task_id, turn=request.turn,
                              expected="the report of the output contract")
         return report
+
+
+@contextlib.contextmanager
+def _unreadable_output(where: str, request: TurnRequest) -> Iterator[None]:
+    """JSON in the agent's output that cannot be read (nested deeper than the limit) is the agent's
+    error: one line, recorded as its turn (which ``--resume`` goes on from)."""
+    try:
+        yield
+    except ParseError as exc:
+        raise AgentError(f"{where} printed JSON that cannot be read: {exc.message}", task_id=request.task_id,
+                         turn=request.turn) from exc
 
 
 def _fill(word: str, values: Mapping[str, str]) -> str:

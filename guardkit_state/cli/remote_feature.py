@@ -20,7 +20,7 @@ def add_remote_options(parser: argparse.ArgumentParser) -> None:
                         "through this git remote (claims, a push per turn, merges under a merge claim; "
                         "see docs/features.md). Run the same command on every machine; it resumes by itself")
     parser.add_argument("--lease", type=seconds, default=120.0, metavar="SECONDS",
-                        help="with --remote: how long a claim lives without a heartbeat (default 120)")
+                        help="with --remote: how long a claim lives without a heartbeat (default 120, at most 86400)")
     parser.add_argument("--poll", type=seconds, default=2.0, metavar="SECONDS",
                         help="with --remote: how often a waiting worker looks at the remote again (default 2; "
                         "while another worker merges a wave, after 0.05 s at first, slowing down to this)")
@@ -82,6 +82,8 @@ def show_remote(args: argparse.Namespace, out: Output, features: list[str]) -> i
             elif task.outcome:
                 line += f"  ({safe(task.outcome)})"
             out.line(line)
+            for ref, subject in task.kept:  # a turn its branch moved under on the remote (docs/features.md)
+                out.line(f"      kept: {safe(ref)} ({safe(subject)})")
         if feature.queue:
             out.line("  merge queue:")
             for step in feature.queue:

@@ -403,6 +403,9 @@ class _Run:
             error = _agent_reason(exc)
             failed_role = self.phase if self.phase in ("player", "coach") else None
             log.warning("turn %d of %s: %s", number, self.task_id, error)
+        for role, run in runs.runs.items():  # what the envelope read otherwise than printed (a cost of inf)
+            for text in run.get("notes") or ():
+                self.note(f"turn {number}: the {role.capitalize()} ({run.get('agent')}): {text}")
         self._check_store(lifecycle, checkout)  # the agents ran in the checkout: a symlink they left is refused
         self._keep_recorded_history(lifecycle, number)
         task = lifecycle.task

@@ -17,14 +17,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from guardkit_state import __version__
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.mcp_server import answers
+from guardkit_state.mcp_server.request_guard import AnsweringReader
 
 log = logging.getLogger("guardkit_state.mcp_server")
 
@@ -181,7 +184,8 @@ def build_server(repo: Path, *, read_only: bool = False) -> MCPServer[Any]:
                             worker: Annotated[str | None, Field(description="your worker id (default: a new "
                                                                 "one, answered)")] = None,
                             lease_seconds: Annotated[float | None, Field(gt=0, description="how long the claim "
-                                                                         "holds (default 1800)")] = None
+                                                                         "holds (default 1800, at most 86400: a "
+                                                                         "day)")] = None
                             ) -> dict[str, Any]:
             """Claim the next ready task of a feature built through a git remote, as a
             `feature-build --remote` worker would: the first task that has to run in the wave whose
@@ -227,7 +231,19 @@ def _resource(fn: Callable[..., _R], *args: Any) -> _R:
 
 def serve(repo: Path, *, read_only: bool = False) -> None:
     """Serve ``repo`` over stdin/stdout until the client closes stdin."""
-    build_server(repo, read_only=read_only).run("stdio")
+    anyio.run(_serve_stdio, build_server(repo, read_only=read_only))
+
+
+async def _serve_stdio(server: MCPServer[Any]) -> None:
+    """``server.run("stdio")``, every request it cannot read answered (:class:`AnsweringReader`).
+
+    The SDK's MCPServer has no public way to run on given streams: its low-level server is
+    reached as its own ``run_stdio_async`` reaches it (tests/test_mcp_server.py drives the result).
+    """
+    lowlevel = server._lowlevel_server  # see the docstring
+    async with stdio_server() as (read_stream, write_stream):
+        await lowlevel.run(AnsweringReader(read_stream, write_stream), write_stream,
+                           lowlevel.create_initialization_options())
 
 
 __all__ = ["INSTRUCTIONS", "build_server", "serve"]

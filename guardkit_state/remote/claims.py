@@ -18,10 +18,15 @@ The protocol (docs/features.md, "Many machines"), with no server but the user's 
   ``--force-with-lease=<ref>:<the sha seen>``, so a renewal landing first makes it fail: a takeover
   racing a renewal has one winner. The ref's history records the claim, its beats and takeovers.
 * **Release**: a delete pushed with the same lease; a claim already taken over is left alone.
+
+A lease's end is read from a commit anyone with push access can write: one outside
+[now − :data:`LEASE_PAST`, now + 10 × :data:`MAX_LEASE`] (the year 3000, ``inf``, ``nan``) counts as
+ended, so a dead worker's claim never blocks its task for good nor stops the worker taking it over.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import secrets
@@ -51,6 +56,12 @@ _FIELDS = {"kind": "Guardkit-Claim", "worker": "Guardkit-Worker", "nonce": "Guar
 _TRAILER = re.compile(r"^(Guardkit-[A-Za-z-]+): (.*)$", re.MULTILINE)
 
 T = TypeVar("T")
+
+#: The longest lease a claim may ask for (seconds): a day. A worker renews its claims; a claim made
+#: through MCP (not renewed) holds an agent's task for at most this long.
+MAX_LEASE = 86_400.0
+#: How far in the past a lease's end may lie and still read as a time (seconds): a day.
+LEASE_PAST = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -87,9 +98,48 @@ def claim_ref(feature: str, task: str) -> str:
     return f"{CLAIMS_PREFIX}/{feature}/{task}"
 
 
+def check_lease(lease: float, *, name: str = "lease") -> float:
+    """``lease`` when it is a number of seconds a claim may ask for (above 0, at most :data:`MAX_LEASE`).
+
+    Raises:
+        InputError: anything else (checked before anything is pushed).
+    """
+    if isinstance(lease, bool) or not isinstance(lease, (int, float)) or not (
+            math.isfinite(lease) and 0 < lease <= MAX_LEASE):
+        raise InputError(f"{name} is {lease!r}; expected a number of seconds above 0 and at most {MAX_LEASE:g} "
+                         f"(a day)", expected=f"0 < seconds <= {MAX_LEASE:g}")
+    return float(lease)
+
+
+def lease_readable(lease_until: float, now: float) -> bool:
+    """Whether a claim's lease end is a time this protocol can have written, seen at ``now``."""
+    return math.isfinite(lease_until) and now - LEASE_PAST <= lease_until <= now + 10 * MAX_LEASE
+
+
+#: A worker id: one line of safe characters (it is written as a claim commit's trailer line, and
+#: shown on terminals), as its host name, process and random part spell it.
+_WORKER_ID = re.compile(r"[A-Za-z0-9._:@+-]{1,200}")
+
+
+def check_worker_id(worker: str) -> str:
+    """``worker`` when it is a worker id: 1-200 of ``A-Z a-z 0-9 . _ : @ + -``, one line.
+
+    Refused, not cleaned: two ids cleaned alike would pass for one worker, whose claims each may release.
+
+    Raises:
+        InputError: anything else (a newline would add trailer lines to the claim commit).
+    """
+    if not isinstance(worker, str) or _WORKER_ID.fullmatch(worker) is None:
+        shown = repr(worker)[:60]
+        raise InputError(f"worker id {shown} is not one line of letters, digits and . _ : @ + - (at most 200)",
+                         expected="a worker id such as host:1234:ab12cd")
+    return worker
+
+
 def new_worker_id() -> str:
     """A worker's id: its host, its process, and a random part (two runs never share one)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+    host = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname())[:150] or "host"
+    return f"{host}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 @dataclass(frozen=True)
@@ -109,7 +159,7 @@ class ClaimBoard:
                  clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic) -> None:
         self.repo = repo
         self.remote = remote
-        self.worker = worker or new_worker_id()
+        self.worker = new_worker_id() if worker is None else check_worker_id(worker)
         self.clock = clock
         self.monotonic = monotonic
         self._seen: dict[str, tuple[str, float]] = {}  # ref -> (sha, when first seen at that sha)
@@ -133,6 +183,7 @@ class ClaimBoard:
             RemoteRejectedError: the remote refused the push (a hook, permissions).
         """
         ref = claim_ref(feature, task)
+        check_lease(lease)
         mine = Claim(feature, task, "", self.worker, secrets.token_hex(8), self.clock() + lease, 0)
         sha = self._commit(mine, parent=None)
         pushed = self._push(f"{sha}:{ref}")
@@ -243,8 +294,10 @@ class ClaimBoard:
         return claims
 
     def is_stale(self, claim: Claim, *, stale_after: float) -> bool:
-        """Lease ended by this clock, and this worker saw the same beat for ``stale_after`` seconds."""
-        if self.clock() <= claim.lease_until:
+        """Lease ended by this clock (or no time it could have: :func:`lease_readable`), and this
+        worker saw the same beat for ``stale_after`` seconds."""
+        now = self.clock()
+        if lease_readable(claim.lease_until, now) and now <= claim.lease_until:
             return False
         sha, since = self._seen.get(claim.ref, ("", 0.0))
         return sha == claim.sha and self.monotonic() - since >= stale_after
@@ -352,8 +405,12 @@ def retrying(action: Callable[[], T], *, on_wait: Callable[[int, RemoteUnreachab
 
 
 def utc_text(at: float) -> str:
-    """A wall-clock time (a lease's end) as ISO 8601 UTC, to the second."""
-    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
+    """A wall-clock time (a lease's end) as ISO 8601 UTC, to the second; a value no date can
+    hold (``nan``, ``inf``, 1e300: read from a claim someone wrote by hand) as itself."""
+    try:
+        return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
+    except (OverflowError, ValueError, OSError):
+        return f"{at!r} (no time)"
 
 
 def _first_line(text: str) -> str:
@@ -362,5 +419,5 @@ def _first_line(text: str) -> str:
     return chosen.strip()
 
 
-__all__ = ["CLAIMS_PREFIX", "MERGE_CLAIM", "Claim", "ClaimBoard", "claim_ref", "new_worker_id", "parse_claim",
-           "retrying", "utc_text"]
+__all__ = ["CLAIMS_PREFIX", "LEASE_PAST", "MAX_LEASE", "MERGE_CLAIM", "Claim", "ClaimBoard", "check_lease",
+           "check_worker_id", "claim_ref", "lease_readable", "new_worker_id", "parse_claim", "retrying", "utc_text"]

@@ -3,14 +3,16 @@
 Fetches the claims and the ``autobuild/*`` branches into this clone's remote-tracking refs (never
 touching its own branches or worktrees) and says, per task: merged, approved (waiting for its
 wave's merge), running (who holds the claim, since when, the last heartbeat, whether its lease
-has ended), failed, or waiting (its wave has not come, or nobody has claimed it yet).
+has ended), failed, or waiting (its wave has not come, or nobody has claimed it yet); and the
+turns kept on refs of their own (``refs/guardkit/kept/...``) when its branch moved under them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from guardkit_state.errors import GuardkitStateError, InputError
@@ -20,8 +22,9 @@ from guardkit_state.git.repo import GitRepo
 from guardkit_state.plans.merge_queue_log import QueueStep, recorded_steps
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan, parse_plan
 from guardkit_state.plans.waves import plan_waves
+from guardkit_state.remote.alignment import KEPT_PREFIX
 from guardkit_state.remote.branches import RemoteBranches
-from guardkit_state.remote.claims import MERGE_CLAIM, Claim, ClaimBoard
+from guardkit_state.remote.claims import MERGE_CLAIM, SEEN_PREFIX, Claim, ClaimBoard
 from guardkit_state.store.layout import branch_for
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import resolve_task
@@ -41,11 +44,14 @@ class RemoteTask:
     claimed_at: float | None = None
     heartbeat_at: float | None = None
     lease_until: float | None = None
+    #: Turns kept on refs of their own on the remote (the ref and its commit's subject), oldest first.
+    kept: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         return {"task_id": self.task_id, "wave": self.wave, "state": self.state, "turns": self.turns,
                 "outcome": self.outcome, "holder": self.holder, "claimed_at": self.claimed_at,
-                "heartbeat_at": self.heartbeat_at, "lease_until": self.lease_until}
+                "heartbeat_at": self.heartbeat_at, "lease_until": self.lease_until,
+                "kept": [{"ref": ref, "commit": subject} for ref, subject in self.kept]}
 
 
 @dataclass
@@ -71,7 +77,14 @@ def remote_progress(repo_root: Path | str, feature: str, remote: str) -> RemoteF
     plan = load_plan(find_plan(repo.root, feature))
     board = ClaimBoard(repo, remote)
     branches = RemoteBranches(repo, remote)
-    on_remote = branches.fetch()
+    seen = f"{SEEN_PREFIX}/{remote}/kept/{plan.feature_id}"
+    on_remote = branches.fetch(f"+{KEPT_PREFIX}/{plan.feature_id}/*:{seen}/*", listed=(seen,))
+    kept: dict[str, list[tuple[str, str]]] = {}
+    for name, _, message in branches.listing:
+        if name.startswith(f"{seen}/"):
+            task, _, rest = name.removeprefix(f"{seen}/").partition("/")
+            kept.setdefault(task, []).append((f"{KEPT_PREFIX}/{plan.feature_id}/{task}/{rest}",
+                                              message.strip().split("\n", 1)[0]))
     claims = board.read(plan.feature_id)
     feature_ref = branches.tracking(branch_for(plan.feature_id))
     result = RemoteFeature(plan.feature_id, remote)
@@ -79,7 +92,8 @@ def remote_progress(repo_root: Path | str, feature: str, remote: str) -> RemoteF
     result.merger = merge_claim.worker if merge_claim is not None else None
     for number, wave in enumerate(plan_waves(plan), start=1):
         for task in wave:
-            result.tasks.append(_task(repo, task, number, on_remote, claims.get(task), feature_ref, branches))
+            found = _task(repo, task, number, on_remote, claims.get(task), feature_ref, branches)
+            result.tasks.append(replace(found, kept=tuple(kept.get(task, ()))))
     result.queue = _queue_steps(repo, plan, feature_ref)
     return result
 
@@ -107,7 +121,8 @@ def _task(repo: GitRepo, task: str, wave: int, on_remote: dict[str, str], claim:
         return RemoteTask(task, wave, "merged", turns, outcome or "approved")
     if claim is not None:
         claimed, beat = _claim_times(repo, claim)
-        return RemoteTask(task, wave, "running", turns, outcome, claim.worker, claimed, beat, claim.lease_until)
+        lease = claim.lease_until if math.isfinite(claim.lease_until) else None  # JSON has no nan or inf
+        return RemoteTask(task, wave, "running", turns, outcome, claim.worker, claimed, beat, lease)
     if pending_send_back(state) is not None:  # its approval broke the gate: it runs again, or ended failed
         ended = outcome in ENDED_UNAPPROVED
         return RemoteTask(task, wave, "failed" if ended else "waiting", turns, outcome if ended else "sent back")

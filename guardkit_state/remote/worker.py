@@ -22,6 +22,7 @@ its plan; progress while tasks run is read from the remote (``status``/``show --
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 import zlib
@@ -55,6 +56,7 @@ from guardkit_state.remote.heartbeat import Heartbeat
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.ready import WaveTurn, wave_turn
 from guardkit_state.remote.takeover_record import write_takeover
+from guardkit_state.remote.turn_pushes import TurnPushes
 from guardkit_state.remote.wave_merge import WaveMerger
 from guardkit_state.remote.worker_records import WorkerInterrupted, WorkerOptions, WorkerResult
 from guardkit_state.store.layout import branch_for, worktrees_dir
@@ -333,36 +335,32 @@ class _Worker:
             self.branches.tracking(branch))
         if moved:
             self._remote(self._sync, "fetch")
-        pushed: list[str | None] = [self.repo.resolve(self.branches.tracking(branch))]
-        if self.alignment.task(task, branch, pushed[0], taken_over=taken_from is not None):
+        pushes = TurnPushes(self.repo, self.branches, self.ledgers, self.alignment, task, self._remote,
+                            functools.partial(self._claim_held, task), self.note,
+                            self.repo.resolve(self.branches.tracking(branch)))
+        if self.alignment.task(task, branch, pushes.pushed, taken_over=taken_from is not None):
             moved = True
         fresh = state if not moved else read_task_state(self.fgit, task, max_turns=self.options.max_turns,
                                                         known_unmerged=taken_from is not None)
         if not fresh.runs:
             return  # finished by the worker whose claim ended while we looked
         self.note(f"{task}: running on {self.board.worker}" + (" (resumed from the remote)" if fresh.resume else ""))
-        self.result.ran.append(task)
+        if task not in self.result.ran:  # a task run again here (its branch moved under a turn) is listed once
+            self.result.ran.append(task)
         self.lost.discard(task)
         if taken_from is not None:
             try:
-                pushed[0] = self._record_takeover(task, taken_from, pushed[0])
+                pushes.pushed = self._record_takeover(task, taken_from, pushes.pushed)
             except ClaimLostError as exc:  # the ousted holder's late push landed first: look again
                 self.note(f"{task}: {exc.message}; looking again")
                 return
-
-        def push() -> None:
-            if self.repo.resolve(f"refs/heads/{branch}") in (None, pushed[0]):
-                return
-            local = self.repo.resolve(f"refs/heads/{branch}")
-            assert local is not None
-            pushed[0] = str(self._remote(lambda: self.branches.push(
-                branch, pushed[0], also=(self.ledgers.refspec(task, local),)), f"{task}: push"))
 
         def sink(event: LoopEvent) -> None:
             if isinstance(event, (TurnStarted, AgentStarted)) and task in self.lost:
                 raise ClaimLostError(f"{task}: the claim was taken over", path=self.repo.root)
             if isinstance(event, TurnRecorded):
-                push()  # before the next turn starts: a crash loses at most the turn it was in
+                pushes.turn = event.turn
+                pushes.push()  # before the next turn starts: a crash loses at most the turn it was in
                 self.note(f"{task}: turn {event.turn} ({event.record.entry.decision}) pushed")
             self.on_event(event)
 
@@ -372,13 +370,22 @@ class _Worker:
         try:
             run_task_loop(self.repo.root, task, self.player, self.coach, options,
                           on_event=with_indexing(sink, self.repo.root))
-            push()  # an approval committed on resume (no new turn) reaches the remote too
+            pushes.push()  # an approval committed on resume (no new turn) reaches the remote too
         except ClaimLostError as exc:
             self.note(f"{task}: {exc.message}")
         except RemoteError:
             raise
         except GuardkitStateError as exc:
             self.note(f"{task}: the loop stopped: {exc.message}")
+
+    def _claim_held(self, task: str) -> bool:
+        """Whether the claim on ``task`` on the remote is still this worker's (the one it renews)."""
+        held = next((claim for claim in self.heartbeat.held() if claim.task == task), None)
+        if held is None or task in self.lost:
+            return False
+        found = self._remote(lambda: self.board.read(self.feature), "look")
+        current = found.get(task) if isinstance(found, dict) else None
+        return current is not None and current.nonce == held.nonce
 
     def _record_takeover(self, task: str, old: Claim, tip: str | None) -> str:
         """The takeover written in the task's history (:func:`write_takeover`) and pushed before the

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from guardkit_state.errors import InputError
+from guardkit_state.remote.claims import check_lease
 
 
 @dataclass(frozen=True)
@@ -25,11 +26,9 @@ class WorkerOptions:
     continue_session: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("lease", "poll"):
-            value = getattr(self, name)
-            if not value > 0 or value == float("inf"):
-                raise InputError(f"--{name} is {value!r}; expected a positive number of seconds",
-                                 expected="seconds > 0")
+        check_lease(self.lease, name="--lease")
+        if not self.poll > 0 or self.poll == float("inf"):
+            raise InputError(f"--poll is {self.poll!r}; expected a positive number of seconds", expected="seconds > 0")
 
     @property
     def stale(self) -> float:

@@ -8,7 +8,9 @@ gives feedback on turn 1 (the last criterion rejected) and approves from turn 2.
 
 Set by tests in the environment:
     FAKE_FAIL=quota|auth      fail the way the real CLI does (quota: ``is_error`` with exit 0 where
-                              the CLI does so), as the role in FAKE_FAIL_ROLE (default: any)
+                              the CLI does so), as the role in FAKE_FAIL_ROLE (default: any);
+                              ``deep`` (claude): a result whose ``result`` is nested 100,000 deep
+    FAKE_COST=LITERAL         claude: ``total_cost_usd`` written as this JSON text (``Infinity``, ``1e400``)
     FAKE_CODEX_ITEMS=legacy   Codex's earlier item spelling (``item_type: assistant_message``)
     FAKE_CODEX_RETRY=1        Codex reports a stream error it retries (an ``error`` event), then completes
     FAKE_INTERRUPT=ROLE:TURN  send Ctrl-C (SIGINT) to the loop when that role runs that turn
@@ -92,6 +94,10 @@ def claude(argv: list[str], role: str, turn: int) -> int:
         print(json.dumps({**base, "subtype": "success", "is_error": True, "total_cost_usd": 0,
                           "result": "Invalid API key · Please run /login"}))
         return 1
+    if failing == "deep":  # junk no real reply has, valid JSON all the same
+        print('{"type": "result", "subtype": "success", "is_error": false, "result": '
+              + "[" * 100_000 + "]" * 100_000 + "}")
+        return 0
     report = _work(role, turn)
     out = {**base, "subtype": "success", "is_error": False, "result": "Done."}
     if "--json-schema" in argv:
@@ -99,7 +105,10 @@ def claude(argv: list[str], role: str, turn: int) -> int:
         out["structured_output"] = report
     else:
         out["result"] = _fenced(report)
-    print(json.dumps(out))
+    text = json.dumps(out)
+    if os.environ.get("FAKE_COST"):
+        text = text.replace(f'"total_cost_usd": {COST["claude"]}', f'"total_cost_usd": {os.environ["FAKE_COST"]}', 1)
+    print(text)
     return 0
 
 
