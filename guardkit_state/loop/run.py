@@ -455,8 +455,15 @@ class _Run:
             self.emit(ReportsReused(number, ("coach",)))
         else:
             self._agent_starts(number, "coach")
-            watch = ReadOnlyWatch(self.git, briefing.checkout, lifecycle.store.directory)
-            report = runs.run("coach", self.coach, coach)
+            # The worktree as the Player left it is the turn's: held while the Coach runs, put back after.
+            watch = ReadOnlyWatch(self.git, briefing.checkout, lifecycle.store.directory, self.task_id)
+            try:
+                report = runs.run("coach", self.coach, coach)
+            except BaseException:
+                said = watch.describe(watch.put_back())  # a Coach that failed (or was stopped) all the same
+                if said:
+                    self.note(f"turn {number}: {said}")
+                raise
             watch.check(coach)
             decision = lifecycle.record_coach(report)
             for line in describe_verdict_words(decision.extra.get(VERDICT_WORDS_KEY) or []):

@@ -1,0 +1,334 @@
+"""A worktree held while an agent that must only read it runs (the Coach), and put back exactly after.
+
+"The worktree after the Player is the turn's truth" (docs/git.md). Before the Coach runs, the loop
+takes a snapshot of its worktree — tracked, untracked and ignored files, outside the caches tests
+leave behind (:func:`is_cache`) and the loop's own runtime folders (:data:`RUNTIME_DIRS`) — as a git
+tree held under a ref of the loop's own (``refs/guardkit/snapshots/TASK``), written through an index
+of its own in git's admin folder (``GIT_INDEX_FILE`` passed deliberately: the worktree's own index is
+never touched). After the Coach the worktree is put back to that tree whatever the Coach did in git
+(stash, clean, checkout, reset, commit, a branch switch, ignored files written), HEAD and the branch
+to where they were, and the worktree's index to the bytes it had; what had changed is returned, for
+the turn to be flagged.
+
+Ignored files are kept by their bytes, the smallest first, up to :data:`IGNORED_BYTES` in all; those
+beyond are watched by ``lstat`` only, so a change to one is named but cannot be undone. The loop's
+index persists between snapshots: its stat data spares git re-reading unchanged files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from guardkit_state.errors import GitError
+from guardkit_state.git.checkouts import repair_worktree_link
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.store.fsio import atomic_write_bytes, atomic_write_text
+from guardkit_state.store.layout import GUARDKIT_DIR, INDEX_DIR, LOG_FILE, REPORTS_DIR, STATE_DIR, \
+    STATUS_CACHE_FILE, WORK_DIR, WORKTREES_DIR
+
+#: What running a project's tests or linters leaves behind (a Coach runs them): not a change of the
+#: work. A folder named so anywhere in a path, or a file with one of these names or suffixes.
+CACHE_DIRS = frozenset(("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox",
+                        ".nox", ".cache", ".coverage_html", "htmlcov"))
+CACHE_FILES = frozenset((".coverage", "coverage.xml"))
+CACHE_SUFFIXES = (".pyc", ".pyo")
+
+#: The loop's own folders under ``.guardkit/`` that change while the Coach runs, by design: other
+#: loops' worktrees (a main checkout's), the search index, caches, the log, the live report, the
+#: agents' scratch (their prompts, incoming reports, pid files) and the plans' lock files.
+RUNTIME_DIRS = (WORKTREES_DIR.as_posix(), INDEX_DIR.as_posix(), STATUS_CACHE_FILE.parent.as_posix(),
+                LOG_FILE.parent.as_posix(), REPORTS_DIR.as_posix())
+RUNTIME_GLOBS = (f"{STATE_DIR.as_posix()}/*/{WORK_DIR}/**", f"{GUARDKIT_DIR}/**/.locks/**")
+
+#: Ignored files kept by their bytes in a snapshot, the smallest first, in all.
+IGNORED_BYTES = 32 * 1024 * 1024
+#: Where the snapshots are held: a ref per task, never fetched or pushed by the loop.
+SNAPSHOT_REFS = "refs/guardkit/snapshots"
+
+
+def is_cache(path: str) -> bool:
+    """True for a path that tests or linters write (``docs/agents.md``): not the agent's work."""
+    parts = path.rstrip("/").split("/")
+    return (any(part in CACHE_DIRS for part in parts[:-1]) or parts[-1] in CACHE_DIRS
+            or parts[-1] in CACHE_FILES or parts[-1].startswith(".coverage.") or parts[-1].endswith(CACHE_SUFFIXES))
+
+
+def _pathspecs() -> tuple[str, ...]:
+    """The whole worktree but :func:`is_cache` paths and :data:`RUNTIME_DIRS`, as git pathspecs."""
+    specs = [f":(exclude){path}" for path in RUNTIME_DIRS]
+    specs += [f":(exclude,glob){pattern}" for pattern in RUNTIME_GLOBS]
+    for name in sorted(CACHE_DIRS):
+        specs += [f":(exclude,glob)**/{name}/**", f":(exclude,glob)**/{name}"]
+    specs += [f":(exclude,glob)**/{name}" for name in sorted(CACHE_FILES)]
+    specs += [":(exclude,glob)**/.coverage.*", *(f":(exclude,glob)**/*{suffix}" for suffix in CACHE_SUFFIXES)]
+    return (".", *specs)
+
+
+PATHSPECS = _pathspecs()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A worktree as it was: its files' tree, HEAD's commit and branch, ignored files watched by lstat."""
+
+    tree: str
+    head: str | None
+    #: The branch HEAD was on (``refs/heads/...``); None when detached.
+    branch: str | None
+    #: Ignored files beyond :data:`IGNORED_BYTES` -> their lstat (mode, size, mtime, inode).
+    watched: dict[str, list[int]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tree": self.tree, "head": self.head, "branch": self.branch, "watched": self.watched}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Snapshot:
+        return cls(str(data["tree"]), data.get("head"), data.get("branch"), dict(data.get("watched") or {}))
+
+
+@dataclass(frozen=True)
+class Restoration:
+    """What an agent had changed in the worktree, now put back."""
+
+    #: Files put back to their bytes, or removed (the agent created them).
+    files: tuple[str, ...] = ()
+    #: How HEAD had moved, in words; None when it had not.
+    head: str | None = None
+    #: Ignored files watched by lstat only that changed: named, not undone.
+    not_restored: tuple[str, ...] = ()
+    #: Other repairs made on the way (a ``.git`` link put back).
+    notes: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.files or self.head or self.not_restored)
+
+
+class WorktreeSnapshots:
+    """The snapshots of one worktree for one task (``name``): take one, put it back, drop it."""
+
+    def __init__(self, git: GitRepo, name: str, *, ignored_bytes: int = IGNORED_BYTES) -> None:
+        self.git = git
+        self.ref = f"{SNAPSHOT_REFS}/{name}"
+        self.folder = git.git_dir / "guardkit-state" / "snapshots" / name
+        self.ignored_bytes = ignored_bytes
+        self._index = self.folder / "index"  # the loop's own; kept between snapshots for its stat data
+        self._saved = self.folder / "snapshot.json"
+        self._own_index_copy = self.folder / "worktree-index"
+
+    # -- taking ------------------------------------------------------------------------------
+    def take(self) -> Snapshot:
+        """Snapshot the worktree as it is now, under :attr:`ref`; raises :class:`GitError`."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        head, branch = self._head()
+        own = self._own_index()
+        if own.is_file():
+            shutil.copyfile(own, self._own_index_copy)
+            if not self._index.is_file():
+                shutil.copyfile(own, self._index)  # the first one: git's stat data of tracked files
+        watched = self._add_worktree(self._index)
+        snapshot = Snapshot(self._write_tree(self._index), head, branch, watched)
+        atomic_write_text(self._saved, json.dumps(snapshot.to_dict()) + "\n", limit=None)
+        self.git.run("update-ref", self.ref, snapshot.tree)  # held: a `git gc` meanwhile keeps its objects
+        return snapshot
+
+    def pending(self) -> Snapshot | None:
+        """The snapshot an interrupted run left under :attr:`ref` (not put back, not dropped), or None."""
+        try:
+            snapshot = Snapshot.from_dict(json.loads(self._saved.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        status, out, _ = self.git.run("rev-parse", "-q", "--verify", self.ref, check=False)
+        return snapshot if status == 0 and out.decode().strip() == snapshot.tree else None
+
+    def _add_worktree(self, index: Path) -> dict[str, list[int]]:
+        """Everything in the worktree into ``index`` (ignored files within the budget included); the
+        ignored files left out, watched by lstat."""
+        self.git.run("add", "-A", "--", *PATHSPECS, index_file=index)
+        kept, watched = self._ignored_files(index)
+        if kept:
+            self.git.run("add", "-f", "--pathspec-from-file=-", "--pathspec-file-nul", index_file=index,
+                         stdin=_nul_joined(kept), pre=("--literal-pathspecs",))
+        return watched
+
+    def _ignored_files(self, index: Path) -> tuple[list[str], dict[str, list[int]]]:
+        """Ignored files ``index`` does not hold: those kept by bytes (the smallest first, within the
+        budget), and the others with their lstat."""
+        listed = self._list_ignored(index)
+        stats: list[tuple[int, str, os.stat_result]] = []
+        for path in listed:
+            with contextlib.suppress(OSError):
+                info = os.lstat(self.git.root / path)
+                stats.append((info.st_size, path, info))
+        kept: list[str] = []
+        watched: dict[str, list[int]] = {}
+        budget = self.ignored_bytes
+        for size, path, info in sorted(stats, key=lambda row: (row[0], row[1])):
+            if size <= budget and (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+                kept.append(path)
+                budget -= size
+            else:
+                watched[path] = _lstat_key(info)
+        return kept, watched
+
+    def _list_ignored(self, index: Path) -> list[str]:
+        out = self.git.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *PATHSPECS,
+                           index_file=index)[1]
+        return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+
+    # -- putting back ------------------------------------------------------------------------
+    def restore(self, snapshot: Snapshot) -> Restoration:
+        """Put the worktree, HEAD, its branch and its index back as ``snapshot`` holds them; what had
+        changed. Raises :class:`GitError` when git cannot."""
+        notes = self._repair_link()
+        head, branch = self._head()
+        check = self.folder / "check-index"
+        shutil.copyfile(self._index, check)
+        try:
+            self.git.run("add", "-A", "--", *PATHSPECS, index_file=check)
+            listed = self._list_ignored(check)
+            tree = self._write_tree(check)
+        finally:
+            check.unlink(missing_ok=True)
+        changes = _tree_changes(self.git, snapshot.tree, tree) if tree != snapshot.tree else []
+        # A file watched by lstat is never removed, even when a changed .gitignore now shows it.
+        created = [path for code, path in changes if code == "A" and path not in snapshot.watched]
+        created += [path for path in listed if path not in snapshot.watched]
+        put_back = [path for code, path in changes if code != "A"]
+        not_restored = _changed_watched(self.git.root, snapshot.watched)
+        for path in created:
+            _remove(self.git.root / path)
+        if put_back:
+            self._check_out(snapshot.tree, put_back)
+        moved = _moved(snapshot, head, branch)
+        if moved is not None:
+            self._move_head_back(snapshot)
+        self._restore_own_index()
+        return Restoration(tuple(sorted(set(created) | set(put_back))), moved, tuple(not_restored), tuple(notes))
+
+    def _check_out(self, tree: str, paths: list[str]) -> None:
+        """Write ``paths`` as ``tree`` holds them (whatever stands there now: a file, a folder)."""
+        scratch = self.folder / "restore-index"
+        try:
+            self.git.run("read-tree", tree, index_file=scratch)
+            self.git.run("checkout-index", "-f", "-q", "-z", "--stdin", stdin=_nul_joined(paths), index_file=scratch)
+        finally:
+            scratch.unlink(missing_ok=True)
+
+    def _move_head_back(self, snapshot: Snapshot) -> None:
+        if snapshot.head is None:
+            return  # an unborn branch: nothing to point back at
+        if snapshot.branch is not None:
+            self.git.run("update-ref", snapshot.branch, snapshot.head)
+            self.git.run("symbolic-ref", "HEAD", snapshot.branch)
+        else:
+            self.git.run("update-ref", "--no-deref", "HEAD", snapshot.head)
+
+    def _restore_own_index(self) -> None:
+        """The worktree's index as it was (the Player's staging): a stash or reset rewrote it."""
+        if not self._own_index_copy.is_file():
+            return
+        saved = self._own_index_copy.read_bytes()
+        own = self._own_index()
+        with contextlib.suppress(OSError):
+            if own.read_bytes() == saved:
+                return
+        atomic_write_bytes(own, saved, limit=None)
+
+    def _repair_link(self) -> list[str]:
+        """A linked worktree's ``.git`` link an agent removed is put back first (git needs it)."""
+        if self.git.git_dir == self.git.common_dir:
+            return []
+        text = repair_worktree_link(self.git.common_dir, self.git.root)
+        return [text] if text else []
+
+    def drop(self) -> None:
+        """Forget the snapshot (its ref and files); the loop's index stays for the next one."""
+        self.git.run("update-ref", "-d", self.ref, check=False)
+        for path in (self._saved, self._own_index_copy):
+            path.unlink(missing_ok=True)
+
+    # -- git ---------------------------------------------------------------------------------
+    def _own_index(self) -> Path:
+        return self.git.git_dir / "index"
+
+    def _write_tree(self, index: Path) -> str:
+        return self.git.run("write-tree", index_file=index)[1].decode("ascii").strip()
+
+    def _head(self) -> tuple[str | None, str | None]:
+        """HEAD's commit (None on an unborn branch) and branch (None when detached)."""
+        status, out, _ = self.git.run("rev-parse", "-q", "--verify", "HEAD", check=False)
+        head = out.decode("ascii", "replace").strip() or None if status == 0 else None
+        status, out, _ = self.git.run("symbolic-ref", "-q", "HEAD", check=False)
+        branch = out.decode("utf-8", "surrogateescape").strip() or None if status == 0 else None
+        return head, branch
+
+
+def _nul_joined(paths: list[str]) -> bytes:
+    return b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
+
+
+def _lstat_key(info: os.stat_result) -> list[int]:
+    return [info.st_mode, info.st_size, info.st_mtime_ns, info.st_ino]
+
+
+def _changed_watched(root: Path, watched: dict[str, list[int]]) -> list[str]:
+    """Watched ignored files that are gone or whose lstat changed."""
+    changed: list[str] = []
+    for path, key in sorted(watched.items()):
+        try:
+            now = _lstat_key(os.lstat(root / path))
+        except OSError:
+            changed.append(path)
+            continue
+        if now != key:
+            changed.append(path)
+    return changed
+
+
+def _tree_changes(git: GitRepo, before: str, after: str) -> list[tuple[str, str]]:
+    """(A|D|M|T, path) of each file differing from tree ``before`` to tree ``after``."""
+    out = git.run("diff-tree", "-r", "-z", "--no-renames", before, after)[1]
+    return parse_diff_tree_z(out)
+
+
+def parse_diff_tree_z(out: bytes) -> list[tuple[str, str]]:
+    """``git diff-tree -r -z`` output -> (status letter, path) pairs (pure)."""
+    fields = out.decode("utf-8", "surrogateescape").split("\0")
+    pairs: list[tuple[str, str]] = []
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+        if meta.startswith(":") and path:
+            pairs.append((meta.rsplit(" ", 1)[-1][:1], path))
+    return pairs
+
+
+def _remove(path: Path) -> None:
+    """Remove what an agent created at ``path`` (a file, a link, or a folder a gitlink names)."""
+    with contextlib.suppress(FileNotFoundError):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
+def _moved(snapshot: Snapshot, head: str | None, branch: str | None) -> str | None:
+    """How HEAD moved since ``snapshot``, in words; None when it did not."""
+    if (head, branch) == (snapshot.head, snapshot.branch):
+        return None
+
+    def where(sha: str | None, ref: str | None) -> str:
+        name = ref.removeprefix("refs/heads/") if ref else "a detached HEAD"
+        return f"{name} at {sha[:10] if sha else 'no commit'}"
+
+    return f"HEAD was {where(snapshot.head, snapshot.branch)}, is {where(head, branch)}"
+
+
+__all__ = ["CACHE_DIRS", "CACHE_FILES", "CACHE_SUFFIXES", "IGNORED_BYTES", "PATHSPECS", "RUNTIME_DIRS",
+           "SNAPSHOT_REFS", "Restoration", "Snapshot", "WorktreeSnapshots", "is_cache", "parse_diff_tree_z"]
