@@ -166,8 +166,8 @@ def test_a_coach_writing_an_ignored_file_is_flagged_and_undone(tmp_path: Path) -
 
 
 def test_the_coachs_turn_is_recorded_as_its_error_naming_the_change(tmp_path: Path) -> None:
-    root, said, _ = _build(tmp_path, "writes", "--max-turns", "1")
+    root, _, _ = _build(tmp_path, "writes", "--max-turns", "1")
     store = root / WT / ".guardkit" / "autobuild" / TASK
     state = json.loads((store / "turn_state_turn_1.json").read_text())
     assert (state["coach_decision"], state["failed_role"]) == ("error", "coach")
-    assert state["error"].startswith("Coach changed the worktree, which it must only read: coach.txt")
+    assert state["error"] == "Coach changed the worktree, which it must only read: coach.txt; put back as the Player left it"

@@ -26,12 +26,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.errors import GitError
 from guardkit_state.git.checkouts import repair_worktree_link
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store.fsio import atomic_write_bytes, atomic_write_text
-from guardkit_state.store.layout import GUARDKIT_DIR, INDEX_DIR, LOG_FILE, REPORTS_DIR, STATE_DIR, \
-    STATUS_CACHE_FILE, WORK_DIR, WORKTREES_DIR
+from guardkit_state.store.layout import (
+    GUARDKIT_DIR,
+    INDEX_DIR,
+    LOG_FILE,
+    REPORTS_DIR,
+    STATE_DIR,
+    STATUS_CACHE_FILE,
+    WORK_DIR,
+    WORKTREES_DIR,
+)
 
 #: What running a project's tests or linters leaves behind (a Coach runs them): not a change of the
 #: work. A folder named so anywhere in a path, or a file with one of these names or suffixes.
