@@ -86,6 +86,15 @@ if os.environ["GUARDKIT_TURN"] == "1":
         git("commit", "-qm", "coach")
     elif act == "removes-report":
         Path(os.environ["GUARDKIT_PLAYER_REPORT_FILE"]).unlink()
+    elif act == "kills-the-loop" and not Path("../killed").exists():
+        Path("work.txt").unlink()
+        Path("coach.txt").write_text("the coach's own file\\n")
+        Path("../killed").write_text("once\\n")
+        loop = os.getppid()  # the loop, or the shell it started this Coach with
+        if "guardkit" not in Path(f"/proc/{loop}/cmdline").read_text():
+            loop = int(Path(f"/proc/{loop}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        os.kill(loop, 9)
+        sys.exit(1)
 ids = [c["id"] for c in json.loads(Path(os.environ["GUARDKIT_CRITERIA_FILE"]).read_text())["criteria"]]
 Path(os.environ["GUARDKIT_REPORT_FILE"]).write_text(json.dumps({
     "decision": "approve", "issues": [], "rationale": "looks fine",
@@ -170,4 +179,20 @@ def test_the_coachs_turn_is_recorded_as_its_error_naming_the_change(tmp_path: Pa
     store = root / WT / ".guardkit" / "autobuild" / TASK
     state = json.loads((store / "turn_state_turn_1.json").read_text())
     assert (state["coach_decision"], state["failed_role"]) == ("error", "coach")
-    assert state["error"] == "Coach changed the worktree, which it must only read: coach.txt; put back as the Player left it"
+    assert state["error"] == ("Coach changed the worktree, which it must only read: coach.txt; "
+                              "put back as the Player left it")
+
+
+def test_a_coach_killed_with_its_loop_has_its_change_put_back_on_resume(tmp_path: Path) -> None:
+    root, said, code = _build(tmp_path, "kills-the-loop", "--max-turns", "2")
+    assert code == -9, said
+    assert not (root / WT / "work.txt").exists()  # the Coach's change, held until the loop runs again
+    run = cli(root, "feature-build", TASK, "--resume", "--max-turns", "2",
+              "--player", shlex.join([sys.executable, str(tmp_path / "p.py")]),
+              "--coach", shlex.join([sys.executable, str(tmp_path / "c.py"), "kills-the-loop"]))
+    said = run.stdout + run.stderr
+    assert run.returncode == 0, said
+    assert ("note: put the worktree back as the Player left it before the interrupted Coach ran: coach.txt, "
+            "work.txt") in said
+    _player_work_is_committed(root)
+    assert "coach.txt" not in _files_at(root, BRANCH)

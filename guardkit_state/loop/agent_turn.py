@@ -232,8 +232,26 @@ class ReadOnlyWatch:
         return text
 
 
+def put_back_interrupted(git: GitRepo, task_id: str) -> str | None:
+    """Put back the worktree a killed loop left held for its Coach (``--resume``, before anything runs);
+    a note when the Coach had changed it."""
+    snapshots = WorktreeSnapshots(git, task_id)
+    snapshot = snapshots.pending()
+    if snapshot is None:
+        return None
+    restored = snapshots.restore(snapshot)
+    snapshots.drop()
+    if not restored.changed:
+        return None
+    what = [*restored.files, *([restored.head] if restored.head else [])]
+    return (f"put the worktree back as the Player left it before the interrupted Coach ran: {_listed(what)}"
+            + (f"; ignored files larger than the snapshot keeps, not undone: {_listed(list(restored.not_restored))}"
+               if restored.not_restored else ""))
+
+
 def _listed(paths: list[str]) -> str:
     return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
 
-__all__ = ["FAILURE_KINDS", "AgentRuns", "ReadOnlyWatch", "TurnBriefing", "agent_name", "failure_kind"]
+__all__ = ["FAILURE_KINDS", "AgentRuns", "ReadOnlyWatch", "TurnBriefing", "agent_name", "failure_kind",
+           "put_back_interrupted"]

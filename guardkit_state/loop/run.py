@@ -23,7 +23,14 @@ from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager, check_base_branch
-from guardkit_state.loop.agent_turn import AgentRuns, ReadOnlyWatch, TurnBriefing, agent_name, failure_kind
+from guardkit_state.loop.agent_turn import (
+    AgentRuns,
+    ReadOnlyWatch,
+    TurnBriefing,
+    agent_name,
+    failure_kind,
+    put_back_interrupted,
+)
 from guardkit_state.loop.command_line import build_argv
 from guardkit_state.loop.events import (
     AgentStarted,
@@ -310,6 +317,9 @@ class _Run:
         if self.git is not None:
             for lock in self.git.remove_stale_index_lock():
                 self.note(f"removed stale git lock {lock} (no git process held it)")
+            said = put_back_interrupted(self.git, self.task_id)  # the killed Coach's change is never the turn's
+            if said:
+                self.note(said)
 
     def _resume_point(self, lifecycle: TurnLifecycle) -> ResumePoint:
         return resume_point(lifecycle.task, lifecycle.store, max_turns=lifecycle.max_turns,
