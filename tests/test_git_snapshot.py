@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.git.snapshot import SNAPSHOT_REFS, WorktreeSnapshots, parse_diff_tree_z
+from guardkit_state.git.snapshot import SNAPSHOT_REFS, WorktreeSnapshots
 
 from .conftest import run_git
 
@@ -219,12 +219,6 @@ def test_a_removed_worktree_link_is_put_back_first(git_repo: Path) -> None:
     restored = snapshots.restore(snapshot)
     assert _state(worktree) == before
     assert restored.files == ("work.txt",) and restored.notes
-
-
-def test_parse_diff_tree_z() -> None:
-    out = (b":100644 100644 aaa bbb M\0src/a b.py\0:000000 100644 000 ccc A\0new\0"
-           b":100644 000000 ddd 000 D\0gone\0")
-    assert parse_diff_tree_z(out) == [("M", "src/a b.py"), ("A", "new"), ("D", "gone")]
 
 
 def _repo(worktree: Path) -> GitRepo:
