@@ -146,7 +146,7 @@ def test_an_untouched_worktree_is_no_change_and_the_snapshot_ref_goes(git_repo: 
     (worktree / "src" / "__pycache__").mkdir()
     snapshots = WorktreeSnapshots(_repo(worktree), TASK)
     snapshot = snapshots.take()
-    assert run_git(worktree, "rev-parse", f"{SNAPSHOT_REFS}/{TASK}").strip() == snapshot.tree
+    assert run_git(worktree, "rev-parse", f"{SNAPSHOT_REFS}/{TASK}^{{tree}}").strip() == snapshot.tree
     # What tests leave behind, and the loop's own scratch, are not the agent's change.
     (worktree / "src" / "__pycache__" / "app.cpython-311.pyc").write_bytes(b"cache")
     (worktree / ".coverage").write_text("cov")

@@ -34,6 +34,8 @@ class PresetAgent:
         self.name = preset.name
         self.last_run: dict[str, Any] | None = None
         self.last_envelope: AgentEnvelope | None = None
+        #: What the last run left to say (a process group it left running, killed).
+        self.last_notes: list[str] = []
 
     def argv(self, request: TurnRequest, *, prompt: str, log_file: Path) -> list[str]:
         """The command line for ``request`` (placeholders filled, role and schema arguments in place)."""
@@ -67,8 +69,10 @@ class PresetAgent:
         argv = self.argv(request, prompt=prompt, log_file=log_file)
         started = time.monotonic()
         self.last_run = {"agent": self.name}  # what is known should it not start
-        returncode, stdout, stderr = run_agent_process(
-            argv, request, stdin=prompt.encode("utf-8") if self.preset.stdin_prompt else None)
+        self.last_notes = []
+        done = run_agent_process(argv, request, stdin=prompt.encode("utf-8") if self.preset.stdin_prompt else None)
+        self.last_notes = done.notes
+        returncode, stdout, stderr = done.returncode, done.stdout, done.stderr
         duration = time.monotonic() - started
         log_text = log_file.read_text(encoding="utf-8", errors="replace") if log_file.is_file() else ""
         envelope = read_envelope(self.preset, stdout.decode("utf-8", "replace"), log_text=log_text)

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from guardkit_state.errors import GitError
 from guardkit_state.git.checkouts import repair_worktree_link
 from guardkit_state.git.parse import parse_status_z
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.store.fsio import atomic_write_bytes, atomic_write_text
 from guardkit_state.store.layout import (
     GUARDKIT_DIR,
     INDEX_DIR,
@@ -59,6 +59,9 @@ RUNTIME_GLOBS = (f"{STATE_DIR.as_posix()}/*/{WORK_DIR}/**", f"{GUARDKIT_DIR}/**/
 IGNORED_BYTES = 32 * 1024 * 1024
 #: Where the snapshots are held: a ref per task, never fetched or pushed by the loop.
 SNAPSHOT_REFS = "refs/guardkit/snapshots"
+_SUBJECT = "guardkit-state: the worktree as the Player left it"
+#: The snapshot commit's identity (never a user's: it is no commit of the work, and never pushed).
+_IDENTITY = ("-c", "user.name=guardkit-state", "-c", "user.email=autobuild@localhost")
 
 
 def is_cache(path: str) -> bool:
@@ -125,7 +128,6 @@ class WorktreeSnapshots:
         self.folder = git.git_dir / "guardkit-state" / "snapshots" / name
         self.ignored_bytes = ignored_bytes
         self._index = self.folder / "index"  # the loop's own; kept between snapshots for its stat data
-        self._saved = self.folder / "snapshot.json"
         self._own_index_copy = self.folder / "worktree-index"
 
     # -- taking ------------------------------------------------------------------------------
@@ -140,18 +142,21 @@ class WorktreeSnapshots:
                 shutil.copy2(own, self._index)  # the first one: git's stat data of tracked files
         watched = self._add_worktree(self._index)
         snapshot = Snapshot(self._write_tree(self._index), head, branch, watched)
-        atomic_write_text(self._saved, json.dumps(snapshot.to_dict()) + "\n", limit=None)
-        self.git.run("update-ref", self.ref, snapshot.tree)  # held: a `git gc` meanwhile keeps its objects
+        # A commit of the tree, its message the rest of the snapshot, under the ref: a `git gc` meanwhile
+        # keeps its objects, and a resumed run finds all it needs in git (no file of ours to write).
+        message = f"{_SUBJECT}\n\n{json.dumps(snapshot.to_dict())}\n".encode()
+        commit = self.git.run("commit-tree", "--no-gpg-sign", snapshot.tree, stdin=message, pre=_IDENTITY)[1]
+        self.git.run("update-ref", self.ref, commit.decode("ascii").strip())
         return snapshot
 
     def pending(self) -> Snapshot | None:
         """The snapshot an interrupted run left under :attr:`ref` (not put back, not dropped), or None."""
+        status, out, _ = self.git.run("cat-file", "commit", self.ref, check=False)
+        _, _, body = out.decode("utf-8", "surrogateescape").partition(f"\n\n{_SUBJECT}\n\n")
         try:
-            snapshot = Snapshot.from_dict(json.loads(self._saved.read_text(encoding="utf-8")))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return Snapshot.from_dict(json.loads(body)) if status == 0 and body else None
+        except (ValueError, KeyError, TypeError, AttributeError):
             return None
-        status, out, _ = self.git.run("rev-parse", "-q", "--verify", self.ref, check=False)
-        return snapshot if status == 0 and out.decode().strip() == snapshot.tree else None
 
     def _add_worktree(self, index: Path) -> dict[str, list[int]]:
         """Everything in the worktree into ``index`` (ignored files within the budget included); the
@@ -241,7 +246,8 @@ class WorktreeSnapshots:
             self.git.run("update-ref", "--no-deref", "HEAD", snapshot.head)
 
     def _restore_own_index(self) -> None:
-        """The worktree's index as it was (the Player's staging): a stash or reset rewrote it."""
+        """The worktree's index as it was (the Player's staging): a stash or reset rewrote it. Written as
+        git writes it, through ``index.lock`` (a git command running meanwhile is not raced)."""
         if not self._own_index_copy.is_file():
             return
         saved = self._own_index_copy.read_bytes()
@@ -249,7 +255,19 @@ class WorktreeSnapshots:
         with contextlib.suppress(OSError):
             if own.read_bytes() == saved:
                 return
-        atomic_write_bytes(own, saved, limit=None)
+        lock = own.with_name(own.name + ".lock")
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            raise GitError(f"cannot put back the index of {self.git.root}: {lock} exists (a git command "
+                           "is running, or a killed one left it)", path=self.git.root) from None
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(saved)
+            os.replace(lock, own)
+        except BaseException:
+            lock.unlink(missing_ok=True)
+            raise
 
     def _repair_link(self) -> list[str]:
         """A linked worktree's ``.git`` link an agent removed is put back first (git needs it)."""
@@ -261,8 +279,7 @@ class WorktreeSnapshots:
     def drop(self) -> None:
         """Forget the snapshot (its ref and files); the loop's index stays for the next one."""
         self.git.run("update-ref", "-d", self.ref, check=False)
-        for path in (self._saved, self._own_index_copy):
-            path.unlink(missing_ok=True)
+        self._own_index_copy.unlink(missing_ok=True)
 
     # -- git ---------------------------------------------------------------------------------
     def _own_index(self) -> Path:

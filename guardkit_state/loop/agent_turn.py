@@ -63,6 +63,8 @@ class AgentRuns:
     """The runs of one turn's agents, as the turn state keeps them (role -> run)."""
 
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: What the agents' runs left to say (a process group left running, killed), for the loop's notes.
+    notes: list[str] = field(default_factory=list)
 
     def run(self, role: str, agent: Agent, request: TurnRequest) -> dict[str, Any]:
         """Run ``agent``; its report, with its run (agent, model, session, cost, tokens, time) kept."""
@@ -70,6 +72,8 @@ class AgentRuns:
         try:
             report = agent.run(request)
         finally:
+            said = getattr(agent, "last_notes", None)
+            self.notes.extend(text for text in said or () if isinstance(text, str))
             told = getattr(agent, "last_run", None)
             run: dict[str, Any] = dict(told) if isinstance(told, dict) else {"agent": agent_name(agent)}
             run.setdefault("duration_seconds", round(time.monotonic() - started, 3))

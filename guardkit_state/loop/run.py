@@ -413,6 +413,9 @@ class _Run:
             error = _agent_reason(exc)
             failed_role = self.phase if self.phase in ("player", "coach") else None
             log.warning("turn %d of %s: %s", number, self.task_id, error)
+        finally:
+            for text in runs.notes:
+                self.note(f"turn {number}: {text}")
         self._check_store(lifecycle, checkout)  # the agents ran in the checkout: a symlink they left is refused
         self._keep_recorded_history(lifecycle, number)
         task = lifecycle.task
