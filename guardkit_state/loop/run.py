@@ -68,7 +68,7 @@ from guardkit_state.turns.clock import read_task_settled
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 from guardkit_state.turns.recorded_history import restore_recorded_history
 from guardkit_state.turns.resume import ResumePoint, resume_point
-from guardkit_state.turns.spend import task_spend
+from guardkit_state.turns.spend import mean_turn_cost, task_spend
 from guardkit_state.turns.verdicts import VERDICT_WORDS_KEY, describe_verdict_words
 
 log = logging.getLogger("guardkit_state.loop.run")
@@ -89,8 +89,11 @@ class LoopOptions:
     index_budget: float = 2.0
     #: Take turns on a completed, cancelled, archived or approved task (refused otherwise).
     reopen: bool = False
-    #: Stop once the agents' reported cost of this task's turns reaches this many USD.
+    #: Stop once the agents' reported cost of this task's turns reaches this many USD, and start no
+    #: turn that would pass it at the mean cost of the last turns (on ``resume`` too).
     max_cost: float | None = None
+    #: USD already spent toward ``max_cost`` outside this task (a feature's other tasks).
+    cost_before: float = 0.0
     #: The Player goes on with the agent session its previous turn reported (presets that can).
     continue_session: bool = False
     #: The command line that started the run (without the program name; the CLI passes its own):
@@ -106,6 +109,11 @@ class LoopOptions:
                                  or not math.isfinite(cost) or cost <= 0):
             raise InputError(f"max_cost must be a finite amount of USD above 0, not {cost!r}",
                              expected="an amount such as 2.50")
+        before = self.cost_before
+        if isinstance(before, bool) or not isinstance(before, (int, float)) or not math.isfinite(before) \
+                or before < 0:
+            raise InputError(f"cost_before must be a finite amount of USD, 0 or more, not {before!r}",
+                             expected="an amount such as 0.25")
 
 
 def run_task_loop(
@@ -352,6 +360,10 @@ class _Run:
                 self._finish(lifecycle, Outcome.MAX_TURNS_EXCEEDED,
                              f"the Coach did not approve within {lifecycle.max_turns} turns")
                 return
+            over = self._over_cost(lifecycle) if point.action != "complete_from_reports" else None
+            if over is not None:  # a turn completed from its reports calls no agent: it costs nothing
+                self._finish(lifecycle, Outcome.COST_LIMIT_REACHED, over)
+                return
             record = self._turn(lifecycle, checkout, number, point.action, point.mode)
             crash_point("loop.before_commit")  # turn recorded in the frontmatter, not yet committed
             self.result.turns.append(record)
@@ -371,7 +383,8 @@ class _Run:
 
     def _stop_reason(self, lifecycle: TurnLifecycle, record: TurnRecord) -> tuple[Outcome, str] | None:
         """Why the loop must stop after ``record`` though the Coach may still approve: an agent failure
-        that only repeats (the same twice in a row), or the cost limit reached."""
+        that only repeats (the same twice in a row). (Under ``--max-cost`` an agent that reports no
+        cost is said once here; the limit itself is :meth:`_over_cost`'s, before each turn.)"""
         state = record.turn_state
         kind = failure_kind(state.error or "") if state.failed_role else None
         if kind is not None:
@@ -388,10 +401,25 @@ class _Run:
                     # Said, not assumed: a limit that cannot see an agent's spending does not cap it.
                     self.uncosted.add(name)
                     self.note(f"--max-cost: {name} reports no cost, so its runs are not counted toward the limit")
-            spent = task_spend(lifecycle.root, self.task_id) or 0.0
-            if spent >= self.options.max_cost:
-                return Outcome.COST_LIMIT_REACHED, (f"--max-cost reached: ${spent:.4f} spent on {self.task_id} "
-                                                    f"(limit ${self.options.max_cost:g})")
+        return None
+
+    def _over_cost(self, lifecycle: TurnLifecycle) -> str | None:
+        """Why the next turn must not start under ``--max-cost`` (in one line), or None: what the task
+        (and, in a feature, its other tasks) spent so far reaches the limit, or would pass it with
+        another turn costing the mean of the last ones. Asked before every turn, a resumed run's first too."""
+        limit = self.options.max_cost
+        if limit is None:
+            return None
+        own = task_spend(lifecycle.root, self.task_id) or 0.0
+        spent = own + self.options.cost_before
+        where = self.task_id + (f" (${self.options.cost_before:.4f} of it by the feature's other tasks)"
+                                if self.options.cost_before else "")
+        if spent >= limit:
+            return f"--max-cost reached: ${spent:.4f} spent on {where} (limit ${limit:g})"
+        mean = mean_turn_cost(lifecycle.root, self.task_id)
+        if mean is not None and spent + mean[0] > limit:
+            return (f"--max-cost: ${spent:.4f} spent on {where}; another turn (about ${mean[0]:.4f}, the mean of the "
+                    f"last {mean[1]}) would pass the limit ${limit:g}")
         return None
 
     def _turn(self, lifecycle: TurnLifecycle, checkout: Path, number: int, action: str,
