@@ -179,7 +179,7 @@ def test_ignored_files_beyond_the_budget_are_watched_and_named_not_undone(git_re
     (worktree / "build" / "big.bin").write_bytes(b"b" * 4096)
     snapshots = WorktreeSnapshots(_repo(worktree), TASK, ignored_bytes=1024)
     snapshot = snapshots.take()
-    assert set(snapshot.watched) == {"build/big.bin"}  # the smallest are kept by bytes: out.bin is
+    assert set(snapshot.watched) == {"build/big.bin"}  # what fits the budget is kept by bytes: out.bin
     (worktree / "build" / "big.bin").write_bytes(b"c" * 10)
     (worktree / "build" / "out.bin").write_bytes(b"changed")
     restored = snapshots.restore(snapshot)
@@ -225,3 +225,16 @@ def _repo(worktree: Path) -> GitRepo:
     repo = GitRepo.discover(worktree)
     assert repo is not None
     return repo
+
+
+def test_a_snapshot_whose_folder_is_gone_is_still_put_back_from_its_ref(git_repo: Path) -> None:
+    worktree = _worktree(git_repo)
+    before = _state(worktree)
+    snapshots = WorktreeSnapshots(_repo(worktree), TASK)
+    snapshots.take()
+    _git(worktree, "stash", "-u")
+    shutil.rmtree(snapshots.folder)
+    pending = snapshots.pending()  # as a resumed run finds it: from the ref alone
+    assert pending is not None
+    restored = snapshots.restore(pending)
+    assert restored.files and _state(worktree)["files"] == before["files"]

@@ -10,9 +10,9 @@ never touched). After the Coach the worktree is put back to that tree whatever t
 to where they were, and the worktree's index to the bytes it had; what had changed is returned, for
 the turn to be flagged.
 
-Ignored files are kept by their bytes, the smallest first, up to :data:`IGNORED_BYTES` in all; those
-beyond are watched by ``lstat`` only, so a change to one is named but cannot be undone. The loop's
-index persists between snapshots: its stat data spares git re-reading unchanged files.
+Ignored files are kept by their bytes, the most recently written first, up to :data:`IGNORED_BYTES`
+and :data:`IGNORED_FILES` in all; those beyond are watched by ``lstat`` only, so a change to one is
+named but cannot be undone.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from typing import Any
 
 from guardkit_state.errors import GitError
 from guardkit_state.git.checkouts import repair_worktree_link
-from guardkit_state.git.parse import parse_status_z
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store.layout import (
     GUARDKIT_DIR,
@@ -55,8 +54,10 @@ RUNTIME_DIRS = (WORKTREES_DIR.as_posix(), INDEX_DIR.as_posix(), STATUS_CACHE_FIL
                 LOG_FILE.parent.as_posix(), REPORTS_DIR.as_posix())
 RUNTIME_GLOBS = (f"{STATE_DIR.as_posix()}/*/{WORK_DIR}/**", f"{GUARDKIT_DIR}/**/.locks/**")
 
-#: Ignored files kept by their bytes in a snapshot, the smallest first, in all.
-IGNORED_BYTES = 32 * 1024 * 1024
+#: Ignored files kept by their bytes in a snapshot, the most recently written first, in bytes and in
+#: files (they are read and hashed at every snapshot; git writes each object once).
+IGNORED_BYTES = 8 * 1024 * 1024
+IGNORED_FILES = 1000
 #: Where the snapshots are held: a ref per task, never fetched or pushed by the loop.
 SNAPSHOT_REFS = "refs/guardkit/snapshots"
 _SUBJECT = "guardkit-state: the worktree as the Player left it"
@@ -90,7 +91,8 @@ class Snapshot:
     head: str | None
     #: The branch HEAD was on (``refs/heads/...``); None when detached.
     branch: str | None
-    #: Ignored files beyond :data:`IGNORED_BYTES` -> their lstat (mode, size, mtime, inode).
+    #: Ignored files beyond :data:`IGNORED_BYTES` or :data:`IGNORED_FILES` -> their lstat (mode, size,
+    #: mtime, inode).
     watched: dict[str, list[int]]
 
     def to_dict(self) -> dict[str, Any]:
@@ -127,7 +129,7 @@ class WorktreeSnapshots:
         self.ref = f"{SNAPSHOT_REFS}/{name}"
         self.folder = git.git_dir / "guardkit-state" / "snapshots" / name
         self.ignored_bytes = ignored_bytes
-        self._index = self.folder / "index"  # the loop's own; kept between snapshots for its stat data
+        self._index = self.folder / "index"  # the loop's own
         self._own_index_copy = self.folder / "worktree-index"
 
     # -- taking ------------------------------------------------------------------------------
@@ -136,10 +138,12 @@ class WorktreeSnapshots:
         self.folder.mkdir(parents=True, exist_ok=True)
         head, branch = self._head()
         own = self._own_index()
+        self._index.unlink(missing_ok=True)
         if own.is_file():
             shutil.copy2(own, self._own_index_copy)
-            if not self._index.is_file():
-                shutil.copy2(own, self._index)  # the first one: git's stat data of tracked files
+            # The loop's index starts as a copy of the worktree's: git's stat data spares re-reading
+            # unchanged tracked files, and the ignored files kept never add up past the budget.
+            shutil.copy2(own, self._index)
         watched = self._add_worktree(self._index)
         snapshot = Snapshot(self._write_tree(self._index), head, branch, watched)
         # A commit of the tree, its message the rest of the snapshot, under the ref: a `git gc` meanwhile
@@ -169,8 +173,8 @@ class WorktreeSnapshots:
         return watched
 
     def _ignored_files(self, index: Path) -> tuple[list[str], dict[str, list[int]]]:
-        """Ignored files ``index`` does not hold: those kept by bytes (the smallest first, within the
-        budget), and the others with their lstat."""
+        """Ignored files ``index`` does not hold: those kept by bytes (the most recently written first,
+        within the budget), and the others with their lstat."""
         listed = self._list_ignored(index)
         stats: list[tuple[int, str, os.stat_result]] = []
         for path in listed:
@@ -182,8 +186,10 @@ class WorktreeSnapshots:
         kept: list[str] = []
         watched: dict[str, list[int]] = {}
         budget = self.ignored_bytes
-        for size, path, info in sorted(stats, key=lambda row: (row[0], row[1])):
-            if size <= budget and (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+        # The most recently written first: the Player's build output before a virtualenv made last week.
+        for size, path, info in sorted(stats, key=lambda row: (-row[2].st_mtime_ns, row[1])):
+            if size <= budget and len(kept) < IGNORED_FILES and (stat.S_ISREG(info.st_mode)
+                                                                 or stat.S_ISLNK(info.st_mode)):
                 kept.append(path)
                 budget -= size
             else:
@@ -200,21 +206,28 @@ class WorktreeSnapshots:
         """Put the worktree, HEAD, its branch and its index back as ``snapshot`` holds them; what had
         changed. Raises :class:`GitError` when git cannot."""
         notes = self._repair_link()
+        self.folder.mkdir(parents=True, exist_ok=True)
         head, branch = self._head()
-        # The loop's index holds the snapshot exactly: what `git status` against it shows in the
-        # worktree (changed, deleted, untracked, ignored) is what changed since, stat data and
-        # git's racy-file check deciding, as for any status.
+        # The loop's index holds the snapshot exactly: what differs from it in the worktree (changed or
+        # deleted, untracked, ignored) is what changed since, stat data and git's racy-file check
+        # deciding. (`ls-files`, not `status`: status would also compare the index with HEAD, which
+        # costs as much again where many ignored files are kept, and says nothing here.)
         check = self.folder / "check-index"
-        shutil.copy2(self._index, check)
         try:
-            entries = [e for e in parse_status_z(self.git.run(
-                "status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", "--ignored=traditional",
-                "--", *PATHSPECS, index_file=check)[1]) if not is_cache(e.path)]
+            if self._index.is_file():
+                shutil.copy2(self._index, check)
+            else:  # gone with its folder: the tree alone (no stat data, so every file's bytes are compared)
+                self.git.run("read-tree", snapshot.tree, index_file=check)
+            out = self.git.run("ls-files", "-z", "-t", "-m", "-d", "-o", "--exclude-standard", "--", *PATHSPECS,
+                               index_file=check)[1]
+            ignored = self._list_ignored(check)
         finally:
             check.unlink(missing_ok=True)
+        tagged = [(item[:1], item[2:]) for item in out.decode("utf-8", "surrogateescape").split("\0") if item]
         # A file watched by lstat is never removed, even when a changed .gitignore now shows it.
-        created = [e.path for e in entries if e.code in ("??", "!!") and e.path not in snapshot.watched]
-        put_back = [e.path for e in entries if e.code not in ("??", "!!") and e.code[1:] in ("M", "D", "T")]
+        created = [path for tag, path in tagged if tag == "?" and not is_cache(path) and path not in snapshot.watched]
+        created += [path for path in ignored if not is_cache(path) and path not in snapshot.watched]
+        put_back = sorted({path for tag, path in tagged if tag in ("C", "R") and not is_cache(path)})
         for path in created:
             _remove(self.git.root / path)
         if put_back:
@@ -277,9 +290,10 @@ class WorktreeSnapshots:
         return [text] if text else []
 
     def drop(self) -> None:
-        """Forget the snapshot (its ref and files); the loop's index stays for the next one."""
+        """Forget the snapshot (its ref and files)."""
         self.git.run("update-ref", "-d", self.ref, check=False)
-        self._own_index_copy.unlink(missing_ok=True)
+        for path in (self._index, self._own_index_copy):
+            path.unlink(missing_ok=True)
 
     # -- git ---------------------------------------------------------------------------------
     def _own_index(self) -> Path:
@@ -341,5 +355,5 @@ def _moved(snapshot: Snapshot, head: str | None, branch: str | None) -> str | No
     return f"HEAD was {where(snapshot.head, snapshot.branch)}, is {where(head, branch)}"
 
 
-__all__ = ["CACHE_DIRS", "CACHE_FILES", "CACHE_SUFFIXES", "IGNORED_BYTES", "PATHSPECS", "RUNTIME_DIRS",
-           "SNAPSHOT_REFS", "Restoration", "Snapshot", "WorktreeSnapshots", "is_cache"]
+__all__ = ["CACHE_DIRS", "CACHE_FILES", "CACHE_SUFFIXES", "IGNORED_BYTES", "IGNORED_FILES", "PATHSPECS",
+           "RUNTIME_DIRS", "SNAPSHOT_REFS", "Restoration", "Snapshot", "WorktreeSnapshots", "is_cache"]
