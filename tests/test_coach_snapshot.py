@@ -84,6 +84,9 @@ if os.environ["GUARDKIT_TURN"] == "1":
         Path("coach.txt").write_text("the coach's own file\\n")
         git("add", "-A")
         git("commit", "-qm", "coach")
+    elif act == "unlinks":  # git run here now finds the main checkout's repository
+        os.remove(".git")
+        Path("coach.txt").write_text("the coach's own file\\n")
     elif act == "removes-report":
         Path(os.environ["GUARDKIT_PLAYER_REPORT_FILE"]).unlink()
     elif act == "kills-the-loop" and not Path("../killed").exists():
@@ -150,7 +153,7 @@ def test_a_coach_that_takes_the_players_work_away_cannot_lose_it(tmp_path: Path,
     assert "coach: error — Coach changed " in said and "put back as the Player left it" in said
 
 
-@pytest.mark.parametrize("act", ["writes", "commits", "switches"])
+@pytest.mark.parametrize("act", ["writes", "commits", "switches", "unlinks"])
 def test_a_coachs_change_is_never_committed(tmp_path: Path, act: str) -> None:
     root, said, code = _build(tmp_path, act, "--max-turns", "2")
     assert code == 0, said  # turn 2's Coach only reads, and approves
@@ -162,6 +165,9 @@ def test_a_coachs_change_is_never_committed(tmp_path: Path, act: str) -> None:
     assert not (root / WT / "coach.txt").exists()
     assert _git(root / WT, "symbolic-ref", "--short", "HEAD").strip() == BRANCH
     assert "coach: error — Coach " in said and "put back as the Player left it" in said
+    if act == "unlinks":
+        assert "had lost its .git link (removed by an agent?); restored it with git worktree repair" in said
+        assert _git(root, "status", "--porcelain") == ""  # the main checkout was never touched
 
 
 def test_a_coach_writing_an_ignored_file_is_flagged_and_undone(tmp_path: Path) -> None:

@@ -131,10 +131,16 @@ class WorktreeSnapshots:
         self.ignored_bytes = ignored_bytes
         self._index = self.folder / "index"  # the loop's own
         self._own_index_copy = self.folder / "worktree-index"
+        #: What :meth:`take` repaired on the way (a ``.git`` link put back), in words.
+        self.repairs: list[str] = []
 
     # -- taking ------------------------------------------------------------------------------
     def take(self) -> Snapshot:
-        """Snapshot the worktree as it is now, under :attr:`ref`; raises :class:`GitError`."""
+        """Snapshot the worktree as it is now, under :attr:`ref`; raises :class:`GitError`.
+
+        A linked worktree's ``.git`` link an agent removed or rewrote is put back first (without it,
+        git run there would act on the repository above), said in :attr:`repairs`."""
+        self.repairs = self._repair_link()
         self.folder.mkdir(parents=True, exist_ok=True)
         head, branch = self._head()
         own = self._own_index()

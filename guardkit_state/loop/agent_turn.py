@@ -187,6 +187,11 @@ class ReadOnlyWatch:
         self.records_before = records_fingerprint(records) if self.snapshots is None else {}
         self.restored: Restoration | None = None
 
+    @property
+    def notes(self) -> list[str]:
+        """Repairs made on the way (a ``.git`` link an agent removed, put back), for the loop's notes."""
+        return [*(self.snapshots.repairs if self.snapshots else ()), *(self.restored.notes if self.restored else ())]
+
     def put_back(self) -> Restoration | None:
         """Put the worktree back as the snapshot holds it (once); what the Coach had changed.
 

@@ -498,13 +498,16 @@ class _Run:
             self._agent_starts(number, "coach")
             # The worktree as the Player left it is the turn's: held while the Coach runs, put back after.
             watch = ReadOnlyWatch(self.git, briefing.checkout, lifecycle.store.directory, self.task_id)
+            failed = True
             try:
                 report = runs.run("coach", self.coach, coach)
-            except BaseException:
-                said = watch.describe(watch.put_back())  # a Coach that failed (or was stopped) all the same
-                if said:
+                failed = False
+            finally:  # put back whatever the Coach did, also when it failed or was stopped
+                said = watch.describe(watch.put_back())
+                for text in watch.notes:
+                    self.note(text)
+                if failed and said:  # the turn is the Coach's failure; what it changed is said too
                     self.note(f"turn {number}: {said}")
-                raise
             watch.check(coach)
             decision = lifecycle.record_coach(report)
             for line in describe_verdict_words(decision.extra.get(VERDICT_WORDS_KEY) or []):
