@@ -238,3 +238,16 @@ def test_a_snapshot_whose_folder_is_gone_is_still_put_back_from_its_ref(git_repo
     assert pending is not None
     restored = snapshots.restore(pending)
     assert restored.files and _state(worktree)["files"] == before["files"]
+
+
+def test_a_lock_a_killed_git_left_in_the_snapshots_folder_is_cleared(git_repo: Path) -> None:
+    # Found by the kill campaign: a SIGKILL inside the snapshot's `git add -A` left index.lock beside
+    # the loop's index, and every later run of the task failed on it.
+    worktree = _worktree(git_repo)
+    snapshots = WorktreeSnapshots(_repo(worktree), TASK)
+    snapshots.drop()
+    snapshots.folder.mkdir(parents=True)
+    for name in ("index.lock", "check-index.lock"):
+        (snapshots.folder / name).write_bytes(b"")
+    snapshot = snapshots.take()
+    assert not snapshots.restore(snapshot).changed

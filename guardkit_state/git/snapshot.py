@@ -141,7 +141,7 @@ class WorktreeSnapshots:
         A linked worktree's ``.git`` link an agent removed or rewrote is put back first (without it,
         git run there would act on the repository above), said in :attr:`repairs`."""
         self.repairs = self._repair_link()
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self._clear_stale_locks()
         head, branch = self._head()
         own = self._own_index()
         self._index.unlink(missing_ok=True)
@@ -212,7 +212,7 @@ class WorktreeSnapshots:
         """Put the worktree, HEAD, its branch and its index back as ``snapshot`` holds them; what had
         changed. Raises :class:`GitError` when git cannot."""
         notes = self._repair_link()
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self._clear_stale_locks()
         head, branch = self._head()
         # The loop's index holds the snapshot exactly: what differs from it in the worktree (changed or
         # deleted, untracked, ignored) is what changed since, stat data and git's racy-file check
@@ -288,6 +288,13 @@ class WorktreeSnapshots:
             lock.unlink(missing_ok=True)
             raise
 
+    def _clear_stale_locks(self) -> None:
+        """Make the folder; remove the lock files of its indexes a killed git left. The folder is this
+        task's alone and the loop holds the task's lock, so no live git process is using them."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for lock in self.folder.glob("*.lock"):
+            lock.unlink(missing_ok=True)
+
     def _repair_link(self) -> list[str]:
         """A linked worktree's ``.git`` link an agent removed is put back first (git needs it)."""
         if self.git.git_dir == self.git.common_dir:
@@ -296,8 +303,9 @@ class WorktreeSnapshots:
         return [text] if text else []
 
     def drop(self) -> None:
-        """Forget the snapshot (its ref and files)."""
-        self.git.run("update-ref", "-d", self.ref, check=False)
+        """Forget the snapshot (its ref and files). Raises :class:`GitError` when the ref cannot be
+        deleted: a stale snapshot left under it would be put back over later work on ``--resume``."""
+        self.git.run("update-ref", "-d", self.ref)
         for path in (self._index, self._own_index_copy):
             path.unlink(missing_ok=True)
 
