@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,21 @@ class ReadOnlyWatch:
     def notes(self) -> list[str]:
         """Repairs made on the way (a ``.git`` link an agent removed, put back), for the loop's notes."""
         return [*(self.snapshots.repairs if self.snapshots else ()), *(self.restored.notes if self.restored else ())]
+
+    def run(self, coach: Callable[[], dict[str, Any]], *, note: Callable[[str], None], turn: int) -> dict[str, Any]:
+        """Run ``coach`` and put the worktree back after it, also when it fails or is stopped (then what
+        it changed is said in a note, the turn being its failure already); repairs are noted too."""
+        failed = True
+        try:
+            report = coach()
+            failed = False
+        finally:
+            said = self.describe(self.put_back())
+            for text in self.notes:
+                note(text)
+            if failed and said:
+                note(f"turn {turn}: {said}")
+        return report
 
     def put_back(self) -> Restoration | None:
         """Put the worktree back as the snapshot holds it (once); what the Coach had changed.

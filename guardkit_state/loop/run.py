@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import shutil
 import warnings
 from dataclasses import dataclass
@@ -63,12 +62,12 @@ from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import find_task
-from guardkit_state.turns.checks import check_may_continue, checked_max_turns, checked_timeout
+from guardkit_state.turns.checks import check_may_continue, checked_max_turns, checked_timeout, checked_usd
 from guardkit_state.turns.clock import read_task_settled
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 from guardkit_state.turns.recorded_history import restore_recorded_history
 from guardkit_state.turns.resume import ResumePoint, resume_point
-from guardkit_state.turns.spend import mean_turn_cost, task_spend
+from guardkit_state.turns.spend import over_limit
 from guardkit_state.turns.verdicts import VERDICT_WORDS_KEY, describe_verdict_words
 
 log = logging.getLogger("guardkit_state.loop.run")
@@ -104,16 +103,8 @@ class LoopOptions:
         checked_max_turns(self.max_turns)
         checked_timeout(self.turn_timeout)
         checked_timeout(self.index_budget, name="index_budget")
-        cost = self.max_cost
-        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))
-                                 or not math.isfinite(cost) or cost <= 0):
-            raise InputError(f"max_cost must be a finite amount of USD above 0, not {cost!r}",
-                             expected="an amount such as 2.50")
-        before = self.cost_before
-        if isinstance(before, bool) or not isinstance(before, (int, float)) or not math.isfinite(before) \
-                or before < 0:
-            raise InputError(f"cost_before must be a finite amount of USD, 0 or more, not {before!r}",
-                             expected="an amount such as 0.25")
+        checked_usd(self.max_cost, name="max_cost")
+        checked_usd(self.cost_before, name="cost_before", zero=True)
 
 
 def run_task_loop(
@@ -360,7 +351,9 @@ class _Run:
                 self._finish(lifecycle, Outcome.MAX_TURNS_EXCEEDED,
                              f"the Coach did not approve within {lifecycle.max_turns} turns")
                 return
-            over = self._over_cost(lifecycle) if point.action != "complete_from_reports" else None
+            over = None if self.options.max_cost is None or point.action == "complete_from_reports" else \
+                over_limit(lifecycle.root, self.task_id, limit=self.options.max_cost,
+                           spent_elsewhere=self.options.cost_before)
             if over is not None:  # a turn completed from its reports calls no agent: it costs nothing
                 self._finish(lifecycle, Outcome.COST_LIMIT_REACHED, over)
                 return
@@ -401,25 +394,6 @@ class _Run:
                     # Said, not assumed: a limit that cannot see an agent's spending does not cap it.
                     self.uncosted.add(name)
                     self.note(f"--max-cost: {name} reports no cost, so its runs are not counted toward the limit")
-        return None
-
-    def _over_cost(self, lifecycle: TurnLifecycle) -> str | None:
-        """Why the next turn must not start under ``--max-cost`` (in one line), or None: what the task
-        (and, in a feature, its other tasks) spent so far reaches the limit, or would pass it with
-        another turn costing the mean of the last ones. Asked before every turn, a resumed run's first too."""
-        limit = self.options.max_cost
-        if limit is None:
-            return None
-        own = task_spend(lifecycle.root, self.task_id) or 0.0
-        spent = own + self.options.cost_before
-        where = self.task_id + (f" (${self.options.cost_before:.4f} of it by the feature's other tasks)"
-                                if self.options.cost_before else "")
-        if spent >= limit:
-            return f"--max-cost reached: ${spent:.4f} spent on {where} (limit ${limit:g})"
-        mean = mean_turn_cost(lifecycle.root, self.task_id)
-        if mean is not None and spent + mean[0] > limit:
-            return (f"--max-cost: ${spent:.4f} spent on {where}; another turn (about ${mean[0]:.4f}, the mean of the "
-                    f"last {mean[1]}) would pass the limit ${limit:g}")
         return None
 
     def _turn(self, lifecycle: TurnLifecycle, checkout: Path, number: int, action: str,
@@ -498,16 +472,7 @@ class _Run:
             self._agent_starts(number, "coach")
             # The worktree as the Player left it is the turn's: held while the Coach runs, put back after.
             watch = ReadOnlyWatch(self.git, briefing.checkout, lifecycle.store.directory, self.task_id)
-            failed = True
-            try:
-                report = runs.run("coach", self.coach, coach)
-                failed = False
-            finally:  # put back whatever the Coach did, also when it failed or was stopped
-                said = watch.describe(watch.put_back())
-                for text in watch.notes:
-                    self.note(text)
-                if failed and said:  # the turn is the Coach's failure; what it changed is said too
-                    self.note(f"turn {number}: {said}")
+            report = watch.run(lambda: runs.run("coach", self.coach, coach), note=self.note, turn=number)
             watch.check(coach)
             decision = lifecycle.record_coach(report)
             for line in describe_verdict_words(decision.extra.get(VERDICT_WORDS_KEY) or []):

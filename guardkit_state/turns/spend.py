@@ -48,9 +48,26 @@ def mean_turn_cost(checkout: Path, task_id: str, *, last: int = 3) -> tuple[floa
     return (sum(known) / len(known), len(known)) if known else None
 
 
+def over_limit(checkout: Path, task_id: str, *, limit: float, spent_elsewhere: float = 0.0) -> str | None:
+    """Why the next turn of ``task_id`` must not start under ``--max-cost limit``, in one line; or None.
+
+    What the task's recorded turns cost, plus ``spent_elsewhere`` (a feature's other tasks), reaches
+    the limit, or would pass it with another turn at the mean cost of the last ones.
+    """
+    spent = (task_spend(checkout, task_id) or 0.0) + spent_elsewhere
+    where = task_id + (f" (${spent_elsewhere:.4f} of it by the feature's other tasks)" if spent_elsewhere else "")
+    if spent >= limit:
+        return f"--max-cost reached: ${spent:.4f} spent on {where} (limit ${limit:g})"
+    mean = mean_turn_cost(checkout, task_id)
+    if mean is not None and spent + mean[0] > limit:
+        return (f"--max-cost: ${spent:.4f} spent on {where}; another turn (about ${mean[0]:.4f}, the mean of the "
+                f"last {mean[1]}) would pass the limit ${limit:g}")
+    return None
+
+
 def feature_spend(worktrees: Path, task_ids: Iterable[str]) -> float:
     """USD the agents reported for every recorded turn of ``task_ids``, each in its own worktree."""
     return sum(task_spend(worktrees / task_id, task_id) or 0.0 for task_id in task_ids)
 
 
-__all__ = ["feature_spend", "mean_turn_cost", "task_spend", "turn_costs"]
+__all__ = ["feature_spend", "mean_turn_cost", "over_limit", "task_spend", "turn_costs"]
