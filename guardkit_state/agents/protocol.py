@@ -316,6 +316,8 @@ def _stop_left_running(pgid: int) -> str | None:
     left = group_commands(pgid)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+    if not left and Path("/proc").is_dir():
+        return None  # only exited children not yet reaped (zombies): nothing was left running
     shown = "; ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
     return shown or "processes it started"
 
