@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,10 @@ from guardkit_state.agents.preset_agent import PresetAgent
 from guardkit_state.agents.presets import is_preset_name
 from guardkit_state.agents.protocol import CommandAgent
 from guardkit_state.errors import ConfigError
+
+from .agent_fakes import fakes
+
+__all__ = ["fakes"]  # the fixture, shared
 
 PRESETS = load_presets(None)
 costs = st.one_of(st.none(), st.floats(min_value=0, max_value=1000, allow_nan=False))
@@ -74,12 +79,15 @@ def test_report_in_text(text: str, expected: dict[str, Any] | None) -> None:
     assert report_in_text(text) == expected
 
 
-def test_a_name_is_a_preset_and_anything_else_a_command(tmp_path: Path) -> None:
+def test_a_name_is_a_preset_and_anything_else_a_command(tmp_path: Path, fakes: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", f"{fakes}{os.pathsep}{os.environ.get('PATH', '')}")
     assert isinstance(agent_for("claude", tmp_path), PresetAgent)
     for spaced in ("claude ", " codex", "gemini\n"):
         agent = agent_for(spaced, tmp_path)
         assert isinstance(agent, PresetAgent) and agent.name == spaced.strip()
-    for spec in ("claude -p hi", "./claude", "/usr/bin/claude", "python agent.py"):
+    for spec in ("claude -p hi", "./claude", "/usr/bin/claude", "python agent.py", "cd x && claude",
+                 "X=1 claude -p hi", "$AGENT"):
         assert not is_preset_name(spec, PRESETS)
         assert isinstance(agent_for(spec, tmp_path), CommandAgent)
 

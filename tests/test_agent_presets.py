@@ -7,8 +7,6 @@ session in the turn state and in ``show --json``; errors reported as the CLIs re
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -98,13 +96,41 @@ def test_a_quota_error_twice_stops_the_loop_naming_the_player(tmp_path: Path, fa
     assert "coach:" not in run.stderr
 
 
-def test_a_missing_binary_is_named(tmp_path: Path) -> None:
-    root = make_repo(tmp_path / "repo", {REL: BODY})
-    run = run_cli(root, None, "feature-build", TASK, "--player", "claude", "--coach", "codex",
-                  PATH=os.path.dirname(shutil.which("git") or "/usr/bin/git"))  # git, and no agent
-    assert run.returncode == 1
-    assert "player: error — Player exited with status 127: claude: command not found" in run.stderr
-    assert "the Player failed twice in a row (missing binary)" in run.stdout
+def _git_state(root: Path) -> tuple[dict[str, bytes], str, str]:
+    """Every file outside .git, every ref and the worktrees: what a refused run must leave as it was."""
+    import subprocess
+
+    refs = subprocess.run(["git", "for-each-ref"], cwd=root, capture_output=True, text=True, check=True).stdout
+    trees = subprocess.run(["git", "worktree", "list", "--porcelain"], cwd=root, capture_output=True, text=True,
+                           check=True).stdout
+    return snapshot(root), refs, trees
+
+
+@pytest.mark.parametrize("target", ["task", "feature", "remote"])
+@pytest.mark.parametrize(("args", "said"), [
+    (("--player", "claud", "--coach", "codex"),
+     "error: --player claud: neither an agent preset nor a command on PATH; did you mean `claude`?"),
+    (("--player", "claude", "--coach", "codexx --sandbox read-only"),
+     "error: --coach codexx --sandbox read-only: neither an agent preset nor a command on PATH "
+     "(its program codexx); did you mean `codex`?"),
+    (("--player", "claude", "--coach", "gemini"),
+     "error: --coach gemini: the gemini preset runs gemini, which is not on PATH; install it, or name "
+     "another agent"),
+])
+def test_an_agent_that_cannot_run_is_refused_before_anything_exists(tmp_path: Path, fakes: Path, target: str,
+                                                                     args: tuple[str, ...], said: str) -> None:
+    from .feature_support import FEATURE_ID, TaskSpec, make_feature
+
+    (fakes / "gemini").unlink()  # a preset whose program is not installed
+    if target == "task":
+        root, ref, extra = make_repo(tmp_path / "repo", {REL: BODY}), TASK, ()
+    else:
+        root, ref = make_feature(tmp_path, [TaskSpec("TASK-FB-1")]).root, FEATURE_ID
+        extra = ("--remote", "origin") if target == "remote" else ()
+    before = _git_state(root)
+    run = run_cli(root, fakes, "feature-build", ref, *args, *extra)
+    assert (run.returncode, run.stderr) == (2, said + "\n"), run.stdout + run.stderr
+    assert _git_state(root) == before  # no branch, worktree, commit, lock or log
 
 
 def test_codex_earlier_item_shape_is_read(tmp_path: Path, fakes: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -165,6 +166,28 @@ def test_each_read_tool_answers_what_the_cli_json_answers(repo: Path) -> None:
     assert reports["coach"]["decision"] == "feedback"
     assert got["search"] == cli_json(repo, "search", "token refresh expiry", "--backend", "files")
     assert got["search"]["hits"], "the recorded turn's feedback is found"
+
+
+def test_a_read_only_server_writes_nothing(repo: Path) -> None:
+    record_by_cli(repo, 1, "feedback", feedback="token refresh ignores the expiry",
+                  verdicts={"AC-001": "verified", "AC-002": "rejected"})
+    shutil.rmtree(repo / ".guardkit" / "cache", ignore_errors=True)  # as a clone has it: no cache yet
+    before = tree(repo)
+    git_files = {p: p.stat().st_mtime_ns for p in (repo / ".git").rglob("*") if p.is_file()}
+
+    async def ask_everything(client: Client) -> list[CallToolResult]:
+        calls = [("status", {}), ("show", {"task_id": TASK}), ("show", {"task_id": FEATURE_ID}),
+                 ("feature", {"feature_id": FEATURE_ID}), ("context", {"task_id": TASK}),
+                 ("criteria", {"task_id": TASK}), ("turn_reports", {"task_id": TASK}),
+                 ("search", {"query": "token refresh expiry"}), ("search", {"query": "expiry", "backend": "files"})]
+        return [await client.call_tool(name, arguments) for name, arguments in calls]
+
+    answers = with_server(repo, ask_everything, read_only=True)
+    assert not any(result.is_error for result in answers), [r.content for r in answers if r.is_error]
+    assert answers[0].structured_content["tasks"][0]["task_id"] == TASK  # read as it would be with a cache
+    assert tree(repo) == before
+    assert not (repo / ".guardkit" / "cache").exists()
+    assert {p: p.stat().st_mtime_ns for p in (repo / ".git").rglob("*") if p.is_file()} == git_files
 
 
 def test_a_turn_recorded_through_the_server_is_read_back_and_a_retry_is_already_recorded(repo: Path) -> None:

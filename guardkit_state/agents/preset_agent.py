@@ -9,7 +9,10 @@ from the report file, else from the JSON in its answer; the loop then validates 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import re
+import shlex
+import shutil
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -18,7 +21,7 @@ from typing import Any
 from guardkit_state.agents.envelope import AgentEnvelope, read_envelope, report_in_text
 from guardkit_state.agents.presets import AgentPreset, is_preset_name, load_presets
 from guardkit_state.agents.protocol import Agent, CommandAgent, TurnRequest, read_report_file, run_agent_process
-from guardkit_state.errors import AgentError, ParseError
+from guardkit_state.errors import AgentError, InputError, ParseError
 from guardkit_state.turns.turn_state import AGENT_RUN_KEY
 
 #: How much of an agent's own error text is quoted in the turn's reason.
@@ -34,6 +37,8 @@ class PresetAgent:
         self.name = preset.name
         self.last_run: dict[str, Any] | None = None
         self.last_envelope: AgentEnvelope | None = None
+        #: What the last run left to say (a process group it left running, killed).
+        self.last_notes: list[str] = []
 
     def argv(self, request: TurnRequest, *, prompt: str, log_file: Path) -> list[str]:
         """The command line for ``request`` (placeholders filled, role and schema arguments in place)."""
@@ -67,8 +72,10 @@ class PresetAgent:
         argv = self.argv(request, prompt=prompt, log_file=log_file)
         started = time.monotonic()
         self.last_run = {"agent": self.name}  # what is known should it not start
-        returncode, stdout, stderr = run_agent_process(
-            argv, request, stdin=prompt.encode("utf-8") if self.preset.stdin_prompt else None)
+        self.last_notes = []
+        done = run_agent_process(argv, request, stdin=prompt.encode("utf-8") if self.preset.stdin_prompt else None)
+        self.last_notes = done.notes
+        returncode, stdout, stderr = done.returncode, done.stdout, done.stderr
         duration = time.monotonic() - started
         log_text = log_file.read_text(encoding="utf-8", errors="replace") if log_file.is_file() else ""
         where = f"{role} ({self.name})"
@@ -130,14 +137,54 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())[:ERROR_CHARS]
 
 
-def agent_for(spec: str, repo_root: Path | None = None) -> Agent:
-    """The agent ``spec`` names: a preset (``claude``, ``codex``, ...), else a shell command."""
+def agent_for(spec: str, repo_root: Path | None = None, *, option: str | None = None) -> Agent:
+    """The agent ``spec`` names: a preset (``claude``, ``codex``, ...), else a shell command.
+
+    Checked before anything runs: a preset whose program is not on ``PATH``, or a command whose
+    program is neither on ``PATH`` nor a path (``claud``, a typo), is refused with
+    :class:`InputError` (``option``, such as ``--player``, names the value in its message), with the
+    preset it is closest to. A command the shell would read first (``cd x && ...``, ``$AGENT``,
+    ``VAR=1 prog``) is checked by its first program where it is plain, else left to the shell.
+    """
     presets = load_presets(repo_root)
+    name = spec.strip()
+    label = f"{option} {name}" if option else name
     # Spaces around a name (a quoted shell variable) do not make it a command: a shell would run
     # the bare program, with no prompt and none of the preset's arguments.
-    if is_preset_name(spec.strip(), presets):
-        return PresetAgent(presets[spec.strip()])
+    if is_preset_name(name, presets):
+        preset = presets[name]
+        if shutil.which(preset.program) is None:
+            raise InputError(f"{label}: the {name} preset runs {preset.program}, which is not on PATH; install it, "
+                             "or name another agent")
+        return PresetAgent(preset)
+    program = _missing_program(spec)
+    if program is not None:
+        close = difflib.get_close_matches(program, sorted(presets), n=1, cutoff=0.6)
+        hint = f"; did you mean `{close[0]}`?" if close else f" (presets: {', '.join(sorted(presets))})"
+        which = "" if program == name else f" (its program {program})"
+        raise InputError(f"{label}: neither an agent preset nor a command on PATH{which}{hint}")
     return CommandAgent(spec)
+
+
+#: Words a shell reads itself: a command starting with one is not a program to look up.
+_SHELL_WORDS = frozenset(("!", "{", "(", "[", "[[", ".", ":", "builtin", "case", "cd", "command", "eval", "exec",
+                          "export", "for", "function", "if", "source", "test", "time", "until", "while"))
+
+
+def _missing_program(command: str) -> str | None:
+    """The first program of ``command`` when it is a plain name found nowhere on ``PATH``; else None."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None  # unbalanced quotes: the shell's own error says it best
+    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0], re.S):
+        words = words[1:]  # VAR=value before the program
+    if not words:
+        return None
+    first = words[0]
+    if first in _SHELL_WORDS or "/" in first or re.search(r"[$`*?\[\]{}()<>|;&~'\"\\]", first):
+        return None
+    return first if shutil.which(first) is None else None
 
 
 __all__ = ["PresetAgent", "agent_for"]

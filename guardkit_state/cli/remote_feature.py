@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.errors import InputError
+
+if TYPE_CHECKING:
+    from guardkit_state.agents.protocol import Agent
 
 #: Options of a one-machine run that a worker does not take (the remote decides what to run).
 _NOT_FOR_WORKERS = (("no_worktree", "--no-worktree"), ("reopen", "--reopen"), ("resume", "--resume"),
@@ -26,8 +30,7 @@ def add_remote_options(parser: argparse.ArgumentParser) -> None:
                         "while another worker merges a wave, after 0.05 s at first, slowing down to this)")
 
 
-def run_remote(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.agents import agent_for
+def run_remote(args: argparse.Namespace, out: Output, agents: tuple[Agent, Agent]) -> int:
     from guardkit_state.cli.feature_output import names_feature
     from guardkit_state.cli.options import log_on_stderr
     from guardkit_state.remote.worker import WorkerOptions, run_worker
@@ -42,8 +45,7 @@ def run_remote(args: argparse.Namespace, out: Output) -> int:
     options = WorkerOptions(remote=args.remote, lease=args.lease, poll=args.poll, max_turns=args.max_turns,
                             turn_timeout=args.turn_timeout, max_cost=getattr(args, "max_cost", None),
                             continue_session=bool(getattr(args, "continue_session", False)))
-    result = run_worker(args.repo, args.task_id, agent_for(args.player, args.repo), agent_for(args.coach, args.repo),
-                        options,
+    result = run_worker(args.repo, args.task_id, *agents, options,
                         on_note=lambda text: None if args.json else out.note(safe(text)))
     if args.json:
         out.json(result.to_dict())

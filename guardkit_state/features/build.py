@@ -71,7 +71,7 @@ from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.turns.checks import checked_max_turns, checked_timeout
 from guardkit_state.turns.clock import utc_now
-from guardkit_state.turns.spend import feature_spend
+from guardkit_state.turns.spend import feature_spend, task_spend
 
 log = logging.getLogger("guardkit_state.features.build")
 
@@ -322,10 +322,13 @@ class _FeatureRun:
         return True
 
     def _job(self, state: TaskState) -> LoopJob:
-        left = None if self.options.max_cost is None else max(self.options.max_cost - self._spent(), 1e-9)
+        # The task's loop counts its own turns and is told what the others spent, once each (the limit
+        # less the feature's spend would count the task's own earlier turns twice on --resume).
+        before = 0.0 if self.options.max_cost is None else max(
+            self._spent() - (task_spend(self.fgit.worktrees / state.task_id, state.task_id) or 0.0), 0.0)
         options = LoopOptions(max_turns=self.options.max_turns, resume=state.resume, base_branch=self.branch,
-                              turn_timeout=self.options.turn_timeout, max_cost=left,
-                              continue_session=self.options.continue_session)
+                              turn_timeout=self.options.turn_timeout, max_cost=self.options.max_cost,
+                              cost_before=before, continue_session=self.options.continue_session)
         return LoopJob(state.task_id, self.root, self.player, self.coach, options)
 
     def _task_starting(self, job: LoopJob) -> None:

@@ -85,12 +85,13 @@ class GitRepo:
     # -- the one place git runs ------------------------------------------------------------
 
     def run(self, *args: str, cwd: Path | None = None, check: bool = True, stdin: bytes | None = None,
-            pre: Sequence[str] = (), timeout: float | None = None) -> tuple[int, bytes, str]:
+            pre: Sequence[str] = (), timeout: float | None = None,
+            index_file: Path | None = None) -> tuple[int, bytes, str]:
         """Run ``git [pre] args`` in the working tree; raise :class:`GitError` on failure when ``check``
-        (``timeout``: see :func:`~guardkit_state.git.runner.execute`)."""
+        (``timeout``, ``index_file``: see :func:`~guardkit_state.git.runner.execute`)."""
         command = ["git", *pre, *args]
         status, stdout, stderr = execute(self.root if cwd is None else cwd, command, stdin=stdin, path=self.root,
-                                         timeout=timeout)
+                                         timeout=timeout, index_file=index_file)
         if check and status != 0:
             # Some failures ("nothing to commit") are reported on stdout only.
             detail = stderr if stderr.strip() else stdout.decode("utf-8", "replace")

@@ -26,8 +26,10 @@ class FileIndex:
 
     name = "files"
 
-    def __init__(self, repo_root: Path) -> None:
+    def __init__(self, repo_root: Path, *, save_cache: bool = True) -> None:
         self.repo_root = Path(repo_root)
+        #: False: the scan's cache is read, never written (a read-only MCP server writes nothing).
+        self.save_cache = save_cache
 
     def records(self, groups: Sequence[str] | None = None) -> list[IndexRecord]:
         """Every record the files define, optionally only those of ``groups``."""
@@ -53,7 +55,7 @@ class FileIndex:
                filters: Filters | None = None) -> list[SearchHit]:
         """Records matching ``query``, best first (read from the scan's cache while no file changed:
         :mod:`.scan_cache`)."""
-        cached = cached_records(self.repo_root, self._read_records)
+        cached = cached_records(self.repo_root, self._read_records, save=self.save_cache)
         records = _in_groups([record for record, _ in cached], groups, self.repo_root)
         words = {id(record): text for record, text in cached}
         return rank_by_overlap(parse_query(query), records, filters or Filters(), limit=limit,

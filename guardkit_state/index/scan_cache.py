@@ -36,16 +36,19 @@ def search_cache_file(root: Path) -> Path:
     return status_cache_file(root).with_name("search.json")
 
 
-def cached_records(root: Path, load: Callable[[], list[IndexRecord]]) -> list[tuple[IndexRecord, str]]:
+def cached_records(root: Path, load: Callable[[], list[IndexRecord]], *,
+                   save: bool = True) -> list[tuple[IndexRecord, str]]:
     """The records ``load`` reads from the files of ``root`` (from the cache while no file changed),
-    each with its tokens (:func:`~guardkit_state.index.words.index_text` of its search text)."""
+    each with its tokens (:func:`~guardkit_state.index.words.index_text` of its search text).
+    ``save=False`` reads the cache but never writes it (a read-only MCP server writes nothing)."""
     fingerprint = source_fingerprint(root)
     cached = _load(root)
     if cached is not None and cached.get("fingerprint") == fingerprint:
         with contextlib.suppress(KeyError, TypeError, ValueError):
             return [record_from_dict(item) for item in cached["records"]]
     records = [(record, index_text(record.search_text)) for record in load()]
-    _save(root, fingerprint, records)
+    if save:
+        _save(root, fingerprint, records)
     return records
 
 

@@ -101,8 +101,10 @@ def summarise(task: TaskFile, *, relpath: str, in_worktree: bool = False) -> Tas
     )
 
 
-def repo_status(repo_root: Path, *, use_cache: bool = True) -> list[TaskSummary]:
+def repo_status(repo_root: Path, *, use_cache: bool = True, save_cache: bool = True) -> list[TaskSummary]:
     """Summaries of every task with loop state under ``tasks/``, sorted by id.
+
+    ``save_cache=False`` reads the cache but never writes it (a read-only MCP server writes nothing).
 
     Each id is read from the copy ``show`` reads (:mod:`guardkit_state.taskfile.resolve`): among several
     copies the rules pick one, and a loop's worktree is read for that loop's own task only.
@@ -131,7 +133,7 @@ def repo_status(repo_root: Path, *, use_cache: bool = True) -> list[TaskSummary]
         fresh[key] = {"sig": signature, "summary": data}
         checkout = main if tree is None else trees.setdefault(tree, _Checkout(Path(entry.path[:-len(relpath) - 1])))
         checkout.add(entry.name, relpath, data)
-    if use_cache and fresh != cache:
+    if use_cache and save_cache and fresh != cache:
         _save_cache(root, fresh)
     summaries = main.pick()
     for task_id, tree_checkout in trees.items():

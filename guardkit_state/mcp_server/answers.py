@@ -44,11 +44,12 @@ def names_feature(ref: str) -> bool:
     return ref.startswith(FEATURE_PREFIX) or ref.endswith(".yaml")
 
 
-def status(root: Path) -> dict[str, Any]:
-    """Every task with loop state and every feature plan: ``status --json --features``."""
+def status(root: Path, *, save_cache: bool = True) -> dict[str, Any]:
+    """Every task with loop state and every feature plan: ``status --json --features`` (``save_cache=False``:
+    the status cache is read, never written)."""
     from guardkit_state.inspect.status import feature_status, repo_status
 
-    return {"tasks": [s.to_dict() for s in repo_status(root)],
+    return {"tasks": [s.to_dict() for s in repo_status(root, save_cache=save_cache)],
             "features": [f.to_dict() for f in feature_status(root)]}
 
 
@@ -100,14 +101,15 @@ def task_file(root: Path, ref: str) -> str:
 
 def search(root: Path, query: str, *, groups: Sequence[str] | None = None, task: str | None = None,
            feature: str | None = None, decision: str | None = None, since: str | None = None,
-           limit: int = 10, backend: Backend = "auto") -> dict[str, Any]:
-    """Turns, tasks, features and configuration matching ``query``: ``search --json``."""
+           limit: int = 10, backend: Backend = "auto", save_cache: bool = True) -> dict[str, Any]:
+    """Turns, tasks, features and configuration matching ``query``: ``search --json`` (``save_cache=False``:
+    the file scan's cache is read, never written)."""
     from guardkit_state.index import make_filters
     from guardkit_state.index import search as search_index
 
     filters = make_filters(task=task, feature=feature, decision=decision, since=since)
     result = search_index(root, query, groups=list(groups) if groups else None, limit=max(1, limit),
-                          backend=backend, filters=filters)
+                          backend=backend, filters=filters, save_cache=save_cache)
     return result.to_dict() | {"query": query}
 
 

@@ -3,7 +3,8 @@
 The tools are thin: each calls one function of :mod:`guardkit_state.mcp_server.answers` for the
 repository the server was started on, and an error the CLI would print as one line is that line,
 as an MCP tool error (``is_error``). ``read_only`` leaves the write tools out of the server
-altogether (a Coach or a reviewer cannot record a turn through it). The SDK points the process's
+altogether (a Coach or a reviewer cannot record a turn through it), and its reads write nothing
+either: the status and search caches are read, never written. The SDK points the process's
 stdout at stderr while it serves, so nothing but the protocol reaches the client; logging goes
 to stderr.
 """
@@ -104,7 +105,7 @@ def build_server(repo: Path, *, read_only: bool = False) -> MCPServer[Any]:
     def status() -> dict[str, Any]:
         """Every task with loop state (turns, last decision, criteria counts) and every feature plan
         with its progress: the JSON of `guardkit-state status --json --features`. Start here."""
-        return answers.status(root)
+        return answers.status(root, save_cache=not read_only)
 
     @tool(READ)
     def show(task_id: TaskRef) -> dict[str, Any]:
@@ -155,7 +156,7 @@ def build_server(repo: Path, *, read_only: bool = False) -> MCPServer[Any]:
         how a blocker looked in other tasks. From the index when it is fresh, else the files
         ("backend" and "note" say which). The JSON of `guardkit-state search --json`."""
         return answers.search(root, query, groups=groups, task=task, feature=feature, decision=decision,
-                              since=since, limit=limit, backend=backend)
+                              since=since, limit=limit, backend=backend, save_cache=not read_only)
 
     # The SDK runs each call in a worker thread: two records at once would meet at the task's lock,
     # and the second be refused as "locked by another run". One at a time, the second is answered

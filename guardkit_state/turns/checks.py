@@ -43,6 +43,18 @@ def checked_timeout(value: object, *, name: str = "turn_timeout") -> float | Non
     return float(value)
 
 
+def checked_usd(value: object, *, name: str, zero: bool = False) -> float | None:
+    """``value`` when it is a finite amount of USD above 0, or None; with ``zero``, an amount of 0 or
+    more (None refused). :class:`InputError` otherwise."""
+    if value is None and not zero:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 \
+            or (value == 0 and not zero):
+        raise InputError(f"{name} must be a finite amount of USD {'0 or more' if zero else 'above 0'}, not {value!r}",
+                         expected="an amount such as 2.50")
+    return float(value)
+
+
 def closed_reason(task: TaskFile) -> str | None:
     """Why ``task`` takes no more turns unless reopened (``"is completed"``, ``"was approved"``), or None.
 

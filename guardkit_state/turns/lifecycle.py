@@ -49,7 +49,12 @@ from guardkit_state.turns.completion import (
 )
 from guardkit_state.turns.intake import CheckedReport, IncomingTurn, check_report, named_turn, require_valid
 from guardkit_state.turns.promises import promises_source
-from guardkit_state.turns.turn_state import apply_gate_verdict, gate_inputs, turn_measurements
+from guardkit_state.turns.turn_state import (
+    apply_criteria_verdict,
+    apply_gate_verdict,
+    gate_inputs,
+    turn_measurements,
+)
 from guardkit_state.turns.view import TurnView
 
 log = logging.getLogger("guardkit_state.turns.lifecycle")
@@ -232,17 +237,20 @@ class TurnLifecycle(TurnView):
             missing = "player report" if player is None else "coach decision"
             raise TurnError(f"turn {number} has no {missing}", task_id=self.task_id, turn=number,
                             expected="both reports, or an error reason")
+        history = self.history  # one view: the ledger and the stall window read the last turn once
+        ledger_before = history.ledger_before(number)
+        if error is None:
+            coach = apply_criteria_verdict(coach, ledger_before, number)
         gate_results: list[GateResult] = []
         if gate_profile is not None and error is None:
             gate_results = check_gates(gate_profile, **gate_inputs(turn_measurements(player, coach)))
             coach = apply_gate_verdict(coach, gate_results)
         source = promises_source(self.store, number) if player is not None and not player.completion_promises \
             else None
-        history = self.history  # one view: the ledger and the stall window read the last turn once
         return TurnInputs(
             task_id=self.task_id, feature_id=self.task.feature_id, number=number, mode=active.mode,
             started_at=_started_at(active, self.store, number), max_turns=self.max_turns, player=player,
-            coach=coach, ledger_before=history.ledger_before(number), history=history.stall_history(number),
+            coach=coach, ledger_before=ledger_before, history=history.stall_history(number),
             error=error, gate_results=gate_results, promises_source=source)
 
     def _written(self, inputs: TurnInputs) -> list[Path]:

@@ -134,6 +134,10 @@ def _rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
         rows.append(("Turn commit, managed worktree (add -A + commit)", _ms(med["commit_turn_managed"]),
                      _ms(med["floor_add_commit"]), _x(git["ratio"]["commit_turn_managed/floor_add_commit"]),
                      "", "", "", "-"))
+        if "coach_snapshot" in med:
+            rows.append(("Worktree snapshot around the Coach, taken and put back (floor: add -A + write-tree + "
+                         "status, temp index)", _ms(med["coach_snapshot"]), _ms(med["floor_snapshot"]),
+                         _x(git["ratio"]["coach_snapshot/floor_snapshot"]), "", "", "", "-"))
     index = cases.get("index")
     if isinstance(index, dict) and "sync_200_ms" in index:
         rows.append(("Graphiti index: sync 200 turn states (embedded FalkorDB)", _ms(index["sync_200_ms"]),

@@ -280,7 +280,9 @@ def test_bad_turn_timeout_is_a_usage_error_before_anything_starts(tmp_path: Path
 
 @pytest.mark.parametrize("kwargs", [{"turn_timeout": math.nan}, {"turn_timeout": math.inf},
                                     {"turn_timeout": 0.0}, {"turn_timeout": -1.0}, {"max_turns": 0},
-                                    {"max_turns": -2}, {"max_turns": True}, {"max_turns": 2.5}])
+                                    {"max_turns": -2}, {"max_turns": True}, {"max_turns": 2.5},
+                                    {"max_cost": 0.0}, {"max_cost": math.nan}, {"cost_before": -0.01},
+                                    {"cost_before": math.inf}, {"cost_before": None}])
 def test_loop_options_refuse_bad_values_at_construction(kwargs: dict[str, object]) -> None:
     with pytest.raises(InputError):
         LoopOptions(**kwargs)  # type: ignore[arg-type]
