@@ -28,8 +28,6 @@ _OPEN = re.compile(r"---[ \t]*(\r?\n)")
 _LONE_OPEN = re.compile(r"---[ \t]*[\r\n]*\Z")
 _CLOSE_TAIL = re.compile(r"[ \t]*(?:\n|\r\n|\r?\Z)")
 _MD_HEADING = re.compile(r"^#{2,6} \S")
-#: YAML's document-end line: text spliced after it would start a second document.
-DOCUMENT_END = re.compile(r"^\.\.\.(?:[ \t].*)?\r?$", re.M)
 #: Blank lines at the start of a text without frontmatter (before its first non-blank line).
 _LEADING_BLANK_LINES = re.compile(r"(?:[ \t\f\v]*\r?\n)*")
 

@@ -149,14 +149,16 @@ def entries_of(fm: str, node: yaml.MappingNode, lo: int, hi: int) -> list[Entry]
         line_end = stop if newline < 0 else newline + 1
         own = value_node.start_mark.index >= (colon if colon > pos else pos)  # an alias's marks are its anchor's
         end = _content_end(fm, line_end, stop, column)
-        if own and (isinstance(value_node, yaml.ScalarNode) or getattr(value_node, "flow_style", False)):
+        scalar = last_block_scalar(fm, value_node) if own else None
+        if scalar is not None:
+            if "+" in scalar[1]:
+                # The blank lines a '|+' scalar ends with are its text: what follows goes after them.
+                # (Any other block scalar's end mark lies past the blank lines that follow it: they
+                # separate it from what follows, and stay there when it is rewritten.)
+                end = max(end, _line_end_at(fm, scalar[0].end_mark.index, stop))
+        elif own and (isinstance(value_node, yaml.ScalarNode) or getattr(value_node, "flow_style", False)):
             # A quoted scalar may continue on lines that look like comments: its end mark is exact.
             end = max(end, _line_end_at(fm, value_node.end_mark.index, stop))
-        elif own:
-            scalar = last_block_scalar(fm, value_node)
-            if scalar is not None and "+" in scalar[1]:
-                # The blank lines a '|+' scalar ends with are its text: what follows goes after them.
-                end = max(end, _line_end_at(fm, scalar[0].end_mark.index, stop))
         tag = key_node.tag
         key = key_node.value if tag == _STR_TAG and isinstance(key_node, yaml.ScalarNode) else None
         entries.append(Entry(key, start, pos, colon, line_end, end, column, value_node if own else None,

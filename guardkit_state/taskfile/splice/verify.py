@@ -1,13 +1,14 @@
 """A write is verified before it lands: the whole new text is read with the strict reader and
-compared with the intent.
+compared with the intent. One check for every writer of YAML (task files, python-frontmatter
+saves, feature plans).
 
-Every top-level key outside the state block must be equal by value (type-exact: ``1``, ``True``
-and ``1.0`` differ) and in the same order as before, apart from the keys the update sets; the
-state block equal to :func:`apply_update_to_block` of the old one; the bytes outside the edited
-spans and the markdown body identical. Any mismatch raises :class:`WriteVerificationError` naming
-the file and the first differing key, before anything is written. A key elsewhere that is a YAML
-alias of a value the update changes would change with it, so such a write is refused too, and says
-why. One full parse, no shortcut: simple enough to trust without a review.
+The new text must split where it was put together (the frontmatter's delimiter lines, the body
+byte for byte), read back as exactly the intended data (type-exact: ``1``, ``True`` and ``1.0``
+differ; key order included), and hold every byte outside the edited spans as it was. Any mismatch
+raises :class:`WriteVerificationError` naming the file and the first differing key, before
+anything is written. A key elsewhere that is a YAML alias of a value the update changes would
+change with it, so such a write is refused too, and says why. One full parse, no shortcut: simple
+enough to trust without a review.
 """
 
 from __future__ import annotations
@@ -15,79 +16,62 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from functools import partial
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from guardkit_state.errors import GuardkitStateError, WriteVerificationError
-from guardkit_state.taskfile.frontmatter import ParsedFrontmatter, parse_frontmatter
 from guardkit_state.taskfile.splice.positions import Edits, line_of
-from guardkit_state.taskfile.splice.render import plain_data
-from guardkit_state.taskfile.splice.update import StateUpdate, apply_update_to_block
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ABSENT = object()
+
+
+class Reading(Protocol):
+    """A strict reading of a text: its data."""
+
+    @property
+    def data(self) -> Any: ...
+
+
+R = TypeVar("R", bound=Reading)
 T = TypeVar("T")
 
 
-def verify_write(old: ParsedFrontmatter, new_text: str, update: StateUpdate, *, path: Path | str | None,
-                 edits: Edits | None, allowed: list[tuple[int, int]]) -> ParsedFrontmatter:
-    """The strict reading of ``new_text`` once it is shown to be ``old`` with ``update`` applied.
+def verify_write(new_text: str, parse: Callable[[str], R], intent: Any, *, cut: Callable[[R], tuple[str, str, str]],
+                 pieces: tuple[str, str, str], old: str, edits: Edits | None, path: Path | str | None,
+                 line_offset: int = 0, aliased: bool = False) -> R:
+    """The strict reading of ``new_text`` once it is shown to be exactly what was meant.
 
-    ``edits`` are the replacements made on the old YAML text (None when a frontmatter was created)
-    and ``allowed`` the spans of the old YAML text they may touch.
+    Args:
+        new_text: ``head + yaml + tail`` as the writer put it together (``pieces``).
+        parse: the strict reader; ``cut`` splits its reading the same three ways.
+        intent: the data the new text must read as.
+        old: the YAML text the edits were made on; ``edits`` those edits (None: a text made anew).
+        line_offset: the line of the file the YAML text starts after (1 in a frontmatter).
+        aliased: the old text uses YAML aliases (the refusal then says what they do).
 
     Raises:
         WriteVerificationError: the new text does not parse, or differs from the intent.
     """
-    new = read_back(new_text, partial(parse_frontmatter, path=path), path)
-    if new.split.body != old.split.body:
+    new = read_back(new_text, parse, path)
+    head, yaml_text, tail = cut(new)
+    if tail != pieces[2]:
         raise WriteVerificationError("the update would change the markdown body; nothing was written",
                                      path=path, expected="the body after the closing '---' byte for byte")
-    pointer = first_difference(expected_data(old, update), new.data)
+    if (head, yaml_text) != pieces[:2]:
+        raise WriteVerificationError("the new text would change the delimiter lines; nothing was written", path=path,
+                                     line=1, expected="every byte outside the changed lines kept")
+    pointer = first_difference(intent, new.data)
     if pointer is not None:
-        raise WriteVerificationError(f"the new text would change {pointer}, which the update does not set"
-                                     f"{_alias_hint(old)}; nothing was written",
-                                     path=path, pointer=pointer,
-                                     expected="only the state block and the keys the update sets changed")
+        hint = (" (the text uses YAML aliases, and an alias of a value the update changes would change with it: "
+                "replace the alias with the value itself, or remove the anchor)") if aliased else ""
+        raise WriteVerificationError(f"the new text would change {pointer}, which the update does not set{hint}; "
+                                     "nothing was written", path=path, pointer=pointer,
+                                     expected="only the values the update sets changed")
     if edits is not None:
-        if (new.split.prefix, new.split.closing) != (old.split.prefix, old.split.closing):
-            raise WriteVerificationError("the splice would change the delimiter lines; nothing was written",
-                                         path=path, line=1, expected="every byte outside the changed lines kept")
-        check_edits(old.split.yaml_text, new.split.yaml_text, edits, allowed, path, old.split.line_offset)
+        check_edits(old, yaml_text, edits, path, line_offset)
     return new
-
-
-def _alias_hint(old: ParsedFrontmatter) -> str:
-    # An alias *is* its anchored node: an alias elsewhere of a value the update changes changes with it.
-    if not old.aliased:
-        return ""
-    return (" (the frontmatter uses YAML aliases, and an alias of a value the update changes would change with "
-            "it: replace the alias with the value itself, or remove the anchor, to record turns)")
-
-
-def expected_data(old: ParsedFrontmatter, update: StateUpdate) -> dict[str, Any]:
-    """The frontmatter data ``update`` must produce from ``old`` (key order included): keys outside
-    the update keep their old values."""
-    state_key = old.state_key or update.key
-    block = old.data.get(state_key)
-    new_block = apply_update_to_block(block if isinstance(block, dict) else None, update) \
-        if update.touches_state else _ABSENT
-    top = {key: plain_data(value) for key, value in update.top_level.items()}
-    data = old.data
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if key == state_key:
-            # New top-level keys are written just above the state block.
-            out.update((k, v) for k, v in top.items() if k not in data)
-            out[key] = value if new_block is _ABSENT else new_block
-        else:
-            out[key] = top.get(key, value)
-    out.update((k, v) for k, v in top.items() if k not in out)
-    if new_block is not _ABSENT and state_key not in out:
-        out[state_key] = new_block
-    return out
 
 
 def first_difference(expected: Any, actual: Any, pointer: str = "$") -> str | None:
@@ -111,8 +95,10 @@ def first_difference(expected: Any, actual: Any, pointer: str = "$") -> str | No
             if found is not None:
                 return found
         return None
-    if isinstance(expected, float) and math.isnan(expected) and math.isnan(actual):
-        return None
+    if isinstance(expected, float):
+        if math.isnan(expected) or math.isnan(actual):
+            return None if math.isnan(expected) and math.isnan(actual) else pointer
+        return None if expected == actual and math.copysign(1, expected) == math.copysign(1, actual) else pointer
     return None if expected == actual else pointer
 
 
@@ -122,15 +108,13 @@ def _child(pointer: str, key: Any) -> str:
     return f"{pointer}[{key!r}]"
 
 
-def check_edits(old: str, new: str, edits: Edits, allowed: list[tuple[int, int]], path: Path | str | None,
-                line_offset: int = 0) -> None:
-    """Every edit inside an allowed span of ``old``, and every byte of ``new`` between the edits as
-    it was in ``old`` (the task splice and the plan splice alike)."""
+def check_edits(old: str, new: str, edits: Edits, path: Path | str | None, line_offset: int = 0) -> None:
+    """Every byte of ``new`` between the edits as it was in ``old``, and the edits apart."""
     problem: str | None = None
     pos_old = pos_new = at = 0
     for start, end, _, text in sorted(edits.items):
-        if start < pos_old or not any(lo <= start and end <= hi for lo, hi in allowed):
-            problem, at = "a line outside the values the update sets", start
+        if start < pos_old:
+            problem, at = "a span twice (two edits overlap)", start
             break
         gap = old[pos_old:start]
         if not new.startswith(gap, pos_new) or not new.startswith(text, pos_new + len(gap)):
