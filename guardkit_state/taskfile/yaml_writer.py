@@ -17,36 +17,88 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Generic, TypeVar
 
-from guardkit_state.errors import FileBusyError, GuardkitStateError
+from guardkit_state.errors import FileBusyError, ParseError
 from guardkit_state.store import fsio
 from guardkit_state.store.locks import exclusive_lock
 
-#: An in-place save is over when two reads this far apart agree (bounded by SETTLE_LIMIT seconds).
+#: An in-place save is over when the file is unchanged this long after it was read (a file that
+#: keeps changing is read again for up to SETTLE_LIMIT seconds).
 SETTLE_PAUSE = 0.002
 SETTLE_LIMIT = 2.0
+#: Pauses before reading again a file that does not read whole or changed meanwhile: growing, so
+#: that an editor descheduled in the middle of an in-place save on a busy machine is waited out too.
+RESETTLE_PAUSES = (0.005, 0.02, 0.05, 0.1, 0.2, 0.4)
+
+T = TypeVar("T")
 
 
-def read_settled(path: Path, data: bytes | None = None) -> bytes:
-    """The file's bytes once two reads :data:`SETTLE_PAUSE` apart agree (an in-place save is done)."""
-    data = fsio.read_bytes_capped(path) if data is None else data
+@dataclass(frozen=True)
+class Snapshot(Generic[T]):
+    """What a file held when it was read: its bytes, what they read as, and its identity then."""
+
+    value: T
+    raw: bytes
+    identity: fsio.Identity | None
+    at: float = field(default_factory=time.monotonic)
+
+
+def unchanged(path: Path, identity: fsio.Identity | None, read_at: float) -> bool:
+    """True when the file still has the ``identity`` it had when it was read (at ``read_at``, monotonic),
+    :data:`SETTLE_PAUSE` or more after that read: a save in progress at the read would have changed
+    it by then (its size or times)."""
+    waited = time.monotonic() - read_at
+    if waited < SETTLE_PAUSE:
+        time.sleep(SETTLE_PAUSE - waited)
+    return identity is not None and fsio.file_identity(path) == identity
+
+
+def read_settled(path: Path, read: Callable[[bytes], T], *, whole: Callable[[T], bool] | None = None,
+                 confirm: bool = True) -> Snapshot[T]:
+    """The file once it has settled: ``read(bytes)`` raises no :class:`ParseError`, ``whole`` holds,
+    and (``confirm``) it is unchanged a settle pause later. The one settle algorithm of every writer.
+
+    A file that changed within the settle pause is read again at once (for up to :data:`SETTLE_LIMIT`
+    seconds: a save in progress); one that does not read whole, after each of :data:`RESETTLE_PAUSES`
+    (under a second in all): an editor saving it in place (truncate, then write) is waited out, so
+    a partial file never numbers a turn nor is refused as broken. One that stays unreadable is what
+    it is: its parse error is raised (:class:`FileBusyError` where its bytes kept changing); one
+    that stays not whole, or keeps changing, is returned as last read.
+    """
     deadline = time.monotonic() + SETTLE_LIMIT
+    pauses = iter(RESETTLE_PAUSES)
+    seen: set[bytes] = set()
+    error: ParseError | None = None
+    last: Snapshot[T] | None = None
     while True:
-        time.sleep(SETTLE_PAUSE)
-        again = fsio.read_bytes_capped(path)
-        if again == data or time.monotonic() > deadline:
-            return again
-        data = again
-
-
-def holds(path: Path, expected: bytes) -> bool:
-    """True when ``path`` still holds ``expected`` (a missing or unreadable file does not)."""
-    try:
-        return fsio.read_bytes_capped(path) == expected
-    except GuardkitStateError:
-        return False
+        identity = fsio.file_identity(path)  # taken first: a write during the read shows as a change
+        raw = fsio.read_bytes_capped(path)
+        seen.add(raw)
+        try:
+            last, error = Snapshot(read(raw), raw, identity), None
+        except ParseError as exc:
+            last, error = None, exc
+        if last is not None and (whole is None or whole(last.value)):
+            if not confirm or unchanged(path, identity, last.at):
+                return last
+            if time.monotonic() < deadline:
+                continue  # changed within the pause: a save in progress, read again
+        pause = next(pauses, None)
+        if pause is None:
+            break
+        time.sleep(pause)
+    if last is not None:
+        return last
+    assert error is not None
+    if len(seen) > 1:
+        # Different bytes each time, the last not whole: a file being saved over and over, not a broken one.
+        raise FileBusyError("the file kept changing and never read whole; nothing was written: try again",
+                            path=path, expected="a moment without other writers")
+    raise error
 
 
 def write_verified(path: Path, raw: bytes, edit: Callable[[bytes], str | None], *, attempts: int, name: str,
@@ -66,11 +118,11 @@ def write_verified(path: Path, raw: bytes, edit: Callable[[bytes], str | None], 
         if text is None:
             return False
         fsio.crash_point(f"{name}.before_write")
-        if not fsio.atomic_write_text(path, text, precondition=partial(holds, path, raw)):
+        if not fsio.atomic_write_text(path, text, precondition=partial(fsio.holds, path, raw)):
             # A random pause, growing with the attempts, so a writer saving at a steady rhythm does
             # not land inside our read-edit-write window every time; then wait for its save to end.
             time.sleep(random.uniform(0, min(0.002 * (attempt + 1), 0.05)))
-            raw = read_settled(path)
+            raw = read_settled(path, bytes).raw
             continue
         fsio.crash_point(f"{name}.after_write")
         again = landed(text) if landed is not None else None
