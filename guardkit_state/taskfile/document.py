@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -205,16 +205,16 @@ class TaskFile:
         """Splice ``update`` into the file and write it atomically (nothing is written for a no-op).
 
         The state goes to the key the file already has. Just before replacing the file it is
-        re-read; if it changed since it was loaded (an editor saved it), the new text is parsed
-        and the splice re-applied to it. Afterwards this object reflects the new text and state.
+        compared with the text the splice was made on; if it changed since it was read (an editor
+        saved it), it is read again, settled, and the splice re-applied to it. Afterwards this object
+        reflects the new text and state.
 
         Raises:
             FrontmatterError, DuplicateKeyError: the file (or its new version) cannot be spliced.
             GuardkitStateError: the write failed (the original file is untouched).
         """
-        wanted = self._for_this_file(update)
+        wanted = update = replace(update, key=self.state_key)
         result = SpliceResult(self.text, "noop")
-        update = wanted
 
         def edit(raw: bytes) -> str | None:
             nonlocal result, update
@@ -301,21 +301,7 @@ class TaskFile:
                             f"{', '.join(map(str, numbers))}: entries were dropped by another writer; "
                             "nothing was written (resume rebuilds them from their files)",
                             path=self.path, turn=numbers[0], expected=f"turn {last + 1} next")
-        if len(keep) == len(update.append_turns):
-            return update
-        return StateUpdate(key=update.key, block_scalars=update.block_scalars, criteria=update.criteria,
-                           append_turns=keep, top_level=update.top_level)
-
-    def _for_this_file(self, update: StateUpdate) -> StateUpdate:
-        if update.key == self.state_key:
-            return update
-        return StateUpdate(
-            key=self.state_key,
-            block_scalars=update.block_scalars,
-            criteria=update.criteria,
-            append_turns=update.append_turns,
-            top_level=update.top_level,
-        )
+        return update if len(keep) == len(update.append_turns) else replace(update, append_turns=keep)
 
     def _adopt(self, other: TaskFile) -> None:
         for name in ("text", "data", "body", "task_id", "state", "state_key", "criteria", "split", "_raw", "_parsed",

@@ -16,7 +16,6 @@ import yaml
 from guardkit_state.taskfile.strict_yaml import MERGE_TAG
 
 _STR_TAG = "tag:yaml.org,2002:str"
-_NULL_TAG = "tag:yaml.org,2002:null"
 
 
 class LayoutError(Exception):
@@ -72,10 +71,6 @@ class Entry:
     value: yaml.Node | None
     merge: bool = False
 
-    def rest(self, fm: str) -> str:
-        """The text after the ``:`` on the key's line, comment included, stripped."""
-        return fm[self.colon + 1 : self.line_end].strip() if self.colon >= 0 else ""
-
     def key_text(self, fm: str) -> str:
         """The key's line up to its ``:``, exactly as written (indent, quotes, anchor)."""
         return fm[self.start : self.colon].rstrip(" \t")
@@ -103,14 +98,6 @@ class Entry:
             while fm[pos : pos + 1] in (" ", "\t"):
                 pos += 1
         return fm[pos : pos + 1] == "!"
-
-    def is_null(self) -> bool:
-        """True for an empty value, ``~`` or ``null`` (not for an alias of one)."""
-        return isinstance(self.value, yaml.ScalarNode) and self.value.tag == _NULL_TAG
-
-    def is_block(self, kind: type[yaml.Node]) -> bool:
-        """True when the value is a block-style (not flow-style) ``kind`` node."""
-        return isinstance(self.value, kind) and not getattr(self.value, "flow_style", False)
 
 
 def entries_of(fm: str, node: yaml.MappingNode, lo: int, hi: int) -> list[Entry]:
