@@ -33,8 +33,8 @@ from guardkit_state.errors import (
 )
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
 from guardkit_state.taskfile.handler import FrontmatterHandler
-from guardkit_state.taskfile.splice.verify import first_difference
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.yamltext.strict_yaml import parse_yaml
+from guardkit_state.yamltext.verify import first_difference
 
 TASK = """\
 ---

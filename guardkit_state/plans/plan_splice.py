@@ -3,7 +3,7 @@
 A :class:`PlanUpdate` sets values of task entries (``tasks[3].status``, ``result``, a new
 ``merged_commit`` ...), of the ``execution`` block (created when absent) and top-level values.
 Its meaning is its data twin, :func:`apply_plan_update`; :func:`splice_plan` lets the one YAML
-editor (:mod:`guardkit_state.taskfile.splice.editor`) write the difference into the plan's text,
+editor (:mod:`guardkit_state.yamltext.editor`) write the difference into the plan's text,
 never re-dumping it: each task entry is edited in place key by key, a one-line scalar replaced in
 place (its trailing comment kept), new keys added after the last key of their mapping, and a flow
 list (``completed_waves: [1, 2]``) kept a flow list. Comments, key order, quoting, block scalars
@@ -27,10 +27,10 @@ import yaml
 from guardkit_state.errors import FeaturePlanError, ParseError, TaskNotFoundError
 from guardkit_state.plans.schema import node_line, raise_problems, schema_problems
 from guardkit_state.store.json_paths import format_pointer
-from guardkit_state.taskfile.splice.editor import Refusal, edit_yaml
-from guardkit_state.taskfile.splice.render import plain_data
-from guardkit_state.taskfile.splice.verify import verify_write
-from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
+from guardkit_state.yamltext.editor import Refusal, edit_yaml
+from guardkit_state.yamltext.render import plain_data
+from guardkit_state.yamltext.strict_yaml import ParsedYaml, parse_yaml
+from guardkit_state.yamltext.verify import verify_write
 
 
 @dataclass

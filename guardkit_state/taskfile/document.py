@@ -30,8 +30,8 @@ from guardkit_state.taskfile.discovery import iter_task_files as iter_task_files
 from guardkit_state.taskfile.discovery import task_id_from_filename
 from guardkit_state.taskfile.frontmatter import STATE_KEY, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
 from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate, plain_data, splice_state
-from guardkit_state.taskfile.strict_yaml import DuplicateKey
-from guardkit_state.taskfile.yaml_writer import read_settled, recall, remember, unchanged, write_verified
+from guardkit_state.yamltext.strict_yaml import DuplicateKey
+from guardkit_state.yamltext.yaml_writer import read_settled, recall, remember, unchanged, write_verified
 
 log = logging.getLogger("guardkit_state.taskfile.document")
 #: One line per repeated key of a task file read (the CLI shows these on stderr).
@@ -340,7 +340,7 @@ _CONTENDED: set[Path] = set()
 
 def read_task_settled(path: Path, store: TurnStore | None = None, *, confirm: bool = True) -> TaskFile:
     """The task file as a writer must see it: read through the one settle algorithm
-    (:func:`~guardkit_state.taskfile.yaml_writer.read_settled`), never empty or half-saved and, with
+    (:func:`~guardkit_state.yamltext.yaml_writer.read_settled`), never empty or half-saved and, with
     ``store``, never listing fewer turns than the store holds turn states for.
 
     A partial file must never number a turn (nor be refused as a broken task file): it is read again

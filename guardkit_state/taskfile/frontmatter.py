@@ -21,7 +21,7 @@ from guardkit_state.model import LEGACY_STATE_KEY as LEGACY_STATE_KEY  # the sta
 from guardkit_state.model import STATE_KEY as STATE_KEY
 from guardkit_state.model import STATE_KEYS as STATE_KEYS
 from guardkit_state.model import AutobuildState
-from guardkit_state.taskfile.strict_yaml import DuplicateKey, parse_yaml
+from guardkit_state.yamltext.strict_yaml import DuplicateKey, parse_yaml
 
 #: A delimiter line: three dashes and optional trailing blanks, as python-frontmatter and Jekyll read it.
 _OPEN = re.compile(r"---[ \t]*(\r?\n)")

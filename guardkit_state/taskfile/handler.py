@@ -27,8 +27,8 @@ from frontmatter.default_handlers import BaseHandler
 from guardkit_state.errors import FrontmatterError, GuardkitStateError, InputError
 from guardkit_state.taskfile.frontmatter import parse_frontmatter, split_frontmatter
 from guardkit_state.taskfile.handler_save import LoadedText, fresh_text, save_text
-from guardkit_state.taskfile.splice.render import plain_data, render_yaml
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.yamltext.render import plain_data, render_yaml
+from guardkit_state.yamltext.strict_yaml import parse_yaml
 
 __all__ = ["FrontmatterHandler"]
 

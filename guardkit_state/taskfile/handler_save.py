@@ -1,6 +1,6 @@
 """Saving a python-frontmatter post into the text it was loaded from, changing only what changed.
 
-The one YAML editor (:mod:`.splice.editor`) writes the difference between the strict reading of
+The one YAML editor (:mod:`guardkit_state.yamltext.editor`) writes the difference between the strict reading of
 the original text and the post's metadata: an unchanged key keeps its lines byte for byte, a
 changed one-line scalar is replaced in place (its anchor and trailing comment kept), a changed
 nested mapping is edited key by key, a list that only grew gets its new items appended, and any
@@ -22,10 +22,10 @@ from typing import Any
 
 from guardkit_state.errors import FrontmatterError
 from guardkit_state.taskfile.frontmatter import ParsedFrontmatter, parse_frontmatter, refuse_look_alike_frontmatter
-from guardkit_state.taskfile.splice.editor import Refusal, edit_yaml
-from guardkit_state.taskfile.splice.positions import Edits, line_of
-from guardkit_state.taskfile.splice.render import indent_lines, plain_data, render_yaml
-from guardkit_state.taskfile.splice.verify import verify_write
+from guardkit_state.yamltext.editor import Refusal, edit_yaml
+from guardkit_state.yamltext.positions import Edits, line_of
+from guardkit_state.yamltext.render import indent_lines, plain_data, render_yaml
+from guardkit_state.yamltext.verify import verify_write
 
 
 @dataclass(frozen=True)

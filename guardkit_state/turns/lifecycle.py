@@ -30,7 +30,6 @@ from guardkit_state.taskfile.document import TaskFile, read_task_settled
 from guardkit_state.taskfile.frontmatter import STATE_KEY
 from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate
-from guardkit_state.taskfile.yaml_writer import RESETTLE_PAUSES
 from guardkit_state.turns.checks import (
     check_may_continue,
     check_report_criteria,
@@ -51,6 +50,7 @@ from guardkit_state.turns.intake import CheckedReport, IncomingTurn, check_repor
 from guardkit_state.turns.promises import promises_source
 from guardkit_state.turns.turn_state import apply_gate_verdict, gate_inputs, turn_measurements
 from guardkit_state.turns.view import TurnView
+from guardkit_state.yamltext.yaml_writer import RESETTLE_PAUSES
 
 log = logging.getLogger("guardkit_state.turns.lifecycle")
 

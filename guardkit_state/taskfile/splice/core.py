@@ -2,14 +2,14 @@
 
 Pure functions, text in and text out. The update's meaning is its data twin
 (:func:`apply_update_to_block`): :func:`splice_state` computes the frontmatter data the update
-gives and lets the one YAML editor (:mod:`.editor`) write the difference into the user's text:
+gives and lets the one YAML editor (:mod:`guardkit_state.yamltext.editor`) write the difference into the user's text:
 new turns appended after the last item of ``turns:``, changed values rewritten in place, new keys
 just above ``criteria:``/``turns:`` (a new top-level key just above the state block), and only the
 new fragments rendered. A state block the editor cannot extend in place (a flow-style block, an
 alias, a merge key inside it ...) is re-rendered alone, and the result says so. A no-op update
 returns the text unchanged.
 
-Every new text is verified before it is returned (:mod:`.verify`): parsed with the same strict
+Every new text is verified before it is returned (:mod:`guardkit_state.yamltext.verify`): parsed with the same strict
 reader and compared with the intended data, so a text that would lose or change anything else
 is never written.
 """
@@ -27,11 +27,11 @@ from guardkit_state.taskfile.frontmatter import (
     parse_frontmatter,
     refuse_look_alike_frontmatter,
 )
-from guardkit_state.taskfile.splice.editor import DOCUMENT_END, Edited, Refusal, edit_yaml
-from guardkit_state.taskfile.splice.positions import line_of
-from guardkit_state.taskfile.splice.render import indent_lines, plain_data, render_yaml
 from guardkit_state.taskfile.splice.update import SpliceMethod, SpliceResult, StateUpdate, apply_update_to_block
-from guardkit_state.taskfile.splice.verify import verify_write
+from guardkit_state.yamltext.editor import DOCUMENT_END, Edited, Refusal, edit_yaml
+from guardkit_state.yamltext.positions import line_of
+from guardkit_state.yamltext.render import indent_lines, plain_data, render_yaml
+from guardkit_state.yamltext.verify import verify_write
 
 __all__ = ["SpliceMethod", "SpliceResult", "StateUpdate", "apply_update_to_block", "plain_data", "render_yaml",
            "splice_state"]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from guardkit_state.taskfile.frontmatter import STATE_KEY, STATE_KEYS
-from guardkit_state.taskfile.splice.render import plain_data
+from guardkit_state.yamltext.render import plain_data
 
 if TYPE_CHECKING:
     from guardkit_state.taskfile.frontmatter import ParsedFrontmatter

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.yamltext.strict_yaml import parse_yaml
 
 try:  # libyaml's dumper where present (as the loader); the Python one writes the same YAML.
     _SafeDumper: type = yaml.CSafeDumper

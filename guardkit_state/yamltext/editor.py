@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from guardkit_state.taskfile.splice.positions import (
+from guardkit_state.yamltext.positions import (
     Edits,
     Entry,
     LayoutError,
@@ -41,7 +41,7 @@ from guardkit_state.taskfile.splice.positions import (
     line_start,
     top_level_entries,
 )
-from guardkit_state.taskfile.splice.render import (
+from guardkit_state.yamltext.render import (
     indent_lines,
     render_scalar,
     render_value,

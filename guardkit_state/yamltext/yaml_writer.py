@@ -2,7 +2,7 @@
 retry with jitter, settle.
 
 The caller's ``edit`` turns the bytes on disk into the new, already verified text (it locates,
-edits, renders and verifies: :mod:`.splice`). :func:`write_verified` replaces the file atomically
+edits, renders and verifies: :mod:`.editor`, :mod:`.verify`). :func:`write_verified` replaces the file atomically
 only while it still holds the bytes the edit was made from, checked after the fsync just before
 the rename: an editor or a ``git checkout`` that saved meanwhile is never overwritten; the file is
 read again once it has settled and the edit redone on its text. Locks bind only guardkit-state's

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from guardkit_state.errors import GuardkitStateError, WriteVerificationError
-from guardkit_state.taskfile.splice.positions import Edits, line_of
+from guardkit_state.yamltext.positions import Edits, line_of
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ABSENT = object()

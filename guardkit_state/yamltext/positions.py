@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from guardkit_state.taskfile.strict_yaml import MERGE_TAG
+from guardkit_state.yamltext.strict_yaml import MERGE_TAG
 
 _STR_TAG = "tag:yaml.org,2002:str"
 
