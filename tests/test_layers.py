@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "model"),  # the errors and the records: everything may name them
     ("store",),
+    ("yamltext",),  # text-preserving YAML: strict reading, the one editor, verified file writes
     ("git",),
     ("taskfile",),
     ("config",),

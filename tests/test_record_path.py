@@ -20,7 +20,7 @@ from guardkit_state.store.jsonio import load_record
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
-from guardkit_state.taskfile.splice.core import StateUpdate
+from guardkit_state.taskfile.splice import StateUpdate
 from guardkit_state.turns import view
 from guardkit_state.turns.lifecycle import TurnLifecycle, record_turn
 from guardkit_state.turns.promises import SOURCE_KEY, promises_source

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
-from guardkit_state.taskfile.splice.core import StateUpdate, render_yaml, splice_state
+from guardkit_state.taskfile.splice import StateUpdate, render_yaml, splice_state
 from guardkit_state.yamltext.strict_yaml import parse_yaml
 
 from .update_oracle import read_frontmatter, read_yaml

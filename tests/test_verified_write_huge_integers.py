@@ -7,7 +7,7 @@ from pathlib import Path
 
 from guardkit_state.plans.plan_splice import PlanUpdate
 from guardkit_state.plans.plan_writer import modify_plan
-from guardkit_state.taskfile.splice.core import StateUpdate, splice_state
+from guardkit_state.taskfile.splice import StateUpdate, splice_state
 from guardkit_state.yamltext.strict_yaml import parse_yaml
 from guardkit_state.yamltext.verify import first_difference
 

@@ -29,7 +29,7 @@ from guardkit_state.taskfile.criteria_text import extract_criteria as extract_cr
 from guardkit_state.taskfile.discovery import iter_task_files as iter_task_files
 from guardkit_state.taskfile.discovery import task_id_from_filename
 from guardkit_state.taskfile.frontmatter import STATE_KEY, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
-from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate, plain_data, splice_state
+from guardkit_state.taskfile.splice import SpliceResult, StateUpdate, plain_data, splice_state
 from guardkit_state.yamltext.strict_yaml import DuplicateKey
 from guardkit_state.yamltext.yaml_writer import read_settled, recall, remember, unchanged, write_verified
 

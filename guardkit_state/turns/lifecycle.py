@@ -29,7 +29,7 @@ from guardkit_state.store.turn_files import TurnStore, artifacts_dir
 from guardkit_state.taskfile.document import TaskFile, read_task_settled
 from guardkit_state.taskfile.frontmatter import STATE_KEY
 from guardkit_state.taskfile.resolve import find_task
-from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate
+from guardkit_state.taskfile.splice import SpliceResult, StateUpdate
 from guardkit_state.turns.checks import (
     check_may_continue,
     check_report_criteria,

@@ -29,10 +29,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from guardkit_state.errors import GuardkitStateError, WriteVerificationError
+from guardkit_state.taskfile import splice as splice_module
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
-from guardkit_state.taskfile.splice import core as splice_core
-from guardkit_state.taskfile.splice import update as splice_update
-from guardkit_state.taskfile.splice.core import StateUpdate, splice_state
+from guardkit_state.taskfile.splice import StateUpdate, splice_state
 
 from ..update_oracle import expected_state_block, key_forms, key_text, read_frontmatter, same, yaml_key_names
 from .conftest import size
@@ -254,7 +253,7 @@ body
 """
 
 
-_REAL_APPLY = splice_update.apply_update_to_block
+_REAL_APPLY = splice_module.apply_update_to_block
 
 
 def _criteria_left_alone(block: dict[str, Any] | None, update: StateUpdate) -> dict[str, Any]:
@@ -269,8 +268,7 @@ def test_a_broken_update_function_fails_the_oracle(monkeypatch: pytest.MonkeyPat
     is written inline, so the writer renders it whole from the update function.)"""
     assert check_two_turns(_CRITERIA_DOC, _Doc()) == "rerender"  # the real function passes
     update = _updates("autobuild_state", 0)[1]
-    for module in (splice_update, splice_core):
-        monkeypatch.setattr(module, "apply_update_to_block", _criteria_left_alone)
+    monkeypatch.setattr(splice_module, "apply_update_to_block", _criteria_left_alone)
     written = splice_state(_CRITERIA_DOC, update)  # accepted: the writer's own check agrees with itself
     assert written.method == "rerender"
     before, _ = read_frontmatter(_CRITERIA_DOC)
