@@ -178,8 +178,8 @@ def splice_plan(text: str, update: PlanUpdate, *, path: Path | str | None = None
     if new_text == text:
         return PlanSpliceResult(text, False, parsed)
     new = verify_write(new_text, partial(parse_yaml, path=path, error_type=ParseError), expected,
-                       cut=lambda _: ("", new_text, ""), pieces=("", new_text, ""), old=text, edits=edited.edits,
-                       path=path, aliased=parsed.aliased)
+                       pieces=("", new_text, ""), old=text, edits=edited.edits, path=path, aliased=parsed.aliased,
+                       cut=lambda _: ("", new_text, ""))
     problems = schema_problems(new.data, new.node)
     if problems:
         before = {(p.pointer, p.message) for p in schema_problems(parsed.data, parsed.node)}

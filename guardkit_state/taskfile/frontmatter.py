@@ -160,6 +160,12 @@ class ParsedFrontmatter:
     duplicates: tuple[DuplicateKey, ...] = ()
 
     @property
+    def pieces(self) -> tuple[str, str, str]:
+        """The text up to the YAML, the YAML, the closing line and body: the three pieces it is made of."""
+        split = self.split
+        return split.prefix, split.yaml_text, split.closing + split.body
+
+    @property
     def state_key(self) -> str | None:
         """``autobuild_state`` or ``feature_build``, whichever the file has, else None."""
         for key in STATE_KEYS:

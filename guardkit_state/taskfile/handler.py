@@ -37,9 +37,10 @@ from guardkit_state.taskfile.frontmatter import (
     refuse_look_alike_frontmatter,
     split_frontmatter,
 )
+from guardkit_state.taskfile.splice import new_frontmatter
 from guardkit_state.yamltext.editor import Refusal, edit_yaml
 from guardkit_state.yamltext.positions import Edits, line_of
-from guardkit_state.yamltext.render import indent_lines, plain_data, render_yaml
+from guardkit_state.yamltext.render import plain_data, render_yaml
 from guardkit_state.yamltext.strict_yaml import parse_yaml
 from guardkit_state.yamltext.verify import verify_write
 
@@ -232,7 +233,8 @@ def save_text(loaded: LoadedText, metadata: dict[str, Any], content: str, *, pat
             kept = _keep_around(split.bom + split.body, content, nl)
             return _verified(kept, {}, _no_frontmatter(kept), path)
         refuse_look_alike_frontmatter(split.body, path)
-        return _created(split.bom, new, _keep_around(split.body, content.removeprefix(split.bom), nl), nl, path)
+        body = _keep_around(split.body, content.removeprefix(split.bom), nl)
+        return new_frontmatter(split.bom, new, body, nl, path)[0]
     try:
         edited = edit_yaml(split.yaml_text, old.node, old.data, new, newline=nl, keep_comments=True, keep_order=True,
                            line_offset=split.line_offset)
@@ -256,14 +258,7 @@ def fresh_text(metadata: dict[str, Any], content: str) -> str:
     body = content if not content or content.endswith("\n") else content + "\n"
     if not new:
         return _verified(body, {}, _no_frontmatter(body), None)
-    return _created("", new, body, "\n", None)
-
-
-def _created(bom: str, data: dict[str, Any], body: str, nl: str, path: Path | str | None) -> str:
-    """A new frontmatter holding ``data`` above ``body``."""
-    yaml_text = indent_lines(render_yaml(data), 0, nl)
-    prefix, closing = bom + "---" + nl, "---" + nl
-    return _verified(prefix + yaml_text + closing + body, data, (prefix, yaml_text, closing + body), path)
+    return new_frontmatter("", new, body, "\n", None)[0]
 
 
 def _keep_around(original: str, content: str, nl: str) -> str:
@@ -288,14 +283,9 @@ def _verified(text: str, intent: dict[str, Any], pieces: tuple[str, str, str], p
               old: str = "", edits: Edits | None = None, aliased: bool = False, line_offset: int = 0) -> str:
     """``text`` once its strict reading holds exactly ``intent`` and splits into ``pieces`` (the text up
     to the YAML, the YAML, the closing line and body)."""
-    verify_write(text, partial(parse_frontmatter, path=path), intent, cut=_pieces, pieces=pieces, old=old, edits=edits,
-                 path=path, line_offset=line_offset, aliased=aliased)
+    verify_write(text, partial(parse_frontmatter, path=path), intent, pieces=pieces, old=old, edits=edits, path=path,
+                 line_offset=line_offset, aliased=aliased)
     return text
-
-
-def _pieces(parsed: ParsedFrontmatter) -> tuple[str, str, str]:
-    split = parsed.split
-    return split.prefix, split.yaml_text, split.closing + split.body
 
 
 def _no_frontmatter(text: str) -> tuple[str, str, str]:

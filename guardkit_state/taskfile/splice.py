@@ -157,18 +157,15 @@ def splice_state(text: str, update: StateUpdate, *, path: Path | str | None = No
     if update.is_empty:
         return SpliceResult(text, "noop")
     # A parse without its node tree cannot locate keys, nor one of another text: read again.
-    reusable = parsed is not None and (parsed.node is not None or not parsed.data) and _is_parse_of(parsed, text)
+    reusable = parsed is not None and (parsed.node is not None or not parsed.data) and "".join(parsed.pieces) == text
     old = parsed if parsed is not None and reusable else parse_frontmatter(text, path=path)
     split = old.split
     intent = expected_data(old, update)
-    read = partial(parse_frontmatter, path=path)
     nl = split.newline
     if not split.has_frontmatter:
         refuse_look_alike_frontmatter(split.body, path)
-        pieces = (split.bom + "---" + nl, indent_lines(render_yaml(intent), 0, nl), "---" + nl + split.body)
-        created = "".join(pieces)
-        return SpliceResult(created, "splice", None, verify_write(created, read, intent, cut=_pieces, pieces=pieces,
-                                                                  old="", edits=None, path=path))
+        created, verified = new_frontmatter(split.bom, intent, split.body, nl, path)
+        return SpliceResult(created, "splice", None, verified)
     fm, offset = split.yaml_text, split.line_offset
     # The substring test first: a multi-line regex search costs more than a whole splice on a long file.
     end_marker = DOCUMENT_END.search(fm) if fm.startswith("...") or "\n..." in fm else None
@@ -192,8 +189,8 @@ def splice_state(text: str, update: StateUpdate, *, path: Path | str | None = No
     reason = _rerendered(edited, key)
     if reason is not None:
         log.info("%s: re-rendering the state block: %s", path or "<text>", reason)
-    verified = verify_write(new_text, read, intent, cut=_pieces, pieces=pieces, old=fm, edits=edited.edits, path=path,
-                            line_offset=offset, aliased=old.aliased)
+    verified = verify_write(new_text, partial(parse_frontmatter, path=path), intent, pieces=pieces, old=fm,
+                            edits=edited.edits, path=path, line_offset=offset, aliased=old.aliased)
     return SpliceResult(new_text, "splice" if reason is None else "rerender", reason, verified)
 
 
@@ -227,11 +224,9 @@ def _rerendered(edited: Edited, key: str) -> str | None:
     return None
 
 
-def _pieces(parsed: ParsedFrontmatter) -> tuple[str, str, str]:
-    split = parsed.split
-    return split.prefix, split.yaml_text, split.closing + split.body
-
-
-def _is_parse_of(parsed: ParsedFrontmatter, text: str) -> bool:
-    split = parsed.split
-    return split.prefix + split.yaml_text + split.closing + split.body == text
+def new_frontmatter(bom: str, data: dict[str, Any], body: str, nl: str,
+                    path: Path | str | None) -> tuple[str, ParsedFrontmatter]:
+    """A text with a new frontmatter holding ``data`` above ``body``, and its verified reading."""
+    pieces = (bom + "---" + nl, indent_lines(render_yaml(data), 0, nl), "---" + nl + body)
+    text = "".join(pieces)
+    return text, verify_write(text, partial(parse_frontmatter, path=path), data, pieces=pieces, path=path)

@@ -198,10 +198,6 @@ class Edits:
     def add(self, start: int, end: int, text: str) -> None:
         self.items.append((start, end, len(self.items), text))
 
-    def extend(self, other: Edits) -> None:
-        for start, end, _, text in other.items:
-            self.add(start, end, text)
-
     def apply(self, text: str) -> str:
         parts: list[str] = []
         pos = 0

@@ -34,18 +34,24 @@ class Reading(Protocol):
     def data(self) -> Any: ...
 
 
+def _pieces(reading: Any) -> tuple[str, str, str]:
+    pieces: tuple[str, str, str] = reading.pieces
+    return pieces
+
+
 R = TypeVar("R", bound=Reading)
 T = TypeVar("T")
 
 
-def verify_write(new_text: str, parse: Callable[[str], R], intent: Any, *, cut: Callable[[R], tuple[str, str, str]],
-                 pieces: tuple[str, str, str], old: str, edits: Edits | None, path: Path | str | None,
-                 line_offset: int = 0, aliased: bool = False) -> R:
+def verify_write(new_text: str, parse: Callable[[str], R], intent: Any, *, pieces: tuple[str, str, str],
+                 old: str = "", edits: Edits | None = None, path: Path | str | None, line_offset: int = 0,
+                 aliased: bool = False, cut: Callable[[R], tuple[str, str, str]] = _pieces) -> R:
     """The strict reading of ``new_text`` once it is shown to be exactly what was meant.
 
     Args:
         new_text: ``head + yaml + tail`` as the writer put it together (``pieces``).
-        parse: the strict reader; ``cut`` splits its reading the same three ways.
+        parse: the strict reader; ``cut`` splits its reading the same three ways (by default its
+            ``pieces``).
         intent: the data the new text must read as.
         old: the YAML text the edits were made on; ``edits`` those edits (None: a text made anew).
         line_offset: the line of the file the YAML text starts after (1 in a frontmatter).
