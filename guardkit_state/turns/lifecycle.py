@@ -89,10 +89,13 @@ class TurnLifecycle(TurnView):
         """Hold the task's lock (one writer per task, across worktrees).
 
         Under it the view of the task file is confirmed — settled, never half-saved, else read
-        again (:meth:`confirm`) — and temp files a killed writer left in the store are removed.
+        again (:meth:`TaskFile.confirmed`) — and temp files a killed writer left in the store are removed.
         """
         with exclusive_lock(shared_lock_path(self.root, self.task_id), wait=wait, holder=self.task_id):
-            self.confirm()
+            # The view held is kept when the file is unchanged a settle pause after it was read (and
+            # does not look half-saved): an editor saving it in place at that read would have changed it.
+            self.task = self.task.confirmed(self.store)
+            self._completable = None  # the turn files are looked at again, as they are now
             removed = remove_stale_temp_files(self.store.directory)
             # A killed write of the task file leaves its temp beside the file, or beside a link's target.
             for folder in dict.fromkeys((self.task.path.parent, self.task.path.resolve().parent)):
@@ -100,19 +103,6 @@ class TurnLifecycle(TurnView):
             if removed:
                 log.info("removed %d temp file(s) an interrupted write left in %s", len(removed), self.store.directory)
             yield self
-
-    def confirm(self) -> bool:
-        """Make the view held the file as it is now, settled; True when it had to be read again.
-
-        The view is kept when the file is unchanged a settle pause after it was read (and does not
-        look half-saved): an editor saving it in place at that read would have changed it by then.
-        """
-        task = self.task.confirmed(self.store)
-        self._completable = None  # the turn files are looked at again, as they are now
-        if task is self.task:
-            return False
-        self.task = task
-        return True
 
     def complete_from_files(self, number: int) -> TurnRecord:
         """Complete turn ``number`` (a :meth:`completable_turn`) from its files: no agent is called."""
