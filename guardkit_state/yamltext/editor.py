@@ -72,7 +72,8 @@ class Refusal(Exception):
 
 
 class _Wide(Exception):
-    """The value cannot be edited narrowly: the value that holds it is rewritten whole instead."""
+    """A value cannot be edited in place (or, raised by a rewrite or for a ``narrow`` path, not at
+    all): the value that catches it is rewritten whole instead, with this as the reason."""
 
     def __init__(self, message: str, at: int) -> None:
         super().__init__(message)
@@ -232,6 +233,7 @@ class _Editor:
         """Edit one entry's value from ``old`` to ``new`` as narrowly as its layout allows; its new data."""
         if self.same(old, new):
             return old
+        # What a narrow edit that fails half-way made is taken back before the value is rewritten whole.
         mark = (len(self.edits.items), len(self.rewrites), self.newline_added)
         reason: str | None = None
         try:

@@ -1,12 +1,12 @@
 """The one writer of verified YAML files (task files and feature plans): lock, edit, precondition,
 retry with jitter, settle.
 
-The caller's ``edit`` turns the bytes on disk into the new, already verified text (it locates,
-edits, renders and verifies: :mod:`.editor`, :mod:`.verify`). :func:`write_verified` replaces the file atomically
-only while it still holds the bytes the edit was made from, checked after the fsync just before
-the rename: an editor or a ``git checkout`` that saved meanwhile is never overwritten; the file is
-read again once it has settled and the edit redone on its text. Locks bind only guardkit-state's
-own writers; this check covers everyone else.
+The caller's ``edit`` turns the bytes on disk into the new, already verified text (it edits and
+verifies: :mod:`.editor`, :mod:`.verify`). :func:`write_verified` replaces the file atomically only
+while it still holds the bytes the edit was made from, compared after the fsync just before the
+rename: an editor or a ``git checkout`` that saved meanwhile is never overwritten; the file is read
+again once it has settled (:func:`read_settled`, the one settle algorithm) and the edit redone on
+its text. Locks bind only guardkit-state's own writers; this check covers everyone else.
 """
 
 from __future__ import annotations
