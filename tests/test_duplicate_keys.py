@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from guardkit_state.cli.app import run as cli_run
 from guardkit_state.errors import DuplicateKeyError
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.yamltext.strict_yaml import parse_yaml
 
 from .helpers import coach_decision, player_report
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from guardkit_state.remote.merge_driver import merge_texts
 from guardkit_state.remote.state_merge import merge_plan, merge_task_frontmatter
-from guardkit_state.taskfile.splice.render import render_yaml
+from guardkit_state.yamltext.render import render_yaml
 from tests.update_oracle import read_yaml, same, split_frontmatter_text
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=8))

@@ -36,7 +36,7 @@ from guardkit_state.errors import ConfigError, GuardkitStateError, SchemaError
 from guardkit_state.store.fsio import decode_utf8, read_bytes_capped, resolve_inside
 from guardkit_state.store.layout import OVERRIDES_FILE, QUALITY_GATES_FILE
 from guardkit_state.store.schemas import format_pointer, parse_pointer, validate_record
-from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
+from guardkit_state.yamltext.strict_yaml import ParsedYaml, parse_yaml
 
 log = logging.getLogger("guardkit_state.config.loader")
 

@@ -32,7 +32,7 @@ from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.frontmatter import STATE_KEY
 from guardkit_state.taskfile.resolve import resolve_task
-from guardkit_state.taskfile.splice.update import StateUpdate
+from guardkit_state.taskfile.splice import StateUpdate
 from guardkit_state.turns.checks import turn_budget
 from guardkit_state.turns.clock import utc_now
 from guardkit_state.turns.sent_back import SENT_BACK_KEY, gate_words, kept_output, sent_back_entries

@@ -60,10 +60,9 @@ from guardkit_state.store.jsonio import load_json
 from guardkit_state.store.layout import artifacts_dir, log_file
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.store.turn_files import TurnStore
-from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.taskfile.document import TaskFile, read_task_settled
 from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.turns.checks import check_may_continue, checked_max_turns, checked_timeout, checked_usd
-from guardkit_state.turns.clock import read_task_settled
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 from guardkit_state.turns.recorded_history import restore_recorded_history
 from guardkit_state.turns.resume import ResumePoint, resume_point

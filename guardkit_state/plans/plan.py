@@ -23,7 +23,7 @@ import yaml
 from guardkit_state.errors import FeatureNotFoundError, FeaturePlanError, ParseError, TaskNotFoundError
 from guardkit_state.plans.schema import check_plan_data, node_line
 from guardkit_state.store import fsio, layout
-from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
+from guardkit_state.yamltext.strict_yaml import ParsedYaml, parse_yaml
 
 #: Plan files are ``FEAT-<something>.yaml`` in the features folder (GuardKit's own glob).
 PLAN_PREFIX = "FEAT-"

@@ -16,7 +16,7 @@ from guardkit_state.plans.plan import PLAN_SUFFIX, parse_plan
 from guardkit_state.plans.schema import PlanProblem, node_line, schema_problems
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.store import fsio
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.yamltext.strict_yaml import parse_yaml
 
 
 def validate_plan_file(path: Path | str) -> list[PlanProblem]:

@@ -422,6 +422,25 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+#: What tells a file's versions apart: inode, size, modification and change times (ns).
+Identity = tuple[int, int, int, int]
+
+
+def identity_of(st: os.stat_result) -> Identity:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def file_identity(path: Path) -> Identity | None:
+    """The identity of the regular file at ``path`` now (None when there is none): a write gives the
+    file another (a new inode, size or time), so a file whose identity is unchanged since a read
+    (taken just before it) is the file that was read."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return identity_of(st) if stat.S_ISREG(st.st_mode) else None
+
+
 def read_bytes_capped(path: Path, *, limit: int = MAX_FILE_BYTES) -> bytes:
     """Read a whole regular file, refusing one larger than ``limit`` before reading it.
 
@@ -439,6 +458,32 @@ def read_bytes_capped(path: Path, *, limit: int = MAX_FILE_BYTES) -> bytes:
     if len(data) > limit:  # it grew after the fstat
         raise _too_large(path, "file grew while it was read", limit)
     return data
+
+
+def read_head(path: Path, size: int) -> bytes:
+    """The first ``size`` bytes of a regular file (never a blocking open, as :func:`read_bytes_capped`)."""
+    fd, _ = _open_regular(path if isinstance(path, Path) else Path(path))
+    try:
+        return _read_upto(fd, size, path)
+    finally:
+        os.close(fd)
+
+
+def holds(path: Path, expected: bytes) -> bool:
+    """True when the file at ``path`` still holds exactly ``expected`` (a missing, unreadable or
+    special file does not). A comparison, not a read: a file of another size is never opened."""
+    try:
+        if os.stat(path).st_size != len(expected):
+            return False
+        fd, _ = _open_regular(path)
+    except (OSError, GuardkitStateError):
+        return False
+    try:
+        return _read_upto(fd, len(expected) + 1, path) == expected
+    except GuardkitStateError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _too_large(path: Path, what: str, limit: int, why: str = "") -> FileTooLargeError:

@@ -1,7 +1,7 @@
 """The per-task artifact store: ``.guardkit/autobuild/TASK-ID/{player_turn,coach_turn,turn_state_turn}_N.json``.
 
 Records are validated once before they are written (by :meth:`TurnStore.write`, or where they come
-in, for :meth:`TurnStore.write_checked`) and on read, written atomically, and immutable once their turn is
+in, when the writer says so) and on read, written atomically, and immutable once their turn is
 recorded in the task's frontmatter (the commit point): rewriting a recorded turn is an error, while
 the files of an interrupted, unrecorded turn may be replaced by a re-run.
 
@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError, SchemaError, TurnAlreadyRecordedError
 from guardkit_state.model import CoachDecision, PlayerReport, TurnState
-from guardkit_state.store.fsio import atomic_write_stat
-from guardkit_state.store.jsonio import check_storable, dump_json, dump_record, load_record
+from guardkit_state.store import schemas
+from guardkit_state.store.fsio import Identity, atomic_write_stat, file_identity, identity_of
+from guardkit_state.store.jsonio import check_storable, dump_json, load_record
 from guardkit_state.store.layout import WORK_DIR
 from guardkit_state.store.layout import artifacts_dir as artifacts_dir  # re-exported: the folder is the layout's
-from guardkit_state.store.schemas import normalise
 
 FILE_PATTERNS = {
     "player_turn": "player_turn_{n}.json",
@@ -35,28 +34,13 @@ FILE_PATTERNS = {
 }
 
 
-def _identity(path: Path) -> tuple[int, int, int, int] | None:
-    """What tells a file's versions apart (inode, size, times); None when it is no regular file."""
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    return _identity_of(st)
-
-
-def _identity_of(st: os.stat_result) -> tuple[int, int, int, int]:
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
 class TurnStore:
     """Read and write one task's per-turn JSON files."""
 
     def __init__(self, directory: Path, task_id: str) -> None:
         self.directory = Path(directory)
         self.task_id = task_id
-        self._cache: dict[Path, tuple[tuple[int, int, int, int], str]] = {}
+        self._cache: dict[Path, tuple[Identity, str]] = {}
         self._paths: dict[tuple[str, int], Path] = {}  # a turn's paths are asked for many times per turn
 
     @property
@@ -78,33 +62,25 @@ class TurnStore:
     def exists(self, kind: str, turn: int) -> bool:
         return self.path(kind, turn).is_file()
 
-    def write(self, kind: str, turn: int, data: dict[str, Any], *, recorded_turns: int) -> Path:
-        """Validate ``data`` against its schema and write it atomically.
+    def write(self, kind: str, turn: int, data: dict[str, Any], *, recorded_turns: int, checked: bool = False,
+              canonical: bool = False) -> Path:
+        """Write ``data`` as canonical JSON, atomically, checked against the ``kind`` schema first.
+
+        ``checked``: the caller already checked ``data`` (a report is checked once, where it comes
+        in: :mod:`guardkit_state.turns.intake`), and it is not checked again. ``canonical``: ``data``
+        is exactly what :meth:`read` returns for the written file (a record built from a validated
+        dict), remembered as written without being normalised again.
 
         Raises:
             TurnAlreadyRecordedError: ``turn`` is already recorded in the frontmatter.
-            SchemaError: ``data`` is not a valid ``kind`` record (nothing is written).
+            SchemaError: ``data`` is not a valid ``kind`` record, or holds something that cannot be
+                written as UTF-8 JSON, named by its JSON path (nothing is written).
         """
         self._refuse_recorded(kind, turn, recorded_turns)
         path = self.path(kind, turn)
-        return self._put(kind, path, dump_record(kind, data, path=path), canonical=False)
-
-    def write_checked(self, kind: str, turn: int, data: dict[str, Any], *, recorded_turns: int,
-                      canonical: bool = True) -> Path:
-        """Write ``data``, which the caller already checked against the ``kind`` schema, as canonical JSON.
-
-        A report is checked once, where it comes in (:mod:`guardkit_state.turns.intake`); checking
-        it again here would only repeat that work. ``canonical`` says ``data`` is exactly what
-        :meth:`read` returns for the written file (a record built from a validated dict): it is
-        then remembered as written, without normalising it again.
-
-        Raises:
-            TurnAlreadyRecordedError: ``turn`` is already recorded in the frontmatter.
-            SchemaError: ``data`` holds something that cannot be written as UTF-8 JSON, named by its
-                JSON path (nothing is written).
-        """
-        self._refuse_recorded(kind, turn, recorded_turns)
-        path = self.path(kind, turn)
+        if not checked:
+            check_storable(data, path=path)
+            schemas.check_record(kind, data, path=path)
         try:
             text = dump_json(data)
             text.encode("utf-8")
@@ -135,8 +111,8 @@ class TurnStore:
             written = atomic_write_stat(path, data)
         assert written is not None  # None only when a precondition says no, and there is none
         # What read() would return for these bytes (already checked): the next turn reads it.
-        self._cache[path] = (_identity_of(written), text if canonical else
-                             json.dumps(normalise(kind, json.loads(text), owned=True)[0], ensure_ascii=False))
+        self._cache[path] = (identity_of(written), text if canonical else
+                             json.dumps(schemas.normalise(kind, json.loads(text), owned=True)[0], ensure_ascii=False))
         return path
 
     def read(self, kind: str, turn: int) -> dict[str, Any] | None:
@@ -145,9 +121,9 @@ class TurnStore:
         Served from memory while the file is unchanged since this store last validated it.
         """
         path = self.path(kind, turn)
-        return self._read(kind, path, _identity(path))
+        return self._read(kind, path, file_identity(path))
 
-    def _read(self, kind: str, path: Path, identity: tuple[int, int, int, int] | None) -> dict[str, Any] | None:
+    def _read(self, kind: str, path: Path, identity: Identity | None) -> dict[str, Any] | None:
         if identity is None:
             return None
         hit = self._cache.get(path)

@@ -219,7 +219,7 @@ def declared_id(path: Path) -> str | None:
     """The ``id:`` a task file declares in its frontmatter, by a cheap scan of its head (no YAML parse)."""
     try:
         # Never a blocking open: the name may have become a FIFO since the walk looked at it.
-        head = fsio.read_bytes_capped(path)[:_HEAD_BYTES].decode("utf-8", "replace")
+        head = fsio.read_head(path, _HEAD_BYTES).decode("utf-8", "replace")
     except GuardkitStateError:
         return None
     from guardkit_state.taskfile.frontmatter import split_frontmatter  # here: the CLI builds its parser without YAML

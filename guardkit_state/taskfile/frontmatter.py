@@ -21,15 +21,13 @@ from guardkit_state.model import LEGACY_STATE_KEY as LEGACY_STATE_KEY  # the sta
 from guardkit_state.model import STATE_KEY as STATE_KEY
 from guardkit_state.model import STATE_KEYS as STATE_KEYS
 from guardkit_state.model import AutobuildState
-from guardkit_state.taskfile.strict_yaml import DuplicateKey, parse_yaml
+from guardkit_state.yamltext.strict_yaml import DuplicateKey, parse_yaml
 
 #: A delimiter line: three dashes and optional trailing blanks, as python-frontmatter and Jekyll read it.
 _OPEN = re.compile(r"---[ \t]*(\r?\n)")
 _LONE_OPEN = re.compile(r"---[ \t]*[\r\n]*\Z")
 _CLOSE_TAIL = re.compile(r"[ \t]*(?:\n|\r\n|\r?\Z)")
 _MD_HEADING = re.compile(r"^#{2,6} \S")
-#: YAML's document-end line: text spliced after it would start a second document.
-DOCUMENT_END = re.compile(r"^\.\.\.(?:[ \t].*)?\r?$", re.M)
 #: Blank lines at the start of a text without frontmatter (before its first non-blank line).
 _LEADING_BLANK_LINES = re.compile(r"(?:[ \t\f\v]*\r?\n)*")
 
@@ -160,6 +158,12 @@ class ParsedFrontmatter:
     aliased: bool = False  # the YAML uses an alias (see :func:`strict_yaml.parse_yaml`)
     #: Keys a mapping repeats, read as their last value (only with ``keep_last``).
     duplicates: tuple[DuplicateKey, ...] = ()
+
+    @property
+    def pieces(self) -> tuple[str, str, str]:
+        """The text up to the YAML, the YAML, the closing line and body: the three pieces it is made of."""
+        split = self.split
+        return split.prefix, split.yaml_text, split.closing + split.body
 
     @property
     def state_key(self) -> str | None:

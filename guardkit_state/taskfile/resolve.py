@@ -45,7 +45,7 @@ from guardkit_state.taskfile.discovery import (
     task_id_from_filename,
 )
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.yamltext.strict_yaml import parse_yaml
 
 #: GuardKit's own search order of the status folders; any other folder comes after these.
 SEARCH_ORDER = ("backlog", "in_progress", "design_approved", "in_review", "blocked", "completed")

@@ -78,9 +78,6 @@ class DuplicateKey:
     first_line: int
     line: int
 
-    def describe(self) -> str:
-        return f"duplicate key {self.key!r} on lines {self.first_line} and {self.line}"
-
 
 @dataclass(frozen=True)
 class ParsedYaml:
