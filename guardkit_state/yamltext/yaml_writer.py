@@ -38,7 +38,7 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Snapshot(Generic[T]):
+class SettledRead(Generic[T]):
     """What a file held when it was read: its bytes, what they read as, and its identity then."""
 
     value: T
@@ -58,7 +58,7 @@ def unchanged(path: Path, identity: fsio.Identity | None, read_at: float) -> boo
 
 
 def read_settled(path: Path, read: Callable[[bytes], T], *, whole: Callable[[T], bool] | None = None,
-                 confirm: bool = True) -> Snapshot[T]:
+                 confirm: bool = True) -> SettledRead[T]:
     """The file once it has settled: ``read(bytes)`` raises no :class:`ParseError`, ``whole`` holds,
     and (``confirm``) it is unchanged a settle pause later. The one settle algorithm of every writer.
 
@@ -73,13 +73,13 @@ def read_settled(path: Path, read: Callable[[bytes], T], *, whole: Callable[[T],
     pauses = iter(RESETTLE_PAUSES)
     seen: set[bytes] = set()
     error: ParseError | None = None
-    last: Snapshot[T] | None = None
+    last: SettledRead[T] | None = None
     while True:
         identity = fsio.file_identity(path)  # taken first: a write during the read shows as a change
         raw = fsio.read_bytes_capped(path)
         seen.add(raw)
         try:
-            last, error = Snapshot(read(raw), raw, identity), None
+            last, error = SettledRead(read(raw), raw, identity), None
         except ParseError as exc:
             last, error = None, exc
         if last is not None and (whole is None or whole(last.value)):
