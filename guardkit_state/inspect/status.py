@@ -9,9 +9,7 @@ time and never trusted over the files: an entry is used only while its file is u
 from __future__ import annotations
 
 import bisect
-import contextlib
 import copy
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -20,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import FileTooLargeError, GuardkitStateError
 from guardkit_state.git.checkouts import worktrees_home
-from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir, read_bytes_capped
-from guardkit_state.store.layout import features_dir, status_cache_file, tasks_dir
+from guardkit_state.store.fsio import read_bytes_capped
+from guardkit_state.store.layout import features_dir, tasks_dir
+from guardkit_state.store.stat_cache import StatCache, signature
 from guardkit_state.taskfile.discovery import (
     STATE_MARKERS,
     declared_id,
@@ -44,9 +43,9 @@ if TYPE_CHECKING:
 
 #: Bumped whenever a summary's shape or meaning changes (unreadable files are keyed by the id the
 #: resolver finds them by; criteria counts apart): an older cache is rebuilt, never misread.
-CACHE_VERSION = 4
-#: The cache is ours and rebuildable; one this large is ignored (and rebuilt) rather than read.
-_CACHE_READ_LIMIT = 256 * 1024 * 1024
+CACHE_VERSION = 5
+#: ``.guardkit/cache/status.json`` (:mod:`guardkit_state.store.stat_cache`).
+CACHE_NAME = "status"
 
 
 @dataclass
@@ -110,8 +109,8 @@ def repo_status(repo_root: Path, *, use_cache: bool = True) -> list[TaskSummary]
     root = Path(repo_root).resolve()
     # Outside a repository (no tasks/) there is nothing to cache, and a read must create nothing.
     use_cache = use_cache and tasks_dir(root).is_dir()
-    cache = _load_cache(root) if use_cache else {}
-    fresh: dict[str, Any] = {}
+    cache = StatCache.of(root, CACHE_NAME, CACHE_VERSION) if use_cache else None
+    seen: list[str] = []
     main = _Checkout(root)
     trees: dict[str, _Checkout] = {}
     # Plain strings and scandir entries, not Path objects: 10,000 files cost ~0.1 s less this way.
@@ -120,19 +119,20 @@ def repo_status(repo_root: Path, *, use_cache: bool = True) -> list[TaskSummary]
             stat = entry.stat()  # a symlinked task file (inside the checkout) is keyed by its target
         except OSError:
             continue
-        # inode and ctime too: an atomic replace (new inode) or any write (new ctime) within the
-        # same mtime tick and at the same size is still seen as a change.
-        signature = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
-        hit = cache.get(key)
-        if hit is not None and hit.get("sig") == signature:
-            data = hit.get("summary")
+        sig = signature(stat)
+        hit = cache.entry(key, sig) if cache is not None else None
+        if hit is not None and "summary" in hit:
+            data = hit["summary"]
         else:
             data = _summarise_file(Path(entry.path), relpath, tree is not None)
-        fresh[key] = {"sig": signature, "summary": data}
+            if cache is not None:
+                cache.put(key, sig, "summary", data)
+        seen.append(key)
         checkout = main if tree is None else trees.setdefault(tree, _Checkout(Path(entry.path[:-len(relpath) - 1])))
         checkout.add(entry.name, relpath, data)
-    if use_cache and fresh != cache:
-        _save_cache(root, fresh)
+    if cache is not None:
+        cache.retain(seen)
+        cache.save()
     summaries = main.pick()
     for task_id, tree_checkout in trees.items():
         # The loop's worktree holds a copy of its task: that copy (with or without state) is the truth.
@@ -238,24 +238,6 @@ def _task_files(root: str) -> Iterator[tuple[os.DirEntry[str], str, str, str | N
         base = len(tree.path) + 1
         for entry in own_task_files(tree.path, tree.name):
             yield entry, entry.path[keep:], entry.path[base:], tree.name
-
-
-def _save_cache(root: Path, files: dict[str, Any]) -> None:
-    """Write the cache; a failure only costs the next run a rescan."""
-    path = status_cache_file(root)
-    with contextlib.suppress(GuardkitStateError, OSError):
-        ensure_private_dir(path.parent)
-        # Not capped: a rebuildable cache of a huge repository may pass the task-file cap.
-        atomic_write_text(path, json.dumps({"version": CACHE_VERSION, "files": files}), limit=None)
-
-
-def _load_cache(root: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(read_bytes_capped(status_cache_file(root), limit=_CACHE_READ_LIMIT).decode("utf-8"))
-    except (GuardkitStateError, ValueError):
-        return {}
-    files = data.get("files") if isinstance(data, dict) and data.get("version") == CACHE_VERSION else None
-    return files if isinstance(files, dict) else {}
 
 
 # --------------------------------------------------------------------------- features

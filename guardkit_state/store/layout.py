@@ -15,7 +15,7 @@ them to a root::
         config/entity-overrides.yaml            overrides (OVERRIDES_FILE)
         index/                                  the local search index (index_dir)
         reports/TASK-ID.html                    the HTML report (report_file)
-        cache/status.json                       the status cache (status_cache_file)
+        cache/status.json                       the status cache (status_cache_file); plans.json ... (cache_file)
         logs/autobuild.log                      the loop's log (log_file)
 
 The per-task lock lives in git's common directory when there is one (shared by every worktree):
@@ -85,6 +85,11 @@ def report_file(root: Path | str, task_id: str) -> Path:
 
 def status_cache_file(root: Path | str) -> Path:
     return Path(root) / STATUS_CACHE_FILE
+
+
+def cache_file(root: Path | str, name: str) -> Path:
+    """A reader's rebuildable cache, ``.guardkit/cache/NAME.json`` (beside ``status``'s)."""
+    return Path(root) / STATUS_CACHE_FILE.parent / f"{name}.json"
 
 
 def log_file(root: Path | str) -> Path:

@@ -45,7 +45,7 @@ from guardkit_state.taskfile.discovery import (
     task_id_from_filename,
 )
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.taskfile.plan_reads import PlanListing, read_plans
 
 #: GuardKit's own search order of the status folders; any other folder comes after these.
 SEARCH_ORDER = ("backlog", "in_progress", "design_approved", "in_review", "blocked", "completed")
@@ -123,50 +123,19 @@ def search_rank(relpath: str) -> tuple[int, str, int, str]:
     return rank, folder, len(parts), relpath
 
 
-@dataclass(frozen=True)
-class PlanListing:
-    """What a feature plan says about its tasks: its id, and each entry's ``id`` and ``file_path``."""
-
-    feature_id: str
-    tasks: tuple[tuple[str | None, str | None], ...]
-
-
 def plan_listings(checkout: Path | str) -> tuple[PlanListing, ...]:
-    """Every feature plan of ``checkout`` (``.guardkit/features/FEAT-*.yaml``), by file name, read
-    strictly once per :func:`~guardkit_state.taskfile.discovery.listing_scope`. A plan the strict
-    reader refuses lists nothing: a broken plan must not stop a task from being found."""
-    directory = layout.features_dir(checkout)
-
-    def read() -> tuple[PlanListing, ...]:
-        try:
-            plans = sorted(p for p in directory.iterdir() if p.name.startswith("FEAT-") and p.suffix == ".yaml")
-        except OSError:
-            return ()
-        found = []
-        for plan in plans:
-            try:
-                data = parse_yaml(fsio.decode_utf8(fsio.read_bytes_capped(plan), plan), path=plan, keep_last=True).data
-            except GuardkitStateError:
-                continue
-            if not isinstance(data, dict):
-                continue
-            own, tasks = data.get("id"), data.get("tasks")
-            entries = tuple((_text(task.get("id")), _text(task.get("file_path")))
-                            for task in (tasks if isinstance(tasks, list) else ()) if isinstance(task, dict))
-            found.append(PlanListing(own if isinstance(own, str) and own else plan.stem, entries))
-        return tuple(found)
-
-    return scoped(("plans", os.fspath(directory)), read)
-
-
-def _text(value: Any) -> str | None:
-    return value.strip() or None if isinstance(value, str) else None
+    """Every feature plan of ``checkout`` (``.guardkit/features/FEAT-*.yaml``), by file name, as
+    :mod:`~guardkit_state.taskfile.plan_reads` reads it (once per change of the file). A plan that
+    cannot be read lists nothing: a broken plan must not stop a task from being found."""
+    return tuple(read.listing for read in read_plans(checkout) if read.listing is not None)
 
 
 def plan_paths(checkout: Path) -> set[str]:
-    """Every ``tasks[].file_path`` of the feature plans in ``checkout``, relative to it."""
-    return {Path(file_path).as_posix().removeprefix("./") for plan in plan_listings(checkout)
-            for _, file_path in plan.tasks if file_path}
+    """Every ``tasks[].file_path`` of the feature plans in ``checkout``, relative to it (once per
+    :func:`~guardkit_state.taskfile.discovery.listing_scope`)."""
+    return scoped(("plan paths", os.fspath(checkout)), lambda: {
+        Path(file_path).as_posix().removeprefix("./") for plan in plan_listings(checkout)
+        for _, file_path in plan.tasks if file_path})
 
 
 def holds_state(path: Path) -> bool:
