@@ -50,6 +50,11 @@ COMMAND_MODULES: tuple[str, ...] = (
     "mcp",
 )
 
+#: Commands that only read the task files and plans (``report`` writes its page, ``status`` and
+#: ``search`` their caches): each runs in one listing scope, so ``tasks/`` is listed, and each plan
+#: looked at, once for the whole command (see :func:`guardkit_state.taskfile.discovery.listing_scope`).
+READ_COMMANDS = frozenset({"show", "context", "status", "log", "diff", "suggest-mode", "validate", "search", "report"})
+
 #: Errors that mean "the command cannot run as asked": bad input, an unknown or ambiguous task,
 #: nothing to resume, the task locked by another run. Exit 2; nothing on disk was changed.
 USAGE_ERRORS = (InputError, LockedError, TaskNotFoundError, AmbiguousTaskError, ResumeError)
@@ -163,7 +168,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("guardkit_state").addHandler(logging.NullHandler())
     warnings = _warn_on_stderr("guardkit_state.taskfile.duplicates", out)
     try:
-        return int(args.handler(args, out))
+        if args.command not in READ_COMMANDS:
+            return int(args.handler(args, out))
+        from guardkit_state.taskfile.discovery import listing_scope
+
+        with listing_scope():
+            return int(args.handler(args, out))
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -83,7 +83,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.agents import agent_for
     from guardkit_state.cli.event_lines import progress_lines
-    from guardkit_state.cli.feature_output import names_feature, run_feature
+    from guardkit_state.cli.feature_output import run_feature
+    from guardkit_state.store.layout import names_feature
 
     if args.remote is not None:  # this machine's worker on a feature shared through a git remote
         from guardkit_state.cli.remote_feature import run_remote

@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.cli.feature_output import names_feature
+    from guardkit_state.store.layout import names_feature
 
     if args.remote is not None:
         from guardkit_state.cli.remote_feature import show_remote

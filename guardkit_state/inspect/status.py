@@ -20,18 +20,19 @@ from guardkit_state.errors import FileTooLargeError, GuardkitStateError
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.store.fsio import read_bytes_capped
 from guardkit_state.store.layout import features_dir, tasks_dir
-from guardkit_state.store.stat_cache import StatCache, signature
+from guardkit_state.store.stat_cache import signature
 from guardkit_state.taskfile.discovery import (
     STATE_MARKERS,
     declared_id,
+    listing_scope,
     loop_worktrees,
     named_for,
     names_task,
     own_task_files,
+    task_entries,
     task_id_from_filename,
-    walk_markdown,
 )
-from guardkit_state.taskfile.resolve import Copy, choose, plan_paths
+from guardkit_state.taskfile.resolve import Copy, choose, plan_paths, task_cache
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
@@ -41,11 +42,6 @@ if TYPE_CHECKING:
 # The task document, the history and the feature plans are imported where a file must be read:
 # a status served from its cache reads none, and their imports were most of its time.
 
-#: Bumped whenever a summary's shape or meaning changes (unreadable files are keyed by the id the
-#: resolver finds them by; criteria counts apart): an older cache is rebuilt, never misread.
-CACHE_VERSION = 5
-#: ``.guardkit/cache/status.json`` (:mod:`guardkit_state.store.stat_cache`).
-CACHE_NAME = "status"
 
 
 @dataclass
@@ -106,10 +102,14 @@ def repo_status(repo_root: Path, *, use_cache: bool = True) -> list[TaskSummary]
     Each id is read from the copy ``show`` reads (:mod:`guardkit_state.taskfile.resolve`): among several
     copies the rules pick one, and a loop's worktree is read for that loop's own task only.
     """
-    root = Path(repo_root).resolve()
+    with listing_scope():  # one read: tasks/ listed once, the cache saved at its end
+        return _repo_status(Path(repo_root).resolve(), use_cache)
+
+
+def _repo_status(root: Path, use_cache: bool) -> list[TaskSummary]:
     # Outside a repository (no tasks/) there is nothing to cache, and a read must create nothing.
     use_cache = use_cache and tasks_dir(root).is_dir()
-    cache = StatCache.of(root, CACHE_NAME, CACHE_VERSION) if use_cache else None
+    cache = task_cache(root) if use_cache else None
     seen: list[str] = []
     main = _Checkout(root)
     trees: dict[str, _Checkout] = {}
@@ -127,12 +127,12 @@ def repo_status(repo_root: Path, *, use_cache: bool = True) -> list[TaskSummary]
             data = _summarise_file(Path(entry.path), relpath, tree is not None)
             if cache is not None:
                 cache.put(key, sig, "summary", data)
+                cache.put(key, sig, "state", data is not None)  # what the resolver asks (holds_state)
         seen.append(key)
         checkout = main if tree is None else trees.setdefault(tree, _Checkout(Path(entry.path[:-len(relpath) - 1])))
         checkout.add(entry.name, relpath, data)
     if cache is not None:
         cache.retain(seen)
-        cache.save()
     summaries = main.pick()
     for task_id, tree_checkout in trees.items():
         # The loop's worktree holds a copy of its task: that copy (with or without state) is the truth.
@@ -228,7 +228,7 @@ def _task_files(root: str) -> Iterator[tuple[os.DirEntry[str], str, str, str | N
     are read there; every other task is read from the main checkout.
     """
     prefix = len(root) + 1
-    for entry in walk_markdown(root, tasks_dir(root)):
+    for entry in task_entries(root):  # the listing every lookup by id of this command sees
         relpath = entry.path[prefix:]
         yield entry, relpath, relpath, None
     # Loop worktrees live in the repository's main checkout, also when this is a linked worktree.
@@ -284,7 +284,6 @@ def feature_status(repo_root: Path | str) -> list[FeatureSummary]:
     from guardkit_state.features.standing import autobuild_branches
     from guardkit_state.git.repo import GitRepo
     from guardkit_state.plans.plan import find_plans, load_plan
-    from guardkit_state.taskfile.discovery import listing_scope
 
     git = GitRepo.discover(root)
     branches = autobuild_branches(git) if git is not None else frozenset()

@@ -11,14 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from guardkit_state.config import load_config, render_player_role_section
 from guardkit_state.errors import InputError
 from guardkit_state.inspect.agent_costs import TaskCost, task_cost
+from guardkit_state.taskfile.discovery import listing_scope
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.locate import TaskLocation, locate_task
 from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.turns.history import TaskHistory
-from guardkit_state.turns.lifecycle import TurnLifecycle
 from guardkit_state.turns.resume import ResumePoint, resume_point
 
 if TYPE_CHECKING:
@@ -100,7 +99,13 @@ class TaskView:
 
 
 def task_view(repo_root: Path | str, task_id: str) -> TaskView:
-    """``task_id`` (an id or a task file's path) as ``show`` shows it."""
+    """``task_id`` (an id or a task file's path) as ``show`` shows it (one read: see
+    :func:`~guardkit_state.taskfile.discovery.listing_scope`)."""
+    with listing_scope():
+        return _task_view(repo_root, task_id)
+
+
+def _task_view(repo_root: Path | str, task_id: str) -> TaskView:
     location = locate_task(repo_root, task_id)
     task, store = location.load()
     point = resume_point(task, store)
@@ -137,8 +142,12 @@ def continuation_context(repo_root: Path | str, task_id: str, turn: int | None =
     Raises:
         InputError: ``turn`` is not one of 1 .. the next turn.
     """
-    location = locate_task(repo_root, task_id)
-    task, _ = location.load()
+    from guardkit_state.config import load_config, render_player_role_section
+    from guardkit_state.turns.lifecycle import TurnLifecycle
+
+    with listing_scope():
+        location = locate_task(repo_root, task_id)
+        task, _ = location.load()
     lifecycle = TurnLifecycle(task, root=location.checkout)
     next_turn = lifecycle.recorded_turns + 1
     # Turn 0 is out of range too (not "the next turn"): only an absent turn means the next.
@@ -170,6 +179,8 @@ class ModeSuggestion:
 def mode_suggestion(repo_root: Path | str, task_id: str | None = None, *, complexity: int | None = None,
                     source: str = "given") -> ModeSuggestion:
     """The mode for ``complexity`` when given, else for ``task_id``'s own complexity."""
+    from guardkit_state.config import load_config
+
     if complexity is None:
         if task_id is None:
             raise InputError("a task id or a complexity is needed")

@@ -25,6 +25,8 @@ from pydantic import Field
 from guardkit_state import __version__
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.mcp_server import answers
+from guardkit_state.store.stat_cache import disable_writes
+from guardkit_state.taskfile.discovery import listing_scope
 
 log = logging.getLogger("guardkit_state.mcp_server")
 
@@ -80,6 +82,19 @@ def _tool_errors(fn: _F) -> _F:
     return call  # type: ignore[return-value]
 
 
+def _one_read(fn: _F) -> _F:
+    """A read tool's call as one read command: ``tasks/`` listed, and each plan looked at, once for
+    the call (never across calls: the next call sees every file changed since); the read caches
+    saved when it ends (see :func:`~guardkit_state.taskfile.discovery.listing_scope`)."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with listing_scope():
+            return fn(*args, **kwargs)
+
+    return call  # type: ignore[return-value]
+
+
 def _error_result(line: str, detail: dict[str, object] | None) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=line)], structured_content=detail, is_error=True)
 
@@ -92,7 +107,8 @@ def build_server(repo: Path, *, read_only: bool = False) -> MCPServer[Any]:
 
     def tool(annotations: ToolAnnotations) -> Callable[[_F], _F]:
         def register(fn: _F) -> _F:
-            server.add_tool(_tool_errors(fn), name=fn.__name__, description=fn.__doc__, annotations=annotations,
+            call = _one_read(fn) if annotations is READ else fn
+            server.add_tool(_tool_errors(call), name=fn.__name__, description=fn.__doc__, annotations=annotations,
                             structured_output=True)
             return fn
         return register
@@ -226,7 +242,10 @@ def _resource(fn: Callable[..., _R], *args: Any) -> _R:
 
 
 def serve(repo: Path, *, read_only: bool = False) -> None:
-    """Serve ``repo`` over stdin/stdout until the client closes stdin."""
+    """Serve ``repo`` over stdin/stdout until the client closes stdin (``read_only``: no write
+    tool, and the read caches under ``.guardkit/cache/`` are read but never written)."""
+    if read_only:
+        disable_writes()
     build_server(repo, read_only=read_only).run("stdio")
 
 

@@ -44,6 +44,8 @@ STATUS_CACHE_FILE = _HOME / "cache" / "status.json"
 LOG_FILE = _HOME / "logs" / "autobuild.log"
 #: The loop's scratch folder inside a task's turn-file folder (context, prompts, incoming reports).
 WORK_DIR = ".work"
+#: A feature's id starts so (its plan is ``.guardkit/features/FEAT-....yaml``).
+FEATURE_PREFIX = "FEAT-"
 #: The loop's branches: ``autobuild/TASK-ID``.
 BRANCH_PREFIX = "autobuild/"
 #: Inside git's common directory: ``guardkit-state/locks/TASK-ID.lock``.
@@ -94,6 +96,12 @@ def cache_file(root: Path | str, name: str) -> Path:
 
 def log_file(root: Path | str) -> Path:
     return Path(root) / LOG_FILE
+
+
+def names_feature(ref: str) -> bool:
+    """True when a command's argument names a feature (its id ``FEAT-...``, in any case, or its
+    plan file ``....yaml``), not a task."""
+    return ref[:len(FEATURE_PREFIX)].upper() == FEATURE_PREFIX or ref.endswith(".yaml")
 
 
 def branch_for(task_id: str) -> str:

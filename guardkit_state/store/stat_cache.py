@@ -8,10 +8,14 @@ the ctime, an atomic replace the inode), and uses an entry only while the file's
 unchanged. The caches are rebuildable at any time and never trusted over the files: a damaged
 cache, one of another version, or one that cannot be written only costs a re-read.
 
-One cache per reader (``status``, ``plans``, ``validate``), loaded once per process and validated
-entry by entry on every use, so a long-running process (the MCP server) sees a file changed by
-anyone at once. Writing can be switched off for a process (:func:`disable_writes`): a read-only
-server then reads the caches other commands keep and writes none.
+One cache per kind of file (``status``: the task files; ``plans``: the feature plans), loaded
+once per process and validated entry by entry on every use, so a long-running process (the MCP
+server) sees a file changed by anyone at once. A cache is written only when a read ends (a read
+command runs in one :func:`batch`, through
+:func:`~guardkit_state.taskfile.discovery.listing_scope`): a command that writes (``record``,
+``feature-build``) reads the caches and writes none, so a refused write leaves the disk as it was.
+Writing can be switched off for a whole process (:func:`disable_writes`): a read-only server then
+reads the caches the commands keep and writes none.
 """
 
 from __future__ import annotations
@@ -60,8 +64,8 @@ def signature_of(path: Path | str) -> list[int] | None:
 
 @contextlib.contextmanager
 def batch() -> Iterator[None]:
-    """Within the block, caches are saved once, at its end (a command reading many files records
-    many facts: one write, not one per file). Nested blocks share the outer one."""
+    """A read: the caches it changed are saved once, at the end of the block (a command reading
+    many files records many facts: one write, not one per file). Nested blocks share the outer one."""
     token = _BATCH.set(_BATCH.get() + 1)
     try:
         yield
@@ -81,8 +85,7 @@ class StatCache:
     """One reader's cache: path key -> ``{"sig": signature, fact: value, ...}``.
 
     Take it with :meth:`of`; read a file's facts with :meth:`entry`, record one with :meth:`put`
-    (an entry with another signature is replaced whole), and :meth:`save` at the end of the read
-    (inside :func:`batch`, the save waits for the batch's end).
+    (an entry with another signature is replaced whole); the end of the :func:`batch` saves it.
     """
 
     def __init__(self, path: Path, version: int) -> None:
@@ -96,11 +99,10 @@ class StatCache:
     @classmethod
     def of(cls, root: Path | str, name: str, version: int) -> StatCache:
         """The process's cache ``name`` of the checkout ``root`` (loaded on first use)."""
-        path = cache_file(root, name)
-        key = os.fspath(path)
+        key = f"{os.fspath(root)}\0{name}"
         cache = _LOADED.get(key)
         if cache is None or cache.version != version:
-            cache = _LOADED[key] = cls(path, version)
+            cache = _LOADED[key] = cls(cache_file(root, name), version)
         return cache
 
     def entry(self, key: str, sig: list[int] | None) -> dict[str, Any] | None:
@@ -133,8 +135,9 @@ class StatCache:
             self.dirty = self.dirty or bool(gone)
 
     def save(self) -> None:
-        """Write the cache when it changed; a failure only costs the next process a re-read."""
-        if not self.dirty or not _WRITES["enabled"] or _BATCH.get():
+        """Write the cache when it changed (the end of a :func:`batch` calls this); a failure only
+        costs the next process a re-read."""
+        if not self.dirty or not _WRITES["enabled"]:
             return
         with self.lock:
             text = json.dumps({"version": self.version, "files": self.entries})

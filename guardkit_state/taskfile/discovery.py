@@ -21,6 +21,7 @@ process (the feature loop) always sees files created, moved or removed since its
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import logging
 import os
@@ -33,7 +34,7 @@ from typing import Any, TypeVar
 
 from guardkit_state.errors import FrontmatterError, GuardkitStateError, UnsafePathError
 from guardkit_state.model import STATE_KEYS
-from guardkit_state.store import fsio
+from guardkit_state.store import fsio, stat_cache
 from guardkit_state.store.layout import TASKS_DIR, worktrees_dir
 
 log = logging.getLogger("guardkit_state.taskfile.discovery")
@@ -61,13 +62,15 @@ def listing_scope() -> Iterator[None]:
 
     Never wrap a loop that writes or waits for agents in it: a listing taken inside the scope
     does not see files created, moved or removed later. A nested scope shares the outer one.
+    The read caches (:mod:`guardkit_state.store.stat_cache`) are saved once, when it ends.
     """
     if _SCOPE.get() is not None:
         yield
         return
     token = _SCOPE.set({})
     try:
-        yield
+        with stat_cache.batch():
+            yield
     finally:
         _SCOPE.reset(token)
 
@@ -86,20 +89,40 @@ def scoped(key: tuple[str, ...], compute: Callable[[], _T]) -> _T:
 
 @dataclass(frozen=True)
 class _Listing:
-    """The readable ``*.md`` files below a ``tasks/`` folder as ``(name, path)`` pairs in walk
-    order, and the FIFOs, sockets and devices the walk skipped."""
+    """The readable ``*.md`` files below a ``tasks/`` folder in walk order, their names sorted
+    (with their walk position: a lookup by id bisects them), and the FIFOs, sockets and devices
+    the walk skipped."""
 
-    files: tuple[tuple[str, str], ...]
+    entries: tuple[os.DirEntry[str], ...]
     special: tuple[Path, ...]
+    by_name: tuple[tuple[str, int], ...] = ()
+
+    def named(self, task_id: str) -> list[str]:
+        """The paths of the files named for ``task_id`` (``<id>.md``, ``<id>-<slug>.md``), in walk order."""
+        exact, prefix = f"{task_id}.md", f"{task_id}-"
+        found = []
+        for name, position in self.by_name[bisect.bisect_left(self.by_name, (task_id,)):]:
+            if not name.startswith(task_id):
+                break
+            if name == exact or name.startswith(prefix):
+                found.append(position)
+        return [self.entries[position].path for position in sorted(found)]
 
 
 def _listing(root: Path) -> _Listing:
     def walk() -> _Listing:
         special: list[Path] = []
-        files = tuple((entry.name, entry.path) for entry in walk_markdown(root, root / TASKS_DIR, special))
-        return _Listing(files, tuple(special))
+        entries = tuple(walk_markdown(root, root / TASKS_DIR, special))
+        by_name = tuple(sorted((entry.name, position) for position, entry in enumerate(entries)))
+        return _Listing(entries, tuple(special), by_name)
 
     return scoped(("tasks", os.fspath(root)), walk)
+
+
+def task_entries(root: Path | str) -> tuple[os.DirEntry[str], ...]:
+    """Every readable ``*.md`` file under ``root/tasks``, in walk order (:func:`walk_markdown`'s
+    rules): listed once per :func:`listing_scope`, as every lookup by id there sees them."""
+    return _listing(Path(root)).entries
 
 
 def walk_markdown(root: Path | str, top: Path | str,
@@ -170,10 +193,7 @@ def task_copies(repo_root: Path | str, task_id: str, special: list[Path] | None 
     listing = _listing(Path(repo_root))
     if special is not None:
         special.extend(listing.special)
-    # The name test first, inlined (named_for): a feature's lookups test every listed name.
-    exact, prefix = f"{task_id}.md", f"{task_id}-"
-    return [Path(path) for name, path in listing.files
-            if (name == exact or name.startswith(prefix)) and names_task(Path(path), task_id)]
+    return [Path(path) for path in listing.named(task_id) if names_task(Path(path), task_id)]
 
 
 def loop_worktrees(home: Path | str) -> list[os.DirEntry[str]]:
@@ -256,6 +276,7 @@ __all__ = [
     "own_task_files",
     "scoped",
     "task_copies",
+    "task_entries",
     "task_id_from_filename",
     "walk_markdown",
 ]

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import (
     DuplicateKeyError,
@@ -29,11 +29,13 @@ from guardkit_state.taskfile.criteria_text import extract_criteria as extract_cr
 from guardkit_state.taskfile.discovery import iter_task_files as iter_task_files
 from guardkit_state.taskfile.discovery import task_id_from_filename
 from guardkit_state.taskfile.frontmatter import STATE_KEY, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
-from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate, plain_data, splice_state
 from guardkit_state.taskfile.strict_yaml import DuplicateKey
 from guardkit_state.taskfile.yaml_writer import SETTLE_PAUSE as SETTLE_PAUSE  # the turn lifecycle waits as long
 from guardkit_state.taskfile.yaml_writer import read_settled as read_settled  # turns/intake.py reads it from here
 from guardkit_state.taskfile.yaml_writer import recall, remember, write_verified
+
+if TYPE_CHECKING:  # the splice is imported by a write only: a read never needs it
+    from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate
 
 log = logging.getLogger("guardkit_state.taskfile.document")
 #: One line per repeated key of a task file read (the CLI shows these on stderr).
@@ -195,6 +197,8 @@ class TaskFile:
             FrontmatterError, DuplicateKeyError: the file (or its new version) cannot be spliced.
             GuardkitStateError: the write failed (the original file is untouched).
         """
+        from guardkit_state.taskfile.splice.core import SpliceResult, splice_state
+
         wanted = self._for_this_file(update)
         result = SpliceResult(self.text, "noop")
         update = wanted
@@ -246,6 +250,8 @@ class TaskFile:
 
     def _contains(self, update: StateUpdate) -> bool:
         """True when this text already holds ``update`` (its turns, scalars and top-level keys)."""
+        from guardkit_state.taskfile.splice.core import plain_data
+
         block = self.data.get(self.state_key)
         if not isinstance(block, dict):
             return not update.touches_state and all(
@@ -285,12 +291,16 @@ class TaskFile:
                             path=self.path, turn=numbers[0], expected=f"turn {last + 1} next")
         if len(keep) == len(update.append_turns):
             return update
+        from guardkit_state.taskfile.splice.core import StateUpdate
+
         return StateUpdate(key=update.key, block_scalars=update.block_scalars, criteria=update.criteria,
                            append_turns=keep, top_level=update.top_level)
 
     def _for_this_file(self, update: StateUpdate) -> StateUpdate:
         if update.key == self.state_key:
             return update
+        from guardkit_state.taskfile.splice.core import StateUpdate
+
         return StateUpdate(
             key=self.state_key,
             block_scalars=update.block_scalars,

@@ -16,6 +16,7 @@ read again once the feature branch is part of its HEAD. Every location says whic
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -125,11 +126,14 @@ def features_of_task(root: Path | str, task_id: str) -> list[str]:
 def _plan_index(root: Path | str) -> dict[str, tuple[str, ...]]:
     """Task id -> the features whose plan lists it, in plan file order (the plan's own id names
     its branch; its file name else)."""
-    index: dict[str, list[str]] = {}
-    for plan in plan_listings(root):
-        for task_id in dict.fromkeys(task_id for task_id, _ in plan.tasks if task_id):
-            index.setdefault(task_id, []).append(plan.feature_id)
-    return {task_id: tuple(features) for task_id, features in index.items()}
+    def build() -> dict[str, tuple[str, ...]]:
+        index: dict[str, list[str]] = {}
+        for plan in plan_listings(root):
+            for task_id in dict.fromkeys(task_id for task_id, _ in plan.tasks if task_id):
+                index.setdefault(task_id, []).append(plan.feature_id)
+        return {task_id: tuple(features) for task_id, features in index.items()}
+
+    return scoped(("plan index", os.fspath(root)), build)
 
 
 def feature_branch_of_task(repo: GitRepo, root: Path | str, task_id: str) -> tuple[str, str] | None:

@@ -135,7 +135,6 @@ def read_plan(path: Path | str) -> PlanRead:
         read = _parse(path, text)
         if cache is not None and relpath is not None and read.error is None and _storable(read.data):
             cache.put(relpath, sig, "plan", {"data": read.data, "dups": read.duplicates, "lines": list(read.lines)})
-            cache.save()
     if sig is not None:
         read._key = (path, relpath or "", sig) if cache is not None and relpath is not None else None
         _MEMO[key] = (sig, read)
@@ -171,7 +170,6 @@ def mark_checked(read: PlanRead) -> None:
         cache, _ = _cache_of(path)
         if cache is not None:
             cache.put(relpath, sig, "checked", True)
-            cache.save()
 
 
 def _cache_of(path: Path) -> tuple[StatCache | None, str | None]:
@@ -209,7 +207,6 @@ def read_plans(checkout: Path | str) -> tuple[PlanRead, ...]:
     cache, _ = _cache_of(layout.features_dir(checkout) / f"{PLAN_PREFIX}x{PLAN_SUFFIX}")
     if cache is not None:  # the entries of plans since removed go
         cache.retain(f"{layout.FEATURES_DIR.as_posix()}/{path.name}" for path in paths)
-        cache.save()
     return tuple(found)
 
 

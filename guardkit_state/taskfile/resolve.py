@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from guardkit_state.errors import (
     FileTooLargeError,
@@ -36,6 +36,7 @@ from guardkit_state.errors import (
 )
 from guardkit_state.store import fsio, layout
 from guardkit_state.store.layout import TASKS_DIR
+from guardkit_state.store.stat_cache import StatCache, signature_of
 from guardkit_state.taskfile.discovery import (
     STATE_MARKERS,
     declared_id,
@@ -50,11 +51,20 @@ from guardkit_state.taskfile.plan_reads import PlanListing, read_plans
 #: GuardKit's own search order of the status folders; any other folder comes after these.
 SEARCH_ORDER = ("backlog", "in_progress", "design_approved", "in_review", "blocked", "completed")
 
+#: The cache of facts read from task files (``.guardkit/cache/status.json``): ``status``'s summaries
+#: and :func:`holds_state`'s answers share its entries. Bumped whenever a fact's shape or meaning
+#: changes (unreadable files are keyed by the id the resolver finds them by; criteria counts apart):
+#: an older cache is rebuilt, never misread.
+TASK_CACHE_NAME = "status"
+TASK_CACHE_VERSION = 5
+
 REASON_GIVEN = "the path given"
 REASON_ONLY = "the only copy"
 REASON_STATE = "holds loop state"
 REASON_PLAN = "named by feature plan"
 REASON_ORDER = "first in GuardKit's search order"
+
+_T = TypeVar("_T")
 
 #: The task file named on the command line, pinned for the rest of that command (see ``pinned``).
 _PINNED: ContextVar[Resolution | None] = ContextVar("guardkit_state_pinned_task", default=None)
@@ -126,8 +136,10 @@ def search_rank(relpath: str) -> tuple[int, str, int, str]:
 def plan_listings(checkout: Path | str) -> tuple[PlanListing, ...]:
     """Every feature plan of ``checkout`` (``.guardkit/features/FEAT-*.yaml``), by file name, as
     :mod:`~guardkit_state.taskfile.plan_reads` reads it (once per change of the file). A plan that
-    cannot be read lists nothing: a broken plan must not stop a task from being found."""
-    return tuple(read.listing for read in read_plans(checkout) if read.listing is not None)
+    cannot be read lists nothing: a broken plan must not stop a task from being found. Looked at
+    once per :func:`~guardkit_state.taskfile.discovery.listing_scope`."""
+    return scoped(("plan listings", os.fspath(checkout)), lambda: tuple(
+        read.listing for read in read_plans(checkout) if read.listing is not None))
 
 
 def plan_paths(checkout: Path) -> set[str]:
@@ -138,12 +150,16 @@ def plan_paths(checkout: Path) -> set[str]:
         for _, file_path in plan.tasks if file_path})
 
 
-def holds_state(path: Path) -> bool:
+def holds_state(path: Path, checkout: Path | None = None) -> bool:
     """True when the file has a state block, or markers of one that fail to parse.
 
     The same test ``status`` applies, so both pick the same copy: a file whose block is broken
-    counts as holding state, and ``show`` then reports its error rather than another copy.
+    counts as holding state, and ``show`` then reports its error rather than another copy. With
+    ``checkout`` (a main checkout holding ``path``), the answer is kept in the task-file cache
+    ``status`` keeps there (``state``, beside its summary), and read from it while the file is
+    unchanged.
     """
+    sig = signature_of(path)
     try:
         raw = fsio.read_bytes_capped(path)
     except FileTooLargeError:
@@ -151,7 +167,58 @@ def holds_state(path: Path) -> bool:
     except GuardkitStateError:
         return False
     if not any(marker in raw for marker in STATE_MARKERS):
-        return False
+        return False  # most copies: no parse, nothing to keep
+    cache = task_cache(checkout) if checkout is not None else None
+    key = path.relative_to(checkout).as_posix() if checkout is not None else ""
+    entry = cache.entry(key, sig) if cache is not None else None
+    if entry is not None and "state" in entry:
+        return bool(entry["state"])
+    found = _parses_to_state(path, raw)
+    if cache is not None:
+        cache.put(key, sig, "state", found)
+    return found
+
+
+def task_cache(checkout: Path) -> StatCache | None:
+    """The cache of what was read from a checkout's task files (``.guardkit/cache/status.json``:
+    ``status``'s summaries, and whether each file holds loop state); None for a loop's worktree
+    (nothing is kept inside one) or a folder without ``tasks/``."""
+    def find() -> StatCache | None:
+        if checkout.parent.name == layout.WORKTREES_DIR.name and checkout.parent.parent.name == layout.GUARDKIT_DIR:
+            return None
+        if not layout.tasks_dir(checkout).is_dir():
+            return None
+        return StatCache.of(checkout, TASK_CACHE_NAME, TASK_CACHE_VERSION)
+
+    return scoped(("task cache", os.fspath(checkout)), find)
+
+
+def remembered(path: Path, checkout: Path, fact: str, compute: Callable[[], _T]) -> _T:
+    """``compute()`` (JSON-ready, read from ``path`` alone), kept as ``fact`` in the task-file cache
+    of ``checkout`` (:func:`task_cache`) and returned from it while ``path`` is unchanged.
+
+    The signature is taken before ``compute`` reads the file: a file changed meanwhile is read
+    again next time, never kept with what an older text said. Bump :data:`TASK_CACHE_VERSION`
+    when what a fact holds changes.
+    """
+    cache = task_cache(checkout)
+    if cache is None:
+        return compute()
+    try:
+        key = path.relative_to(checkout).as_posix()
+    except ValueError:
+        return compute()
+    sig = signature_of(path)
+    entry = cache.entry(key, sig)
+    if entry is not None and fact in entry:
+        known: _T = entry[fact]
+        return known
+    value = compute()
+    cache.put(key, sig, fact, value)
+    return value
+
+
+def _parses_to_state(path: Path, raw: bytes) -> bool:
     try:
         return parse_frontmatter(fsio.decode_utf8(raw, path), path=path, keep_last=True).state(path) is not None
     except GuardkitStateError:
@@ -179,7 +246,7 @@ def resolve_task(repo_root: Path | str, ref: str) -> Resolution:
     if len(matches) == 1:
         return Resolution(task_id, matches[0], REASON_ONLY, root)
     copies = {m.relative_to(root).as_posix(): m for m in matches}
-    winner, reason = choose([Copy(rel, holds_state(path)) for rel, path in copies.items()],
+    winner, reason = choose([Copy(rel, holds_state(path, root)) for rel, path in copies.items()],
                             lambda: plan_paths(root))
     chosen = copies[winner.relpath]
     return Resolution(task_id, chosen, reason, root, tuple(p for p in matches if p != chosen))
@@ -270,6 +337,8 @@ __all__ = [
     "pinned",
     "plan_listings",
     "plan_paths",
+    "remembered",
     "resolve_task",
     "search_rank",
+    "task_cache",
 ]
