@@ -31,7 +31,7 @@ from guardkit_state.errors import GuardkitStateError, InputError, SchemaError
 from guardkit_state.plans.plan_validation import validate_plan_file
 from guardkit_state.store.fsio import read_bytes_capped
 from guardkit_state.store.jsonio import load_json
-from guardkit_state.store.layout import FEATURES_DIR, TASKS_DIR
+from guardkit_state.store.layout import FEATURES_DIR, GUARDKIT_DIR, TASKS_DIR
 from guardkit_state.store.schemas import PathParts, format_pointer, parse_pointer, validate_with_warnings
 from guardkit_state.taskfile.discovery import (
     TASK_FILE_NAME,
@@ -41,7 +41,7 @@ from guardkit_state.taskfile.discovery import (
     task_id_from_filename,
 )
 from guardkit_state.taskfile.document import TaskFile, describe_duplicates
-from guardkit_state.taskfile.resolve import Copy, choose, holds_state, plan_paths
+from guardkit_state.taskfile.resolve import Copy, choose, holds_state, plan_paths, remembered
 
 log = logging.getLogger("guardkit_state.inspect.validation")
 
@@ -79,6 +79,8 @@ class FileResult:
     kind: str
     problems: list[Finding] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)
+    #: A task file's id: the one it declares, else its name's (how duplicates are found).
+    task_id: str | None = None
 
     @property
     def valid(self) -> bool:
@@ -189,17 +191,36 @@ def iter_files(paths: Iterable[Path]) -> Iterator[tuple[Path, str]]:
         if path.is_file():
             yield path, kind_of(path) or ""
             continue
-        for root, dirs, names in os.walk(path):
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-            for name in sorted(names):
-                child = Path(root) / name
-                kind = kind_of(child)
-                if kind == PLAN_KIND and Path(root).name != FEATURES_DIR.name:
-                    continue  # a FEAT-*.yaml elsewhere is not a plan GuardKit would read
-                if kind == TASK_KIND and not is_task_file(child):
-                    continue  # a README or guide beside the tasks
-                if kind is not None and child.is_file():
-                    yield child, kind
+        yield from _walk(path)
+
+
+def _walk(top: Path) -> Iterator[tuple[Path, str]]:
+    """The files to check below ``top``: a folder's files by name, then its subfolders by name
+    (symlinked folders are not followed; a file's type comes with the listing, no stat)."""
+    stack = [os.fspath(top)]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError:
+            continue
+        plans_here = os.path.basename(folder) == FEATURES_DIR.name
+        subfolders = []
+        for entry in entries:
+            if entry.is_dir():
+                if entry.name not in SKIP_DIRS and not entry.is_symlink():
+                    subfolders.append(entry.path)
+                continue
+            child = Path(entry.path)
+            kind = kind_of(child)
+            if kind == PLAN_KIND and not plans_here:
+                continue  # a FEAT-*.yaml elsewhere is not a plan GuardKit would read
+            if kind == TASK_KIND and not is_task_file(child):
+                continue  # a README or guide beside the tasks
+            if kind is not None and entry.is_file():
+                yield child, kind
+        stack.extend(reversed(subfolders))
 
 
 def validate_paths(paths: Iterable[Path]) -> ValidationReport:
@@ -210,9 +231,9 @@ def validate_paths(paths: Iterable[Path]) -> ValidationReport:
     """
     files = list(iter_files(paths))
     report = ValidationReport()
-    for path, kind in files:
-        report.results.append(validate_file(path, kind))
     with listing_scope():  # tasks/ listed, and the plans' file paths read, once for every id
+        for path, kind in files:
+            report.results.append(validate_file(path, kind))
         report.duplicates = duplicate_ids(report.results)
     return report
 
@@ -225,11 +246,16 @@ def duplicate_ids(results: list[FileResult]) -> list[DuplicateId]:
     """
     found: list[DuplicateId] = []
     groups: dict[tuple[Path, str], list[FileResult]] = {}
+    repos: dict[Path, tuple[Path, Path] | None] = {}  # folder as given -> (its repository, the folder resolved)
     for result in results:
-        root = _repo_of(result.path) if result.kind == TASK_KIND else None
-        if root is None or not TASK_FILE_NAME.match(result.path.name):
+        if result.kind != TASK_KIND or not TASK_FILE_NAME.match(result.path.name):
             continue
-        task_id = declared_id(result.path) or task_id_from_filename(result.path.name)
+        folder = result.path.parent
+        repo = repos[folder] if folder in repos else repos.setdefault(folder, _repo_of(folder))
+        if repo is None:
+            continue
+        root, _ = repo
+        task_id = result.task_id or declared_id(result.path) or task_id_from_filename(result.path.name)
         groups.setdefault((root, task_id), []).append(result)
     for (root, task_id), group in groups.items():
         if len(group) < 2:
@@ -240,16 +266,21 @@ def duplicate_ids(results: list[FileResult]) -> list[DuplicateId]:
         except GuardkitStateError:
             every = set()
         copies = sorted(every | set(mine))
-        states = [Copy(rel, holds_state(root / rel)) for rel in copies]
+        states = [Copy(rel, holds_state(root / rel, root)) for rel in copies]
         winner, reason = choose(states, functools.partial(plan_paths, root))
         found.append(DuplicateId(task_id, tuple(copies), winner.relpath, reason))
     return found
 
 
-def _repo_of(path: Path) -> Path | None:
-    """The repository a task file belongs to: the folder holding the ``tasks/`` it is under."""
-    real = path.resolve()
-    return next((parent.parent for parent in real.parents if parent.name == TASKS_DIR), None)
+def _repo_of(folder: Path) -> tuple[Path, Path] | None:
+    """The repository a task file in ``folder`` belongs to (the folder holding the ``tasks/`` it is
+    under), and ``folder`` resolved; None outside one."""
+    real = folder.resolve()
+    root = next((parent.parent for parent in (real, *real.parents) if parent.name == TASKS_DIR), None)
+    return None if root is None else (root, real)
+
+
+
 
 
 def _relative(root: Path, path: Path) -> str:
@@ -257,9 +288,48 @@ def _relative(root: Path, path: Path) -> str:
 
 
 def validate_file(path: Path, kind: str | None = None) -> FileResult:
-    """Check one file; ``kind`` defaults to what its name says (see :func:`kind_of`)."""
+    """Check one file; ``kind`` defaults to what its name says (see :func:`kind_of`).
+
+    A task file or per-turn report inside a repository is checked once per change of the file:
+    the verdict is kept in the task-file cache (``.guardkit/cache/status.json``, beside what
+    ``status`` keeps) and reused while the file is unchanged. A plan is checked every time (its
+    waves are formed from it alone, but a plan is one of few).
+    """
     path = Path(path)
     kind = kind or kind_of(path) or ""
+    absolute = os.path.abspath(path)
+    checkout = _checkout_of(os.path.dirname(absolute)) if kind != PLAN_KIND else None
+    if checkout is None:
+        return _validated(path, kind)
+
+    def check() -> dict[str, Any]:
+        result = _validated(path, kind)
+        known: dict[str, Any] = {"problems": [_row(f) for f in result.problems],
+                                 "warnings": [_row(f) for f in result.warnings]}
+        if kind == TASK_KIND:
+            known["id"] = declared_id(path) or task_id_from_filename(path.name)
+        return known
+
+    known = remembered(Path(absolute), checkout, f"validate {kind}", check,
+                       key=absolute[len(os.fspath(checkout)) + 1:])
+    return FileResult(path, kind, [Finding(*row) for row in known["problems"]],
+                      [Finding(*row) for row in known["warnings"]], known.get("id"))
+
+
+def _row(finding: Finding) -> list[Any]:
+    return [finding.message, finding.line, finding.pointer]
+
+
+@functools.lru_cache(maxsize=4096)
+def _checkout_of(folder: str) -> Path | None:
+    """The checkout holding the absolute ``folder`` (the folder above its ``tasks/`` or
+    ``.guardkit/``), found from the path as written; None outside one."""
+    parts = Path(folder)
+    return next((parent.parent for parent in (parts, *parts.parents) if parent.name in (TASKS_DIR, GUARDKIT_DIR)),
+                None)
+
+
+def _validated(path: Path, kind: str) -> FileResult:
     result = FileResult(path, kind)
     try:
         if kind == TASK_KIND:

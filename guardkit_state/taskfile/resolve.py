@@ -193,21 +193,22 @@ def task_cache(checkout: Path) -> StatCache | None:
     return scoped(("task cache", os.fspath(checkout)), find)
 
 
-def remembered(path: Path, checkout: Path, fact: str, compute: Callable[[], _T]) -> _T:
+def remembered(path: Path, checkout: Path, fact: str, compute: Callable[[], _T], *, key: str | None = None) -> _T:
     """``compute()`` (JSON-ready, read from ``path`` alone), kept as ``fact`` in the task-file cache
     of ``checkout`` (:func:`task_cache`) and returned from it while ``path`` is unchanged.
 
     The signature is taken before ``compute`` reads the file: a file changed meanwhile is read
     again next time, never kept with what an older text said. Bump :data:`TASK_CACHE_VERSION`
-    when what a fact holds changes.
+    when what a fact holds changes. ``key``: ``path`` relative to ``checkout``, when the caller has it.
     """
     cache = task_cache(checkout)
     if cache is None:
         return compute()
-    try:
-        key = path.relative_to(checkout).as_posix()
-    except ValueError:
-        return compute()
+    if key is None:
+        try:
+            key = path.relative_to(checkout).as_posix()
+        except ValueError:
+            return compute()
     sig = signature_of(path)
     entry = cache.entry(key, sig)
     if entry is not None and fact in entry:
