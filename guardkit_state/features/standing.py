@@ -32,7 +32,8 @@ from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.merge import merged_task_ids
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.plans.plan import FeaturePlan, PlanTask
-from guardkit_state.store.layout import BRANCH_PREFIX, branch_for, worktrees_dir
+from guardkit_state.store.layout import branch_for, worktrees_dir
+from guardkit_state.taskfile.locate import autobuild_branches_at
 
 #: A task's phase (from its files and git) -> the word shown, GuardKit's plan words where they exist.
 PHASE_STATUS = {"new": "pending", "resume": "in_progress", "approved": "approved", "merged": "completed",
@@ -167,12 +168,9 @@ def feature_git(root: Path, git: GitRepo | None, feature_id: str) -> FeatureGit 
 
 
 def autobuild_branches(repo: GitRepo) -> frozenset[str]:
-    """The local branches named ``autobuild/...`` (the loops' and the features' branches), one git call."""
-    status, out, _ = repo.run("for-each-ref", "--format=%(refname:short)", f"refs/heads/{BRANCH_PREFIX}",
-                              check=False)
-    if status != 0:
-        return frozenset()
-    return frozenset(line for line in out.decode("utf-8", "replace").splitlines() if line)
+    """The local branches named ``autobuild/...`` (the loops' and the features' branches): one git
+    call, once per listing scope (a read command; a run asks afresh each time)."""
+    return autobuild_branches_at(repo.root)
 
 
 __all__ = ["DONE", "FAILED", "PHASE_STATUS", "FeatureTally", "TaskStanding", "autobuild_branches", "feature_git",

@@ -45,6 +45,8 @@ from guardkit_state.taskfile.resolve import Copy, choose, holds_state, plan_path
 
 log = logging.getLogger("guardkit_state.inspect.validation")
 
+#: ``.guardkit/cache/validate.json``: each file's verdict while it is unchanged.
+CACHE_NAME = "validate"
 TASK_KIND = "task"
 PLAN_KIND = "feature_plan"
 _PLAN_FILE = re.compile(r"^FEAT-[A-Za-z0-9][A-Za-z0-9_.-]*\.ya?ml$")
@@ -291,8 +293,8 @@ def validate_file(path: Path, kind: str | None = None) -> FileResult:
     """Check one file; ``kind`` defaults to what its name says (see :func:`kind_of`).
 
     A task file or per-turn report inside a repository is checked once per change of the file:
-    the verdict is kept in the task-file cache (``.guardkit/cache/status.json``, beside what
-    ``status`` keeps) and reused while the file is unchanged. A plan is checked every time (its
+    the verdict is kept in ``.guardkit/cache/validate.json`` (as ``status`` keeps its summaries)
+    and reused while the file is unchanged. A plan is checked every time (its
     waves are formed from it alone, but a plan is one of few).
     """
     path = Path(path)
@@ -310,8 +312,8 @@ def validate_file(path: Path, kind: str | None = None) -> FileResult:
             known["id"] = declared_id(path) or task_id_from_filename(path.name)
         return known
 
-    known = remembered(Path(absolute), checkout, f"validate {kind}", check,
-                       key=absolute[len(os.fspath(checkout)) + 1:])
+    known = remembered(Path(absolute), checkout, kind, check, key=absolute[len(os.fspath(checkout)) + 1:],
+                       cache=CACHE_NAME)
     return FileResult(path, kind, [Finding(*row) for row in known["problems"]],
                       [Finding(*row) for row in known["warnings"]], known.get("id"))
 

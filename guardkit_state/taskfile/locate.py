@@ -25,9 +25,9 @@ from typing import Any, Literal
 from guardkit_state.errors import GuardkitStateError, TaskNotFoundError
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.merge import is_ancestor
-from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.repo import GitRepo, branches_named
 from guardkit_state.store import fsio
-from guardkit_state.store.layout import artifacts_dir, branch_for, worktree_path
+from guardkit_state.store.layout import BRANCH_PREFIX, artifacts_dir, branch_for, worktree_path
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.discovery import STATE_MARKERS, scoped
 from guardkit_state.taskfile.document import TaskFile
@@ -158,8 +158,11 @@ def _unmerged(repo: GitRepo, branch: str) -> bool:
 
 def _feature_copy(root: Path, home: Path, found: Resolution) -> TaskLocation | None:
     """The copy a feature run left of ``found``'s task (see the module), or None."""
-    if not features_of_task(root, found.task_id):
+    features = features_of_task(root, found.task_id)
+    if not features:
         return None  # the common case: no git call at all
+    if not _existing_branches(root, tuple(branch_for(feature) for feature in features)):
+        return None  # no feature branch here (GuardKit's own runs leave none): one git call
     repo = scoped(("git", str(root)), partial(GitRepo.discover, root))
     if repo is None:
         return None
@@ -182,6 +185,18 @@ def _feature_copy(root: Path, home: Path, found: Resolution) -> TaskLocation | N
     return None
 
 
+def _existing_branches(root: Path, branches: tuple[str, ...]) -> frozenset[str]:
+    """Which of ``branches`` exist in the repository at ``root`` (the ``autobuild/`` branches listed
+    once per listing scope; none outside git)."""
+    return autobuild_branches_at(root) & frozenset(branches)
+
+
+def autobuild_branches_at(root: Path) -> frozenset[str]:
+    """The local ``autobuild/...`` branches (the loops' and the features' branches) of the repository
+    at ``root``: one git call, once per :func:`~guardkit_state.taskfile.discovery.listing_scope`."""
+    return scoped(("autobuild branches", os.fspath(root)), partial(branches_named, root, BRANCH_PREFIX))
+
+
 def _git_copy(repo: GitRepo | None, rev: str, rel: str, *, state_only: bool = False) -> bytes | None:
     """The bytes of ``rev:rel`` (None when absent, or without a state block when ``state_only``)."""
     if repo is None:
@@ -194,4 +209,5 @@ def _git_copy(repo: GitRepo | None, rev: str, rel: str, *, state_only: bool = Fa
     return raw
 
 
-__all__ = ["Source", "TaskLocation", "feature_branch_of_task", "features_of_task", "locate_task"]
+__all__ = ["Source", "TaskLocation", "autobuild_branches_at", "feature_branch_of_task", "features_of_task",
+           "locate_task"]

@@ -179,30 +179,33 @@ def holds_state(path: Path, checkout: Path | None = None) -> bool:
     return found
 
 
-def task_cache(checkout: Path) -> StatCache | None:
-    """The cache of what was read from a checkout's task files (``.guardkit/cache/status.json``:
-    ``status``'s summaries, and whether each file holds loop state); None for a loop's worktree
-    (nothing is kept inside one) or a folder without ``tasks/``."""
+def task_cache(checkout: Path, name: str = TASK_CACHE_NAME) -> StatCache | None:
+    """A cache of what was read from a checkout's files: ``status`` (``.guardkit/cache/status.json``:
+    ``status``'s summaries, whether each task file holds loop state, a plan task's standing), or
+    another reader's (``validate``: its verdicts, kept apart so a ``show`` never loads them).
+    None for a loop's worktree (nothing is kept inside one) or a folder without ``tasks/``."""
     def find() -> StatCache | None:
         if checkout.parent.name == layout.WORKTREES_DIR.name and checkout.parent.parent.name == layout.GUARDKIT_DIR:
             return None
         if not layout.tasks_dir(checkout).is_dir():
             return None
-        return StatCache.of(checkout, TASK_CACHE_NAME, TASK_CACHE_VERSION)
+        return StatCache.of(checkout, name, TASK_CACHE_VERSION)
 
-    return scoped(("task cache", os.fspath(checkout)), find)
+    return scoped(("task cache", os.fspath(checkout), name), find)
 
 
-def remembered(path: Path, checkout: Path, fact: str, compute: Callable[[], _T], *, key: str | None = None) -> _T:
-    """``compute()`` (JSON-ready, read from ``path`` alone), kept as ``fact`` in the task-file cache
-    of ``checkout`` (:func:`task_cache`) and returned from it while ``path`` is unchanged.
+def remembered(path: Path, checkout: Path, fact: str, compute: Callable[[], _T], *, key: str | None = None,
+               cache: str = TASK_CACHE_NAME) -> _T:
+    """``compute()`` (JSON-ready, read from ``path`` alone), kept as ``fact`` in a file cache of
+    ``checkout`` (:func:`task_cache`: ``status``'s, else ``cache``) and returned from it while
+    ``path`` is unchanged.
 
     The signature is taken before ``compute`` reads the file: a file changed meanwhile is read
     again next time, never kept with what an older text said. Bump :data:`TASK_CACHE_VERSION`
     when what a fact holds changes. ``key``: ``path`` relative to ``checkout``, when the caller has it.
     """
-    cache = task_cache(checkout)
-    if cache is None:
+    kept = task_cache(checkout, cache)
+    if kept is None:
         return compute()
     if key is None:
         try:
@@ -210,12 +213,12 @@ def remembered(path: Path, checkout: Path, fact: str, compute: Callable[[], _T],
         except ValueError:
             return compute()
     sig = signature_of(path)
-    entry = cache.entry(key, sig)
+    entry = kept.entry(key, sig)
     if entry is not None and fact in entry:
         known: _T = entry[fact]
         return known
     value = compute()
-    cache.put(key, sig, fact, value)
+    kept.put(key, sig, fact, value)
     return value
 
 

@@ -21,6 +21,7 @@ import random
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +105,14 @@ def make_guardkit_repo(root: Path, corpus: Path, *, files: int = GUARDKIT_FILES,
     return {"files": task_files, "corpus_files": len(pool), "plan_files_added": planned, "scaled_up": extra,
             "plans": len(list((root / ".guardkit" / "features").glob("FEAT-*.yaml"))),
             "source": f"built from {corpus}"}
+
+
+def settle(root: Path) -> None:
+    """Wait until every file under ``root`` was last changed longer ago than the caches' racy window
+    (a file changed within it is read again rather than kept: ``store.stat_cache.RACY_NS``)."""
+    from guardkit_state.store.stat_cache import RACY_NS
+
+    newest = max((path.stat().st_ctime_ns for path in root.rglob("*") if path.is_file()), default=0)
+    wait = (newest + RACY_NS - time.time_ns()) / 1e9
+    if wait > 0:
+        time.sleep(wait + 0.05)
