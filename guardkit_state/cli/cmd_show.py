@@ -115,8 +115,10 @@ def render_feature(view: FeatureView, out: Output) -> None:
     out.line(out.style(f"{view.feature_id}: {safe(view.name or '')}", "bold"))
     out.line(f"plan status {safe(view.plan_status or '-')} · {view.tally.describe()} · "
              f"{len(view.waves)} wave(s) from {view.wave_source}")
-    where = f"branch {view.branch}" + (f" · worktree {view.worktree}" if view.worktree else "") \
-        if view.started else f"not started (no branch {view.branch})"
+    from guardkit_state.features.standing import branch_note
+
+    where = branch_note(view.branch, view.started, view.tally) \
+        + (f" · worktree {view.worktree}" if view.worktree and view.started else "")
     out.line(out.style(safe(where), "dim"))
     for note in view.notes:
         out.note(f"note: {safe(note)}")

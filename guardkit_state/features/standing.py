@@ -82,6 +82,22 @@ class FeatureTally:
         text = f"{self.done}/{self.tasks} task(s) done · {self.turns} turn(s)"
         return text + (f" · {self.failed} failed/blocked" if self.failed else "")
 
+    @property
+    def progressed(self) -> bool:
+        """True when any task got anywhere: done, failed, turns taken, or a status beyond pending."""
+        return bool(self.done or self.failed or self.turns or set(self.by_status) - {"pending"})
+
+
+def branch_note(branch: str, exists: bool, tally: FeatureTally) -> str:
+    """How every view names the feature branch: ``branch autobuild/FEAT-X`` when it exists; else
+    ``not started`` only when nothing has happened, and otherwise where the progress shown comes
+    from (GuardKit's own runner leaves no branch of ours: its plan and task files say it)."""
+    if exists:
+        return f"branch {branch}"
+    if not tally.progressed:
+        return f"not started (no branch {branch})"
+    return f"no branch {branch} here: the progress is what the plan and the task files record"
+
 
 def task_standing(entry: PlanTask, state: TaskState) -> TaskStanding:
     """Where the plan task ``entry`` stands, given what its files and git say (``state``); see the module."""
@@ -173,6 +189,7 @@ def autobuild_branches(repo: GitRepo) -> frozenset[str]:
     return autobuild_branches_at(repo.root)
 
 
-__all__ = ["DONE", "FAILED", "PHASE_STATUS", "FeatureTally", "TaskStanding", "autobuild_branches", "feature_git",
+__all__ = ["DONE", "FAILED", "PHASE_STATUS", "FeatureTally", "TaskStanding", "autobuild_branches", "branch_note",
+           "feature_git",
            "plan_turns", "plan_word",
            "read_standings", "tally", "task_standing"]

@@ -8,7 +8,7 @@ never only from the index. After a rejection the feedback is repeated under ``La
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from guardkit_state.model import Criterion, TurnState
 from guardkit_state.turns.ledger import criteria_lines
@@ -21,6 +21,7 @@ def render_continuation_context(
     criteria: Sequence[Criterion] = (),
     statuses: dict[str, str] | None = None,
     role_section: str | None = None,
+    implied: Collection[str] = (),
 ) -> str:
     """Markdown context for ``turn``.
 
@@ -30,6 +31,7 @@ def render_continuation_context(
         criteria: the task's criteria, for their text.
         statuses: cumulative criteria status (the ledger); defaults to ``previous``'s.
         role_section: the Player's role constraints, appended when given.
+        implied: the criteria verified only by the Coach's approval (shown so, as ``show`` shows them).
     """
     lines: list[str] = []
     if previous is None:
@@ -41,7 +43,7 @@ def render_continuation_context(
         if statuses or criteria:
             lines.append("")
             lines.append("**Acceptance Criteria Status**:")
-            lines.extend(criteria_lines(criteria, statuses or {}))
+            lines.extend(criteria_lines(criteria, statuses or {}, implied=implied))
         must = must_address_lines(previous)
         if must:
             lines.append("")

@@ -7,7 +7,9 @@ task files, every plan and a few loops' reports. The repository built here holds
 * the 41 plans in ``.guardkit/features/``, and the corpus's ``autobuild/`` and
   ``autobuild-private/`` report folders under ``.guardkit/``;
 * a task file at every ``file_path`` a plan names that the corpus lacks (229 of 340), made from a
-  corpus task of the same status folder with the plan's id put in: GuardKit's repository has them;
+  corpus task of the same status folder with the plan's id put in: GuardKit's repository has them
+  (the tasks of :data:`CLOSED_BY_HAND` are in ``tasks/completed/`` instead, ``status: completed``,
+  where GuardKit's ``/task-complete`` moved them while their plan still says ``planned``);
 * more corpus task files under new ids (``TASK-B00001`` ...) until ``files`` task files exist
   ("scaled up": the corpus is a third of the real repository);
 
@@ -32,6 +34,8 @@ GUARDKIT_FILES = 3_300
 TASK_ID = "TASK-CR-007"
 #: A failed feature GuardKit ran (10 tasks, 59 turns): the feature rows' subject.
 FEATURE_ID = "FEAT-CR01"
+#: Features whose tasks were completed by hand in GuardKit's repository, their plans untouched.
+CLOSED_BY_HAND = ("FEAT-1253", "FEAT-9FDE")
 
 _TASK_NAME = re.compile(r"^[A-Z][A-Z0-9]*-[A-Z0-9.]+")
 
@@ -81,10 +85,16 @@ def make_guardkit_repo(root: Path, corpus: Path, *, files: int = GUARDKIT_FILES,
             if not file_path or not task_id or (root / file_path).exists():
                 continue
             parts = Path(file_path).parts
-            sample = rng.choice(samples.get(parts[1], pool) if len(parts) > 2 else pool)
+            folder = "completed" if plan.stem in CLOSED_BY_HAND else parts[1] if len(parts) > 2 else None
+            sample = rng.choice(samples.get(folder, pool) if folder else pool)
             target = root / file_path
+            if plan.stem in CLOSED_BY_HAND:
+                target = root / "tasks" / "completed" / Path(*parts[2:])
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(_with_id(sample.read_bytes(), _old_id(sample), task_id))
+            text = _with_id(sample.read_bytes(), _old_id(sample), task_id)
+            if plan.stem in CLOSED_BY_HAND:
+                text = re.sub(rb"(?m)^status: *\S+", b"status: completed", text, count=1)
+            target.write_bytes(text)
             planned += 1
             count += 1
     extra = 0
