@@ -94,10 +94,19 @@ def render(view: TaskView, out: Output) -> None:
             icon, colour = ICON_STYLE.get(c.status, ("○", "dim"))
             by = f" (turn {c.set_by_turn})" if c.set_by_turn else ""
             status = "implied by approval" if c.implied_by_approval else c.status
-            out.line(f"  {out.style(icon, colour)} {c.id}: {safe(c.text)}: {status}{by}")
+            homed = f" · verifier {safe(c.verifier)}" + (f" ({safe(c.test_ref)})" if c.test_ref else "") \
+                if c.verifier else ""
+            out.line(f"  {out.style(icon, colour)} {c.id}: {safe(c.text)}: {status}{by}{homed}")
     if view.stall:
         out.line("")
         out.line(out.style(f"stall: {safe(view.stall.reason)}", "red"))
+    if view.verifier is not None:
+        stamp = view.verifier
+        extra = "".join(f" · {key} {safe(str(stamp[key]))}" for key in ("test_ref", "test_paths") if key in stamp)
+        out.line(f"{out.style('verifier', 'bold')} {safe(str(stamp['verifier']))}{extra}")
+    if view.evidence is not None:
+        number, _, summary = view.evidence
+        out.line(f"{out.style('coach evidence', 'bold')} (turn {number}): {safe(summary)}")
     if view.cost is not None and view.cost.turns:
         out.line("")
         out.line(f"{out.style('agents', 'bold')} {safe(view.cost.describe())}")
@@ -120,6 +129,8 @@ def render_feature(view: FeatureView, out: Output) -> None:
     where = branch_note(view.branch, view.started, view.tally) \
         + (f" · worktree {view.worktree}" if view.worktree and view.started else "")
     out.line(out.style(safe(where), "dim"))
+    for key, said in view.settings:  # GuardKit's run keys, as the plan holds them
+        out.line(out.style(f"{key.replace('_', ' ')}: {safe(said)}", "dim"))
     for note in view.notes:
         out.note(f"note: {safe(note)}")
     width = max((len(safe(row.task_id)) for row in view.tasks), default=8)

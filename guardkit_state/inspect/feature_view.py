@@ -11,7 +11,7 @@ feature runs and after it was killed. The next step is what ``--resume`` would d
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from guardkit_state.features.standing import FeatureTally, TaskStanding, feature
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Outcome
+from guardkit_state.plans.guardkit_keys import AWAITING_MERGE, run_settings
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.smoke_gates import SmokeGate, SmokeRun, read_smoke_gate, recorded_runs
 from guardkit_state.plans.waves import plan_waves
@@ -114,6 +115,9 @@ class FeatureView:
     #: The plan's smoke gate (GuardKit's ``smoke_gates``) and the runs of it the plan records.
     smoke_gate: SmokeGate | None = None
     smoke_runs: list[SmokeRun] = field(default_factory=list)
+    #: GuardKit's run keys the plan holds, as ``(key, what it says)`` (:func:`~guardkit_state.plans.
+    #: guardkit_keys.run_settings`): shown as written, acted on by GuardKit's runner only.
+    settings: list[tuple[str, str]] = field(default_factory=list)
 
     def wave(self, number: int) -> list[FeatureTaskRow]:
         """The rows of wave ``number`` (1-based), in plan order."""
@@ -143,6 +147,7 @@ class FeatureView:
             "smoke_gate": {"description": self.smoke_gate.describe(), "command": self.smoke_gate.command}
             if self.smoke_gate is not None else None,
             "smoke_runs": [run.to_dict() for run in self.smoke_runs],
+            "guardkit_settings": dict(self.settings),
         }
 
 
@@ -178,10 +183,14 @@ def _feature_view(root: Path, feature: str) -> FeatureView:
         gate = read_smoke_gate(plan)
     except GuardkitStateError as exc:
         notes.append(f"smoke gate not usable: {exc}")
+    step = next_step(plan.feature_id, waves.to_lists(), rows, started=started)
+    if plan.status == AWAITING_MERGE and step.wave is None:
+        step = replace(step, text=f"{step.text}; the plan awaits its merge (GuardKit's /feature-complete "
+                                  f"prepared {branch} for merging into your main branch)")
     return FeatureView(plan.feature_id, plan.name, plan_path, plan.status, branch, started,
-                       worktree if worktree.is_dir() else None, waves.source, waves.to_lists(), rows,
-                       next_step(plan.feature_id, waves.to_lists(), rows, started=started),
-                       execution.last_updated if execution is not None else None, notes, gate, recorded_runs(plan))
+                       worktree if worktree.is_dir() else None, waves.source, waves.to_lists(), rows, step,
+                       execution.last_updated if execution is not None else None, notes, gate, recorded_runs(plan),
+                       run_settings(plan.data))
 
 
 def _row(root: Path, plan: FeaturePlan, standing: TaskStanding, wave: int) -> FeatureTaskRow:

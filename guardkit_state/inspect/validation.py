@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from guardkit_state.errors import GuardkitStateError, InputError, SchemaError
+from guardkit_state.plans.guardkit_keys import Stamp, read_stamp, stamp_problem
 from guardkit_state.plans.plan_validation import validate_plan_file
 from guardkit_state.store.fsio import read_bytes_capped
 from guardkit_state.store.jsonio import load_json
@@ -383,6 +384,7 @@ def _check_task(path: Path, result: FileResult) -> None:
         result.warnings.append(Finding(
             f"{describe_duplicates(parsed.duplicates)}: read as the last value (as GuardKit reads it); "
             "guardkit-state will not write to this file until each key is kept once", parsed.duplicates[0].line))
+    _check_stamps(parsed, result)
     key = parsed.state_key
     block = parsed.data.get(key) if key else None
     if key is not None and block is not None:
@@ -402,6 +404,26 @@ def _check_task(path: Path, result: FileResult) -> None:
             parts = parse_pointer(pointer)
             result.warnings.append(Finding(message, line_of(parts), format_pointer((key, *parts))))
         _check_turn_sequence(record.data, key, line_of, result)
+
+
+def _check_stamps(parsed: Any, result: FileResult) -> None:
+    """GuardKit's routing-law stamps on the task and its frontmatter criteria: one GuardKit would
+    refuse at load (a home off its list, a toolchain stamp naming no test) is a warning."""
+    data = parsed.data
+    found: list[tuple[PathParts, Stamp | None]] = [
+        (("verifier",), read_stamp(data.get("verifier"), data.get("test_ref"), data.get("test_paths")))]
+    listed = data.get("acceptance_criteria")
+    for index, item in enumerate(listed if isinstance(listed, list) else []):
+        if isinstance(item, dict) and "verifier" in item:
+            found.append((("acceptance_criteria", index, "verifier"), read_stamp(item)))
+    for parts, stamp in found:
+        problem = stamp_problem(stamp) if stamp is not None else None
+        if problem is None and stamp is None and parts != ("verifier",):
+            problem = "an empty verifier stamp"
+        if problem is not None:
+            result.warnings.append(Finding(f"{problem}: GuardKit refuses to load this task",
+                                           _node_line(parsed.node, parts, parsed.split.line_offset),
+                                           format_pointer(parts)))
 
 
 def _check_turn_sequence(state: dict[str, Any], key: str, line_of: Any, result: FileResult) -> None:

@@ -9,6 +9,7 @@ them to a root::
       tasks/                                    the task files (TASKS_DIR)
       .guardkit/
         autobuild/TASK-ID/                      per-turn reports (artifacts_dir), scratch in .work/
+        autobuild-private/TASK-ID/              GuardKit's Coach verdicts, evidence: read first (private_artifacts_dir)
         worktrees/TASK-ID/                      a loop's worktree, on branch autobuild/TASK-ID
         features/FEAT-*.yaml                    feature plans (features_dir)
         config/quality-gates.yaml               gate profiles (QUALITY_GATES_FILE)
@@ -32,6 +33,9 @@ GUARDKIT_DIR = ".guardkit"
 _HOME = Path(GUARDKIT_DIR)
 #: Per-task turn files: ``.guardkit/autobuild/TASK-ID/``.
 STATE_DIR = _HOME / "autobuild"
+#: Where GuardKit keeps what its Player must not read (its Coach's verdicts and evidence):
+#: ``.guardkit/autobuild-private/TASK-ID/``, read before ``autobuild/`` (as GuardKit reads them).
+PRIVATE_STATE_DIR = _HOME / "autobuild-private"
 #: Loop worktrees: ``.guardkit/worktrees/TASK-ID``.
 WORKTREES_DIR = _HOME / "worktrees"
 FEATURES_DIR = _HOME / "features"
@@ -61,6 +65,11 @@ def tasks_dir(root: Path | str) -> Path:
 def artifacts_dir(root: Path | str, task_id: str) -> Path:
     """Where a task's per-turn files live inside a checkout (main or worktree)."""
     return Path(root) / STATE_DIR / task_id
+
+
+def private_artifacts_dir(root: Path | str, task_id: str) -> Path:
+    """Where GuardKit keeps a task's Coach verdicts and evidence, out of its Player's reach."""
+    return Path(root) / PRIVATE_STATE_DIR / task_id
 
 
 def worktrees_dir(root: Path | str) -> Path:

@@ -1,5 +1,10 @@
 """The per-task artifact store: ``.guardkit/autobuild/TASK-ID/{player_turn,coach_turn,turn_state_turn}_N.json``.
 
+GuardKit now writes its Coach's verdicts and evidence (``coach_turn_N.json``,
+``coach_evidence_turn_N.json``) to ``.guardkit/autobuild-private/TASK-ID/``, out of its Player's
+reach, and reads a report there first, then in ``autobuild/``: a report is read the same way here.
+What this package writes goes to ``autobuild/``, as before.
+
 Records are validated once before they are written (by :meth:`TurnStore.write`, or where they come
 in, for :meth:`TurnStore.write_checked`) and on read, written atomically, and immutable once their turn is
 recorded in the task's frontmatter (the commit point): rewriting a recorded turn is an error, while
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -23,8 +29,8 @@ from typing import Any
 from guardkit_state.errors import GuardkitStateError, SchemaError, TurnAlreadyRecordedError
 from guardkit_state.model import CoachDecision, PlayerReport, TurnState
 from guardkit_state.store.fsio import atomic_write_stat
-from guardkit_state.store.jsonio import check_storable, dump_json, dump_record, load_record
-from guardkit_state.store.layout import WORK_DIR
+from guardkit_state.store.jsonio import check_storable, dump_json, dump_record, load_json, load_record
+from guardkit_state.store.layout import GUARDKIT_DIR, STATE_DIR, WORK_DIR, private_artifacts_dir
 from guardkit_state.store.layout import artifacts_dir as artifacts_dir  # re-exported: the folder is the layout's
 from guardkit_state.store.schemas import normalise
 
@@ -33,6 +39,9 @@ FILE_PATTERNS = {
     "coach_turn": "coach_turn_{n}.json",
     "turn_state": "turn_state_turn_{n}.json",
 }
+#: GuardKit's Coach evidence bundle of a turn (gates, tests, honesty, requirements): read, never written.
+EVIDENCE_PATTERN = "coach_evidence_turn_{n}.json"
+_EVIDENCE_NAME = re.compile(r"^coach_evidence_turn_([1-9][0-9]{0,8})\.json$")
 
 
 def _identity(path: Path) -> tuple[int, int, int, int] | None:
@@ -58,6 +67,64 @@ class TurnStore:
         self.task_id = task_id
         self._cache: dict[Path, tuple[tuple[int, int, int, int], str]] = {}
         self._paths: dict[tuple[str, int], Path] = {}  # a turn's paths are asked for many times per turn
+        home = self.directory.parent
+        # ``<checkout>/.guardkit/autobuild/TASK-ID`` -> ``<checkout>/.guardkit/autobuild-private/TASK-ID``.
+        self.private_directory: Path | None = (
+            private_artifacts_dir(home.parent.parent, self.directory.name)
+            if home.name == STATE_DIR.name and home.parent.name == GUARDKIT_DIR else None)
+        self._private: bool | None = None  # whether that folder exists, looked at once
+
+    def source(self, kind: str, turn: int) -> Path:
+        """Where a turn's ``kind`` record is read from: GuardKit's private folder when it holds the
+        file, else :meth:`path` (where this package writes it)."""
+        return self._private_or(FILE_PATTERNS[kind].format(n=turn)) or self.path(kind, turn)
+
+    def _private_or(self, name: str) -> Path | None:
+        if self.private_directory is None:
+            return None
+        if self._private is None:
+            self._private = self.private_directory.is_dir()
+        if self._private:
+            candidate = self.private_directory / name
+            if _identity(candidate) is not None:
+                return candidate
+        return None
+
+    def evidence_path(self, turn: int) -> Path | None:
+        """GuardKit's ``coach_evidence_turn_N.json`` of ``turn`` (private folder first), or None."""
+        name = EVIDENCE_PATTERN.format(n=turn)
+        found = self._private_or(name)
+        if found is not None:
+            return found
+        public = self.directory / name
+        return public if _identity(public) is not None else None
+
+    def evidence_turns(self) -> list[int]:
+        """The turns GuardKit kept Coach evidence for (either folder), in order."""
+        found: set[int] = set()
+        for folder in (self.private_directory, self.directory):
+            try:
+                names = os.listdir(folder) if folder is not None else []
+            except OSError:
+                continue
+            for name in names:
+                match = _EVIDENCE_NAME.match(name)
+                if match:
+                    found.add(int(match.group(1)))
+        return sorted(found)
+
+    def read_evidence(self, turn: int) -> dict[str, Any] | None:
+        """The Coach evidence GuardKit kept for ``turn`` (strict JSON, no schema: GuardKit's own
+        shape, shown as it is), or None when there is none.
+
+        Raises:
+            ParseError, FileTooLargeError: the file is not strict JSON.
+        """
+        path = self.evidence_path(turn)
+        if path is None:
+            return None
+        data = load_json(path)
+        return data if isinstance(data, dict) else {"evidence": data}
 
     @property
     def work_dir(self) -> Path:
@@ -76,7 +143,7 @@ class TurnStore:
         return found
 
     def exists(self, kind: str, turn: int) -> bool:
-        return self.path(kind, turn).is_file()
+        return self.source(kind, turn).is_file()
 
     def write(self, kind: str, turn: int, data: dict[str, Any], *, recorded_turns: int) -> Path:
         """Validate ``data`` against its schema and write it atomically.
@@ -144,7 +211,7 @@ class TurnStore:
 
         Served from memory while the file is unchanged since this store last validated it.
         """
-        path = self.path(kind, turn)
+        path = self.source(kind, turn)
         return self._read(kind, path, _identity(path))
 
     def _read(self, kind: str, path: Path, identity: tuple[int, int, int, int] | None) -> dict[str, Any] | None:

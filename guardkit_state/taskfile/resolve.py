@@ -56,7 +56,7 @@ SEARCH_ORDER = ("backlog", "in_progress", "design_approved", "in_review", "block
 #: changes (unreadable files are keyed by the id the resolver finds them by; criteria counts apart):
 #: an older cache is rebuilt, never misread.
 TASK_CACHE_NAME = "status"
-TASK_CACHE_VERSION = 5
+TASK_CACHE_VERSION = 6
 
 REASON_GIVEN = "the path given"
 REASON_ONLY = "the only copy"
