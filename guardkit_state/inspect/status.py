@@ -122,12 +122,17 @@ def _repo_status(root: Path, use_cache: bool) -> list[TaskSummary]:
         sig = signature(stat)
         hit = cache.entry(key, sig) if cache is not None else None
         if hit is not None and "summary" in hit:
-            data = hit["summary"]
+            data, note = hit["summary"], hit.get("duplicates")
         else:
-            data = _summarise_file(Path(entry.path), relpath, tree is not None)
+            data, note = _summarise_file(Path(entry.path), relpath, tree is not None)
             if cache is not None:
                 cache.put(key, sig, "summary", data)
                 cache.put(key, sig, "state", data is not None)  # what the resolver asks (holds_state)
+                cache.put(key, sig, "duplicates", note)
+        if note:  # said from the cache too: the same warnings whether or not the file was parsed now
+            from guardkit_state.taskfile.document import warn_duplicates
+
+            warn_duplicates(entry.path, note)
         seen.append(key)
         checkout = main if tree is None else trees.setdefault(tree, _Checkout(Path(entry.path[:-len(relpath) - 1])))
         checkout.add(entry.name, relpath, data)
@@ -195,23 +200,27 @@ class _Checkout:
         return sorted(found | set(rows))
 
 
-def _summarise_file(path: Path, relpath: str, in_worktree: bool) -> dict[str, Any] | None:
+def _summarise_file(path: Path, relpath: str, in_worktree: bool) -> tuple[dict[str, Any] | None, str | None]:
+    """The file's summary (None without loop state), and the warning its repeated keys give (or None)."""
     try:
         # Capped, and never a blocking open (the name may have become a FIFO since the scan).
         raw = read_bytes_capped(path)
     except FileTooLargeError as exc:
-        return _unreadable(path, relpath, in_worktree, exc)
+        return _unreadable(path, relpath, in_worktree, exc), None
     except GuardkitStateError:
-        return None
+        return None, None
     if not any(marker in raw for marker in STATE_MARKERS):
-        return None
-    from guardkit_state.taskfile.document import TaskFile
+        return None, None
+    from guardkit_state.taskfile.document import TaskFile, duplicates_note
 
     try:
-        summary = summarise(TaskFile.from_bytes(raw, path), relpath=relpath, in_worktree=in_worktree)
+        task = TaskFile.from_bytes(raw, path, warn=False)
+        summary = summarise(task, relpath=relpath, in_worktree=in_worktree)
     except GuardkitStateError as exc:
-        return _unreadable(path, relpath, in_worktree, exc)
-    return summary.to_dict() if summary else None
+        return _unreadable(path, relpath, in_worktree, exc), None
+    parsed = task._parsed
+    note = duplicates_note(path, parsed.duplicates) if parsed is not None and parsed.duplicates else None
+    return (summary.to_dict() if summary else None), note
 
 
 def _unreadable(path: Path, relpath: str, in_worktree: bool, exc: GuardkitStateError) -> dict[str, Any]:

@@ -97,8 +97,7 @@ class TaskFile:
         known = recall(path, raw)  # the verified reading of the bytes this process last wrote there
         parsed = known if isinstance(known, ParsedFrontmatter) else parse_frontmatter(text, path=path, keep_last=True)
         if parsed.duplicates and warn:
-            duplicates_log.warning("%s:%d: %s: the last value is read (as GuardKit reads it)", path,
-                                   parsed.duplicates[0].line, describe_duplicates(parsed.duplicates))
+            warn_duplicates(path, duplicates_note(path, parsed.duplicates))
         data = parsed.data
         key = parsed.state_key
         state = parsed.state(path)
@@ -340,6 +339,18 @@ VERIFY_PAUSES = (0.002, 0.01, 0.03)
 
 #: Task files another writer was seen changing in this process (they pay :data:`VERIFY_PAUSES`).
 _CONTENDED: set[Path] = set()
+
+
+def duplicates_note(path: Path, duplicates: Sequence[DuplicateKey]) -> str:
+    """The warning line of a task file that repeats a key (``path:line: duplicate key ...``)."""
+    return (f"{path}:{duplicates[0].line}: {describe_duplicates(duplicates)}: the last value is read "
+            "(as GuardKit reads it)")
+
+
+def warn_duplicates(path: Path | str, note: str) -> None:
+    """Log ``note`` (:func:`duplicates_note`) for the task file ``path``: the CLI shows it once, in
+    full for the task a command is about, and folds the others into one line."""
+    duplicates_log.warning("%s", note, extra={"task_file": str(path)})
 
 
 def describe_duplicates(duplicates: Sequence[DuplicateKey], *, shown: int = 3) -> str:
