@@ -37,6 +37,7 @@ from guardkit_state.taskfile.plan_reads import (
     plan_files,
     read_plan,
 )
+from guardkit_state.taskfile.resolve import close_ids
 from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
 
 PLAN_GLOB = f"{PLAN_PREFIX}*{PLAN_SUFFIX}"
@@ -350,9 +351,17 @@ def find_plan(repo_root: Path | str, ref: str) -> Path:
         candidate = plan_file(root, ref)
     if candidate.is_file():
         return candidate
-    known = [path.stem for path in find_plans(root)]
+    plans = find_plans(root)
+    if candidate.parent == layout.features_dir(root):
+        # An id typed in another case (feat-cr01): the one plan whose file name spells it otherwise.
+        spelled = [path for path in plans if path.name.casefold() == candidate.name.casefold()]
+        if len(spelled) == 1:
+            return spelled[0]
+    known = [path.stem for path in plans]
     shown = ", ".join(known[:10]) + (" ..." if len(known) > 10 else "")
-    raise FeatureNotFoundError(f"no feature plan {ref} in {layout.features_dir(root)}", path=candidate,
+    guesses = close_ids(candidate.stem, known)
+    raise FeatureNotFoundError(f"no feature plan {ref} in {layout.features_dir(root)}"
+                               + (f" (did you mean {' or '.join(guesses)}?)" if guesses else ""), path=candidate,
                                expected=f"one of {shown}" if known else f"a {PLAN_GLOB} file there")
 
 

@@ -119,6 +119,22 @@ def _listing(root: Path) -> _Listing:
     return scoped(("tasks", os.fspath(root)), walk)
 
 
+def ids_in_other_case(root: Path | str, task_id: str) -> list[str]:
+    """The ids of the files under ``root/tasks`` named for ``task_id`` in another case
+    (``task-cr-007`` -> ``TASK-CR-007``), as their names spell them; sorted."""
+    folded = task_id.casefold()
+    exact, prefix = f"{folded}.md", f"{folded}-"
+    found = {entry.name[:len(task_id)] for entry in _listing(Path(root)).entries
+             if (name := entry.name.casefold()) == exact or name.startswith(prefix)}
+    return sorted(found - {task_id})
+
+
+def listed_ids(root: Path | str) -> list[str]:
+    """The id of every task-like file under ``root/tasks``, by its name (for "did you mean")."""
+    return sorted({task_id_from_filename(entry.name) for entry in _listing(Path(root)).entries
+                   if TASK_FILE_NAME.match(entry.name)})
+
+
 def task_entries(root: Path | str) -> tuple[os.DirEntry[str], ...]:
     """Every readable ``*.md`` file under ``root/tasks``, in walk order (:func:`walk_markdown`'s
     rules): listed once per :func:`listing_scope`, as every lookup by id there sees them."""
@@ -268,7 +284,9 @@ __all__ = [
     "STATE_MARKERS",
     "TASK_FILE_NAME",
     "declared_id",
+    "ids_in_other_case",
     "iter_task_files",
+    "listed_ids",
     "listing_scope",
     "loop_worktrees",
     "named_for",

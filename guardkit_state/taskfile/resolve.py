@@ -19,6 +19,7 @@ exist, so commands can say so.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
@@ -40,6 +41,8 @@ from guardkit_state.store.stat_cache import StatCache, signature_of
 from guardkit_state.taskfile.discovery import (
     STATE_MARKERS,
     declared_id,
+    ids_in_other_case,
+    listed_ids,
     named_for,
     scoped,
     task_copies,
@@ -246,7 +249,7 @@ def resolve_task(repo_root: Path | str, ref: str) -> Resolution:
     if pinned is not None and pinned.task_id == task_id and (
             root == pinned.checkout or (pinned.reason == REASON_GIVEN and root in pinned.checkout.parents)):
         return pinned
-    matches = _matches(root, task_id)
+    task_id, matches = _matches(root, task_id)
     if len(matches) == 1:
         return Resolution(task_id, matches[0], REASON_ONLY, root)
     copies = {m.relative_to(root).as_posix(): m for m in matches}
@@ -282,24 +285,38 @@ def pinned(resolution: Resolution | None) -> Iterator[None]:
         _PINNED.reset(token)
 
 
-def _matches(root: Path, task_id: str) -> list[Path]:
+def _matches(root: Path, task_id: str) -> tuple[str, list[Path]]:
+    """The id as the files spell it, and its files. An id typed in another case (``task-cr-007``)
+    is the one file names spell (``TASK-CR-007``) when exactly one id matches so."""
     tasks = layout.tasks_dir(root)
     special: list[Path] = []
     matches = task_copies(root, task_id, special)
     if matches:
-        return matches
+        return task_id, matches
     named = [path for path in special if named_for(path.name, task_id)]
     if named:
         # Said plainly rather than "not found": the user sees a file with the task's name.
         raise NotRegularFileError("not a regular file (a FIFO, socket or device): a task file must be "
                                   "a plain file", path=named[0], task_id=task_id)
+    spelled = [other for other in ids_in_other_case(root, task_id) if task_copies(root, other)]
+    if len(spelled) == 1:
+        return spelled[0], task_copies(root, spelled[0])
     shown = shorten(task_id)
+    guesses = spelled or close_ids(task_id, listed_ids(root))
     raise TaskNotFoundError(
-        f"no task file for {shown} under {tasks}",
+        f"no task file for {shown} under {tasks}"
+        + (f" (did you mean {' or '.join(guesses)}?)" if guesses else ""),
         path=tasks,
         task_id=task_id,
         expected=f"tasks/**/{shown}.md or tasks/**/{shown}-<slug>.md",
     )
+
+
+def close_ids(ref: str, known: Sequence[str], *, shown: int = 3) -> list[str]:
+    """The ids of ``known`` an unknown ``ref`` most likely meant (case aside, a character or two
+    off: ``TASK-CR-077`` -> ``TASK-CR-007``), closest first; at most ``shown``."""
+    folded = {k.casefold(): k for k in known}
+    return [folded[k] for k in difflib.get_close_matches(ref.casefold(), list(folded), n=shown, cutoff=0.8)]
 
 
 def _resolve_path(root: Path, ref: str) -> Resolution:
@@ -336,6 +353,7 @@ __all__ = [
     "PlanListing",
     "Resolution",
     "choose",
+    "close_ids",
     "find_task",
     "holds_state",
     "pinned",
