@@ -26,6 +26,7 @@ import contextlib
 import logging
 import os
 import re
+import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -96,6 +97,9 @@ class _Listing:
     entries: tuple[os.DirEntry[str], ...]
     special: tuple[Path, ...]
     by_name: tuple[tuple[str, int], ...] = ()
+    #: Every folder walked, with its signature taken before it was listed; empty when this
+    #: listing may not be reused (see :func:`_listing`).
+    folders: tuple[tuple[str, tuple[int, int, int, int]], ...] = ()
 
     def named(self, task_id: str) -> list[str]:
         """The paths of the files named for ``task_id`` (``<id>.md``, ``<id>-<slug>.md``), in walk order."""
@@ -109,14 +113,44 @@ class _Listing:
         return [self.entries[position].path for position in sorted(found)]
 
 
+#: This process's last listing of each ``tasks/`` folder (a long-running process, the MCP server,
+#: lists it for every call): reused by the next scope while no folder in it changed since.
+_LAST: dict[str, _Listing] = {}
+
+
 def _listing(root: Path) -> _Listing:
+    """``root/tasks`` listed once per :func:`listing_scope`, and in a later scope only when one of
+    its folders changed (a file added, removed or renamed in a folder changes that folder's mtime).
+
+    A listing is not reused when a folder changed within the last clock ticks (a second change in
+    the same tick would keep its mtime: :data:`~guardkit_state.store.stat_cache.RACY_NS`), nor when
+    it holds a symlink or a special file (a link's target can change with no folder changing).
+    """
     def walk() -> _Listing:
+        key = os.fspath(root)
+        last = _LAST.get(key)
+        if last is not None and last.folders and all(_folder_signature(f) == sig for f, sig in last.folders):
+            return last
         special: list[Path] = []
-        entries = tuple(walk_markdown(root, root / TASKS_DIR, special))
+        folders: list[tuple[str, tuple[int, int, int, int]]] = []
+        entries = tuple(walk_markdown(root, root / TASKS_DIR, special, folders))
         by_name = tuple(sorted((entry.name, position) for position, entry in enumerate(entries)))
-        return _Listing(entries, tuple(special), by_name)
+        settled = time.time_ns() - stat_cache.RACY_NS
+        reusable = not special and all(sig[0] < settled and sig[1] < settled for _, sig in folders) \
+            and not any(entry.is_symlink() for entry in entries)
+        listing = _Listing(entries, tuple(special), by_name, tuple(folders) if reusable else ())
+        _LAST[key] = listing
+        return listing
 
     return scoped(("tasks", os.fspath(root)), walk)
+
+
+def _folder_signature(folder: str) -> tuple[int, int, int, int] | None:
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_size
 
 
 def ids_in_other_case(root: Path | str, task_id: str) -> list[str]:
@@ -141,17 +175,23 @@ def task_entries(root: Path | str) -> tuple[os.DirEntry[str], ...]:
     return _listing(Path(root)).entries
 
 
-def walk_markdown(root: Path | str, top: Path | str,
-                  special: list[Path] | None = None) -> Iterator[os.DirEntry[str]]:
+def walk_markdown(root: Path | str, top: Path | str, special: list[Path] | None = None,
+                  walked: list[tuple[str, tuple[int, int, int, int]]] | None = None) -> Iterator[os.DirEntry[str]]:
     """Every readable ``*.md`` file below ``top`` (inside checkout ``root``), by the rules above.
 
     Yields scandir entries (no Path objects: a walk of 10,000 files costs ~0.1 s less this way).
-    A FIFO, socket or device is added to ``special`` when given, so a caller can name it.
+    A FIFO, socket or device is added to ``special`` when given, so a caller can name it; each
+    folder listed to ``walked``, with its signature taken just before (mtime, ctime, inode, size).
     """
     stack = [str(top)]
     while stack:
+        folder = stack.pop()
+        if walked is not None:
+            signature = _folder_signature(folder)
+            if signature is not None:
+                walked.append((folder, signature))
         try:
-            with os.scandir(stack.pop()) as listing:
+            with os.scandir(folder) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
         except OSError:  # gone, not a folder, or unreadable: nothing to read there
             continue
