@@ -24,7 +24,8 @@ from guardkit_state.model import Outcome
 from guardkit_state.store.layout import artifacts_dir, branch_for
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.taskfile.resolve import remembered, resolve_task
+from guardkit_state.taskfile.resolve import resolve_task
+from guardkit_state.taskfile.task_facts import remembered
 from guardkit_state.turns.checks import closed_reason
 from guardkit_state.turns.resume import resume_point
 

@@ -32,7 +32,8 @@ from guardkit_state.taskfile.discovery import (
     task_entries,
     task_id_from_filename,
 )
-from guardkit_state.taskfile.resolve import Copy, choose, plan_paths, task_cache
+from guardkit_state.taskfile.resolve import Copy, choose, plan_paths
+from guardkit_state.taskfile.task_facts import task_cache
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
@@ -197,7 +198,7 @@ class _Checkout:
         if len(named) <= 1 and set(named) <= set(rows):
             return sorted(rows)
         # Several files carry the name: read their heads for the id (TASK-A-1-2-x.md is not TASK-A-1's).
-        found = {rel for rel in named if rel in rows or names_task(self.root / rel, task_id)}
+        found = {rel for rel in named if rel in rows or names_task(self.root / rel, task_id, self.root)}
         return sorted(found | set(rows))
 
 

@@ -42,7 +42,8 @@ from guardkit_state.taskfile.discovery import (
     task_id_from_filename,
 )
 from guardkit_state.taskfile.document import TaskFile, describe_duplicates
-from guardkit_state.taskfile.resolve import Copy, choose, holds_state, plan_paths, remembered
+from guardkit_state.taskfile.resolve import Copy, choose, holds_state, plan_paths
+from guardkit_state.taskfile.task_facts import remembered
 
 log = logging.getLogger("guardkit_state.inspect.validation")
 

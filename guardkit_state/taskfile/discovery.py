@@ -22,21 +22,22 @@ process (the feature loop) always sees files created, moved or removed since its
 from __future__ import annotations
 
 import bisect
-import contextlib
 import logging
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
 
 from guardkit_state.errors import FrontmatterError, GuardkitStateError, UnsafePathError
 from guardkit_state.model import STATE_KEYS
 from guardkit_state.store import fsio, stat_cache
 from guardkit_state.store.layout import TASKS_DIR, worktrees_dir
+from guardkit_state.taskfile.read_scope import listing_scope as listing_scope  # re-exported: readers name it here
+from guardkit_state.taskfile.read_scope import scoped as scoped
+from guardkit_state.taskfile.task_facts import remembered
 
 log = logging.getLogger("guardkit_state.taskfile.discovery")
 
@@ -50,43 +51,6 @@ _TREE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _ID_LINE = re.compile(r"^id:[ \t]*['\"]?([^'\"\s#]+)", re.M)
 #: How much of a file's head :func:`declared_id` scans for its ``id:``.
 _HEAD_BYTES = 8192
-
-_T = TypeVar("_T")
-#: What one read-only command already listed or read (see :func:`listing_scope`); None outside one.
-_SCOPE: ContextVar[dict[tuple[str, ...], Any] | None] = ContextVar("guardkit_state_listing_scope", default=None)
-
-
-@contextlib.contextmanager
-def listing_scope() -> Iterator[None]:
-    """Within the block, each ``tasks/`` folder is walked once, and whatever else is
-    :func:`scoped` is computed once: for one read-only command that looks up many tasks.
-
-    Never wrap a loop that writes or waits for agents in it: a listing taken inside the scope
-    does not see files created, moved or removed later. A nested scope shares the outer one.
-    The read caches (:mod:`guardkit_state.store.stat_cache`) are saved once, when it ends.
-    """
-    if _SCOPE.get() is not None:
-        yield
-        return
-    token = _SCOPE.set({})
-    try:
-        with stat_cache.batch():
-            yield
-    finally:
-        _SCOPE.reset(token)
-
-
-def scoped(key: tuple[str, ...], compute: Callable[[], _T]) -> _T:
-    """``compute()``, remembered under ``key`` for the rest of the current :func:`listing_scope`
-    (computed every time outside one)."""
-    cache = _SCOPE.get()
-    if cache is None:
-        return compute()
-    if key not in cache:
-        cache[key] = compute()
-    result: _T = cache[key]
-    return result
-
 
 @dataclass(frozen=True)
 class _Listing:
@@ -249,7 +213,8 @@ def task_copies(repo_root: Path | str, task_id: str, special: list[Path] | None 
     listing = _listing(Path(repo_root))
     if special is not None:
         special.extend(listing.special)
-    return [Path(path) for path in listing.named(task_id) if names_task(Path(path), task_id)]
+    root = Path(repo_root)
+    return [Path(path) for path in listing.named(task_id) if names_task(Path(path), task_id, root)]
 
 
 def loop_worktrees(home: Path | str) -> list[os.DirEntry[str]]:
@@ -279,15 +244,22 @@ def named_for(name: str, task_id: str) -> bool:
     return name == f"{task_id}.md" or name.startswith(f"{task_id}-")
 
 
-def names_task(path: Path, task_id: str) -> bool:
-    """True when ``path`` is a file of ``task_id``: named for it, and not declaring another id."""
+def names_task(path: Path, task_id: str, checkout: Path | None = None) -> bool:
+    """True when ``path`` is a file of ``task_id``: named for it, and not declaring another id.
+
+    With ``checkout`` (the checkout holding ``path``), the id the file declares is kept in the
+    task-file cache while the file is unchanged (a lookup by id reads no file twice).
+    """
     name = path.name
     if name == f"{task_id}.md":
         return True
     if not named_for(name, task_id):
         return False
     # TASK-ABC-1-2-x.md starts with "TASK-ABC-1-" too: trust the file's own id when it has one.
-    declared = declared_id(path)
+    if checkout is None:
+        declared = declared_id(path)
+    else:
+        declared = remembered(path, checkout, "declared id", partial(declared_id, path))
     return declared is None or declared == task_id
 
 

@@ -94,8 +94,13 @@ class TaskFile:
         it itself); such a file is not written to.
         """
         text = fsio.decode_utf8(raw, path)
-        known = recall(path, raw)  # the verified reading of the bytes this process last wrote there
+        # The reading of these very bytes this process last made (its own write's, verified, or a
+        # read's): a file read again unchanged (a server answering calls, a feature's tasks) is not
+        # parsed again. Only a file holding loop state is kept: the long frontmatters, read often.
+        known = recall(path, raw)
         parsed = known if isinstance(known, ParsedFrontmatter) else parse_frontmatter(text, path=path, keep_last=True)
+        if known is None and parsed.state_key is not None:
+            remember(path, raw, parsed)
         if parsed.duplicates and warn:
             warn_duplicates(path, duplicates_note(path, parsed.duplicates))
         data = parsed.data

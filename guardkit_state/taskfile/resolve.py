@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from guardkit_state.errors import (
     FileTooLargeError,
@@ -37,7 +37,7 @@ from guardkit_state.errors import (
 )
 from guardkit_state.store import fsio, layout
 from guardkit_state.store.layout import TASKS_DIR
-from guardkit_state.store.stat_cache import StatCache, signature_of
+from guardkit_state.store.stat_cache import signature_of
 from guardkit_state.taskfile.discovery import (
     STATE_MARKERS,
     declared_id,
@@ -50,24 +50,17 @@ from guardkit_state.taskfile.discovery import (
 )
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
 from guardkit_state.taskfile.plan_reads import PlanListing, read_plans
+from guardkit_state.taskfile.task_facts import task_cache
 
 #: GuardKit's own search order of the status folders; any other folder comes after these.
 SEARCH_ORDER = ("backlog", "in_progress", "design_approved", "in_review", "blocked", "completed")
 
-#: The cache of facts read from task files (``.guardkit/cache/status.json``): ``status``'s summaries
-#: and :func:`holds_state`'s answers share its entries. Bumped whenever a fact's shape or meaning
-#: changes (unreadable files are keyed by the id the resolver finds them by; criteria counts apart):
-#: an older cache is rebuilt, never misread.
-TASK_CACHE_NAME = "status"
-TASK_CACHE_VERSION = 6
 
 REASON_GIVEN = "the path given"
 REASON_ONLY = "the only copy"
 REASON_STATE = "holds loop state"
 REASON_PLAN = "named by feature plan"
 REASON_ORDER = "first in GuardKit's search order"
-
-_T = TypeVar("_T")
 
 #: The task file named on the command line, pinned for the rest of that command (see ``pinned``).
 _PINNED: ContextVar[Resolution | None] = ContextVar("guardkit_state_pinned_task", default=None)
@@ -180,49 +173,6 @@ def holds_state(path: Path, checkout: Path | None = None) -> bool:
     if cache is not None:
         cache.put(key, sig, "state", found)
     return found
-
-
-def task_cache(checkout: Path, name: str = TASK_CACHE_NAME) -> StatCache | None:
-    """A cache of what was read from a checkout's files: ``status`` (``.guardkit/cache/status.json``:
-    ``status``'s summaries, whether each task file holds loop state, a plan task's standing), or
-    another reader's (``validate``: its verdicts, kept apart so a ``show`` never loads them).
-    None for a loop's worktree (nothing is kept inside one) or a folder without ``tasks/``."""
-    def find() -> StatCache | None:
-        if checkout.parent.name == layout.WORKTREES_DIR.name and checkout.parent.parent.name == layout.GUARDKIT_DIR:
-            return None
-        if not layout.tasks_dir(checkout).is_dir():
-            return None
-        return StatCache.of(checkout, name, TASK_CACHE_VERSION)
-
-    return scoped(("task cache", os.fspath(checkout), name), find)
-
-
-def remembered(path: Path, checkout: Path, fact: str, compute: Callable[[], _T], *, key: str | None = None,
-               cache: str = TASK_CACHE_NAME) -> _T:
-    """``compute()`` (JSON-ready, read from ``path`` alone), kept as ``fact`` in a file cache of
-    ``checkout`` (:func:`task_cache`: ``status``'s, else ``cache``) and returned from it while
-    ``path`` is unchanged.
-
-    The signature is taken before ``compute`` reads the file: a file changed meanwhile is read
-    again next time, never kept with what an older text said. Bump :data:`TASK_CACHE_VERSION`
-    when what a fact holds changes. ``key``: ``path`` relative to ``checkout``, when the caller has it.
-    """
-    kept = task_cache(checkout, cache)
-    if kept is None:
-        return compute()
-    if key is None:
-        try:
-            key = path.relative_to(checkout).as_posix()
-        except ValueError:
-            return compute()
-    sig = signature_of(path)
-    entry = kept.entry(key, sig)
-    if entry is not None and fact in entry:
-        known: _T = entry[fact]
-        return known
-    value = compute()
-    kept.put(key, sig, fact, value)
-    return value
 
 
 def _parses_to_state(path: Path, raw: bytes) -> bool:
@@ -359,8 +309,6 @@ __all__ = [
     "pinned",
     "plan_listings",
     "plan_paths",
-    "remembered",
     "resolve_task",
     "search_rank",
-    "task_cache",
 ]

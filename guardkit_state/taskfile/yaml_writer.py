@@ -108,9 +108,9 @@ def writer_lock(lock: Path, *, wait: float, holder: str) -> Iterator[None]:
             held.discard(key)
 
 
-#: What each file held after this process last wrote it, by real path: while the file still holds
-#: exactly those bytes, the next write starts from that (verified) reading instead of parsing the
-#: file again. Keyed on the bytes themselves, so any other writer's change misses it.
+#: What each file held after this process last wrote (or read) it, by real path: while the file
+#: still holds exactly those bytes, the next write or read starts from that reading instead of
+#: parsing the file again. Keyed on the bytes themselves, so any other writer's change misses it.
 _WRITTEN: dict[str, tuple[bytes, object]] = {}
 _WRITTEN_LIMIT = 64
 
