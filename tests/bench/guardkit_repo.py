@@ -111,8 +111,11 @@ def make_guardkit_repo(root: Path, corpus: Path, *, files: int = GUARDKIT_FILES,
         env = ["-c", "user.name=bench", "-c", "user.email=bench@example.com", "-c", "core.autocrlf=false"]
         for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "GuardKit-shaped"]):
             subprocess.run(["git", *env, *args], cwd=root, check=True, capture_output=True)
-    task_files = sum(1 for path in (root / "tasks").rglob("*.md") if _TASK_NAME.match(path.name))
-    return {"files": task_files, "corpus_files": len(pool), "plan_files_added": planned, "scaled_up": extra,
+    named = [path for path in (root / "tasks").rglob("*.md") if _TASK_NAME.match(path.name)]
+    with_state = sum(1 for path in named if b"\nautobuild_state:" in (raw := path.read_bytes())
+                     or b"\nfeature_build:" in raw)
+    return {"files": len(named), "with_state": with_state, "bytes": sum(path.stat().st_size for path in named),
+            "corpus_files": len(pool), "plan_files_added": planned, "scaled_up": extra,
             "plans": len(list((root / ".guardkit" / "features").glob("FEAT-*.yaml"))),
             "source": f"built from {corpus}"}
 
