@@ -102,7 +102,8 @@ def render(view: TaskView, out: Output) -> None:
         out.line(out.style(f"stall: {safe(view.stall.reason)}", "red"))
     if view.verifier is not None:
         stamp = view.verifier
-        extra = "".join(f" · {key} {safe(str(stamp[key]))}" for key in ("test_ref", "test_paths") if key in stamp)
+        extra = "".join(f" · {key} {safe(', '.join(map(str, value)) if isinstance(value, list) else str(value))}"
+                        for key in ("test_ref", "test_paths") if (value := stamp.get(key)) is not None)
         out.line(f"{out.style('verifier', 'bold')} {safe(str(stamp['verifier']))}{extra}")
     if view.evidence is not None:
         number, _, summary = view.evidence
