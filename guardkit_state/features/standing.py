@@ -22,6 +22,7 @@ Done is ``completed`` + ``skipped``; failed is ``failed`` + ``blocked``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,10 +162,10 @@ def read_standings(root: Path, plan: FeaturePlan, fgit: FeatureGit | None,
     # worktree of its own is one git holds no run of (what read_task_state would find, asked each).
     merged = merged_task_ids(fgit.main, f"refs/heads/{fgit.feature_branch}") \
         if fgit is not None and fgit.feature_branch in known else frozenset()
+    trees = _worktree_names(fgit.worktrees) if fgit is not None else frozenset()
     standings = []
     for task in plan.tasks:
-        ran = fgit is not None and (task.id in merged or branch_for(task.id) in known
-                                    or fgit.task_worktree(task.id).is_dir())
+        ran = fgit is not None and (task.id in merged or branch_for(task.id) in known or task.id in trees)
         if fgit is not None and ran:
             state = read_task_state(fgit, task.id)
         elif counts_only and plan_word(task) is not None:
@@ -173,6 +174,15 @@ def read_standings(root: Path, plan: FeaturePlan, fgit: FeatureGit | None,
             state = unstarted_state(root, task.id)
         standings.append(task_standing(task, state))
     return standings
+
+
+def _worktree_names(folder: Path) -> frozenset[str]:
+    """The names of the folders in the loops' worktrees folder (one listing, not a stat per task)."""
+    try:
+        with os.scandir(folder) as listing:
+            return frozenset(entry.name for entry in listing if entry.is_dir(follow_symlinks=False))
+    except OSError:
+        return frozenset()
 
 
 def feature_git(root: Path, git: GitRepo | None, feature_id: str) -> FeatureGit | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,9 @@ from guardkit_state.plans.smoke_gates import SmokeGate, SmokeRun, read_smoke_gat
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.store.layout import branch_for, worktree_path, worktrees_dir
 from guardkit_state.taskfile.discovery import listing_scope
-from guardkit_state.taskfile.locate import locate_task
+from guardkit_state.taskfile.locate import TaskLocation, locate_task
 from guardkit_state.taskfile.resolve import resolve_task
+from guardkit_state.taskfile.task_facts import remembered
 from guardkit_state.turns.history import criteria_counts
 from guardkit_state.turns.ledger import CriteriaCounts
 from guardkit_state.turns.resume import resume_point
@@ -230,9 +232,17 @@ _MID_TURN = ("rerun_coach", "complete_from_reports", "rerun_turn")
 
 def _read_copy(root: Path, task_id: str, *, resumes: bool) -> _Copy:
     """The task's criteria counts from the copy ``show TASK-ID`` reads, which copy that is, and (for
-    a task a run continues) its resume point when that falls inside a turn."""
+    a task a run continues) its resume point when that falls inside a turn.
+
+    The main checkout's copy of a task no run continues is counted once per change of its file
+    (kept in ``status``'s cache, as ``status`` keeps its counts): a feature's view parses no file
+    it parsed before unchanged.
+    """
     try:
         location = locate_task(root, task_id)
+        if location.source == "main" and location.rev is None and not resumes:
+            known = remembered(location.task_path, root, "criteria counts", partial(_counted, location))
+            return _Copy(CriteriaCounts(**{k: v for k, v in known.items() if k != "total"}), location.describe())
         task, store = location.load()
         counts, where = criteria_counts(task, location.checkout), location.describe()
     except GuardkitStateError as exc:
@@ -243,6 +253,11 @@ def _read_copy(root: Path, task_id: str, *, resumes: bool) -> _Copy:
             if point.action in _MID_TURN:
                 return _Copy(counts, where, None, point.action, point.describe())
     return _Copy(counts, where)
+
+
+def _counted(location: TaskLocation) -> dict[str, int]:
+    task, _ = location.load()
+    return criteria_counts(task, location.checkout).to_dict()
 
 
 def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow], *, started: bool) -> NextStep:

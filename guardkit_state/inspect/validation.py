@@ -43,7 +43,7 @@ from guardkit_state.taskfile.discovery import (
 )
 from guardkit_state.taskfile.document import TaskFile, describe_duplicates
 from guardkit_state.taskfile.resolve import Copy, choose, holds_state, plan_paths
-from guardkit_state.taskfile.task_facts import remembered
+from guardkit_state.taskfile.task_facts import remembered, task_cache
 
 log = logging.getLogger("guardkit_state.inspect.validation")
 
@@ -261,6 +261,8 @@ def duplicate_ids(results: list[FileResult]) -> list[DuplicateId]:
         root, _ = repo
         task_id = result.task_id or declared_id(result.path) or task_id_from_filename(result.path.name)
         groups.setdefault((root, task_id), []).append(result)
+    for root in {root for root, _ in groups}:
+        task_cache(root)  # many copies to judge: whether each holds state comes from status's cache
     for (root, task_id), group in groups.items():
         if len(group) < 2:
             continue

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import (
     FeatureNotFoundError,
@@ -27,7 +25,6 @@ from guardkit_state.errors import (
     SchemaError,
     TaskNotFoundError,
 )
-from guardkit_state.plans.schema import check_plan_data, node_line
 from guardkit_state.store import fsio, layout
 from guardkit_state.taskfile.plan_reads import (
     PLAN_PREFIX,
@@ -38,7 +35,11 @@ from guardkit_state.taskfile.plan_reads import (
     read_plan,
 )
 from guardkit_state.taskfile.resolve import close_ids
-from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
+
+if TYPE_CHECKING:  # YAML and the schema are imported where a plan is parsed or checked
+    import yaml
+
+    from guardkit_state.taskfile.strict_yaml import ParsedYaml
 
 PLAN_GLOB = f"{PLAN_PREFIX}*{PLAN_SUFFIX}"
 
@@ -199,6 +200,8 @@ class FeaturePlan:
         """The YAML node tree of ``text`` (marks give each value's line); a plan whose data came
         from the cache is parsed for it now."""
         if self.parsed is None and self.text:
+            from guardkit_state.taskfile.strict_yaml import parse_yaml
+
             self.parsed = parse_yaml(self.text, path=self.path, error_type=ParseError)
         return self.parsed.node if self.parsed is not None else None
 
@@ -261,6 +264,9 @@ def parse_plan(text: str, *, path: Path | str | None = None, parsed: ParsedYaml 
         SchemaError: a value a feature run relies on has the wrong type (every problem listed,
             the first one's JSON path and line on the error).
     """
+    from guardkit_state.plans.schema import check_plan_data, node_line
+    from guardkit_state.taskfile.strict_yaml import parse_yaml
+
     path = Path(path) if path is not None else None
     if parsed is None:
         parsed = parse_yaml(text, path=path, error_type=ParseError)
@@ -300,6 +306,8 @@ def plan_of(read: PlanRead) -> FeaturePlan:
         read.strict()  # raises the strict reader's own error, with both lines
     data = read.data
     if not read.checked:
+        from guardkit_state.plans.schema import check_plan_data
+
         try:
             check_plan_data(data, path=read.path)
         except SchemaError:

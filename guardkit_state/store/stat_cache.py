@@ -105,6 +105,11 @@ class StatCache:
             cache = _LOADED[key] = cls(cache_file(root, name), version)
         return cache
 
+    @staticmethod
+    def loaded(root: Path | str, name: str) -> bool:
+        """True when this process has loaded the cache ``name`` of ``root`` already."""
+        return f"{os.fspath(root)}\0{name}" in _LOADED
+
     def entry(self, key: str, sig: list[int] | None) -> dict[str, Any] | None:
         """Every fact recorded for ``key`` at signature ``sig`` (``fact in entry`` tells a recorded
         None from none); None when there is no entry, or the file changed since."""

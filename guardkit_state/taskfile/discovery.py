@@ -259,7 +259,7 @@ def names_task(path: Path, task_id: str, checkout: Path | None = None) -> bool:
     if checkout is None:
         declared = declared_id(path)
     else:
-        declared = remembered(path, checkout, "declared id", partial(declared_id, path))
+        declared = remembered(path, checkout, "declared id", partial(declared_id, path), cheap=True)
     return declared is None or declared == task_id
 
 

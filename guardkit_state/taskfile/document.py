@@ -29,13 +29,13 @@ from guardkit_state.taskfile.criteria_text import extract_criteria as extract_cr
 from guardkit_state.taskfile.discovery import iter_task_files as iter_task_files
 from guardkit_state.taskfile.discovery import task_id_from_filename
 from guardkit_state.taskfile.frontmatter import STATE_KEY, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
-from guardkit_state.taskfile.strict_yaml import DuplicateKey
 from guardkit_state.taskfile.yaml_writer import SETTLE_PAUSE as SETTLE_PAUSE  # the turn lifecycle waits as long
 from guardkit_state.taskfile.yaml_writer import read_settled as read_settled  # turns/intake.py reads it from here
 from guardkit_state.taskfile.yaml_writer import recall, remember, write_verified
 
 if TYPE_CHECKING:  # the splice is imported by a write only: a read never needs it
     from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate
+    from guardkit_state.taskfile.strict_yaml import DuplicateKey
 
 log = logging.getLogger("guardkit_state.taskfile.document")
 #: One line per repeated key of a task file read (the CLI shows these on stderr).

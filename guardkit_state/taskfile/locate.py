@@ -31,6 +31,7 @@ from guardkit_state.store.layout import BRANCH_PREFIX, artifacts_dir, branch_for
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.discovery import STATE_MARKERS, scoped
 from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.taskfile.read_scope import resolved_root
 from guardkit_state.taskfile.resolve import REASON_GIVEN, Resolution, holds_state, plan_listings, resolve_task
 
 #: Where a location's copy comes from: the main checkout, the task's loop worktree, the task's
@@ -96,7 +97,7 @@ class TaskLocation:
 def locate_task(repo_root: Path | str, task: str) -> TaskLocation:
     """Find ``task`` (an id or a task file's path), preferring its own loop's worktree copy, then
     (for a task of a feature run not yet merged into HEAD) the feature's copy; see the module."""
-    root = Path(repo_root).resolve()
+    root = resolved_root(repo_root)
     found = resolve_task(root, task)
     if found.reason == REASON_GIVEN:  # a path names its checkout (a worktree's file is read there)
         source: Source = "worktree" if found.checkout != root else "main"

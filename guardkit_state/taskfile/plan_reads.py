@@ -25,12 +25,14 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import GuardkitStateError, ParseError
 from guardkit_state.store import fsio, layout
 from guardkit_state.store.stat_cache import StatCache, signature_of
-from guardkit_state.taskfile.strict_yaml import ParsedYaml, node_line, parse_yaml
+
+if TYPE_CHECKING:  # YAML is imported when a plan is parsed: one answered from the cache needs none
+    from guardkit_state.taskfile.strict_yaml import ParsedYaml
 
 #: Plan files are ``FEAT-<something>.yaml`` in the features folder (GuardKit's own glob).
 PLAN_PREFIX = "FEAT-"
@@ -100,6 +102,8 @@ class PlanRead:
             raise self.error
         if self._parsed is None or self.duplicates:
             assert self.text is not None
+            from guardkit_state.taskfile.strict_yaml import parse_yaml
+
             self._parsed = parse_yaml(self.text, path=self.path, error_type=ParseError)
         return self._parsed
 
@@ -142,6 +146,8 @@ def read_plan(path: Path | str) -> PlanRead:
 
 
 def _parse(path: Path, text: str) -> PlanRead:
+    from guardkit_state.taskfile.strict_yaml import node_line, parse_yaml
+
     try:
         parsed = parse_yaml(text, path=path, error_type=ParseError, keep_last=True)
     except GuardkitStateError as exc:

@@ -11,8 +11,10 @@ The read caches (:mod:`guardkit_state.store.stat_cache`) are saved when the scop
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any, TypeVar
 
 from guardkit_state.store import stat_cache
@@ -54,4 +56,10 @@ def scoped(key: tuple[str, ...], compute: Callable[[], _T]) -> _T:
     return result
 
 
-__all__ = ["listing_scope", "scoped"]
+def resolved_root(root: Path | str) -> Path:
+    """``root`` resolved (symlinks and ``..`` out): a path walk, done once per scope for each root
+    (a feature's view resolves the repository once per task otherwise)."""
+    return scoped(("resolved root", os.fspath(root)), Path(root).resolve)
+
+
+__all__ = ["listing_scope", "resolved_root", "scoped"]

@@ -24,6 +24,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,6 @@ from guardkit_state.errors import (
 )
 from guardkit_state.store import fsio, layout
 from guardkit_state.store.layout import TASKS_DIR
-from guardkit_state.store.stat_cache import signature_of
 from guardkit_state.taskfile.discovery import (
     STATE_MARKERS,
     declared_id,
@@ -48,9 +48,9 @@ from guardkit_state.taskfile.discovery import (
     task_copies,
     task_id_from_filename,
 )
-from guardkit_state.taskfile.frontmatter import parse_frontmatter
 from guardkit_state.taskfile.plan_reads import PlanListing, read_plans
-from guardkit_state.taskfile.task_facts import task_cache
+from guardkit_state.taskfile.read_scope import resolved_root
+from guardkit_state.taskfile.task_facts import remembered
 
 #: GuardKit's own search order of the status folders; any other folder comes after these.
 SEARCH_ORDER = ("backlog", "in_progress", "design_approved", "in_review", "blocked", "completed")
@@ -151,11 +151,20 @@ def holds_state(path: Path, checkout: Path | None = None) -> bool:
 
     The same test ``status`` applies, so both pick the same copy: a file whose block is broken
     counts as holding state, and ``show`` then reports its error rather than another copy. With
-    ``checkout`` (a main checkout holding ``path``), the answer is kept in the task-file cache
-    ``status`` keeps there (``state``, beside its summary), and read from it while the file is
-    unchanged.
+    ``checkout`` (a main checkout holding ``path``), the answer ``status`` keeps in its cache
+    (``state``, beside its summary) is used while the file is unchanged, when this process has
+    that cache loaded; else the file is parsed (a parse the reader of the copy chosen reuses).
     """
-    sig = signature_of(path)
+    if checkout is None:
+        return _holds_state(path)
+    try:
+        key = path.relative_to(checkout).as_posix()
+    except ValueError:
+        return _holds_state(path)
+    return remembered(path, checkout, "state", partial(_holds_state, path), key=key, cheap=True)
+
+
+def _holds_state(path: Path) -> bool:
     try:
         raw = fsio.read_bytes_capped(path)
     except FileTooLargeError:
@@ -163,21 +172,15 @@ def holds_state(path: Path, checkout: Path | None = None) -> bool:
     except GuardkitStateError:
         return False
     if not any(marker in raw for marker in STATE_MARKERS):
-        return False  # most copies: no parse, nothing to keep
-    cache = task_cache(checkout) if checkout is not None else None
-    key = path.relative_to(checkout).as_posix() if checkout is not None else ""
-    entry = cache.entry(key, sig) if cache is not None else None
-    if entry is not None and "state" in entry:
-        return bool(entry["state"])
-    found = _parses_to_state(path, raw)
-    if cache is not None:
-        cache.put(key, sig, "state", found)
-    return found
+        return False  # most copies: no parse
+    return _parses_to_state(path, raw)
 
 
 def _parses_to_state(path: Path, raw: bytes) -> bool:
+    from guardkit_state.taskfile.document import TaskFile  # its reading is kept for the copy's reader
+
     try:
-        return parse_frontmatter(fsio.decode_utf8(raw, path), path=path, keep_last=True).state(path) is not None
+        return TaskFile.from_bytes(raw, path, warn=False).state is not None
     except GuardkitStateError:
         return True
 
@@ -191,7 +194,7 @@ def resolve_task(repo_root: Path | str, ref: str) -> Resolution:
         NotRegularFileError: the only file named for the task is a FIFO, socket or device.
         TaskNotFoundError: no file matches (says where it looked).
     """
-    root = Path(repo_root).resolve()
+    root = resolved_root(repo_root)
     if isinstance(ref, str) and ref.endswith(".md"):
         return _resolve_path(root, ref)
     task_id = fsio.validate_task_id(ref)

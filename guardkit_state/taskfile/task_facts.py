@@ -44,7 +44,7 @@ def task_cache(checkout: Path, name: str = TASK_CACHE_NAME) -> StatCache | None:
 
 
 def remembered(path: Path, checkout: Path, fact: str, compute: Callable[[], _T], *, key: str | None = None,
-               cache: str = TASK_CACHE_NAME) -> _T:
+               cache: str = TASK_CACHE_NAME, cheap: bool = False) -> _T:
     """``compute()`` (JSON-ready, read from ``path`` alone), kept as ``fact`` in a file cache of
     ``checkout`` (:func:`task_cache`: ``status``'s, else ``cache``) and returned from it while
     ``path`` is unchanged.
@@ -52,7 +52,11 @@ def remembered(path: Path, checkout: Path, fact: str, compute: Callable[[], _T],
     The signature is taken before ``compute`` reads the file: a file changed meanwhile is read
     again next time, never kept with what an older text said. Bump :data:`TASK_CACHE_VERSION`
     when what a fact holds changes. ``key``: ``path`` relative to ``checkout``, when the caller has it.
+    ``cheap``: ``compute()`` costs less than loading the cache (the head of one file): the cache is
+    used only when this process has it loaded already (a server, ``status``, a feature's tasks).
     """
+    if cheap and not StatCache.loaded(checkout, cache):
+        return compute()
     kept = task_cache(checkout, cache)
     if kept is None:
         return compute()
