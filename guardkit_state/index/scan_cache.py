@@ -36,16 +36,28 @@ def search_cache_file(root: Path) -> Path:
     return status_cache_file(root).with_name("search.json")
 
 
+#: This process's records, by checkout, with the fingerprint they were read at: a long-running
+#: process (the MCP server) searches them again without reading the cache file while no file changed.
+_MEMO: dict[str, tuple[dict[str, list[int]], list[tuple[IndexRecord, str]]]] = {}
+
+
 def cached_records(root: Path, load: Callable[[], list[IndexRecord]]) -> list[tuple[IndexRecord, str]]:
     """The records ``load`` reads from the files of ``root`` (from the cache while no file changed),
     each with its tokens (:func:`~guardkit_state.index.words.index_text` of its search text)."""
     fingerprint = source_fingerprint(root)
+    key = os.path.abspath(root)
+    known = _MEMO.get(key)
+    if known is not None and known[0] == fingerprint:
+        return known[1]
     cached = _load(root)
     if cached is not None and cached.get("fingerprint") == fingerprint:
         with contextlib.suppress(KeyError, TypeError, ValueError):
-            return [record_from_dict(item) for item in cached["records"]]
+            records = [record_from_dict(item) for item in cached["records"]]
+            _MEMO[key] = (fingerprint, records)
+            return records
     records = [(record, index_text(record.search_text)) for record in load()]
     _save(root, fingerprint, records)
+    _MEMO[key] = (fingerprint, records)
     return records
 
 
