@@ -142,8 +142,15 @@ def plan_paths(checkout: Path) -> set[str]:
     """Every ``tasks[].file_path`` of the feature plans in ``checkout``, relative to it (once per
     :func:`~guardkit_state.taskfile.discovery.listing_scope`)."""
     return scoped(("plan paths", os.fspath(checkout)), lambda: {
-        Path(file_path).as_posix().removeprefix("./") for plan in plan_listings(checkout)
-        for _, file_path in plan.tasks if file_path})
+        _plain(file_path) for plan in plan_listings(checkout) for _, file_path in plan.tasks if file_path})
+
+
+def _plain(file_path: str) -> str:
+    """A plan's ``file_path`` as the listing spells paths (``Path(x).as_posix()`` without ``./``);
+    a path already so (the usual case) is taken as it is, without building a Path."""
+    if "//" in file_path or "/./" in file_path or file_path.endswith(("/", "/.")) or "\\" in file_path:
+        return Path(file_path).as_posix().removeprefix("./")
+    return file_path.removeprefix("./")
 
 
 def holds_state(path: Path, checkout: Path | None = None) -> bool:
