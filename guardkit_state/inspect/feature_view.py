@@ -27,7 +27,8 @@ from guardkit_state.plans.guardkit_keys import AWAITING_MERGE, run_settings
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.smoke_gates import SmokeGate, SmokeRun, read_smoke_gate, recorded_runs
 from guardkit_state.plans.waves import plan_waves
-from guardkit_state.store.layout import branch_for, worktree_path, worktrees_dir
+from guardkit_state.store.layout import artifacts_dir, branch_for, worktree_path, worktrees_dir
+from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.discovery import listing_scope
 from guardkit_state.taskfile.locate import TaskLocation, locate_task
 from guardkit_state.taskfile.resolve import resolve_task
@@ -207,7 +208,7 @@ def _row(root: Path, plan: FeaturePlan, standing: TaskStanding, wave: int) -> Fe
     if standing.source == "plan":  # GuardKit's runner (or a run whose branches are gone) said so
         outcome = entry.final_decision or outcome
         reason = entry.error or f"the plan says {standing.status}"
-    copy = _read_copy(root, task_id, resumes=state.runs)
+    copy = _read_copy(root, task_id, resumes=state.runs, turns=state.turns)
     return FeatureTaskRow(task_id, wave, entry.name, standing.status, state.phase, standing.turns, state.decisions,
                           outcome, reason, state.phase == "merged", state.merge_commit, conflicts,
                           copy.counts, copy.where, entry.status, copy.error, copy.resume_action, copy.resume_text,
@@ -230,17 +231,19 @@ class _Copy:
 _MID_TURN = ("rerun_coach", "complete_from_reports", "rerun_turn")
 
 
-def _read_copy(root: Path, task_id: str, *, resumes: bool) -> _Copy:
+def _read_copy(root: Path, task_id: str, *, resumes: bool, turns: int = 0) -> _Copy:
     """The task's criteria counts from the copy ``show TASK-ID`` reads, which copy that is, and (for
     a task a run continues) its resume point when that falls inside a turn.
 
-    The main checkout's copy of a task no run continues is counted once per change of its file
-    (kept in ``status``'s cache, as ``status`` keeps its counts): a feature's view parses no file
-    it parsed before unchanged.
+    The main checkout's copy is counted once per change of its file (kept in ``status``'s cache,
+    as ``status`` keeps its counts) unless a run would resume inside its next turn (``turns`` + 1:
+    a report or the context of that turn is on disk): a feature's view parses no file it parsed
+    before unchanged.
     """
     try:
         location = locate_task(root, task_id)
-        if location.source == "main" and location.rev is None and not resumes:
+        if location.source == "main" and location.rev is None \
+                and not (resumes and _turn_begun(location, task_id, turns + 1)):
             known = remembered(location.task_path, root, "criteria counts", partial(_counted, location))
             return _Copy(CriteriaCounts(**{k: v for k, v in known.items() if k != "total"}), location.describe())
         task, store = location.load()
@@ -253,6 +256,13 @@ def _read_copy(root: Path, task_id: str, *, resumes: bool) -> _Copy:
             if point.action in _MID_TURN:
                 return _Copy(counts, where, None, point.action, point.describe())
     return _Copy(counts, where)
+
+
+def _turn_begun(location: TaskLocation, task_id: str, number: int) -> bool:
+    """True when turn ``number`` left a report or its context (a resume point inside that turn)."""
+    store = TurnStore(artifacts_dir(location.checkout, task_id), task_id)
+    return store.exists("player_turn", number) or store.exists("coach_turn", number) \
+        or store.context_path(number).exists()
 
 
 def _counted(location: TaskLocation) -> dict[str, int]:
