@@ -520,3 +520,28 @@ def test_a_request_nested_past_what_the_sdk_reads_gets_an_error_answer(repo: Pat
     refused, shown = with_server(repo, session)
     assert refused.startswith("error: the request cannot be read: JSON nested deeper than 64 levels"), refused
     assert shown["task_id"] == TASK
+
+
+def test_read_calls_keep_the_caches_and_a_read_only_server_writes_none(repo: Path, tmp_path: Path) -> None:
+    """Each read call is one read: the caches every command keeps are written when it ends (the
+    plans read once per change of the file); a read-only server reads them and writes none."""
+    import shutil
+    import time
+
+    from guardkit_state.store.stat_cache import RACY_NS
+
+    time.sleep(RACY_NS / 1e9 + 0.1)  # the fixture's files settled: a file changed just now is never kept
+    copy = tmp_path / "read-only-copy"
+    shutil.copytree(repo, copy)
+    time.sleep(RACY_NS / 1e9 + 0.1)
+
+    async def reads(client: Client) -> None:
+        for name, arguments in (("status", {}), ("show", {"task_id": TASK}), ("feature", {"feature_id": "FEAT-FB"})):
+            assert not (await client.call_tool(name, arguments)).is_error
+
+    with_server(copy, reads, read_only=True)
+    assert not (copy / ".guardkit" / "cache").exists()
+    with_server(repo, reads)
+    plans = json.loads((repo / ".guardkit" / "cache" / "plans.json").read_text(encoding="utf-8"))
+    assert list(plans["files"]) == [".guardkit/features/FEAT-FB.yaml"]
+    assert (repo / ".guardkit" / "cache" / "status.json").is_file()

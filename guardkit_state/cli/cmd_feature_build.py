@@ -92,7 +92,8 @@ def agents_named(args: argparse.Namespace) -> tuple[Agent, Agent]:
 
 def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.cli.event_lines import progress_lines
-    from guardkit_state.cli.feature_output import names_feature, run_feature
+    from guardkit_state.cli.feature_output import run_feature
+    from guardkit_state.store.layout import names_feature
 
     agents = agents_named(args)
     if args.remote is not None:  # this machine's worker on a feature shared through a git remote

@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
 
 
 def show_log(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.cli.feature_output import names_feature
+    from guardkit_state.store.layout import names_feature
 
     if names_feature(args.task_id):
         return show_feature_log(args, out)

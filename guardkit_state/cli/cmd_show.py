@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.cli.feature_output import names_feature
+    from guardkit_state.store.layout import names_feature
 
     if args.remote is not None:
         from guardkit_state.cli.remote_feature import show_remote
@@ -97,10 +97,20 @@ def render(view: TaskView, out: Output) -> None:
             icon, colour = ICON_STYLE.get(c.status, ("○", "dim"))
             by = f" (turn {c.set_by_turn})" if c.set_by_turn else ""
             status = "implied by approval" if c.implied_by_approval else c.status
-            out.line(f"  {out.style(icon, colour)} {c.id}: {safe(c.text)}: {status}{by}")
+            homed = f" · verifier {safe(c.verifier)}" + (f" ({safe(c.test_ref)})" if c.test_ref else "") \
+                if c.verifier else ""
+            out.line(f"  {out.style(icon, colour)} {c.id}: {safe(c.text)}: {status}{by}{homed}")
     if view.stall:
         out.line("")
         out.line(out.style(f"stall: {safe(view.stall.reason)}", "red"))
+    if view.verifier is not None:
+        stamp = view.verifier
+        extra = "".join(f" · {key} {safe(', '.join(map(str, value)) if isinstance(value, list) else str(value))}"
+                        for key in ("test_ref", "test_paths") if (value := stamp.get(key)) is not None)
+        out.line(f"{out.style('verifier', 'bold')} {safe(str(stamp['verifier']))}{extra}")
+    if view.evidence is not None:
+        number, _, summary = view.evidence
+        out.line(f"{out.style('coach evidence', 'bold')} (turn {number}): {safe(summary)}")
     if view.cost is not None and view.cost.turns:
         out.line("")
         out.line(f"{out.style('agents', 'bold')} {safe(view.cost.describe())}")
@@ -118,9 +128,13 @@ def render_feature(view: FeatureView, out: Output) -> None:
     out.line(out.style(f"{view.feature_id}: {safe(view.name or '')}", "bold"))
     out.line(f"plan status {safe(view.plan_status or '-')} · {view.tally.describe()} · "
              f"{len(view.waves)} wave(s) from {view.wave_source}")
-    where = f"branch {view.branch}" + (f" · worktree {view.worktree}" if view.worktree else "") \
-        if view.started else f"not started (no branch {view.branch})"
+    from guardkit_state.features.standing import branch_note
+
+    where = branch_note(view.branch, view.started, view.tally) \
+        + (f" · worktree {view.worktree}" if view.worktree and view.started else "")
     out.line(out.style(safe(where), "dim"))
+    for key, said in view.settings:  # GuardKit's run keys, as the plan holds them
+        out.line(out.style(f"{key.replace('_', ' ')}: {safe(said)}", "dim"))
     for note in view.notes:
         out.note(f"note: {safe(note)}")
     width = max((len(safe(row.task_id)) for row in view.tasks), default=8)

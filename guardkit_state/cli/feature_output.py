@@ -29,16 +29,8 @@ from guardkit_state.loop.events import LoopNote
 
 if TYPE_CHECKING:
     from guardkit_state.agents.protocol import Agent
-
-#: A feature's id starts like GuardKit's plan files are named.
-FEATURE_PREFIX = "FEAT-"
 #: Options of ``feature-build`` that concern one task's loop only.
 _TASK_ONLY = (("no_worktree", "--no-worktree"), ("reopen", "--reopen"))
-
-
-def names_feature(ref: str) -> bool:
-    """True when ``feature-build``'s argument names a feature (an id or a plan file), not a task."""
-    return ref.startswith(FEATURE_PREFIX) or ref.endswith(".yaml")
 
 
 def run_feature(args: argparse.Namespace, out: Output, agents: tuple[Agent, Agent]) -> int:
@@ -128,4 +120,4 @@ def render_result(result: FeatureResult, out: Output) -> None:
         out.line(f"  branch {safe(result.branch)} in {safe(result.worktree)}")
 
 
-__all__ = ["names_feature", "render_result", "run_feature"]
+__all__ = ["render_result", "run_feature"]

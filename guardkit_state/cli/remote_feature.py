@@ -31,9 +31,9 @@ def add_remote_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run_remote(args: argparse.Namespace, out: Output, agents: tuple[Agent, Agent]) -> int:
-    from guardkit_state.cli.feature_output import names_feature
     from guardkit_state.cli.options import log_on_stderr
     from guardkit_state.remote.worker import WorkerOptions, run_worker
+    from guardkit_state.store.layout import names_feature
 
     if not names_feature(args.task_id):
         raise InputError(f"--remote builds a feature (FEAT-ID or a plan's .yaml), not the task {args.task_id}")
@@ -59,8 +59,8 @@ def run_remote(args: argparse.Namespace, out: Output, agents: tuple[Agent, Agent
 
 def show_remote(args: argparse.Namespace, out: Output, features: list[str]) -> int:
     """``show FEAT --remote NAME`` / ``status --remote NAME``: progress read from the remote."""
-    from guardkit_state.cli.feature_output import names_feature
     from guardkit_state.remote.overview import describe_age, remote_progress
+    from guardkit_state.store.layout import names_feature
 
     for ref in features:
         if not names_feature(ref):

@@ -41,6 +41,20 @@ _NEVER_COMMIT = (f":(exclude){INDEX_DIR.as_posix()}",)
 _ATOMIC_TEMP = re.compile(rf"{TEMP_NAME.pattern}|{re.escape(TEMP_PREFIX)}.+\.agent\.json\.[1-9][0-9]*")
 
 
+
+def branches_named(cwd: Path, prefix: str) -> frozenset[str]:
+    """The local branches whose name starts with ``prefix`` (``autobuild/``) in the repository
+    holding ``cwd``: one git call, no discovery first; none outside a repository or without git."""
+    try:
+        status, out, _ = execute(cwd, ["git", "for-each-ref", "--format=%(refname)", f"refs/heads/{prefix}"])
+    except GitError:
+        return frozenset()
+    if status != 0:
+        return frozenset()
+    heads = "refs/heads/"
+    return frozenset(line[len(heads):] for line in out.decode("utf-8", "replace").splitlines()
+                     if line.startswith(heads + prefix))
+
 class GitRepo:
     """A git working tree (the main checkout or a linked worktree), queried through the git CLI.
 
@@ -303,4 +317,4 @@ class GitRepo:
         return remove_stale_locks(self.root, self.git_dir, self.common_dir, self.current_branch())
 
 
-__all__ = ["FALLBACK_EMAIL", "FALLBACK_NAME", "GitRepo"]
+__all__ = ["FALLBACK_EMAIL", "FALLBACK_NAME", "GitRepo", "branches_named"]

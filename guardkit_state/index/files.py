@@ -26,10 +26,9 @@ class FileIndex:
 
     name = "files"
 
-    def __init__(self, repo_root: Path, *, save_cache: bool = True) -> None:
+    def __init__(self, repo_root: Path) -> None:
         self.repo_root = Path(repo_root)
         #: False: the scan's cache is read, never written (a read-only MCP server writes nothing).
-        self.save_cache = save_cache
 
     def records(self, groups: Sequence[str] | None = None) -> list[IndexRecord]:
         """Every record the files define, optionally only those of ``groups``."""
@@ -55,7 +54,7 @@ class FileIndex:
                filters: Filters | None = None) -> list[SearchHit]:
         """Records matching ``query``, best first (read from the scan's cache while no file changed:
         :mod:`.scan_cache`)."""
-        cached = cached_records(self.repo_root, self._read_records, save=self.save_cache)
+        cached = cached_records(self.repo_root, self._read_records)
         records = _in_groups([record for record, _ in cached], groups, self.repo_root)
         words = {id(record): text for record, text in cached}
         return rank_by_overlap(parse_query(query), records, filters or Filters(), limit=limit,

@@ -48,7 +48,7 @@ def make_filters(*, task: str | None = None, feature: str | None = None, decisio
 
 def search(repo_root: Path, query: str, *, groups: Sequence[str] | None = None, limit: int = 10,
            backend: Backend = "auto", uri: str | None = None, embedder: str | None = None,
-           filters: Filters | None = None, save_cache: bool = True) -> SearchResult:
+           filters: Filters | None = None) -> SearchResult:
     """Search turns, tasks, features and configuration, saying which backend answered and why.
 
     Raises:
@@ -60,7 +60,7 @@ def search(repo_root: Path, query: str, *, groups: Sequence[str] | None = None, 
     filters = filters or Filters()
     asked = parse_embedder(embedder) if embedder else None
     if backend == "files":
-        return SearchResult("files", FileIndex(root, save_cache=save_cache).search(query, groups=groups, limit=limit,
+        return SearchResult("files", FileIndex(root).search(query, groups=groups, limit=limit,
                                                                                   filters=filters))
     uri = configured_uri(uri)
     note = _unconfigured(root, uri, backend)
@@ -80,7 +80,7 @@ def search(repo_root: Path, query: str, *, groups: Sequence[str] | None = None, 
             note = f"{reason}; scanned the files"
     elif backend == "graphiti":
         return SearchResult("graphiti", [], note)
-    hits = FileIndex(root, save_cache=save_cache).search(query, groups=groups, limit=limit, filters=filters)
+    hits = FileIndex(root).search(query, groups=groups, limit=limit, filters=filters)
     return SearchResult("files", hits, note)
 
 

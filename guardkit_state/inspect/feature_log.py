@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.features.standing import FeatureTally, TaskStanding, feature_git, read_standings, tally
+from guardkit_state.features.standing import (
+    FeatureTally,
+    TaskStanding,
+    branch_note,
+    feature_git,
+    read_standings,
+    tally,
+)
 from guardkit_state.git.merge import TRAILER_FEATURE, TRAILER_TASK, TRAILER_WAVE
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.inspect.review import TurnLog, read_turn_log
@@ -95,13 +102,14 @@ def _feature_log(root: Path, feature: str) -> FeatureLog:
     plan = load_plan(find_plan(root, feature))
     result = FeatureLog(plan.feature_id, branch_for(plan.feature_id))
     repo = GitRepo.discover(root)
+    exists = repo is not None and repo.branch_exists(result.branch)
+    result.standings = read_standings(root, plan, feature_git(root, repo, plan.feature_id), counts_only=True)
     if repo is None:
         result.notes.append("not a git repository (or no git): no merges; turns read from files only")
-    elif not repo.branch_exists(result.branch):
-        result.notes.append(f"{plan.feature_id} has not started (no branch {result.branch})")
+    elif not exists:
+        result.notes.append(f"{plan.feature_id}: {branch_note(result.branch, exists, result.tally)}")
     else:
         result.merges = feature_merges(repo, result.branch, plan.feature_id)
-    result.standings = read_standings(root, plan, feature_git(root, repo, plan.feature_id), counts_only=True)
     result.queue = recorded_steps(plan)
     for task in plan.tasks:
         try:

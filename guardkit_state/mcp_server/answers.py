@@ -17,12 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import AlreadyRecordedError, FileTooLargeError, GuardkitStateError, InputError
+from guardkit_state.store.layout import names_feature
 
 if TYPE_CHECKING:
     from guardkit_state.index.searching import Backend
-
-#: How a feature is named where a task could be (as ``show`` tells them apart).
-FEATURE_PREFIX = "FEAT-"
 
 
 #: What the CLI's error line shows as escapes (``safe`` in cli/output.py, which this layer may not
@@ -39,17 +37,11 @@ def error_line(exc: GuardkitStateError | str) -> str:
     return "error: " + text.replace("\n", "\\n")
 
 
-def names_feature(ref: str) -> bool:
-    """True when ``ref`` names a feature (an id or a plan file), not a task, as for ``show``."""
-    return ref.startswith(FEATURE_PREFIX) or ref.endswith(".yaml")
-
-
-def status(root: Path, *, save_cache: bool = True) -> dict[str, Any]:
-    """Every task with loop state and every feature plan: ``status --json --features`` (``save_cache=False``:
-    the status cache is read, never written)."""
+def status(root: Path) -> dict[str, Any]:
+    """Every task with loop state and every feature plan: ``status --json --features``."""
     from guardkit_state.inspect.status import feature_status, repo_status
 
-    return {"tasks": [s.to_dict() for s in repo_status(root, save_cache=save_cache)],
+    return {"tasks": [s.to_dict() for s in repo_status(root)],
             "features": [f.to_dict() for f in feature_status(root)]}
 
 
@@ -101,15 +93,14 @@ def task_file(root: Path, ref: str) -> str:
 
 def search(root: Path, query: str, *, groups: Sequence[str] | None = None, task: str | None = None,
            feature: str | None = None, decision: str | None = None, since: str | None = None,
-           limit: int = 10, backend: Backend = "auto", save_cache: bool = True) -> dict[str, Any]:
-    """Turns, tasks, features and configuration matching ``query``: ``search --json`` (``save_cache=False``:
-    the file scan's cache is read, never written)."""
+           limit: int = 10, backend: Backend = "auto") -> dict[str, Any]:
+    """Turns, tasks, features and configuration matching ``query``: ``search --json``."""
     from guardkit_state.index import make_filters
     from guardkit_state.index import search as search_index
 
     filters = make_filters(task=task, feature=feature, decision=decision, since=since)
     result = search_index(root, query, groups=list(groups) if groups else None, limit=max(1, limit),
-                          backend=backend, filters=filters, save_cache=save_cache)
+                          backend=backend, filters=filters)
     return result.to_dict() | {"query": query}
 
 

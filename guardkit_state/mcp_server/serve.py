@@ -29,6 +29,8 @@ from guardkit_state import __version__
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.mcp_server import answers
 from guardkit_state.mcp_server.request_guard import AnsweringReader
+from guardkit_state.store.stat_cache import disable_writes
+from guardkit_state.taskfile.discovery import listing_scope
 
 log = logging.getLogger("guardkit_state.mcp_server")
 
@@ -84,6 +86,19 @@ def _tool_errors(fn: _F) -> _F:
     return call  # type: ignore[return-value]
 
 
+def _one_read(fn: _F) -> _F:
+    """A read tool's call as one read command: ``tasks/`` listed, and each plan looked at, once for
+    the call (never across calls: the next call sees every file changed since); the read caches
+    saved when it ends (see :func:`~guardkit_state.taskfile.discovery.listing_scope`)."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with listing_scope():
+            return fn(*args, **kwargs)
+
+    return call  # type: ignore[return-value]
+
+
 def _error_result(line: str, detail: dict[str, object] | None) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=line)], structured_content=detail, is_error=True)
 
@@ -96,7 +111,8 @@ def build_server(repo: Path, *, read_only: bool = False) -> MCPServer[Any]:
 
     def tool(annotations: ToolAnnotations) -> Callable[[_F], _F]:
         def register(fn: _F) -> _F:
-            server.add_tool(_tool_errors(fn), name=fn.__name__, description=fn.__doc__, annotations=annotations,
+            call = _one_read(fn) if annotations is READ else fn
+            server.add_tool(_tool_errors(call), name=fn.__name__, description=fn.__doc__, annotations=annotations,
                             structured_output=True)
             return fn
         return register
@@ -105,7 +121,7 @@ def build_server(repo: Path, *, read_only: bool = False) -> MCPServer[Any]:
     def status() -> dict[str, Any]:
         """Every task with loop state (turns, last decision, criteria counts) and every feature plan
         with its progress: the JSON of `guardkit-state status --json --features`. Start here."""
-        return answers.status(root, save_cache=not read_only)
+        return answers.status(root)
 
     @tool(READ)
     def show(task_id: TaskRef) -> dict[str, Any]:
@@ -156,7 +172,7 @@ def build_server(repo: Path, *, read_only: bool = False) -> MCPServer[Any]:
         how a blocker looked in other tasks. From the index when it is fresh, else the files
         ("backend" and "note" say which). The JSON of `guardkit-state search --json`."""
         return answers.search(root, query, groups=groups, task=task, feature=feature, decision=decision,
-                              since=since, limit=limit, backend=backend, save_cache=not read_only)
+                              since=since, limit=limit, backend=backend)
 
     # The SDK runs each call in a worker thread: two records at once would meet at the task's lock,
     # and the second be refused as "locked by another run". One at a time, the second is answered
@@ -231,7 +247,10 @@ def _resource(fn: Callable[..., _R], *args: Any) -> _R:
 
 
 def serve(repo: Path, *, read_only: bool = False) -> None:
-    """Serve ``repo`` over stdin/stdout until the client closes stdin."""
+    """Serve ``repo`` over stdin/stdout until the client closes stdin (``read_only``: no write
+    tool, and the read caches under ``.guardkit/cache/`` are read but never written)."""
+    if read_only:
+        disable_writes()
     anyio.run(_serve_stdio, build_server(repo, read_only=read_only))
 
 

@@ -1,5 +1,10 @@
 """The per-task artifact store: ``.guardkit/autobuild/TASK-ID/{player_turn,coach_turn,turn_state_turn}_N.json``.
 
+GuardKit now writes its Coach's verdicts and evidence (``coach_turn_N.json``,
+``coach_evidence_turn_N.json``) to ``.guardkit/autobuild-private/TASK-ID/``, out of its Player's
+reach, and reads a report there first, then in ``autobuild/``: a report is read the same way here.
+What this package writes goes to ``autobuild/``, as before.
+
 Records are validated once before they are written (by :meth:`TurnStore.write`, or where they come
 in, when the writer says so) and on read, written atomically, and immutable once their turn is
 recorded in the task's frontmatter (the commit point): rewriting a recorded turn is an error, while
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +29,8 @@ from guardkit_state.errors import GuardkitStateError, SchemaError, TurnAlreadyRe
 from guardkit_state.model import CoachDecision, PlayerReport, TurnState
 from guardkit_state.store import schemas
 from guardkit_state.store.fsio import Identity, atomic_write_stat, file_identity, identity_of
-from guardkit_state.store.jsonio import check_storable, dump_json, load_record
-from guardkit_state.store.layout import WORK_DIR
+from guardkit_state.store.jsonio import check_storable, dump_json, load_json, load_record
+from guardkit_state.store.layout import GUARDKIT_DIR, STATE_DIR, WORK_DIR, private_artifacts_dir
 from guardkit_state.store.layout import artifacts_dir as artifacts_dir  # re-exported: the folder is the layout's
 
 FILE_PATTERNS = {
@@ -32,6 +38,9 @@ FILE_PATTERNS = {
     "coach_turn": "coach_turn_{n}.json",
     "turn_state": "turn_state_turn_{n}.json",
 }
+#: GuardKit's Coach evidence bundle of a turn (gates, tests, honesty, requirements): read, never written.
+EVIDENCE_PATTERN = "coach_evidence_turn_{n}.json"
+_EVIDENCE_NAME = re.compile(r"^coach_evidence_turn_([1-9][0-9]{0,8})\.json$")
 
 
 class TurnStore:
@@ -42,6 +51,64 @@ class TurnStore:
         self.task_id = task_id
         self._cache: dict[Path, tuple[Identity, str]] = {}
         self._paths: dict[tuple[str, int], Path] = {}  # a turn's paths are asked for many times per turn
+        home = self.directory.parent
+        # ``<checkout>/.guardkit/autobuild/TASK-ID`` -> ``<checkout>/.guardkit/autobuild-private/TASK-ID``.
+        self.private_directory: Path | None = (
+            private_artifacts_dir(home.parent.parent, self.directory.name)
+            if home.name == STATE_DIR.name and home.parent.name == GUARDKIT_DIR else None)
+        self._private: bool | None = None  # whether that folder exists, looked at once
+
+    def source(self, kind: str, turn: int) -> Path:
+        """Where a turn's ``kind`` record is read from: GuardKit's private folder when it holds the
+        file, else :meth:`path` (where this package writes it)."""
+        return self._private_or(FILE_PATTERNS[kind].format(n=turn)) or self.path(kind, turn)
+
+    def _private_or(self, name: str) -> Path | None:
+        if self.private_directory is None:
+            return None
+        if self._private is None:
+            self._private = self.private_directory.is_dir()
+        if self._private:
+            candidate = self.private_directory / name
+            if file_identity(candidate) is not None:
+                return candidate
+        return None
+
+    def evidence_path(self, turn: int) -> Path | None:
+        """GuardKit's ``coach_evidence_turn_N.json`` of ``turn`` (private folder first), or None."""
+        name = EVIDENCE_PATTERN.format(n=turn)
+        found = self._private_or(name)
+        if found is not None:
+            return found
+        public = self.directory / name
+        return public if file_identity(public) is not None else None
+
+    def evidence_turns(self) -> list[int]:
+        """The turns GuardKit kept Coach evidence for (either folder), in order."""
+        found: set[int] = set()
+        for folder in (self.private_directory, self.directory):
+            try:
+                names = os.listdir(folder) if folder is not None else []
+            except OSError:
+                continue
+            for name in names:
+                match = _EVIDENCE_NAME.match(name)
+                if match:
+                    found.add(int(match.group(1)))
+        return sorted(found)
+
+    def read_evidence(self, turn: int) -> dict[str, Any] | None:
+        """The Coach evidence GuardKit kept for ``turn`` (strict JSON, no schema: GuardKit's own
+        shape, shown as it is), or None when there is none.
+
+        Raises:
+            ParseError, FileTooLargeError: the file is not strict JSON.
+        """
+        path = self.evidence_path(turn)
+        if path is None:
+            return None
+        data = load_json(path)
+        return data if isinstance(data, dict) else {"evidence": data}
 
     @property
     def work_dir(self) -> Path:
@@ -60,7 +127,7 @@ class TurnStore:
         return found
 
     def exists(self, kind: str, turn: int) -> bool:
-        return self.path(kind, turn).is_file()
+        return self.source(kind, turn).is_file()
 
     def write(self, kind: str, turn: int, data: dict[str, Any], *, recorded_turns: int, checked: bool = False,
               canonical: bool = False) -> Path:
@@ -120,7 +187,7 @@ class TurnStore:
 
         Served from memory while the file is unchanged since this store last validated it.
         """
-        path = self.path(kind, turn)
+        path = self.source(kind, turn)
         return self._read(kind, path, file_identity(path))
 
     def _read(self, kind: str, path: Path, identity: Identity | None) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import DuplicateKeyError, ParseError, TurnError
 from guardkit_state.model import AutobuildState, Criterion, whole_number
@@ -29,9 +29,11 @@ from guardkit_state.taskfile.criteria_text import extract_criteria as extract_cr
 from guardkit_state.taskfile.discovery import iter_task_files as iter_task_files
 from guardkit_state.taskfile.discovery import task_id_from_filename
 from guardkit_state.taskfile.frontmatter import STATE_KEY, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
-from guardkit_state.taskfile.splice import SpliceResult, StateUpdate, plain_data, splice_state
-from guardkit_state.yamltext.strict_yaml import DuplicateKey
 from guardkit_state.yamltext.yaml_writer import read_settled, recall, remember, unchanged, write_verified
+
+if TYPE_CHECKING:  # the splice is imported by a write only: a read never needs it
+    from guardkit_state.taskfile.splice import SpliceResult, StateUpdate
+    from guardkit_state.yamltext.strict_yaml import DuplicateKey
 
 log = logging.getLogger("guardkit_state.taskfile.document")
 #: One line per repeated key of a task file read (the CLI shows these on stderr).
@@ -95,11 +97,15 @@ class TaskFile:
         it itself); such a file is not written to.
         """
         text = fsio.decode_utf8(raw, path)
-        known = recall(path, raw)  # the verified reading of the bytes this process last wrote there
+        # The reading of these very bytes this process last made (its own write's, verified, or a
+        # read's): a file read again unchanged (a server answering calls, a feature's tasks) is not
+        # parsed again. Only a file holding loop state is kept: the long frontmatters, read often.
+        known = recall(path, raw)
         parsed = known if isinstance(known, ParsedFrontmatter) else parse_frontmatter(text, path=path, keep_last=True)
+        if known is None and parsed.state_key is not None:
+            remember(path, raw, parsed)
         if parsed.duplicates and warn:
-            duplicates_log.warning("%s:%d: %s: the last value is read (as GuardKit reads it)", path,
-                                   parsed.duplicates[0].line, describe_duplicates(parsed.duplicates))
+            warn_duplicates(path, duplicates_note(path, parsed.duplicates))
         data = parsed.data
         key = parsed.state_key
         state = parsed.state(path)
@@ -213,6 +219,8 @@ class TaskFile:
             FrontmatterError, DuplicateKeyError: the file (or its new version) cannot be spliced.
             GuardkitStateError: the write failed (the original file is untouched).
         """
+        from guardkit_state.taskfile.splice import SpliceResult, splice_state
+
         wanted = update = replace(update, key=self.state_key)
         result = SpliceResult(self.text, "noop")
 
@@ -264,6 +272,8 @@ class TaskFile:
 
     def _contains(self, update: StateUpdate) -> bool:
         """True when this text already holds ``update`` (its turns, scalars and top-level keys)."""
+        from guardkit_state.taskfile.splice import plain_data
+
         block = self.data.get(self.state_key)
         if not isinstance(block, dict):
             return not update.touches_state and all(
@@ -363,6 +373,18 @@ def _whole_task(raw: bytes, path: Path) -> TaskFile:
     if not raw.strip():  # caught between an editor's truncate and its write: never a task's bytes
         raise ParseError("the task file is empty", path=path, expected="a task file: its frontmatter and text")
     return TaskFile.from_bytes(raw, path)
+
+
+def duplicates_note(path: Path, duplicates: Sequence[DuplicateKey]) -> str:
+    """The warning line of a task file that repeats a key (``path:line: duplicate key ...``)."""
+    return (f"{path}:{duplicates[0].line}: {describe_duplicates(duplicates)}: the last value is read "
+            "(as GuardKit reads it)")
+
+
+def warn_duplicates(path: Path | str, note: str) -> None:
+    """Log ``note`` (:func:`duplicates_note`) for the task file ``path``: the CLI shows it once, in
+    full for the task a command is about, and folds the others into one line."""
+    duplicates_log.warning("%s", note, extra={"task_file": str(path)})
 
 
 def describe_duplicates(duplicates: Sequence[DuplicateKey], *, shown: int = 3) -> str:

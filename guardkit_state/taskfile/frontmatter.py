@@ -12,16 +12,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import DuplicateKeyError, FrontmatterError
 from guardkit_state.model import LEGACY_STATE_KEY as LEGACY_STATE_KEY  # the state block's keys
 from guardkit_state.model import STATE_KEY as STATE_KEY
 from guardkit_state.model import STATE_KEYS as STATE_KEYS
 from guardkit_state.model import AutobuildState
-from guardkit_state.yamltext.strict_yaml import DuplicateKey, parse_yaml
+
+if TYPE_CHECKING:  # YAML is imported where a text is parsed: a read answered from the caches parses none
+    import yaml
+
+    from guardkit_state.yamltext.strict_yaml import DuplicateKey
 
 #: A delimiter line: three dashes and optional trailing blanks, as python-frontmatter and Jekyll read it.
 _OPEN = re.compile(r"---[ \t]*(\r?\n)")
@@ -191,6 +193,8 @@ class ParsedFrontmatter:
 
     def line_of(self, key: str) -> int | None:
         """The file line of a top-level key, from the node marks."""
+        import yaml
+
         if isinstance(self.node, yaml.MappingNode):
             for key_node, _ in self.node.value:
                 if getattr(key_node, "value", None) == key:
@@ -213,6 +217,8 @@ def parse_frontmatter(text: str, *, path: Path | str | None = None, keep_last: b
     if not split.has_frontmatter:
         return ParsedFrontmatter({}, split, None)
     try:
+        from guardkit_state.yamltext.strict_yaml import parse_yaml
+
         parsed = parse_yaml(split.yaml_text, path=path, line_offset=split.line_offset, keep_last=keep_last)
     except DuplicateKeyError:
         raise

@@ -8,7 +8,7 @@ never only from the index. After a rejection the feedback is repeated under ``La
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from guardkit_state.model import Criterion, TurnState
@@ -24,6 +24,7 @@ def render_continuation_context(
     statuses: dict[str, str] | None = None,
     role_section: str | None = None,
     sent_back: Mapping[str, Any] | None = None,
+    implied: Collection[str] = (),
 ) -> str:
     """Markdown context for ``turn``.
 
@@ -35,6 +36,7 @@ def render_continuation_context(
         role_section: the Player's role constraints, appended when given.
         sent_back: the merge queue's entry that sent ``previous``'s approval back
             (:mod:`guardkit_state.turns.sent_back`): its gate verdict is what this turn must address.
+        implied: the criteria verified only by the Coach's approval (shown so, as ``show`` shows them).
     """
     lines: list[str] = []
     if previous is None:
@@ -46,7 +48,7 @@ def render_continuation_context(
         if statuses or criteria:
             lines.append("")
             lines.append("**Acceptance Criteria Status**:")
-            lines.extend(criteria_lines(criteria, statuses or {}))
+            lines.extend(criteria_lines(criteria, statuses or {}, implied=implied))
         must = must_address_lines(previous)
         if sent_back is not None:
             must = [*must, *send_back_lines(sent_back)]

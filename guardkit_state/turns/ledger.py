@@ -14,7 +14,7 @@ stays in the Coach's report file but never enters the ledger, else a Coach could
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -153,6 +153,10 @@ class CriteriaLedger:
     def statuses(self) -> dict[str, str]:
         return {e.criterion_id: e.status for e in self.entries}
 
+    def implied(self) -> frozenset[str]:
+        """The criteria verified only because the Coach approved the task (not itemised)."""
+        return frozenset(e.criterion_id for e in self.entries if e.status == "verified" and e.implied)
+
     def provenance(self) -> dict[str, dict[str, Any]]:
         return {e.criterion_id: e.to_dict() for e in self.entries}
 
@@ -197,15 +201,28 @@ def ignored_ids_note(task_id: str, ignored: Sequence[str], known: Iterable[str] 
             "those verdicts are kept in the Coach's report but not counted")
 
 
-def criteria_lines(criteria: Iterable[Criterion], statuses: Mapping[str, str], *, indent: str = "  ") -> list[str]:
-    """``  ✓ AC-001: text: verified`` lines (the format GuardKit's prompts use), task order, then unknown ids."""
+def criteria_lines(criteria: Iterable[Criterion], statuses: Mapping[str, str], *, indent: str = "  ",
+                   implied: Collection[str] = ()) -> list[str]:
+    """``  ✓ AC-001: text: verified`` lines (the format GuardKit's prompts use), task order, then unknown ids.
+
+    A criterion in ``implied`` (verified only because the Coach approved the task) reads
+    ``implied by approval``, as ``show`` and the report say it.
+    """
     lines: list[str] = []
     listed: set[str] = set()
+
+    def word(cid: str, status: str) -> str:
+        return IMPLIED_WORDS if status == "verified" and cid in implied else status
+
     for criterion in criteria:
         status = statuses.get(criterion.id, "pending")
         listed.add(criterion.id)
-        lines.append(f"{indent}{ICONS.get(status, '○')} {criterion.id}: {criterion.text}: {status}")
+        lines.append(f"{indent}{ICONS.get(status, '○')} {criterion.id}: {criterion.text}: {word(criterion.id, status)}")
     for cid, status in statuses.items():
         if cid not in listed:
-            lines.append(f"{indent}{ICONS.get(status, '○')} {cid}: {status}")
+            lines.append(f"{indent}{ICONS.get(status, '○')} {cid}: {word(cid, status)}")
     return lines
+
+
+#: How a criterion verified only by the Coach's approval is named (show, context, the report).
+IMPLIED_WORDS = "implied by approval"

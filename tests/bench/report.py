@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import bench_agents, bench_feature, bench_first_hour, bench_remote
+from . import bench_agents, bench_feature, bench_first_hour, bench_mcp, bench_remote, bench_status
 
 HEADER = ("Case", "guardkit-state", "Floor", "x floor", "LangGraph SqliteSaver", "x LangGraph", "Target", "Met")
 
@@ -135,6 +135,7 @@ def _rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
                      _met(_le(startup["help/python"], 4.0))))
         rows.append(("guardkit-state show TASK-ID", _ms(startup["show_ms"]), _ms(startup["python_pass_ms"]),
                      _x(startup["show/python"]), "", "", "", "-"))
+    rows += bench_status.table_rows(cases.get("reads"))
     git = cases.get("git")
     if isinstance(git, dict) and "median_ms" in git:
         med = git["median_ms"]
@@ -162,15 +163,9 @@ def _rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
     rows += bench_feature.table_rows(cases.get("feature"))
     rows += bench_remote.table_rows(cases.get("remote"))
     rows += bench_agents.table_rows(cases.get("agents"))
-    mcp = cases.get("mcp")
-    if isinstance(mcp, dict) and "mcp_show_ms" in mcp:
-        where = f"{mcp['files']:,} task files, {mcp['turns']} turns"
-        for name in ("show", "context"):
-            rows.append((f"MCP {name}, warm tool call ({where}; beside: the CLI's {name} --json)",
-                         _ms(mcp[f"mcp_{name}_ms"]), _ms(mcp[f"cli_{name}_ms"]), _x(mcp[f"cli/mcp {name}"]) + " CLI",
-                         "", "", "<= 50 ms", _met(_le(mcp[f"mcp_{name}_ms"], 50))))
+    rows += bench_mcp.table_rows(cases.get("mcp"))
     rows += bench_first_hour.table_rows(cases.get("first_hour"))
-    for name in ("status", "startup", "git", "index", "mcp"):
+    for name in ("status", "startup", "reads", "git", "index", "mcp"):
         value = cases.get(name)
         if isinstance(value, dict) and ("error" in value or "skipped" in value):
             rows.append((name, value.get("error") or f"skipped: {value['skipped']}", "", "", "", "", "", "-"))
