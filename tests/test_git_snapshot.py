@@ -251,3 +251,19 @@ def test_a_lock_a_killed_git_left_in_the_snapshots_folder_is_cleared(git_repo: P
         (snapshots.folder / name).write_bytes(b"")
     snapshot = snapshots.take()
     assert not snapshots.restore(snapshot).changed
+
+
+def test_a_snapshot_refs_lock_a_killed_git_left_is_cleared_before_the_put_back(git_repo: Path) -> None:
+    # Found by the kill campaign: a SIGKILL inside `git update-ref` of the snapshot's ref left
+    # refs/guardkit/snapshots/TASK.lock, and --resume failed on "cannot lock ref" for good.
+    worktree = _worktree(git_repo)
+    repo = _repo(worktree)
+    snapshots = WorktreeSnapshots(repo, TASK)
+    snapshots.take()
+    _git(worktree, "stash", "-u")
+    lock = repo.common_dir / SNAPSHOT_REFS / f"{TASK}.lock"
+    lock.write_bytes(b"")
+    assert lock in repo.remove_stale_index_lock()  # what the loop does first on --resume
+    pending = snapshots.pending()
+    assert pending is not None and snapshots.restore(pending).changed
+    assert not lock.exists()

@@ -13,9 +13,10 @@ from guardkit_state.errors import DuplicateKeyError
 from guardkit_state.inspect.task_view import task_view
 from guardkit_state.plans.plan import load_plan
 from guardkit_state.store import stat_cache
-from guardkit_state.taskfile import plan_reads, strict_yaml
+from guardkit_state.taskfile import plan_reads
 from guardkit_state.taskfile.discovery import listing_scope
 from guardkit_state.taskfile.resolve import plan_listings
+from guardkit_state.yamltext import strict_yaml
 
 PLAN = "id: {id}\nname: Plan {n}\ntasks:\n- id: TASK-P{n}-001\n  file_path: tasks/backlog/TASK-P{n}-001.md\n" \
        "  dependencies: []\n  status: pending\n"
