@@ -123,8 +123,9 @@ class CriteriaLedger:
         """The ledger after the Coach's decision of ``turn``.
 
         Explicit verdicts set the status (a later ``rejected`` demotes a verified criterion); an
-        approval verifies every pending criterion, marked as implied by the approval (the Coach did
-        not itemise it); silence keeps the old status. A verdict on an id the task does not have
+        approval verifies every criterion it does not itemise that is pending or was rejected in an
+        earlier turn, marked as implied by the approval (the Coach approving the task says so of them);
+        otherwise silence keeps the old status. A verdict on an id the task does not have
         (:meth:`ignored_ids`) changes nothing.
         """
         by_id = {e.criterion_id: e for e in self.entries}
@@ -142,13 +143,20 @@ class CriteriaLedger:
             else:
                 by_id[verdict.criterion_id] = old
         ledger = replace(self, entries=tuple(by_id[cid] for cid in order))
-        return ledger.imply_approval(turn) if coach.decision == "approve" else ledger
+        if coach.decision != "approve":
+            return ledger
+        return ledger.imply_approval(turn, itemised={v.criterion_id for v in coach.criteria_verification})
 
-    def imply_approval(self, turn: int) -> CriteriaLedger:
-        """The ledger after an approval in ``turn``: every pending criterion verified, as implied."""
+    def imply_approval(self, turn: int, *, itemised: Collection[str] = ()) -> CriteriaLedger:
+        """The ledger after an approval in ``turn``: every criterion not ``itemised`` by it that is
+        pending, or was rejected in an earlier turn, verified as implied. An approval that rejects a
+        criterion itself is no approval (:func:`~guardkit_state.turns.turn_state.apply_criteria_verdict`);
+        one that passes over an earlier rejection in silence approves that criterion too, so an
+        approved task never counts a criterion rejected."""
         return replace(self, entries=tuple(
             replace(e, status="verified", set_by_turn=turn, notes=APPROVAL_NOTE, implied=True)
-            if e.status == "pending" else e for e in self.entries))
+            if e.status in ("pending", "rejected") and e.criterion_id not in itemised else e
+            for e in self.entries))
 
     def statuses(self) -> dict[str, str]:
         return {e.criterion_id: e.status for e in self.entries}
