@@ -29,6 +29,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from guardkit_state.errors import GitError
 from guardkit_state.features.gate_verdicts import GateVerdicts, candidate_key
 from guardkit_state.git.merge import MergeResult, merge_branch, merge_in_progress
 from guardkit_state.git.repo import GitRepo
@@ -154,7 +155,7 @@ class MergeQueue:
                 return
             runs = self.number
             if not self._gate(base, chain, len(chain), why).halts:
-                self._land(chain, self.number - runs)
+                self._land(base, chain, self.number - runs)
                 return
             breaker = self._bisect(base, chain, runs)
             if breaker is None:
@@ -192,7 +193,7 @@ class MergeQueue:
                              exit_code=failing.exit_code, expected_exit=failing.expected_exit, task=task.task_id,
                              after_turn=task.turns, final=final, runs=sent.runs, at=utc_now()))
         if lo:
-            self._land(chain[:lo], sent.runs)
+            self._land(base, chain[:lo], sent.runs)
         return chain[:lo], hi - 1
 
     def _build(self, base: str, pending: list[Approved]) -> list[Link]:
@@ -238,12 +239,19 @@ class MergeQueue:
         self._step(_candidate_step(self.wave, run, sha, tasks, why, self.number, reused=False))
         return run
 
-    def _land(self, chain: list[Link], runs: int) -> None:
-        """Move the feature branch to the candidate of ``chain`` (it passed), from the tip it had."""
+    def _land(self, base: str, chain: list[Link], runs: int) -> None:
+        """Move the feature branch to the candidate of ``chain`` (it passed), from ``base``, the tip it was
+        built on: a commit someone put on the branch meanwhile is never dropped (the move is refused, and
+        the queue run again builds its candidate on that commit)."""
         tip = chain[-1][1]
         crash_point("queue.before_land")
-        self.repo.run("update-ref", "-m", "guardkit-state: the merge queue lands a candidate that passed the gate",
-                      f"refs/heads/{self.branch}", tip, self._tip())
+        status, _, _ = self.repo.run("update-ref", "-m", "guardkit-state: the merge queue lands a candidate that "
+                                     "passed the gate", f"refs/heads/{self.branch}", tip, base, check=False)
+        if status != 0:
+            now = self.repo.resolve(f"refs/heads/{self.branch}")
+            raise GitError(f"the feature branch {self.branch} moved while the merge queue ran (from {base[:10]} to "
+                           f"{now[:10] if now else 'nowhere'}), so nothing more landed; --resume builds the candidate "
+                           "again on it", path=self.repo.root)
         self.verdicts.good(tip)
         self.landing.tip = tip
         self._step(QueueStep(self.wave, "landed", tip, tuple(task.task_id for task, _ in chain), runs=runs,
