@@ -98,6 +98,11 @@ if os.environ["GUARDKIT_TURN"] == "1":
             loop = int(Path(f"/proc/{loop}/stat").read_text().rsplit(")", 1)[1].split()[1])
         os.kill(loop, 9)
         sys.exit(1)
+    elif act == "leaves-index-lock":  # stages its file, then a git of its is killed holding the index's lock
+        Path("coach.txt").write_text("the coach's own file\\n")
+        git("add", "coach.txt")
+        lock = subprocess.run(["git", "rev-parse", "--git-path", "index.lock"], capture_output=True, text=True)
+        Path(lock.stdout.strip()).write_text("")
     elif act == "fixes-approves-dies" and not Path("../killed").exists():
         Path("app.py").write_text("print('fixed by the coach')\\n")  # then approves what it fixed
 ids = [c["id"] for c in json.loads(Path(os.environ["GUARDKIT_CRITERIA_FILE"]).read_text())["criteria"]]
@@ -231,3 +236,13 @@ def test_a_coach_that_changed_the_worktree_and_approved_before_a_kill_is_no_appr
     assert run.returncode == 0, said  # turn 2's Coach only reads the Player's work, and approves it
     assert _git(root, "show", f"{BRANCH}:app.py") == "print('the player')\n"
 
+
+def test_a_coach_that_leaves_gits_index_lock_behind_is_put_back_and_flagged_in_its_turn(tmp_path: Path) -> None:
+    root, said, code = _build(tmp_path, "leaves-index-lock", "--max-turns", "2")
+    assert code == 0, said  # turn 2's Coach only reads, and approves
+    assert "removed stale git lock" in said and "index.lock" in said, said
+    assert "coach: error — Coach changed the worktree, which it must only read: coach.txt; put back as the " \
+           "Player left it" in said
+    _player_work_is_committed(root)
+    assert "coach.txt" not in _files_at(root, BRANCH)
+    assert _git(root / WT, "status", "--porcelain") == ""  # the index is the Player's again (nothing staged)

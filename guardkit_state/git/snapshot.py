@@ -213,6 +213,10 @@ class WorktreeSnapshots:
         changed. Raises :class:`GitError` when git cannot."""
         notes = self._repair_link()
         self._clear_stale_locks()
+        # The agent has exited: a lock a git of its left (killed mid-write, or written by hand) would stop
+        # the index or the branch being put back.
+        notes += [f"removed stale git lock {lock} (left while the agent ran; no git process held it)"
+                  for lock in self.git.remove_stale_index_lock()]
         head, branch = self._head()
         # The loop's index holds the snapshot exactly: what differs from it in the worktree (changed or
         # deleted, untracked, ignored) is what changed since, stat data and git's racy-file check
