@@ -304,3 +304,19 @@ def test_a_commit_pushed_to_the_feature_branch_while_the_gate_runs_is_never_drop
     assert list(landing.merged) == [T.task_id for T in tasks]
     assert subprocess.run(["git", "merge-base", "--is-ancestor", person, "autobuild/FEAT-Q"], cwd=repo.root,
                           check=False).returncode == 0
+
+
+@pytest.mark.parametrize("after", ["all", "1"])
+def test_a_file_the_gate_writes_never_blocks_a_later_merge(tmp_path: Path, after: str) -> None:
+    # The gate leaves a file git does not ignore (a build output, a report) in the merger's worktree; a
+    # later wave's task adds a file of that name: its merge must not be refused over the gate's leftover.
+    gate_command = "[ -e src/2.part ] || echo from-the-gate > src/2.part"
+    repo, tasks = queue_repo(tmp_path, 2)
+    for wave, task in ((1, tasks[0]), (2, tasks[1])):
+        gate = SmokeGate(frozenset({1}) if after == "1" else None, gate_command, timeout=30)
+        landing = MergeQueue(repo, "autobuild/FEAT-Q", wave, gate, GateVerdicts(repo, "FEAT-Q"),
+                             message=lambda task: f"Merge {task.task_id}\n",
+                             send_back=lambda breaking: pytest.fail("nothing breaks the gate")).land([task])
+        assert list(landing.merged) == [task.task_id] and not landing.blocked, landing.blocked
+    assert git(repo.root, "show", "autobuild/FEAT-Q:src/2.part") == "part 2\n"
+    assert git(repo.root, "status", "--porcelain") == ""

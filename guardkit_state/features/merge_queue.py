@@ -232,8 +232,9 @@ class MergeQueue:
         if sha != self._head:
             self._checkout(sha)
         crash_point("queue.before_gate")
+        before = self._untracked()
         run = run_smoke_gate(self.gate, self.repo.root, self.wave, at=utc_now())
-        self.repo.run("reset", "-q", "--hard", check=False)  # a gate that edits tracked files edits no candidate
+        self._undo_gate(before)
         self.verdicts.record(key, sha, run)
         self.landing.runs.append(run)
         self._step(_candidate_step(self.wave, run, sha, tasks, why, self.number, reused=False))
@@ -279,6 +280,21 @@ class MergeQueue:
         # -f: the worktree is the merger's own; a gate's edits to tracked files are not kept.
         self.repo.run("checkout", "-q", "-f", "--detach", sha)
         self._head = sha
+
+    def _untracked(self) -> set[str]:
+        """The files in the worktree git neither tracks nor ignores."""
+        out = self.repo.run("ls-files", "-z", "--others", "--exclude-standard", check=False)[1]
+        return {path for path in out.decode("utf-8", "surrogateescape").split("\0") if path}
+
+    def _undo_gate(self, before: set[str]) -> None:
+        """What the gate wrote is no candidate's: its edits of tracked files are undone, and the files it
+        made that git does not ignore removed (one left would refuse a later task's merge of a file of that
+        name: "untracked working tree files would be overwritten"). Files that were there before it (what
+        a person put there for the gate) and ignored ones (build caches) stay."""
+        self.repo.run("reset", "-q", "--hard", check=False)
+        for path in sorted(self._untracked() - before):
+            with contextlib.suppress(OSError):
+                (self.repo.root / path).unlink()
 
 
 def _candidate_step(wave: int, run: SmokeRun, sha: str, tasks: tuple[str, ...], why: str, number: int, *,
