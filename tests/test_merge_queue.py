@@ -286,7 +286,8 @@ def test_a_commit_pushed_to_the_feature_branch_while_the_gate_runs_is_never_drop
     # it) is in the gate: the queue must not move the branch from that commit to a candidate without it.
     pushed = tmp_path / "pushed"
     gate_command = (f"if [ ! -e {pushed} ]; then "
-                    "c=$(git commit-tree -p refs/heads/autobuild/FEAT-Q -m person 'refs/heads/autobuild/FEAT-Q^{tree}'); "
+                    "c=$(git commit-tree -p refs/heads/autobuild/FEAT-Q -m person "
+                    "'refs/heads/autobuild/FEAT-Q^{tree}'); "
                     f"git update-ref refs/heads/autobuild/FEAT-Q $c && echo $c > {pushed}; fi")
     repo, tasks = queue_repo(tmp_path, 2)
     queue = MergeQueue(repo, "autobuild/FEAT-Q", 1, SmokeGate(None, gate_command, timeout=30),

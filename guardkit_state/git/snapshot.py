@@ -29,10 +29,11 @@ from typing import Any
 from guardkit_state.errors import GitError
 from guardkit_state.git.checkouts import repair_worktree_link
 from guardkit_state.git.repo import GitRepo
-# The loop's own folders (layout.RUNTIME_DIRS, RUNTIME_GLOBS) change while the Coach runs, by design: other
-# loops' worktrees (a main checkout's), the search index, caches, the log, the live report, the agents'
-# scratch (their prompts, incoming reports, pid files) and the plans' lock files.
 from guardkit_state.store.layout import RUNTIME_DIRS, RUNTIME_GLOBS
+
+# The loop's own folders (RUNTIME_DIRS, RUNTIME_GLOBS) change while the Coach runs, by design: other loops'
+# worktrees (a main checkout's), the search index, caches, the log, the live report, the agents' scratch
+# (their prompts, incoming reports, pid files) and the plans' lock files.
 
 #: What running a project's tests or linters leaves behind (a Coach runs them): not a change of the
 #: work. A folder named so anywhere in a path, or a file with one of these names or suffixes.
