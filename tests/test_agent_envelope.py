@@ -16,7 +16,7 @@ from guardkit_state.agents.envelope import report_in_text
 from guardkit_state.agents.preset_agent import PresetAgent
 from guardkit_state.agents.presets import is_preset_name
 from guardkit_state.agents.protocol import CommandAgent
-from guardkit_state.errors import ConfigError
+from guardkit_state.errors import ConfigError, InputError
 
 from .agent_fakes import fakes
 
@@ -86,10 +86,23 @@ def test_a_name_is_a_preset_and_anything_else_a_command(tmp_path: Path, fakes: P
     for spaced in ("claude ", " codex", "gemini\n"):
         agent = agent_for(spaced, tmp_path)
         assert isinstance(agent, PresetAgent) and agent.name == spaced.strip()
-    for spec in ("claude -p hi", "./claude", "/usr/bin/claude", "python agent.py", "cd x && claude",
+    (tmp_path / "claude").write_text("#!/bin/sh\n")
+    (tmp_path / "claude").chmod(0o755)  # a path names a program that must exist (checked before anything runs)
+    for spec in ("claude -p hi", "./claude", str(fakes / "claude"), "python agent.py", "cd x && claude",
                  "X=1 claude -p hi", "$AGENT"):
         assert not is_preset_name(spec, PRESETS)
         assert isinstance(agent_for(spec, tmp_path), CommandAgent)
+
+
+def test_a_command_whose_program_is_a_path_that_cannot_run_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "player.py").write_text("print('hi')\n")  # not executable: the shell says 126
+    with pytest.raises(InputError, match=r"^--player ./agents/player.py --fast: its program ./agents/player.py is "
+                                         r"not an executable file \(chmod \+x it, or name its interpreter first\)"):
+        agent_for("./agents/player.py --fast", tmp_path, option="--player")
+    with pytest.raises(InputError, match=r"^--coach agents/: its program agents/ is not an executable file"):
+        agent_for("agents/", tmp_path, option="--coach")  # a folder
+    assert isinstance(agent_for("python3 ./agents/player.py", tmp_path), CommandAgent)
 
 
 def test_a_project_overrides_a_key_and_adds_a_preset(tmp_path: Path) -> None:

@@ -116,6 +116,14 @@ def _git_state(root: Path) -> tuple[dict[str, bytes], str, str]:
     (("--player", "claude", "--coach", "gemini"),
      "error: --coach gemini: the gemini preset runs gemini, which is not on PATH; install it, or name "
      "another agent"),
+    (("--player", "", "--coach", "codex"),  # an unset variable: --player "$PLAYER"
+     "error: --player is empty: name an agent preset (aider, claude, codex, gemini) or a command"),
+    (("--player", "  ", "--coach", "codex"),
+     "error: --player is empty: name an agent preset (aider, claude, codex, gemini) or a command"),
+    (("--player", "claude", "--coach", "./agents/coach.sh --strict"),
+     "error: --coach ./agents/coach.sh --strict: its program ./agents/coach.sh does not exist"),
+    (("--player", "/nonexistent/bin/agent", "--coach", "codex"),
+     "error: --player /nonexistent/bin/agent: its program /nonexistent/bin/agent does not exist"),
 ])
 def test_an_agent_that_cannot_run_is_refused_before_anything_exists(tmp_path: Path, fakes: Path, target: str,
                                                                      args: tuple[str, ...], said: str) -> None:

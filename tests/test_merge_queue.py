@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from guardkit_state.errors import GitError
 from guardkit_state.features.build import FeatureOptions, build_feature
 from guardkit_state.features.feature_events import FeatureEvent, QueueStepped, TaskSentBack
 from guardkit_state.features.gate_verdicts import GateVerdicts, candidate_key
@@ -278,3 +279,45 @@ def test_the_queue_halts_when_the_wave_start_fails_the_gate_too_and_nothing_move
     # A halt is for the user to fix: no verdict of it is trusted again.
     assert GateVerdicts(repo, "FEAT-Q").verdict(candidate_key(SmokeGate(None, "echo broken; exit 3"), start, [])) \
         is None
+
+
+def test_a_commit_pushed_to_the_feature_branch_while_the_gate_runs_is_never_dropped(tmp_path: Path) -> None:
+    # A person's commit lands on the feature branch while the wave's candidate (built on the tip before
+    # it) is in the gate: the queue must not move the branch from that commit to a candidate without it.
+    pushed = tmp_path / "pushed"
+    gate_command = (f"if [ ! -e {pushed} ]; then "
+                    "c=$(git commit-tree -p refs/heads/autobuild/FEAT-Q -m person "
+                    "'refs/heads/autobuild/FEAT-Q^{tree}'); "
+                    f"git update-ref refs/heads/autobuild/FEAT-Q $c && echo $c > {pushed}; fi")
+    repo, tasks = queue_repo(tmp_path, 2)
+    queue = MergeQueue(repo, "autobuild/FEAT-Q", 1, SmokeGate(None, gate_command, timeout=30),
+                       GateVerdicts(repo, "FEAT-Q"), message=lambda task: f"Merge {task.task_id}\n",
+                       send_back=lambda breaking: pytest.fail("nothing breaks the gate"))
+    with pytest.raises(GitError, match="the feature branch autobuild/FEAT-Q moved while the merge queue ran"):
+        queue.land(tasks)
+    person = pushed.read_text().strip()
+    assert git(repo.root, "rev-parse", "autobuild/FEAT-Q").strip() == person  # the person's commit stands
+    assert git(repo.root, "branch", "--show-current").strip() == "autobuild/FEAT-Q"
+    # Run again (as --resume does), the queue builds its candidate on the person's commit and lands it.
+    landing = MergeQueue(repo, "autobuild/FEAT-Q", 1, SmokeGate(None, gate_command, timeout=30),
+                         GateVerdicts(repo, "FEAT-Q"), message=lambda task: f"Merge {task.task_id}\n",
+                         send_back=lambda breaking: pytest.fail("nothing breaks the gate")).land(tasks)
+    assert list(landing.merged) == [T.task_id for T in tasks]
+    assert subprocess.run(["git", "merge-base", "--is-ancestor", person, "autobuild/FEAT-Q"], cwd=repo.root,
+                          check=False).returncode == 0
+
+
+@pytest.mark.parametrize("after", ["all", "1"])
+def test_a_file_the_gate_writes_never_blocks_a_later_merge(tmp_path: Path, after: str) -> None:
+    # The gate leaves a file git does not ignore (a build output, a report) in the merger's worktree; a
+    # later wave's task adds a file of that name: its merge must not be refused over the gate's leftover.
+    gate_command = "[ -e src/2.part ] || echo from-the-gate > src/2.part"
+    repo, tasks = queue_repo(tmp_path, 2)
+    for wave, task in ((1, tasks[0]), (2, tasks[1])):
+        gate = SmokeGate(frozenset({1}) if after == "1" else None, gate_command, timeout=30)
+        landing = MergeQueue(repo, "autobuild/FEAT-Q", wave, gate, GateVerdicts(repo, "FEAT-Q"),
+                             message=lambda task: f"Merge {task.task_id}\n",
+                             send_back=lambda breaking: pytest.fail("nothing breaks the gate")).land([task])
+        assert list(landing.merged) == [task.task_id] and not landing.blocked, landing.blocked
+    assert git(repo.root, "show", "autobuild/FEAT-Q:src/2.part") == "part 2\n"
+    assert git(repo.root, "status", "--porcelain") == ""

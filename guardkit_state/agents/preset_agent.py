@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import os
 import re
 import shlex
 import shutil
@@ -149,6 +150,9 @@ def agent_for(spec: str, repo_root: Path | None = None, *, option: str | None = 
     presets = load_presets(repo_root)
     name = spec.strip()
     label = f"{option} {name}" if option else name
+    if not name:  # an unset shell variable (`--player "$PLAYER"`): a shell would run nothing, turn after turn
+        raise InputError(f"{option or 'the agent'} is empty: name an agent preset ({', '.join(sorted(presets))}) "
+                         "or a command")
     # Spaces around a name (a quoted shell variable) do not make it a command: a shell would run
     # the bare program, with no prompt and none of the preset's arguments.
     if is_preset_name(name, presets):
@@ -163,6 +167,9 @@ def agent_for(spec: str, repo_root: Path | None = None, *, option: str | None = 
         hint = f"; did you mean `{close[0]}`?" if close else f" (presets: {', '.join(sorted(presets))})"
         which = "" if program == name else f" (its program {program})"
         raise InputError(f"{label}: neither an agent preset nor a command on PATH{which}{hint}")
+    unrunnable = _unrunnable_path(spec, Path(repo_root) if repo_root is not None else Path.cwd())
+    if unrunnable is not None:
+        raise InputError(f"{label}: {unrunnable}")
     return CommandAgent(spec)
 
 
@@ -171,8 +178,9 @@ _SHELL_WORDS = frozenset(("!", "{", "(", "[", "[[", ".", ":", "builtin", "case",
                           "export", "for", "function", "if", "source", "test", "time", "until", "while"))
 
 
-def _missing_program(command: str) -> str | None:
-    """The first program of ``command`` when it is a plain name found nowhere on ``PATH``; else None."""
+def _first_program(command: str) -> str | None:
+    """The first word of ``command`` a shell would run as a program (after ``VAR=value`` words), when it
+    is plain: None for shell syntax (``cd x && ...``, ``$AGENT``, quotes a shell reads itself)."""
     try:
         words = shlex.split(command)
     except ValueError:
@@ -182,9 +190,33 @@ def _missing_program(command: str) -> str | None:
     if not words:
         return None
     first = words[0]
-    if first in _SHELL_WORDS or "/" in first or re.search(r"[$`*?\[\]{}()<>|;&~'\"\\]", first):
+    if first in _SHELL_WORDS or re.search(r"[$`*?\[\]{}()<>|;&~'\"\\]", first):
+        return None
+    return first
+
+
+def _missing_program(command: str) -> str | None:
+    """The first program of ``command`` when it is a plain name found nowhere on ``PATH``; else None."""
+    first = _first_program(command)
+    if first is None or "/" in first:
         return None
     return first if shutil.which(first) is None else None
+
+
+def _unrunnable_path(command: str, root: Path) -> str | None:
+    """Why the program of ``command``, when it is a path (``./agent.sh``, ``/opt/agent``), cannot run: it
+    is nowhere (a relative one is looked for from ``root``, the repository, and from here) or not an
+    executable file; None when it can, or is no path."""
+    first = _first_program(command)
+    if first is None or "/" not in first:
+        return None
+    path = Path(first)
+    found = [p for p in ((path,) if path.is_absolute() else (root / path, path)) if p.exists()]
+    if not found:
+        return f"its program {first} does not exist"
+    if not any(p.is_file() and os.access(p, os.X_OK) for p in found):
+        return f"its program {first} is not an executable file (chmod +x it, or name its interpreter first)"
+    return None
 
 
 __all__ = ["PresetAgent", "agent_for"]

@@ -29,6 +29,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from guardkit_state.errors import GitError
 from guardkit_state.features.gate_verdicts import GateVerdicts, candidate_key
 from guardkit_state.git.merge import MergeResult, merge_branch, merge_in_progress
 from guardkit_state.git.repo import GitRepo
@@ -154,7 +155,7 @@ class MergeQueue:
                 return
             runs = self.number
             if not self._gate(base, chain, len(chain), why).halts:
-                self._land(chain, self.number - runs)
+                self._land(base, chain, self.number - runs)
                 return
             breaker = self._bisect(base, chain, runs)
             if breaker is None:
@@ -192,7 +193,7 @@ class MergeQueue:
                              exit_code=failing.exit_code, expected_exit=failing.expected_exit, task=task.task_id,
                              after_turn=task.turns, final=final, runs=sent.runs, at=utc_now()))
         if lo:
-            self._land(chain[:lo], sent.runs)
+            self._land(base, chain[:lo], sent.runs)
         return chain[:lo], hi - 1
 
     def _build(self, base: str, pending: list[Approved]) -> list[Link]:
@@ -231,19 +232,27 @@ class MergeQueue:
         if sha != self._head:
             self._checkout(sha)
         crash_point("queue.before_gate")
+        before = self._untracked()
         run = run_smoke_gate(self.gate, self.repo.root, self.wave, at=utc_now())
-        self.repo.run("reset", "-q", "--hard", check=False)  # a gate that edits tracked files edits no candidate
+        self._undo_gate(before)
         self.verdicts.record(key, sha, run)
         self.landing.runs.append(run)
         self._step(_candidate_step(self.wave, run, sha, tasks, why, self.number, reused=False))
         return run
 
-    def _land(self, chain: list[Link], runs: int) -> None:
-        """Move the feature branch to the candidate of ``chain`` (it passed), from the tip it had."""
+    def _land(self, base: str, chain: list[Link], runs: int) -> None:
+        """Move the feature branch to the candidate of ``chain`` (it passed), from ``base``, the tip it was
+        built on: a commit someone put on the branch meanwhile is never dropped (the move is refused, and
+        the queue run again builds its candidate on that commit)."""
         tip = chain[-1][1]
         crash_point("queue.before_land")
-        self.repo.run("update-ref", "-m", "guardkit-state: the merge queue lands a candidate that passed the gate",
-                      f"refs/heads/{self.branch}", tip, self._tip())
+        status, _, _ = self.repo.run("update-ref", "-m", "guardkit-state: the merge queue lands a candidate that "
+                                     "passed the gate", f"refs/heads/{self.branch}", tip, base, check=False)
+        if status != 0:
+            now = self.repo.resolve(f"refs/heads/{self.branch}")
+            raise GitError(f"the feature branch {self.branch} moved while the merge queue ran (from {base[:10]} to "
+                           f"{now[:10] if now else 'nowhere'}), so nothing more landed; --resume builds the candidate "
+                           "again on it", path=self.repo.root)
         self.verdicts.good(tip)
         self.landing.tip = tip
         self._step(QueueStep(self.wave, "landed", tip, tuple(task.task_id for task, _ in chain), runs=runs,
@@ -271,6 +280,21 @@ class MergeQueue:
         # -f: the worktree is the merger's own; a gate's edits to tracked files are not kept.
         self.repo.run("checkout", "-q", "-f", "--detach", sha)
         self._head = sha
+
+    def _untracked(self) -> set[str]:
+        """The files in the worktree git neither tracks nor ignores."""
+        out = self.repo.run("ls-files", "-z", "--others", "--exclude-standard", check=False)[1]
+        return {path for path in out.decode("utf-8", "surrogateescape").split("\0") if path}
+
+    def _undo_gate(self, before: set[str]) -> None:
+        """What the gate wrote is no candidate's: its edits of tracked files are undone, and the files it
+        made that git does not ignore removed (one left would refuse a later task's merge of a file of that
+        name: "untracked working tree files would be overwritten"). Files that were there before it (what
+        a person put there for the gate) and ignored ones (build caches) stay."""
+        self.repo.run("reset", "-q", "--hard", check=False)
+        for path in sorted(self._untracked() - before):
+            with contextlib.suppress(OSError):
+                (self.repo.root / path).unlink()
 
 
 def _candidate_step(wave: int, run: SmokeRun, sha: str, tasks: tuple[str, ...], why: str, number: int, *,

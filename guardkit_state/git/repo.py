@@ -21,7 +21,7 @@ from guardkit_state.git.parse import StatusEntry, parse_status_z
 from guardkit_state.git.runner import execute, git_error, nothing_to_commit
 from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.store.fsio import TEMP_NAME, TEMP_PREFIX
-from guardkit_state.store.layout import INDEX_DIR
+from guardkit_state.store.layout import RUNTIME_DIRS, RUNTIME_GLOBS
 
 log = logging.getLogger("guardkit_state.git.repo")
 
@@ -29,11 +29,12 @@ log = logging.getLogger("guardkit_state.git.repo")
 FALLBACK_NAME = "guardkit-state"
 FALLBACK_EMAIL = "autobuild@localhost"
 
-#: Pathspecs ``commit_all`` leaves out: the local search index (guardkit-state's own temp files
-#: are left out by exact name, see ``_own_temp_files``). User paths are never read as pathspec
-#: magic (a file named ``:(glob)*`` is just a file).
+#: Pathspecs ``commit_all`` leaves out: the loop's own runtime folders (the search index, caches, logs,
+#: reports, agents' scratch, lock files: an agent writing there, a Coach too, commits nothing; the
+#: worktree snapshot leaves them out alike), and guardkit-state's own temp files by exact name (see
+#: ``_own_temp_files``). User paths are never read as pathspec magic (a file named ``:(glob)*`` is just a file).
 _LITERAL = ("--literal-pathspecs",)
-_NEVER_COMMIT = (f":(exclude){INDEX_DIR.as_posix()}",)
+_NEVER_COMMIT = (*(f":(exclude){path}" for path in RUNTIME_DIRS), *(f":(exclude,glob){glob}" for glob in RUNTIME_GLOBS))
 #: Under ``.guardkit/`` as anywhere else, only the exact names of our own temp files are ours: the one
 #: ``fsio.atomic_write_bytes`` gives (``.gks-tmp-<name>.<pid>.<ns>``) and the one an agent's pid
 #: file is written through (``.gks-tmp-<report>.agent.json.<pid>``). An agent's own

@@ -29,16 +29,11 @@ from typing import Any
 from guardkit_state.errors import GitError
 from guardkit_state.git.checkouts import repair_worktree_link
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.store.layout import (
-    GUARDKIT_DIR,
-    INDEX_DIR,
-    LOG_FILE,
-    REPORTS_DIR,
-    STATE_DIR,
-    STATUS_CACHE_FILE,
-    WORK_DIR,
-    WORKTREES_DIR,
-)
+from guardkit_state.store.layout import RUNTIME_DIRS, RUNTIME_GLOBS
+
+# The loop's own folders (RUNTIME_DIRS, RUNTIME_GLOBS) change while the Coach runs, by design: other loops'
+# worktrees (a main checkout's), the search index, caches, the log, the live report, the agents' scratch
+# (their prompts, incoming reports, pid files) and the plans' lock files.
 
 #: What running a project's tests or linters leaves behind (a Coach runs them): not a change of the
 #: work. A folder named so anywhere in a path, or a file with one of these names or suffixes.
@@ -47,12 +42,6 @@ CACHE_DIRS = frozenset(("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_ca
 CACHE_FILES = frozenset((".coverage", "coverage.xml"))
 CACHE_SUFFIXES = (".pyc", ".pyo")
 
-#: The loop's own folders under ``.guardkit/`` that change while the Coach runs, by design: other
-#: loops' worktrees (a main checkout's), the search index, caches, the log, the live report, the
-#: agents' scratch (their prompts, incoming reports, pid files) and the plans' lock files.
-RUNTIME_DIRS = (WORKTREES_DIR.as_posix(), INDEX_DIR.as_posix(), STATUS_CACHE_FILE.parent.as_posix(),
-                LOG_FILE.parent.as_posix(), REPORTS_DIR.as_posix())
-RUNTIME_GLOBS = (f"{STATE_DIR.as_posix()}/*/{WORK_DIR}/**", f"{GUARDKIT_DIR}/**/.locks/**")
 
 #: Ignored files kept by their bytes in a snapshot, the most recently written first, in bytes and in
 #: files (they are read and hashed at every snapshot; git writes each object once).
@@ -213,6 +202,10 @@ class WorktreeSnapshots:
         changed. Raises :class:`GitError` when git cannot."""
         notes = self._repair_link()
         self._clear_stale_locks()
+        # The agent has exited: a lock a git of its left (killed mid-write, or written by hand) would stop
+        # the index or the branch being put back.
+        notes += [f"removed stale git lock {lock} (left while the agent ran; no git process held it)"
+                  for lock in self.git.remove_stale_index_lock()]
         head, branch = self._head()
         # The loop's index holds the snapshot exactly: what differs from it in the worktree (changed or
         # deleted, untracked, ignored) is what changed since, stat data and git's racy-file check
@@ -230,10 +223,12 @@ class WorktreeSnapshots:
         finally:
             check.unlink(missing_ok=True)
         tagged = [(item[:1], item[2:]) for item in out.decode("utf-8", "surrogateescape").split("\0") if item]
-        # A file watched by lstat is never removed, even when a changed .gitignore now shows it.
-        created = [path for tag, path in tagged if tag == "?" and not is_cache(path) and path not in snapshot.watched]
+        # A file watched by lstat is never removed, even when a changed .gitignore now shows it. Caches
+        # git does not ignore are put back too (a turn would commit them), but are no change to name:
+        # the Coach runs the tests. Ignored ones are never committed, and are left.
+        created = [path for tag, path in tagged if tag == "?" and path not in snapshot.watched]
         created += [path for path in ignored if not is_cache(path) and path not in snapshot.watched]
-        put_back = sorted({path for tag, path in tagged if tag in ("C", "R") and not is_cache(path)})
+        put_back = sorted({path for tag, path in tagged if tag in ("C", "R")})
         for path in created:
             _remove(self.git.root / path)
         if put_back:
@@ -242,7 +237,7 @@ class WorktreeSnapshots:
         if moved is not None:
             self._move_head_back(snapshot)
         self._restore_own_index()
-        files = sorted({path.rstrip("/") for path in (*created, *put_back)})
+        files = sorted({path.rstrip("/") for path in (*created, *put_back) if not is_cache(path)})
         return Restoration(tuple(files), moved, tuple(_changed_watched(self.git.root, snapshot.watched)),
                            tuple(notes))
 

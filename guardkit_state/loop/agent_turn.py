@@ -240,37 +240,46 @@ class ReadOnlyWatch:
             edited = changed_between(self.records_before, records_fingerprint(self.records)) \
                 if self.snapshots is None else []
             return f"Coach changed the loop's records, which it must only read: {_listed(edited)}" if edited else None
-        if not restored.changed:
-            return None
-        own = self.records.relative_to(self.checkout).as_posix() + "/" if self.records.is_relative_to(
-            self.checkout) else None
-        records = [p for p in restored.files if own and p.startswith(own)]
-        files = [p for p in restored.files if p not in records]
-        parts = [f"moved the branch, which it must only read: {restored.head} (a commit, reset or checkout of "
-                 "its own)"] if restored.head else []
-        if records:
-            shown = [f"{self.records.name}/{p[len(own or ''):]}" for p in records]
-            parts.append(f"changed the loop's records, which it must only read: {_listed(shown)}")
-        if files:
-            parts.append(f"changed the worktree, which it must only read: {_listed(files)}")
-        text = "Coach " + "; ".join(parts) + "; put back as the Player left it" if parts else "Coach changed"
-        if restored.not_restored:
-            text += (f"{';' if parts else ''} ignored files larger than the snapshot keeps, not undone: "
-                     f"{_listed(list(restored.not_restored))}")
-        return text
+        return coach_change(restored, self.checkout, self.records)
 
 
-def put_back_interrupted(git: GitRepo, task_id: str) -> str | None:
+def coach_change(restored: Restoration, checkout: Path, records: Path) -> str | None:
+    """What a Coach changed in ``checkout`` (``records``: the task's, named apart), put back, as its turn's
+    error; None when nothing."""
+    if not restored.changed:
+        return None
+    own = records.relative_to(checkout).as_posix() + "/" if records.is_relative_to(checkout) else None
+    mine = [p for p in restored.files if own and p.startswith(own)]
+    files = [p for p in restored.files if p not in mine]
+    parts = [f"moved the branch, which it must only read: {restored.head} (a commit, reset or checkout of "
+             "its own)"] if restored.head else []
+    if mine:
+        shown = [f"{records.name}/{p[len(own or ''):]}" for p in mine]
+        parts.append(f"changed the loop's records, which it must only read: {_listed(shown)}")
+    if files:
+        parts.append(f"changed the worktree, which it must only read: {_listed(files)}")
+    text = "Coach " + "; ".join(parts) + "; put back as the Player left it" if parts else "Coach changed"
+    if restored.not_restored:
+        text += (f"{';' if parts else ''} ignored files larger than the snapshot keeps, not undone: "
+                 f"{_listed(list(restored.not_restored))}")
+    return text
+
+
+def put_back_interrupted(git: GitRepo, task_id: str) -> Restoration | None:
     """Put back the worktree a killed loop left held for its Coach (``--resume``, before anything runs);
-    a note when the Coach had changed it."""
+    what the Coach had changed (its turn's error: the report it may have left approved another worktree),
+    None when nothing was held or nothing had changed. :func:`interrupted_note` says it."""
     snapshots = WorktreeSnapshots(git, task_id)
     snapshot = snapshots.pending()
     if snapshot is None:
         return None
     restored = snapshots.restore(snapshot)
     snapshots.drop()
-    if not restored.changed:
-        return None
+    return restored if restored.changed else None
+
+
+def interrupted_note(restored: Restoration) -> str:
+    """The note of :func:`put_back_interrupted`'s put-back."""
     what = [*restored.files, *([restored.head] if restored.head else [])]
     return (f"put the worktree back as the Player left it before the interrupted Coach ran: {_listed(what)}"
             + (f"; ignored files larger than the snapshot keeps, not undone: {_listed(list(restored.not_restored))}"
@@ -281,5 +290,5 @@ def _listed(paths: list[str]) -> str:
     return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
 
-__all__ = ["FAILURE_KINDS", "AgentRuns", "ReadOnlyWatch", "TurnBriefing", "agent_name", "failure_kind",
-           "put_back_interrupted"]
+__all__ = ["FAILURE_KINDS", "AgentRuns", "ReadOnlyWatch", "TurnBriefing", "agent_name", "coach_change",
+           "failure_kind", "interrupted_note", "put_back_interrupted"]

@@ -27,7 +27,9 @@ from guardkit_state.loop.agent_turn import (
     ReadOnlyWatch,
     TurnBriefing,
     agent_name,
+    coach_change,
     failure_kind,
+    interrupted_note,
     put_back_interrupted,
 )
 from guardkit_state.loop.command_line import build_argv
@@ -177,6 +179,8 @@ class _Run:
         self.phase: str | None = None
         #: The recorded entry an agent changed during the turn under way (flagged in its commit).
         self.restored: str | None = None
+        #: What a Coach a kill interrupted had changed, put back on --resume: its turn's error.
+        self.coach_changed: str | None = None
 
     def note(self, text: str) -> None:
         self.result.notes.append(text)
@@ -315,9 +319,10 @@ class _Run:
         if self.git is not None:
             for lock in self.git.remove_stale_index_lock():
                 self.note(f"removed stale git lock {lock} (no git process held it)")
-            said = put_back_interrupted(self.git, self.task_id)  # the killed Coach's change is never the turn's
-            if said:
-                self.note(said)
+            held = put_back_interrupted(self.git, self.task_id)  # the killed Coach's change is never the turn's
+            if held is not None:
+                self.note(interrupted_note(held))
+                self.coach_changed = coach_change(held, checkout, lifecycle.store.directory)
 
     def _resume_point(self, lifecycle: TurnLifecycle) -> ResumePoint:
         return resume_point(lifecycle.task, lifecycle.store, max_turns=lifecycle.max_turns,
@@ -465,6 +470,8 @@ class _Run:
         self.phase = "coach"
         coach = briefing.coach_request(player, recorded.headline if recorded is not None else "")
         rerun = action in ("rerun_turn", "rerun_coach")
+        if rerun and self.coach_changed is not None:  # its report, if it left one, judged what it had changed
+            raise AgentError(self.coach_changed, task_id=self.task_id, turn=number)
         if rerun and self._adopt_report(lifecycle, "coach", coach.report_file, number):
             self.emit(ReportsReused(number, ("coach",)))
         else:

@@ -48,6 +48,13 @@ STATUS_CACHE_FILE = _HOME / "cache" / "status.json"
 LOG_FILE = _HOME / "logs" / "autobuild.log"
 #: The loop's scratch folder inside a task's turn-file folder (context, prompts, incoming reports).
 WORK_DIR = ".work"
+
+#: The loop's own folders under ``.guardkit/`` that it writes while agents run, by design (other loops'
+#: worktrees, the search index, caches, the log, the live reports), and its agents' scratch and the
+#: plans' lock files (globs): machine-local, never an agent's work, never committed by a turn.
+RUNTIME_DIRS = (WORKTREES_DIR.as_posix(), INDEX_DIR.as_posix(), STATUS_CACHE_FILE.parent.as_posix(),
+                LOG_FILE.parent.as_posix(), REPORTS_DIR.as_posix())
+RUNTIME_GLOBS = (f"{STATE_DIR.as_posix()}/*/{WORK_DIR}/**", f"{GUARDKIT_DIR}/**/.locks/**")
 #: A feature's id starts so (its plan is ``.guardkit/features/FEAT-....yaml``).
 FEATURE_PREFIX = "FEAT-"
 #: The loop's branches: ``autobuild/TASK-ID``.
@@ -174,6 +181,8 @@ __all__ = [
     "OVERRIDES_FILE",
     "QUALITY_GATES_FILE",
     "REPORTS_DIR",
+    "RUNTIME_DIRS",
+    "RUNTIME_GLOBS",
     "STATE_DIR",
     "STATUS_CACHE_FILE",
     "TASKS_DIR",
