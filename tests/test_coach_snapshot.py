@@ -266,3 +266,23 @@ def test_what_a_coach_writes_as_a_cache_or_in_the_loops_own_folders_is_never_com
     assert not [path for path in committed if path.endswith("coach.txt")], committed
     _player_work_is_committed(root)
     assert not (root / WT / "coverage.xml").exists() and not (root / WT / "lib/.cache/payload.sh").exists()
+
+
+def test_a_git_repository_the_player_made_without_a_commit_never_loses_the_turn(tmp_path: Path) -> None:
+    # Found by the hostile pass: the snapshot's `git add -A` refused a Player's `git init sub` (no commit
+    # yet) and the run stopped with git's raw error, the turn unrecorded.
+    root = make_repo(tmp_path / "repo", {REL: BODY, "app.py": "print('before')\n"})
+    (tmp_path / "p.py").write_text(PLAYER.replace(
+        'Path("work.txt").write_text', 'import subprocess; subprocess.run(["git", "init", "-q", "sub"], check=True); '
+        'Path("sub/notes.txt").write_text("draft"); Path("work.txt").write_text'))
+    (tmp_path / "c.py").write_text(COACH)
+    run = cli(root, "feature-build", TASK, "--player", shlex.join([sys.executable, str(tmp_path / "p.py")]),
+              "--coach", shlex.join([sys.executable, str(tmp_path / "c.py"), "reads"]), "--max-turns", "1")
+    said = run.stderr + run.stdout
+    # No turn commit can hold such a repository either: the turn is recorded and said not committed,
+    # with what to do (exit 1, never 0).
+    assert run.returncode == 1 and "Traceback" not in said, said
+    assert "approved, not committed" in said and f"feature-build {TASK} --resume' commits it" in said, said
+    task = (root / WT / REL).read_text()
+    assert "- turn: 1\n" in task and "decision: approve" in task, said  # the turn is recorded
+    assert (root / WT / "sub" / "notes.txt").read_text() == "draft"  # the Player's repository is kept

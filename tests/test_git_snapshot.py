@@ -268,3 +268,19 @@ def test_a_snapshot_refs_lock_a_killed_git_left_is_cleared_before_the_put_back(g
     pending = snapshots.pending()
     assert pending is not None and snapshots.restore(pending).changed
     assert not lock.exists()
+
+
+def test_a_git_repository_with_no_commit_the_player_made_is_left_out_and_watched(git_repo: Path) -> None:
+    # A Player's `git init sub` (no commit yet): git refuses to add it, so it is left out of the
+    # snapshot and watched, and the rest of the worktree is still put back exactly.
+    worktree = _worktree(git_repo)
+    subprocess.run(["git", "init", "-q", "sub"], cwd=worktree, check=True)
+    (worktree / "sub" / "notes.txt").write_text("draft\n")
+    (worktree / "app.txt").write_text("the Player's work\n")
+    before = _state(worktree)
+    snapshots = WorktreeSnapshots(_repo(worktree), TASK)
+    snapshot = snapshots.take()
+    assert "sub" in snapshot.watched
+    (worktree / "app.txt").write_text("the Coach's change\n")
+    restored = snapshots.restore(snapshot)
+    assert restored.changed and _state(worktree)["files"] == before["files"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import stat
 from dataclasses import dataclass
@@ -70,6 +71,9 @@ def _pathspecs() -> tuple[str, ...]:
 
 
 PATHSPECS = _pathspecs()
+#: git's refusal to add a repository whose HEAD has no commit yet, and how many such are left out.
+_NO_COMMIT = re.compile(r"error: '(.+?)/?' does not have a commit checked out")
+_MAX_EMPTY_REPOS = 100
 
 
 @dataclass(frozen=True)
@@ -159,13 +163,31 @@ class WorktreeSnapshots:
 
     def _add_worktree(self, index: Path) -> dict[str, list[int]]:
         """Everything in the worktree into ``index`` (ignored files within the budget included); the
-        ignored files left out, watched by lstat."""
-        self.git.run("add", "-A", "--", *PATHSPECS, index_file=index)
+        ignored files left out, and git repositories with no commit yet, watched by lstat."""
+        empty_repos = self._add_all(index)
         kept, watched = self._ignored_files(index)
         if kept:
             self.git.run("add", "-f", "--pathspec-from-file=-", "--pathspec-file-nul", index_file=index,
                          stdin=_nul_joined(kept), pre=("--literal-pathspecs",))
+        for path in empty_repos:
+            with contextlib.suppress(OSError):
+                watched[path] = _lstat_key(os.lstat(self.git.root / path))
         return watched
+
+    def _add_all(self, index: Path) -> list[str]:
+        """``git add -A`` into ``index``; returns the git repositories with no commit (a Player's `git init
+        sub`) it had to leave out: git refuses to add one, and no turn commit can hold it either."""
+        left_out: list[str] = []
+        while True:
+            excluded = [f":(exclude,literal){path}" for path in left_out]
+            status, _, err = self.git.run("add", "-A", "--", *PATHSPECS, *excluded, index_file=index, check=False)
+            if status == 0:
+                return left_out
+            found = _NO_COMMIT.search(err)
+            if found is None or found.group(1) in left_out or len(left_out) >= _MAX_EMPTY_REPOS:
+                self.git.run("add", "-A", "--", *PATHSPECS, *excluded, index_file=index)  # raises git's error
+                return left_out
+            left_out.append(found.group(1))
 
     def _ignored_files(self, index: Path) -> tuple[list[str], dict[str, list[int]]]:
         """Ignored files ``index`` does not hold: those kept by bytes (the most recently written first,
@@ -226,8 +248,8 @@ class WorktreeSnapshots:
         # A file watched by lstat is never removed, even when a changed .gitignore now shows it. Caches
         # git does not ignore are put back too (a turn would commit them), but are no change to name:
         # the Coach runs the tests. Ignored ones are never committed, and are left.
-        created = [path for tag, path in tagged if tag == "?" and path not in snapshot.watched]
-        created += [path for path in ignored if not is_cache(path) and path not in snapshot.watched]
+        created = [path for tag, path in tagged if tag == "?" and path.rstrip("/") not in snapshot.watched]
+        created += [path for path in ignored if not is_cache(path) and path.rstrip("/") not in snapshot.watched]
         put_back = sorted({path for tag, path in tagged if tag in ("C", "R")})
         for path in created:
             _remove(self.git.root / path)
