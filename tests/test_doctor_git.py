@@ -225,3 +225,27 @@ def test_an_unknown_remote_is_a_problem(git_repo: Path) -> None:
     check = only(remote_checks(repo_of(git_repo), "nowhere"), "remote nowhere")
     assert (check.status, check.fix) == ("problem", "'git remote -v' lists this repository's remotes")
     assert check.detail == f"no git remote named 'nowhere' in {git_repo}"
+
+
+def test_a_doctor_stopped_by_sigterm_mid_rehearsal_leaves_no_worktree_behind(git_repo: Path, tmp_path: Path) -> None:
+    # Found by the hostile pass: SIGTERM (a closed terminal, a CI timeout) during a slow pre-commit hook
+    # left /tmp/guardkit-doctor-*/checkout registered as a worktree of the user's repository.
+    started = tmp_path / "hook-started"
+    hook(git_repo, "pre-commit", f"touch {started}\nsleep 30")
+    before = untouched(git_repo)
+    doctor = subprocess.Popen([str(GUARDKIT_STATE), "doctor"], cwd=git_repo, env=clean_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for _ in range(600):  # a bound on the wait for the hook to start, not a timing
+            if started.exists() or doctor.poll() is not None:
+                break
+            subprocess.run(["sleep", "0.05"], check=True)
+        assert started.exists(), doctor.communicate(timeout=60)
+        doctor.terminate()
+        doctor.communicate(timeout=60)
+    finally:
+        if doctor.poll() is None:
+            doctor.kill()
+            doctor.wait()
+    assert doctor.returncode != 0
+    assert untouched(git_repo) == before

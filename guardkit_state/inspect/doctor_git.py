@@ -26,6 +26,7 @@ from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.stale_locks import live_git_process_in
 from guardkit_state.inspect.doctor_records import NOTE, OK, PROBLEM, WARNING, Check
+from guardkit_state.loop.session import interrupts_as_exceptions
 from guardkit_state.remote.claims import ClaimBoard
 from guardkit_state.store import layout
 
@@ -50,6 +51,13 @@ def rehearse(repo: GitRepo) -> list[Check]:
     assert head is not None
     scratch = Path(tempfile.mkdtemp(prefix="guardkit-doctor-"))
     path = scratch / "checkout"
+    # SIGTERM or SIGHUP (a closed terminal, a CI job's timeout) stops the rehearsal like Ctrl-C: its
+    # worktree is removed below, never left registered in the user's repository.
+    with interrupts_as_exceptions():
+        return _rehearse_in(repo, head, scratch, path)
+
+
+def _rehearse_in(repo: GitRepo, head: str, scratch: Path, path: Path) -> list[Check]:
     try:
         status, _, err = repo.run("worktree", "add", "-q", "--detach", str(path), head, check=False)
         if status != 0:
