@@ -103,6 +103,14 @@ def test_a_folder_outside_any_repository_is_a_problem(tmp_path: Path, monkeypatc
     assert done.stdout.splitlines()[-1].startswith("not ready: 1 problem would stop a loop")
 
 
+def test_a_bare_repository_is_named_so_with_the_clone_that_fixes_it(tmp_path: Path) -> None:
+    bare = tmp_path / "project.git"
+    run_git(tmp_path, "init", "-q", "--bare", str(bare))
+    check = found(run_doctor(bare), "repository")
+    assert (check.status, check.detail) == ("problem", f"{bare} is a bare repository: a loop needs files to work on")
+    assert check.fix.startswith(f"clone it and run in the clone (git clone {bare} DIR)")
+
+
 def test_a_repository_without_a_commit_is_a_problem(tmp_path: Path) -> None:
     run_git(tmp_path, "init", "-q")
     check = found(run_doctor(tmp_path), "repository")

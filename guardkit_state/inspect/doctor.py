@@ -106,8 +106,14 @@ def _git(checks: list[Check]) -> bool:
 def _repository(checks: list[Check], repo_dir: Path) -> GitRepo | None:
     repo = GitRepo.discover(repo_dir)
     if repo is None:
-        checks.append(Check("repository", "repository", PROBLEM, f"{repo_dir} is not in a git repository",
-                            "run it in your project's checkout, or 'git init' there (or give --repo DIR)"))
+        if _is_bare(repo_dir):
+            checks.append(Check("repository", "repository", PROBLEM,
+                                f"{repo_dir} is a bare repository: a loop needs files to work on",
+                                f"clone it and run in the clone (git clone {repo_dir} DIR); a bare repository "
+                                "serves as the remote of feature-build --remote"))
+        else:
+            checks.append(Check("repository", "repository", PROBLEM, f"{repo_dir} is not in a git repository",
+                                "run it in your project's checkout, or 'git init' there (or give --repo DIR)"))
         return None
     head = repo.head_sha()
     branch = repo.current_branch()
@@ -214,4 +220,14 @@ _EXTRA_USE = {"graphiti": "the optional search index ('guardkit-state graphiti .
               "mcp": "the MCP server ('guardkit-state mcp')"}
 
 
+def _is_bare(path: Path) -> bool:
+    """True inside a bare repository (git answers; a folder git does not know is not one)."""
+    try:
+        status, out, _ = execute(path, ["git", "rev-parse", "--is-bare-repository"], path=path, timeout=30)
+    except GuardkitStateError:
+        return False
+    return status == 0 and out.strip() == b"true"
+
+
 __all__ = ["IGNORED_FOLDERS", "TRACKED_FOLDERS", "IgnoreRule", "run_doctor"]
+
