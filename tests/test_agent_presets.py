@@ -116,6 +116,9 @@ def _git_state(root: Path) -> tuple[dict[str, bytes], str, str]:
     (("--player", "claude", "--coach", "gemini"),
      "error: --coach gemini: the gemini preset runs gemini, which is not on PATH; install it, or name "
      "another agent"),
+    (("--player", "claude", "--coach", "gemini --yolo"),  # a preset's program as a command: no typo to suggest
+     "error: --coach gemini --yolo: gemini is not on PATH; install it (and `--coach gemini` alone runs the "
+     "gemini preset with its own arguments)"),
     (("--player", "", "--coach", "codex"),  # an unset variable: --player "$PLAYER"
      "error: --player is empty: name an agent preset (aider, claude, codex, gemini) or a command"),
     (("--player", "  ", "--coach", "codex"),

@@ -163,9 +163,12 @@ def agent_for(spec: str, repo_root: Path | None = None, *, option: str | None = 
         return PresetAgent(preset)
     program = _missing_program(spec)
     if program is not None:
+        which = "" if program == name else f" (its program {program})"
+        if program in presets:  # `claude --x` without claude installed: no typo to suggest
+            raise InputError(f"{label}: {program} is not on PATH; install it (and `{option or '--player'} "
+                             f"{program}` alone runs the {program} preset with its own arguments)")
         close = difflib.get_close_matches(program, sorted(presets), n=1, cutoff=0.6)
         hint = f"; did you mean `{close[0]}`?" if close else f" (presets: {', '.join(sorted(presets))})"
-        which = "" if program == name else f" (its program {program})"
         raise InputError(f"{label}: neither an agent preset nor a command on PATH{which}{hint}")
     unrunnable = _unrunnable_path(spec, Path(repo_root) if repo_root is not None else Path.cwd())
     if unrunnable is not None:
