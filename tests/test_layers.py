@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "model", "extras"),  # the errors, the records, the optional extras: everything may name them
     ("store",),
+    ("process",),  # running a process: agents, git, smoke gates, the index's server and indexer
     ("yamltext",),  # text-preserving YAML: strict reading, the one editor, verified file writes
     ("git",),
     ("taskfile",),

@@ -8,16 +8,17 @@ is one; a value with arguments or a path stays a shell command (:func:`is_preset
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import re
 import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import ConfigError, GuardkitStateError
+from guardkit_state.process.command import run_command
 from guardkit_state.store.fsio import decode_utf8, read_bytes_capped
 from guardkit_state.yamltext.strict_yaml import parse_yaml
 
@@ -211,13 +212,10 @@ def preset_status(preset: AgentPreset, *, timeout: float = 10.0) -> PresetStatus
     found = shutil.which(preset.program)
     version: str | None = None
     if found is not None and preset.version:
-        try:
-            done = subprocess.run([found, *preset.version[1:]], capture_output=True, text=True, timeout=timeout,
-                                  check=False, stdin=subprocess.DEVNULL)
-            lines = (done.stdout.strip() or done.stderr.strip()).splitlines()
+        with contextlib.suppress(OSError, ValueError):
+            done = run_command([found, *preset.version[1:]], timeout=timeout, session=True)
+            lines = (done.stdout.strip() or done.stderr.strip()).decode("utf-8", "replace").splitlines()
             version = lines[0].strip() if lines and done.returncode == 0 else None
-        except (OSError, subprocess.SubprocessError):
-            version = None
     return PresetStatus(preset.name, preset.description, preset.program, found, version, preset.source)
 
 

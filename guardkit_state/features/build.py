@@ -388,7 +388,7 @@ class _FeatureRun:
         queue = MergeQueue(self._feature_worktree(), self.branch, number, self.gate, self.verdicts, message=message,
                            send_back=self._send_back, on_step=self._queue_step,
                            on_merged=lambda task, sha: self._merged(self.states[task], sha),
-                           runs_before=self.gate_runs.get(number, 0))
+                           runs_before=self.gate_runs.get(number, 0), note=self.note)
         landing = queue.land([Approved(s.task_id, self.git.text("rev-parse", f"refs/heads/{branch_for(s.task_id)}"),
                                        s.turns) for s in ready])
         self.gate_runs[number] = queue.number

@@ -19,6 +19,7 @@ import contextlib
 import logging
 import os
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from guardkit_state.loop.events import EventSink, LoopEvent, TurnRecorded
+from guardkit_state.process.command import spawn
 
 if TYPE_CHECKING:
     from guardkit_state.turns.lifecycle import TurnRecord
@@ -78,12 +80,13 @@ def index_turn_best_effort(repo_root: Path, turn_state_path: Path | None = None,
             return "skipped: graphiti extra not installed"
         if not graphiti_configured(root, uri):
             return "skipped: no index configured (run 'guardkit-state graphiti sync' to create one)"
-        pid = _spawn(root, index_dir(root), uri)
+        child = _spawn(root, index_dir(root), uri)
         if budget_seconds <= 0:
-            return f"pending: indexing in the background (pid {pid})"
-        code = _wait(pid, budget_seconds)
-        if code is None:
-            return f"pending: still running in the background (pid {pid})"
+            return f"pending: indexing in the background (pid {child.pid})"
+        try:
+            code = child.wait(budget_seconds)
+        except subprocess.TimeoutExpired:
+            return f"pending: still running in the background (pid {child.pid})"
         if code == 0:
             return "indexed"
         if code == QUEUED:
@@ -94,30 +97,26 @@ def index_turn_best_effort(repo_root: Path, turn_state_path: Path | None = None,
         return f"failed: {type(exc).__name__}: {exc}"
 
 
-#: Indexers this process started and has not reaped yet (reaped at the next call, never waited for).
-_CHILDREN: set[int] = set()
+#: Indexers this process started and has not reaped yet (reaped at the next start, never waited for).
+_CHILDREN: set[subprocess.Popen[bytes]] = set()
 
 
-def _spawn(root: Path, directory: Path, uri: str | None) -> int:
-    """Start the indexer in its own session, scheduled idle from its first instruction; its pid.
+def _spawn(root: Path, directory: Path, uri: str | None) -> subprocess.Popen[bytes]:
+    """Start the indexer in its own session, scheduled idle from its first instruction.
 
     Through ``chrt --idle`` (and ``ionice -c 3``) when they exist, so not even Python's start-up
-    competes with the loop (``posix_spawn`` refuses ``SCHED_IDLE``, and ``subprocess`` could only
-    set it from a ``preexec_fn``, unsafe in a process with threads); otherwise the child lowers
-    itself first thing.
+    competes with the loop (setting ``SCHED_IDLE`` in the child itself would take a ``preexec_fn``,
+    unsafe in a process with threads); otherwise the child lowers itself first thing.
     """
-    _reap()
+    _CHILDREN.difference_update([child for child in _CHILDREN if child.poll() is not None])
     env = dict(os.environ)
     env.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
     if uri:
         env["GUARDKIT_GRAPHITI_URI"] = uri
-    log_path = os.devnull
+    log_path = None
     with contextlib.suppress(OSError):
         directory.mkdir(parents=True, exist_ok=True)
-        log_path = str(directory / HOOK_LOG)
-    output = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-               (os.POSIX_SPAWN_OPEN, 1, log_path, output, 0o644), (os.POSIX_SPAWN_DUP2, 1, 2)]
+        log_path = directory / HOOK_LOG
     argv = [sys.executable, "-m", "guardkit_state.index.after_turn", "--repo", str(root)]
     ionice = shutil.which("ionice")
     if ionice is not None:  # its disk writes (the snapshot, the manifest) wait for the loop's too
@@ -125,30 +124,9 @@ def _spawn(root: Path, directory: Path, uri: str | None) -> int:
     chrt = shutil.which("chrt")
     if chrt is not None:
         argv = [chrt, "--idle", "0", *argv]
-    pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
-    _CHILDREN.add(pid)
-    return pid
-
-
-def _reap() -> None:
-    for pid in list(_CHILDREN):
-        with contextlib.suppress(ChildProcessError):
-            if os.waitpid(pid, os.WNOHANG)[0] == 0:
-                continue
-        _CHILDREN.discard(pid)
-
-
-def _wait(pid: int, timeout: float) -> int | None:
-    """The child's exit status, or None when it still runs after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            _CHILDREN.discard(pid)
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(0.02)
+    child = spawn(argv, env=env, output=log_path)
+    _CHILDREN.add(child)
+    return child
 
 
 def _child_main(argv: Sequence[str] | None = None) -> int:

@@ -14,7 +14,6 @@ import contextlib
 import logging
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from guardkit_state.errors import IndexBackendError, MissingExtraError
 from guardkit_state.extras import EMBEDDED_FALKORDB, EMBEDDED_FALKORDB_PIP_OPTIONS, install_command
+from guardkit_state.process.command import spawn, stop_orphans
 from guardkit_state.store.layout import index_dir
 
 log = logging.getLogger("guardkit_state.index")
@@ -116,13 +116,11 @@ class EmbeddedFalkor:
         else:
             args += ["--port", str(self.port), "--bind", "127.0.0.1"]
         try:
-            self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL, start_new_session=True)
+            # Recorded as it starts: a SIGKILLed owner leaves it running, and the next start stops it.
+            self.process = spawn(args, pid_file=self.pid_file, what="an index server")
         except OSError as exc:
             self._remove_socket_dir()
             raise IndexBackendError(f"cannot start redis-server: {exc}", path=self.data_dir) from exc
-        with contextlib.suppress(OSError):
-            self.pid_file.write_text(f"{self.process.pid}\n")
         self._wait_ready()
 
     def _wait_ready(self) -> None:
@@ -229,24 +227,6 @@ class EmbeddedFalkor:
         return "no log"
 
     def _stop_stale_server(self) -> None:
-        """Kill a server a SIGKILLed owner left behind (only if the pid really is redis-server)."""
-        try:
-            pid = int(self.pid_file.read_text().strip())
-        except (OSError, ValueError):
-            return
-        try:
-            # redis-server rewrites its title, but it chdirs into --dir: match on that.
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            cwd = os.readlink(f"/proc/{pid}/cwd")
-        except OSError:
-            cmdline, cwd = b"", ""
-        if b"redis-server" in cmdline and cwd == os.path.realpath(self.data_dir):
-            log.warning("stopping a stale index server (pid %d) left by a killed process", pid)
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-            for _ in range(100):
-                if not Path(f"/proc/{pid}").exists():
-                    break
-                time.sleep(0.02)
-        with contextlib.suppress(OSError):
-            self.pid_file.unlink()
+        """Kill a server a SIGKILLed owner left behind (only if its pid still is that process)."""
+        for text in stop_orphans([self.pid_file], by="a killed process"):
+            log.warning("%s", text)
