@@ -1,7 +1,7 @@
 """``guardkit-state feature-build``: run (or resume) a Player/Coach loop on a task.
 
 Progress comes from the loop as typed events (:mod:`guardkit_state.loop.events`), each shown by
-:func:`guardkit_state.cli.event_lines.progress_lines`; a Ctrl-C is said by ``guardkit_state.cli.main``
+:func:`guardkit_state.cli.event_lines.event_lines`; a Ctrl-C is said by ``guardkit_state.cli.main``
 from the loop's own :class:`~guardkit_state.loop.run.LoopInterrupted`.
 """
 
@@ -18,7 +18,7 @@ from guardkit_state.cli.remote_feature import add_remote_options
 
 if TYPE_CHECKING:
     from guardkit_state.agents.protocol import Agent
-    from guardkit_state.loop.events import LoopEvent
+    from guardkit_state.loop.events import Event
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -91,7 +91,7 @@ def agents_named(args: argparse.Namespace) -> tuple[Agent, Agent]:
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.cli.event_lines import progress_lines
+    from guardkit_state.cli.event_lines import event_lines
     from guardkit_state.cli.feature_output import names_feature, run_feature
 
     agents = agents_named(args)
@@ -114,16 +114,16 @@ def run(args: argparse.Namespace, out: Output) -> int:
                           max_cost=args.max_cost, continue_session=args.continue_session,
                           argv=getattr(args, "argv", None))
 
-    def on_event(event: LoopEvent) -> None:
+    def on_event(event: Event) -> None:
         if not args.json:
-            for line in progress_lines(event, out):
+            for line in event_lines(event, out):
                 out.note(line)
 
     # --report FILE: the page is rewritten as the loop goes, after each event is shown.
     from guardkit_state.cli.live_report import report_events
 
     report = report_events(on_event, out, args)
-    try:
+    try:  # the index, a side wing, is offered each recorded turn here
         result = run_task_loop(args.repo, args.task_id, *agents, options, on_event=with_indexing(report, args.repo))
     finally:
         report.finish()  # --report: the page as the files stand now, however the loop stopped

@@ -14,18 +14,13 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from guardkit_state.cli.event_lines import feature_lines
+from guardkit_state.cli.event_lines import event_lines
 from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import log_on_stderr
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.errors import GuardkitStateError, InputError
-from guardkit_state.features.feature_events import (
-    FeatureEvent,
-    FeatureNote,
-    TaskEvent,
-)
 from guardkit_state.features.result import FeatureInterrupted, FeatureNotStarted, FeatureResult
-from guardkit_state.loop.events import LoopNote
+from guardkit_state.loop.events import Event, Note
 
 if TYPE_CHECKING:
     from guardkit_state.agents.protocol import Agent
@@ -86,24 +81,23 @@ def _run_feature(args: argparse.Namespace, out: Output, agents: tuple[Agent, Age
 
     shown: set[str] = set()
 
-    def on_event(event: FeatureEvent) -> None:
+    def on_event(event: Event) -> None:
         if args.json:
             return
-        note = event.event.text if isinstance(event, TaskEvent) and isinstance(event.event, LoopNote) else \
-            event.text if isinstance(event, FeatureNote) else None
-        if note is not None:
+        if isinstance(event, Note):
             # Every loop says the same of the shared checkout (its uncommitted changes): once is enough.
-            if note in shown:
+            if event.text in shown:
                 return
-            shown.add(note)
-        for line in feature_lines(event, out):
+            shown.add(event.text)
+        for line in event_lines(event, out, feature=True):
             out.note(line)
 
-    from guardkit_state.cli.live_report import feature_report_events
+    from guardkit_state.cli.live_report import report_events
+    from guardkit_state.index.after_turn import with_indexing
 
-    report = feature_report_events(on_event, out, args)  # --report FILE: rewritten after every task turn
-    try:
-        result = build_feature(args.repo, args.task_id, *agents, options, on_event=report)
+    report = report_events(on_event, out, args, feature=True)  # --report FILE: rewritten after every task turn
+    try:  # the index, a side wing, is offered each recorded turn here
+        result = build_feature(args.repo, args.task_id, *agents, options, on_event=with_indexing(report, args.repo))
     finally:
         report.finish()  # the page as the files stand now, however the run stopped
     if args.json:

@@ -33,8 +33,7 @@ from typing import Any, Literal
 
 from guardkit_state.agents.protocol import Agent
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.index.after_turn import with_indexing
-from guardkit_state.loop.events import LoopEvent, LoopNote
+from guardkit_state.loop.events import LoopEvent, Note
 from guardkit_state.loop.outcome import LoopInterrupted
 from guardkit_state.loop.run import LoopOptions, run_task_loop
 
@@ -51,8 +50,7 @@ _PR_SET_PDEATHSIG = 1
 EndKind = Literal["done", "interrupted", "error", "died"]
 #: Modules a task loop imports lazily on its first turn: imported once in the parent, each forked
 #: child inherits them instead of paying the import again.
-_WARM_MODULES = ("guardkit_state.store.schemas", "guardkit_state.index.after_turn", "guardkit_state.index.identity",
-                 "guardkit_state.index.searching")
+_WARM_MODULES = ("guardkit_state.store.schemas",)
 
 
 @dataclass(frozen=True)
@@ -78,7 +76,7 @@ class ChildEnd:
 
 
 #: The parent's callback for a child's progress: (task id, the loop event).
-EventCallback = Callable[[str, LoopEvent], None]
+EventCallback = Callable[[str, LoopEvent | Note], None]
 
 
 @contextlib.contextmanager
@@ -276,7 +274,7 @@ def _child_main(conn: Connection, parent_pid: int, job: LoopJob) -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
         _stop_with_parent(parent_pid)
         result = run_task_loop(job.repo_root, job.task_id, job.player, job.coach, job.options,
-                               on_event=with_indexing(lambda event: send(("event", event)), job.repo_root))
+                               on_event=lambda event: send(("event", event)))
         # An approval whose turn commit git refused is an error with git's reason, not "done".
         send(("end", "error" if result.commit_error else "done", result.reason))
     except LoopInterrupted as stopped:
@@ -305,7 +303,7 @@ def _sender(conn: Connection) -> Callable[[tuple[Any, ...]], None]:
         except Exception:  # an event that cannot be pickled: say what it was
             if message[0] == "event":
                 with contextlib.suppress(Exception):
-                    conn.send(("event", LoopNote(f"({message[1].kind} event not shown)")))
+                    conn.send(("event", Note(f"({message[1].kind} event not shown)")))
     return send
 
 

@@ -1,15 +1,17 @@
 """Indexing after a turn, off the loop's path: start a background ``sync`` and return at once.
 
-The loop never imports the index (which sits above it): its caller (CLI, feature runner, remote worker) wraps
-its ``on_event`` with :func:`with_indexing`, which calls :func:`index_turn_best_effort` once a turn
-is recorded and committed. That starts a detached child (``python -m guardkit_state.index.after_turn``)
-on idle CPU and returns: importing graphiti-core alone takes ~1.3 s, and a dead or stuck backend must
-never hold up the loop. The child syncs (catching up every turn not yet indexed) with the index's
-own embedder. Children coalesce: while one holds ``.guardkit/index/background.lock``, a new one
-leaves a marker and exits, and the running one syncs again — a burst of turns costs one or two
-syncs. Whatever is missed is caught up by the next ``graphiti sync``; until then ``search`` sees
-the index is stale for those turns and scans the files. Only a configured index is synced (an
-embedded one exists, or ``GUARDKIT_GRAPHITI_URI`` is set): none is created behind the user's back.
+The index is a side wing: nothing on the path of a turn imports it. The loop, the feature runner and
+a remote worker tell their caller of each recorded turn (a ``TurnRecorded`` event); the CLI plugs the
+index in by wrapping that ``on_event`` with :func:`with_indexing`, which calls
+:func:`index_turn_best_effort` once a turn is recorded and committed. That starts a detached child
+(``python -m guardkit_state.index.after_turn``) on idle CPU and returns: importing graphiti-core
+alone takes ~1.3 s, and a dead or stuck backend must never hold up the loop. The child syncs
+(catching up every turn not yet indexed) with the index's own embedder. Children coalesce: while
+one holds ``.guardkit/index/background.lock``, a new one leaves a marker and exits, and the running
+one syncs again — a burst of turns costs one or two syncs. Whatever is missed is caught up by the
+next ``graphiti sync``; until then ``search`` sees the index is stale for those turns and scans the
+files. Only a configured index is synced (an embedded one exists, or ``GUARDKIT_GRAPHITI_URI`` is
+set): none is created behind the user's back.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from guardkit_state.loop.events import EventSink, LoopEvent, TurnRecorded
+from guardkit_state.loop.events import Event, EventSink, TurnRecorded
 from guardkit_state.process.command import spawn
 
 if TYPE_CHECKING:
@@ -44,7 +46,7 @@ QUEUED = 3
 
 def with_indexing(on_event: EventSink | None, repo_root: Path) -> EventSink:
     """The loop's ``on_event``: ``on_event`` first, then, for a recorded turn, a background sync of the index."""
-    def sink(event: LoopEvent) -> None:
+    def sink(event: Event) -> None:
         if on_event is not None:
             on_event(event)
         if isinstance(event, TurnRecorded):

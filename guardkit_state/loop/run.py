@@ -34,8 +34,8 @@ from guardkit_state.loop.command_line import build_argv
 from guardkit_state.loop.events import (
     AgentStarted,
     EventSink,
-    LoopNote,
     ModeSuggested,
+    Note,
     ReportsReused,
     Resuming,
     TurnRecorded,
@@ -117,9 +117,9 @@ def run_task_loop(
 ) -> LoopResult:
     """Run the Player/Coach loop on ``task_id`` until it ends; see the module docstring.
 
-    ``on_event`` is called with each progress event (:mod:`guardkit_state.loop.events`); a
-    callback written for ``(kind, data)`` pairs is adapted with
-    :func:`~guardkit_state.loop.events.as_kind_and_data`.
+    ``on_event`` is called with each progress event (:mod:`guardkit_state.loop.events`): the one
+    place a caller plugs in what should follow a recorded turn (the CLI: the index). A callback
+    written for ``(kind, data)`` pairs is adapted with :func:`~guardkit_state.loop.events.as_kind_and_data`.
 
     Raises:
         ResumeError: ``resume`` with nothing to resume, or a fresh start over recorded turns.
@@ -181,7 +181,7 @@ class _Run:
     def note(self, text: str) -> None:
         self.result.notes.append(text)
         log.info("%s", text)
-        self.emit(LoopNote(text))
+        self.emit(Note(text))
 
     # -- setup -----------------------------------------------------------------------------
     def start(self) -> LoopResult:
