@@ -25,11 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from guardkit_state.errors import GuardkitStateError, InputError, SchemaError
 from guardkit_state.plans.plan_validation import validate_plan_file
-from guardkit_state.store.fsio import read_bytes_capped
+from guardkit_state.store.fsio import decode_utf8, read_bytes_capped
 from guardkit_state.store.jsonio import load_json
 from guardkit_state.store.layout import FEATURES_DIR, TASKS_DIR
 from guardkit_state.store.schemas import PathParts, format_pointer, parse_pointer, validate_with_warnings
@@ -41,6 +39,7 @@ from guardkit_state.taskfile.discovery import (
     task_id_from_filename,
 )
 from guardkit_state.taskfile.document import TaskFile, describe_duplicates
+from guardkit_state.taskfile.frontmatter import parse_frontmatter
 from guardkit_state.taskfile.resolve import Copy, choose, holds_state, plan_paths
 
 log = logging.getLogger("guardkit_state.inspect.validation")
@@ -303,10 +302,7 @@ def _check_turn_report(path: Path, kind: str, result: FileResult) -> None:
 def _check_task(path: Path, result: FileResult) -> None:
     """Schema-check the state block (every problem, with its line), then load it as the store does."""
     raw = read_bytes_capped(path)
-    task = TaskFile.from_bytes(raw, path, warn=False)  # the store's own read: every parse problem, once
-    parsed = task._parsed
-    if parsed is None:
-        return
+    parsed = parse_frontmatter(decode_utf8(raw, path), path=path, keep_last=True)
     if parsed.duplicates:
         result.warnings.append(Finding(
             f"{describe_duplicates(parsed.duplicates)}: read as the last value (as GuardKit reads it); "
@@ -316,7 +312,7 @@ def _check_task(path: Path, result: FileResult) -> None:
     if key is not None and block is not None:
 
         def line_of(parts: PathParts) -> int | None:
-            return _node_line(parsed.node, (key, *parts), parsed.split.line_offset)
+            return parsed.line_of(key, *parts)
 
         try:
             record = validate_with_warnings("autobuild_state", block, path=path)
@@ -330,6 +326,7 @@ def _check_task(path: Path, result: FileResult) -> None:
             parts = parse_pointer(pointer)
             result.warnings.append(Finding(message, line_of(parts), format_pointer((key, *parts))))
         _check_turn_sequence(record.data, key, line_of, result)
+    TaskFile.from_bytes(raw, path, warn=False, parsed=parsed)  # the store's own read: anything else it refuses
 
 
 def _check_turn_sequence(state: dict[str, Any], key: str, line_of: Any, result: FileResult) -> None:
@@ -356,22 +353,3 @@ def _check_turn_sequence(state: dict[str, Any], key: str, line_of: Any, result: 
 def _warning(text: str) -> Finding:
     pointer, sep, message = text.partition(": ")
     return Finding(message, pointer=pointer) if sep and pointer.startswith("$") else Finding(text)
-
-
-def _node_line(root: yaml.Node | None, parts: PathParts, line_offset: int) -> int | None:
-    """The file line of the deepest YAML node on ``parts`` (a key's own line for mappings)."""
-    node, line = root, None
-    for part in parts:
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                if getattr(key_node, "value", None) == str(part):
-                    line, node = key_node.start_mark.line, value_node
-                    break
-            else:
-                break
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line
-        else:
-            break
-    return None if line is None else line + 1 + line_offset

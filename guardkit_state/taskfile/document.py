@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import DuplicateKeyError, ParseError, TurnError
-from guardkit_state.model import AutobuildState, Criterion, whole_number
+from guardkit_state.model import AutobuildState, Criterion
 from guardkit_state.store import fsio
+from guardkit_state.store.legacy import whole_number
 from guardkit_state.store.turn_files import TurnStore
 
 # Criteria are read by their own module and files found by discovery.py; importing them from here
@@ -87,15 +88,17 @@ class TaskFile:
         return task
 
     @classmethod
-    def from_bytes(cls, raw: bytes, path: Path, *, warn: bool = True) -> TaskFile:
-        """Build a TaskFile from a file's bytes (as read from ``path``).
+    def from_bytes(cls, raw: bytes, path: Path, *, warn: bool = True,
+                   parsed: ParsedFrontmatter | None = None) -> TaskFile:
+        """Build a TaskFile from a file's bytes (as read from ``path``; ``parsed``: their parse, when
+        the caller made it).
 
         A key repeated in the frontmatter (GuardKit's whole-file re-dumps leave some) is read as its
         last value, as GuardKit reads it, with a one-line warning (``warn=False``: the caller reports
         it itself); such a file is not written to.
         """
         text = fsio.decode_utf8(raw, path)
-        known = recall(path, raw)  # the verified reading of the bytes this process last wrote there
+        known = parsed or recall(path, raw)  # else the verified reading of the bytes this process last wrote there
         parsed = known if isinstance(known, ParsedFrontmatter) else parse_frontmatter(text, path=path, keep_last=True)
         if parsed.duplicates and warn:
             duplicates_log.warning("%s:%d: %s: the last value is read (as GuardKit reads it)", path,
@@ -324,7 +327,7 @@ class TaskFile:
         if not update.touches_state:
             return
         self.state_key = update.key
-        self.state = AutobuildState.from_dict(self.data[update.key], key=update.key)
+        self.state = parsed.state(self.path)
         if not had_frontmatter:
             self.criteria = extract_criteria(self.data, self.body)
 
