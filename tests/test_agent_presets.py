@@ -94,6 +94,10 @@ def test_a_quota_error_twice_stops_the_loop_naming_the_player(tmp_path: Path, fa
     assert said in run.stderr, run.stderr
     assert f"{TASK}: agent_failed — the Player failed twice in a row (quota)" in run.stdout
     assert "coach:" not in run.stderr
+    failed = _turn_state(root, 1)["agent_runs"]["player"]  # type: ignore[index]
+    assert failed["agent"] == player and failed["duration_seconds"] >= 0  # the run its error carried
+    if player == "claude":
+        assert failed["model"] == "claude-sonnet-4-5" and failed["session_id"]
 
 
 def _git_state(root: Path) -> tuple[dict[str, bytes], str, str]:

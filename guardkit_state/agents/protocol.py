@@ -1,8 +1,10 @@
 """Players and Coaches: external commands or Python callables behind one protocol.
 
 An agent receives a :class:`TurnRequest` (the turn's files and environment) and returns its JSON
-report as a dict. Whatever goes wrong — a non-zero exit, a timeout, no report, invalid JSON — is an
-:class:`AgentError` with a precise reason; the loop records it as a turn with decision ``error``.
+report as a dict; what it tells of its run (agent, model, session, cost, tokens, notes) travels in
+that report's ``agent_run``, or in the :class:`AgentError` of a run that failed: one place. Whatever
+goes wrong — a non-zero exit, a timeout, no report, invalid JSON — is an :class:`AgentError` with a
+precise reason; the loop records it as a turn with decision ``error``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from guardkit_state.errors import AgentError, GuardkitStateError
 from guardkit_state.git.environment import clean_environment
 from guardkit_state.process.command import run_command, stop_orphans
 from guardkit_state.store.jsonio import load_json
+from guardkit_state.turns.turn_state import AGENT_RUN_KEY
 
 #: How much of an agent's stderr is quoted in an error reason.
 STDERR_TAIL = 400
@@ -108,25 +111,42 @@ class CallableAgent:
 
 
 class CommandAgent:
-    """An external agent: a shell command run in the worktree with the protocol's environment."""
+    """An external agent: a shell command run in the worktree with the protocol's environment.
+
+    Its run is told (in its report's ``agent_run``, or the :class:`AgentError`) only when there is
+    something to say: a process group it left running, killed.
+    """
 
     def __init__(self, command: str) -> None:
         self.command = command
-        #: What the last run left to say (a process group it left running, killed).
-        self.last_notes: list[str] = []
 
     def run(self, request: TurnRequest) -> dict[str, Any]:
         role = request.role.capitalize()
         with contextlib.suppress(FileNotFoundError):
             request.report_file.unlink()  # a stale report from an interrupted run must not count
-        self.last_notes = []
         done = run_agent_process(self.command, request, shell=True)
-        self.last_notes = done.notes
-        if done.returncode != 0:
-            tail = _tail(done.stderr) or _tail(done.stdout)
-            raise AgentError(f"{role} exited with status {done.returncode}" + (f": {tail}" if tail else ""),
-                             task_id=request.task_id, turn=request.turn)
-        return read_report_file(request)
+        run = {"agent": agent_name(self), "notes": done.notes} if done.notes else None
+        try:
+            if done.returncode != 0:
+                tail = _tail(done.stderr) or _tail(done.stdout)
+                raise AgentError(f"{role} exited with status {done.returncode}" + (f": {tail}" if tail else ""),
+                                 task_id=request.task_id, turn=request.turn)
+            report = read_report_file(request)
+        except AgentError as exc:
+            exc.run = exc.run or run
+            raise
+        return {**report, AGENT_RUN_KEY: run} if run else report
+
+
+def agent_name(agent: Agent) -> str:
+    """How a run names its agent: a preset's name, a command's first word, a callable's name."""
+    name = getattr(agent, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    command = getattr(agent, "command", None)
+    if isinstance(command, str) and command.split():
+        return Path(command.split()[0]).name
+    return type(agent).__name__
 
 
 @dataclass(frozen=True)
@@ -136,7 +156,7 @@ class AgentExit:
     returncode: int
     stdout: bytes
     stderr: bytes
-    #: A process group it left running (killed), in words.
+    #: A process group it left running (killed), in words (a run's ``notes``).
     notes: list[str] = field(default_factory=list)
 
 
@@ -169,7 +189,7 @@ def run_agent_process(command: str | list[str], request: TurnRequest, *, shell: 
     if done.returncode is None:
         raise AgentError(f"{role} timed out after {request.timeout:g}s (--turn-timeout)",
                          task_id=request.task_id, turn=request.turn)
-    notes = [f"the {role} exited but left process group {done.pid} running ({done.left_running}); killed it"] \
+    notes = [f"exited but left process group {done.pid} running ({done.left_running}); killed it"] \
         if done.left_running else []
     return AgentExit(done.returncode, done.stdout, done.stderr, notes)
 

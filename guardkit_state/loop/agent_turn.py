@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.agents.protocol import Agent, TurnRequest
+from guardkit_state.agents.protocol import Agent, TurnRequest, agent_name
 from guardkit_state.config import ResolvedConfig, render_coach_prompt, render_player_role_section
 from guardkit_state.config.prompt import render_gates_section
 from guardkit_state.errors import AgentError, GitError
@@ -36,6 +36,7 @@ from guardkit_state.model import TurnMode
 from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir
 from guardkit_state.turns.context import must_address_lines
 from guardkit_state.turns.lifecycle import TurnLifecycle
+from guardkit_state.turns.turn_state import AGENT_RUN_KEY
 
 #: Kinds of agent failure that a retry cannot fix: the same one twice in a row stops the loop.
 #: Matched (case-insensitive) in the failure's reason, which quotes the agent's own error.
@@ -68,32 +69,23 @@ class AgentRuns:
     notes: list[str] = field(default_factory=list)
 
     def run(self, role: str, agent: Agent, request: TurnRequest) -> dict[str, Any]:
-        """Run ``agent``; its report, with its run (agent, model, session, cost, tokens, time) kept."""
+        """Run ``agent``; its report. Its run (agent, model, session, cost, tokens, time, notes) is what
+        the agent tells in the report's ``agent_run`` or in its :class:`AgentError`, timed here."""
         started = time.monotonic()
+        told: Any = None
         try:
             report = agent.run(request)
+            told = report.get(AGENT_RUN_KEY)
+        except AgentError as exc:
+            told = exc.run
+            raise
         finally:
-            said = getattr(agent, "last_notes", None)
-            self.notes.extend(text for text in said or () if isinstance(text, str))
-            told = getattr(agent, "last_run", None)
             run: dict[str, Any] = dict(told) if isinstance(told, dict) else {"agent": agent_name(agent)}
             run.setdefault("duration_seconds", round(time.monotonic() - started, 3))
             self.runs[role] = run
-            # What the envelope read otherwise than printed (a cost of inf), kept in the run too.
             self.notes.extend(f"the {role.capitalize()} ({run.get('agent')}): {text}" for text in run.get("notes") or ()
                               if isinstance(text, str))
         return report
-
-
-def agent_name(agent: Agent) -> str:
-    """How a run names its agent: a preset's name, a command's first word, a callable's name."""
-    name = getattr(agent, "name", None)
-    if isinstance(name, str) and name:
-        return name
-    command = getattr(agent, "command", None)
-    if isinstance(command, str) and command.split():
-        return Path(command.split()[0]).name
-    return type(agent).__name__
 
 
 @dataclass
@@ -281,5 +273,5 @@ def _listed(paths: list[str]) -> str:
     return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
 
-__all__ = ["FAILURE_KINDS", "AgentRuns", "ReadOnlyWatch", "TurnBriefing", "agent_name", "failure_kind",
+__all__ = ["FAILURE_KINDS", "AgentRuns", "ReadOnlyWatch", "TurnBriefing", "failure_kind",
            "put_back_interrupted"]

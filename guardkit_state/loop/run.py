@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from guardkit_state.agents.protocol import Agent, stop_orphaned_agents
+from guardkit_state.agents.protocol import Agent, agent_name, stop_orphaned_agents
 from guardkit_state.config import ResolvedConfig, load_config
 from guardkit_state.errors import AgentError, GuardkitStateError, InputError, ResumeError
 from guardkit_state.git.checkouts import shared_lock_path
@@ -26,7 +26,6 @@ from guardkit_state.loop.agent_turn import (
     AgentRuns,
     ReadOnlyWatch,
     TurnBriefing,
-    agent_name,
     failure_kind,
     put_back_interrupted,
 )
