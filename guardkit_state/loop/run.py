@@ -66,6 +66,7 @@ from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 from guardkit_state.turns.recorded_history import restore_recorded_history
 from guardkit_state.turns.resume import ResumePoint, resume_point
 from guardkit_state.turns.spend import over_limit
+from guardkit_state.turns.turn_state import TurnRun
 from guardkit_state.turns.verdicts import VERDICT_WORDS_KEY, describe_verdict_words
 
 log = logging.getLogger("guardkit_state.loop.run")
@@ -419,11 +420,9 @@ class _Run:
         self._check_store(lifecycle, checkout)  # the agents ran in the checkout: a symlink they left is refused
         self._keep_recorded_history(lifecycle, number)
         task = lifecycle.task
-        profile = self.config.gate_profile(task.task_type, task.complexity)
-        return lifecycle.complete_turn(error=error, gate_profile=profile,
-                                       worktree_path=self.worktree_rel if self.managed_worktree else None,
-                                       base_branch=self.base_branch, failed_role=failed_role,
-                                       agent_runs=runs.runs)
+        run = TurnRun(error, failed_role, runs.runs, self.worktree_rel if self.managed_worktree else None,
+                      self.base_branch)
+        return lifecycle.complete_turn(run, gate_profile=self.config.gate_profile(task.task_type, task.complexity))
 
     @staticmethod
     def _check_store(lifecycle: TurnLifecycle, checkout: Path) -> None:
