@@ -175,7 +175,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # the one place unexpected errors are shown
         if args.debug:
             raise
-        out.error(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        from guardkit_state.cli.crash_log import write_crash_log
+
+        log = write_crash_log(exc, args.argv, getattr(args, "repo", None))
+        where = f"the traceback is in {log}" if log is not None else "run with --debug for the traceback"
+        out.error(f"unexpected {type(exc).__name__}: {exc} (a bug in guardkit-state; {where})")
         return ExitCode.INTERNAL
     finally:
         logging.getLogger("guardkit_state.taskfile.duplicates").removeHandler(warnings)

@@ -45,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "GUARDKIT_DIFF_FILE) and writes a JSON report to GUARDKIT_REPORT_FILE (docs/agents.md).\n\n"
         "Exit codes: 0 approved, 1 not approved (max turns, stall, the same agent failure twice,\n"
         "--max-cost reached), 2 usage or configuration\n"
-        "error, 130 interrupted (state saved; continue with --resume).",
+        "error, 70 a fault of guardkit-state itself (a bug: the error names its crash log), 130\n"
+        "interrupted (state saved; continue with --resume).",
     )
     parser.add_argument("task_id", metavar="TASK-ID|FEAT-ID",
                         help="a task id (or task file), or a feature id (or its plan's .yaml file)")
