@@ -496,10 +496,6 @@ class AutobuildState:
         """GuardKit's own resume rule: the turn after the last recorded one."""
         return len(self.turns) + 1
 
-    @property
-    def last_feedback(self) -> str | None:
-        return self.turns[-1].feedback if self.turns else None
-
 
 def turn_sequence_problem(numbers: list[int], where: str) -> str | None:
     """What is wrong with a history's turn numbers (they must be 1, 2, ... n), or ``None``.

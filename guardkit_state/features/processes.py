@@ -149,9 +149,10 @@ class TaskProcess:
         elif message[0] == "end" and len(message) == 3:
             self.told = (str(message[1]), str(message[2]))
 
-    def finish(self, wait_for: float = STOP_GRACE) -> ChildEnd:
-        """Reap the child (its pipe is closed) and say how it ended."""
-        self.process.join(wait_for)
+    def finish(self) -> ChildEnd:
+        """Reap the child (its pipe is closed; a child still running after :data:`STOP_GRACE` is killed)
+        and say how it ended."""
+        self.process.join(STOP_GRACE)
         if self.process.exitcode is None:
             self.kill()
             self.process.join()
@@ -195,22 +196,22 @@ class TaskPool:
             for end in self._wait_once(None):
                 ended(end)
 
-    def stop(self, grace: float = STOP_GRACE) -> list[ChildEnd]:
+    def stop(self) -> list[ChildEnd]:
         """Stop every running child (one SIGINT each), wait for them to save their state, reap them.
 
-        Further interruptions while waiting are ignored; a child still running after ``grace``
-        seconds is killed.
+        Further interruptions while waiting are ignored; a child still running after
+        :data:`STOP_GRACE` seconds is killed.
         """
         for process in self.running.values():
             process.interrupt()
-        deadline = time.monotonic() + grace
+        deadline = time.monotonic() + STOP_GRACE
         ends: list[ChildEnd] = []
         while self.running:
             try:
                 ends += self._wait_once(POLL)
                 if time.monotonic() > deadline:
                     for process in self.running.values():
-                        log.warning("task %s did not stop within %ss; killing it", process.job.task_id, grace)
+                        log.warning("task %s did not stop within %ss; killing it", process.job.task_id, STOP_GRACE)
                         process.kill()
             except KeyboardInterrupt:
                 continue

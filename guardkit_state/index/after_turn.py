@@ -41,6 +41,8 @@ BACKGROUND_LOCK = "background.lock"
 AGAIN_MARKER = "background.again"
 #: How far below the loop the background indexer runs when idle scheduling is unavailable.
 NICENESS = 19
+#: How long the background indexer waits for the index's lock (a search or a sync holding it).
+LOCK_WAIT = 120.0
 #: The child's exit status when another background indexer already runs (and will sync again).
 QUEUED = 3
 
@@ -62,8 +64,7 @@ def _index_recorded(repo_root: Path, record: TurnRecord) -> None:
     log.info("index turn %d of %s: %s (%.2fs)", state.turn_number, state.task_id, outcome, time.monotonic() - started)
 
 
-def index_turn_best_effort(repo_root: Path, turn_state_path: Path | None = None, *, budget_seconds: float = 0.0,
-                           uri: str | None = None) -> str:
+def index_turn_best_effort(repo_root: Path, turn_state_path: Path | None = None, *, budget_seconds: float = 0.0) -> str:
     """Start a background sync of the index after a turn; wait at most ``budget_seconds`` (default: not at all).
 
     Returns ``"skipped: <why>"``, ``"pending: <what>"`` (running in the background, or queued behind
@@ -80,9 +81,9 @@ def index_turn_best_effort(repo_root: Path, turn_state_path: Path | None = None,
         root = checkout_root(Path(repo_root))
         if not graphiti_available():
             return "skipped: graphiti extra not installed"
-        if not graphiti_configured(root, uri):
+        if not graphiti_configured(root, None):
             return "skipped: no index configured (run 'guardkit-state graphiti sync' to create one)"
-        child = _spawn(root, index_dir(root), uri)
+        child = _spawn(root, index_dir(root))
         if budget_seconds <= 0:
             return f"pending: indexing in the background (pid {child.pid})"
         try:
@@ -103,7 +104,7 @@ def index_turn_best_effort(repo_root: Path, turn_state_path: Path | None = None,
 _CHILDREN: set[subprocess.Popen[bytes]] = set()
 
 
-def _spawn(root: Path, directory: Path, uri: str | None) -> subprocess.Popen[bytes]:
+def _spawn(root: Path, directory: Path) -> subprocess.Popen[bytes]:
     """Start the indexer in its own session, scheduled idle from its first instruction.
 
     Through ``chrt --idle`` (and ``ionice -c 3``) when they exist, so not even Python's start-up
@@ -113,8 +114,6 @@ def _spawn(root: Path, directory: Path, uri: str | None) -> subprocess.Popen[byt
     _CHILDREN.difference_update([child for child in _CHILDREN if child.poll() is not None])
     env = dict(os.environ)
     env.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
-    if uri:
-        env["GUARDKIT_GRAPHITI_URI"] = uri
     log_path = None
     with contextlib.suppress(OSError):
         directory.mkdir(parents=True, exist_ok=True)
@@ -135,7 +134,6 @@ def _child_main(argv: Sequence[str] | None = None) -> int:
     """The background indexer: sync until no turn arrived meanwhile; exit 0 on success."""
     parser = argparse.ArgumentParser(prog="guardkit_state.index.after_turn")
     parser.add_argument("--repo", required=True)
-    parser.add_argument("--lock-wait", type=float, default=120.0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _run_when_idle()
@@ -149,7 +147,7 @@ def _child_main(argv: Sequence[str] | None = None) -> int:
         again.touch()
         try:
             with exclusive_lock(index_dir(root) / BACKGROUND_LOCK, wait=0.0, holder="background indexer"):
-                code = _sync_until_quiet(root, again, args.lock_wait)
+                code = _sync_until_quiet(root, again)
         except LockedError:
             log.info("another background indexer runs; it will sync again")
             return QUEUED
@@ -168,13 +166,13 @@ def _run_when_idle() -> None:
             os.nice(NICENESS)
 
 
-def _sync_until_quiet(root: Path, again: Path, lock_wait: float) -> int:
+def _sync_until_quiet(root: Path, again: Path) -> int:
     from guardkit_state.index import open_graphiti
 
     while again.exists():
         again.unlink(missing_ok=True)
         try:
-            with open_graphiti(root, lock_wait=lock_wait) as index:
+            with open_graphiti(root, lock_wait=LOCK_WAIT) as index:
                 report = index.sync()
         except Exception as exc:
             log.error("indexing failed: %s", exc)

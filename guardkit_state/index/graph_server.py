@@ -152,13 +152,12 @@ def server_binaries() -> tuple[str, str]:
 class EmbeddedFalkor:
     """A private redis-server + FalkorDB for one data directory, on a unix socket or a port."""
 
-    def __init__(self, data_dir: Path, *, port: int | None = None, start_timeout: float = 10.0,
-                 load_timeout: float = 300.0) -> None:
+    #: How long a server is waited for to answer, and one still loading its snapshot (LOADING).
+    START_TIMEOUT, LOAD_TIMEOUT = 10.0, 300.0
+
+    def __init__(self, data_dir: Path, *, port: int | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.port = port
-        self.start_timeout = start_timeout
-        #: How long a server still loading its snapshot (it answers LOADING) is waited for.
-        self.load_timeout = load_timeout
         self.process: subprocess.Popen[bytes] | None = None
         self.socket_dir: str | None = None
         self.socket_path: str | None = None
@@ -212,7 +211,7 @@ class EmbeddedFalkor:
             state = self._ping()
             if state == "ready":
                 return
-            limit = self.load_timeout if state == "loading" else self.start_timeout
+            limit = self.LOAD_TIMEOUT if state == "loading" else self.START_TIMEOUT
             if time.monotonic() - started > limit:
                 break
             time.sleep(0.02)

@@ -83,7 +83,6 @@ class LoopOptions:
     use_worktree: bool = True
     turn_timeout: float | None = None
     base_branch: str | None = None
-    index_budget: float = 2.0
     #: Take turns on a completed, cancelled, archived or approved task (refused otherwise).
     reopen: bool = False
     #: Stop once the agents' reported cost of this task's turns reaches this many USD, and start no
@@ -100,7 +99,6 @@ class LoopOptions:
     def __post_init__(self) -> None:
         checked_max_turns(self.max_turns)
         checked_timeout(self.turn_timeout)
-        checked_timeout(self.index_budget, name="index_budget")
         checked_usd(self.max_cost, name="max_cost")
         checked_usd(self.cost_before, name="cost_before", zero=True)
 
