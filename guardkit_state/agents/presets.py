@@ -186,6 +186,13 @@ def load_presets(repo_root: Path | None) -> dict[str, AgentPreset]:
             for name, data in merged.items()}
 
 
+def preset_names(*, continuing: bool = False) -> str:
+    """The built-in presets' names as help texts list them (``claude, codex, gemini, aider``);
+    ``continuing``: those that can go on with an earlier session (``claude and gemini``)."""
+    names = [p.name for p in load_presets(None).values() if p.continue_args or not continuing]
+    return " and ".join([", ".join(names[:-1]), names[-1]]) if continuing and len(names) > 1 else ", ".join(names)
+
+
 def is_preset_name(value: str, presets: Mapping[str, AgentPreset]) -> bool:
     """True when ``value`` names a preset: one word, no path. ``claude -p x`` or ``./claude`` is a command."""
     return value in presets and not any(c.isspace() or c in "/\\" for c in value)
@@ -220,4 +227,4 @@ def preset_status(preset: AgentPreset, *, timeout: float = 10.0) -> PresetStatus
 
 
 __all__ = ["AGENTS_FILE", "AgentPreset", "PresetStatus", "is_preset_name", "load_presets",
-           "preset_from_dict", "preset_status"]
+           "preset_from_dict", "preset_names", "preset_status"]

@@ -51,12 +51,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("task_id", metavar="TASK-ID|FEAT-ID",
                         help="a task id (or task file), or a feature id (or its plan's .yaml file)")
     parser.add_argument("--player", required=True, metavar="NAME|CMD",
-                        help="the Player: an agent preset (claude, codex, gemini, aider; see 'guardkit-state "
-                        "agents') or a shell command")
+                        help="the Player: an agent preset ({presets}; see 'guardkit-state agents') or a shell "
+                        "command")
     parser.add_argument("--coach", required=True, metavar="NAME|CMD",
                         help="the Coach: an agent preset (it runs read-only) or a shell command")
     parser.add_argument("--continue-session", action="store_true",
-                        help="the Player goes on with the agent session of its previous turn (claude and gemini "
+                        help="the Player goes on with the agent session of its previous turn ({continuing_presets} "
                         "presets; also after --resume)")
     parser.add_argument("--max-cost", type=usd, metavar="USD",
                         help="stop cleanly once the agents' reported cost reaches this (per task; for a feature, "
