@@ -495,21 +495,3 @@ class AutobuildState:
     def next_turn(self) -> int:
         """GuardKit's own resume rule: the turn after the last recorded one."""
         return len(self.turns) + 1
-
-
-def turn_sequence_problem(numbers: list[int], where: str) -> str | None:
-    """What is wrong with a history's turn numbers (they must be 1, 2, ... n), or ``None``.
-
-    ``where`` (the file's name) goes into the sentence: ``turns jump from 1 to 3 in X.md; ...``.
-    """
-    previous = 0
-    for number in numbers:
-        if number <= previous:
-            if numbers.count(number) > 1:
-                return f"turn {number} is listed twice in {where}"
-            return f"turns go back from {previous} to {number} in {where}"
-        if number != previous + 1:
-            missing = f"turn {previous + 1} is" if number == previous + 2 else f"turns {previous + 1}-{number - 1} are"
-            return f"turns jump from {previous} to {number} in {where}; {missing} missing"
-        previous = number
-    return None

@@ -11,6 +11,7 @@ only repeat (a missing binary, authentication, quota).
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from typing import Any
 from guardkit_state.agents.protocol import Agent, TurnRequest, agent_name
 from guardkit_state.config import ResolvedConfig, render_coach_prompt, render_player_role_section
 from guardkit_state.config.prompt import render_gates_section
-from guardkit_state.errors import AgentError, GitError
+from guardkit_state.errors import AgentError, GitError, GuardkitStateError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.snapshot import Restoration, WorktreeSnapshots
 from guardkit_state.loop.briefing import (
@@ -34,9 +35,12 @@ from guardkit_state.loop.briefing import (
 from guardkit_state.loop.worktree_watch import changed_between, records_fingerprint, turn_diff
 from guardkit_state.model import TurnMode
 from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir
+from guardkit_state.store.jsonio import load_json
 from guardkit_state.turns.context import must_address_lines
 from guardkit_state.turns.lifecycle import TurnLifecycle
 from guardkit_state.turns.turn_state import AGENT_RUN_KEY
+
+log = logging.getLogger("guardkit_state.loop.agent_turn")
 
 #: Kinds of agent failure that a retry cannot fix: the same one twice in a row stops the loop.
 #: Matched (case-insensitive) in the failure's reason, which quotes the agent's own error.
@@ -252,6 +256,27 @@ class ReadOnlyWatch:
         return text
 
 
+def adopt_report(lifecycle: TurnLifecycle, role: str, raw: Path, number: int) -> str | None:
+    """On resume, record the report an agent finished before the kill instead of running it again;
+    a note saying so, or None when there is none to take (the agent runs again).
+
+    The agent's own report file (``.work/<role>_report_N.json``) survives a kill that lands between
+    the agent's exit and the store's write; a valid one is that agent's finished work. An invalid
+    or missing one is ignored.
+    """
+    if not raw.is_file():
+        return None
+    try:
+        data = load_json(raw)
+        if not isinstance(data, dict):
+            return None
+        (lifecycle.record_player if role == "player" else lifecycle.record_coach)(data)
+    except GuardkitStateError as exc:
+        log.info("turn %d of %s: %s report %s not reused (%s)", number, lifecycle.task_id, role, raw, exc)
+        return None
+    return f"turn {number}: reused the {role.capitalize()}'s report {raw.name}, finished before the interruption"
+
+
 def put_back_interrupted(git: GitRepo, task_id: str) -> str | None:
     """Put back the worktree a killed loop left held for its Coach (``--resume``, before anything runs);
     a note when the Coach had changed it."""
@@ -273,5 +298,5 @@ def _listed(paths: list[str]) -> str:
     return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
 
-__all__ = ["FAILURE_KINDS", "AgentRuns", "ReadOnlyWatch", "TurnBriefing", "failure_kind",
+__all__ = ["FAILURE_KINDS", "AgentRuns", "ReadOnlyWatch", "TurnBriefing", "adopt_report", "failure_kind",
            "put_back_interrupted"]

@@ -26,6 +26,7 @@ from guardkit_state.loop.agent_turn import (
     AgentRuns,
     ReadOnlyWatch,
     TurnBriefing,
+    adopt_report,
     failure_kind,
     put_back_interrupted,
 )
@@ -55,7 +56,6 @@ from guardkit_state.store.fsio import (
     validate_task_id,
 )
 from guardkit_state.store.home import check_state_home
-from guardkit_state.store.jsonio import load_json
 from guardkit_state.store.layout import artifacts_dir, log_file
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.store.turn_files import TurnStore
@@ -228,16 +228,11 @@ class _Run:
     def _verify_committed(self, lifecycle: TurnLifecycle) -> None:
         """An approval counts (exit 0) only once its turn commit, made by this loop, is on the branch;
         otherwise the result says git's own reason, and ``--resume`` commits it once that is fixed."""
-        state = lifecycle.task.state
-        if self.commits is None or self.result.outcome is not Outcome.APPROVED or state is None or not state.turns:
+        if self.commits is None or self.result.outcome is not Outcome.APPROVED:
             return
-        last = state.turns[-1].turn
-        if self.commits.verified(last):
+        self.result.commit_error = self.commits.missing(lifecycle)
+        if self.result.commit_error is None:
             return
-        assert self.git is not None  # commits exist only with git
-        branch = self.task_branch or self.git.current_branch() or "HEAD"
-        why = self.commits.last_error or "git made no commit of it"
-        self.result.commit_error = f"turn {last}'s commit is not on {branch}: {why}"
         self.result.reason = (f"{self.result.reason}, but {self.result.commit_error}; once that is fixed, "
                               f"'guardkit-state feature-build {self.task_id} --resume' commits it")
 
@@ -257,7 +252,7 @@ class _Run:
         # editor saving in place at this instant must not number the next turn. The copy read before
         # the lock is kept when the file is still the one read (confirmed by its identity).
         store = TurnStore(artifacts_dir(checkout, self.task_id), self.task_id)
-        task = found.task.confirmed(store) if _same_file(task_path, found.task.path) else \
+        task = found.task.confirmed(store) if found.task.path.exists() and task_path.samefile(found.task.path) else \
             read_task_settled(task_path, store)
         lifecycle = TurnLifecycle(task, root=checkout, max_turns=self.options.max_turns)
         advice = self.config.suggest_mode(lifecycle.task.complexity)
@@ -470,25 +465,10 @@ class _Run:
         self.emit(AgentStarted(number, role))
 
     def _adopt_report(self, lifecycle: TurnLifecycle, role: str, raw: Path, number: int) -> bool:
-        """On resume, record the report an agent finished before the kill instead of running it again.
-
-        The agent's own report file (``.work/<role>_report_N.json``) survives a kill that lands
-        between the agent's exit and the store's write; a valid one is that agent's finished work.
-        An invalid or missing one is ignored (the agent runs again).
-        """
-        if not raw.is_file():
-            return False
-        try:
-            data = load_json(raw)
-            if not isinstance(data, dict):
-                return False
-            (lifecycle.record_player if role == "player" else lifecycle.record_coach)(data)
-        except GuardkitStateError as exc:
-            log.info("turn %d of %s: %s report %s not reused (%s)", number, self.task_id, role, raw, exc)
-            return False
-        self.note(f"turn {number}: reused the {role.capitalize()}'s report {raw.name}, "
-                  "finished before the interruption")
-        return True
+        said = adopt_report(lifecycle, role, raw, number)
+        if said:
+            self.note(said)
+        return said is not None
 
     def _after_turn(self, lifecycle: TurnLifecycle, record: TurnRecord) -> None:
         commit = self.commits.commit(lifecycle, record, restored=self.restored) if self.commits is not None else None
@@ -500,10 +480,6 @@ class _Run:
     def _finish(self, lifecycle: TurnLifecycle, outcome: Outcome, reason: str) -> None:
         lifecycle.mark_outcome(outcome, reason=reason)
         self.result.outcome, self.result.reason = outcome, reason
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    return a == b or a.resolve() == b.resolve()
 
 
 def _inside(path: Path, root: Path) -> tuple[str, ...]:

@@ -308,17 +308,7 @@ def record_turn(
     lifecycle = TurnLifecycle(task, root=root, max_turns=checked_max_turns(max_turns))
     resolve_inside(Path(root), lifecycle.store.directory)  # nor through .guardkit/autobuild[/TASK] symlinked out
     incoming = IncomingTurn(lifecycle.task_id, player, coach, player_path, coach_path)
-    try:
-        _check(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
-    except GuardkitStateError:
-        # Before blaming the reports or the task, read the file once more, settled: an editor
-        # saving it in place may have been caught half-way. The refusal stands on the same file.
-        time.sleep(RESETTLE_PAUSES[0])
-        again = read_task_settled(lifecycle.task.path, lifecycle.store)
-        if again.text == lifecycle.task.text:
-            raise
-        lifecycle.task = again
-        _check(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
+    _check_settled(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
     with lifecycle.locked():
         player_rec, coach_rec = _check(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
         pending = _completable(lifecycle) if _follows_completable(lifecycle, incoming) else None
@@ -333,6 +323,20 @@ def record_turn(
             # A record is all or nothing: reports of a turn its task file does not list go again.
             _discard_unlisted(lifecycle, number, ("player_turn", "coach_turn", "turn_state"))
             raise
+
+
+def _check_settled(lifecycle: TurnLifecycle, incoming: IncomingTurn, *, reopen: bool, max_turns: int | None) -> None:
+    """:func:`_check` before the lock; a refusal stands only on the file read again, settled: an editor
+    saving it in place may have been caught half-way (before blaming the reports or the task)."""
+    try:
+        _check(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
+    except GuardkitStateError:
+        time.sleep(RESETTLE_PAUSES[0])
+        again = read_task_settled(lifecycle.task.path, lifecycle.store)
+        if again.text == lifecycle.task.text:
+            raise
+        lifecycle.task = again
+        _check(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
 
 
 def _check(lifecycle: TurnLifecycle, incoming: IncomingTurn, *, reopen: bool,
