@@ -36,6 +36,7 @@ from guardkit_state.errors import GuardkitStateError
 from guardkit_state.loop.events import LoopEvent, Note
 from guardkit_state.loop.outcome import LoopInterrupted
 from guardkit_state.loop.run import LoopOptions, run_task_loop
+from guardkit_state.process.command import STOP_SIGNALS
 
 log = logging.getLogger("guardkit_state.features.processes")
 
@@ -43,7 +44,6 @@ log = logging.getLogger("guardkit_state.features.processes")
 STOP_GRACE = 60.0
 #: How often a waiting parent (and a child watching its parent, where the kernel cannot) looks.
 POLL = 0.2
-_STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])})
 #: ``prctl(PR_SET_PDEATHSIG, ...)``: the kernel signals the child when its parent dies (Linux).
 _PR_SET_PDEATHSIG = 1
 
@@ -82,7 +82,7 @@ EventCallback = Callable[[str, LoopEvent | Note], None]
 @contextlib.contextmanager
 def signals_blocked() -> Iterator[None]:
     """Hold SIGINT/SIGTERM/SIGHUP back for the block; one that arrived is delivered at its end."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
     finally:
@@ -261,7 +261,7 @@ def _child_main(conn: Connection, parent_pid: int, job: LoopJob) -> None:
             fired = True
             raise KeyboardInterrupt
 
-    for signum in _STOP_SIGNALS:
+    for signum in STOP_SIGNALS:
         signal.signal(signum, stop)
     package_log = logging.getLogger("guardkit_state")
     for handler in list(package_log.handlers):
@@ -272,7 +272,7 @@ def _child_main(conn: Connection, parent_pid: int, job: LoopJob) -> None:
     send = _sender(conn)
     code = 0
     try:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         _stop_with_parent(parent_pid)
         result = run_task_loop(job.repo_root, job.task_id, job.player, job.coach, job.options,
                                on_event=lambda event: send(("event", event)))
