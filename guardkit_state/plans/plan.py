@@ -21,8 +21,9 @@ from typing import Any
 import yaml
 
 from guardkit_state.errors import FeatureNotFoundError, FeaturePlanError, ParseError, TaskNotFoundError
-from guardkit_state.plans.schema import check_plan_data, node_line
+from guardkit_state.plans.schema import check_plan_data
 from guardkit_state.store import fsio, layout
+from guardkit_state.yamltext.positions import node_line
 from guardkit_state.yamltext.strict_yaml import ParsedYaml, parse_yaml
 
 #: Plan files are ``FEAT-<something>.yaml`` in the features folder (GuardKit's own glob).

@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from guardkit_state.errors import WaveError
 from guardkit_state.plans.plan import FeaturePlan, PlanTask
-from guardkit_state.plans.schema import node_line
 from guardkit_state.store.json_paths import format_pointer, parse_pointer
+from guardkit_state.yamltext.positions import node_line
 
 WaveSource = Literal["parallel_groups", "dependencies"]
 

@@ -23,6 +23,7 @@ from guardkit_state.model import STATE_KEYS as STATE_KEYS
 from guardkit_state.model import AutobuildState
 from guardkit_state.store.json_paths import format_pointer, parse_pointer
 from guardkit_state.store.schemas import validate_record
+from guardkit_state.yamltext.positions import node_line
 from guardkit_state.yamltext.strict_yaml import DuplicateKey, parse_yaml
 
 #: A delimiter line: three dashes and optional trailing blanks, as python-frontmatter and Jekyll read it.
@@ -196,19 +197,7 @@ class ParsedFrontmatter:
     def line_of(self, *parts: str | int) -> int | None:
         """The file line of the value at ``parts`` (a key's own line for a mapping's), from the node
         marks; else of the deepest of them that exists."""
-        node, line = self.node, None
-        for part in parts:
-            if isinstance(node, yaml.MappingNode):
-                found = next(((k, v) for k, v in node.value if getattr(k, "value", None) == str(part)), None)
-                if found is None:
-                    break
-                line, node = found[0].start_mark.line, found[1]
-            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-                node = node.value[part]
-                line = node.start_mark.line
-            else:
-                break
-        return None if line is None else int(line) + 1 + self.split.line_offset
+        return node_line(self.node, parts, self.split.line_offset)
 
 
 def parse_frontmatter(text: str, *, path: Path | str | None = None, keep_last: bool = False) -> ParsedFrontmatter:
