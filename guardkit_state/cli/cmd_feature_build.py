@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING
 
 from guardkit_state.cli.cmd_report import add_report_option
 from guardkit_state.cli.exit_codes import ExitCode
-from guardkit_state.cli.options import add_json_option, add_repo_option, log_on_stderr, seconds, turn_count, usd
+from guardkit_state.cli.options import add_json_option, add_repo_option, seconds, turn_count, usd
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.cli.remote_feature import add_remote_options
 
 if TYPE_CHECKING:
     from guardkit_state.agents.protocol import Agent
-    from guardkit_state.loop.events import Event
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -92,7 +91,6 @@ def agents_named(args: argparse.Namespace) -> tuple[Agent, Agent]:
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.cli.event_lines import event_lines
     from guardkit_state.cli.feature_output import names_feature, run_feature
 
     agents = agents_named(args)
@@ -102,32 +100,18 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return run_remote(args, out, agents)
     if names_feature(args.task_id):  # FEAT-ID or a plan's .yaml: its waves of tasks, in parallel
         return run_feature(args, out, agents)
-    from guardkit_state.index.after_turn import with_indexing
+    from guardkit_state.cli.live_report import run_with_progress
     from guardkit_state.loop.run import LoopOptions, run_task_loop
 
     if getattr(args, "max_parallel", None) is not None:
         out.note("note: --max-parallel applies to features (FEAT-ID) only; a task runs one loop, so it is ignored")
-
-    if args.verbose:
-        log_on_stderr(out)
     options = LoopOptions(max_turns=args.max_turns, resume=args.resume, use_worktree=not args.no_worktree,
                           turn_timeout=args.turn_timeout, base_branch=args.base_branch, reopen=args.reopen,
                           max_cost=args.max_cost, continue_session=args.continue_session,
                           argv=getattr(args, "argv", None))
 
-    def on_event(event: Event) -> None:
-        if not args.json:
-            for line in event_lines(event, out):
-                out.note(line)
-
-    # --report FILE: the page is rewritten as the loop goes, after each event is shown.
-    from guardkit_state.cli.live_report import report_events
-
-    report = report_events(on_event, out, args)
-    try:  # the index, a side wing, is offered each recorded turn here
-        result = run_task_loop(args.repo, args.task_id, *agents, options, on_event=with_indexing(report, args.repo))
-    finally:
-        report.finish()  # --report: the page as the files stand now, however the loop stopped
+    result = run_with_progress(args, out, lambda sink: run_task_loop(args.repo, args.task_id, *agents, options,
+                                                                      on_event=sink), feature=False)
     if args.json:
         out.json(result.to_dict())
     else:

@@ -1,4 +1,5 @@
-"""``feature-build ... --report FILE``: the run's progress callback that rewrites the HTML page as it goes.
+"""``feature-build``'s progress: each event shown, ``--report FILE`` rewritten as the run goes, and the
+index (a side wing) offered each recorded turn — for a task's loop and a feature run alike.
 
 Kept apart from the ``report`` command so the command line's start-up does not import the loop's
 and the feature run's event types (only ``feature-build`` needs them, when it runs).
@@ -10,11 +11,16 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
+from guardkit_state.cli.event_lines import event_lines
+from guardkit_state.cli.options import log_on_stderr
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.features.feature_events import FeatureStarted, TaskBlocked, TaskEnded, TaskMerged, TaskStarted
-from guardkit_state.loop.events import Event, EventSink, TurnRecorded, TurnStarted
+from guardkit_state.loop.events import Event, EventSink, Note, TurnRecorded, TurnStarted
+
+R = TypeVar("R")
 
 #: Writes the page, given the tasks whose loops run now and the turn each is in (None between two turns;
 #: a task loop run alone is the key None).
@@ -91,3 +97,31 @@ def report_events(inner: EventSink, out: Output, args: argparse.Namespace, *, fe
             args.repo, args.task_id, path, running={t: n for t, n in running.items() if t is not None}))
     return ReportEvents(inner, out, path, lambda running: write_report(args.repo, args.task_id, path,
                                                                        running_turn=running.get(None)), "  ")
+
+
+def run_with_progress(args: argparse.Namespace, out: Output, run: Callable[[EventSink], R], *, feature: bool) -> R:
+    """``run(on_event)`` (a task's loop, or with ``feature`` a feature run) with its events shown on
+    stderr (not with ``--json``), ``--report FILE`` rewritten as it goes and once more however it
+    stops, and each recorded turn offered to the index: the side wing is plugged in here."""
+    from guardkit_state.index.after_turn import with_indexing
+
+    if args.verbose:
+        log_on_stderr(out)
+    shown: set[str] = set()
+
+    def on_event(event: Event) -> None:
+        if args.json:
+            return
+        if feature and isinstance(event, Note):
+            # Every loop says the same of the shared checkout (its uncommitted changes): once is enough.
+            if event.text in shown:
+                return
+            shown.add(event.text)
+        for line in event_lines(event, out, feature=feature):
+            out.note(line)
+
+    report = report_events(on_event, out, args, feature=feature)
+    try:
+        return run(with_indexing(report, args.repo))
+    finally:
+        report.finish()  # --report: the page as the files stand now, however the run stopped
