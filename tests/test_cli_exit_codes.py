@@ -64,7 +64,8 @@ def test_each_error_gets_its_code_from_the_one_place(error: GuardkitStateError, 
 
 @pytest.mark.parametrize("has_state_home", [True, False])
 def test_an_unexpected_error_exits_70_with_one_line_naming_its_crash_log(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], has_state_home: bool) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        has_state_home: bool) -> None:
     from guardkit_state import __version__
     from guardkit_state.inspect import status
 
