@@ -308,7 +308,15 @@ class GitError(GuardkitStateError):
 
 
 class AgentError(GuardkitStateError):
-    """A Player or Coach failed: non-zero exit, timeout, or no valid report."""
+    """A Player or Coach failed: non-zero exit, timeout, or no valid report.
+
+    ``run`` is what is known of the failed run (``agent``, ``model``, ``cost_usd`` ..., ``notes``), as a
+    report's ``agent_run`` carries it for one that succeeded.
+    """
+
+    def __init__(self, message: str, *, run: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.run = run
 
 
 class IndexBackendError(GuardkitStateError):

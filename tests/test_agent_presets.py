@@ -94,6 +94,10 @@ def test_a_quota_error_twice_stops_the_loop_naming_the_player(tmp_path: Path, fa
     assert said in run.stderr, run.stderr
     assert f"{TASK}: agent_failed — the Player failed twice in a row (quota)" in run.stdout
     assert "coach:" not in run.stderr
+    failed = _turn_state(root, 1)["agent_runs"]["player"]  # type: ignore[index]
+    assert failed["agent"] == player and failed["duration_seconds"] >= 0  # the run its error carried
+    if player == "claude":
+        assert failed["model"] == "claude-sonnet-4-5" and failed["session_id"]
 
 
 def _git_state(root: Path) -> tuple[dict[str, bytes], str, str]:
@@ -262,3 +266,26 @@ def test_a_cost_that_is_no_finite_amount_is_unknown_with_a_note(tmp_path: Path, 
             "counted as unknown") in run.stderr, run.stderr
     runs = _turn_state(root, 1)["agent_runs"]
     assert isinstance(runs, dict) and runs["player"]["cost_usd"] is None and runs["coach"]["cost_usd"] is None
+
+
+def test_help_texts_list_the_presets_their_data_names(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from dataclasses import replace
+
+    from guardkit_state.agents import presets
+    from guardkit_state.cli.app import build_parser
+
+    real = presets.load_presets
+
+    def with_one_more(repo_root: Path | None) -> dict[str, presets.AgentPreset]:
+        found = real(repo_root)
+        return {**found, "qwen": replace(found["claude"], name="qwen")}  # a preset added to the data
+
+    monkeypatch.setattr(presets, "load_presets", with_one_more)
+    for argv in (["feature-build", "--help"], ["--help"]):
+        with pytest.raises(SystemExit):
+            build_parser(argv[0] if argv[0] != "--help" else None).parse_args(argv)
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "an agent preset (claude, codex, gemini, aider, qwen; see 'guardkit-state agents')" in shown
+    assert "(claude, gemini and qwen presets; also after --resume)" in shown
+    assert "list the agent presets (claude, codex, gemini, aider, qwen, yours)" in shown

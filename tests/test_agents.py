@@ -102,10 +102,12 @@ def test_an_agent_is_waited_for_not_the_child_holding_its_output(tmp_path: Path)
     (tmp_path / "agent.py").write_text(LEAVES_A_SERVER)
     request = replace(_request(tmp_path), timeout=30.0)
     agent = CommandAgent(f"{sys.executable} agent.py")
-    assert agent.run(request) == {"done": True}  # not "timed out": the agent itself exited at once
+    report = agent.run(request)  # not "timed out": the agent itself exited at once
     assert _dies(int((tmp_path / "server.pid").read_text()))
-    [note] = agent.last_notes
-    assert note.startswith("the Player exited but left process group ") and "killed it" in note
+    run = report.pop("agent_run")  # what it left running is said with its run
+    assert report == {"done": True}
+    [note] = run["notes"]
+    assert note.startswith("exited but left process group ") and "killed it" in note
     assert "time.sleep(300)" in note
 
 
@@ -130,5 +132,5 @@ def test_a_loop_whose_player_leaves_a_server_running_goes_on(tmp_path: Path) -> 
     said = run.stdout + run.stderr
     assert run.returncode == 0, said
     assert "timed out" not in said
-    assert "note: turn 1: the Player exited but left process group " in said
+    assert f"note: turn 1: the Player ({Path(sys.executable).name}): exited but left process group " in said
     assert _dies(int((root / ".guardkit" / "worktrees" / task / "server.pid").read_text()))

@@ -35,9 +35,8 @@ TASK = "TASK-AUTH-001"
 def test_the_table_holds_the_documented_codes() -> None:
     # README and each command's --help promise these numbers; scripts and CI depend on them.
     assert {code.name: int(code) for code in ExitCode} == {
-        "OK": 0, "FAILED": 1, "USAGE": 2, "ALREADY_RECORDED": 3, "INTERRUPTED": 130}
+        "OK": 0, "FAILED": 1, "USAGE": 2, "ALREADY_RECORDED": 3, "INTERNAL": 70, "INTERRUPTED": 130}
     assert ExitCode.REJECTED is ExitCode.FAILED  # record's "rejected" is the general "no"
-    assert ExitCode.INTERNAL is ExitCode.FAILED  # a fault of ours is never "usage" (2)
     assert ExitCode.NOT_READY is ExitCode.FAILED  # doctor: something would stop a loop
 
 
@@ -61,6 +60,34 @@ def test_the_table_holds_the_documented_codes() -> None:
 def test_each_error_gets_its_code_from_the_one_place(error: GuardkitStateError, command: str | None,
                                                      code: ExitCode) -> None:
     assert exit_code_for(error, command) is code
+
+
+@pytest.mark.parametrize("has_state_home", [True, False])
+def test_an_unexpected_error_exits_70_with_one_line_naming_its_crash_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        has_state_home: bool) -> None:
+    from guardkit_state import __version__
+    from guardkit_state.inspect import status
+
+    repo = tmp_path / "repo"
+    (repo / "tasks").mkdir(parents=True)
+    if has_state_home:
+        (repo / ".guardkit").mkdir()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(status, "repo_status", broken)
+    assert run(["status", "--repo", str(repo)]) == ExitCode.INTERNAL == 70
+    log = repo / ".guardkit/logs/crash.log" if has_state_home else tmp_path / "cache/guardkit-state/crash.log"
+    assert capsys.readouterr().err == (f"error: unexpected RuntimeError: a bug (a bug in guardkit-state; the "
+                                       f"traceback is in {log})\n")
+    text = log.read_text(encoding="utf-8")
+    assert f"guardkit-state: {__version__}" in text and "git: git version" in text and "python: 3." in text
+    assert f"guardkit-state status --repo {repo}" in text
+    assert "Traceback (most recent call last)" in text and 'raise RuntimeError("a bug")' in text
+    assert not (repo / ".guardkit").exists() or has_state_home  # no .guardkit made for a crash
 
 
 def test_show_prints_the_library_view(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,7 +11,7 @@ import io
 import subprocess
 from pathlib import Path
 
-from guardkit_state.cli.event_lines import feature_lines
+from guardkit_state.cli.event_lines import event_lines
 from guardkit_state.cli.output import Output
 from guardkit_state.features.feature_events import WaveStarted
 
@@ -21,7 +21,7 @@ T1, T2, T3, T4 = "TASK-FB-001", "TASK-FB-002", "TASK-FB-003", "TASK-FB-004"
 
 
 def _line(event: WaveStarted) -> str:
-    [line] = feature_lines(event, Output(io.StringIO(), io.StringIO(), False))
+    [line] = event_lines(event, Output(io.StringIO(), io.StringIO(), False), feature=True)
     return line
 
 

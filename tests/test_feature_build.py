@@ -12,7 +12,8 @@ import pytest
 from guardkit_state.agents.protocol import CallableAgent, TurnRequest
 from guardkit_state.errors import ResumeError, TaskNotFoundError
 from guardkit_state.features.build import FeatureOptions, build_feature
-from guardkit_state.features.feature_events import FeatureEvent, TaskEnded, TaskMerged, TaskStarted, WaveStarted
+from guardkit_state.features.feature_events import TaskEnded, TaskMerged, TaskStarted, WaveStarted
+from guardkit_state.loop.events import Event
 from guardkit_state.plans.plan import load_plan
 from guardkit_state.plans.waves import WaveError
 
@@ -32,7 +33,7 @@ WAVES = [[T1, T2], [T3]]
 
 
 def _run(project: FeatureProject, monkeypatch: pytest.MonkeyPatch, *, options: FeatureOptions | None = None,
-         events: list[FeatureEvent] | None = None) -> Any:
+         events: list[Event] | None = None) -> Any:
     for name, value in project.env().items():
         monkeypatch.setenv(name, value)
     sink = events.append if events is not None else None
@@ -50,7 +51,7 @@ def _three(**overrides: dict[str, Any]) -> list[TaskSpec]:
 def test_waves_from_parallel_groups_run_merge_and_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = make_feature(tmp_path, _three(TASK_FB_001={"approve_at": 2}), WAVES)
     status_before = git(project.root, "status", "--porcelain")
-    events: list[FeatureEvent] = []
+    events: list[Event] = []
     result = _run(project, monkeypatch, events=events)
     assert (result.status, result.exit_code) == ("completed", 0)
     assert result.waves == WAVES
@@ -78,7 +79,7 @@ def test_waves_from_parallel_groups_run_merge_and_report(tmp_path: Path, monkeyp
 
 def test_waves_from_dependencies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = make_feature(tmp_path, _three(), None)
-    events: list[FeatureEvent] = []
+    events: list[Event] = []
     result = _run(project, monkeypatch, events=events)
     assert result.waves == WAVES and result.exit_code == 0
     order = [(type(e).__name__, e.outcome.task_id if isinstance(e, TaskEnded) else e.task_id)
@@ -89,7 +90,7 @@ def test_waves_from_dependencies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 def test_merges_follow_plan_order_not_finishing_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = make_feature(tmp_path, _three(TASK_FB_001={"sleep": 1.5}), WAVES)
-    events: list[FeatureEvent] = []
+    events: list[Event] = []
     result = _run(project, monkeypatch, events=events)
     assert result.exit_code == 0
     ended = [e.outcome.task_id for e in events if isinstance(e, TaskEnded)]
@@ -100,7 +101,7 @@ def test_merges_follow_plan_order_not_finishing_order(tmp_path: Path, monkeypatc
 
 def test_max_parallel_one_runs_tasks_one_after_another(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = make_feature(tmp_path, _three(), WAVES)
-    events: list[FeatureEvent] = []
+    events: list[Event] = []
     result = _run(project, monkeypatch, options=FeatureOptions(max_parallel=1), events=events)
     assert result.exit_code == 0 and result.max_parallel == 1
     steps = [(type(e).__name__, e.outcome.task_id if isinstance(e, TaskEnded) else e.task_id)

@@ -567,3 +567,45 @@ def test_direct_build_refuses_and_defers_as_the_yaml_constructor_does(text: str)
     except FrontmatterError as exc:
         direct = type(exc.__cause__)
     assert direct == generic or repr(direct) == repr(generic)
+
+
+# --------------------------------------------------------------------------------------------------
+# The state block is read through its JSON Schema alone: what `validate` refuses, the store refuses,
+# named by file, line, JSON path and what was expected; what the store reads, `validate` accepts.
+
+HAND_EDITED_STATE = """\
+---
+id: TASK-S-001
+autobuild_state:
+  current_turn: '2'
+  turns:
+  - turn: '1'
+    decision: feedback
+  - turn: 2
+    decision: approved
+---
+body
+"""
+
+
+def test_a_state_value_the_schema_refuses_is_named_by_line_path_and_expectation(tmp_path: Any) -> None:
+    parsed = parse_frontmatter(HAND_EDITED_STATE, path="TASK-S-001.md")
+    with pytest.raises(FrontmatterError) as info:
+        parsed.state("TASK-S-001.md")
+    error = info.value
+    assert (error.line, error.pointer) == (9, "$.autobuild_state.turns[1].decision")
+    assert error.expected == 'one of "approve", "feedback", "reject", "error"'
+    assert str(error) == ('TASK-S-001.md:9: $.autobuild_state.turns[1].decision: "approved" is not allowed '
+                          '(expected one of "approve", "feedback", "reject", "error")')
+
+
+def test_quoted_numbers_are_those_numbers_to_the_store_and_to_validate(tmp_path: Any) -> None:
+    from guardkit_state.inspect.validation import validate_file
+
+    path = tmp_path / "tasks" / "TASK-S-001-ok.md"
+    path.parent.mkdir()
+    path.write_text(HAND_EDITED_STATE.replace("approved", "approve"), encoding="utf-8")
+    state = parse_frontmatter(path.read_text(encoding="utf-8")).state(path)
+    assert state is not None and (state.current_turn, [t.turn for t in state.turns]) == (2, [1, 2])
+    result = validate_file(path)
+    assert result.problems == [] and result.warnings == []

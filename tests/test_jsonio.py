@@ -11,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from guardkit_state.errors import FileTooLargeError, GuardkitStateError, ParseError, SchemaError
-from guardkit_state.store.jsonio import MAX_DEPTH, check_storable, dump_json, dump_record, load_json, load_record
+from guardkit_state.store.jsonio import MAX_DEPTH, check_storable, dump_json, load_json, load_record
 from guardkit_state.store.turn_files import TurnStore
 
 from .helpers import player_report
@@ -118,11 +118,13 @@ def test_load_record_returns_normalised_record(tmp_path: Path) -> None:
     assert load_record("coach_turn", path)["decision"] == "approve"
 
 
-def test_dump_record_checks_before_writing() -> None:
+def test_a_record_is_checked_before_it_is_written(tmp_path: Path) -> None:
+    store = TurnStore(tmp_path, "TASK-A-1")
     with pytest.raises(SchemaError) as info:
-        dump_record("player_turn", {"task_id": "TASK-A-1", "turn": 0})
-    assert info.value.pointer == "$.turn"
-    assert json.loads(dump_record("player_turn", {"task_id": "TASK-A-1", "turn": 1}))["turn"] == 1
+        store.write("player_turn", 1, {"task_id": "TASK-A-1", "turn": 0}, recorded_turns=0)
+    assert info.value.pointer == "$.turn" and not store.path("player_turn", 1).exists()
+    written = store.write("player_turn", 1, {"task_id": "TASK-A-1", "turn": 1}, recorded_turns=0)
+    assert json.loads(written.read_text(encoding="utf-8"))["turn"] == 1
 
 
 # Data an agent's report may hold once parsed or built in Python: JSON's types, tuples, int keys,
@@ -195,7 +197,7 @@ def test_a_report_holding_itself_twice_is_refused_not_walked_forever(tmp_path: P
 
 
 def test_a_report_nested_deeper_than_any_read_accepts_is_refused_before_it_is_written(tmp_path: Path) -> None:
-    # dump_record checked storability and the schema but not the nesting depth every read enforces
+    # The write checked storability and the schema but not the nesting depth every read enforces
     # (MAX_DEPTH), so it wrote a file no read accepts. Now it is refused by its JSON path, and
     # nothing is written.
     def report_with(depth: int) -> dict[str, Any]:

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "model", "extras"),  # the errors, the records, the optional extras: everything may name them
     ("store",),
+    ("process",),  # running a process: agents, git, smoke gates, the index's server and indexer
     ("yamltext",),  # text-preserving YAML: strict reading, the one editor, verified file writes
     ("git",),
     ("taskfile",),
@@ -28,9 +29,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("turns",),
     ("agents",),  # the agent protocol and the presets that implement it: the loop calls them
     ("loop",),
-    ("index",),  # above the loop: the loop reaches it only through the subscriber its caller passes in
     ("features", "remote"),
-    ("inspect",),
+    # The index is a side wing: the CLI and the MCP server plug it in (test_the_path_of_a_turn_never_reaches_the_index).
+    ("inspect", "index"),
     ("report", "mcp_server"),
     ("cli", "__init__", "__main__"),
 )
@@ -170,6 +171,29 @@ def _cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
                 if len(component) > 1:
                     found.append(sorted(component))
     return sorted(found)
+
+
+def _reachable(starts: list[str]) -> dict[str, list[str]]:
+    """Every module the ``starts`` import, directly or not: module -> the chain of imports that reaches it."""
+    chains = {start: [start] for start in starts}
+    todo = list(starts)
+    while todo:
+        module = todo.pop()
+        for target in sorted(GRAPH[module]):
+            if target not in chains:
+                chains[target] = [*chains[module], target]
+                todo.append(target)
+    return chains
+
+
+def test_the_path_of_a_turn_never_reaches_the_index() -> None:
+    # The loop, the feature runner and a remote worker tell their caller of each recorded turn; the CLI
+    # plugs the index in. Deleting index/ must break no import on the path of a turn.
+    path = [m for m in MODULES if _layer_key(m) in ("loop", "features", "remote")]
+    reached = _reachable(path)
+    into = sorted(" -> ".join(chain) for target, chain in reached.items()
+                  if _layer_key(target) == "index" and _layer_key(chain[-2]) != "index")  # where it enters
+    assert not into, "the path of a turn imports the index:\n" + "\n".join(into)
 
 
 def test_no_import_cycles() -> None:

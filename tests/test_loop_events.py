@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from guardkit_state.agents.protocol import CallableAgent, TurnRequest
-from guardkit_state.cli.event_lines import progress_lines
+from guardkit_state.cli.event_lines import event_lines
 from guardkit_state.cli.output import Output
 from guardkit_state.loop.events import (
     AgentStarted,
     LoopEvent,
-    LoopNote,
+    Note,
     TurnRecorded,
     TurnStarted,
     WorktreeReady,
@@ -59,7 +59,7 @@ def test_a_run_tells_each_step_as_a_typed_event(git_repo: Path) -> None:
     recorded = [e for e in events if isinstance(e, TurnRecorded)]
     assert [e.record for e in recorded] == result.turns
     assert [e.commit for e in recorded] == result.commits and all(c and c.sha for c in result.commits)
-    assert [e.text for e in events if isinstance(e, LoopNote)] == result.notes
+    assert [e.text for e in events if isinstance(e, Note)] == result.notes
 
 
 def test_the_kind_and_data_form_keeps_the_older_callbacks_working(git_repo: Path) -> None:
@@ -116,7 +116,7 @@ def test_the_cli_renders_each_event_type_in_its_own_way(git_repo: Path) -> None:
     events: list[LoopEvent] = []
     run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(2), on_event=events.append)
     out = Output(io.StringIO(), io.StringIO(), colour=False)
-    lines = [line for event in events for line in progress_lines(event, out)]
+    lines = [line for event in events for line in event_lines(event, out)]
     worktree = root / ".guardkit/worktrees" / TASK
     assert lines[:2] == [f"worktree {worktree} (branch autobuild/{TASK})",
                          "suggested mode for complexity 5: task_work (standard ceremony; advisory)"]
@@ -126,4 +126,4 @@ def test_the_cli_renders_each_event_type_in_its_own_way(git_repo: Path) -> None:
         "  coach: feedback — 1/3 criteria verified (+AC-001)", "  feedback: Still missing AC-002"]
     assert lines[turn_1 + 5].startswith("  commit ") and len(lines[turn_1 + 5]) == len("  commit ") + 10
     assert "  coach: approve — 2/3 criteria verified · 1 implied by approval (+AC-002 +AC-003)" in lines
-    assert progress_lines(object(), out) == []  # type: ignore[arg-type]  # an event it does not know: nothing
+    assert event_lines(object(), out) == []  # type: ignore[arg-type]  # an event it does not know: nothing

@@ -23,11 +23,12 @@ import pytest
 
 from guardkit_state.errors import GitError
 from guardkit_state.features.build import FeatureOptions, build_feature
-from guardkit_state.features.feature_events import FeatureEvent, QueueStepped, TaskSentBack
+from guardkit_state.features.feature_events import QueueStepped, TaskSentBack
 from guardkit_state.features.gate_verdicts import GateVerdicts, candidate_key
 from guardkit_state.features.merge_queue import MergeQueue, SendBack
 from guardkit_state.git.merge import merge_message
 from guardkit_state.inspect.feature_view import feature_view
+from guardkit_state.loop.events import Event
 from guardkit_state.plans.merge_queue_log import recorded_steps
 from guardkit_state.plans.plan import load_plan
 from guardkit_state.plans.smoke_gates import SmokeGate
@@ -51,7 +52,7 @@ from .queue_support import (
 
 
 def _run(project: FeatureProject, monkeypatch: pytest.MonkeyPatch, *, options: FeatureOptions | None = None,
-         events: list[FeatureEvent] | None = None) -> Any:
+         events: list[Event] | None = None) -> Any:
     for name, value in project.env().items():
         monkeypatch.setenv(name, value)
     sink = events.append if events is not None else None
@@ -68,7 +69,7 @@ def test_two_tasks_green_alone_and_red_together_the_breaker_is_sent_back_and_mer
     gate = gate_script(log)
     project = queue_feature(tmp_path, [TaskSpec(T1, shell=port(8080)),
                                        TaskSpec(T2, shell=port(8080, from_turn=2, then=8081))], [[T1, T2]], gate)
-    events: list[FeatureEvent] = []
+    events: list[Event] = []
     result = _run(project, monkeypatch, events=events)
     assert result.status == "completed", result.reason
     # T1 ran once and was merged once; T2 was sent back after turn 1, fixed in turn 2, merged after it.

@@ -36,6 +36,7 @@ def _spy(monkeypatch: pytest.MonkeyPatch, module: Any, name: str, calls: Counter
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls[name] += 1
+        calls[f"{name}:{args[0] if args else kwargs.get('kind')}"] += 1  # by record kind too
         return real(*args, **kwargs)
 
     monkeypatch.setattr(module, name, counting)
@@ -66,8 +67,11 @@ def test_each_report_is_validated_once_and_written_unchecked(tmp_path: Path, mon
     assert rec.turn_state.turn_number == 2
     # Read and normalised: the two reports where they come in, and turn 1's state (the ledger and
     # the stall window, read once). Checked as written: only the turn state, built here.
-    assert calls["validate_with_warnings"] == 2 + 1
+    state_blocks = calls["validate_with_warnings:autobuild_state"]
+    assert calls["validate_with_warnings"] - state_blocks == 2 + 1
     assert calls["check_record"] == 1
+    # The task file's state block is checked by its schema once per reading: the one read, the write's.
+    assert state_blocks == 2
 
 
 def test_a_record_given_as_a_record_is_checked_before_anything_is_written(tmp_path: Path) -> None:

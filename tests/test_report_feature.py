@@ -25,12 +25,12 @@ import pytest
 
 from guardkit_state.agents.protocol import Agent, CallableAgent, TurnRequest
 from guardkit_state.cli.app import run as cli_run
-from guardkit_state.cli.live_report import feature_report_events
+from guardkit_state.cli.live_report import report_events
 from guardkit_state.cli.output import Output
 from guardkit_state.errors import FeatureNotFoundError, InputError
 from guardkit_state.features.build import build_feature
-from guardkit_state.features.feature_events import FeatureEvent
 from guardkit_state.features.result import FeatureResult
+from guardkit_state.loop.events import Event
 from guardkit_state.report import build_feature_report, build_task_report, write_feature_report
 from tests.feature_support import (
     FEATURE_ID,
@@ -144,7 +144,7 @@ class FeatureRun:
     project: FeatureProject
     result: FeatureResult
     #: The page as it stood when each event of the run arrived (``--report``'s live rewrites).
-    snapshots: list[tuple[FeatureEvent, str]]
+    snapshots: list[tuple[Event, str]]
     page: Path
 
 
@@ -152,15 +152,15 @@ def run_feature(project: FeatureProject, agents: tuple[Agent, Agent] | None = No
     """Run the feature with ``feature-build --report``'s callback around the run, recording the page
     as each event arrives (the page is rewritten after the event is passed on)."""
     page = project.root.parent / f"{project.root.name}-live" / "feature.html"
-    snapshots: list[tuple[FeatureEvent, str]] = []
+    snapshots: list[tuple[Event, str]] = []
 
-    def seen(event: FeatureEvent) -> None:
+    def seen(event: Event) -> None:
         snapshots.append((event, page.read_text(encoding="utf-8") if page.is_file() else ""))
 
     stderr = io.StringIO()
     out = Output(io.StringIO(), stderr, colour=False)
     args = argparse.Namespace(repo=project.root, task_id=FEATURE_ID, report=page)
-    events = feature_report_events(seen, out, args)
+    events = report_events(seen, out, args, feature=True)
     with pytest.MonkeyPatch.context() as patch:
         for name, value in project.env().items():
             patch.setenv(name, value)

@@ -225,7 +225,7 @@ MALFORMED: list[tuple[str, tuple[str | int, ...], Any, str, str]] = [
     ("turn_state", ("acceptance_criteria_status", "AC-001"), "done-ish",
      '$.acceptance_criteria_status["AC-001"]', '"done-ish" is not allowed'),
     ("turn_state", ("tests_failed",), -3, "$.tests_failed", "out of range"),
-    ("autobuild_state", ("current_turn",), "1", "$.current_turn", "expected integer"),
+    ("autobuild_state", ("current_turn",), "one", "$.current_turn", "expected integer"),
     ("autobuild_state", ("turns", 0, "decision"), "approved", "$.turns[0].decision",
      'expected one of "approve", "feedback", "reject", "error"'),
     ("autobuild_state", ("turns", 0, "turn"), 0, "$.turns[0].turn", "out of range"),

@@ -3,6 +3,9 @@ waves they name, halting the feature (worktree kept) on a mismatch; shown by ``s
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -10,6 +13,7 @@ import pytest
 
 from guardkit_state.errors import FeaturePlanError
 from guardkit_state.features.build import FeatureOptions, build_feature
+from guardkit_state.features.merge_queue import Approved
 from guardkit_state.inspect.feature_view import feature_view
 from guardkit_state.plans.plan import load_plan, parse_plan
 from guardkit_state.plans.smoke_gates import SmokeGate, judge, read_smoke_gate, recorded_runs, run_smoke_gate
@@ -84,6 +88,75 @@ def _build(project: FeatureProject, monkeypatch: pytest.MonkeyPatch, **options: 
     for name, value in project.env().items():
         monkeypatch.setenv(name, value)
     return build_feature(project.root, FEATURE_ID, *project.agents(), FeatureOptions(**options))  # type: ignore[arg-type]
+
+
+def _running(pid: int, *, group: bool = False) -> bool:
+    """Process ``pid`` (or a process of group ``pid``) still runs, a zombie nobody reaped yet aside."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if (int(fields[2]) if group else int(stat.parent.name)) == pid and fields[0] != "Z":
+            return True
+    return False
+
+
+def _ends(pid: int, *, group: bool = False) -> bool:
+    """True once ``pid`` (its group) no longer runs: SIGKILL lands asynchronously; the wait bounds a hang."""
+    deadline = time.monotonic() + 30
+    while _running(pid, group=group) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _running(pid, group=group)
+
+
+def test_a_gate_is_waited_for_not_the_server_it_leaves_running(tmp_path: Path) -> None:
+    # A gate that starts a server in the background and exits: judged when it exits (not at its
+    # timeout, when the server would close the pipes), the server killed with the gate's group.
+    gate = SmokeGate(None, "sleep 300 & echo $! > server.pid; echo up", timeout=60)
+    run = run_smoke_gate(gate, tmp_path, 1)
+    assert (run.outcome, run.exit_code, run.output) == ("passed", 0, "up\n")
+    assert _ends(int((tmp_path / "server.pid").read_text()))
+
+
+GATE_IN_A_RUN = """\
+import sys
+from pathlib import Path
+from guardkit_state.plans.smoke_gates import SmokeGate, run_smoke_gate
+run_smoke_gate(SmokeGate(None, "echo started > started; sleep 300"), Path(sys.argv[1]), 1, pid_file=Path(sys.argv[2]))
+"""
+
+
+def test_a_gate_a_killed_run_left_running_is_stopped_by_the_next_queue(tmp_path: Path) -> None:
+    """RELIABILITY promise 13: a run SIGKILLed while its gate runs leaves the gate (in a session of its
+    own) running; the gate's pid file lets the next run's queue stop it before it runs a gate."""
+    from guardkit_state.features.gate_verdicts import GateVerdicts
+    from guardkit_state.features.merge_queue import MergeQueue
+    from guardkit_state.git.repo import GitRepo
+
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "commit", "-q", "--allow-empty", "-m", "start")
+    git(tmp_path, "branch", "autobuild/TASK-S-1")
+    repo = GitRepo.discover(tmp_path)
+    assert repo is not None
+    verdicts = GateVerdicts(repo, "FEAT-S")
+    verdicts.gate_pid_file.parent.mkdir(parents=True, exist_ok=True)
+    run = subprocess.Popen([sys.executable, "-c", GATE_IN_A_RUN, str(tmp_path), str(verdicts.gate_pid_file)])
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    run.kill()  # SIGKILL: the run dies, its gate runs on
+    run.wait()
+    pgid = json.loads(verdicts.gate_pid_file.read_text())["pgid"]
+    assert _running(pgid, group=True)
+    notes: list[str] = []
+    queue = MergeQueue(repo, "main", 1, SmokeGate(None, "true"), verdicts, message=lambda task: "", send_back=bool,
+                       note=notes.append)
+    queue.land([Approved("TASK-S-1", repo.head_sha(), 1)])
+    assert notes[0] == (f"stopped the smoke gate after wave 1 (process group {pgid}) left running by an "
+                        "interrupted run")
+    assert _ends(pgid, group=True)
+    assert not verdicts.gate_pid_file.exists()
 
 
 def test_a_failing_gate_halts_the_feature_after_its_wave_and_keeps_the_worktree(

@@ -157,8 +157,8 @@ def test_load_state_with_a_wrong_shape_names_the_pointer(tmp_path: Path) -> None
     path = write(tmp_path / "a.md", "---\nid: T-1\nautobuild_state:\n  turns:\n  - decision: x\n---\n")
     with pytest.raises(FrontmatterError) as info:
         TaskFile.load(path)
-    assert info.value.pointer == "$.autobuild_state"
-    assert info.value.line == 3
+    assert info.value.pointer == "$.autobuild_state.turns[0].decision"  # the value itself, by its schema
+    assert info.value.line == 5
 
 
 def test_load_refuses_oversized_files(tmp_path: Path) -> None:

@@ -31,15 +31,11 @@ _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
 
 class PresetAgent:
-    """Runs one preset for one role per turn; ``last_run`` is its latest run as the turn state keeps it."""
+    """Runs one preset for one role per turn."""
 
     def __init__(self, preset: AgentPreset) -> None:
         self.preset = preset
         self.name = preset.name
-        self.last_run: dict[str, Any] | None = None
-        self.last_envelope: AgentEnvelope | None = None
-        #: What the last run left to say (a process group it left running, killed).
-        self.last_notes: list[str] = []
 
     def argv(self, request: TurnRequest, *, prompt: str, log_file: Path) -> list[str]:
         """The command line for ``request`` (placeholders filled, role and schema arguments in place)."""
@@ -63,7 +59,8 @@ class PresetAgent:
         return [_fill(word, values) for word in argv]
 
     def run(self, request: TurnRequest) -> dict[str, Any]:
-        role = request.role.capitalize()
+        """The report, its ``agent_run`` the run as the envelope tells it (an :class:`AgentError`
+        carries it when the run failed)."""
         with contextlib.suppress(FileNotFoundError):
             request.report_file.unlink()  # a stale report from an interrupted run must not count
         prompt = request.prompt_file.read_text(encoding="utf-8") if request.prompt_file else ""
@@ -72,20 +69,33 @@ class PresetAgent:
             log_file.unlink()
         argv = self.argv(request, prompt=prompt, log_file=log_file)
         started = time.monotonic()
-        self.last_run = {"agent": self.name}  # what is known should it not start
-        self.last_notes = []
-        done = run_agent_process(argv, request, stdin=prompt.encode("utf-8") if self.preset.stdin_prompt else None)
-        self.last_notes = done.notes
-        returncode, stdout, stderr = done.returncode, done.stdout, done.stderr
-        duration = time.monotonic() - started
-        log_text = log_file.read_text(encoding="utf-8", errors="replace") if log_file.is_file() else ""
-        where = f"{role} ({self.name})"
-        self.last_run = {"agent": self.name, "duration_seconds": round(duration, 3)}
-        with _unreadable_output(where, request):
-            envelope = read_envelope(self.preset, stdout.decode("utf-8", "replace"), log_text=log_text)
-        self.last_envelope = envelope
-        if envelope is not None:
-            self.last_run = envelope.run_record(self.name, duration)
+        run: dict[str, Any] = {"agent": self.name}  # what is known should it not start
+        try:
+            done = run_agent_process(argv, request,
+                                     stdin=prompt.encode("utf-8") if self.preset.stdin_prompt else None)
+            duration = time.monotonic() - started
+            run = {**run, "duration_seconds": round(duration, 3)}
+            where = f"{request.role.capitalize()} ({self.name})"
+            log_text = log_file.read_text(encoding="utf-8", errors="replace") if log_file.is_file() else ""
+            with _unreadable_output(where, request):
+                envelope = read_envelope(self.preset, done.stdout.decode("utf-8", "replace"), log_text=log_text)
+            if envelope is not None:
+                run = envelope.run_record(self.name, duration)
+            if done.notes:
+                run["notes"] = [*run.get("notes", ()), *done.notes]
+            self._check_exit(envelope, done.returncode, done.stdout, done.stderr, where, request)
+            with _unreadable_output(where, request):
+                report = self._report(request, envelope, done.stdout.decode("utf-8", "replace"))
+        except AgentError as exc:
+            exc.run = exc.run or run
+            raise
+        report[AGENT_RUN_KEY] = run
+        return report
+
+    @staticmethod
+    def _check_exit(envelope: AgentEnvelope | None, returncode: int, stdout: bytes, stderr: bytes, where: str,
+                    request: TurnRequest) -> None:
+        """An envelope that says ``is_error`` is an error even after exit 0; a non-zero exit is one too."""
         if envelope is not None and envelope.is_error:
             told = envelope.error or envelope.result or "no message"
             kind = f" ({envelope.subtype})" if envelope.subtype and envelope.subtype != "success" else ""
@@ -96,10 +106,6 @@ class PresetAgent:
             tail = _one_line(stderr.decode("utf-8", "replace")) or _one_line(stdout.decode("utf-8", "replace"))
             raise AgentError(f"{where} exited with status {returncode}" + (f": {tail}" if tail else ""),
                              task_id=request.task_id, turn=request.turn)
-        with _unreadable_output(where, request):
-            report = self._report(request, envelope, stdout.decode("utf-8", "replace"))
-        report[AGENT_RUN_KEY] = self.last_run
-        return report
 
     def _report(self, request: TurnRequest, envelope: AgentEnvelope | None, stdout: str) -> dict[str, Any]:
         role = request.role.capitalize()

@@ -8,16 +8,17 @@ is one; a value with arguments or a path stays a shell command (:func:`is_preset
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import re
 import shutil
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import ConfigError, GuardkitStateError
+from guardkit_state.process.command import run_command
 from guardkit_state.store.fsio import decode_utf8, read_bytes_capped
 from guardkit_state.yamltext.strict_yaml import parse_yaml
 
@@ -185,6 +186,13 @@ def load_presets(repo_root: Path | None) -> dict[str, AgentPreset]:
             for name, data in merged.items()}
 
 
+def preset_names(*, continuing: bool = False) -> str:
+    """The built-in presets' names as help texts list them (``claude, codex, gemini, aider``);
+    ``continuing``: those that can go on with an earlier session (``claude and gemini``)."""
+    names = [p.name for p in load_presets(None).values() if p.continue_args or not continuing]
+    return " and ".join([", ".join(names[:-1]), names[-1]]) if continuing and len(names) > 1 else ", ".join(names)
+
+
 def is_preset_name(value: str, presets: Mapping[str, AgentPreset]) -> bool:
     """True when ``value`` names a preset: one word, no path. ``claude -p x`` or ``./claude`` is a command."""
     return value in presets and not any(c.isspace() or c in "/\\" for c in value)
@@ -211,15 +219,12 @@ def preset_status(preset: AgentPreset, *, timeout: float = 10.0) -> PresetStatus
     found = shutil.which(preset.program)
     version: str | None = None
     if found is not None and preset.version:
-        try:
-            done = subprocess.run([found, *preset.version[1:]], capture_output=True, text=True, timeout=timeout,
-                                  check=False, stdin=subprocess.DEVNULL)
-            lines = (done.stdout.strip() or done.stderr.strip()).splitlines()
+        with contextlib.suppress(OSError, ValueError):
+            done = run_command([found, *preset.version[1:]], timeout=timeout, session=True)
+            lines = (done.stdout.strip() or done.stderr.strip()).decode("utf-8", "replace").splitlines()
             version = lines[0].strip() if lines and done.returncode == 0 else None
-        except (OSError, subprocess.SubprocessError):
-            version = None
     return PresetStatus(preset.name, preset.description, preset.program, found, version, preset.source)
 
 
 __all__ = ["AGENTS_FILE", "AgentPreset", "PresetStatus", "is_preset_name", "load_presets",
-           "preset_from_dict", "preset_status"]
+           "preset_from_dict", "preset_names", "preset_status"]

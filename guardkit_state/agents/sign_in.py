@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from guardkit_state.process.command import run_command
 
 #: How long a status command may take (they answer from local files in well under a second).
 STATUS_TIMEOUT = 20.0
@@ -66,11 +67,12 @@ def sign_in(program: str, executable: str, *, environ: Mapping[str, str] | None 
 
 def _run(argv: list[str]) -> tuple[int, str, str] | None:
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=STATUS_TIMEOUT, check=False,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
+        done = run_command(argv, timeout=STATUS_TIMEOUT, session=True)
+    except (OSError, ValueError):
         return None
-    return done.returncode, done.stdout, done.stderr
+    if done.returncode is None:
+        return None
+    return done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
 
 
 def _claude(executable: str) -> SignIn:

@@ -61,14 +61,28 @@ READ_COMMANDS = frozenset({"show", "context", "status", "log", "diff", "suggest-
 USAGE_ERRORS = (InputError, LockedError, TaskNotFoundError, AmbiguousTaskError, ResumeError)
 
 
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs as written (their ``Example:`` blocks keep their lines); the agent
+    presets a help text names (``{presets}``, ``{continuing_presets}``) read from the presets' data
+    when the help is shown (building the parser never reads YAML)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = super()._get_help_string(action)
+        if text and "presets}" in text:
+            from guardkit_state.agents.presets import preset_names
+
+            text = text.replace("{presets}", preset_names()).replace("{continuing_presets}",
+                                                                     preset_names(continuing=True))
+        return text
+
+
 class _Parser(argparse.ArgumentParser):
     """Every parser of the CLI (subcommands and their actions inherit this class through
     ``add_subparsers``): a usage error is one ``error:`` line naming the command, like every
-    other error, instead of argparse's multi-line usage block. Descriptions and epilogs are shown
-    as written (their ``Example:`` blocks keep their lines)."""
+    other error, instead of argparse's multi-line usage block. Help is formatted by :class:`_Formatter`."""
 
     def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(**kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
@@ -94,7 +108,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="guardkit-state",
         description="File-first, git-native memory for Player/Coach coding loops.",
         epilog="Run 'guardkit-state COMMAND --help' for a command's options and an example.",
-        formatter_class=argparse.HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"guardkit-state {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for unexpected errors")
@@ -214,7 +227,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # the one place unexpected errors are shown
         if args.debug:
             raise
-        out.error(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        from guardkit_state.cli.crash_log import write_crash_log
+
+        log = write_crash_log(exc, args.argv, getattr(args, "repo", None))
+        where = f"the traceback is in {log}" if log is not None else "run with --debug for the traceback"
+        out.error(f"unexpected {type(exc).__name__}: {exc} (a bug in guardkit-state; {where})")
         return ExitCode.INTERNAL
     finally:
         logging.getLogger("guardkit_state.taskfile.duplicates").removeHandler(warnings)

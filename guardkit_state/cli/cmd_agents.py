@@ -21,7 +21,7 @@ Add or override a preset in .guardkit/config/agents.yaml (docs/agents.md).
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "agents", help="list the agent presets (claude, codex, gemini, aider, yours) and whether each is installed",
+        "agents", help="list the agent presets ({presets}, yours) and whether each is installed",
         description="List the agent presets --player NAME and --coach NAME can pick: the built-in ones and "
                     "those of .guardkit/config/agents.yaml, with where each program is on PATH and the version "
                     "it reports.",

@@ -29,8 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "throwaway worktree; stale worktrees and git locks; with --remote, whether claim refs can be pushed "
         "there (a probe claim pushed and deleted). One line per finding; each warning and problem with its fix.",
         epilog=EXAMPLE)
-    parser.add_argument("--player", metavar="AGENT", help="the Player a loop will use: a preset (claude, codex, ...) "
-                        "must be found and signed in, a shell command's program found")
+    parser.add_argument("--player", metavar="AGENT", help="the Player a loop will use: a preset ({presets}) must be "
+                        "found and signed in, a shell command's program found")
     parser.add_argument("--coach", metavar="AGENT", help="the Coach a loop will use (as --player)")
     parser.add_argument("--remote", metavar="NAME", help="also check that claim refs can be pushed to this git remote "
                         "(as 'feature-build --remote NAME' workers push them)")

@@ -1,7 +1,7 @@
 """``guardkit-state feature-build``: run (or resume) a Player/Coach loop on a task.
 
 Progress comes from the loop as typed events (:mod:`guardkit_state.loop.events`), each shown by
-:func:`guardkit_state.cli.event_lines.progress_lines`; a Ctrl-C is said by ``guardkit_state.cli.main``
+:func:`guardkit_state.cli.event_lines.event_lines`; a Ctrl-C is said by ``guardkit_state.cli.main``
 from the loop's own :class:`~guardkit_state.loop.run.LoopInterrupted`.
 """
 
@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING
 
 from guardkit_state.cli.cmd_report import add_report_option
 from guardkit_state.cli.exit_codes import ExitCode
-from guardkit_state.cli.options import add_json_option, add_repo_option, log_on_stderr, seconds, turn_count, usd
+from guardkit_state.cli.options import add_json_option, add_repo_option, seconds, turn_count, usd
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.cli.remote_feature import add_remote_options
 
 if TYPE_CHECKING:
     from guardkit_state.agents.protocol import Agent
-    from guardkit_state.loop.events import LoopEvent
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -45,17 +44,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "GUARDKIT_DIFF_FILE) and writes a JSON report to GUARDKIT_REPORT_FILE (docs/agents.md).\n\n"
         "Exit codes: 0 approved, 1 not approved (max turns, stall, the same agent failure twice,\n"
         "--max-cost reached), 2 usage or configuration\n"
-        "error, 130 interrupted (state saved; continue with --resume).",
+        "error, 70 a fault of guardkit-state itself (a bug: the error names its crash log), 130\n"
+        "interrupted (state saved; continue with --resume).",
     )
     parser.add_argument("task_id", metavar="TASK-ID|FEAT-ID",
                         help="a task id (or task file), or a feature id (or its plan's .yaml file)")
     parser.add_argument("--player", required=True, metavar="NAME|CMD",
-                        help="the Player: an agent preset (claude, codex, gemini, aider; see 'guardkit-state "
-                        "agents') or a shell command")
+                        help="the Player: an agent preset ({presets}; see 'guardkit-state agents') or a shell "
+                        "command")
     parser.add_argument("--coach", required=True, metavar="NAME|CMD",
                         help="the Coach: an agent preset (it runs read-only) or a shell command")
     parser.add_argument("--continue-session", action="store_true",
-                        help="the Player goes on with the agent session of its previous turn (claude and gemini "
+                        help="the Player goes on with the agent session of its previous turn ({continuing_presets} "
                         "presets; also after --resume)")
     parser.add_argument("--max-cost", type=usd, metavar="USD",
                         help="stop cleanly once the agents' reported cost reaches this (per task; for a feature, "
@@ -91,7 +91,6 @@ def agents_named(args: argparse.Namespace) -> tuple[Agent, Agent]:
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.cli.event_lines import progress_lines
     from guardkit_state.cli.feature_output import run_feature
     from guardkit_state.store.layout import names_feature
 
@@ -102,32 +101,18 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return run_remote(args, out, agents)
     if names_feature(args.task_id):  # FEAT-ID or a plan's .yaml: its waves of tasks, in parallel
         return run_feature(args, out, agents)
-    from guardkit_state.index.after_turn import with_indexing
+    from guardkit_state.cli.live_report import run_with_progress
     from guardkit_state.loop.run import LoopOptions, run_task_loop
 
     if getattr(args, "max_parallel", None) is not None:
         out.note("note: --max-parallel applies to features (FEAT-ID) only; a task runs one loop, so it is ignored")
-
-    if args.verbose:
-        log_on_stderr(out)
     options = LoopOptions(max_turns=args.max_turns, resume=args.resume, use_worktree=not args.no_worktree,
                           turn_timeout=args.turn_timeout, base_branch=args.base_branch, reopen=args.reopen,
                           max_cost=args.max_cost, continue_session=args.continue_session,
                           argv=getattr(args, "argv", None))
 
-    def on_event(event: LoopEvent) -> None:
-        if not args.json:
-            for line in progress_lines(event, out):
-                out.note(line)
-
-    # --report FILE: the page is rewritten as the loop goes, after each event is shown.
-    from guardkit_state.cli.live_report import report_events
-
-    report = report_events(on_event, out, args)
-    try:
-        result = run_task_loop(args.repo, args.task_id, *agents, options, on_event=with_indexing(report, args.repo))
-    finally:
-        report.finish()  # --report: the page as the files stand now, however the loop stopped
+    result = run_with_progress(args, out, lambda sink: run_task_loop(args.repo, args.task_id, *agents, options,
+                                                                      on_event=sink), feature=False)
     if args.json:
         out.json(result.to_dict())
     else:

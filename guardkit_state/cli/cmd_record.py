@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "  2  usage error: unreadable or non-JSON report file, bad option, task id or task file;\n"
         "     a closed task without --reopen, a turn beyond max_turns, a task file that cannot be\n"
         "     written: nothing written\n"
-        "  3  already recorded: the reports name a recorded turn but differ from its reports",
+        "  3  already recorded: the reports name a recorded turn but differ from its reports\n"
+        "  70 a fault of guardkit-state itself (a bug: the error names its crash log)",
     )
     parser.add_argument("task_id", metavar="TASK-ID")
     parser.add_argument("--player", required=True, type=Path, metavar="FILE", help="the Player's JSON report")

@@ -1,7 +1,8 @@
-"""Progress lines (stderr) of ``feature-build``: one renderer per loop or feature event type.
+"""Progress lines (stderr) of ``feature-build``: one renderer for the one family of events.
 
-A task's loop events are shown by :func:`progress_lines`; a feature's by :func:`feature_lines`, each
-task loop's lines prefixed with the task's id. A type a renderer does not know shows nothing.
+:func:`event_lines` shows a task loop's events indented under its turns; in a feature run
+(``feature=True``) each line stands alone and a task loop's lines are prefixed with the task's id.
+A type the renderer does not know shows nothing.
 """
 
 from __future__ import annotations
@@ -11,23 +12,20 @@ import functools
 from guardkit_state.cli.output import Output, one_line, safe
 from guardkit_state.features.feature_events import (
     NOT_RUN_WORDS,
-    FeatureEvent,
-    FeatureNote,
     FeatureStarted,
     QueueStepped,
     TaskBlocked,
     TaskEnded,
-    TaskEvent,
     TaskMerged,
-    TaskSentBack,
     TaskStarted,
     WaveStarted,
 )
 from guardkit_state.loop.events import (
     AgentStarted,
+    Event,
     LoopEvent,
-    LoopNote,
     ModeSuggested,
+    Note,
     ReportsReused,
     Resuming,
     TurnRecorded,
@@ -39,18 +37,29 @@ from guardkit_state.loop.events import (
 FEEDBACK_CHARS = 160
 
 
+def event_lines(event: Event, out: Output, *, feature: bool = False) -> list[str]:
+    """The progress lines (stderr) of one event; none for a type this command does not show.
+
+    ``feature``: the lines of a feature run, each standing alone, a task loop's prefixed ``[TASK-ID]``.
+    """
+    lines = _lines(event, out)
+    if not feature:
+        return lines
+    task = event.task_id if isinstance(event, (LoopEvent, Note)) else None
+    return [f"[{safe(task)}] {line.lstrip()}" if task else line.lstrip() for line in lines]
+
+
 @functools.singledispatch
-def progress_lines(event: LoopEvent, out: Output) -> list[str]:
-    """The progress lines (stderr) for one loop event; none for a type this command does not show."""
+def _lines(event: Event, out: Output) -> list[str]:
     return []
 
 
-@progress_lines.register
-def _(event: LoopNote, out: Output) -> list[str]:
+@_lines.register
+def _(event: Note, out: Output) -> list[str]:
     return [f"  note: {safe(event.text)}"]
 
 
-@progress_lines.register
+@_lines.register
 def _(event: ModeSuggested, out: Output) -> list[str]:
     # One advisory line; the full advice (with GuardKit's own pitfalls) is `suggest-mode`'s job.
     mode = event.advice.mode
@@ -58,32 +67,32 @@ def _(event: ModeSuggested, out: Output) -> list[str]:
             f"({safe(mode.ceremony_level)} ceremony; advisory)"]
 
 
-@progress_lines.register
+@_lines.register
 def _(event: WorktreeReady, out: Output) -> list[str]:
     return [f"worktree {safe(event.path)} (branch {safe(event.branch)})"]
 
 
-@progress_lines.register
+@_lines.register
 def _(event: Resuming, out: Output) -> list[str]:
     return [f"resume: {safe(event.point.describe())}"]
 
 
-@progress_lines.register
+@_lines.register
 def _(event: TurnStarted, out: Output) -> list[str]:
     return [out.style(f"turn {event.turn}", "bold") + f" · {event.mode.value}"]
 
 
-@progress_lines.register
+@_lines.register
 def _(event: AgentStarted, out: Output) -> list[str]:
     return [f"  {event.role} running…"]
 
 
-@progress_lines.register
+@_lines.register
 def _(event: ReportsReused, out: Output) -> list[str]:
     return [f"  reusing the {' and '.join(event.roles)} report(s) already on disk"]
 
 
-@progress_lines.register
+@_lines.register
 def _(event: TurnRecorded, out: Output) -> list[str]:
     from guardkit_state.inspect.agent_costs import describe_run  # here: building the parser stays light
 
@@ -110,13 +119,7 @@ def _(event: TurnRecorded, out: Output) -> list[str]:
     return lines
 
 
-@functools.singledispatch
-def feature_lines(event: FeatureEvent, out: Output) -> list[str]:
-    """The progress lines (stderr) for one feature event; none for a type not shown."""
-    return []
-
-
-@feature_lines.register
+@_lines.register
 def _(event: FeatureStarted, out: Output) -> list[str]:
     tasks = sum(len(wave) for wave in event.waves)
     again = " (resumed)" if event.resumed else ""
@@ -125,7 +128,7 @@ def _(event: FeatureStarted, out: Output) -> list[str]:
             f"in {safe(event.worktree)}"]
 
 
-@feature_lines.register
+@_lines.register
 def _(event: WaveStarted, out: Output) -> list[str]:
     # The tasks not run again, each kind by name: a failed task is not "done".
     words = {**NOT_RUN_WORDS, "ended": "ended in an earlier run"}
@@ -134,36 +137,31 @@ def _(event: WaveStarted, out: Output) -> list[str]:
     return [out.style(f"wave {event.number}/{event.total}", "bold") + f": {safe(', '.join(event.task_ids))}{tail}"]
 
 
-@feature_lines.register
+@_lines.register
 def _(event: TaskStarted, out: Output) -> list[str]:
     how = "resuming from its files" if event.resume else "started"
     return [f"[{safe(event.task_id)}] {how}"]
 
 
-@feature_lines.register
-def _(event: TaskEvent, out: Output) -> list[str]:
-    return [f"[{safe(event.task_id)}] {line.lstrip()}" for line in progress_lines(event.event, out)]
-
-
-@feature_lines.register
+@_lines.register
 def _(event: TaskEnded, out: Output) -> list[str]:
     task = event.outcome
     return [f"[{safe(task.task_id)}] {task.outcome or 'stopped'} after {task.turns} turn(s): {safe(task.reason)}"]
 
 
-@feature_lines.register
+@_lines.register
 def _(event: TaskMerged, out: Output) -> list[str]:
     sha = f" ({event.sha[:10]})" if event.sha else ""
     return [f"merged {safe(event.branch)}{sha}"]
 
 
-@feature_lines.register
+@_lines.register
 def _(event: TaskBlocked, out: Output) -> list[str]:
     why = f"conflict in {', '.join(event.conflicts)}" if event.conflicts else (event.error or "merge refused")
     return [out.style(f"{event.task_id} blocked", "yellow") + f": {safe(why)}; branch {safe(event.branch)} kept"]
 
 
-@feature_lines.register
+@_lines.register
 def _(event: QueueStepped, out: Output) -> list[str]:
     step = event.step
     line = safe(step.describe())
@@ -172,14 +170,4 @@ def _(event: QueueStepped, out: Output) -> list[str]:
     return [line]
 
 
-@feature_lines.register
-def _(event: TaskSentBack, out: Output) -> list[str]:
-    return []  # the queue's own step says it, with the gate's verdict (QueueStepped)
-
-
-@feature_lines.register
-def _(event: FeatureNote, out: Output) -> list[str]:
-    return [f"note: {safe(event.text)}"]
-
-
-__all__ = ["FEEDBACK_CHARS", "feature_lines", "progress_lines"]
+__all__ = ["FEEDBACK_CHARS", "event_lines"]

@@ -23,9 +23,10 @@ class ExitCode(IntEnum):
     #: ``record``: a readable report was rejected (its schema, a value JSON cannot store, another
     #: task or turn); nothing was written.
     REJECTED = 1
-    #: A fault of guardkit-state itself, not of the input: an unexpected error, or its own write
-    #: failing its self-check (``WriteVerificationError``: a bug to report); nothing was written.
-    INTERNAL = 1
+    #: A fault of guardkit-state itself, not of the input: an unexpected error (its traceback in the
+    #: crash log the error line names), or its own write failing its self-check
+    #: (``WriteVerificationError``); a bug to report. 70 is ``EX_SOFTWARE`` of sysexits.h.
+    INTERNAL = 70
     #: The command cannot run as asked: a bad option, an unknown or ambiguous task, nothing to
     #: resume, a task locked by another run, a closed task without ``--reopen``; nothing changed.
     USAGE = 2

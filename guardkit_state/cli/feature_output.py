@@ -14,18 +14,10 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from guardkit_state.cli.event_lines import feature_lines
 from guardkit_state.cli.exit_codes import ExitCode
-from guardkit_state.cli.options import log_on_stderr
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.errors import GuardkitStateError, InputError
-from guardkit_state.features.feature_events import (
-    FeatureEvent,
-    FeatureNote,
-    TaskEvent,
-)
 from guardkit_state.features.result import FeatureInterrupted, FeatureNotStarted, FeatureResult
-from guardkit_state.loop.events import LoopNote
 
 if TYPE_CHECKING:
     from guardkit_state.agents.protocol import Agent
@@ -68,36 +60,16 @@ def _run_feature(args: argparse.Namespace, out: Output, agents: tuple[Agent, Age
         if getattr(args, name, None):
             raise InputError(f"{flag} applies to one task's loop; a feature's tasks always run in worktrees "
                              "of their own")
-    if args.verbose:
-        log_on_stderr(out)
     options = FeatureOptions(max_parallel=getattr(args, "max_parallel", None), max_turns=args.max_turns,
                              resume=args.resume, base_branch=args.base_branch, turn_timeout=args.turn_timeout,
                              max_cost=getattr(args, "max_cost", None),
                              continue_session=bool(getattr(args, "continue_session", False)),
                              argv=getattr(args, "argv", None))
 
-    shown: set[str] = set()
+    from guardkit_state.cli.live_report import run_with_progress
 
-    def on_event(event: FeatureEvent) -> None:
-        if args.json:
-            return
-        note = event.event.text if isinstance(event, TaskEvent) and isinstance(event.event, LoopNote) else \
-            event.text if isinstance(event, FeatureNote) else None
-        if note is not None:
-            # Every loop says the same of the shared checkout (its uncommitted changes): once is enough.
-            if note in shown:
-                return
-            shown.add(note)
-        for line in feature_lines(event, out):
-            out.note(line)
-
-    from guardkit_state.cli.live_report import feature_report_events
-
-    report = feature_report_events(on_event, out, args)  # --report FILE: rewritten after every task turn
-    try:
-        result = build_feature(args.repo, args.task_id, *agents, options, on_event=report)
-    finally:
-        report.finish()  # the page as the files stand now, however the run stopped
+    result = run_with_progress(args, out, lambda sink: build_feature(args.repo, args.task_id, *agents, options,
+                                                                      on_event=sink), feature=True)
     if args.json:
         out.json(result.to_dict())
     else:

@@ -32,6 +32,7 @@ def add_remote_options(parser: argparse.ArgumentParser) -> None:
 
 def run_remote(args: argparse.Namespace, out: Output, agents: tuple[Agent, Agent]) -> int:
     from guardkit_state.cli.options import log_on_stderr
+    from guardkit_state.index.after_turn import with_indexing
     from guardkit_state.remote.worker import WorkerOptions, run_worker
     from guardkit_state.store.layout import names_feature
 
@@ -46,7 +47,8 @@ def run_remote(args: argparse.Namespace, out: Output, agents: tuple[Agent, Agent
                             turn_timeout=args.turn_timeout, max_cost=getattr(args, "max_cost", None),
                             continue_session=bool(getattr(args, "continue_session", False)))
     result = run_worker(args.repo, args.task_id, *agents, options,
-                        on_note=lambda text: None if args.json else out.note(safe(text)))
+                        on_note=lambda text: None if args.json else out.note(safe(text)),
+                        on_event=with_indexing(None, args.repo))
     if args.json:
         out.json(result.to_dict())
     else:

@@ -36,6 +36,7 @@ from guardkit_state.errors import ConfigError, GuardkitStateError, SchemaError
 from guardkit_state.store.fsio import decode_utf8, read_bytes_capped, resolve_inside
 from guardkit_state.store.layout import OVERRIDES_FILE, QUALITY_GATES_FILE
 from guardkit_state.store.schemas import format_pointer, parse_pointer, validate_record
+from guardkit_state.yamltext.positions import node_line
 from guardkit_state.yamltext.strict_yaml import ParsedYaml, parse_yaml
 
 log = logging.getLogger("guardkit_state.config.loader")
@@ -268,19 +269,6 @@ def _line_of(node: yaml.Node | None, pointer: str | None) -> int | None:
     if node is None or not pointer:
         return None
     try:
-        parts = parse_pointer(pointer)
+        return node_line(node, parse_pointer(pointer)) or node.start_mark.line + 1
     except ValueError:
         return None
-    line = node.start_mark.line + 1
-    for part in parts:
-        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
-            match = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
-            if match is None:
-                break
-            line, node = match[0].start_mark.line + 1, match[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line

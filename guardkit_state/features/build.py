@@ -27,18 +27,14 @@ from pathlib import Path
 from guardkit_state.agents.protocol import Agent
 from guardkit_state.errors import GuardkitStateError, InputError, ResumeError
 from guardkit_state.features.feature_events import (
-    FeatureEventSink,
-    FeatureNote,
     FeatureStarted,
     QueueStepped,
     TaskBlocked,
     TaskEnded,
-    TaskEvent,
     TaskMerged,
     TaskSentBack,
     TaskStarted,
     WaveStarted,
-    ignore,
 )
 from guardkit_state.features.gate_verdicts import GateVerdicts
 from guardkit_state.features.merge_queue import Approved, MergeQueue, SendBack, restore_worktree
@@ -54,7 +50,7 @@ from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import Worktree, WorktreeManager, check_base_branch
 from guardkit_state.loop.command_line import build_argv
-from guardkit_state.loop.events import LoopEvent
+from guardkit_state.loop.events import EventSink, LoopEvent, Note, ignore
 from guardkit_state.loop.run import LoopOptions
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
 from guardkit_state.plans import plan_progress as progress_values
@@ -116,11 +112,12 @@ class FeatureOptions:
 
 
 def build_feature(repo_root: Path | str, feature: str, player: Agent, coach: Agent,
-                  options: FeatureOptions | None = None, *, on_event: FeatureEventSink | None = None) -> FeatureResult:
+                  options: FeatureOptions | None = None, *, on_event: EventSink | None = None) -> FeatureResult:
     """Run (or resume) the feature ``feature`` (an id ``FEAT-X`` or a plan file's path); see the module.
 
-    ``on_event`` receives the run's progress (:mod:`guardkit_state.features.feature_events`), each task
-    loop's own events wrapped in :class:`~guardkit_state.features.feature_events.TaskEvent`.
+    ``on_event`` receives the run's progress (:mod:`guardkit_state.features.feature_events`) and each
+    task loop's own events (:mod:`guardkit_state.loop.events`), ``task_id`` naming the task: the one
+    place a caller plugs in what should follow a recorded turn (the CLI: the index).
 
     Returns the :class:`FeatureResult`: ``status`` ``completed`` (exit code 0) or ``stopped`` (1,
     with the reason: a task not approved, a merge conflict, a loop that died).
@@ -166,7 +163,7 @@ class _FeatureRun:
     _unchecked: Worktree | None = None
 
     def __init__(self, root: Path, git: GitRepo, plan_path: Path, plan: FeaturePlan, waves: Waves,
-                 agents: tuple[Agent, Agent], options: FeatureOptions, emit: FeatureEventSink) -> None:
+                 agents: tuple[Agent, Agent], options: FeatureOptions, emit: EventSink) -> None:
         self.root, self.git, self.plan_path, self.waves = root, git, plan_path, waves
         self.player, self.coach = agents
         self.options = options
@@ -188,7 +185,7 @@ class _FeatureRun:
     def note(self, text: str) -> None:
         self.result.notes.append(text)
         log.info("%s: %s", self.feature_id, text)
-        self.emit(FeatureNote(text))
+        self.emit(Note(text))
 
     def start(self) -> FeatureResult:
         with logging_to(log_file(self.root)), interrupts_as_exceptions():
@@ -345,8 +342,8 @@ class _FeatureRun:
         self._feature_worktree()
         self._flush()
 
-    def _task_event(self, task_id: str, event: LoopEvent) -> None:
-        self.emit(TaskEvent(task_id, event))
+    def _task_event(self, task_id: str, event: LoopEvent | Note) -> None:
+        self.emit(replace(event, task_id=task_id))
 
     def _task_ended(self, end: ChildEnd) -> None:
         """A child is reaped: where its task stands is read from its files, then written to the plan."""
@@ -388,7 +385,7 @@ class _FeatureRun:
         queue = MergeQueue(self._feature_worktree(), self.branch, number, self.gate, self.verdicts, message=message,
                            send_back=self._send_back, on_step=self._queue_step,
                            on_merged=lambda task, sha: self._merged(self.states[task], sha),
-                           runs_before=self.gate_runs.get(number, 0))
+                           runs_before=self.gate_runs.get(number, 0), note=self.note)
         landing = queue.land([Approved(s.task_id, self.git.text("rev-parse", f"refs/heads/{branch_for(s.task_id)}"),
                                        s.turns) for s in ready])
         self.gate_runs[number] = queue.number

@@ -1,26 +1,26 @@
-"""What a feature run tells its caller while it runs: one small record per step, by type.
+"""A feature run's own steps, in the one family of events (:mod:`guardkit_state.loop.events`).
 
 :func:`guardkit_state.features.build.build_feature` calls its ``on_event`` callback with the
-records below. A task loop's own progress (:mod:`guardkit_state.loop.events`) arrives wrapped in a
-:class:`TaskEvent` naming the task, since several loops run at once. Like the loop's events each
-record has a ``kind`` and a ``to_dict()`` (a JSON view for logs and tools).
+records below, its notes (:class:`~guardkit_state.loop.events.Note`), and each task loop's own events,
+``task_id`` naming the task (several loops run at once). Each record has a ``kind`` and a
+``to_dict()`` (a JSON view for logs and tools).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from guardkit_state.loop.events import Event
+
 if TYPE_CHECKING:
     from guardkit_state.features.result import TaskOutcome
-    from guardkit_state.loop.events import LoopEvent
     from guardkit_state.plans.merge_queue_log import QueueStep
 
 
 @dataclass(frozen=True)
-class FeatureStarted:
+class FeatureStarted(Event):
     """The feature's branch and worktree are ready; ``waves`` are the task ids of each wave."""
 
     kind: ClassVar[str] = "feature"
@@ -45,7 +45,7 @@ NOT_RUN_WORDS = {"merged": "already merged", "approved": "approved awaiting merg
 
 
 @dataclass(frozen=True)
-class WaveStarted:
+class WaveStarted(Event):
     """Wave ``number`` (1-based) begins; ``to_run`` are the tasks whose loops run in it (the
     others of ``task_ids`` ended in an earlier run).
 
@@ -81,11 +81,11 @@ class WaveStarted:
 
 
 @dataclass(frozen=True)
-class TaskStarted:
+class TaskStarted(Event):
     """A task's loop starts in its own process (``resume``: it continues from its files)."""
 
     kind: ClassVar[str] = "task"
-    task_id: str
+    task_id: str = field()  # positional, and never None
     resume: bool
     pid: int | None
 
@@ -94,19 +94,7 @@ class TaskStarted:
 
 
 @dataclass(frozen=True)
-class TaskEvent:
-    """A progress event of one task's loop, as that loop told it."""
-
-    kind: ClassVar[str] = "task_event"
-    task_id: str
-    event: LoopEvent
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "kind": self.event.kind, "data": self.event.to_dict()}
-
-
-@dataclass(frozen=True)
-class TaskEnded:
+class TaskEnded(Event):
     """A task's loop process has exited; ``outcome`` is what its files say."""
 
     kind: ClassVar[str] = "task_end"
@@ -117,11 +105,11 @@ class TaskEnded:
 
 
 @dataclass(frozen=True)
-class TaskMerged:
+class TaskMerged(Event):
     """A task's branch was merged into the feature branch (``already``: by an earlier run)."""
 
     kind: ClassVar[str] = "merge"
-    task_id: str
+    task_id: str = field()  # positional, and never None
     branch: str
     sha: str | None
     already: bool
@@ -131,11 +119,11 @@ class TaskMerged:
 
 
 @dataclass(frozen=True)
-class TaskBlocked:
+class TaskBlocked(Event):
     """A task's approved branch could not be merged: ``conflicts`` (paths), or git's ``error``."""
 
     kind: ClassVar[str] = "blocked"
-    task_id: str
+    task_id: str = field()  # positional, and never None
     branch: str
     conflicts: tuple[str, ...]
     error: str | None
@@ -146,7 +134,7 @@ class TaskBlocked:
 
 
 @dataclass(frozen=True)
-class QueueStepped:
+class QueueStepped(Event):
     """A step of the merge queue (:mod:`guardkit_state.features.merge_queue`): a gate run on a
     candidate (or its verdict recorded before an interruption), a task sent back, a landing, a halt."""
 
@@ -158,12 +146,12 @@ class QueueStepped:
 
 
 @dataclass(frozen=True)
-class TaskSentBack:
+class TaskSentBack(Event):
     """The merge queue sent ``task_id`` back: its approval of turn ``after_turn`` breaks the gate.
     Its loop goes on with one more turn, or (``final``) it had none left and ends failed."""
 
     kind: ClassVar[str] = "sent_back"
-    task_id: str
+    task_id: str = field()  # positional, and never None
     wave: int
     after_turn: int
     final: bool
@@ -174,27 +162,5 @@ class TaskSentBack:
                 "gate_runs": self.gate_runs}
 
 
-@dataclass(frozen=True)
-class FeatureNote:
-    """Something the run did on its own that the user should know (a repair, a skipped task)."""
-
-    kind: ClassVar[str] = "note"
-    text: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text}
-
-
-FeatureEvent = FeatureStarted | WaveStarted | TaskStarted | TaskEvent | TaskEnded | TaskMerged | TaskBlocked \
-    | QueueStepped | TaskSentBack | FeatureNote
-#: The ``on_event`` callback of :func:`~guardkit_state.features.build.build_feature`.
-FeatureEventSink = Callable[[FeatureEvent], None]
-
-
-def ignore(event: FeatureEvent) -> None:
-    """The callback when the caller gives none."""
-
-
-__all__ = ["NOT_RUN_WORDS", "FeatureEvent", "FeatureEventSink", "FeatureNote", "FeatureStarted", "QueueStepped",
-           "TaskBlocked", "TaskEnded", "TaskEvent", "TaskMerged", "TaskSentBack", "TaskStarted", "WaveStarted",
-           "ignore"]
+__all__ = ["NOT_RUN_WORDS", "FeatureStarted", "QueueStepped", "TaskBlocked", "TaskEnded", "TaskMerged", "TaskSentBack",
+           "TaskStarted", "WaveStarted"]

@@ -47,6 +47,11 @@ class GateVerdicts:
         self._good: set[str] = set()
         self._read()
 
+    @property
+    def gate_pid_file(self) -> Path:
+        """Where the gate this feature's queue runs records itself while it runs (a killed run's is stopped)."""
+        return self.path.with_name(self.path.name + ".gate.json")
+
     def _read(self) -> None:
         text = ""
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):

@@ -35,6 +35,7 @@ from guardkit_state.git.merge import MergeResult, merge_branch, merge_in_progres
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.plans.merge_queue_log import QueueStep
 from guardkit_state.plans.smoke_gates import SmokeGate, SmokeRun, run_smoke_gate
+from guardkit_state.process.command import stop_orphans
 from guardkit_state.store.fsio import crash_point
 from guardkit_state.store.layout import branch_for
 from guardkit_state.turns.clock import utc_now
@@ -95,15 +96,18 @@ class MergeQueue:
     ``message`` gives a task's merge message; ``send_back`` is called with each breaker before the
     feature branch moves past it (the caller writes it into the task's history; True when the task
     had no turn left and ends failed); ``on_step`` is told every step as it happens, ``on_merged``
-    each task (and its merge commit) as the feature branch takes it.
+    each task (and its merge commit) as the feature branch takes it, ``note`` what the queue did on
+    its own (a gate an interrupted run left running, stopped).
     """
 
     def __init__(self, worktree: GitRepo, branch: str, wave: int, gate: SmokeGate | None, verdicts: GateVerdicts,
                  *, message: Callable[[Approved], str], send_back: Callable[[SendBack], bool],
                  on_step: Callable[[QueueStep], None] = lambda step: None,
-                 on_merged: Callable[[str, str], None] = lambda task, sha: None, runs_before: int = 0) -> None:
+                 on_merged: Callable[[str, str], None] = lambda task, sha: None, runs_before: int = 0,
+                 note: Callable[[str], None] = lambda text: None) -> None:
         self.repo, self.branch, self.wave, self.gate, self.verdicts = worktree, branch, wave, gate, verdicts
         self.message, self.send_back, self.on_step, self.on_merged = message, send_back, on_step, on_merged
+        self.note = note
         self.landing = Landing()
         self._head: str | None = None  # where this queue last put the worktree's HEAD
         #: Gate verdicts taken in the wave so far (``runs_before``: by its earlier passes): each is numbered.
@@ -118,6 +122,9 @@ class MergeQueue:
         if self.gate is None or not self.gate.applies_after(self.wave):
             return self._merge_directly(tasks)
         restore_worktree(self.repo, self.branch)
+        # A run SIGKILLed while its gate ran left the gate's processes, in a session of their own, running.
+        for text in stop_orphans([self.verdicts.gate_pid_file], by="an interrupted run"):
+            self.note(text)
         self.landing.gated = True
         try:
             self._queue(list(tasks))
@@ -233,7 +240,8 @@ class MergeQueue:
             self._checkout(sha)
         crash_point("queue.before_gate")
         before = self._untracked()
-        run = run_smoke_gate(self.gate, self.repo.root, self.wave, at=utc_now())
+        self.verdicts.gate_pid_file.parent.mkdir(parents=True, exist_ok=True)
+        run = run_smoke_gate(self.gate, self.repo.root, self.wave, at=utc_now(), pid_file=self.verdicts.gate_pid_file)
         self._undo_gate(before)
         self.verdicts.record(key, sha, run)
         self.landing.runs.append(run)

@@ -33,10 +33,10 @@ from typing import Any, Literal
 
 from guardkit_state.agents.protocol import Agent
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.index.after_turn import with_indexing
-from guardkit_state.loop.events import LoopEvent, LoopNote
+from guardkit_state.loop.events import LoopEvent, Note
 from guardkit_state.loop.outcome import LoopInterrupted
 from guardkit_state.loop.run import LoopOptions, run_task_loop
+from guardkit_state.process.command import STOP_SIGNALS
 
 log = logging.getLogger("guardkit_state.features.processes")
 
@@ -44,15 +44,13 @@ log = logging.getLogger("guardkit_state.features.processes")
 STOP_GRACE = 60.0
 #: How often a waiting parent (and a child watching its parent, where the kernel cannot) looks.
 POLL = 0.2
-_STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])})
 #: ``prctl(PR_SET_PDEATHSIG, ...)``: the kernel signals the child when its parent dies (Linux).
 _PR_SET_PDEATHSIG = 1
 
 EndKind = Literal["done", "interrupted", "error", "died"]
 #: Modules a task loop imports lazily on its first turn: imported once in the parent, each forked
 #: child inherits them instead of paying the import again.
-_WARM_MODULES = ("guardkit_state.store.schemas", "guardkit_state.index.after_turn", "guardkit_state.index.identity",
-                 "guardkit_state.index.searching")
+_WARM_MODULES = ("guardkit_state.store.schemas",)
 
 
 @dataclass(frozen=True)
@@ -78,13 +76,13 @@ class ChildEnd:
 
 
 #: The parent's callback for a child's progress: (task id, the loop event).
-EventCallback = Callable[[str, LoopEvent], None]
+EventCallback = Callable[[str, LoopEvent | Note], None]
 
 
 @contextlib.contextmanager
 def signals_blocked() -> Iterator[None]:
     """Hold SIGINT/SIGTERM/SIGHUP back for the block; one that arrived is delivered at its end."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
     finally:
@@ -151,9 +149,10 @@ class TaskProcess:
         elif message[0] == "end" and len(message) == 3:
             self.told = (str(message[1]), str(message[2]))
 
-    def finish(self, wait_for: float = STOP_GRACE) -> ChildEnd:
-        """Reap the child (its pipe is closed) and say how it ended."""
-        self.process.join(wait_for)
+    def finish(self) -> ChildEnd:
+        """Reap the child (its pipe is closed; a child still running after :data:`STOP_GRACE` is killed)
+        and say how it ended."""
+        self.process.join(STOP_GRACE)
         if self.process.exitcode is None:
             self.kill()
             self.process.join()
@@ -197,22 +196,22 @@ class TaskPool:
             for end in self._wait_once(None):
                 ended(end)
 
-    def stop(self, grace: float = STOP_GRACE) -> list[ChildEnd]:
+    def stop(self) -> list[ChildEnd]:
         """Stop every running child (one SIGINT each), wait for them to save their state, reap them.
 
-        Further interruptions while waiting are ignored; a child still running after ``grace``
-        seconds is killed.
+        Further interruptions while waiting are ignored; a child still running after
+        :data:`STOP_GRACE` seconds is killed.
         """
         for process in self.running.values():
             process.interrupt()
-        deadline = time.monotonic() + grace
+        deadline = time.monotonic() + STOP_GRACE
         ends: list[ChildEnd] = []
         while self.running:
             try:
                 ends += self._wait_once(POLL)
                 if time.monotonic() > deadline:
                     for process in self.running.values():
-                        log.warning("task %s did not stop within %ss; killing it", process.job.task_id, grace)
+                        log.warning("task %s did not stop within %ss; killing it", process.job.task_id, STOP_GRACE)
                         process.kill()
             except KeyboardInterrupt:
                 continue
@@ -262,7 +261,7 @@ def _child_main(conn: Connection, parent_pid: int, job: LoopJob) -> None:
             fired = True
             raise KeyboardInterrupt
 
-    for signum in _STOP_SIGNALS:
+    for signum in STOP_SIGNALS:
         signal.signal(signum, stop)
     package_log = logging.getLogger("guardkit_state")
     for handler in list(package_log.handlers):
@@ -273,10 +272,10 @@ def _child_main(conn: Connection, parent_pid: int, job: LoopJob) -> None:
     send = _sender(conn)
     code = 0
     try:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         _stop_with_parent(parent_pid)
         result = run_task_loop(job.repo_root, job.task_id, job.player, job.coach, job.options,
-                               on_event=with_indexing(lambda event: send(("event", event)), job.repo_root))
+                               on_event=lambda event: send(("event", event)))
         # An approval whose turn commit git refused is an error with git's reason, not "done".
         send(("end", "error" if result.commit_error else "done", result.reason))
     except LoopInterrupted as stopped:
@@ -305,7 +304,7 @@ def _sender(conn: Connection) -> Callable[[tuple[Any, ...]], None]:
         except Exception:  # an event that cannot be pickled: say what it was
             if message[0] == "event":
                 with contextlib.suppress(Exception):
-                    conn.send(("event", LoopNote(f"({message[1].kind} event not shown)")))
+                    conn.send(("event", Note(f"({message[1].kind} event not shown)")))
     return send
 
 

@@ -86,7 +86,7 @@ def graphiti_status(repo_root: Path, *, uri: str | None = None, embedder: str | 
         MissingExtraError: the graphiti extra is not installed.
     """
     from guardkit_state.index.base import IndexStatus
-    from guardkit_state.index.embedded import embedded_index_exists
+    from guardkit_state.index.graph_server import embedded_index_exists
     from guardkit_state.index.sources import load_project_records
 
     graph = open_graphiti(repo_root, uri=uri, embedder=embedder)

@@ -1,15 +1,17 @@
 """Indexing after a turn, off the loop's path: start a background ``sync`` and return at once.
 
-The loop never imports the index (which sits above it): its caller (CLI, feature runner, remote worker) wraps
-its ``on_event`` with :func:`with_indexing`, which calls :func:`index_turn_best_effort` once a turn
-is recorded and committed. That starts a detached child (``python -m guardkit_state.index.after_turn``)
-on idle CPU and returns: importing graphiti-core alone takes ~1.3 s, and a dead or stuck backend must
-never hold up the loop. The child syncs (catching up every turn not yet indexed) with the index's
-own embedder. Children coalesce: while one holds ``.guardkit/index/background.lock``, a new one
-leaves a marker and exits, and the running one syncs again — a burst of turns costs one or two
-syncs. Whatever is missed is caught up by the next ``graphiti sync``; until then ``search`` sees
-the index is stale for those turns and scans the files. Only a configured index is synced (an
-embedded one exists, or ``GUARDKIT_GRAPHITI_URI`` is set): none is created behind the user's back.
+The index is a side wing: nothing on the path of a turn imports it. The loop, the feature runner and
+a remote worker tell their caller of each recorded turn (a ``TurnRecorded`` event); the CLI plugs the
+index in by wrapping that ``on_event`` with :func:`with_indexing`, which calls
+:func:`index_turn_best_effort` once a turn is recorded and committed. That starts a detached child
+(``python -m guardkit_state.index.after_turn``) on idle CPU and returns: importing graphiti-core
+alone takes ~1.3 s, and a dead or stuck backend must never hold up the loop. The child syncs
+(catching up every turn not yet indexed) with the index's own embedder. Children coalesce: while
+one holds ``.guardkit/index/background.lock``, a new one leaves a marker and exits, and the running
+one syncs again — a burst of turns costs one or two syncs. Whatever is missed is caught up by the
+next ``graphiti sync``; until then ``search`` sees the index is stale for those turns and scans the
+files. Only a configured index is synced (an embedded one exists, or ``GUARDKIT_GRAPHITI_URI`` is
+set): none is created behind the user's back.
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ import contextlib
 import logging
 import os
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from guardkit_state.loop.events import EventSink, LoopEvent, TurnRecorded
+from guardkit_state.loop.events import Event, EventSink, TurnRecorded
+from guardkit_state.process.command import spawn
 
 if TYPE_CHECKING:
     from guardkit_state.turns.lifecycle import TurnRecord
@@ -37,12 +41,14 @@ BACKGROUND_LOCK = "background.lock"
 AGAIN_MARKER = "background.again"
 #: How far below the loop the background indexer runs when idle scheduling is unavailable.
 NICENESS = 19
+#: How long the background indexer waits for the index's lock (a search or a sync holding it).
+LOCK_WAIT = 120.0
 #: The child's exit status when another background indexer already runs (and will sync again).
 QUEUED = 3
 
 def with_indexing(on_event: EventSink | None, repo_root: Path) -> EventSink:
     """The loop's ``on_event``: ``on_event`` first, then, for a recorded turn, a background sync of the index."""
-    def sink(event: LoopEvent) -> None:
+    def sink(event: Event) -> None:
         if on_event is not None:
             on_event(event)
         if isinstance(event, TurnRecorded):
@@ -58,8 +64,7 @@ def _index_recorded(repo_root: Path, record: TurnRecord) -> None:
     log.info("index turn %d of %s: %s (%.2fs)", state.turn_number, state.task_id, outcome, time.monotonic() - started)
 
 
-def index_turn_best_effort(repo_root: Path, turn_state_path: Path | None = None, *, budget_seconds: float = 0.0,
-                           uri: str | None = None) -> str:
+def index_turn_best_effort(repo_root: Path, turn_state_path: Path | None = None, *, budget_seconds: float = 0.0) -> str:
     """Start a background sync of the index after a turn; wait at most ``budget_seconds`` (default: not at all).
 
     Returns ``"skipped: <why>"``, ``"pending: <what>"`` (running in the background, or queued behind
@@ -76,14 +81,15 @@ def index_turn_best_effort(repo_root: Path, turn_state_path: Path | None = None,
         root = checkout_root(Path(repo_root))
         if not graphiti_available():
             return "skipped: graphiti extra not installed"
-        if not graphiti_configured(root, uri):
+        if not graphiti_configured(root, None):
             return "skipped: no index configured (run 'guardkit-state graphiti sync' to create one)"
-        pid = _spawn(root, index_dir(root), uri)
+        child = _spawn(root, index_dir(root))
         if budget_seconds <= 0:
-            return f"pending: indexing in the background (pid {pid})"
-        code = _wait(pid, budget_seconds)
-        if code is None:
-            return f"pending: still running in the background (pid {pid})"
+            return f"pending: indexing in the background (pid {child.pid})"
+        try:
+            code = child.wait(budget_seconds)
+        except subprocess.TimeoutExpired:
+            return f"pending: still running in the background (pid {child.pid})"
         if code == 0:
             return "indexed"
         if code == QUEUED:
@@ -94,30 +100,24 @@ def index_turn_best_effort(repo_root: Path, turn_state_path: Path | None = None,
         return f"failed: {type(exc).__name__}: {exc}"
 
 
-#: Indexers this process started and has not reaped yet (reaped at the next call, never waited for).
-_CHILDREN: set[int] = set()
+#: Indexers this process started and has not reaped yet (reaped at the next start, never waited for).
+_CHILDREN: set[subprocess.Popen[bytes]] = set()
 
 
-def _spawn(root: Path, directory: Path, uri: str | None) -> int:
-    """Start the indexer in its own session, scheduled idle from its first instruction; its pid.
+def _spawn(root: Path, directory: Path) -> subprocess.Popen[bytes]:
+    """Start the indexer in its own session, scheduled idle from its first instruction.
 
     Through ``chrt --idle`` (and ``ionice -c 3``) when they exist, so not even Python's start-up
-    competes with the loop (``posix_spawn`` refuses ``SCHED_IDLE``, and ``subprocess`` could only
-    set it from a ``preexec_fn``, unsafe in a process with threads); otherwise the child lowers
-    itself first thing.
+    competes with the loop (setting ``SCHED_IDLE`` in the child itself would take a ``preexec_fn``,
+    unsafe in a process with threads); otherwise the child lowers itself first thing.
     """
-    _reap()
+    _CHILDREN.difference_update([child for child in _CHILDREN if child.poll() is not None])
     env = dict(os.environ)
     env.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
-    if uri:
-        env["GUARDKIT_GRAPHITI_URI"] = uri
-    log_path = os.devnull
+    log_path = None
     with contextlib.suppress(OSError):
         directory.mkdir(parents=True, exist_ok=True)
-        log_path = str(directory / HOOK_LOG)
-    output = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-               (os.POSIX_SPAWN_OPEN, 1, log_path, output, 0o644), (os.POSIX_SPAWN_DUP2, 1, 2)]
+        log_path = directory / HOOK_LOG
     argv = [sys.executable, "-m", "guardkit_state.index.after_turn", "--repo", str(root)]
     ionice = shutil.which("ionice")
     if ionice is not None:  # its disk writes (the snapshot, the manifest) wait for the loop's too
@@ -125,37 +125,15 @@ def _spawn(root: Path, directory: Path, uri: str | None) -> int:
     chrt = shutil.which("chrt")
     if chrt is not None:
         argv = [chrt, "--idle", "0", *argv]
-    pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
-    _CHILDREN.add(pid)
-    return pid
-
-
-def _reap() -> None:
-    for pid in list(_CHILDREN):
-        with contextlib.suppress(ChildProcessError):
-            if os.waitpid(pid, os.WNOHANG)[0] == 0:
-                continue
-        _CHILDREN.discard(pid)
-
-
-def _wait(pid: int, timeout: float) -> int | None:
-    """The child's exit status, or None when it still runs after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            _CHILDREN.discard(pid)
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(0.02)
+    child = spawn(argv, env=env, output=log_path)
+    _CHILDREN.add(child)
+    return child
 
 
 def _child_main(argv: Sequence[str] | None = None) -> int:
     """The background indexer: sync until no turn arrived meanwhile; exit 0 on success."""
     parser = argparse.ArgumentParser(prog="guardkit_state.index.after_turn")
     parser.add_argument("--repo", required=True)
-    parser.add_argument("--lock-wait", type=float, default=120.0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _run_when_idle()
@@ -169,7 +147,7 @@ def _child_main(argv: Sequence[str] | None = None) -> int:
         again.touch()
         try:
             with exclusive_lock(index_dir(root) / BACKGROUND_LOCK, wait=0.0, holder="background indexer"):
-                code = _sync_until_quiet(root, again, args.lock_wait)
+                code = _sync_until_quiet(root, again)
         except LockedError:
             log.info("another background indexer runs; it will sync again")
             return QUEUED
@@ -188,13 +166,13 @@ def _run_when_idle() -> None:
             os.nice(NICENESS)
 
 
-def _sync_until_quiet(root: Path, again: Path, lock_wait: float) -> int:
+def _sync_until_quiet(root: Path, again: Path) -> int:
     from guardkit_state.index import open_graphiti
 
     while again.exists():
         again.unlink(missing_ok=True)
         try:
-            with open_graphiti(root, lock_wait=lock_wait) as index:
+            with open_graphiti(root, lock_wait=LOCK_WAIT) as index:
                 report = index.sync()
         except Exception as exc:
             log.error("indexing failed: %s", exc)

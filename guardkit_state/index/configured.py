@@ -10,9 +10,8 @@ import importlib.util
 from pathlib import Path
 
 from guardkit_state.extras import missing_extra_error
-from guardkit_state.index.embedded import embedded_index_exists
+from guardkit_state.index.graph_server import configured_uri, embedded_index_exists
 from guardkit_state.index.identity import checkout_root
-from guardkit_state.index.server import configured_uri
 
 
 def graphiti_available() -> bool:

@@ -1,5 +1,5 @@
 """A connection to the Graphiti graph of one checkout: the embedded FalkorDB or a server, its groups' drivers,
-the embedder in force, and each group's metadata (:mod:`.graph_meta`).
+the embedder in force, and each group's metadata node.
 
 **Embedded FalkorDB (falkordblite), not Kuzu.** Measured here (``tests/bench/bench_index.py``):
 FalkorDB-lite filters groups exactly (each group is its own graph) and keeps digits in fulltext
@@ -7,9 +7,19 @@ tokens; Kuzu 0.11.3 is deprecated in graphiti-core, creates no fulltext indexes,
 tokens and applies the group filter after the top-k, so a group-filtered search silently misses hits.
 
 A FalkorDB server (``falkor://``) or Neo4j (``bolt://``) is reached given ``--uri`` or
-``GUARDKIT_GRAPHITI_URI`` (:mod:`.server`). The embedded server is private to one process at a
+``GUARDKIT_GRAPHITI_URI`` (:mod:`.graph_server`). The embedded server is private to one process at a
 time: every operation holds ``.guardkit/index/index.lock``. graphiti-core (~1.3 s to import) is
-imported only by the ``graph*`` modules and :mod:`.offline`.
+imported only by the ``graph*`` modules.
+
+**Each group's graph carries one metadata node**: what built it, and a guard against a FalkorDB
+defect. **The restart defect.** FalkorDB (falkordblite 0.11) rebuilds its edge range indexes when it loads
+a snapshot, or when an index is created over existing data, and leaves out every edge whose endpoint
+is node id 0. graphiti's own searches filter edges by a property with labels on both ends, so after
+a restart a task's first turns, or a whole configuration group, silently vanished from search.
+**The workaround**: node 0 of every graph is this metadata node, which has no edges, created first
+in an empty graph right after the indexes; a graph whose node 0 is anything else is dropped and
+rebuilt by the next ``sync`` (proven by ``tests/test_index_restart.py``). The node also records the
+schema, embedder and dimension: a search refuses another embedder, a ``sync`` rebuilds an older schema.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
@@ -27,6 +38,7 @@ os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
 try:
     from graphiti_core import Graphiti
     from graphiti_core.driver.driver import GraphDriver, GraphProvider
+    from graphiti_core.nodes import EpisodicNode
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     from guardkit_state.extras import missing_extra_error
 
@@ -34,15 +46,30 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
                               missing=(exc.name or "graphiti-core").partition(".")[0]) from exc
 
 from guardkit_state.errors import GuardkitStateError, IndexBackendError
-from guardkit_state.index.embedded import FALKOR_DIR, EmbeddedFalkor, move_aside_snapshot
+from guardkit_state.index.base import IndexStatus
 from guardkit_state.index.embedder_spec import DEFAULT_EMBEDDER, EmbedderSpec, mismatch, parse_embedder
-from guardkit_state.index.graph_meta import GraphMeta, create_graph, drop_graph, read_meta
-from guardkit_state.index.graph_writes import ANCHOR_LABEL
+from guardkit_state.index.graph_clients import (
+    ANCHOR_LABEL,
+    FastFalkorSearch,
+    OverlapCrossEncoder,
+    RefusingLLMClient,
+    make_embedder,
+)
+from guardkit_state.index.graph_server import (
+    FALKOR_DIR,
+    FALKOR_SCHEMES,
+    EmbeddedFalkor,
+    check_reachable,
+    configured_uri,
+    move_aside_snapshot,
+    parse_uri,
+    redact,
+)
 from guardkit_state.index.identity import checkout_root
 from guardkit_state.index.manifest import Manifest, load_manifest, manifest_location
-from guardkit_state.index.offline import OverlapCrossEncoder, RefusingLLMClient, make_embedder
 from guardkit_state.index.records import TURN_STATES, project_groups
-from guardkit_state.index.server import FALKOR_SCHEMES, check_reachable, configured_uri, parse_uri, redact
+from guardkit_state.index.retention import retained
+from guardkit_state.index.sources import load_project_records
 from guardkit_state.store.layout import index_dir
 from guardkit_state.store.locks import exclusive_lock
 
@@ -53,6 +80,72 @@ logging.getLogger("graphiti_core").addHandler(logging.NullHandler())
 
 T = TypeVar("T")
 LOCK_NAME = "index.lock"
+
+
+META_LABEL = "GuardkitIndexMeta"
+#: Bumped whenever what the index stores changes shape: an older graph is rebuilt by ``sync``.
+SCHEMA_VERSION = 4
+
+
+@dataclass(frozen=True)
+class GraphMeta:
+    """What a group's metadata node says."""
+
+    schema: int
+    embedder: str
+    dimension: int
+    node_id: int | None = None
+
+    @property
+    def current(self) -> bool:
+        """Written by this version's rules (schema, and the node-0 guard on FalkorDB)."""
+        return self.schema == SCHEMA_VERSION and self.node_id in (0, None)
+
+
+def is_falkor(driver: Any) -> bool:
+    return str(getattr(driver, "provider", "")).lower().endswith("falkordb")
+
+
+async def read_meta(driver: Any, group: str) -> GraphMeta | None:
+    """The metadata node of ``group`` (``driver`` bound to the group's graph), or None."""
+    rows, _, _ = await driver.execute_query(
+        f"MATCH (m:{META_LABEL}) WHERE m.group_id = $group_id "
+        "RETURN m.schema AS schema, m.embedder AS embedder, m.dimension AS dimension, id(m) AS node_id",
+        group_id=group)
+    if not rows:
+        return None
+    row = rows[0]
+    node_id = int(row["node_id"]) if is_falkor(driver) and row.get("node_id") is not None else None
+    return GraphMeta(int(row.get("schema") or 0), str(row.get("embedder") or ""), int(row.get("dimension") or 0),
+                     node_id)
+
+
+async def drop_graph(driver: Any, group: str) -> None:
+    """Delete everything of ``group``: its whole graph on FalkorDB (indexes too), its nodes on Neo4j."""
+    if is_falkor(driver):
+        names = await driver.client.list_graphs()
+        if group in [n.decode() if isinstance(n, bytes) else str(n) for n in names]:
+            await driver.client.select_graph(group).delete()
+        return
+    await driver.execute_query("MATCH (n) WHERE n.group_id = $group_id DETACH DELETE n", group_id=group)
+
+
+async def create_graph(driver: Any, group: str, embedder: str, dimension: int) -> GraphMeta:
+    """A fresh graph for ``group``: indexes, then the metadata node as node 0.
+
+    Raises:
+        IndexBackendError: the metadata node did not become node 0 (the graph was not empty).
+    """
+    await driver.build_indices_and_constraints()
+    rows, _, _ = await driver.execute_query(
+        f"CREATE (m:{META_LABEL} {{group_id: $group_id, schema: $schema, embedder: $embedder, "
+        "dimension: $dimension}) RETURN id(m) AS node_id",
+        group_id=group, schema=SCHEMA_VERSION, embedder=embedder, dimension=dimension)
+    node_id = int(rows[0]["node_id"]) if rows else -1
+    if is_falkor(driver) and node_id != 0:
+        raise IndexBackendError(f"index graph {group} was not empty when created (metadata node {node_id})",
+                                fix="run 'guardkit-state graphiti rebuild'")
+    return GraphMeta(SCHEMA_VERSION, embedder, dimension, node_id if is_falkor(driver) else None)
 
 
 class GraphConnection:
@@ -189,8 +282,6 @@ class GraphConnection:
             gdriver = driver.clone(database=group) if driver.provider == GraphProvider.FALKORDB else driver
             await _settle_init(gdriver, self.location)
             if gdriver.provider == GraphProvider.FALKORDB:
-                from guardkit_state.index.graph_interface import FastFalkorSearch
-
                 common = self.manifest.common_terms if self.manifest and group == self.project_group else []
                 gdriver.search_interface = FastFalkorSearch(common=frozenset(common), vector_label=ANCHOR_LABEL)
             cache[group] = gdriver
@@ -277,3 +368,59 @@ async def _settle_init(driver: GraphDriver, location: str) -> None:
         driver._init_task = None  # type: ignore[attr-defined]
         if not task.cancelled():
             _INDEXED.add(key)
+
+
+async def list_episodes(driver: Any, group: str) -> dict[str, EpisodicNode]:
+    """Every episode of ``group``, by uuid."""
+    episodes = await EpisodicNode.get_by_group_ids(driver, [group])
+    return {episode.uuid: episode for episode in episodes}
+
+
+def index_status(index: GraphConnection) -> IndexStatus:
+    """Counts per group, the embedder, and how the project group compares with the files."""
+    groups = list(index.groups.values())
+
+    async def work(driver: Any) -> tuple[dict[str, int], int, int, dict[str, str], Any]:
+        counts: dict[str, int] = {}
+        entities = facts = 0
+        contents: dict[str, str] = {}
+        project_meta = None
+        for group in groups:
+            gdriver = await index.group_driver(driver, group)
+            meta = await read_meta(gdriver, group)
+            if group == index.project_group:
+                project_meta = meta
+            if meta is None:
+                counts[group] = 0
+                continue
+            episodes = await list_episodes(gdriver, group)
+            counts[group] = len(episodes)
+            if group == index.project_group:
+                contents = {uuid: ep.content for uuid, ep in episodes.items()}
+            entities += await _count(gdriver, "MATCH (n:Entity) WHERE n.group_id = $group_id RETURN count(n) AS c",
+                                     group)
+            facts += await _count(gdriver, "MATCH ()-[e:RELATES_TO]->() WHERE e.group_id = $group_id "
+                                  "RETURN count(e) AS c", group)
+        return counts, entities, facts, contents, project_meta
+
+    counts, entities, facts, contents, meta = index._run(work)
+    loaded = load_project_records(index.repo_root, index.project_group)
+    keep, dropped = retained(loaded.records, index.repo_root)
+    want = {r.uuid: r for r in keep}
+    notes = [f"{len(dropped)} turn state(s) kept out of the index by retention"] if dropped else []
+    if meta is not None and not meta.current:
+        notes.append("the index was built by an older version: 'guardkit-state graphiti sync' rebuilds it")
+    manifest = index.manifest
+    return IndexStatus(
+        backend="graphiti (FalkorDB server)" if index.uri else "graphiti (embedded FalkorDB)", location=index.location,
+        groups=counts, entities=entities, facts=facts, files=len(loaded.records),
+        stale=sum(1 for u, r in want.items() if u in contents and contents[u] != r.content),
+        missing=sum(1 for u in want if u not in contents), extra=sum(1 for u in contents if u not in want),
+        notes=notes, embedder=meta.embedder if meta is not None else None,
+        dimension=meta.dimension if meta is not None else None,
+        synced_at=manifest.synced_at if manifest is not None else None)
+
+
+async def _count(driver: Any, cypher: str, group: str) -> int:
+    rows, _, _ = await driver.execute_query(cypher, group_id=group)
+    return int(rows[0]["c"]) if rows else 0

@@ -17,11 +17,11 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from guardkit_state.git.environment import clean_environment
+from guardkit_state.errors import GitError
+from guardkit_state.git.runner import execute
 from guardkit_state.store.fsio import atomic_write_text
 from guardkit_state.store.layout import WORKTREES_DIR, index_dir
 
@@ -81,12 +81,10 @@ def root_commit(root: Path) -> str:
     if not any(os.path.lexists(folder / ".git") for folder in (root, *root.parents)):
         return ""
     try:
-        result = subprocess.run(["git", "-C", str(root), "rev-list", "--max-parents=0", "HEAD"],
-                                capture_output=True, text=True, timeout=10, check=False,
-                                env=clean_environment())
-    except (OSError, subprocess.TimeoutExpired):
+        status, out, _ = execute(root, ["git", "rev-list", "--max-parents=0", "HEAD"], timeout=10)
+    except GitError:
         return ""
-    commits = sorted(result.stdout.split()) if result.returncode == 0 else []
+    commits = sorted(out.decode("ascii", "replace").split()) if status == 0 else []
     return commits[0] if commits else ""
 
 

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from guardkit_state.index.graph_server import redact
 from guardkit_state.index.records import FEATURE, TASK, IndexRecord
-from guardkit_state.index.server import redact
 from guardkit_state.index.turn_records import turn_state_files
 from guardkit_state.store.fsio import atomic_write_text
 from guardkit_state.store.layout import (

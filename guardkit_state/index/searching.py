@@ -22,10 +22,10 @@ from guardkit_state.index.base import SearchResult
 from guardkit_state.index.configured import graphiti_available, graphiti_configured, require_graphiti
 from guardkit_state.index.embedder_spec import mismatch, parse_embedder
 from guardkit_state.index.files import FileIndex
+from guardkit_state.index.graph_server import configured_uri
 from guardkit_state.index.identity import checkout_root
 from guardkit_state.index.manifest import Manifest, freshness, load_manifest, manifest_location
 from guardkit_state.index.query import Filters, ParsedQuery, allowed, parse_query, parse_since
-from guardkit_state.index.server import configured_uri
 from guardkit_state.store.layout import index_dir
 from guardkit_state.store.locks import exclusive_lock
 

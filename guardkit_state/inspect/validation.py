@@ -25,12 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from guardkit_state.errors import GuardkitStateError, InputError, SchemaError
 from guardkit_state.plans.guardkit_keys import Stamp, read_stamp, stamp_problem
 from guardkit_state.plans.plan_validation import validate_plan_file
-from guardkit_state.store.fsio import read_bytes_capped
+from guardkit_state.store.fsio import decode_utf8, read_bytes_capped
 from guardkit_state.store.jsonio import load_json
 from guardkit_state.store.layout import FEATURES_DIR, GUARDKIT_DIR, TASKS_DIR
 from guardkit_state.store.schemas import PathParts, format_pointer, parse_pointer, validate_with_warnings
@@ -42,6 +40,7 @@ from guardkit_state.taskfile.discovery import (
     task_id_from_filename,
 )
 from guardkit_state.taskfile.document import TaskFile, describe_duplicates
+from guardkit_state.taskfile.frontmatter import parse_frontmatter
 from guardkit_state.taskfile.resolve import Copy, choose, holds_state, plan_paths
 from guardkit_state.taskfile.task_facts import remembered, task_cache
 
@@ -379,10 +378,7 @@ def _check_turn_report(path: Path, kind: str, result: FileResult) -> None:
 def _check_task(path: Path, result: FileResult) -> None:
     """Schema-check the state block (every problem, with its line), then load it as the store does."""
     raw = read_bytes_capped(path)
-    task = TaskFile.from_bytes(raw, path, warn=False)  # the store's own read: every parse problem, once
-    parsed = task._parsed
-    if parsed is None:
-        return
+    parsed = parse_frontmatter(decode_utf8(raw, path), path=path, keep_last=True)
     if parsed.duplicates:
         result.warnings.append(Finding(
             f"{describe_duplicates(parsed.duplicates)}: read as the last value (as GuardKit reads it); "
@@ -393,7 +389,7 @@ def _check_task(path: Path, result: FileResult) -> None:
     if key is not None and block is not None:
 
         def line_of(parts: PathParts) -> int | None:
-            return _node_line(parsed.node, (key, *parts), parsed.split.line_offset)
+            return parsed.line_of(key, *parts)
 
         try:
             record = validate_with_warnings("autobuild_state", block, path=path)
@@ -407,6 +403,7 @@ def _check_task(path: Path, result: FileResult) -> None:
             parts = parse_pointer(pointer)
             result.warnings.append(Finding(message, line_of(parts), format_pointer((key, *parts))))
         _check_turn_sequence(record.data, key, line_of, result)
+    TaskFile.from_bytes(raw, path, warn=False, parsed=parsed)  # the store's own read: anything else it refuses
 
 
 def _check_stamps(parsed: Any, result: FileResult) -> None:
@@ -425,7 +422,7 @@ def _check_stamps(parsed: Any, result: FileResult) -> None:
             problem = "an empty verifier stamp"
         if problem is not None:
             result.warnings.append(Finding(f"{problem}: GuardKit refuses to load this task",
-                                           _node_line(parsed.node, parts, parsed.split.line_offset),
+                                           parsed.line_of(*parts),
                                            format_pointer(parts)))
 
 
@@ -453,22 +450,3 @@ def _check_turn_sequence(state: dict[str, Any], key: str, line_of: Any, result: 
 def _warning(text: str) -> Finding:
     pointer, sep, message = text.partition(": ")
     return Finding(message, pointer=pointer) if sep and pointer.startswith("$") else Finding(text)
-
-
-def _node_line(root: yaml.Node | None, parts: PathParts, line_offset: int) -> int | None:
-    """The file line of the deepest YAML node on ``parts`` (a key's own line for mappings)."""
-    node, line = root, None
-    for part in parts:
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                if getattr(key_node, "value", None) == str(part):
-                    line, node = key_node.start_mark.line, value_node
-                    break
-            else:
-                break
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line
-        else:
-            break
-    return None if line is None else line + 1 + line_offset

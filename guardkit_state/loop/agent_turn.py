@@ -11,6 +11,7 @@ only repeat (a missing binary, authentication, quota).
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -18,10 +19,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.agents.protocol import Agent, TurnRequest
+from guardkit_state.agents.protocol import Agent, TurnRequest, agent_name
 from guardkit_state.config import ResolvedConfig, render_coach_prompt, render_player_role_section
 from guardkit_state.config.prompt import render_gates_section
-from guardkit_state.errors import AgentError, GitError
+from guardkit_state.errors import AgentError, GitError, GuardkitStateError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.snapshot import Restoration, WorktreeSnapshots
 from guardkit_state.loop.briefing import (
@@ -34,8 +35,12 @@ from guardkit_state.loop.briefing import (
 from guardkit_state.loop.worktree_watch import changed_between, records_fingerprint, turn_diff
 from guardkit_state.model import TurnMode
 from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir
+from guardkit_state.store.jsonio import load_json
 from guardkit_state.turns.context import must_address_lines
 from guardkit_state.turns.lifecycle import TurnLifecycle
+from guardkit_state.turns.turn_state import AGENT_RUN_KEY
+
+log = logging.getLogger("guardkit_state.loop.agent_turn")
 
 #: Kinds of agent failure that a retry cannot fix: the same one twice in a row stops the loop.
 #: Matched (case-insensitive) in the failure's reason, which quotes the agent's own error.
@@ -68,32 +73,23 @@ class AgentRuns:
     notes: list[str] = field(default_factory=list)
 
     def run(self, role: str, agent: Agent, request: TurnRequest) -> dict[str, Any]:
-        """Run ``agent``; its report, with its run (agent, model, session, cost, tokens, time) kept."""
+        """Run ``agent``; its report. Its run (agent, model, session, cost, tokens, time, notes) is what
+        the agent tells in the report's ``agent_run`` or in its :class:`AgentError`, timed here."""
         started = time.monotonic()
+        told: Any = None
         try:
             report = agent.run(request)
+            told = report.get(AGENT_RUN_KEY)
+        except AgentError as exc:
+            told = exc.run
+            raise
         finally:
-            said = getattr(agent, "last_notes", None)
-            self.notes.extend(text for text in said or () if isinstance(text, str))
-            told = getattr(agent, "last_run", None)
             run: dict[str, Any] = dict(told) if isinstance(told, dict) else {"agent": agent_name(agent)}
             run.setdefault("duration_seconds", round(time.monotonic() - started, 3))
             self.runs[role] = run
-            # What the envelope read otherwise than printed (a cost of inf), kept in the run too.
             self.notes.extend(f"the {role.capitalize()} ({run.get('agent')}): {text}" for text in run.get("notes") or ()
                               if isinstance(text, str))
         return report
-
-
-def agent_name(agent: Agent) -> str:
-    """How a run names its agent: a preset's name, a command's first word, a callable's name."""
-    name = getattr(agent, "name", None)
-    if isinstance(name, str) and name:
-        return name
-    command = getattr(agent, "command", None)
-    if isinstance(command, str) and command.split():
-        return Path(command.split()[0]).name
-    return type(agent).__name__
 
 
 @dataclass
@@ -265,6 +261,27 @@ def coach_change(restored: Restoration, checkout: Path, records: Path) -> str | 
     return text
 
 
+def adopt_report(lifecycle: TurnLifecycle, role: str, raw: Path, number: int) -> str | None:
+    """On resume, record the report an agent finished before the kill instead of running it again;
+    a note saying so, or None when there is none to take (the agent runs again).
+
+    The agent's own report file (``.work/<role>_report_N.json``) survives a kill that lands between
+    the agent's exit and the store's write; a valid one is that agent's finished work. An invalid
+    or missing one is ignored.
+    """
+    if not raw.is_file():
+        return None
+    try:
+        data = load_json(raw)
+        if not isinstance(data, dict):
+            return None
+        (lifecycle.record_player if role == "player" else lifecycle.record_coach)(data)
+    except GuardkitStateError as exc:
+        log.info("turn %d of %s: %s report %s not reused (%s)", number, lifecycle.task_id, role, raw, exc)
+        return None
+    return f"turn {number}: reused the {role.capitalize()}'s report {raw.name}, finished before the interruption"
+
+
 def put_back_interrupted(git: GitRepo, task_id: str) -> Restoration | None:
     """Put back the worktree a killed loop left held for its Coach (``--resume``, before anything runs);
     what the Coach had changed (its turn's error: the report it may have left approved another worktree),
@@ -290,5 +307,5 @@ def _listed(paths: list[str]) -> str:
     return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
 
-__all__ = ["FAILURE_KINDS", "AgentRuns", "ReadOnlyWatch", "TurnBriefing", "agent_name", "coach_change",
+__all__ = ["FAILURE_KINDS", "AgentRuns", "ReadOnlyWatch", "TurnBriefing", "adopt_report", "coach_change",
            "failure_kind", "interrupted_note", "put_back_interrupted"]

@@ -1,10 +1,13 @@
-"""What the loop tells its caller while it runs: one small record per step, by type.
+"""What a run tells its caller while it goes: one family of small records, one per step, by type.
 
-:func:`guardkit_state.loop.run.run_task_loop` calls its ``on_event`` callback with one of the
-records below as each step happens. A caller picks the types it cares about (``isinstance``, or a
-``functools.singledispatch`` renderer as the CLI does) and ignores the rest; the records carry the
-library's own objects (a :class:`TurnRecord`, a :class:`ResumePoint`), never text made for a
-terminal.
+:func:`guardkit_state.loop.run.run_task_loop` calls its ``on_event`` callback with the loop's records
+below (:class:`LoopEvent`) as each step happens; a feature run
+(:func:`~guardkit_state.features.build.build_feature`) calls its own with the same records of each
+of its task loops, ``task_id`` naming the task, and its own steps
+(:mod:`guardkit_state.features.feature_events`). A caller picks the types it cares about
+(``isinstance``, or a ``functools.singledispatch`` renderer as the CLI does) and ignores the rest;
+the records carry the library's own objects (a :class:`TurnRecord`, a :class:`ResumePoint`), never
+text made for a terminal.
 
 Each record also has a ``kind`` and a ``to_dict()``: the older ``(kind, data)`` form of the
 callback, which :func:`as_kind_and_data` adapts, and a JSON view for logs and tools.
@@ -13,7 +16,7 @@ callback, which :func:`as_kind_and_data` adapts, and a JSON view for logs and to
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -26,9 +29,21 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class LoopNote:
-    """Something the loop did on its own that the user should know (a temp file removed, a stale
-    lock reaped, a report reused, a turn committed late); also in ``LoopResult.notes``."""
+class Event:
+    """A step of a run. ``task_id`` names the task whose loop told it, in a run of several (a
+    feature's); None for a loop run alone and a feature run's own steps."""
+
+    kind: ClassVar[str] = "event"
+    task_id: str | None = field(default=None, kw_only=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {}
+
+
+@dataclass(frozen=True)
+class Note(Event):
+    """Something the run did on its own that the user should know (a temp file removed, a stale
+    lock reaped, a report reused, a turn committed late); also in the result's ``notes``."""
 
     kind: ClassVar[str] = "note"
     text: str
@@ -38,7 +53,12 @@ class LoopNote:
 
 
 @dataclass(frozen=True)
-class ModeSuggested:
+class LoopEvent(Event):
+    """A step of one task's loop (a feature run passes its tasks' on, ``task_id`` set)."""
+
+
+@dataclass(frozen=True)
+class ModeSuggested(LoopEvent):
     """The advisory implementation mode for the task's complexity (nothing is blocked by it)."""
 
     kind: ClassVar[str] = "advice"
@@ -49,7 +69,7 @@ class ModeSuggested:
 
 
 @dataclass(frozen=True)
-class WorktreeReady:
+class WorktreeReady(LoopEvent):
     """The loop's worktree exists (created, found, or restored) and the turns run in it."""
 
     kind: ClassVar[str] = "worktree"
@@ -61,7 +81,7 @@ class WorktreeReady:
 
 
 @dataclass(frozen=True)
-class Resuming:
+class Resuming(LoopEvent):
     """``resume=True``: where the files say the loop continues from."""
 
     kind: ClassVar[str] = "resume"
@@ -72,7 +92,7 @@ class Resuming:
 
 
 @dataclass(frozen=True)
-class TurnStarted:
+class TurnStarted(LoopEvent):
     """Turn ``turn`` begins; ``action`` is the resume point's (``run_turn``, ``rerun_coach``, ...)."""
 
     kind: ClassVar[str] = "turn"
@@ -85,7 +105,7 @@ class TurnStarted:
 
 
 @dataclass(frozen=True)
-class ReportsReused:
+class ReportsReused(LoopEvent):
     """Reports an interrupted run left on disk are recorded instead of running those agents again."""
 
     kind: ClassVar[str] = "reuse"
@@ -97,7 +117,7 @@ class ReportsReused:
 
 
 @dataclass(frozen=True)
-class AgentStarted:
+class AgentStarted(LoopEvent):
     """The Player (``role="player"``) or the Coach starts on turn ``turn``."""
 
     kind: ClassVar[str] = "agent"
@@ -109,7 +129,7 @@ class AgentStarted:
 
 
 @dataclass(frozen=True)
-class TurnRecorded:
+class TurnRecorded(LoopEvent):
     """A turn is in the files (and committed, when ``commit`` says so); the loop goes on or ends."""
 
     kind: ClassVar[str] = "recorded"
@@ -125,24 +145,22 @@ class TurnRecorded:
         return self.record.to_dict() | {"commit": self.commit.to_dict() if self.commit else None}
 
 
-LoopEvent = LoopNote | ModeSuggested | WorktreeReady | Resuming | TurnStarted | ReportsReused | AgentStarted \
-    | TurnRecorded
-#: The ``on_event`` callback of :func:`~guardkit_state.loop.run.run_task_loop`.
-EventSink = Callable[[LoopEvent], None]
+#: The ``on_event`` callback of :func:`~guardkit_state.loop.run.run_task_loop` and of a feature run.
+EventSink = Callable[[Event], None]
 #: The older form of the callback: the event's ``kind`` and ``to_dict()``.
 KindAndData = Callable[[str, dict[str, Any]], None]
 
 
 def as_kind_and_data(callback: KindAndData) -> EventSink:
     """An ``on_event`` for a callback written for ``(kind, data)`` pairs (``"turn"``, ``{"turn": 2, ...}``)."""
-    def sink(event: LoopEvent) -> None:
+    def sink(event: Event) -> None:
         callback(event.kind, event.to_dict())
     return sink
 
 
-def ignore(event: LoopEvent) -> None:
+def ignore(event: Event) -> None:
     """The callback when the caller gives none."""
 
 
-__all__ = ["AgentStarted", "EventSink", "KindAndData", "LoopEvent", "LoopNote", "ModeSuggested", "ReportsReused",
+__all__ = ["AgentStarted", "Event", "EventSink", "KindAndData", "LoopEvent", "ModeSuggested", "Note", "ReportsReused",
            "Resuming", "TurnRecorded", "TurnStarted", "WorktreeReady", "as_kind_and_data", "ignore"]

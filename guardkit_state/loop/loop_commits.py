@@ -50,6 +50,16 @@ class TurnCommits:
         rev = f"refs/heads/{self.branch}" if self.branch else "HEAD"
         return find_turn_commit(self.git, self.task_id, turn, rev=rev)
 
+    def missing(self, lifecycle: TurnLifecycle) -> str | None:
+        """Why the last recorded turn's commit, made by this run, is not on the branch (git's own
+        reason); None when it is there (or no turn is recorded)."""
+        state = lifecycle.task.state
+        if state is None or not state.turns or self.verified(state.turns[-1].turn):
+            return None
+        branch = self.branch or self.git.current_branch() or "HEAD"
+        why = self.last_error or "git made no commit of it"
+        return f"turn {state.turns[-1].turn}'s commit is not on {branch}: {why}"
+
     def _repair(self) -> str | None:
         """Restore a managed worktree's ``.git`` link an agent removed, and refuse to commit on any
         branch but :attr:`branch` (an agent that ran ``git switch``/``checkout --detach``); the

@@ -15,9 +15,9 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from guardkit_state.agents.protocol import Agent, stop_orphaned_agents
+from guardkit_state.agents.protocol import Agent, agent_name, stop_orphaned_agents
 from guardkit_state.config import ResolvedConfig, load_config
-from guardkit_state.errors import AgentError, GuardkitStateError, InputError, ResumeError
+from guardkit_state.errors import AgentError, GuardkitStateError, InputError
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
@@ -26,7 +26,7 @@ from guardkit_state.loop.agent_turn import (
     AgentRuns,
     ReadOnlyWatch,
     TurnBriefing,
-    agent_name,
+    adopt_report,
     coach_change,
     failure_kind,
     interrupted_note,
@@ -36,8 +36,8 @@ from guardkit_state.loop.command_line import build_argv
 from guardkit_state.loop.events import (
     AgentStarted,
     EventSink,
-    LoopNote,
     ModeSuggested,
+    Note,
     ReportsReused,
     Resuming,
     TurnRecorded,
@@ -48,7 +48,7 @@ from guardkit_state.loop.events import (
 from guardkit_state.loop.loop_commits import TurnCommits
 from guardkit_state.loop.outcome import LoopInterrupted, LoopResult
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
-from guardkit_state.loop.start import fresh_start_refused, preflight
+from guardkit_state.loop.start import Start, check_start, find_start, nothing_to_resume
 from guardkit_state.loop.worktree_watch import with_files_from_git
 from guardkit_state.model import Outcome, TurnMode
 from guardkit_state.store.fsio import (
@@ -58,17 +58,16 @@ from guardkit_state.store.fsio import (
     validate_task_id,
 )
 from guardkit_state.store.home import check_state_home
-from guardkit_state.store.jsonio import load_json
 from guardkit_state.store.layout import artifacts_dir, log_file
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile, read_task_settled
-from guardkit_state.taskfile.resolve import find_task
-from guardkit_state.turns.checks import check_may_continue, checked_max_turns, checked_timeout, checked_usd
+from guardkit_state.turns.checks import checked_max_turns, checked_timeout, checked_usd
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 from guardkit_state.turns.recorded_history import restore_recorded_history
 from guardkit_state.turns.resume import ResumePoint, resume_point
 from guardkit_state.turns.spend import over_limit
+from guardkit_state.turns.turn_state import TurnRun
 from guardkit_state.turns.verdicts import VERDICT_WORDS_KEY, describe_verdict_words
 
 log = logging.getLogger("guardkit_state.loop.run")
@@ -86,7 +85,6 @@ class LoopOptions:
     use_worktree: bool = True
     turn_timeout: float | None = None
     base_branch: str | None = None
-    index_budget: float = 2.0
     #: Take turns on a completed, cancelled, archived or approved task (refused otherwise).
     reopen: bool = False
     #: Stop once the agents' reported cost of this task's turns reaches this many USD, and start no
@@ -103,7 +101,6 @@ class LoopOptions:
     def __post_init__(self) -> None:
         checked_max_turns(self.max_turns)
         checked_timeout(self.turn_timeout)
-        checked_timeout(self.index_budget, name="index_budget")
         checked_usd(self.max_cost, name="max_cost")
         checked_usd(self.cost_before, name="cost_before", zero=True)
 
@@ -119,9 +116,9 @@ def run_task_loop(
 ) -> LoopResult:
     """Run the Player/Coach loop on ``task_id`` until it ends; see the module docstring.
 
-    ``on_event`` is called with each progress event (:mod:`guardkit_state.loop.events`); a
-    callback written for ``(kind, data)`` pairs is adapted with
-    :func:`~guardkit_state.loop.events.as_kind_and_data`.
+    ``on_event`` is called with each progress event (:mod:`guardkit_state.loop.events`): the one
+    place a caller plugs in what should follow a recorded turn (the CLI: the index). A callback
+    written for ``(kind, data)`` pairs is adapted with :func:`~guardkit_state.loop.events.as_kind_and_data`.
 
     Raises:
         ResumeError: ``resume`` with nothing to resume, or a fresh start over recorded turns.
@@ -185,39 +182,39 @@ class _Run:
     def note(self, text: str) -> None:
         self.result.notes.append(text)
         log.info("%s", text)
-        self.emit(LoopNote(text))
+        self.emit(Note(text))
 
     # -- setup -----------------------------------------------------------------------------
     def start(self) -> LoopResult:
         """Every refusal first (nothing exists yet), then the run itself, logged and under the lock."""
         check_state_home(self.repo_root)  # a .guardkit file, or a symlink leaving the repository
         self.config = load_config(self.repo_root)
-        options = self.options
-        preflight(self.repo_root, self.task_id, reopen=options.reopen, resume=options.resume,
-                  use_worktree=options.use_worktree, max_turns=options.max_turns)
         self.git = GitRepo.discover(self.repo_root)
+        found = find_start(self.repo_root, self.task_id, worktree=self.options.use_worktree and self.git is not None)
+        self._check_start(found.task, resume_point(found.task, found.store, max_turns=self.options.max_turns,
+                                                   reopen=self.options.reopen), own=found.own)
         check_loop_ids(self.repo_root, [self.task_id], git=self.git is not None)
-        if self.git is not None and options.base_branch is not None:
-            check_base_branch(self.git, options.base_branch)  # a usage error, before the log exists
+        if self.git is not None and self.options.base_branch is not None:
+            check_base_branch(self.git, self.options.base_branch)  # a usage error, before the log exists
         with logging_to(log_file(self.repo_root)), interrupts_as_exceptions():
-            self._run()
+            self._run(found)
         return self.result
 
-    def _run(self) -> None:
-        main_task_path = find_task(self.repo_root, self.task_id)
-        main_task = TaskFile.load(main_task_path)
+    def _check_start(self, task: TaskFile, point: ResumePoint, *, own: bool = True) -> None:
+        options = self.options
+        check_start(task, point, own=own, resume=options.resume, reopen=options.reopen, max_turns=options.max_turns)
+
+    def _run(self, found: Start) -> None:
         # The task's lock (the one TurnLifecycle.locked takes) is held from before the branch and
         # worktree are created: a second run of the task is refused by it, never by git halfway.
         with exclusive_lock(shared_lock_path(self.repo_root, self.task_id), holder=self.task_id):
-            lifecycle, checkout = self._prepare(main_task_path, main_task)
-            self._tidy(lifecycle, checkout)
+            lifecycle, checkout = self._prepare(found)
+            self._tidy(lifecycle)
             point = self._resume_point(lifecycle)
-            if point.action in ("closed", "out_of_turns"):
-                # The worktree copy says otherwise than the file read before it existed (re-created
-                # from its branch): refused all the same, before any agent runs.
-                check_may_continue(lifecycle.task, point.next_turn, reopen=self.options.reopen,
-                                   max_turns=lifecycle.max_turns, to="run more turns")
-            self._check_start(point)
+            # The same check on the copy the loop holds: a worktree re-created from its branch may
+            # say otherwise than the file read before it existed. Before any agent runs.
+            self._check_start(lifecycle.task, point)
+            self._resuming(point)
             if self.commits is not None and not self.options.resume:
                 self.commits.start_run()  # an earlier run's turn commits (merged since) are not this run's
             # Before the "finished" exit: a kill after the approving turn's append but before its
@@ -235,35 +232,32 @@ class _Run:
     def _verify_committed(self, lifecycle: TurnLifecycle) -> None:
         """An approval counts (exit 0) only once its turn commit, made by this loop, is on the branch;
         otherwise the result says git's own reason, and ``--resume`` commits it once that is fixed."""
-        state = lifecycle.task.state
-        if self.commits is None or self.result.outcome is not Outcome.APPROVED or state is None or not state.turns:
+        if self.commits is None or self.result.outcome is not Outcome.APPROVED:
             return
-        last = state.turns[-1].turn
-        if self.commits.verified(last):
+        self.result.commit_error = self.commits.missing(lifecycle)
+        if self.result.commit_error is None:
             return
-        assert self.git is not None  # commits exist only with git
-        branch = self.task_branch or self.git.current_branch() or "HEAD"
-        why = self.commits.last_error or "git made no commit of it"
-        self.result.commit_error = f"turn {last}'s commit is not on {branch}: {why}"
         self.result.reason = (f"{self.result.reason}, but {self.result.commit_error}; once that is fixed, "
                               f"'guardkit-state feature-build {self.task_id} --resume' commits it")
 
-    def _prepare(self, main_task_path: Path, main_task: TaskFile) -> tuple[TurnLifecycle, Path]:
+    def _prepare(self, found: Start) -> tuple[TurnLifecycle, Path]:
         """The checkout (worktree created or found) and the lifecycle of its task copy; under the lock."""
-        checkout = self._checkout(main_task)
+        checkout = self._checkout(found.task)
         self.result.checkout = checkout
         if self.git is not None:
             self.commits = TurnCommits(self.git, self.task_id, managed_worktree=self.managed_worktree,
                                        note=self.note, branch=self.task_branch)
-        task_path = checkout / main_task_path.relative_to(self.repo_root)
+        task_path = checkout / found.main_path.relative_to(self.repo_root)
         if not task_path.exists():
             task_path.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(main_task_path, task_path)
+            shutil.copy2(found.main_path, task_path)
             self.note(f"task file is not committed on the base branch; copied it into {checkout}")
-        # Loaded under the lock (so already what TurnLifecycle.locked would refresh it to), and
-        # settled: an editor saving in place at this instant must not number the next turn.
+        # Under the lock (so already what TurnLifecycle.locked would refresh it to), and settled: an
+        # editor saving in place at this instant must not number the next turn. The copy read before
+        # the lock is kept when the file is still the one read (confirmed by its identity).
         store = TurnStore(artifacts_dir(checkout, self.task_id), self.task_id)
-        task = read_task_settled(task_path, store)
+        task = found.task.confirmed(store) if found.task.path.exists() and task_path.samefile(found.task.path) else \
+            read_task_settled(task_path, store)
         lifecycle = TurnLifecycle(task, root=checkout, max_turns=self.options.max_turns)
         advice = self.config.suggest_mode(lifecycle.task.complexity)
         if advice is not None:
@@ -283,7 +277,7 @@ class _Run:
             worktree, how = manager.find(self.task_id, recorded)
             if worktree is None and not (task.state and task.state.turns):
                 # No worktree, no branch, no recorded turn: nothing to resume, so create nothing.
-                raise self._nothing_to_resume()
+                raise nothing_to_resume(self.task_id)
             if worktree is None:
                 worktree = manager.create(self.task_id, self.options.base_branch)
             elif worktree.notes == () and how:
@@ -302,12 +296,7 @@ class _Run:
         self.emit(WorktreeReady(worktree.path, worktree.branch))
         return worktree.path
 
-    def _nothing_to_resume(self) -> ResumeError:
-        return ResumeError(f"{self.task_id} has no loop state to resume; start it with "
-                           f"'guardkit-state feature-build {self.task_id} --player CMD --coach CMD'",
-                           task_id=self.task_id)
-
-    def _tidy(self, lifecycle: TurnLifecycle, checkout: Path) -> None:
+    def _tidy(self, lifecycle: TurnLifecycle) -> None:
         # Every directory the loop writes into atomically: the store, its scratch, the task's, the log's.
         removed = [path for directory in (lifecycle.store.directory, lifecycle.store.work_dir,
                                           lifecycle.task.path.parent, log_file(self.repo_root).parent)
@@ -322,23 +311,19 @@ class _Run:
             held = put_back_interrupted(self.git, self.task_id)  # the killed Coach's change is never the turn's
             if held is not None:
                 self.note(interrupted_note(held))
-                self.coach_changed = coach_change(held, checkout, lifecycle.store.directory)
+                self.coach_changed = coach_change(held, lifecycle.root, lifecycle.store.directory)
 
     def _resume_point(self, lifecycle: TurnLifecycle) -> ResumePoint:
         return resume_point(lifecycle.task, lifecycle.store, max_turns=lifecycle.max_turns,
                             reopen=self.options.reopen)
 
-    def _check_start(self, point: ResumePoint) -> None:
+    def _resuming(self, point: ResumePoint) -> None:
         if self.options.resume:
-            if point.action == "start":
-                raise self._nothing_to_resume()
             self.result.resumed_from = point
             self.emit(Resuming(point))
             log.info("resume %s: %s", self.task_id, point.describe())
             for text in point.notes:
                 self.note(text)
-        elif point.recorded_turns > 0 or point.action in ("complete_from_reports", "rerun_coach"):
-            raise fresh_start_refused(self.task_id, point.recorded_turns)
 
     # -- the loop --------------------------------------------------------------------------
     def _loop(self, lifecycle: TurnLifecycle, checkout: Path, point: ResumePoint) -> None:
@@ -425,11 +410,9 @@ class _Run:
         self._check_store(lifecycle, checkout)  # the agents ran in the checkout: a symlink they left is refused
         self._keep_recorded_history(lifecycle, number)
         task = lifecycle.task
-        profile = self.config.gate_profile(task.task_type, task.complexity)
-        return lifecycle.complete_turn(error=error, gate_profile=profile,
-                                       worktree_path=self.worktree_rel if self.managed_worktree else None,
-                                       base_branch=self.base_branch, failed_role=failed_role,
-                                       agent_runs=runs.runs)
+        run = TurnRun(error, failed_role, runs.runs, self.worktree_rel if self.managed_worktree else None,
+                      self.base_branch)
+        return lifecycle.complete_turn(run, gate_profile=self.config.gate_profile(task.task_type, task.complexity))
 
     @staticmethod
     def _check_store(lifecycle: TurnLifecycle, checkout: Path) -> None:
@@ -489,25 +472,10 @@ class _Run:
         self.emit(AgentStarted(number, role))
 
     def _adopt_report(self, lifecycle: TurnLifecycle, role: str, raw: Path, number: int) -> bool:
-        """On resume, record the report an agent finished before the kill instead of running it again.
-
-        The agent's own report file (``.work/<role>_report_N.json``) survives a kill that lands
-        between the agent's exit and the store's write; a valid one is that agent's finished work.
-        An invalid or missing one is ignored (the agent runs again).
-        """
-        if not raw.is_file():
-            return False
-        try:
-            data = load_json(raw)
-            if not isinstance(data, dict):
-                return False
-            (lifecycle.record_player if role == "player" else lifecycle.record_coach)(data)
-        except GuardkitStateError as exc:
-            log.info("turn %d of %s: %s report %s not reused (%s)", number, self.task_id, role, raw, exc)
-            return False
-        self.note(f"turn {number}: reused the {role.capitalize()}'s report {raw.name}, "
-                  "finished before the interruption")
-        return True
+        said = adopt_report(lifecycle, role, raw, number)
+        if said:
+            self.note(said)
+        return said is not None
 
     def _after_turn(self, lifecycle: TurnLifecycle, record: TurnRecord) -> None:
         commit = self.commits.commit(lifecycle, record, restored=self.restored) if self.commits is not None else None

@@ -264,7 +264,8 @@ def parse_plan(text: str, *, path: Path | str | None = None, parsed: ParsedYaml 
         SchemaError: a value a feature run relies on has the wrong type (every problem listed,
             the first one's JSON path and line on the error).
     """
-    from guardkit_state.plans.schema import check_plan_data, node_line
+    from guardkit_state.plans.schema import check_plan_data
+    from guardkit_state.yamltext.positions import node_line
     from guardkit_state.yamltext.strict_yaml import parse_yaml
 
     path = Path(path) if path is not None else None

@@ -25,9 +25,10 @@ from typing import Any
 import yaml
 
 from guardkit_state.errors import FeaturePlanError, ParseError, TaskNotFoundError
-from guardkit_state.plans.schema import node_line, raise_problems, schema_problems
+from guardkit_state.plans.schema import raise_problems, schema_problems
 from guardkit_state.store.json_paths import format_pointer
 from guardkit_state.yamltext.editor import Refusal, edit_yaml
+from guardkit_state.yamltext.positions import node_line
 from guardkit_state.yamltext.render import plain_data
 from guardkit_state.yamltext.strict_yaml import ParsedYaml, parse_yaml
 from guardkit_state.yamltext.verify import verify_write

@@ -15,10 +15,11 @@ from pathlib import Path
 from guardkit_state.errors import GuardkitStateError, ParseError, WaveError
 from guardkit_state.plans.guardkit_keys import stamp_problems
 from guardkit_state.plans.plan import PLAN_SUFFIX, parse_plan
-from guardkit_state.plans.schema import PlanProblem, node_line, schema_problems
+from guardkit_state.plans.schema import PlanProblem, schema_problems
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.store import fsio
 from guardkit_state.store.json_paths import format_pointer
+from guardkit_state.yamltext.positions import node_line
 from guardkit_state.yamltext.strict_yaml import parse_yaml
 
 

@@ -18,7 +18,7 @@ from guardkit_state.errors import InvalidTaskIdError, SchemaError
 from guardkit_state.store.fsio import validate_task_id
 from guardkit_state.store.json_paths import PathParts, format_pointer, sort_key
 from guardkit_state.store.schemas import problems_of
-from guardkit_state.yamltext.strict_yaml import node_line
+from guardkit_state.yamltext.positions import node_line
 
 #: The record kind (``schemas/feature_plan.schema.json``).
 PLAN_KIND = "feature_plan"
@@ -113,5 +113,5 @@ def raise_problems(problems: list[PlanProblem], path: Path | str | None, what: s
                       path=path, line=first.line, pointer=first.pointer, expected="a valid feature plan")
 
 
-__all__ = ["PLAN_KIND", "PlanProblem", "check_plan_data", "id_problems", "node_line", "raise_problems",
+__all__ = ["PLAN_KIND", "PlanProblem", "check_plan_data", "id_problems", "raise_problems",
            "schema_problems"]

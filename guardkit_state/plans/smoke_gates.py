@@ -21,10 +21,6 @@ plan's ``execution.smoke_gate_runs`` (one entry per wave, the latest), which ``s
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +28,7 @@ from typing import Any
 
 from guardkit_state.errors import FeaturePlanError
 from guardkit_state.plans.plan import FeaturePlan
+from guardkit_state.process.command import run_command
 
 #: GuardKit's defaults.
 DEFAULT_TIMEOUT = 120.0
@@ -158,27 +155,21 @@ def _bad(plan: FeaturePlan, key: str, expected: str, value: Any) -> FeaturePlanE
                             expected=expected)
 
 
-def run_smoke_gate(gate: SmokeGate, worktree: Path, wave: int, *, at: str = "") -> SmokeRun:
-    """Run ``gate``'s command in ``worktree`` (through the shell, in a session of its own, killed
-    with its whole process group at the timeout) and judge its exit code."""
+def run_smoke_gate(gate: SmokeGate, worktree: Path, wave: int, *, at: str = "",
+                   pid_file: Path | None = None) -> SmokeRun:
+    """Run ``gate``'s command in ``worktree`` (through the shell, in a session of its own, killed with
+    its whole process group at the timeout, as is what it leaves running) and judge its exit code.
+
+    ``pid_file`` records the gate while it runs: a run SIGKILLed meanwhile leaves it running, and the
+    next run stops it (:func:`~guardkit_state.process.command.stop_orphans`) before it runs a gate.
+    """
     started = time.monotonic()
-    proc = subprocess.Popen(["/bin/sh", "-c", gate.command], cwd=worktree, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=gate.timeout)
-        code: int | None = proc.returncode
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        code = None
-    except BaseException:  # Ctrl-C: the gate's processes go with the run
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        raise
-    text = out.decode("utf-8", "replace")[-OUTPUT_KEPT:]
-    return SmokeRun(wave, judge(gate, code), code, gate.expected_exit, time.monotonic() - started, text, at)
+    done = run_command(["/bin/sh", "-c", gate.command], cwd=worktree, timeout=gate.timeout, session=True,
+                       merge_stderr=True, keep_stdout=4 * OUTPUT_KEPT, pid_file=pid_file,
+                       what=f"the smoke gate after wave {wave}")
+    text = done.stdout.decode("utf-8", "replace")[-OUTPUT_KEPT:]
+    return SmokeRun(wave, judge(gate, done.returncode), done.returncode, gate.expected_exit,
+                    time.monotonic() - started, text, at)
 
 
 def judge(gate: SmokeGate, exit_code: int | None) -> str:

@@ -105,7 +105,7 @@ class WaveMerger:
         verdicts = GateVerdicts(self.repo, self.plan.feature_id)
         queue = MergeQueue(feature_repo, self.feature_branch, turn.number, gate, verdicts, message=message,
                            send_back=send_back, on_step=lambda step: self.note(step.describe()),
-                           runs_before=self._runs_before(feature_repo, turn.number))
+                           runs_before=self._runs_before(feature_repo, turn.number), note=self.note)
         landing = queue.land([Approved(task, self.repo.text("rev-parse", f"refs/heads/{branch_for(task)}"),
                                        turn.states[task].turns) for task in approved])
         pushed = self._push_send_backs(turn, sent)

@@ -43,8 +43,7 @@ from guardkit_state.features.progress import FeatureGit, TaskState, read_task_st
 from guardkit_state.git.merge import task_merges
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.index.after_turn import with_indexing
-from guardkit_state.loop.events import AgentStarted, LoopEvent, TurnRecorded, TurnStarted
+from guardkit_state.loop.events import AgentStarted, Event, EventSink, TurnRecorded, TurnStarted, ignore
 from guardkit_state.loop.run import LoopOptions, run_task_loop
 from guardkit_state.loop.session import interrupts_as_exceptions
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
@@ -84,8 +83,9 @@ Step = Literal["done", "worked", "wait"]
 
 def run_worker(repo_root: Path, feature: str, player: Agent, coach: Agent, options: WorkerOptions, *,
                on_note: Callable[[str], None] = lambda text: None,
-               on_event: Callable[[LoopEvent], None] = lambda event: None) -> WorkerResult:
-    """Work on ``feature`` through ``options.remote`` until it is merged or cannot go on."""
+               on_event: EventSink = ignore) -> WorkerResult:
+    """Work on ``feature`` through ``options.remote`` until it is merged or cannot go on; ``on_event``
+    hears the events of each task loop this worker runs (what follows a recorded turn plugs in there)."""
     repo = GitRepo.discover(repo_root)
     if repo is None:
         raise InputError(f"{repo_root} is not a git repository", path=repo_root, expected="a clone of the remote")
@@ -95,7 +95,7 @@ def run_worker(repo_root: Path, feature: str, player: Agent, coach: Agent, optio
 
 class _Worker:
     def __init__(self, repo: GitRepo, plan: FeaturePlan, player: Agent, coach: Agent, options: WorkerOptions,
-                 on_note: Callable[[str], None], on_event: Callable[[LoopEvent], None]) -> None:
+                 on_note: Callable[[str], None], on_event: EventSink) -> None:
         self.repo, self.plan, self.player, self.coach, self.options = repo, plan, player, coach, options
         self.feature = plan.feature_id
         self.waves = plan_waves(plan)
@@ -355,7 +355,7 @@ class _Worker:
                 self.note(f"{task}: {exc.message}; looking again")
                 return
 
-        def sink(event: LoopEvent) -> None:
+        def sink(event: Event) -> None:
             if isinstance(event, (TurnStarted, AgentStarted)) and task in self.lost:
                 raise ClaimLostError(f"{task}: the claim was taken over", path=self.repo.root)
             if isinstance(event, TurnRecorded):
@@ -368,8 +368,7 @@ class _Worker:
                               turn_timeout=self.options.turn_timeout, max_cost=self.options.max_cost,
                               continue_session=self.options.continue_session)
         try:
-            run_task_loop(self.repo.root, task, self.player, self.coach, options,
-                          on_event=with_indexing(sink, self.repo.root))
+            run_task_loop(self.repo.root, task, self.player, self.coach, options, on_event=sink)
             pushes.push()  # an approval committed on resume (no new turn) reaches the remote too
         except ClaimLostError as exc:
             self.note(f"{task}: {exc.message}")

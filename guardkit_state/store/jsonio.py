@@ -20,7 +20,7 @@ from typing import Any
 
 from guardkit_state.errors import ParseError, SchemaError
 from guardkit_state.store.fsio import MAX_FILE_BYTES, decode_utf8, read_bytes_capped
-from guardkit_state.store.schemas import check_record, format_pointer, validate_record
+from guardkit_state.store.schemas import format_pointer, validate_record
 
 #: Deepest nesting of arrays/objects accepted; real reports nest 4 levels.
 MAX_DEPTH = 64
@@ -305,12 +305,3 @@ def load_record(kind: str, path: Path) -> dict[str, Any]:
         SchemaError, SchemaVersionError: the record does not match the ``kind`` schema.
     """
     return validate_record(kind, load_json(path), path=path, plain=True)  # parsed JSON is plain
-
-
-def dump_record(kind: str, data: dict[str, Any], *, path: Path | None = None) -> str:
-    """The canonical text of a record we write: :func:`check_storable`,
-    :func:`~guardkit_state.store.schemas.check_record`, then :func:`dump_json`. ``path`` names the file
-    in a :class:`SchemaError`."""
-    check_storable(data, path=path)
-    check_record(kind, data, path=path)
-    return dump_json(data)

@@ -46,6 +46,8 @@ INDEX_DIR = _HOME / "index"
 REPORTS_DIR = _HOME / "reports"
 STATUS_CACHE_FILE = _HOME / "cache" / "status.json"
 LOG_FILE = _HOME / "logs" / "autobuild.log"
+#: What the last unexpected error (a fault of guardkit-state itself) left: versions and traceback.
+CRASH_LOG_FILE = _HOME / "logs" / "crash.log"
 #: The loop's scratch folder inside a task's turn-file folder (context, prompts, incoming reports).
 WORK_DIR = ".work"
 

@@ -142,15 +142,40 @@ def _normalise_turn_state(data: dict[str, Any], notes: _Notes) -> None:
         data["acceptance_criteria_status"] = {k: _mapped(v, _CRITERION_STATUS) for k, v in statuses.items()}
 
 
+def whole_number(value: Any) -> int | None:
+    """``value`` as an int when it is one: an int (never a bool), or a string of ASCII digits.
+
+    Hand-edited frontmatter quotes numbers (``turn: '1'``); that is still turn 1 everywhere.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isascii() and text.isdigit():
+            return int(text)
+    return None
+
+
+def _numbers(obj: dict[str, Any], names: tuple[str, ...]) -> None:
+    """Numbers an editor quoted (``'1'``) read as those numbers; anything else is the schema's to judge."""
+    for name in names:
+        if isinstance(obj.get(name), str) and whole_number(obj[name]) is not None:
+            obj[name] = whole_number(obj[name])
+
+
 def _normalise_autobuild_state(data: dict[str, Any], notes: _Notes) -> None:
-    if data.get("turns", ()) is None:
-        data["turns"] = []
-    if data.get("criteria", ()) is None:
-        data["criteria"] = {}
+    # An empty collection is nothing recorded yet, whatever its brackets (`turns: {}`, `criteria: []`).
+    for name, empty in (("turns", []), ("criteria", {})):
+        if name in data and not data[name]:
+            data[name] = empty
+    _numbers(data, ("current_turn", "max_turns"))
     turns = data.get("turns")
     for i, entry in enumerate(turns if isinstance(turns, list) else ()):  # a non-list is the schema's to report
         if isinstance(entry, dict):
             _rename(entry, "coach_decision", "decision", ("turns", i), notes)
+            _numbers(entry, ("turn",))
 
 
 _NORMALISERS: dict[str, Callable[[dict[str, Any], _Notes], None]] = {
@@ -183,4 +208,4 @@ def normalise(kind: str, data: Any, *, owned: bool = False, plain: bool = False)
     return out, notes.warnings
 
 
-__all__ = ["normalise"]
+__all__ = ["normalise", "whole_number"]

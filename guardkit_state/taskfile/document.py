@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import DuplicateKeyError, ParseError, TurnError
-from guardkit_state.model import AutobuildState, Criterion, whole_number
+from guardkit_state.model import AutobuildState, Criterion
 from guardkit_state.store import fsio
+from guardkit_state.store.legacy import whole_number
 from guardkit_state.store.turn_files import TurnStore
 
 # Criteria are read by their own module and files found by discovery.py; importing them from here
@@ -89,8 +90,10 @@ class TaskFile:
         return task
 
     @classmethod
-    def from_bytes(cls, raw: bytes, path: Path, *, warn: bool = True) -> TaskFile:
-        """Build a TaskFile from a file's bytes (as read from ``path``).
+    def from_bytes(cls, raw: bytes, path: Path, *, warn: bool = True,
+                   parsed: ParsedFrontmatter | None = None) -> TaskFile:
+        """Build a TaskFile from a file's bytes (as read from ``path``; ``parsed``: their parse, when
+        the caller made it).
 
         A key repeated in the frontmatter (GuardKit's whole-file re-dumps leave some) is read as its
         last value, as GuardKit reads it, with a one-line warning (``warn=False``: the caller reports
@@ -100,7 +103,7 @@ class TaskFile:
         # The reading of these very bytes this process last made (its own write's, verified, or a
         # read's): a file read again unchanged (a server answering calls, a feature's tasks) is not
         # parsed again. Only a file holding loop state is kept: the long frontmatters, read often.
-        known = recall(path, raw)
+        known = parsed or recall(path, raw)
         parsed = known if isinstance(known, ParsedFrontmatter) else parse_frontmatter(text, path=path, keep_last=True)
         if known is None and parsed.state_key is not None:
             remember(path, raw, parsed)
@@ -334,7 +337,7 @@ class TaskFile:
         if not update.touches_state:
             return
         self.state_key = update.key
-        self.state = AutobuildState.from_dict(self.data[update.key], key=update.key)
+        self.state = parsed.state(self.path)
         if not had_frontmatter:
             self.criteria = extract_criteria(self.data, self.body)
 

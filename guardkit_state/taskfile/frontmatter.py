@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from guardkit_state.errors import DuplicateKeyError, FrontmatterError
+from guardkit_state.errors import DuplicateKeyError, FrontmatterError, SchemaError
 from guardkit_state.model import LEGACY_STATE_KEY as LEGACY_STATE_KEY  # the state block's keys
 from guardkit_state.model import STATE_KEY as STATE_KEY
 from guardkit_state.model import STATE_KEYS as STATE_KEYS
 from guardkit_state.model import AutobuildState
+from guardkit_state.store.json_paths import format_pointer, parse_pointer
+from guardkit_state.store.schemas import validate_record
 
 if TYPE_CHECKING:  # YAML is imported where a text is parsed: a read answered from the caches parses none
     import yaml
@@ -176,30 +178,29 @@ class ParsedFrontmatter:
         return None
 
     def state(self, path: Path | str | None = None) -> AutobuildState | None:
-        """The state block, every value checked (None when the file has none).
+        """The state block, checked against its schema (None when the file has none).
 
         Raises:
-            FrontmatterError: a value of the block has an unexpected shape (naming its key).
+            FrontmatterError: a value of the block is not what the schema allows: its key's line,
+                its JSON path (``$.autobuild_state.turns[1].turn``) and what was expected.
         """
         key = self.state_key
         if key is None:
             return None
         try:
-            return AutobuildState.from_dict(self.data[key], key=key)
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
-            raise FrontmatterError(f"'{key}' has an unexpected shape: {exc}", path=path, line=self.line_of(key),
-                                   pointer=f"$.{key}", expected="current_turn: int and turns: a list of "
-                                   "{turn: int, decision: ...}") from exc
+            data = validate_record("autobuild_state", self.data[key] or {}, path=path, plain=True)
+        except SchemaError as exc:
+            parts = (key, *parse_pointer(exc.pointer or "$"))
+            raise FrontmatterError(exc.message, path=path, line=self.line_of(*parts), pointer=format_pointer(parts),
+                                   expected=exc.expected) from exc
+        return AutobuildState.from_dict(data, key=key)
 
-    def line_of(self, key: str) -> int | None:
-        """The file line of a top-level key, from the node marks."""
-        import yaml
+    def line_of(self, *parts: str | int) -> int | None:
+        """The file line of the value at ``parts`` (a key's own line for a mapping's), from the node
+        marks; else of the deepest of them that exists."""
+        from guardkit_state.yamltext.positions import node_line  # YAML's node classes: a read that parses
 
-        if isinstance(self.node, yaml.MappingNode):
-            for key_node, _ in self.node.value:
-                if getattr(key_node, "value", None) == key:
-                    return int(key_node.start_mark.line) + 1 + self.split.line_offset
-        return None
+        return node_line(self.node, parts, self.split.line_offset)
 
 
 def parse_frontmatter(text: str, *, path: Path | str | None = None, keep_last: bool = False) -> ParsedFrontmatter:

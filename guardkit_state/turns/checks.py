@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from guardkit_state.errors import FrontmatterError, InputError, shorten
-from guardkit_state.model import CoachDecision, PlayerReport, turn_sequence_problem
+from guardkit_state.model import CoachDecision, PlayerReport
 from guardkit_state.store.fsio import check_writable
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.turns.sent_back import pending_send_back
@@ -111,6 +111,24 @@ def check_task_writable(task: TaskFile) -> None:
     """
     task.check_writable()
     check_writable(task.path, len(task.text.encode("utf-8")))
+
+
+def turn_sequence_problem(numbers: list[int], where: str) -> str | None:
+    """What is wrong with a history's turn numbers (they must be 1, 2, ... n), or ``None``.
+
+    ``where`` (the file's name) goes into the sentence: ``turns jump from 1 to 3 in X.md; ...``.
+    """
+    previous = 0
+    for number in numbers:
+        if number <= previous:
+            if numbers.count(number) > 1:
+                return f"turn {number} is listed twice in {where}"
+            return f"turns go back from {previous} to {number} in {where}"
+        if number != previous + 1:
+            missing = f"turn {previous + 1} is" if number == previous + 2 else f"turns {previous + 1}-{number - 1} are"
+            return f"turns jump from {previous} to {number} in {where}; {missing} missing"
+        previous = number
+    return None
 
 
 def check_turn_history(task: TaskFile) -> None:

@@ -16,17 +16,14 @@ from typing import Any
 from guardkit_state.model import (
     AutobuildState,
     CoachDecision,
-    GateResult,
     Outcome,
-    PlayerReport,
     TurnEntry,
-    TurnMode,
     TurnState,
 )
 from guardkit_state.taskfile.splice import SpliceResult, StateUpdate
 from guardkit_state.turns.ledger import CriteriaLedger, ignored_ids_note
 from guardkit_state.turns.stall import Stall, TurnSignal, detect_stall, gate_signature
-from guardkit_state.turns.turn_state import assemble_turn_state
+from guardkit_state.turns.turn_state import TurnInputs, TurnRun, assemble_turn_state
 
 log = logging.getLogger("guardkit_state.turns.completion")
 
@@ -71,30 +68,6 @@ class TurnRecord:
 
 
 @dataclass(frozen=True)
-class TurnInputs:
-    """Everything a finished turn is judged from (gathered from memory or the files by the lifecycle)."""
-
-    task_id: str
-    feature_id: str | None
-    number: int
-    mode: TurnMode
-    started_at: str
-    max_turns: int
-    player: PlayerReport | None
-    coach: CoachDecision | None
-    ledger_before: CriteriaLedger
-    #: The stall detector's signals of the turns before this one (a window's worth at most).
-    history: list[TurnSignal]
-    error: str | None = None
-    gate_results: list[GateResult] = field(default_factory=list)
-    promises_source: int | None = None
-    #: With ``error``: the role whose agent failed.
-    failed_role: str | None = None
-    #: Agent runs the loop measured (role -> run), for a role whose report does not carry its own.
-    agent_runs: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class FinishedTurn:
     """A turn as it will be recorded: its state, the ledger after it, its stall and outcome, its entry."""
 
@@ -110,14 +83,7 @@ def finish_turn(inputs: TurnInputs, completed_at: str) -> FinishedTurn:
     player, coach, error, number = inputs.player, inputs.coach, inputs.error, inputs.number
     ledger_before = inputs.ledger_before
     ledger = ledger_before.apply_coach(number, coach) if coach is not None and error is None else ledger_before
-    state = assemble_turn_state(
-        task_id=inputs.task_id, feature_id=inputs.feature_id, turn=number, mode=inputs.mode,
-        player=player, coach=None if error else coach, ledger=ledger, ledger_before=ledger_before,
-        started_at=inputs.started_at, completed_at=completed_at, error=error, gate_results=inputs.gate_results,
-        promises_source=inputs.promises_source,
-        lacks_promises=player is not None and not player.completion_promises,
-        failed_role=inputs.failed_role, agent_runs=inputs.agent_runs,
-    )
+    state = assemble_turn_state(inputs, ledger, completed_at)
     stall = detect_stall([*inputs.history, TurnSignal(number, state.feedback_signature, state.verified_count,
                                                       gate_signature(state.gate_results))])
     outcome = _outcome(state, stall, number, inputs.max_turns)
@@ -145,36 +111,25 @@ def _note_ignored_criteria(state: TurnState, ledger_before: CriteriaLedger, coac
     state.extra.setdefault(WARNINGS_KEY, []).append(note)
 
 
-@dataclass(frozen=True)
-class Placement:
-    """Where the turn goes in the task file, and the values a loop adds to its state block."""
-
-    state_key: str
-    state: AutobuildState | None
-    max_turns: int
-    started_at: str
-    worktree_path: str | None = None
-    base_branch: str | None = None
-
-
-def state_update(finished: FinishedTurn, where: Placement) -> StateUpdate:
-    """The frontmatter change that records ``finished``: its entry appended, scalars and status set."""
-    state, entry, outcome = where.state, finished.entry, finished.outcome
+def state_update(finished: FinishedTurn, inputs: TurnInputs, key: str, state: AutobuildState | None) -> StateUpdate:
+    """The frontmatter change that records ``finished`` in the state block ``key`` (now ``state``): its
+    entry appended, scalars (where the loop ran it) and status set."""
+    entry, outcome = finished.entry, finished.outcome
     scalars: dict[str, Any] = {"current_turn": entry.turn, "last_updated": entry.timestamp}
-    if state is None or state.max_turns != where.max_turns:
-        scalars["max_turns"] = where.max_turns
-    if where.worktree_path is not None:
-        scalars["worktree_path"] = where.worktree_path
-    if where.base_branch is not None:
-        scalars["base_branch"] = where.base_branch
+    if state is None or state.max_turns != inputs.max_turns:
+        scalars["max_turns"] = inputs.max_turns
+    if inputs.run.worktree_path is not None:
+        scalars["worktree_path"] = inputs.run.worktree_path
+    if inputs.run.base_branch is not None:
+        scalars["base_branch"] = inputs.run.base_branch
     if state is None or not state.started_at:
-        scalars["started_at"] = where.started_at
+        scalars["started_at"] = inputs.started_at
     if outcome is not None:
         scalars["outcome"] = outcome.value
     elif state is not None and state.extra.get("outcome"):
         scalars["outcome"] = None
     return StateUpdate(
-        key=where.state_key,
+        key=key,
         block_scalars=scalars,
         criteria=finished.ledger.statuses() or None,
         # The last turns this process knows are recorded ride along: TaskFile.apply drops those
@@ -201,5 +156,5 @@ def _summary_line(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-__all__ = ["RESTORABLE_TURNS", "WARNINGS_KEY", "FinishedTurn", "Placement", "TurnInputs", "TurnRecord", "finish_turn",
+__all__ = ["RESTORABLE_TURNS", "WARNINGS_KEY", "FinishedTurn", "TurnInputs", "TurnRecord", "TurnRun", "finish_turn",
            "state_update"]

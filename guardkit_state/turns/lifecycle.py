@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,16 +39,12 @@ from guardkit_state.turns.checks import (
     checked_max_turns,
 )
 from guardkit_state.turns.clock import utc_now
-from guardkit_state.turns.completion import (
-    Placement,
-    TurnInputs,
-    TurnRecord,
-    finish_turn,
-    state_update,
-)
+from guardkit_state.turns.completion import TurnRecord, finish_turn, state_update
 from guardkit_state.turns.intake import CheckedReport, IncomingTurn, check_report, named_turn, require_valid
 from guardkit_state.turns.promises import promises_source
 from guardkit_state.turns.turn_state import (
+    TurnInputs,
+    TurnRun,
     apply_criteria_verdict,
     apply_gate_verdict,
     gate_inputs,
@@ -162,31 +158,20 @@ class TurnLifecycle(TurnView):
                          checked=True, canonical=report.canonical)
         return report.record
 
-    def complete_turn(
-        self,
-        *,
-        error: str | None = None,
-        gate_profile: GateProfile | None = None,
-        worktree_path: str | None = None,
-        base_branch: str | None = None,
-        failed_role: str | None = None,
-        agent_runs: dict[str, dict[str, Any]] | None = None,
-    ) -> TurnRecord:
+    def complete_turn(self, run: TurnRun | None = None, *, gate_profile: GateProfile | None = None) -> TurnRecord:
         """Assemble the turn state, write it, and append the turn to the frontmatter.
 
-        Reports not recorded in this process are read back from the files (resume). With
-        ``error`` the turn is recorded with decision ``error`` (an agent failed) and the reason.
-        With ``gate_profile`` the turn's measurements are judged against its thresholds; a Coach
-        approval with a failed required gate is recorded as feedback naming the gate.
-        ``failed_role`` names the agent behind ``error``; ``agent_runs`` are runs the caller measured.
+        Reports not recorded in this process are read back from the files (resume). ``run`` is what
+        the loop knows beyond them (:class:`~guardkit_state.turns.turn_state.TurnRun`): with its
+        ``error`` the turn is recorded with decision ``error`` (an agent failed) and the reason. With
+        ``gate_profile`` the turn's measurements are judged against its thresholds; a Coach approval
+        with a failed required gate is recorded as feedback naming the gate.
         """
         active = self._require_active()
-        inputs = replace(self._turn_inputs(active, error, gate_profile), failed_role=failed_role,
-                         agent_runs=dict(agent_runs or {}))
+        inputs = self._turn_inputs(active, run or TurnRun(), gate_profile)
         finished = finish_turn(inputs, utc_now())
-        where = Placement(self.task.state_key or STATE_KEY, self.task.state, self.max_turns,
-                          active.started_at, worktree_path, base_branch)
-        splice = self._write_turn(finished.state, state_update(finished, where))
+        update = state_update(finished, inputs, self.task.state_key or STATE_KEY, self.task.state)
+        splice = self._write_turn(finished.state, update)
         number, entry, ledger, outcome = active.number, finished.entry, finished.ledger, finished.outcome
         self._active = None
         log.info("turn %d of %s recorded: %s (%d/%d criteria verified)%s", number, self.task_id, entry.decision,
@@ -196,9 +181,9 @@ class TurnLifecycle(TurnView):
         return TurnRecord(finished.state, entry, ledger, inputs.ledger_before, outcome, finished.stall, splice,
                           self._written(inputs), inputs.promises_source)
 
-    def _turn_inputs(self, active: ActiveTurn, error: str | None, gate_profile: GateProfile | None) -> TurnInputs:
+    def _turn_inputs(self, active: ActiveTurn, run: TurnRun, gate_profile: GateProfile | None) -> TurnInputs:
         """The active turn's reports (from memory, else its files), gates, ledger, stall window, promises."""
-        number = active.number
+        number, error = active.number, run.error
         player = active.player or self.store.read_player(number)
         coach = active.coach or self.store.read_coach(number)
         if error is None and (player is None or coach is None):
@@ -219,7 +204,7 @@ class TurnLifecycle(TurnView):
             task_id=self.task_id, feature_id=self.task.feature_id, number=number, mode=active.mode,
             started_at=_started_at(active, self.store, number), max_turns=self.max_turns, player=player,
             coach=coach, ledger_before=ledger_before, history=history.stall_history(number),
-            error=error, gate_results=gate_results, promises_source=source)
+            run=run, gate_results=gate_results, promises_source=source)
 
     def _written(self, inputs: TurnInputs) -> list[Path]:
         """The files the turn wrote or took over: the reports on disk, its turn state, the task file."""
@@ -323,17 +308,7 @@ def record_turn(
     lifecycle = TurnLifecycle(task, root=root, max_turns=checked_max_turns(max_turns))
     resolve_inside(Path(root), lifecycle.store.directory)  # nor through .guardkit/autobuild[/TASK] symlinked out
     incoming = IncomingTurn(lifecycle.task_id, player, coach, player_path, coach_path)
-    try:
-        _check(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
-    except GuardkitStateError:
-        # Before blaming the reports or the task, read the file once more, settled: an editor
-        # saving it in place may have been caught half-way. The refusal stands on the same file.
-        time.sleep(RESETTLE_PAUSES[0])
-        again = read_task_settled(lifecycle.task.path, lifecycle.store)
-        if again.text == lifecycle.task.text:
-            raise
-        lifecycle.task = again
-        _check(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
+    _check_settled(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
     with lifecycle.locked():
         player_rec, coach_rec = _check(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
         pending = _completable(lifecycle) if _follows_completable(lifecycle, incoming) else None
@@ -348,6 +323,20 @@ def record_turn(
             # A record is all or nothing: reports of a turn its task file does not list go again.
             _discard_unlisted(lifecycle, number, ("player_turn", "coach_turn", "turn_state"))
             raise
+
+
+def _check_settled(lifecycle: TurnLifecycle, incoming: IncomingTurn, *, reopen: bool, max_turns: int | None) -> None:
+    """:func:`_check` before the lock; a refusal stands only on the file read again, settled: an editor
+    saving it in place may have been caught half-way (before blaming the reports or the task)."""
+    try:
+        _check(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
+    except GuardkitStateError:
+        time.sleep(RESETTLE_PAUSES[0])
+        again = read_task_settled(lifecycle.task.path, lifecycle.store)
+        if again.text == lifecycle.task.text:
+            raise
+        lifecycle.task = again
+        _check(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
 
 
 def _check(lifecycle: TurnLifecycle, incoming: IncomingTurn, *, reopen: bool,

