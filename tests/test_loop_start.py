@@ -19,7 +19,7 @@ from guardkit_state.loop import start as loop_start
 from guardkit_state.loop.events import Event, TurnStarted
 from guardkit_state.loop.run import LoopOptions, run_task_loop
 from guardkit_state.store import fsio
-from guardkit_state.taskfile import frontmatter
+from guardkit_state.yamltext import strict_yaml
 
 from .test_loop import TASK, _repo, coach_verifying, scripted_player
 
@@ -29,7 +29,8 @@ def _count_before_turn_1(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter[str],
     ``on_event`` that says when it does."""
     calls: Counter[str] = Counter()
     started = [False]
-    real_read, real_parse = fsio.read_bytes_capped, frontmatter.parse_yaml
+    # The frontmatter reader imports the parser where it parses: it is counted at its home.
+    real_read, real_parse = fsio.read_bytes_capped, strict_yaml.parse_yaml
 
     def read(path: Path, **kwargs: Any) -> bytes:
         if not started[0] and Path(path).suffix == ".md":
@@ -44,7 +45,7 @@ def _count_before_turn_1(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter[str],
         started[0] = started[0] or isinstance(event, TurnStarted)
 
     monkeypatch.setattr(fsio, "read_bytes_capped", read)
-    monkeypatch.setattr(frontmatter, "parse_yaml", parse)
+    monkeypatch.setattr(strict_yaml, "parse_yaml", parse)
     return calls, on_event
 
 
