@@ -30,6 +30,7 @@ from guardkit_state.index.words import tokens
 from guardkit_state.store.fsio import atomic_write_bytes, ensure_private_dir, read_bytes_capped
 from guardkit_state.store.layout import status_cache_file
 from guardkit_state.store.stat_cache import writes_enabled
+from guardkit_state.taskfile.read_scope import generation
 
 #: Bumped whenever a record's or the index's shape changes: an older cache is rebuilt, never misread.
 CACHE_VERSION = 3
@@ -213,24 +214,30 @@ def _decode_counts(text: str) -> dict[int, int]:
     return found
 
 
-#: This process's index, by checkout, with the fingerprint it was read at: a long-running process
-#: (the MCP server) searches it again without reading the cache file while no file changed.
-_MEMO: dict[str, tuple[str, ScanIndex]] = {}
+#: This process's index, by checkout, with the fingerprint it was read at and the generation of
+#: the checkout's watch then (:func:`~guardkit_state.taskfile.read_scope.generation`): a long-running
+#: process (the MCP server) searches it again without reading the cache file while no file changed,
+#: and without a stat of every file while its watch says nothing changed.
+_MEMO: dict[str, tuple[str, int | None, ScanIndex]] = {}
 
 
 def cached_index(root: Path, load: Callable[[], list[IndexRecord]], *, rebuild: bool = False) -> ScanIndex:
     """The index of the records ``load`` reads from the files of ``root`` (from the cache while no
     file changed; ``rebuild``: from the files, the cache found damaged)."""
-    fingerprint = fingerprint_text(source_fingerprint(root))
     key = os.path.abspath(root)
+    watched = generation(Path(key).resolve())  # asked before anything is read: a change meanwhile moves it
     known = _MEMO.get(key)
+    if known is not None and not rebuild and watched is not None and known[1] == watched:
+        return known[2]
+    fingerprint = fingerprint_text(source_fingerprint(root))
     if known is not None and known[0] == fingerprint and not rebuild:
-        return known[1]
+        _MEMO[key] = (fingerprint, watched, known[2])
+        return known[2]
     index = None if rebuild else _load(root, fingerprint)
     if index is None:
         index = ScanIndex.build(load())
         _save(root, fingerprint, index)
-    _MEMO[key] = (fingerprint, index)
+    _MEMO[key] = (fingerprint, watched, index)
     return index
 
 
