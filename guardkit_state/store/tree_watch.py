@@ -24,8 +24,6 @@ callers' (:func:`guardkit_state.taskfile.read_scope.watch_reads`).
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import errno
 import logging
 import os
@@ -35,6 +33,10 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # ctypes is loaded by a process that watches (a server), never by a command
+    import ctypes
 
 log = logging.getLogger("guardkit_state.store.tree_watch")
 
@@ -85,7 +87,7 @@ class TreeWatch:
             return
         fd = self._libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
         if fd < 0:
-            self._distrust(f"inotify_init1: {os.strerror(ctypes.get_errno())}")
+            self._distrust(f"inotify_init1: {os.strerror(_errno())}")
             return
         self._fd = fd
         self._replan()
@@ -196,7 +198,7 @@ class TreeWatch:
             return False
         wd = self._libc.inotify_add_watch(self._fd, os.fsencode(folder), _MASK)
         if wd < 0:
-            code = ctypes.get_errno()
+            code = _errno()
             if code in (errno.ENOENT, errno.ENOTDIR):
                 return False
             self._distrust(f"inotify_add_watch {folder}: {os.strerror(code)}")  # ENOSPC: the watch limit
@@ -212,9 +214,18 @@ def _is_symlink(path: str) -> bool:
         return False
 
 
+def _errno() -> int:
+    import ctypes
+
+    return ctypes.get_errno()
+
+
 def _libc() -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.inotify_init1.argtypes = [ctypes.c_int]

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from guardkit_state.store import layout, stat_cache, tree_watch
+from guardkit_state.store import layout, stat_cache
+
+if TYPE_CHECKING:
+    from guardkit_state.store.tree_watch import Watched
 
 _T = TypeVar("_T")
 #: What one read-only command already listed or read (see :func:`listing_scope`); None outside one.
@@ -74,6 +78,8 @@ def watch_reads(root: Path | str) -> None:
     aside), each loop worktree's ``tasks/`` and ``.guardkit/``, and git's refs, worktrees and the
     files at the top of its folder (``HEAD``, ``packed-refs``). A long-running process only (the MCP
     server): a reader keeps what it derived while :func:`generation` stays the same."""
+    from guardkit_state.store import tree_watch
+
     checkout = Path(root).resolve()
     tree_watch.start(os.fspath(checkout), partial(_watched, checkout))
 
@@ -81,13 +87,14 @@ def watch_reads(root: Path | str) -> None:
 def generation(root: Path | str) -> int | None:
     """The number that moves whenever anything :func:`watch_reads` watches for ``root`` changed;
     None when this process does not watch it (a command), or cannot trust its watch."""
-    return tree_watch.generation(os.fspath(root))
+    # A process that watches has imported the watch; a command never loads it (nor ctypes).
+    tree_watch = sys.modules.get("guardkit_state.store.tree_watch")
+    return None if tree_watch is None else tree_watch.generation(os.fspath(root))
 
 
-def _watched(checkout: Path) -> list[tree_watch.Watched]:
+def _watched(checkout: Path) -> list[Watched]:
     from guardkit_state.git.checkouts import common_git_dir, worktrees_home
-
-    Watched = tree_watch.Watched
+    from guardkit_state.store.tree_watch import Watched
     home = worktrees_home(checkout) / layout.WORKTREES_DIR
     checkouts = [checkout]
     with contextlib.suppress(OSError):
