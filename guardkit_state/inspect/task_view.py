@@ -191,20 +191,20 @@ def continuation_context(repo_root: Path | str, task_id: str, turn: int | None =
         InputError: ``turn`` is not one of 1 .. the next turn.
     """
     from guardkit_state.config import load_config, render_player_role_section
-    from guardkit_state.turns.lifecycle import TurnLifecycle
+    from guardkit_state.turns.view import TurnView  # the read side: the writing (lifecycle) is not loaded
 
     with listing_scope():
         location = locate_task(repo_root, task_id)
         task, _ = location.load()
-    lifecycle = TurnLifecycle(task, root=location.checkout)
-    next_turn = lifecycle.recorded_turns + 1
+    view = TurnView(task, root=location.checkout)
+    next_turn = view.recorded_turns + 1
     # Turn 0 is out of range too (not "the next turn"): only an absent turn means the next.
     number = next_turn if turn is None else turn
     if number < 1 or number > next_turn:
         raise InputError(f"turn {number} is out of range", task_id=task_id, expected=f"1..{next_turn}")
     # The same text the loop writes, Player role section included.
     role_section = render_player_role_section(load_config(Path(repo_root).resolve()))
-    return ContinuationContext(location, number, lifecycle.context_for(number, role_section=role_section))
+    return ContinuationContext(location, number, view.context_for(number, role_section=role_section))
 
 
 @dataclass(frozen=True)

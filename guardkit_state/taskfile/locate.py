@@ -153,7 +153,8 @@ def feature_branch_of_task(repo: GitRepo, root: Path | str, task_id: str) -> tup
 def _unmerged(repo: GitRepo, branch: str) -> bool:
     """True when ``branch`` exists and is not part of HEAD (False when git cannot tell)."""
     with contextlib.suppress(GuardkitStateError):
-        return repo.branch_exists(branch) and not is_ancestor(repo, branch, "HEAD")
+        # Whether it exists, from the autobuild/ branches the read listed once (no git call of its own).
+        return branch in autobuild_branches_at(repo.root) and not is_ancestor(repo, branch, "HEAD")
     return False
 
 
