@@ -214,7 +214,7 @@ def task_copies(repo_root: Path | str, task_id: str, special: list[Path] | None 
     if special is not None:
         special.extend(listing.special)
     root = Path(repo_root)
-    return [Path(path) for path in listing.named(task_id) if names_task(Path(path), task_id, root)]
+    return [path for path in map(Path, listing.named(task_id)) if names_task(path, task_id, root)]
 
 
 def loop_worktrees(home: Path | str) -> list[os.DirEntry[str]]:
