@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import GuardkitStateError, InputError
 from guardkit_state.inspect.agent_costs import TaskCost, task_cost
-from guardkit_state.inspect.turn_reports import describe_evidence
 from guardkit_state.taskfile.discovery import listing_scope
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.locate import TaskLocation, locate_task
@@ -167,6 +166,8 @@ def _last_evidence(store: TurnStore, recorded: int) -> tuple[int, str, str] | No
         data = store.read_evidence(turns[-1])
     except GuardkitStateError as exc:
         return turns[-1], str(path), f"unreadable: {exc}"
+    from guardkit_state.inspect.turn_reports import describe_evidence  # here: only a task with Coach evidence
+
     return turns[-1], str(path), describe_evidence(data) if data is not None else "gone since it was listed"
 
 

@@ -19,7 +19,6 @@ exist, so commands can say so.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
@@ -276,6 +275,8 @@ def _matches(root: Path, task_id: str) -> tuple[str, list[Path]]:
 def close_ids(ref: str, known: Sequence[str], *, shown: int = 3) -> list[str]:
     """The ids of ``known`` an unknown ``ref`` most likely meant (case aside, a character or two
     off: ``TASK-CR-077`` -> ``TASK-CR-007``), closest first; at most ``shown``."""
+    import difflib  # here: only an id no file has asks for it
+
     folded = {k.casefold(): k for k in known}
     return [folded[k] for k in difflib.get_close_matches(ref.casefold(), list(folded), n=shown, cutoff=0.8)]
 
