@@ -23,6 +23,7 @@ from guardkit_state.store.layout import features_dir, tasks_dir
 from guardkit_state.store.stat_cache import signature
 from guardkit_state.taskfile.discovery import (
     STATE_MARKERS,
+    TaskEntry,
     declared_id,
     listing_scope,
     loop_worktrees,
@@ -232,7 +233,7 @@ def _unreadable(path: Path, relpath: str, in_worktree: bool, exc: GuardkitStateE
                        total=0, outcome=None, in_worktree=in_worktree, error=str(exc)).to_dict()
 
 
-def _task_files(root: str) -> Iterator[tuple[os.DirEntry[str], str, str, str | None]]:
+def _task_files(root: str) -> Iterator[tuple[TaskEntry, str, str, str | None]]:
     """(entry, cache key, path relative to its checkout, the worktree's task id or None) per ``*.md``.
 
     A loop's worktree (``.guardkit/worktrees/TASK-X``) is a full checkout: only TASK-X's own files
