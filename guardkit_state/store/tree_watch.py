@@ -114,9 +114,6 @@ class TreeWatch:
 
     def close(self) -> None:
         with self._lock:
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
             self._distrust("closed")
 
     def _distrust(self, why: str) -> None:
@@ -124,6 +121,9 @@ class TreeWatch:
             log.debug("not watching for changes: %s", why)
         self.trusted = False
         self.why_not = self.why_not or why
+        if self._fd >= 0:  # its watches are the user's (a limited number): given back at once
+            os.close(self._fd)
+            self._fd = -1
 
     def _drain(self) -> None:
         while self.trusted:
