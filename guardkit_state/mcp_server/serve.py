@@ -93,10 +93,10 @@ def _one_read(fn: _F) -> _F:
     the call (never across calls: the next call sees every file changed since); the read caches
     saved when it ends (see :func:`~guardkit_state.taskfile.discovery.listing_scope`).
 
-    The answer is made into the tool's result here, as the SDK makes it (its JSON text, indented,
-    and the answer as the structured content), once per answer: an answer kept unchanged
-    (:func:`answers._kept`) is sent again without being serialised and checked again, which for
-    ``status`` (~190 KB) was most of a call."""
+    The answer is made into the tool's result here (its JSON text, compact: the same JSON in fewer
+    bytes and an agent's tokens, and the answer as the structured content), once per answer: an
+    answer kept unchanged (:func:`answers._kept`) is sent again without being serialised and
+    checked again, which for ``status`` (~190 KB) was most of a call."""
     last: list[tuple[object, CallToolResult]] = []
 
     @functools.wraps(fn)
@@ -105,7 +105,7 @@ def _one_read(fn: _F) -> _F:
             answer = fn(*args, **kwargs)
         if last and last[0][0] is answer:
             return last[0][1]
-        text = pydantic_core.to_json(answer, fallback=str, indent=2).decode()
+        text = pydantic_core.to_json(answer, fallback=str).decode()
         result = CallToolResult(content=[TextContent(type="text", text=text)], structured_content=answer)
         last[:] = [(answer, result)]
         return result
