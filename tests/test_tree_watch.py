@@ -59,6 +59,8 @@ def test_every_kind_of_change_moves_the_generation(checkout: Path) -> None:
         lambda: subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
                                 "-m", "x"], cwd=checkout, check=True),
         lambda: subprocess.run(["git", "branch", "autobuild/TASK-A-1"], cwd=checkout, check=True),
+        lambda: (checkout / ".git" / "guardkit-state" / "turn-commits").mkdir(parents=True),
+        lambda: (checkout / ".git" / "guardkit-state" / "turn-commits" / "TASK-A-1").write_text("sha 1\n"),  # a ledger
     ]
     for number, change in enumerate(changes):
         assert _moves(checkout, change), f"change {number} was not seen"

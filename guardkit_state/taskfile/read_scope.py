@@ -75,9 +75,10 @@ _UNREAD = frozenset({"cache", "logs", "index", "graphiti", "worktrees"})
 def watch_reads(root: Path | str) -> None:
     """From now on this process watches what its reads of the checkout ``root`` answer from
     (:mod:`guardkit_state.store.tree_watch`): ``tasks/``, ``.guardkit/`` (its caches, log and index
-    aside), each loop worktree's ``tasks/`` and ``.guardkit/``, and git's refs, worktrees and the
-    files at the top of its folder (``HEAD``, ``packed-refs``). A long-running process only (the MCP
-    server): a reader keeps what it derived while :func:`generation` stays the same."""
+    aside), each loop worktree's ``tasks/`` and ``.guardkit/``, and git's refs, worktrees, the loop's
+    turn-commit ledgers and the files at the top of its folder (``HEAD``, ``packed-refs``). A
+    long-running process only (the MCP server): a reader keeps what it derived while
+    :func:`generation` stays the same."""
     from guardkit_state.store import tree_watch
 
     checkout = Path(root).resolve()
@@ -105,9 +106,10 @@ def _watched(checkout: Path) -> list[Watched]:
         found += [Watched(os.fspath(tree), deep=False), Watched(os.fspath(tree / layout.TASKS_DIR)),
                   Watched(os.fspath(tree / layout.GUARDKIT_DIR), skip=_UNREAD)]
     git = common_git_dir(checkout)
-    if git is not None:
+    if git is not None:  # the refs, the worktrees' heads, the loop's turn-commit ledgers
+        ours = layout.TURN_COMMITS_IN_GIT_DIR.parts[0]
         found += [Watched(os.fspath(git), deep=False), *(Watched(os.fspath(git / name))
-                                                          for name in ("refs", "worktrees", "reftable"))]
+                                                          for name in ("refs", "worktrees", "reftable", ours))]
     return found
 
 
