@@ -17,9 +17,11 @@ from guardkit_state.store.turn_files import artifacts_dir
 from guardkit_state.taskfile.discovery import (
     STATE_MARKERS,
     iter_task_files,
+    listing_scope,
     loop_worktrees,
     own_task_files,
     task_copies,
+    task_entries,
     walk_markdown,
 )
 from guardkit_state.taskfile.frontmatter import STATE_KEYS
@@ -160,3 +162,62 @@ def test_the_task_lock_is_in_gits_common_dir_or_beside_the_turn_files(tmp_path: 
     expected = repo.resolve() / ".git/guardkit-state/locks/TASK-A-1.lock"
     assert shared_lock_path(repo, "TASK-A-1") == expected
     assert shared_lock_path(repo / "src", "TASK-A-1") == expected  # asked of git from a subfolder
+
+
+# ------------------------------------------------------------- the listing kept between commands
+
+
+def _next_command_lists(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
+    """What a new command's listing of ``root/tasks`` holds, and the folders it had to list."""
+    from guardkit_state.store import stat_cache
+    from guardkit_state.taskfile import discovery
+
+    monkeypatch.setattr(stat_cache, "_LOADED", {})  # a new process: nothing in memory
+    monkeypatch.setattr(discovery, "_LAST", {})
+    listed: list[str] = []
+    real = os.scandir
+
+    def scandir(path: str) -> object:
+        listed.append(Path(path).relative_to(root).as_posix())
+        return real(path)
+
+    monkeypatch.setattr(discovery.os, "scandir", scandir)
+    with listing_scope():
+        found = [Path(entry.path).relative_to(root).as_posix() for entry in task_entries(root)]
+    monkeypatch.setattr(discovery.os, "scandir", real)
+    return found, listed
+
+
+def test_a_command_lists_only_the_folders_changed_since_the_last(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.store import stat_cache
+
+    monkeypatch.setattr(stat_cache, "RACY_NS", 0)  # the fixture's folders count as settled
+    every = ["tasks/backlog/TASK-A-1-real.md", "tasks/backlog/README.md", "tasks/backlog/sub/TASK-A-2.md"]
+    found, listed = _next_command_lists(repo, monkeypatch)
+    assert sorted(found) == sorted(every) and found == _names(repo)
+    assert sorted(listed) == ["tasks", "tasks/backlog", "tasks/backlog/sub"]
+    found, listed = _next_command_lists(repo, monkeypatch)  # nothing changed: no folder listed
+    assert found == _names(repo) and listed == []
+    write(repo / "tasks/backlog/sub/TASK-A-3.md", task_text("TASK-A-3", "backlog", turns=1))
+    os.rename(repo / "tasks/backlog/TASK-A-1-real.md", repo / "tasks/backlog/sub/TASK-A-1-real.md")
+    (repo / "tasks/in_review").mkdir()
+    found, listed = _next_command_lists(repo, monkeypatch)
+    assert found == _names(repo) and "tasks/backlog/sub/TASK-A-3.md" in found
+    assert "tasks/backlog/TASK-A-1-real.md" not in found and "tasks/backlog/sub/TASK-A-1-real.md" in found
+    assert sorted(listed) == ["tasks", "tasks/backlog", "tasks/backlog/sub", "tasks/in_review"]
+
+
+def test_a_folder_holding_a_symlink_or_a_fifo_is_listed_by_every_command(repo: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.store import stat_cache
+
+    monkeypatch.setattr(stat_cache, "RACY_NS", 0)
+    target = repo / "tasks" / "backlog" / "sub" / "TASK-A-2.md"
+    (repo / "tasks" / "linked").mkdir()
+    (repo / "tasks" / "linked" / "TASK-L-1.md").symlink_to(target)
+    os.mkfifo(repo / "tasks" / "backlog" / "sub" / "TASK-F-1.md")
+    _next_command_lists(repo, monkeypatch)
+    found, listed = _next_command_lists(repo, monkeypatch)
+    # A link's target, a FIFO's kind can change with no change to the folder: never kept.
+    assert sorted(listed) == ["tasks/backlog/sub", "tasks/linked"]
+    assert found == _names(repo) and "tasks/linked/TASK-L-1.md" in found

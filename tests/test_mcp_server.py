@@ -545,3 +545,98 @@ def test_read_calls_keep_the_caches_and_a_read_only_server_writes_none(repo: Pat
     plans = json.loads((repo / ".guardkit" / "cache" / "plans.json").read_text(encoding="utf-8"))
     assert list(plans["files"]) == [".guardkit/features/FEAT-FB.yaml"]
     assert (repo / ".guardkit" / "cache" / "status.json").is_file()
+
+
+# ------------------------------------------------------------------ answers kept while nothing changed
+
+
+def _same_size_same_mtime(path: Path, old: str, new: str) -> None:
+    """An in-place edit a stat could miss (same size, mtime put back): an editor within one tick."""
+    assert len(old) == len(new)
+    info = path.stat()
+    path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def test_a_running_server_sees_every_change_to_what_it_answers_from(repo: Path) -> None:
+    """The server keeps its answers while nothing they were read from changed: every change made
+    meanwhile, in place, by a rename, in a folder made after it started, is in the next answer."""
+    task = repo / "tasks" / "backlog" / "TASK-AUTH-001-jwt-auth.md"
+    record_by_cli(repo, 1, "feedback", feedback="handle clock skew")
+    moved = repo / "tasks" / "in_review" / "auth" / task.name
+    fresh = repo / "tasks" / "design_approved" / "later" / "TASK-NEW-009.md"
+
+    async def session(client: Client) -> list[Any]:
+        seen = []
+
+        async def look() -> None:
+            shown = answer(await client.call_tool("show", {"task_id": TASK}))
+            listed = answer(await client.call_tool("status", {}))
+            where = Path(shown["path"]).resolve().relative_to(repo.resolve()).as_posix()
+            seen.append((shown["status"], where, [t["feedback"] for t in shown["turns"]],
+                         sorted(t["task_id"] for t in listed["tasks"])))
+
+        await look()
+        await look()  # nothing changed: the same answer
+        _same_size_same_mtime(task, "status: in_progress", "status: in_review  ")
+        await look()
+        moved.parent.mkdir(parents=True)
+        os.rename(task, moved)
+        await look()
+        fresh.parent.mkdir(parents=True)
+        fresh.write_text(moved.read_text(encoding="utf-8").replace(TASK, "TASK-NEW-009"), encoding="utf-8")
+        await look()
+        await anyio.to_thread.run_sync(lambda: record_by_cli(repo, 2, "feedback", feedback="now the expiry"))
+        await look()
+        return seen
+
+    seen = with_server(repo, session)
+    relative = moved.relative_to(repo).as_posix()
+    assert seen == [
+        ("in_progress", "tasks/backlog/TASK-AUTH-001-jwt-auth.md", ["handle clock skew"], [TASK]),
+        ("in_progress", "tasks/backlog/TASK-AUTH-001-jwt-auth.md", ["handle clock skew"], [TASK]),
+        ("in_review", "tasks/backlog/TASK-AUTH-001-jwt-auth.md", ["handle clock skew"], [TASK]),
+        ("in_review", relative, ["handle clock skew"], [TASK]),
+        ("in_review", relative, ["handle clock skew"], [TASK, "TASK-NEW-009"]),
+        ("in_progress", relative, ["handle clock skew", "now the expiry"], [TASK, "TASK-NEW-009"]),
+    ]
+
+
+def test_an_answer_is_read_once_while_nothing_it_was_read_from_changed(repo: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.inspect import status as status_module
+    from guardkit_state.mcp_server.serve import build_server
+
+    reads: list[str] = []
+    real = status_module.repo_status
+    monkeypatch.setattr(status_module, "repo_status", lambda root: reads.append("status") or real(root))
+    task = repo / "tasks" / "backlog" / "TASK-AUTH-001-jwt-auth.md"
+
+    async def main() -> list[int]:
+        counts = []
+        async with Client(build_server(repo)) as client:  # the SDK's client, in this process
+            for edit in (None, None, lambda: _same_size_same_mtime(task, "backlog", "blocked"), None):
+                if edit is not None:
+                    edit()
+                answer(await client.call_tool("status", {}))
+                counts.append(len(reads))
+        return counts
+
+    assert anyio.run(main) == [1, 1, 2, 2]  # read again only after the edit
+
+
+def test_a_symlinked_task_file_edited_through_its_target_is_seen(repo: Path) -> None:
+    # No event reaches the folder holding a link when its target changes: the server reads the
+    # files on every call then (it never keeps an answer).
+    task = repo / "tasks" / "backlog" / "TASK-AUTH-001-jwt-auth.md"
+    target = repo / "docs-tasks" / task.name
+    target.parent.mkdir()
+    os.rename(task, target)
+    task.symlink_to(target)
+
+    async def session(client: Client) -> tuple[str, str]:
+        before = answer(await client.call_tool("show", {"task_id": TASK}))["status"]
+        _same_size_same_mtime(target, "status: backlog", "status: blocked")
+        return before, answer(await client.call_tool("show", {"task_id": TASK}))["status"]
+
+    assert with_server(repo, session) == ("backlog", "blocked")

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from guardkit_state.index import FileIndex
+from guardkit_state.index import FileIndex, make_filters, scan_cache
+from guardkit_state.index.query import Filters, allowed, exact_answer, parse_query, time_of
 from guardkit_state.index.scan_cache import search_cache_file, source_fingerprint
+from guardkit_state.index.words import field_score, overlap_score
 from tests.index_helpers import keys, write_task, write_turn
 
 PHRASE = "the refresh token is never rotated after logout"
@@ -60,12 +63,33 @@ def test_the_cache_answers_as_the_scan_does_and_follows_every_change(tmp_path: P
     assert "TASK-TOK-004" not in {h.task_id for h in FileIndex(root).search("latency")}
 
 
-def test_a_damaged_cache_is_rebuilt_not_believed(tmp_path: Path) -> None:
+def _damage_record_line(data: bytes) -> bytes:
+    lines = data.split(b"\n")
+    lines[-1] = b'["x"]'  # a record line no version wrote, under the files' very fingerprint
+    return b"\n".join(lines)
+
+
+def _damage_a_tokens_records(data: bytes) -> bytes:
+    head, where, rest = data.split(b"\n", 2)
+    found = json.loads(where)
+    found["postings"]["coverage"] = "1 x|1 1"
+    return b"\n".join([head, json.dumps(found).encode(), rest])
+
+
+@pytest.mark.parametrize("damage", [
+    pytest.param(_damage_record_line, id="a record line"),
+    pytest.param(_damage_a_tokens_records, id="a token's records"),
+    pytest.param(lambda data: data[: len(data) // 2], id="cut short"),
+    pytest.param(lambda data: data.replace(b"\n", b" ", 2), id="no lines"),
+    pytest.param(lambda data: b"{}", id="another shape"),
+])
+def test_a_damaged_cache_is_rebuilt_not_believed(tmp_path: Path, damage: Callable[[bytes], bytes],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     root = _project(tmp_path)
     FileIndex(root).search("coverage")
-    cache = json.loads(search_cache_file(root).read_text())
-    cache["records"] = [["x"]]  # the files' very fingerprint, records no version wrote
-    search_cache_file(root).write_text(json.dumps(cache))
+    cache = search_cache_file(root)
+    cache.write_bytes(damage(cache.read_bytes()))
+    monkeypatch.setattr(scan_cache, "_MEMO", {})  # the next process
     assert keys(FileIndex(root).search("coverage")) == _uncached(root, "coverage") != []
 
 
@@ -75,3 +99,71 @@ def test_a_relative_repository_path_reads_the_same_cache(tmp_path: Path, monkeyp
     monkeypatch.chdir(root)
     assert source_fingerprint(Path(".")) == source_fingerprint(root)
     assert all(key.startswith(("tasks/", ".guardkit/")) for key in source_fingerprint(Path(".")))
+
+
+def test_a_query_reads_only_the_records_it_answers_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _project(tmp_path)
+    for n in range(3, 40):  # many records holding none of the query's words
+        write_turn(root, "FEAT-TOK", "TASK-TOK-005", n, "feedback", feedback=f"Lint issue {n}.")
+    FileIndex(root).search("coverage")  # the cache written
+    monkeypatch.setattr(scan_cache, "_MEMO", {})  # the next process
+    read: list[object] = []
+    real = scan_cache.record_from_dict
+    monkeypatch.setattr(scan_cache, "record_from_dict", lambda row: read.append(row) or real(row))
+    hits = FileIndex(root).search("coverage is low", limit=3)
+    answered = len(read)
+    assert (hits[0].task_id, hits[0].turn_number) == ("TASK-TOK-003", 2)
+    # The index says which records hold the words and how often: only the records scoring at least
+    # the third answer's score are read (its ties too, for their fixed order), not the 50 others.
+    tied = [h for h in FileIndex(root).search("coverage is low", limit=100) if h.score >= hits[-1].score]
+    assert len(hits) == 3 and answered == len(tied) < 10
+    assert len(scan_cache.cached_index(root, list)) > 40
+
+
+def test_a_phrase_of_word_fragments_is_found_as_the_scan_finds_it(tmp_path: Path) -> None:
+    # "fresh tok" shares no word with any record (refresh, token): only the text holding it, as
+    # written, makes the turn an answer, as scoring every record's text did.
+    root = _project(tmp_path)
+    hits = FileIndex(root).search("fresh tok")
+    assert (hits[0].task_id, hits[0].turn_number) == ("TASK-TOK-003", 1)
+
+
+def _scored_one_by_one(root: Path, text: str, filters: Filters, limit: int = 10) -> list[tuple[str, float]]:
+    """The scan's rule applied to every record read from the files, one by one (the reference the
+    index must agree with): the word overlap of its tokens, its fields, the phrase as written."""
+    query = parse_query(text)
+    pool = [r for r in FileIndex(root).records() if allowed(r, query, filters)]
+    if not query.content_terms:
+        return [(r.key, 1.0) for _, r in exact_answer(((r.key, r) for r in pool), query)[:query.limit(limit)]] \
+            if query.constrained or filters.any else []
+    words = text.strip().strip("\"'").lower().split()
+    phrase = " ".join(words) if len(words) >= 2 else None
+    scored = []
+    for record in pool:
+        score = overlap_score(query.terms, record.search_text) + field_score(query.text, record.fields)
+        if phrase and phrase in " ".join(record.search_text.lower().split()):
+            score += 1000.0
+        if score > 0:
+            scored.append((score, record))
+    scored.sort(key=lambda item: (-item[0], item[1].task_id or "", item[1].turn_number or 0, item[1].key))
+    if query.recency:
+        scored.sort(key=lambda item: time_of(item[1]), reverse=True)
+    return [(r.key, round(score, 4)) for score, r in scored[:query.limit(limit)]]
+
+
+def test_the_index_answers_as_scoring_every_record_does(tmp_path: Path) -> None:
+    from tests.bench.index_queryset import generate, questions
+
+    root = tmp_path / "repo"
+    asked = [(q.text, make_filters(**dict(q.filters))) for q in questions(generate(root))]
+    asked += [(text, Filters()) for text in (
+        "coach_decision rejected flaky", "mode fresh_start", "player_decision implemented tests", "the",
+        "flaky tests in parallel runs", "fresh tok", "latency too high", "AC-001 criteria", "which feature",
+        "turn 3 of TASK-PAY-003 latency", "last turn with coverage", '"Coverage below the required"')]
+    for fresh in (True, False):  # the index built from the files, then read back from the cache
+        scan_cache._MEMO.clear()
+        if fresh:
+            search_cache_file(root).unlink(missing_ok=True)
+        for text, filters in asked:
+            got = [(h.key, h.score) for h in FileIndex(root).search(text, limit=10, filters=filters)]
+            assert got == _scored_one_by_one(root, text, filters), text

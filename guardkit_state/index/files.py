@@ -7,16 +7,23 @@ Nothing to build, nothing to go stale.
 
 from __future__ import annotations
 
+import heapq
 import logging
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from guardkit_state.index.base import SearchHit
 from guardkit_state.index.query import Filters, ParsedQuery, allowed, exact_answer, parse_query, time_of
 from guardkit_state.index.records import IndexRecord, resolve_group
-from guardkit_state.index.scan_cache import cached_records
-from guardkit_state.index.words import field_score, is_identifier, may_hold, overlap_score
+from guardkit_state.index.scan_cache import DamagedCache, ScanIndex, cached_index
+from guardkit_state.index.words import (
+    MISSING_IDENTIFIER,
+    TURN_FIELDS,
+    field_score,
+    is_identifier,
+    term_weight,
+    word_pairs,
+)
 
 log = logging.getLogger("guardkit_state.index")
 
@@ -54,11 +61,15 @@ class FileIndex:
                filters: Filters | None = None) -> list[SearchHit]:
         """Records matching ``query``, best first (read from the scan's cache while no file changed:
         :mod:`.scan_cache`)."""
-        cached = cached_records(self.repo_root, self._read_records)
-        records = _in_groups([record for record, _ in cached], groups, self.repo_root)
-        words = {id(record): text for record, text in cached}
-        return rank_by_overlap(parse_query(query), records, filters or Filters(), limit=limit,
-                               tokens_of=lambda record: words.get(id(record)))
+        wanted = {resolve_group(g, self.repo_root) for g in groups} if groups else None
+        parsed = parse_query(query)
+        try:
+            return rank(parsed, cached_index(self.repo_root, self._read_records), filters or Filters(), limit=limit,
+                        groups=wanted)
+        except DamagedCache as exc:
+            log.debug("search cache damaged, rebuilt: %s", exc)
+            index = cached_index(self.repo_root, self._read_records, rebuild=True)
+            return rank(parsed, index, filters or Filters(), limit=limit, groups=wanted)
 
 
 def _in_groups(records: list[IndexRecord], groups: Sequence[str] | None, root: Path) -> list[IndexRecord]:
@@ -68,48 +79,90 @@ def _in_groups(records: list[IndexRecord], groups: Sequence[str] | None, root: P
     return [r for r in records if r.group_id in wanted]
 
 
-def rank_by_overlap(query: ParsedQuery, records: Sequence[IndexRecord], filters: Filters, *, limit: int,
-                    tokens_of: Callable[[IndexRecord], str | None] | None = None) -> list[SearchHit]:
-    """The file scan's ranking: constrain (identifiers, filters), then score the content words.
+def rank(query: ParsedQuery, index: ScanIndex, filters: Filters, *, limit: int,
+         groups: set[str] | None = None) -> list[SearchHit]:
+    """The file scan's ranking: constrain (identifiers, filters, ``groups``), then score the content words.
 
     A query with no content words answers the constrained records in their natural order (see
     :func:`.query.natural_order`); otherwise records scoring above zero, best first. With recency
     asked, the matches come newest first.
+
+    Only the records that can score above zero are scored (:func:`_candidates`): the index says
+    which hold a query term, the phrase or a field the query names; every other record scores at
+    most zero, so the answer is the one scoring them all would give.
     """
-    pool = [r for r in records if allowed(r, query, filters)]
+    def admitted(record: IndexRecord) -> bool:
+        return (groups is None or record.group_id in groups) and allowed(record, query, filters)
+
     limit = query.limit(limit)
     if not query.content_terms:
         if not (query.constrained or filters.any):
             return []
-        ordered = exact_answer(((r.key, r) for r in pool), query)
+        ordered = exact_answer(((r.key, r) for r in index.records if admitted(r)), query)
         return [SearchHit.of(r, 1.0) for _, r in ordered[:limit]]
-    scored = []
     phrase = _phrase(query)
-    phrase_words = phrase.split() if phrase else []
-    # The cache keeps each record's tokens (index_text, one space between two): no tokenising here.
-    # With the spaces doubled, " term " is found at every token equal to it, side by side or not,
-    # by str.count, without a list of the record's words.
-    spaced_terms = [(term, f" {term} ") for term in query.terms]
-    for record in pool:
-        known = tokens_of(record) if tokens_of is not None else None
-        counts = None
-        if known is not None and may_hold(query.terms, known):
-            spaced = f" {known.replace(' ', '  ')} "
-            counts = Counter({term: spaced.count(padded) for term, padded in spaced_terms})  # only what is scored
-        overlap = overlap_score(query.terms, record.search_text, doc_counts=counts) \
-            if known is None or counts is not None else -6.0 * sum(is_identifier(term) for term in query.terms)
-        score = overlap + field_score(query.text, record.fields)
-        if phrase:
-            lowered = record.search_text.lower()
-            # Each word of the phrase in the text first: most records have not all, and are not re-spaced.
-            if all(word in lowered for word in phrase_words) and phrase in " ".join(lowered.split()):
-                score += PHRASE_BONUS  # the words as written, in order: what a pasted sentence is after
+    counts = {term: index.counts(term) for term in query.terms}
+    holding = index.holding_phrase(phrase) if phrase else set()
+    candidates = _candidates(query, index, counts, holding)
+    if groups is not None or query.constrained or filters.any:
+        candidates = {position for position in candidates if admitted(index.record(position))}
+    overlaps = _overlaps(query.terms, counts, candidates)
+    # A record's fields add to its score only where a pair of query words starts with a field name.
+    fielded = any(name in TURN_FIELDS or index.having_field(name) for name, _ in word_pairs(query.text))
+    scored: list[tuple[float, int]] = []
+    for position in sorted(candidates):  # the records' own order: equal keys keep it (stable sorts)
+        score = overlaps[position]
+        if fielded:
+            score = score + field_score(query.text, index.record(position).fields)
+        if position in holding:
+            score += PHRASE_BONUS  # the words as written, in order: what a pasted sentence is after
         if score > 0:
-            scored.append((score, record))
-    scored.sort(key=lambda item: (-item[0], item[1].task_id or "", item[1].turn_number or 0, item[1].key))
-    if query.recency:  # stable: equally recent matches keep their score order
-        scored.sort(key=lambda item: time_of(item[1]), reverse=True)
-    return [SearchHit.of(record, score) for score, record in scored[:limit]]
+            scored.append((score, position))
+    if not query.recency and len(scored) > limit:
+        # Only the records scoring at least the limit-th best score can be answered: read just those.
+        cut = heapq.nlargest(limit, (score for score, _ in scored))[-1]
+        scored = [item for item in scored if item[0] >= cut]
+    ranked = [(score, index.record(position)) for score, position in scored]
+    ranked.sort(key=_best)
+    if query.recency:  # newest first; equally recent matches keep their score order
+        ranked.sort(key=lambda item: time_of(item[1]), reverse=True)
+    return [SearchHit.of(record, score) for score, record in ranked[:limit]]
+
+
+def _best(item: tuple[float, IndexRecord]) -> tuple[float, str, int, str]:
+    """Best first: the score, then the task, turn and key (a fixed order among equals)."""
+    return -item[0], item[1].task_id or "", item[1].turn_number or 0, item[1].key
+
+
+def _overlaps(terms: list[str], counts: dict[str, dict[int, int]], candidates: set[int]) -> dict[int, float]:
+    """:func:`.words.overlap_score` of every candidate, summed term by term in the query's order
+    (its fold, so each score is the very same number), visiting only the records that hold each
+    term (and, for an identifier, every candidate: a missing one costs)."""
+    scores = dict.fromkeys(candidates, 0.0)
+    for term in terms:
+        held = counts[term]
+        if is_identifier(term):
+            for position in scores:
+                found = held.get(position)
+                scores[position] += term_weight(found, True) if found else -MISSING_IDENTIFIER
+            continue
+        for position, found in held.items():
+            if position in scores:
+                scores[position] += term_weight(found, False)
+    return scores
+
+
+def _candidates(query: ParsedQuery, index: ScanIndex, counts: dict[str, dict[int, int]],
+                holding: set[int]) -> set[int]:
+    """The records that can score above zero: those holding a query term (the only way the word
+    overlap is positive), the phrase (its bonus), or a field a ``name value`` pair of the query
+    names (the only way :func:`.words.field_score` is positive)."""
+    found = set(holding)
+    for positions in counts.values():
+        found.update(positions)
+    for name, _ in word_pairs(query.text):
+        found.update(index.having_field(name))
+    return found
 
 
 #: Added to a record whose text holds the query's words exactly as written (more than any overlap).

@@ -15,19 +15,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from guardkit_state.errors import EmbedderMismatchError, IndexBackendError, LockedError
 from guardkit_state.index.base import SearchResult
-from guardkit_state.index.configured import graphiti_available, graphiti_configured, require_graphiti
-from guardkit_state.index.embedder_spec import mismatch, parse_embedder
 from guardkit_state.index.files import FileIndex
-from guardkit_state.index.graph_server import configured_uri
-from guardkit_state.index.identity import checkout_root
-from guardkit_state.index.manifest import Manifest, freshness, load_manifest, manifest_location
 from guardkit_state.index.query import Filters, ParsedQuery, allowed, parse_query, parse_since
-from guardkit_state.store.layout import index_dir
-from guardkit_state.store.locks import exclusive_lock
+
+if TYPE_CHECKING:
+    from guardkit_state.index.manifest import Manifest
+
+# What decides whether the index may answer (its configuration, manifest, server, embedder) is
+# imported where it is asked: a search of the files alone (``--backend files``) loads none of it.
 
 log = logging.getLogger("guardkit_state.index")
 
@@ -58,10 +57,16 @@ def search(repo_root: Path, query: str, *, groups: Sequence[str] | None = None, 
     """
     root = Path(repo_root)
     filters = filters or Filters()
+    if embedder:
+        from guardkit_state.index.embedder_spec import mismatch, parse_embedder
     asked = parse_embedder(embedder) if embedder else None
     if backend == "files":
         return SearchResult("files", FileIndex(root).search(query, groups=groups, limit=limit,
                                                                                   filters=filters))
+    from guardkit_state.index.graph_server import configured_uri
+    from guardkit_state.index.identity import checkout_root
+    from guardkit_state.index.manifest import load_manifest, manifest_location
+
     uri = configured_uri(uri)
     note = _unconfigured(root, uri, backend)
     if note is None:
@@ -86,6 +91,8 @@ def search(repo_root: Path, query: str, *, groups: Sequence[str] | None = None, 
 
 def _unconfigured(root: Path, uri: str | None, backend: Backend) -> str | None:
     """Why there is no index to ask (None when there is one)."""
+    from guardkit_state.index.configured import graphiti_available, graphiti_configured, require_graphiti
+
     if not graphiti_available():
         if backend == "graphiti":
             require_graphiti()
@@ -107,6 +114,10 @@ def _scope(manifest: Manifest, query: ParsedQuery, filters: Filters) -> set[str]
 
 def _why_not_answer(root: Path, manifest: Manifest | None, query: ParsedQuery, filters: Filters) -> str | None:
     """Why the index must not answer this query (stale, pruned, unsynced, locked), or None."""
+    from guardkit_state.index.manifest import freshness
+    from guardkit_state.store.layout import index_dir
+    from guardkit_state.store.locks import exclusive_lock
+
     if manifest is None:
         return f"this checkout has not synced the index yet, or it was built by an older version ({SYNC_HINT})"
     scope = _scope(manifest, query, filters)

@@ -14,7 +14,7 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import pairwise
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*")
@@ -72,7 +72,7 @@ def _parts(term: str) -> tuple[str, ...]:
     return tuple(term.split("_"))
 
 
-def overlap_score(terms: Iterable[str], document: str, *, doc_counts: Counter[str] | None = None) -> float:
+def overlap_score(terms: Iterable[str], document: str, *, doc_counts: Mapping[str, int] | None = None) -> float:
     """Relevance of ``document`` to query ``terms``: weighted term presence, identifiers first.
 
     Each query term found in the document adds ``1 + log(1 + count)``; an identifier-like term
@@ -82,17 +82,26 @@ def overlap_score(terms: Iterable[str], document: str, *, doc_counts: Counter[st
     terms = list(terms)
     if doc_counts is None and not may_hold(terms, document.lower()):
         # No term can be there: skip the tokenising (most of a scan's time), score them as absent.
-        return -6.0 * sum(is_identifier(term) for term in terms)
-    counts = doc_counts if doc_counts is not None else Counter(tokens(document))
+        return -MISSING_IDENTIFIER * sum(is_identifier(term) for term in terms)
+    counts: Mapping[str, int] = doc_counts if doc_counts is not None else Counter(tokens(document))
     score = 0.0
     for term in terms:
         found = counts.get(term, 0)
         ident = is_identifier(term)
         if found:
-            score += 1.0 + math.log1p(found) + (4.0 if ident else 0.0)
+            score += term_weight(found, ident)
         elif ident:
-            score -= 6.0
+            score -= MISSING_IDENTIFIER
     return score
+
+
+#: What a query's identifier missing from a record takes off its score.
+MISSING_IDENTIFIER = 6.0
+
+
+def term_weight(found: int, ident: bool) -> float:
+    """What a query term a record holds ``found`` (> 0) times adds to its score (see :func:`overlap_score`)."""
+    return 1.0 + math.log1p(found) + (4.0 if ident else 0.0)
 
 
 #: Field names of turn state records that a query may name as ``name value``.
@@ -100,14 +109,15 @@ TURN_FIELDS = frozenset({"coach_decision", "player_decision", "mode"})
 
 
 @functools.lru_cache(maxsize=64)
-def _word_pairs(query: str) -> tuple[tuple[str, str], ...]:
-    """The query's consecutive lower-cased word pairs (a scan scores every record with one query)."""
+def word_pairs(query: str) -> tuple[tuple[str, str], ...]:
+    """The query's consecutive lower-cased word pairs: the ``name value`` pairs a record's fields
+    may answer (worked out once per query, not once per record scored)."""
     return tuple(pairwise(m.group().lower() for m in _WORD.finditer(query)))
 
 
 def field_pairs(query: str) -> list[tuple[str, str]]:
     """``name value`` pairs of the query that name a turn field (``coach_decision rejected``)."""
-    return [(name, value) for name, value in _word_pairs(query) if name in TURN_FIELDS]
+    return [(name, value) for name, value in word_pairs(query) if name in TURN_FIELDS]
 
 
 def field_score(query: str, fields: dict[str, str]) -> float:
@@ -116,7 +126,7 @@ def field_score(query: str, fields: dict[str, str]) -> float:
     ``"coach_decision rejected"`` (or ``coach_decision=rejected``) adds 6 to records whose
     ``coach_decision`` is ``rejected`` and takes 6 from those where it is something else.
     """
-    pairs = _word_pairs(query)
+    pairs = word_pairs(query)
     if not pairs:
         return 0.0
     lowered = {k.lower(): str(v).lower() for k, v in fields.items()}

@@ -17,6 +17,7 @@ from guardkit_state.errors import GuardkitStateError
 from guardkit_state.features.standing import (
     FeatureTally,
     TaskStanding,
+    autobuild_branches,
     branch_note,
     feature_git,
     read_standings,
@@ -102,7 +103,7 @@ def _feature_log(root: Path, feature: str) -> FeatureLog:
     plan = load_plan(find_plan(root, feature))
     result = FeatureLog(plan.feature_id, branch_for(plan.feature_id))
     repo = GitRepo.discover(root)
-    exists = repo is not None and repo.branch_exists(result.branch)
+    exists = repo is not None and result.branch in autobuild_branches(repo)  # the read's one listing
     result.standings = read_standings(root, plan, feature_git(root, repo, plan.feature_id), counts_only=True)
     if repo is None:
         result.notes.append("not a git repository (or no git): no merges; turns read from files only")

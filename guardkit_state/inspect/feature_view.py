@@ -19,7 +19,14 @@ from typing import Any
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.features.progress import TaskState
 from guardkit_state.features.result import resume_command
-from guardkit_state.features.standing import FeatureTally, TaskStanding, feature_git, read_standings, tally
+from guardkit_state.features.standing import (
+    FeatureTally,
+    TaskStanding,
+    autobuild_branches,
+    feature_git,
+    read_standings,
+    tally,
+)
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Outcome
@@ -176,7 +183,7 @@ def _feature_view(root: Path, feature: str) -> FeatureView:
     branch = branch_for(plan.feature_id)
     git = GitRepo.discover(root)
     notes: list[str] = []
-    started = git is not None and git.branch_exists(branch)
+    started = git is not None and branch in autobuild_branches(git)  # the read's one listing of them
     home = worktrees_home(root)
     fgit = feature_git(root, git, plan.feature_id)
     if git is None:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,8 @@ from guardkit_state.git.parse import TurnCommit
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store.fsio import read_bytes_capped, validate_task_id
 from guardkit_state.store.layout import STATE_DIR, artifacts_dir, branch_for, worktree_path
-from guardkit_state.taskfile.locate import feature_branch_of_task
+from guardkit_state.taskfile.locate import autobuild_branches_at, feature_branch_of_task
+from guardkit_state.taskfile.read_scope import scoped
 from guardkit_state.taskfile.resolve import find_task, resolve_task
 
 log = logging.getLogger("guardkit_state.inspect.review")
@@ -79,7 +82,8 @@ def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
     """
     root = Path(repo_root)
     task_id = _task_id_of(root, task_id)
-    repo = GitRepo.discover(root)
+    # Found once per read: 'log FEAT-X' reads each of its tasks' logs.
+    repo = scoped(("git repo", os.fspath(root)), partial(GitRepo.discover, root))
     if repo is None:
         on_disk = _states_from_files(_state_dir_on_disk(root, task_id))
         result = TurnLog(task_id, "files", notes=["not a git repository (or no git): turns read from files only"])
@@ -182,14 +186,14 @@ def _known(root: Path, result: TurnLog) -> TurnLog:
 
 def _log_rev(repo: GitRepo, task_id: str) -> tuple[str, str]:
     branch = branch_for(task_id)
-    if repo.branch_exists(branch):
+    if branch in autobuild_branches_at(repo.root):  # listed once for the read (locate asked already)
         return f"refs/heads/{branch}", f"branch {branch}"
     # A task a feature ran and merged (its own branch pruned since): its turn commits are on the
     # feature branch until the feature is merged into this checkout.
     feature = feature_branch_of_task(repo, repo.root, task_id)
     if feature is not None:
         return f"refs/heads/{feature[1]}", f"feature branch {feature[1]}"
-    current = repo.current_branch()
+    current = scoped(("current branch", os.fspath(repo.root)), repo.current_branch)
     return "HEAD", f"current branch {current}" if current else "HEAD (detached)"
 
 

@@ -23,6 +23,7 @@ from guardkit_state.store.layout import features_dir, tasks_dir
 from guardkit_state.store.stat_cache import signature
 from guardkit_state.taskfile.discovery import (
     STATE_MARKERS,
+    TaskEntry,
     declared_id,
     listing_scope,
     loop_worktrees,
@@ -232,7 +233,7 @@ def _unreadable(path: Path, relpath: str, in_worktree: bool, exc: GuardkitStateE
                        total=0, outcome=None, in_worktree=in_worktree, error=str(exc)).to_dict()
 
 
-def _task_files(root: str) -> Iterator[tuple[os.DirEntry[str], str, str, str | None]]:
+def _task_files(root: str) -> Iterator[tuple[TaskEntry, str, str, str | None]]:
     """(entry, cache key, path relative to its checkout, the worktree's task id or None) per ``*.md``.
 
     A loop's worktree (``.guardkit/worktrees/TASK-X``) is a full checkout: only TASK-X's own files
@@ -292,12 +293,15 @@ def feature_status(repo_root: Path | str) -> list[FeatureSummary]:
     root = Path(repo_root).resolve()
     if not features_dir(root).is_dir():
         return []  # no plans: nothing to import or read
-    from guardkit_state.features.standing import autobuild_branches
     from guardkit_state.git.repo import GitRepo
     from guardkit_state.plans.plan import find_plans, load_plan
+    from guardkit_state.taskfile.locate import autobuild_branches_at
 
-    git = GitRepo.discover(root)
-    branches = autobuild_branches(git) if git is not None else frozenset()
+    branches = autobuild_branches_at(root)
+    # Without a branch or a worktree of any run, git holds nothing of any feature: each task reads
+    # as its files say, git or not (read_standings), so the repository is not looked for (a git call).
+    ran = branches or any(loop_worktrees(worktrees_home(root)))
+    git = GitRepo.discover(root) if ran else None
     summaries: list[FeatureSummary] = []
     with listing_scope():  # each plan's tasks are resolved under tasks/: list it once
         for path in find_plans(root):

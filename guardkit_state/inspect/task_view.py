@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import GuardkitStateError, InputError
 from guardkit_state.inspect.agent_costs import TaskCost, task_cost
-from guardkit_state.inspect.turn_reports import describe_evidence
 from guardkit_state.taskfile.discovery import listing_scope
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.locate import TaskLocation, locate_task
@@ -167,6 +166,8 @@ def _last_evidence(store: TurnStore, recorded: int) -> tuple[int, str, str] | No
         data = store.read_evidence(turns[-1])
     except GuardkitStateError as exc:
         return turns[-1], str(path), f"unreadable: {exc}"
+    from guardkit_state.inspect.turn_reports import describe_evidence  # here: only a task with Coach evidence
+
     return turns[-1], str(path), describe_evidence(data) if data is not None else "gone since it was listed"
 
 
@@ -191,20 +192,20 @@ def continuation_context(repo_root: Path | str, task_id: str, turn: int | None =
         InputError: ``turn`` is not one of 1 .. the next turn.
     """
     from guardkit_state.config import load_config, render_player_role_section
-    from guardkit_state.turns.lifecycle import TurnLifecycle
+    from guardkit_state.turns.view import TurnView  # the read side: the writing (lifecycle) is not loaded
 
     with listing_scope():
         location = locate_task(repo_root, task_id)
         task, _ = location.load()
-    lifecycle = TurnLifecycle(task, root=location.checkout)
-    next_turn = lifecycle.recorded_turns + 1
+    view = TurnView(task, root=location.checkout)
+    next_turn = view.recorded_turns + 1
     # Turn 0 is out of range too (not "the next turn"): only an absent turn means the next.
     number = next_turn if turn is None else turn
     if number < 1 or number > next_turn:
         raise InputError(f"turn {number} is out of range", task_id=task_id, expected=f"1..{next_turn}")
     # The same text the loop writes, Player role section included.
     role_section = render_player_role_section(load_config(Path(repo_root).resolve()))
-    return ContinuationContext(location, number, lifecycle.context_for(number, role_section=role_section))
+    return ContinuationContext(location, number, view.context_for(number, role_section=role_section))
 
 
 @dataclass(frozen=True)

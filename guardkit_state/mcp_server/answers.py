@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from guardkit_state.errors import AlreadyRecordedError, FileTooLargeError, GuardkitStateError, InputError
 from guardkit_state.store.layout import names_feature
@@ -37,42 +38,74 @@ def error_line(exc: GuardkitStateError | str) -> str:
     return "error: " + text.replace("\n", "\\n")
 
 
+#: What a read answered, by question, with the generation of the repository's watch when it was
+#: asked (:func:`~guardkit_state.taskfile.read_scope.generation`: the server watches what its reads
+#: answer from). Asked again while the generation is the same, nothing it was read from changed:
+#: the same answer, without a stat of each of thousands of task files (~25 ms on GuardKit's
+#: repository, the whole of a warm ``status``). Without a watch (not Linux, a network file system,
+#: a symlinked task file ...) every call reads the files, as the CLI does.
+_KEPT: dict[tuple[Any, ...], tuple[int, Any]] = {}
+_KEPT_MOST = 256
+
+_T = TypeVar("_T")
+
+
+def _kept(root: Path, question: tuple[Any, ...], read: Callable[[], _T]) -> _T:
+    """``read()``'s answer to ``question``, kept while nothing the server watches changed (never
+    changed by anyone: the SDK only serialises it)."""
+    from guardkit_state.taskfile.read_scope import generation
+
+    watched = generation(root)  # asked before anything is read: a change meanwhile moves it
+    if watched is None:
+        return read()
+    key = (os.fspath(root), *question)
+    hit = _KEPT.get(key)
+    if hit is not None and hit[0] == watched:
+        kept: _T = hit[1]
+        return kept
+    answer = read()
+    if len(_KEPT) >= _KEPT_MOST:
+        _KEPT.clear()
+    _KEPT[key] = (watched, answer)
+    return answer
+
+
 def status(root: Path) -> dict[str, Any]:
     """Every task with loop state and every feature plan: ``status --json --features``."""
     from guardkit_state.inspect.status import feature_status, repo_status
 
-    return {"tasks": [s.to_dict() for s in repo_status(root)],
-            "features": [f.to_dict() for f in feature_status(root)]}
+    return _kept(root, ("status",), lambda: {"tasks": [s.to_dict() for s in repo_status(root)],
+                                             "features": [f.to_dict() for f in feature_status(root)]})
 
 
 def show(root: Path, ref: str) -> dict[str, Any]:
     """One task's loop (or, for a feature, its waves): ``show REF --json``."""
-    if names_feature(ref):
-        return feature(root, ref)
+    return feature(root, ref) if names_feature(ref) else _task_shown(root, ref)
+
+
+def _task_shown(root: Path, ref: str) -> dict[str, Any]:
     from guardkit_state.inspect.task_view import task_view
 
-    return task_view(root, ref).to_dict()
+    return _kept(root, ("show", ref), lambda: task_view(root, ref).to_dict())
 
 
 def feature(root: Path, ref: str) -> dict[str, Any]:
     """A feature's waves × tasks, its progress and what runs next: ``show FEAT-ID --json``."""
     from guardkit_state.inspect.feature_view import feature_view
 
-    return feature_view(root, ref).to_dict()
+    return _kept(root, ("feature", ref), lambda: feature_view(root, ref).to_dict())
 
 
 def context(root: Path, ref: str, turn: int | None = None) -> dict[str, Any]:
     """The continuation context of turn ``turn`` (default: the next): ``context --json``."""
     from guardkit_state.inspect.task_view import continuation_context
 
-    return continuation_context(root, ref, turn).to_dict()
+    return _kept(root, ("context", ref, turn), lambda: continuation_context(root, ref, turn).to_dict())
 
 
 def criteria(root: Path, ref: str) -> dict[str, Any]:
     """The criteria ledger after the last recorded turn: the ``criteria`` part of ``show --json``."""
-    from guardkit_state.inspect.task_view import task_view
-
-    shown = task_view(root, ref).to_dict()
+    shown = _task_shown(root, ref)
     return {key: shown[key] for key in ("task_id", "status", "criteria", "criteria_counts", "stall", "copy")}
 
 
@@ -80,15 +113,18 @@ def turn_reports(root: Path, ref: str, turn: int | None = None) -> dict[str, Any
     """A recorded turn's Player report, Coach decision and turn state (default: the last turn)."""
     from guardkit_state.inspect.turn_reports import turn_reports as read_reports
 
-    return read_reports(root, ref, turn).to_dict()
+    return _kept(root, ("turn_reports", ref, turn), lambda: read_reports(root, ref, turn).to_dict())
 
 
 def task_file(root: Path, ref: str) -> str:
     """The text of the task file ``show`` reads (the loop's worktree copy while there is one)."""
     from guardkit_state.taskfile.locate import locate_task
 
-    task, _ = locate_task(root, ref).load()
-    return task.text
+    def read() -> str:
+        task, _ = locate_task(root, ref).load()
+        return task.text
+
+    return _kept(root, ("task_file", ref), read)
 
 
 def search(root: Path, query: str, *, groups: Sequence[str] | None = None, task: str | None = None,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
+import pydantic_core
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.stdio import stdio_server
@@ -31,6 +32,7 @@ from guardkit_state.mcp_server import answers
 from guardkit_state.mcp_server.request_guard import AnsweringReader
 from guardkit_state.store.stat_cache import disable_writes
 from guardkit_state.taskfile.discovery import listing_scope
+from guardkit_state.taskfile.read_scope import watch_reads
 
 log = logging.getLogger("guardkit_state.mcp_server")
 
@@ -89,12 +91,24 @@ def _tool_errors(fn: _F) -> _F:
 def _one_read(fn: _F) -> _F:
     """A read tool's call as one read command: ``tasks/`` listed, and each plan looked at, once for
     the call (never across calls: the next call sees every file changed since); the read caches
-    saved when it ends (see :func:`~guardkit_state.taskfile.discovery.listing_scope`)."""
+    saved when it ends (see :func:`~guardkit_state.taskfile.discovery.listing_scope`).
+
+    The answer is made into the tool's result here (its JSON text, compact: the same JSON in fewer
+    bytes and an agent's tokens, and the answer as the structured content), once per answer: an
+    answer kept unchanged (:func:`answers._kept`) is sent again without being serialised and
+    checked again, which for ``status`` (~190 KB) was most of a call."""
+    last: list[tuple[object, CallToolResult]] = []
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         with listing_scope():
-            return fn(*args, **kwargs)
+            answer = fn(*args, **kwargs)
+        if last and last[0][0] is answer:
+            return last[0][1]
+        text = pydantic_core.to_json(answer, fallback=str).decode()
+        result = CallToolResult(content=[TextContent(type="text", text=text)], structured_content=answer)
+        last[:] = [(answer, result)]
+        return result
 
     return call  # type: ignore[return-value]
 
@@ -106,6 +120,9 @@ def _error_result(line: str, detail: dict[str, object] | None) -> CallToolResult
 def build_server(repo: Path, *, read_only: bool = False) -> MCPServer[Any]:
     """The server for the repository at ``repo``; without the write tools when ``read_only``."""
     root = Path(repo).resolve()
+    # The server answers the same questions again and again: it watches what they are read from,
+    # and answers again from what it read while nothing there changed (answers._kept).
+    watch_reads(root)
     server: MCPServer[Any] = MCPServer("guardkit-state", version=__version__, instructions=INSTRUCTIONS,
                                        log_level="WARNING")
 

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from guardkit_state.errors import FrontmatterError, GuardkitStateError, UnsafePathError
 from guardkit_state.model import STATE_KEYS
@@ -37,9 +38,14 @@ from guardkit_state.store import fsio, stat_cache
 from guardkit_state.store.layout import TASKS_DIR, worktrees_dir
 from guardkit_state.taskfile.read_scope import listing_scope as listing_scope  # re-exported: readers name it here
 from guardkit_state.taskfile.read_scope import scoped as scoped
-from guardkit_state.taskfile.task_facts import remembered
+from guardkit_state.taskfile.task_facts import remembered, task_cache
+
+if TYPE_CHECKING:
+    from guardkit_state.store.stat_cache import StatCache
 
 log = logging.getLogger("guardkit_state.taskfile.discovery")
+#: What each folder under ``tasks/`` held when it was last listed (see :func:`walk_markdown`).
+LISTING_CACHE = "listing"
 
 #: A task file's name: ``PREFIX-...md`` (READMEs and guides are not tasks).
 TASK_FILE_NAME = re.compile(r"^[A-Z][A-Z0-9]*-[A-Za-z0-9.]+.*\.md$")
@@ -58,7 +64,7 @@ class _Listing:
     (with their walk position: a lookup by id bisects them), and the FIFOs, sockets and devices
     the walk skipped."""
 
-    entries: tuple[os.DirEntry[str], ...]
+    entries: tuple[TaskEntry, ...]
     special: tuple[Path, ...]
     by_name: tuple[tuple[str, int], ...] = ()
     #: Every folder walked, with its signature taken before it was listed; empty when this
@@ -97,7 +103,11 @@ def _listing(root: Path) -> _Listing:
             return last
         special: list[Path] = []
         folders: list[tuple[str, tuple[int, int, int, int]]] = []
-        entries = tuple(walk_markdown(root, root / TASKS_DIR, special, folders))
+        kept = task_cache(root, LISTING_CACHE)
+        entries = tuple(walk_markdown(root, root / TASKS_DIR, special, folders, kept=kept))
+        if kept is not None:  # the folders since removed go
+            prefix = len(os.fspath(root)) + 1
+            kept.retain(folder[prefix:] for folder, _ in folders)
         by_name = tuple(sorted((entry.name, position) for position, entry in enumerate(entries)))
         settled = time.time_ns() - stat_cache.RACY_NS
         reusable = not special and all(sig[0] < settled and sig[1] < settled for _, sig in folders) \
@@ -133,39 +143,85 @@ def listed_ids(root: Path | str) -> list[str]:
                    if TASK_FILE_NAME.match(entry.name)})
 
 
-def task_entries(root: Path | str) -> tuple[os.DirEntry[str], ...]:
+def task_entries(root: Path | str) -> tuple[TaskEntry, ...]:
     """Every readable ``*.md`` file under ``root/tasks``, in walk order (:func:`walk_markdown`'s
     rules): listed once per :func:`listing_scope`, as every lookup by id there sees them."""
     return _listing(Path(root)).entries
 
 
+class TaskEntry(Protocol):
+    """A file the walk found: its name and path (an ``os.DirEntry``, or a :class:`KeptEntry`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    def is_symlink(self) -> bool: ...
+
+
+class KeptEntry(NamedTuple):
+    """A file of a folder listed by an earlier command and unchanged since (never a symlink: a
+    folder holding one is listed afresh every time)."""
+
+    name: str
+    path: str
+
+    def is_symlink(self) -> bool:
+        return False
+
+
 def walk_markdown(root: Path | str, top: Path | str, special: list[Path] | None = None,
-                  walked: list[tuple[str, tuple[int, int, int, int]]] | None = None) -> Iterator[os.DirEntry[str]]:
+                  walked: list[tuple[str, tuple[int, int, int, int]]] | None = None, *,
+                  kept: StatCache | None = None) -> Iterator[TaskEntry]:
     """Every readable ``*.md`` file below ``top`` (inside checkout ``root``), by the rules above.
 
     Yields scandir entries (no Path objects: a walk of 10,000 files costs ~0.1 s less this way).
     A FIFO, socket or device is added to ``special`` when given, so a caller can name it; each
     folder listed to ``walked``, with its signature taken just before (mtime, ctime, inode, size).
+
+    ``kept``: a cache of what each folder held (``.guardkit/cache/listing.json``), used for a folder
+    while its signature is the one it was listed at (a file added, removed or renamed in it changes
+    its mtime) and recorded for one listed now that holds only plain files and folders (a link's
+    target can change with the folder unchanged): a command lists only the folders that changed.
     """
+    base = len(os.fspath(root)) + 1
     stack = [str(top)]
     while stack:
         folder = stack.pop()
-        if walked is not None:
-            signature = _folder_signature(folder)
-            if signature is not None:
-                walked.append((folder, signature))
+        info = _stat(folder) if walked is not None or kept is not None else None
+        if info is not None and walked is not None:
+            walked.append((folder, (info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_size)))
+        sig = stat_cache.signature(info) if info is not None and kept is not None else None
+        known = kept.entry(folder[base:], sig) if kept is not None and sig is not None else None
+        if known is not None and "md" in known and "dirs" in known:
+            for name in known["md"]:
+                yield KeptEntry(name, f"{folder}/{name}")
+            stack.extend(f"{folder}/{name}" for name in reversed(known["dirs"]))
+            continue
         try:
             with os.scandir(folder) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
         except OSError:  # gone, not a folder, or unreadable: nothing to read there
             continue
-        folders = []
+        folders, files, plain = [], [], True
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
-                folders.append(entry.path)
+                folders.append(entry)
             elif entry.name.endswith(".md") and _readable(root, entry, special):
+                files.append(entry.name)
                 yield entry
-        stack.extend(reversed(folders))
+            plain = plain and (entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False))
+        if kept is not None and sig is not None and plain:
+            kept.put(folder[base:], sig, "md", files)
+            kept.put(folder[base:], sig, "dirs", [entry.name for entry in folders])
+        stack.extend(entry.path for entry in reversed(folders))
+
+
+def _stat(folder: str) -> os.stat_result | None:
+    try:
+        return os.stat(folder)
+    except OSError:
+        return None
 
 
 def _readable(root: Path | str, entry: os.DirEntry[str], special: list[Path] | None) -> bool:
@@ -214,7 +270,7 @@ def task_copies(repo_root: Path | str, task_id: str, special: list[Path] | None 
     if special is not None:
         special.extend(listing.special)
     root = Path(repo_root)
-    return [Path(path) for path in listing.named(task_id) if names_task(Path(path), task_id, root)]
+    return [path for path in map(Path, listing.named(task_id)) if names_task(path, task_id, root)]
 
 
 def loop_worktrees(home: Path | str) -> list[os.DirEntry[str]]:
@@ -228,7 +284,7 @@ def loop_worktrees(home: Path | str) -> list[os.DirEntry[str]]:
     return sorted(trees, key=lambda e: e.name)
 
 
-def own_task_files(tree: Path | str, task_id: str) -> Iterator[os.DirEntry[str]]:
+def own_task_files(tree: Path | str, task_id: str) -> Iterator[TaskEntry]:
     """The files of ``task_id`` in its loop worktree ``tree``.
 
     A worktree is a full checkout, but only its loop's own task is read there: every other task is
@@ -293,8 +349,11 @@ def task_id_from_filename(name: str) -> str:
 
 
 __all__ = [
+    "LISTING_CACHE",
     "STATE_MARKERS",
     "TASK_FILE_NAME",
+    "KeptEntry",
+    "TaskEntry",
     "declared_id",
     "ids_in_other_case",
     "iter_task_files",

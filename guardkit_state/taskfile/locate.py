@@ -24,7 +24,6 @@ from typing import Any, Literal
 
 from guardkit_state.errors import GuardkitStateError, TaskNotFoundError
 from guardkit_state.git.checkouts import worktrees_home
-from guardkit_state.git.merge import is_ancestor
 from guardkit_state.git.repo import GitRepo, branches_named
 from guardkit_state.store import fsio
 from guardkit_state.store.layout import BRANCH_PREFIX, artifacts_dir, branch_for, worktree_path
@@ -152,8 +151,11 @@ def feature_branch_of_task(repo: GitRepo, root: Path | str, task_id: str) -> tup
 
 def _unmerged(repo: GitRepo, branch: str) -> bool:
     """True when ``branch`` exists and is not part of HEAD (False when git cannot tell)."""
+    from guardkit_state.git.merge import is_ancestor  # here: only a feature that has a branch asks
+
     with contextlib.suppress(GuardkitStateError):
-        return repo.branch_exists(branch) and not is_ancestor(repo, branch, "HEAD")
+        # Whether it exists, from the autobuild/ branches the read listed once (no git call of its own).
+        return branch in autobuild_branches_at(repo.root) and not is_ancestor(repo, branch, "HEAD")
     return False
 
 
@@ -170,6 +172,8 @@ def _feature_copy(root: Path, home: Path, found: Resolution) -> TaskLocation | N
     feature = feature_branch_of_task(repo, root, found.task_id)
     if feature is None:
         return None
+    from guardkit_state.git.merge import is_ancestor
+
     feature_id, feature_branch = feature
     rel = found.path.relative_to(root).as_posix()
     task_id = found.task_id

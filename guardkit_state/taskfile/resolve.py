@@ -19,7 +19,6 @@ exist, so commands can say so.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
@@ -50,7 +49,7 @@ from guardkit_state.taskfile.discovery import (
 )
 from guardkit_state.taskfile.plan_reads import PlanListing, read_plans
 from guardkit_state.taskfile.read_scope import resolved_root
-from guardkit_state.taskfile.task_facts import remembered
+from guardkit_state.taskfile.task_facts import relative_key, remembered
 
 #: GuardKit's own search order of the status folders; any other folder comes after these.
 SEARCH_ORDER = ("backlog", "in_progress", "design_approved", "in_review", "blocked", "completed")
@@ -165,10 +164,11 @@ def holds_state(path: Path, checkout: Path | None = None) -> bool:
     if checkout is None:
         return _holds_state(path)
     try:
-        key = path.relative_to(checkout).as_posix()
+        key = relative_key(path, checkout)
     except ValueError:
         return _holds_state(path)
     return remembered(path, checkout, "state", partial(_holds_state, path), key=key, cheap=True)
+
 
 
 def _holds_state(path: Path) -> bool:
@@ -212,7 +212,7 @@ def resolve_task(repo_root: Path | str, ref: str) -> Resolution:
     task_id, matches = _matches(root, task_id)
     if len(matches) == 1:
         return Resolution(task_id, matches[0], REASON_ONLY, root)
-    copies = {m.relative_to(root).as_posix(): m for m in matches}
+    copies = {relative_key(m, root): m for m in matches}
     winner, reason = choose([Copy(rel, holds_state(path, root)) for rel, path in copies.items()],
                             lambda: plan_paths(root))
     chosen = copies[winner.relpath]
@@ -248,7 +248,6 @@ def pinned(resolution: Resolution | None) -> Iterator[None]:
 def _matches(root: Path, task_id: str) -> tuple[str, list[Path]]:
     """The id as the files spell it, and its files. An id typed in another case (``task-cr-007``)
     is the one file names spell (``TASK-CR-007``) when exactly one id matches so."""
-    tasks = layout.tasks_dir(root)
     special: list[Path] = []
     matches = task_copies(root, task_id, special)
     if matches:
@@ -262,6 +261,7 @@ def _matches(root: Path, task_id: str) -> tuple[str, list[Path]]:
     if len(spelled) == 1:
         return spelled[0], task_copies(root, spelled[0])
     shown = shorten(task_id)
+    tasks = layout.tasks_dir(root)
     guesses = spelled or close_ids(task_id, listed_ids(root))
     raise TaskNotFoundError(
         f"no task file for {shown} under {tasks}"
@@ -275,6 +275,8 @@ def _matches(root: Path, task_id: str) -> tuple[str, list[Path]]:
 def close_ids(ref: str, known: Sequence[str], *, shown: int = 3) -> list[str]:
     """The ids of ``known`` an unknown ``ref`` most likely meant (case aside, a character or two
     off: ``TASK-CR-077`` -> ``TASK-CR-007``), closest first; at most ``shown``."""
+    import difflib  # here: only an id no file has asks for it
+
     folded = {k.casefold(): k for k in known}
     return [folded[k] for k in difflib.get_close_matches(ref.casefold(), list(folded), n=shown, cutoff=0.8)]
 

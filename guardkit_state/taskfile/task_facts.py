@@ -62,7 +62,7 @@ def remembered(path: Path, checkout: Path, fact: str, compute: Callable[[], _T],
         return compute()
     if key is None:
         try:
-            key = path.relative_to(checkout).as_posix()
+            key = relative_key(path, checkout)
         except ValueError:
             return compute()
     sig = signature_of(path)
@@ -75,4 +75,15 @@ def remembered(path: Path, checkout: Path, fact: str, compute: Callable[[], _T],
     return value
 
 
-__all__ = ["TASK_CACHE_NAME", "TASK_CACHE_VERSION", "remembered", "task_cache"]
+def relative_key(path: Path, checkout: Path) -> str:
+    """``path`` relative to ``checkout``, with '/': a cache key (``Path.relative_to`` without its
+    parsing, which a status resolving hundreds of plan tasks paid for each). Raises ValueError for
+    a path outside ``checkout``."""
+    text, base = os.fspath(path), os.fspath(checkout)
+    if os.sep == "/" and text.startswith(base + "/") and "/./" not in text and "/../" not in text \
+            and not text.endswith("/.."):
+        return text[len(base) + 1:]
+    return path.relative_to(checkout).as_posix()
+
+
+__all__ = ["TASK_CACHE_NAME", "TASK_CACHE_VERSION", "relative_key", "remembered", "task_cache"]

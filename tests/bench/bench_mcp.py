@@ -68,6 +68,7 @@ def run(*, files: int = GUARDKIT_FILES, repeat: int = 25, corpus: Path | None = 
         settle(root)  # files changed within the caches' racy window are read again, not kept
         calls = _arguments(task, feature)
         served = anyio.run(_served, root, repeat, calls)
+        floor = anyio.run(_floor, root, repeat)
         through_cli: dict[str, list[float]] = {"help": [], "show": [], "context": []}
         for name in through_cli:
             argv = [*cli, "--help"] if name == "help" else [*cli, name, task, "--json", "--repo", str(root)]
@@ -76,6 +77,7 @@ def run(*, files: int = GUARDKIT_FILES, repeat: int = 25, corpus: Path | None = 
                 through_cli[name].append(_run(argv, root, env)[0])
     row: dict[str, Any] = {"files": made["files"], "source": made["source"], "task": task, "feature": feature,
                            "tools": {name: median_ms(samples) for name, samples in served.items()},
+                           "status_floor_ms": median_ms(floor),
                            "help_ms": median_ms(through_cli["help"]),
                            "cli_show_ms": median_ms(through_cli["show"]),
                            "cli_context_ms": median_ms(through_cli["context"])}
@@ -108,6 +110,27 @@ async def _served(root: Path, repeat: int, calls: dict[str, dict[str, Any]]) -> 
     return samples
 
 
+async def _floor(root: Path, repeat: int) -> list[float]:
+    """``status``'s answer sent from memory by a bare SDK server (:mod:`.mcp_floor_server`): the
+    round trip of an answer that size, the floor of the ``status`` row."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "tests.bench.mcp_floor_server", str(root)],
+                                   cwd=str(Path(__file__).resolve().parents[2]))
+    samples: list[float] = []
+    async with Client(params) as client:
+        for _ in range(3):
+            await client.call_tool("status", {})
+        for _ in range(repeat):
+            start = time.perf_counter()
+            result = await client.call_tool("status", {})
+            samples.append((time.perf_counter() - start) * 1000.0)
+            if result.is_error:
+                raise RuntimeError(f"floor: {result.content}")
+    return samples
+
+
 def table_rows(case: Any) -> list[tuple[str, ...]]:
     """The rows ``report.render_table`` adds for this case: each read tool, warm, beside ``--help``."""
     if not isinstance(case, dict) or "tools" not in case:
@@ -116,9 +139,13 @@ def table_rows(case: Any) -> list[tuple[str, ...]]:
     where = f"{case['files']:,} task files, {shape}"
     rows: list[tuple[str, ...]] = []
     for name, ms in case["tools"].items():
-        beside = f"{case['help_ms']:.0f} ms"
-        rows.append((f"MCP {name}, warm tool call in the server ({where}; beside: --help start-up)",
-                     f"{ms:.2f} ms" if ms < 100 else f"{ms:.0f} ms", beside, "", "", "",
+        beside, label, times = f"{case['help_ms']:.0f} ms", "beside: --help start-up", ""
+        if name == "status" and case.get("status_floor_ms"):
+            floor = case["status_floor_ms"]
+            beside, label = f"{floor:.2f} ms", "floor: the same answer sent from memory by a bare SDK server"
+            times = f"{ms / floor:.2f}x"
+        rows.append((f"MCP {name}, warm tool call in the server ({where}; {label})",
+                     f"{ms:.2f} ms" if ms < 100 else f"{ms:.0f} ms", beside, times, "", "",
                      f"<= {TARGET_MS:g} ms", "yes" if ms <= TARGET_MS else "**no**"))
     for name in ("show", "context"):
         rows.append((f"CLI {name} --json, a process per answer ({where}; beside: the MCP call)",
