@@ -65,15 +65,16 @@ def signature_of(path: Path | str) -> list[int] | None:
 @contextlib.contextmanager
 def batch() -> Iterator[None]:
     """A read: the caches it changed are saved once, at the end of the block (a command reading
-    many files records many facts: one write, not one per file). Nested blocks share the outer one."""
+    many files records many facts: one write, not one per file), and only when it ended without an
+    error (a command refused changes nothing on disk, caches included). Nested blocks share the outer one."""
     token = _BATCH.set(_BATCH.get() + 1)
     try:
         yield
     finally:
         _BATCH.reset(token)
-        if not _BATCH.get():
-            for cache in list(_LOADED.values()):
-                cache.save()
+    if not _BATCH.get():
+        for cache in list(_LOADED.values()):
+            cache.save()
 
 
 def disable_writes() -> None:
