@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from guardkit_state.errors import ClaimLostError, RemoteRejectedError, RemoteUnreachableError
+from guardkit_state.store.fsio import crash_point
 from guardkit_state.store.layout import BRANCH_PREFIX
 
 if TYPE_CHECKING:
@@ -98,24 +99,27 @@ class RemoteBranches:
             # git run there would find this clone's own checkout and move the user's branch.)
         return remote
 
-    def push(self, branch: str, expected: str | None, *, also: tuple[str, ...] = ()) -> str:
-        """Push local ``branch`` onto the remote's, which must be at ``expected`` (None: absent).
+    def push(self, branch: str, expected: str | None, *, also: tuple[str, ...] = (), sha: str | None = None) -> str:
+        """Push local ``branch`` (or the commit ``sha``, the branch left where it is) onto the remote's,
+        which must be at ``expected`` (None: absent).
 
         Returns the sha pushed. Raises :class:`ClaimLostError` when the remote branch moved (another
         worker pushed: this one's claim is gone) or the local branch does not continue ``expected``
         (the lease forces the push: it would replace the remote's history), :class:`RemoteUnreachableError`, or
         :class:`RemoteRejectedError` for any other refusal.
         """
-        sha = self.repo.text("rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}")
+        sha = sha or self.repo.text("rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}")
         ref = f"refs/heads/{branch}"
         if expected is not None and sha != expected and not self.repo.ok("merge-base", "--is-ancestor", expected, sha):
             # The lease forces the push: a branch apart from the remote's would replace its history.
             raise ClaimLostError(f"{branch} here does not continue {self.remote!r}'s ({expected[:10]}): "
                                  f"not pushed over it", path=self.repo.root)
         # ``also``: refs pushed with the branch, all or none (``--atomic``): a task's turn ledger.
+        crash_point("remote.before_push")
         status, out, err = self.repo.run("push", "--porcelain", "--no-verify", *(["--atomic"] if also else []),
                                          f"--force-with-lease={ref}:{expected or ''}", self.remote,
                                          f"{sha}:{ref}", *also, check=False, timeout=DATA_TIMEOUT)
+        crash_point("remote.after_push")  # landed (or refused), its answer not yet read
         lines = [line for line in out.decode("utf-8", "replace").splitlines() if "\t" in line]
         mine = [line for line in lines if f":{ref}\t" in line] or lines
         if status == 0 and lines and not any(line.startswith("!") for line in lines):

@@ -12,16 +12,23 @@ The protocol (docs/features.md, "Many machines"), with no server but the user's 
 * **Heartbeat**: the holder renews before the lease ends by pushing a child commit (a later lease
   end, the next beat number) with ``--force-with-lease=<ref>:<its sha>``: the claim ref moving is
   the heartbeat, and a renewal that finds the ref moved learns that the claim is lost.
-* **Takeover**: only when the lease has ended by the taker's clock **and** the taker has seen the
-  ref stand still for ``stale_after`` seconds of its own monotonic clock (two machines' clocks need
-  not agree; a live holder's renewals move the ref). The takeover is a child commit pushed with
-  ``--force-with-lease=<ref>:<the sha seen>``, so a renewal landing first makes it fail: a takeover
-  racing a renewal has one winner. The ref's history records the claim, its beats and takeovers.
+* **Takeover**: only when the taker has seen the ref stand still for the claim's whole lease (its
+  length is in the claim) and for ``stale_after`` seconds, both by its own monotonic clock: two
+  machines' clocks are never compared, so a clock skewed by minutes neither holds a dead worker's
+  task for minutes nor takes a live one's (its renewals move the ref three times a lease). A claim
+  without its lease's length (an older worker's) is judged by its lease's end on the taker's clock.
+  The takeover is a child commit pushed with ``--force-with-lease=<ref>:<the sha seen>``, so a
+  renewal landing first makes it fail: a takeover racing a renewal has one winner. The ref's
+  history records the claim, its beats and takeovers.
+* **A worker's own dead claim**: a worker restarted in the clone of a dead one takes back the claims
+  that one made at once, without waiting for the lease, when the claim on the remote still carries
+  a nonce the dead worker kept in the clone (:mod:`~guardkit_state.remote.own_claims`): ``orphans``.
 * **Release**: a delete pushed with the same lease; a claim already taken over is left alone.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import secrets
@@ -30,11 +37,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError
 from guardkit_state.remote.branches import REFS_TIMEOUT, RefRecord, list_refs
-from guardkit_state.store.fsio import validate_task_id
+from guardkit_state.store.fsio import crash_point, validate_task_id
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
@@ -47,10 +54,33 @@ SEEN_PREFIX = "refs/guardkit/seen"
 _EMPTY_TREE_INPUT = b""
 _FIELDS = {"kind": "Guardkit-Claim", "worker": "Guardkit-Worker", "nonce": "Guardkit-Nonce",
            "lease_until": "Guardkit-Lease-Until", "beat": "Guardkit-Beat", "task": "Guardkit-Task",
-           "feature": "Guardkit-Feature", "previous": "Guardkit-Previous-Worker"}
+           "feature": "Guardkit-Feature", "previous": "Guardkit-Previous-Worker", "lease": "Guardkit-Lease-Seconds"}
+#: Test-only: seconds added to this process's wall clock (the lease ends it writes and reads), as a
+#: machine whose clock is off would; set in the environment of a process the chaos campaign starts
+#: (read once, at import, like :func:`~guardkit_state.store.fsio.crash_point`'s variable).
+CLOCK_SKEW_VARIABLE = "GUARDKIT_STATE_CLOCK_SKEW"
+
+
+def _skew() -> float:
+    try:
+        skew = float(os.environ.get(CLOCK_SKEW_VARIABLE) or 0.0)
+    except ValueError:
+        return 0.0
+    return skew if math.isfinite(skew) else 0.0
+
+
+_SKEW = _skew()
+
+
+def wall_clock() -> float:
+    """The wall clock lease ends are written in (``time.time``, skewed only under test)."""
+    return time.time() + _SKEW
+
 _TRAILER = re.compile(r"^(Guardkit-[A-Za-z-]+): (.*)$", re.MULTILINE)
 
 T = TypeVar("T")
+#: The longest lease length a claim is believed to carry (a week): a longer one is no lease.
+MAX_LEASE = 7 * 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -58,7 +88,8 @@ class Claim:
     """One claim commit as its message says: who holds the task, until when, which beat.
 
     ``kind`` is ``claim`` (the root commit), ``renew`` or ``takeover``; ``previous`` names the
-    worker a takeover replaced.
+    worker a takeover replaced; ``lease`` is the lease's length in seconds (None in a claim of an
+    older worker, which did not write it).
     """
 
     feature: str
@@ -70,6 +101,7 @@ class Claim:
     beat: int
     kind: str = "claim"
     previous: str | None = None
+    lease: float | None = None
 
     @property
     def ref(self) -> str:
@@ -78,6 +110,15 @@ class Claim:
     def to_dict(self) -> dict[str, object]:
         return {"feature": self.feature, "task": self.task, "sha": self.sha, "worker": self.worker,
                 "lease_until": self.lease_until, "beat": self.beat, "kind": self.kind, "previous": self.previous}
+
+
+class ClaimKeeping(Protocol):
+    """Where a board tells the claims it makes and releases (:class:`~guardkit_state.remote.own_claims.ClaimKeeper`
+    keeps their nonces in the clone)."""
+
+    def made(self, claim: Claim) -> None: ...
+
+    def released(self, claim: Claim) -> None: ...
 
 
 def claim_ref(feature: str, task: str) -> str:
@@ -106,7 +147,8 @@ class ClaimBoard:
     """
 
     def __init__(self, repo: GitRepo, remote: str, worker: str | None = None, *,
-                 clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = wall_clock, monotonic: Callable[[], float] = time.monotonic,
+                 keep: ClaimKeeping | None = None) -> None:
         self.repo = repo
         self.remote = remote
         self.worker = worker or new_worker_id()
@@ -118,6 +160,10 @@ class ClaimBoard:
         self.foreign: dict[str, str] = {}
         self._empty_tree: str | None = None
         self._made: dict[str, Claim] = {}  # the claim commits this board made, by sha (see _own)
+        #: Claim refs a dead worker of this clone held, with the nonce it kept here: taken back at once.
+        self.orphans: dict[str, str] = {}
+        #: Told every claim commit this board makes, before its push (to keep its nonce in the clone).
+        self.keep = keep
         status, _, _ = repo.run("remote", "get-url", remote, check=False)
         if status != 0:
             raise InputError(f"no git remote named {remote!r} in {repo.root}", path=repo.root,
@@ -133,9 +179,10 @@ class ClaimBoard:
             RemoteRejectedError: the remote refused the push (a hook, permissions).
         """
         ref = claim_ref(feature, task)
-        mine = Claim(feature, task, "", self.worker, secrets.token_hex(8), self.clock() + lease, 0)
+        mine = Claim(feature, task, "", self.worker, secrets.token_hex(8), self.clock() + lease, 0, lease=lease)
         sha = self._commit(mine, parent=None)
         pushed = self._push(f"{sha}:{ref}")
+        crash_point("remote.after_claim")
         if pushed.status == "unreachable":
             raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {pushed.detail}", path=self.repo.root)
         if pushed.status == "ok":
@@ -162,11 +209,12 @@ class ClaimBoard:
             ClaimLostError: the ref moved (taken over) or is gone: stop working on the task.
             RemoteUnreachableError: the beat did not reach the remote (retry before the lease ends).
         """
-        beat = replace(held, lease_until=self.clock() + lease, beat=held.beat + 1, kind="renew", previous=None)
+        beat = replace(held, lease_until=self.clock() + lease, beat=held.beat + 1, kind="renew", previous=None,
+                       lease=lease)
         return self._replace(held.sha, beat, lost=f"claim {held.ref} is no longer {self.worker}'s")
 
     def take_over(self, feature: str, task: str, lease: float, *, stale_after: float) -> Claim | None:
-        """Take a claim whose lease has ended and whose heartbeat stood still ``stale_after`` seconds.
+        """Take a claim that is stale (:meth:`is_stale`), or an orphan of this clone's dead worker.
 
         Returns ``None`` when the claim is live (lease running, a recent beat, a renewal that won the
         race) or gone; the new :class:`Claim` when taken over. The caller must have read the claim
@@ -179,11 +227,13 @@ class ClaimBoard:
         if current is None or not self.is_stale(current, stale_after=stale_after):
             return None
         mine = Claim(feature, task, "", self.worker, secrets.token_hex(8), self.clock() + lease, current.beat + 1,
-                     kind="takeover", previous=current.worker)
+                     kind="takeover", previous=current.worker, lease=lease)
         try:
-            return self._replace(current.sha, mine, lost=f"claim {ref} moved while it was taken over")
+            taken = self._replace(current.sha, mine, lost=f"claim {ref} moved while it was taken over")
         except ClaimLostError:
             return None  # the holder's renewal (or another taker) came first
+        crash_point("remote.after_takeover")
+        return taken
 
     def release(self, held: Claim) -> bool:
         """Delete the claim if it is still this one; False when it was already taken over or gone."""
@@ -191,6 +241,8 @@ class ClaimBoard:
         if pushed.status == "unreachable":
             raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {pushed.detail}", path=self.repo.root)
         if pushed.status == "ok":
+            if self.keep is not None:
+                self.keep.released(held)
             return True
         there = self.remote_sha(held.ref)
         own = self._own(held.feature, held.task, there)
@@ -243,11 +295,19 @@ class ClaimBoard:
         return claims
 
     def is_stale(self, claim: Claim, *, stale_after: float) -> bool:
-        """Lease ended by this clock, and this worker saw the same beat for ``stale_after`` seconds."""
-        if self.clock() <= claim.lease_until:
-            return False
+        """This worker saw the same beat for the claim's whole lease and ``stale_after`` seconds, by
+        its monotonic clock (no wall clocks compared); a claim without its lease's length: its lease
+        ended by this clock, and the beat seen for ``stale_after``. An orphan (:attr:`orphans`) is
+        stale at once: the worker that made it is dead, and this clone kept its nonce."""
+        if self.orphans.get(claim.ref) == claim.nonce:
+            return True
         sha, since = self._seen.get(claim.ref, ("", 0.0))
-        return sha == claim.sha and self.monotonic() - since >= stale_after
+        still = self.monotonic() - since if sha == claim.sha else -1.0
+        if still < stale_after:
+            return False
+        if claim.lease is not None:
+            return still >= claim.lease
+        return self.clock() > claim.lease_until
 
     def remote_sha(self, ref: str) -> str | None:
         """The ref's sha on the remote now (``ls-remote``), None when absent."""
@@ -294,14 +354,17 @@ class ClaimBoard:
         lines = [f"guardkit {claim.kind} {claim.task} of {claim.feature}", ""]
         values = {"kind": claim.kind, "worker": claim.worker, "nonce": claim.nonce,
                   "lease_until": f"{claim.lease_until:.3f}", "beat": str(claim.beat), "task": claim.task,
-                  "feature": claim.feature, "previous": claim.previous}
+                  "feature": claim.feature, "previous": claim.previous,
+                  "lease": None if claim.lease is None else f"{claim.lease:.3f}"}
         lines += [f"{_FIELDS[key]}: {value}" for key, value in values.items() if value is not None]
         args = ["commit-tree", self._empty_tree, "-m", "\n".join(lines)]
         if parent is not None:
             args += ["-p", parent]
         _, out, _ = self.repo.run(*args, pre=self.repo.identity_args())
         sha = out.decode().strip()
-        self._made[sha] = replace(claim, sha=sha)
+        self._made[sha] = made = replace(claim, sha=sha)
+        if self.keep is not None:
+            self.keep.made(made)  # before the push: a worker killed as it lands still left its nonce here
         return sha
 
     def _push(self, refspec: str, *, lease: tuple[str, str] | None = None) -> _Push:
@@ -326,9 +389,19 @@ def parse_claim(feature: str, task: str, sha: str, message: str) -> Claim | None
     try:
         return Claim(feature, task, sha, fields[_FIELDS["worker"]], fields[_FIELDS["nonce"]],
                      float(fields[_FIELDS["lease_until"]]), int(fields[_FIELDS["beat"]]),
-                     fields.get(_FIELDS["kind"], "claim"), fields.get(_FIELDS["previous"]))
+                     fields.get(_FIELDS["kind"], "claim"), fields.get(_FIELDS["previous"]),
+                     _lease_seconds(fields.get(_FIELDS["lease"])))
     except (KeyError, ValueError):
         return None
+
+
+def _lease_seconds(text: str | None) -> float | None:
+    """A claim's lease length: a finite positive number of seconds, else None (judged by its end)."""
+    try:
+        seconds = float(text) if text is not None else math.nan
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and 0 < seconds <= MAX_LEASE else None
 
 
 def retrying(action: Callable[[], T], *, on_wait: Callable[[int, RemoteUnreachableError], None],
@@ -362,5 +435,5 @@ def _first_line(text: str) -> str:
     return chosen.strip()
 
 
-__all__ = ["CLAIMS_PREFIX", "MERGE_CLAIM", "Claim", "ClaimBoard", "claim_ref", "new_worker_id", "parse_claim",
-           "retrying", "utc_text"]
+__all__ = ["CLAIMS_PREFIX", "CLOCK_SKEW_VARIABLE", "MAX_LEASE", "MERGE_CLAIM", "Claim", "ClaimBoard", "ClaimKeeping",
+           "claim_ref", "new_worker_id", "parse_claim", "retrying", "utc_text", "wall_clock"]
