@@ -483,3 +483,87 @@ def test_a_remote_that_takes_the_connection_and_never_answers_is_unreachable_at_
             retrying(lambda: board.remote_sha(claim_ref(FEAT, TASK)), on_wait=lambda n, exc: waits.append(exc.message),
                      sleep=lambda _: None, attempts=2)
         assert len(waits) == 1 and "no answer in 1 s" in waits[0]
+
+
+def test_a_holder_whose_clock_is_minutes_ahead_is_taken_over_one_lease_after_it_stops(remote: Remote) -> None:
+    # Its lease ends 10 minutes late by any other clock: a dead worker's task must not wait for that.
+    taker_clock = Clock()
+    holder = remote.machine("holder", Clock(taker_clock.now + 600))
+    taker = remote.machine("taker", taker_clock)
+    held = holder.claim(FEAT, TASK, lease=30)
+    assert held is not None and held.lease == 30
+    taker.read(FEAT)
+    taker_clock.now += 29  # stood still 29 s of a 30 s lease, by the taker's clock
+    assert taker.take_over(FEAT, TASK, 30, stale_after=10) is None
+    taker_clock.now += 2
+    taken = taker.take_over(FEAT, TASK, 30, stale_after=10)
+    assert taken is not None and taken.previous == "holder"
+
+
+def test_a_taker_whose_clock_is_minutes_ahead_never_ousts_a_holder_that_beats_within_its_lease(
+        remote: Remote) -> None:
+    # To the taker every lease has ended: what it has seen of the claim is all that counts.
+    holder_clock = Clock()
+    holder = remote.machine("holder", holder_clock)
+    taker_clock = Clock(holder_clock.now + 600)
+    taker = remote.machine("taker", taker_clock)
+    held = holder.claim(FEAT, TASK, lease=30)
+    assert held is not None
+    taker.read(FEAT)
+    taker_clock.now += 25  # two beats of the holder were lost on the way (a third of the lease each)
+    assert taker.take_over(FEAT, TASK, 30, stale_after=15) is None
+    held = holder.renew(held, lease=30)  # the third arrives
+    taker.read(FEAT)
+    taker_clock.now += 25
+    assert taker.take_over(FEAT, TASK, 30, stale_after=15) is None
+    assert remote_ref(remote, held.ref) == held.sha
+
+
+def test_a_claim_without_its_lease_length_is_judged_by_its_end_on_the_takers_clock() -> None:
+    # A claim an older worker made (no Guardkit-Lease-Seconds): its lease's end, as before.
+    from guardkit_state.remote.claims import parse_claim
+
+    message = ("guardkit claim T of F\n\nGuardkit-Claim: claim\nGuardkit-Worker: old\nGuardkit-Nonce: n\n"
+               "Guardkit-Lease-Until: 1000100.000\nGuardkit-Beat: 0\n")
+    claim = parse_claim(FEAT, TASK, "a" * 40, message)
+    assert claim is not None and claim.lease is None
+    for bad in ("nan", "inf", "-5", "0", "1e300", "x"):
+        odd = parse_claim(FEAT, TASK, "a" * 40, message + f"Guardkit-Lease-Seconds: {bad}\n")
+        assert odd is not None and odd.lease is None
+
+
+class Unreachable(ClaimBoard):
+    """A board whose renewals never reach the remote."""
+
+    def renew(self, held: Claim, lease: float) -> Claim:
+        raise RemoteUnreachableError("cannot reach remote 'origin': the connection was reset")
+
+
+class Pauses:
+    """The heartbeat's stop event, recording each pause it is asked to wait, stopping after ``n``."""
+
+    def __init__(self, n: int) -> None:
+        self.asked: list[float] = []
+        self.n = n
+
+    def wait(self, timeout: float) -> bool:
+        self.asked.append(timeout)
+        return len(self.asked) > self.n
+
+    def set(self) -> None:
+        self.n = 0
+
+
+def test_a_beat_that_did_not_reach_the_remote_is_tried_again_soon(remote: Remote) -> None:
+    plain = remote.machine("holder")
+    held = plain.claim(FEAT, TASK, lease=30)
+    assert held is not None
+    for board, expected in ((plain, [10.0, 10.0, 10.0]), (Unreachable(plain.repo, "origin", "holder"),
+                                                          [10.0, 2.5, 2.5])):
+        beat = Heartbeat(board, 30)
+        beat.hold(held)
+        pauses = Pauses(2)
+        beat._stop = pauses  # type: ignore[assignment]
+        beat._run()
+        assert pauses.asked == expected  # a lost beat is tried again after a twelfth of the lease, not a third
+        held = beat.held()[0]

@@ -93,7 +93,7 @@ def read_quarantine(repo: GitRepo, task: str, rev: str | None) -> Quarantine:
     """The quarantine of ``task`` as the commit ``rev`` (its branch on the remote) holds it."""
     if rev is None:
         return Quarantine(task)
-    return quarantine_in(_copy_at(repo, task, rev)[1], task)
+    return quarantine_in(task_copy_at(repo, task, rev)[1], task)
 
 
 def held_back(state: TaskState, quarantine: Quarantine, feature: str, remote: str) -> TaskState:
@@ -117,7 +117,7 @@ def write_crash(repo: GitRepo, branches: RemoteBranches, task: str, base: str, t
         ClaimLostError: the branch moved on the remote meanwhile. RemoteError: as a push.
     """
     parent = tip or base
-    rel, copy = _copy_at(repo, task, parent)
+    rel, copy = task_copy_at(repo, task, parent)
     if copy is None:
         raise InputError(f"{task}: its task file cannot be read at {parent[:10]}; the crash is not recorded",
                          task_id=task)
@@ -165,7 +165,7 @@ def release_task(repo_root: Path | str, feature: str, task: str, remote: str, *,
     who = by or _person()
     for _ in range(5):  # a worker's push may land between the look and the release: look again
         tip = branches.fetch().get(branch_for(task))
-        rel, copy = _copy_at(repo, task, tip) if tip is not None else ("", None)
+        rel, copy = task_copy_at(repo, task, tip) if tip is not None else ("", None)
         found = quarantine_in(copy, task)
         if copy is None or not found.runs:
             return Release(plan.feature_id, task, remote, False, f"{task} has no failed run on {remote!r} since it "
@@ -190,7 +190,7 @@ def release_task(repo_root: Path | str, feature: str, task: str, remote: str, *,
 # -- the task file on a commit ----------------------------------------------------------------
 
 
-def _copy_at(repo: GitRepo, task: str, rev: str) -> tuple[str, TaskFile | None]:
+def task_copy_at(repo: GitRepo, task: str, rev: str) -> tuple[str, TaskFile | None]:
     """The task file's path (as the checkout has it) and its copy on ``rev`` (None: unreadable)."""
     with contextlib.suppress(GuardkitStateError):
         path = resolve_task(repo.root, task).path
@@ -239,4 +239,4 @@ def _person() -> str:
 
 
 __all__ = ["DEFAULT_LIMIT", "QUARANTINED", "FailedRun", "Quarantine", "Release", "crash_entry", "held_back",
-           "quarantine_in", "read_quarantine", "release_task", "write_crash"]
+           "quarantine_in", "read_quarantine", "release_task", "task_copy_at", "write_crash"]
