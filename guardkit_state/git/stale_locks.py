@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import time
 from pathlib import Path
 
@@ -41,6 +42,34 @@ def remove_stale_locks(root: Path, git_dir: Path, common_dir: Path, branch: str 
             removed.append(lock)
             log.warning("removed stale git lock %s (no git process holds it)", lock)
     return removed
+
+
+#: The lock file git names when it cannot take one: ``Unable to create '<path>.lock': File exists``.
+_NAMED_LOCK = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+
+
+def remove_named_stale_lock(root: Path, common_dir: Path, stderr: str) -> Path | None:
+    """Remove the lock file git's ``stderr`` says is in its way, when it is inside ``common_dir`` (a
+    ref's lock, ``packed-refs.lock``: a git killed in a fetch leaves them, and every later fetch
+    fails on them) and stale (as :func:`remove_stale_locks` judges); the lock removed, or None."""
+    match = _NAMED_LOCK.search(stderr)
+    if match is None:
+        return None
+    lock = Path(match.group(1))
+    inside = os.path.realpath(common_dir)
+    if not os.path.realpath(lock).startswith(inside + os.sep) or not lock.exists():
+        return None
+    if live_git_process_in(root, common_dir):
+        return None
+    if not Path("/proc/self").exists():
+        with contextlib.suppress(OSError):
+            if time.time() - lock.stat().st_mtime < STALE_LOCK_SECONDS:
+                return None
+    with contextlib.suppress(FileNotFoundError):
+        lock.unlink()
+        log.warning("removed stale git lock %s (no git process holds it)", lock)
+        return lock
+    return None
 
 
 def live_git_process_in(root: Path, common_dir: Path) -> bool:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from guardkit_state.errors import ClaimLostError, RemoteRejectedError, RemoteUnreachableError
+from guardkit_state.git.stale_locks import remove_named_stale_lock
 from guardkit_state.store.fsio import crash_point
 from guardkit_state.store.layout import BRANCH_PREFIX
 
@@ -34,6 +35,19 @@ DATA_TIMEOUT = 600.0
 
 #: A ref as :func:`list_refs` reads it: its name, its sha and its commit's message.
 RefRecord = tuple[str, str, str]
+
+
+def fetch_refs(repo: GitRepo, remote: str, *refspecs: str, timeout: float) -> tuple[int, str]:
+    """``git fetch --prune`` of ``refspecs`` from ``remote``: (exit status, stderr). A ref lock a git
+    killed in an earlier fetch left in this clone (``packed-refs.lock``, a ref's ``.lock``) fails
+    every fetch after it, as if the remote were down: it is removed once no git works here, and the
+    fetch made again."""
+    for _ in range(3):
+        status, _, err = repo.run("fetch", "--quiet", "--no-tags", "--prune", remote, *refspecs, check=False,
+                                  timeout=timeout)
+        if status == 0 or remove_named_stale_lock(repo.root, repo.common_dir, err) is None:
+            break
+    return status, err
 
 
 def list_refs(repo: GitRepo, *prefixes: str) -> list[RefRecord]:
@@ -66,9 +80,8 @@ class RemoteBranches:
         branches' shas on the remote, by branch name. The refs after it, the local branches and
         those under the prefixes ``listed`` included, are kept in ``listing`` (one git call)."""
         prefix = BRANCH_PREFIX.rstrip("/")
-        status, _, err = self.repo.run("fetch", "--quiet", "--no-tags", "--prune", self.remote,
-                                       f"+refs/heads/{prefix}/*:refs/remotes/{self.remote}/{prefix}/*", *also,
-                                       check=False, timeout=DATA_TIMEOUT)
+        branches = f"+refs/heads/{prefix}/*:refs/remotes/{self.remote}/{prefix}/*"
+        status, err = fetch_refs(self.repo, self.remote, branches, *also, timeout=DATA_TIMEOUT)
         if status != 0:
             raise RemoteUnreachableError(f"cannot fetch from {self.remote!r}: {_first(err)}", path=self.repo.root)
         tracking = f"refs/remotes/{self.remote}/"
@@ -166,4 +179,4 @@ def _first(text: str) -> str:
     return next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[0] if lines else "")
 
 
-__all__ = ["RemoteBranches"]
+__all__ = ["RemoteBranches", "fetch_refs"]

@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError
-from guardkit_state.remote.branches import REFS_TIMEOUT, RefRecord, list_refs
+from guardkit_state.remote.branches import REFS_TIMEOUT, RefRecord, fetch_refs, list_refs
 from guardkit_state.store.fsio import crash_point, validate_task_id
 
 if TYPE_CHECKING:
@@ -257,8 +257,7 @@ class ClaimBoard:
 
     def read(self, feature: str) -> dict[str, Claim]:
         """The feature's claims on the remote, by task id (fetched; staleness clocks updated)."""
-        status, _, err = self.repo.run("fetch", "--quiet", "--no-tags", "--prune", self.remote,
-                                       self.fetch_refspec(feature), check=False, timeout=REFS_TIMEOUT)
+        status, err = fetch_refs(self.repo, self.remote, self.fetch_refspec(feature), timeout=REFS_TIMEOUT)
         if status != 0:
             raise RemoteUnreachableError(f"cannot fetch claims from {self.remote!r}: {_first_line(err)}",
                                          path=self.repo.root)
