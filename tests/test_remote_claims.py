@@ -567,3 +567,40 @@ def test_a_beat_that_did_not_reach_the_remote_is_tried_again_soon(remote: Remote
         beat._run()
         assert pauses.asked == expected  # a lost beat is tried again after a twelfth of the lease, not a third
         held = beat.held()[0]
+
+
+def test_a_claim_refused_only_because_the_remotes_ref_lock_was_held_is_tried_again_not_an_error(
+        remote: Remote) -> None:
+    # A racing push held the ref's lock, claimed, ran and released before this worker looked: the
+    # remote said "failed to update ref", which is no refusal (the chaos campaign: a worker stopped on it).
+    board = remote.machine("w1")
+    lock = remote.bare / "refs" / "guardkit" / "claims" / FEAT / f"{TASK}.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")
+    with pytest.raises(RemoteUnreachableError, match="could not lock"):
+        board.claim(FEAT, TASK, lease=30)
+    waits: list[str] = []
+    held = retrying(lambda: board.claim(FEAT, TASK, lease=30), on_wait=lambda n, exc: waits.append(exc.message),
+                    sleep=lambda seconds: lock.unlink(missing_ok=True))
+    assert held is not None and remote_ref(remote, held.ref) == held.sha and len(waits) == 1
+    lock.write_text("")
+    with pytest.raises(RemoteUnreachableError, match="could not lock"):
+        board.renew(held, lease=30)  # a beat: tried again, the claim still its own
+    lock.unlink()
+    assert board.release(board.renew(held, lease=30))
+
+
+def test_a_branch_push_refused_only_because_the_remotes_ref_lock_was_held_is_tried_again(remote: Remote) -> None:
+    from guardkit_state.remote.branches import RemoteBranches
+
+    board = remote.machine("w1")
+    root = board.repo.root
+    run_git(root, "branch", "autobuild/TASK-R-001", "main")
+    lock = remote.bare / "refs" / "heads" / "autobuild" / "TASK-R-001.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")
+    branches = RemoteBranches(board.repo, "origin")
+    with pytest.raises(RemoteUnreachableError, match="could not lock"):
+        branches.push("autobuild/TASK-R-001", None)
+    lock.unlink()
+    assert branches.push("autobuild/TASK-R-001", None) == remote_ref(remote, "refs/heads/autobuild/TASK-R-001")

@@ -50,6 +50,13 @@ def fetch_refs(repo: GitRepo, remote: str, *refspecs: str, timeout: float) -> tu
     return status, err
 
 
+def lock_contention(summary: str) -> bool:
+    """A push the remote rejected because it could not lock or update the ref (``failed to lock``,
+    ``failed to update ref``): another push held it at that instant (or a git that died there left
+    its lock), which is no refusal of the remote's: a hook or a permission says so otherwise."""
+    return "(failed to update ref)" in summary or "(failed to lock)" in summary
+
+
 def list_refs(repo: GitRepo, *prefixes: str) -> list[RefRecord]:
     """The refs under ``prefixes`` (folders, without the trailing slash), in one ``for-each-ref``."""
     _, out, _ = repo.run("for-each-ref", "--format=%(refname)%00%(objectname)%00%(contents)%01",
@@ -145,6 +152,9 @@ class RemoteBranches:
         # A push racing another one to the same ref can be refused by the remote's ref lock
         # ("failed to update ref"): whether the ref moved tells a lost race from a refusal.
         if "remote rejected" in summary and self._remote_sha(ref) == expected:
+            if lock_contention(summary):  # its lock was held: try again
+                raise RemoteUnreachableError(f"remote {self.remote!r} could not lock {ref}: {summary} {_first(err)}",
+                                             path=self.repo.root)
             raise RemoteRejectedError(f"remote {self.remote!r} refused {branch}: {summary}", path=self.repo.root)
         raise ClaimLostError(f"{branch} moved on {self.remote!r} ({summary}): another worker pushed to it",
                              path=self.repo.root)
@@ -179,4 +189,4 @@ def _first(text: str) -> str:
     return next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[0] if lines else "")
 
 
-__all__ = ["RemoteBranches", "fetch_refs"]
+__all__ = ["RemoteBranches", "fetch_refs", "lock_contention"]

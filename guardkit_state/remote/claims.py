@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError
-from guardkit_state.remote.branches import REFS_TIMEOUT, RefRecord, fetch_refs, list_refs
+from guardkit_state.remote.branches import REFS_TIMEOUT, RefRecord, fetch_refs, list_refs, lock_contention
 from guardkit_state.store.fsio import crash_point, validate_task_id
 
 if TYPE_CHECKING:
@@ -135,7 +135,9 @@ def new_worker_id() -> str:
 
 @dataclass(frozen=True)
 class _Push:
-    status: str  # "ok", "rejected" (lost a race / stale lease), "refused" (remote said no), "unreachable"
+    # "ok", "rejected" (lost a race / stale lease), "busy" (the remote's ref lock was held: a racing
+    # push, or a git that died there), "refused" (the remote said no), "unreachable"
+    status: str
     detail: str
 
 
@@ -199,6 +201,9 @@ class ClaimBoard:
             # Another worker's claim is (or was, when git compared: since released) there: the race
             # is lost, not an error. A refusal by the remote's ref lock is such a race too.
             return None
+        if pushed.status == "busy":  # a racing push that has come and gone (claimed, run, released): look again
+            raise RemoteUnreachableError(f"remote {self.remote!r} could not lock {ref}: {pushed.detail}",
+                                         path=self.repo.root)
         raise RemoteRejectedError(f"remote {self.remote!r} refused the claim {ref}: {pushed.detail}",
                                   path=self.repo.root)
 
@@ -250,6 +255,9 @@ class ClaimBoard:
             return self.release(own)  # a beat of this claim landed though its push was not told so
         if there != held.sha:
             return False  # taken over, or gone: not ours to delete
+        if pushed.status == "busy":
+            raise RemoteUnreachableError(f"remote {self.remote!r} could not lock {held.ref}: {pushed.detail}",
+                                         path=self.repo.root)
         raise RemoteRejectedError(f"remote {self.remote!r} refused to release {held.ref}: {pushed.detail}",
                                   path=self.repo.root)
 
@@ -345,6 +353,9 @@ class ClaimBoard:
             return self._replace(own.sha, replace(claim, beat=own.beat + 1), lost=lost)
         if there != old or pushed.status == "rejected":  # moved since (or when git compared): not ours
             raise ClaimLostError(lost, path=self.repo.root)
+        if pushed.status == "busy":  # the ref stood still: its lock was held by a push that failed, or a dead git
+            raise RemoteUnreachableError(f"remote {self.remote!r} could not lock {claim.ref}: {pushed.detail}",
+                                         path=self.repo.root)
         raise RemoteRejectedError(f"remote {self.remote!r} refused {claim.ref}: {pushed.detail}", path=self.repo.root)
 
     def _commit(self, claim: Claim, *, parent: str | None) -> str:
@@ -378,7 +389,8 @@ class ClaimBoard:
             return _Push("unreachable", _first_line(err))
         summary = lines[0].split("\t")[-1]
         if "remote rejected" in summary:
-            return _Push("refused", f"{summary} {_first_line(err)}".strip())
+            busy = lock_contention(summary)
+            return _Push("busy" if busy else "refused", f"{summary} {_first_line(err)}".strip())
         return _Push("rejected", summary)
 
 

@@ -29,7 +29,15 @@ from typing import Any
 from tests.feature_support import FEATURE_ID, TaskSpec, make_feature
 from tests.remote_support import clone, git_daemon, make_bare
 
-from .chaos_checks import ChaosViolation, RemoteHistory, check_player_runs, check_remote, claim_figures, kept_runs
+from .chaos_checks import (
+    ChaosViolation,
+    RemoteHistory,
+    check_player_runs,
+    check_remote,
+    claim_figures,
+    git,
+    kept_runs,
+)
 from .chaos_proxy import ChaosProxy
 
 AGENT = Path(__file__).resolve().parent / "agents" / "chaos_agent.py"
@@ -115,9 +123,10 @@ class Campaign:
 
     def run(self) -> dict[str, Any]:
         with git_daemon(self.base) as daemon, ChaosProxy(("127.0.0.1", daemon.port), self.plan.seed) as proxy:
-            for slot in range(self.plan.workers):
-                url = proxy.url(self.bare.name) if slot % 2 else self.bare.as_uri()
-                self.clones.append(clone(url, self.base / f"machine-{slot}"))
+            for slot in range(self.plan.workers):  # cloned directly; then half of them reach it through the proxy
+                self.clones.append(clone(self.bare.as_uri(), self.base / f"machine-{slot}"))
+                if slot % 2:
+                    git(self.clones[-1], "remote", "set-url", "origin", proxy.url(self.bare.name))
             try:
                 for slot in range(self.plan.workers):
                     self._start(slot)
@@ -152,8 +161,10 @@ class Campaign:
         self.figures.starts += 1
         name = f"w{slot}.{self.figures.starts}"
         armed = None
-        if self.kills_left > 0 and self.rng.random() < 0.35:
-            point = self.rng.choice(sorted(CRASH_POINTS))
+        if self.kills_left > 0 and (self.figures.starts <= self.plan.workers or self.rng.random() < 0.4):
+            # Each first worker armed in another step (in a merge, a takeover, a push ...), then at random.
+            points = sorted(CRASH_POINTS)
+            point = points[slot % len(points)] if self.figures.starts <= self.plan.workers else self.rng.choice(points)
             armed = f"{point}:{self.rng.randint(1, CRASH_POINTS[point])}"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GUARDKIT_", "FEATURE_", "CHAOS_"))}
         env.update(self.project.env(), NO_COLOR="1", CHAOS_LOG=str(self.log), CHAOS_INC=name,
@@ -192,9 +203,12 @@ class Campaign:
         raise ChaosViolation(f"{incarnation.name} exited {code}: {incarnation.err.read_text()[-3000:]}")
 
     def _kill_one(self) -> None:
-        running = self._in_player()
-        if running and self.rng.random() < 0.5:
+        running, merging = self._in_player(), self._merging()
+        roll = self.rng.random()
+        if running and roll < 0.45:
             victim, kind = self.live[self.rng.choice(sorted(running))], "player"
+        elif merging is not None and roll < 0.7:
+            victim, kind = self.live[merging], "merger"
         else:
             victim, kind = self.live[self.rng.choice(sorted(self.live))], "random"
         self._kill(victim, kind)
@@ -232,6 +246,18 @@ class Campaign:
         names = {incarnation.name: slot for slot, incarnation in self.live.items()}
         return {names[e["inc"]] for e in self._agents() if e["role"] == "player" and e["event"] == "start"
                 and e["inc"] in names and (e["inc"], e["task"], e["turn"]) not in ended}
+
+    def _merging(self) -> int | None:
+        """The slot whose worker holds the merge claim now, if one does."""
+        held = subprocess.run(["git", "for-each-ref", "--format=%(contents)",
+                               f"refs/guardkit/claims/{FEATURE_ID}/MERGE-WAVES"], cwd=self.bare, capture_output=True,
+                              text=True, check=False).stdout
+        worker = next((line.split(": ", 1)[1] for line in held.splitlines()
+                       if line.startswith("Guardkit-Worker: ")), None)
+        for slot, incarnation in self.live.items():
+            if worker is not None and f"worker {worker} on " in incarnation.err.read_text(errors="replace"):
+                return slot
+        return None
 
     def _kill_agents(self, name: str) -> None:
         for entry in self._agents():
