@@ -90,7 +90,7 @@ class RemoteBranches:
         branches = f"+refs/heads/{prefix}/*:refs/remotes/{self.remote}/{prefix}/*"
         status, err = fetch_refs(self.repo, self.remote, branches, *also, timeout=DATA_TIMEOUT)
         if status != 0:
-            raise RemoteUnreachableError(f"cannot fetch from {self.remote!r}: {_first(err)}", path=self.repo.root)
+            raise RemoteUnreachableError(f"cannot fetch from {self.remote!r}: {first_line(err)}", path=self.repo.root)
         tracking = f"refs/remotes/{self.remote}/"
         self.listing = list_refs(self.repo, f"{tracking}{prefix}", f"refs/heads/{prefix}", *listed)
         return {name.removeprefix(tracking): sha for name, sha, _ in self.listing if name.startswith(tracking)}
@@ -146,15 +146,15 @@ class RemoteBranches:
             self.repo.run("update-ref", self.tracking(branch), sha)
             return sha
         if not lines:
-            raise RemoteUnreachableError(f"cannot push {branch} to {self.remote!r}: {_first(err)}",
+            raise RemoteUnreachableError(f"cannot push {branch} to {self.remote!r}: {first_line(err)}",
                                          path=self.repo.root)
         summary = mine[0].split("\t")[-1]
         # A push racing another one to the same ref can be refused by the remote's ref lock
         # ("failed to update ref"): whether the ref moved tells a lost race from a refusal.
         if "remote rejected" in summary and self._remote_sha(ref) == expected:
             if lock_contention(summary):  # its lock was held: try again
-                raise RemoteUnreachableError(f"remote {self.remote!r} could not lock {ref}: {summary} {_first(err)}",
-                                             path=self.repo.root)
+                raise RemoteUnreachableError(f"remote {self.remote!r} could not lock {ref}: {summary} "
+                                             f"{first_line(err)}", path=self.repo.root)
             raise RemoteRejectedError(f"remote {self.remote!r} refused {branch}: {summary}", path=self.repo.root)
         raise ClaimLostError(f"{branch} moved on {self.remote!r} ({summary}): another worker pushed to it",
                              path=self.repo.root)
@@ -162,7 +162,7 @@ class RemoteBranches:
     def _remote_sha(self, ref: str) -> str | None:
         status, out, err = self.repo.run("ls-remote", "--refs", self.remote, ref, check=False, timeout=REFS_TIMEOUT)
         if status != 0:
-            raise RemoteUnreachableError(f"cannot reach {self.remote!r}: {_first(err)}", path=self.repo.root)
+            raise RemoteUnreachableError(f"cannot reach {self.remote!r}: {first_line(err)}", path=self.repo.root)
         return next((line.split("\t")[0] for line in out.decode().splitlines() if line.endswith(f"\t{ref}")), None)
 
     def _is_worktree(self, path: Path) -> bool:
@@ -184,9 +184,11 @@ class RemoteBranches:
         return found
 
 
-def _first(text: str) -> str:
+def first_line(text: str) -> str:
+    """The line of git's stderr that says what failed (its first ``fatal:``/``error:``, else its first):
+    a note or an error is one line."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[0] if lines else "")
 
 
-__all__ = ["RemoteBranches", "fetch_refs", "lock_contention"]
+__all__ = ["RemoteBranches", "fetch_refs", "first_line", "lock_contention"]

@@ -40,7 +40,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError
-from guardkit_state.remote.branches import REFS_TIMEOUT, RefRecord, fetch_refs, list_refs, lock_contention
+from guardkit_state.remote.branches import (
+    REFS_TIMEOUT,
+    RefRecord,
+    fetch_refs,
+    first_line,
+    list_refs,
+    lock_contention,
+)
 from guardkit_state.store.fsio import crash_point, validate_task_id
 
 if TYPE_CHECKING:
@@ -267,7 +274,7 @@ class ClaimBoard:
         """The feature's claims on the remote, by task id (fetched; staleness clocks updated)."""
         status, err = fetch_refs(self.repo, self.remote, self.fetch_refspec(feature), timeout=REFS_TIMEOUT)
         if status != 0:
-            raise RemoteUnreachableError(f"cannot fetch claims from {self.remote!r}: {_first_line(err)}",
+            raise RemoteUnreachableError(f"cannot fetch claims from {self.remote!r}: {first_line(err)}",
                                          path=self.repo.root)
         return self.read_fetched(feature)
 
@@ -320,7 +327,7 @@ class ClaimBoard:
         """The ref's sha on the remote now (``ls-remote``), None when absent."""
         status, out, err = self.repo.run("ls-remote", "--refs", self.remote, ref, check=False, timeout=REFS_TIMEOUT)
         if status != 0:
-            raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {_first_line(err)}",
+            raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {first_line(err)}",
                                          path=self.repo.root)
         for line in out.decode("utf-8", "replace").splitlines():
             sha, _, name = line.partition("\t")
@@ -386,11 +393,11 @@ class ClaimBoard:
         if status == 0 and lines and not lines[0].startswith("!"):
             return _Push("ok", lines[0])
         if not lines:  # git never talked to the remote (exit 128: unreachable, no repository there)
-            return _Push("unreachable", _first_line(err))
+            return _Push("unreachable", first_line(err))
         summary = lines[0].split("\t")[-1]
         if "remote rejected" in summary:
             busy = lock_contention(summary)
-            return _Push("busy" if busy else "refused", f"{summary} {_first_line(err)}".strip())
+            return _Push("busy" if busy else "refused", f"{summary} {first_line(err)}".strip())
         return _Push("rejected", summary)
 
 
@@ -438,12 +445,6 @@ def retrying(action: Callable[[], T], *, on_wait: Callable[[int, RemoteUnreachab
 def utc_text(at: float) -> str:
     """A wall-clock time (a lease's end) as ISO 8601 UTC, to the second."""
     return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
-
-
-def _first_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    chosen = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[0] if lines else "")
-    return chosen.strip()
 
 
 __all__ = ["CLAIMS_PREFIX", "CLOCK_SKEW_VARIABLE", "MAX_LEASE", "MERGE_CLAIM", "Claim", "ClaimBoard", "ClaimKeeping",

@@ -51,7 +51,7 @@ from guardkit_state.loop.session import interrupts_as_exceptions
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import CloneAlignment
-from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches, list_refs
+from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches, first_line, list_refs
 from guardkit_state.remote.claims import MERGE_CLAIM, Claim, ClaimBoard, claim_ref, retrying
 from guardkit_state.remote.holding import HeldClaims
 from guardkit_state.remote.ledgers import RemoteLedgers
@@ -265,7 +265,7 @@ class _Worker:
                                          f"refs/guardkit/claims/{self.feature}/*", check=False,
                                          timeout=REFS_TIMEOUT)
         if status != 0:
-            raise RemoteUnreachableError(f"cannot reach remote {self.options.remote!r}: {err.strip()[:200]}",
+            raise RemoteUnreachableError(f"cannot reach remote {self.options.remote!r}: {first_line(err)[:200]}",
                                          path=self.repo.root)
         return out.decode("utf-8", "replace")
 
