@@ -56,7 +56,9 @@ class Plan:
     waves: tuple[int, ...] = (6, 2, 1)  # tasks per wave
     lease: float = 5.0
     sleep: float = 0.4  # the Player's seconds per turn
-    skews: tuple[float, ...] = (300.0, -240.0)  # the clocks of workers 1 and 2 (of 0..N-1)
+    # Clocks minutes off, on two machines behind the proxy (their beats meet its faults): the first
+    # one's machine is lost for good once it runs a Player (its claim waits for another worker).
+    skews: tuple[tuple[int, float], ...] = ((1, 300.0), (3, -240.0))
     deadline: float = 300.0
 
     def tasks(self) -> list[TaskSpec]:
@@ -112,6 +114,7 @@ class Campaign:
         self.clones: list[Path] = []
         self.live: dict[int, Incarnation] = {}
         self.done: set[int] = set()
+        self.lost: set[int] = set()  # machines that never come back
         self.restarts: list[tuple[float, int]] = []
         self.killed: dict[str, float] = {}
         self.figures = Figures()
@@ -139,12 +142,13 @@ class Campaign:
 
     def _until_done(self) -> None:
         next_kill = self._now() + self.rng.uniform(1.0, 3.0)
-        while len(self.done) < self.plan.workers:
+        while len(self.done) + len(self.lost) < self.plan.workers:
             if self._now() > self.plan.deadline:
                 raise ChaosViolation(f"the feature did not complete in {self.plan.deadline:.0f} s")
             for slot, incarnation in list(self.live.items()):
                 if incarnation.proc.poll() is not None:
                     self._ended(slot, incarnation)
+            self._lose_a_machine()
             if self.kills_left > 0 and self._now() >= next_kill and self.live:
                 self._kill_one()
                 next_kill = self._now() + self.rng.uniform(1.0, 4.0)
@@ -171,8 +175,9 @@ class Campaign:
                    CHAOS_SLEEP=str(self.plan.sleep))
         if armed:
             env["GUARDKIT_STATE_CRASH_AT"] = armed
-        if 1 <= slot <= len(self.plan.skews):
-            env["GUARDKIT_STATE_CLOCK_SKEW"] = str(self.plan.skews[slot - 1])
+        skew = dict(self.plan.skews).get(slot)
+        if skew is not None:
+            env["GUARDKIT_STATE_CLOCK_SKEW"] = str(skew)
         agent = f"{sys.executable} -S {AGENT}"
         argv = [sys.executable, "-m", "guardkit_state", "feature-build", FEATURE_ID, "--repo", str(self.clones[slot]),
                 "--player", f"{agent} player", "--coach", f"{agent} coach", "--remote", "origin",
@@ -201,6 +206,15 @@ class Campaign:
             self.restarts.append((self._now() + 0.2, slot))
             return
         raise ChaosViolation(f"{incarnation.name} exited {code}: {incarnation.err.read_text()[-3000:]}")
+
+    def _lose_a_machine(self) -> None:
+        """The first skewed machine, lost for good in a Player: its claim waits for a worker whose
+        clock differs by minutes (once)."""
+        doomed = self.plan.skews[0][0] if self.plan.skews else None
+        if doomed is None or self.lost or doomed not in self.live or doomed not in self._in_player():
+            return
+        self.lost.add(doomed)
+        self._kill(self.live.pop(doomed), "player, machine lost")
 
     def _kill_one(self) -> None:
         running, merging = self._in_player(), self._merging()
@@ -231,6 +245,8 @@ class Campaign:
         self.killed[incarnation.name] = self._now()
         self.figures.kills[kind] += 1
         self.kills_left -= 1
+        if incarnation.slot in self.lost:
+            return
         later = self.rng.random() < 0.5
         delay = self.rng.uniform(1.0, 2.5 * self.plan.lease) if later else self.rng.uniform(0.0, 0.3)
         self.restarts.append((self._now() + delay, incarnation.slot))
