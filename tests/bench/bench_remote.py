@@ -220,7 +220,7 @@ def table_rows(case: Any) -> list[tuple[str, ...]]:
 #: How each kind of a worker's time is named beside the curve.
 _KINDS = (("startup", "start-up"), ("look", "looks"), ("fetch", "fetches"), ("claim", "claims"), ("push", "pushes"),
           ("run", "task loops"), ("merge", "merges"), ("merge_wait", "merge waits"), ("wait", "waits"),
-          ("step", "reading the tasks"), ("start", "before its first look"))
+          ("step", "reading the tasks"), ("start", "its set-up"))
 
 
 def _scaling_rows(scaling: Any) -> list[tuple[str, ...]]:

@@ -54,7 +54,7 @@ class Plan:
     workers: int = 6
     kills: int = 10
     waves: tuple[int, ...] = (6, 2, 1)  # tasks per wave
-    lease: float = 5.0
+    lease: float = 6.0
     sleep: float = 0.4  # the Player's seconds per turn
     # Clocks minutes off, on two machines behind the proxy (their beats meet its faults): the first
     # one's machine is lost for good once it runs a Player (its claim waits for another worker).
