@@ -56,9 +56,10 @@ class Plan:
     waves: tuple[int, ...] = (6, 2, 1)  # tasks per wave
     lease: float = 6.0
     sleep: float = 0.4  # the Player's seconds per turn
-    # Clocks minutes off, on two machines behind the proxy (their beats meet its faults): the first
-    # one's machine is lost for good once it runs a Player (its claim waits for another worker).
+    # Clocks minutes off, on machines behind the proxy (their beats meet its faults): the first one
+    # ahead of the others to run a Player is lost for good there (its claim waits for another worker).
     skews: tuple[tuple[int, float], ...] = ((1, 300.0), (3, -240.0))
+    kill_gap: tuple[float, float] = (1.0, 4.0)  # seconds between two kills
     deadline: float = 300.0
 
     def tasks(self) -> list[TaskSpec]:
@@ -151,7 +152,7 @@ class Campaign:
             self._lose_a_machine()
             if self.kills_left > 0 and self._now() >= next_kill and self.live:
                 self._kill_one()
-                next_kill = self._now() + self.rng.uniform(1.0, 4.0)
+                next_kill = self._now() + self.rng.uniform(*self.plan.kill_gap)
             for due, slot in sorted(self.restarts):
                 if due <= self._now():
                     self.restarts.remove((due, slot))
@@ -208,13 +209,13 @@ class Campaign:
         raise ChaosViolation(f"{incarnation.name} exited {code}: {incarnation.err.read_text()[-3000:]}")
 
     def _lose_a_machine(self) -> None:
-        """The first skewed machine, lost for good in a Player: its claim waits for a worker whose
-        clock differs by minutes (once)."""
-        doomed = self.plan.skews[0][0] if self.plan.skews else None
-        if doomed is None or self.lost or doomed not in self.live or doomed not in self._in_player():
-            return
-        self.lost.add(doomed)
-        self._kill(self.live.pop(doomed), "player, machine lost")
+        """A machine whose clock is ahead, lost for good in a Player: its claim waits for a worker
+        whose clock is minutes behind it (once)."""
+        ahead = {slot for slot, skew in self.plan.skews if skew > 0} & self._in_player() if not self.lost else set()
+        if ahead:
+            doomed = min(ahead)
+            self.lost.add(doomed)
+            self._kill(self.live.pop(doomed), "player, machine lost")
 
     def _kill_one(self) -> None:
         running, merging = self._in_player(), self._merging()

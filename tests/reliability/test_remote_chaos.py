@@ -24,7 +24,8 @@ from .remote_chaos import Plan, run_chaos
 def test_workers_killed_and_restarted_on_a_bad_network_build_the_feature_exactly_once(
         tmp_path: Path, record_figures: Callable[[dict[str, Any]], None]) -> None:
     seed = int(os.environ.get("GUARDKIT_CHAOS_SEED") or 41)
-    plan = (Plan(seed, workers=12, kills=soak() if soak() > 1 else 60, waves=(12, 6, 3, 1), deadline=1800.0)
+    plan = (Plan(seed, workers=12, kills=soak() if soak() > 1 else 60, waves=(24, 12, 6, 1), kill_gap=(0.5, 2.5),
+                 skews=((1, 300.0), (3, -240.0), (5, 420.0), (7, -180.0)), deadline=1800.0)
             if soak() else Plan(seed, workers=size(6, 12)))
     figures = run_chaos(tmp_path, plan)
     assert figures["kills"] >= 1 and figures["duplicates"] == 0 and figures["lost_turns"] == 0
