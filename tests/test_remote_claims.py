@@ -602,5 +602,33 @@ def test_a_branch_push_refused_only_because_the_remotes_ref_lock_was_held_is_tri
     branches = RemoteBranches(board.repo, "origin")
     with pytest.raises(RemoteUnreachableError, match="could not lock"):
         branches.push("autobuild/TASK-R-001", None)
-    lock.unlink()
+    stale = time.time() - 60  # left by a push killed on the remote: removed when the remote is on this machine
+    __import__("os").utime(lock, (stale, stale))
+    with pytest.raises(RemoteUnreachableError, match="could not lock"):
+        branches.push("autobuild/TASK-R-001", None)
+    assert lock.exists() == (remote.daemon is not None)
+    lock.unlink(missing_ok=True)
     assert branches.push("autobuild/TASK-R-001", None) == remote_ref(remote, "refs/heads/autobuild/TASK-R-001")
+
+
+def test_a_ref_lock_a_killed_push_left_on_a_remote_on_this_machine_is_removed_once_stale(remote: Remote) -> None:
+    # A machine SIGKILLed in a push to a file:// remote kills the receive-pack it ran there, holding
+    # the ref's lock: every later push to that ref failed for ever (the chaos soak: the merge claim).
+    import os
+
+    board = remote.machine("w1")
+    lock = remote.bare / "refs" / "guardkit" / "claims" / FEAT / f"{TASK}.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")  # fresh: a push on another machine may hold it now
+    with pytest.raises(RemoteUnreachableError, match="if this lasts, a push that died on the remote left"):
+        board.claim(FEAT, TASK, lease=30)
+    assert lock.exists()
+    os.utime(lock, (time.time() - 60, time.time() - 60))  # a minute old: no push holds a ref lock that long
+    with pytest.raises(RemoteUnreachableError, match="could not lock"):
+        board.claim(FEAT, TASK, lease=30)
+    if remote.daemon is None:  # on this machine's file system: removed; the next try claims
+        assert not lock.exists()
+        held = board.claim(FEAT, TASK, lease=30)
+        assert held is not None and remote_ref(remote, held.ref) == held.sha
+    else:  # reached over the network: never touched from a client
+        assert lock.exists()

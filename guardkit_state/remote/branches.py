@@ -13,9 +13,11 @@ new holder's turns.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlsplit
 
 from guardkit_state.errors import ClaimLostError, RemoteRejectedError, RemoteUnreachableError
 from guardkit_state.git.stale_locks import remove_named_stale_lock
@@ -35,6 +37,41 @@ DATA_TIMEOUT = 600.0
 
 #: A ref as :func:`list_refs` reads it: its name, its sha and its commit's message.
 RefRecord = tuple[str, str, str]
+
+
+#: How old a ref lock in a remote repository on this machine's file system must be before a worker
+#: takes it for one a killed push left (a live push holds its locks for milliseconds).
+REMOTE_LOCK_AGE = 30.0
+
+
+def busy_lock(remote: str, ref: str, summary: str, stderr: str) -> str:
+    """What a push the remote rejected for a held ref lock says: the lock file when git named it,
+    and what to do if it lasts (a push that died there left it)."""
+    named = re.search(r"Unable to create '([^']+\.lock)'", stderr)
+    held = f"; if this lasts, a push that died on the remote left {named.group(1)}: remove it there" if named else ""
+    return f"remote {remote!r} could not lock {ref}: {summary}{held}"
+
+
+def clear_remote_lock(repo: GitRepo, remote: str, stderr: str) -> bool:
+    """Remove the ref lock a push's ``stderr`` names in ``remote``'s repository, when that is on this
+    machine's file system (a ``file://`` URL or a path) and the lock is stale: a machine SIGKILLed in
+    a push to such a remote kills the ``receive-pack`` it ran there, holding the ref's lock, and every
+    later push to that ref fails on it ("failed to update ref"). A remote reached over a network
+    cleans up after a client that died; its locks are never touched from here. True when removed."""
+    status, out, _ = repo.run("remote", "get-url", remote, check=False)
+    url = out.decode("utf-8", "replace").strip()
+    if status != 0 or not url:
+        return False
+    if url.startswith("file://"):
+        path = Path(unquote(urlsplit(url).path))
+    elif "://" in url or (":" in url.split("/", 1)[0] and not url.startswith("/")):
+        return False  # a network remote (ssh, https, git, scp-like host:path)
+    else:
+        path = (repo.root / url) if not url.startswith("/") else Path(url)
+    if not path.is_dir():
+        return False
+    removed = remove_named_stale_lock(path, path, stderr, min_age=REMOTE_LOCK_AGE)
+    return removed is not None
 
 
 def fetch_refs(repo: GitRepo, remote: str, *refspecs: str, timeout: float) -> tuple[int, str]:
@@ -152,9 +189,9 @@ class RemoteBranches:
         # A push racing another one to the same ref can be refused by the remote's ref lock
         # ("failed to update ref"): whether the ref moved tells a lost race from a refusal.
         if "remote rejected" in summary and self._remote_sha(ref) == expected:
-            if lock_contention(summary):  # its lock was held: try again
-                raise RemoteUnreachableError(f"remote {self.remote!r} could not lock {ref}: {summary} "
-                                             f"{first_line(err)}", path=self.repo.root)
+            if lock_contention(summary):  # its lock was held: try again (a stale one on this machine removed)
+                clear_remote_lock(self.repo, self.remote, err)
+                raise RemoteUnreachableError(busy_lock(self.remote, ref, summary, err), path=self.repo.root)
             raise RemoteRejectedError(f"remote {self.remote!r} refused {branch}: {summary}", path=self.repo.root)
         raise ClaimLostError(f"{branch} moved on {self.remote!r} ({summary}): another worker pushed to it",
                              path=self.repo.root)
@@ -191,4 +228,5 @@ def first_line(text: str) -> str:
     return next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[0] if lines else "")
 
 
-__all__ = ["RemoteBranches", "fetch_refs", "first_line", "lock_contention"]
+__all__ = ["REMOTE_LOCK_AGE", "RemoteBranches", "busy_lock", "clear_remote_lock", "fetch_refs", "first_line",
+           "lock_contention"]

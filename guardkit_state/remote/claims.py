@@ -43,6 +43,8 @@ from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedErro
 from guardkit_state.remote.branches import (
     REFS_TIMEOUT,
     RefRecord,
+    busy_lock,
+    clear_remote_lock,
     fetch_refs,
     first_line,
     list_refs,
@@ -209,8 +211,7 @@ class ClaimBoard:
             # is lost, not an error. A refusal by the remote's ref lock is such a race too.
             return None
         if pushed.status == "busy":  # a racing push that has come and gone (claimed, run, released): look again
-            raise RemoteUnreachableError(f"remote {self.remote!r} could not lock {ref}: {pushed.detail}",
-                                         path=self.repo.root)
+            raise RemoteUnreachableError(pushed.detail, path=self.repo.root)
         raise RemoteRejectedError(f"remote {self.remote!r} refused the claim {ref}: {pushed.detail}",
                                   path=self.repo.root)
 
@@ -263,8 +264,7 @@ class ClaimBoard:
         if there != held.sha:
             return False  # taken over, or gone: not ours to delete
         if pushed.status == "busy":
-            raise RemoteUnreachableError(f"remote {self.remote!r} could not lock {held.ref}: {pushed.detail}",
-                                         path=self.repo.root)
+            raise RemoteUnreachableError(pushed.detail, path=self.repo.root)
         raise RemoteRejectedError(f"remote {self.remote!r} refused to release {held.ref}: {pushed.detail}",
                                   path=self.repo.root)
 
@@ -361,8 +361,7 @@ class ClaimBoard:
         if there != old or pushed.status == "rejected":  # moved since (or when git compared): not ours
             raise ClaimLostError(lost, path=self.repo.root)
         if pushed.status == "busy":  # the ref stood still: its lock was held by a push that failed, or a dead git
-            raise RemoteUnreachableError(f"remote {self.remote!r} could not lock {claim.ref}: {pushed.detail}",
-                                         path=self.repo.root)
+            raise RemoteUnreachableError(pushed.detail, path=self.repo.root)
         raise RemoteRejectedError(f"remote {self.remote!r} refused {claim.ref}: {pushed.detail}", path=self.repo.root)
 
     def _commit(self, claim: Claim, *, parent: str | None) -> str:
@@ -396,8 +395,10 @@ class ClaimBoard:
             return _Push("unreachable", first_line(err))
         summary = lines[0].split("\t")[-1]
         if "remote rejected" in summary:
-            busy = lock_contention(summary)
-            return _Push("busy" if busy else "refused", f"{summary} {first_line(err)}".strip())
+            if lock_contention(summary):  # a push racing it; or a stale lock a killed push left (removed when
+                clear_remote_lock(self.repo, self.remote, err)  # it is on this machine's file system)
+                return _Push("busy", busy_lock(self.remote, refspec.rsplit(":", 1)[-1], summary, err))
+            return _Push("refused", f"{summary} {first_line(err)}".strip())
         return _Push("rejected", summary)
 
 

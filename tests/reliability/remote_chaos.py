@@ -328,6 +328,9 @@ def run_chaos(base: Path, plan: Plan) -> dict[str, Any]:
     except ChaosViolation as exc:
         raise ChaosViolation(f"seed {plan.seed} (rerun: GUARDKIT_CHAOS_SEED={plan.seed}): {exc}\n"
                              f"{campaign.diagnosis()}") from None
+    except Exception as exc:  # the harness itself failed: the seed is told all the same
+        raise ChaosViolation(f"seed {plan.seed} (rerun: GUARDKIT_CHAOS_SEED={plan.seed}): {type(exc).__name__}: "
+                             f"{exc}\n{campaign.diagnosis()}") from exc
 
 
 __all__ = ["CRASH_POINTS", "Campaign", "Plan", "run_chaos"]
