@@ -108,7 +108,7 @@ def _scale_tasks(sleep: float, independent: int) -> list[TaskSpec]:
     return [*parts, TaskSpec(f"TASK-FB-{independent + 1:03d}", dependencies=[t.task_id for t in parts], sleep=sleep)]
 
 
-def run_scaling(repeat: int = 3, sleep: float = SCALE_SLEEP, counts: tuple[int, ...] = SCALE_COUNTS,
+def run_scaling(repeat: int = 5, sleep: float = SCALE_SLEEP, counts: tuple[int, ...] = SCALE_COUNTS,
                 independent: int = SCALE_INDEPENDENT) -> dict[str, Any]:
     """The curve: each worker count's median wall time (its rounds interleaved with the others',
     the order turned each round, so a noisy neighbour slows them alike), as a ratio to one worker;
