@@ -38,7 +38,7 @@ from guardkit_state.errors import (
     RemoteError,
     RemoteUnreachableError,
 )
-from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
+from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state, unstarted_state
 from guardkit_state.git.merge import merge_branch, merge_message, task_merges
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
 from guardkit_state.git.repo import GitRepo
@@ -52,7 +52,8 @@ from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import CloneAlignment
 from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches, first_line, list_refs
-from guardkit_state.remote.claims import MERGE_CLAIM, Claim, ClaimBoard, claim_ref, retrying
+from guardkit_state.remote.claims import CLAIMS_PREFIX, MERGE_CLAIM, Claim, ClaimBoard, claim_ref, retrying
+from guardkit_state.remote.fresh_tasks import fresh_in_look
 from guardkit_state.remote.holding import HeldClaims
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.own_claims import ClaimKeeper
@@ -126,6 +127,8 @@ class _Worker:
         self._pause = options.poll
         self._first_look: object = None
         self._merging_since: float | None = None
+        # A never-run task as the main checkout's copy says (read once a run: this worker never writes it).
+        self._unstarted = functools.cache(functools.partial(unstarted_state, repo.root))
 
     def note(self, text: str) -> None:
         log.info("%s", text)
@@ -199,6 +202,8 @@ class _Worker:
         # One ls-remote first: while nothing moved on the remote (a waiting worker's usual look),
         # the last fetch, states and claims still hold, and no fetch is made.
         snapshot, self._first_look = self._first_look or self._remote(self._snapshot, "look"), None
+        if snapshot != self._last_snapshot and self._claim_fresh(str(snapshot)):
+            return "worked"  # a task nobody had started, claimed and run without a fetch
         if snapshot != self._last_snapshot or self._last_remote is None:
             remote = self._remote(self._sync, "fetch")
             assert isinstance(remote, dict)
@@ -231,6 +236,15 @@ class _Worker:
         self._wait(self._foreign_claim(turn.number, blocked[0]) if blocked
                    else f"wave {turn.number}: every task that has to run is claimed by a live worker")
         return "wait"
+
+    def _claim_fresh(self, look: str) -> bool:
+        """Claim and run a task nobody has started, found from ``look`` alone (:mod:`fresh_tasks`)."""
+        fresh = fresh_in_look(look, feature_branch=self.feature_branch, merged=self._merged, waves=self.waves,
+                              fetched_tip=(self._last_remote or {}).get(self.feature_branch),
+                              claims_prefix=f"{CLAIMS_PREFIX}/{self.feature}",
+                              worktrees=self.fgit.worktrees, listing=self.branches.listing, unstarted=self._unstarted)
+        start = zlib.crc32(self.board.worker.encode()) % len(fresh) if fresh else 0
+        return any(self._try_task(task, self._unstarted(task), None) for task in fresh[start:] + fresh[:start])
 
     def _foreign_claim(self, wave: int, task: str) -> str:
         """Why ``task`` (or the merge) waits on a claim ref holding a commit that is no claim, and
