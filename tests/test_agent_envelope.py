@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,11 @@ from guardkit_state.agents.envelope import report_in_text
 from guardkit_state.agents.preset_agent import PresetAgent
 from guardkit_state.agents.presets import is_preset_name
 from guardkit_state.agents.protocol import CommandAgent
-from guardkit_state.errors import ConfigError
+from guardkit_state.errors import ConfigError, InputError
+
+from .agent_fakes import fakes
+
+__all__ = ["fakes"]  # the fixture, shared
 
 PRESETS = load_presets(None)
 costs = st.one_of(st.none(), st.floats(min_value=0, max_value=1000, allow_nan=False))
@@ -74,14 +79,30 @@ def test_report_in_text(text: str, expected: dict[str, Any] | None) -> None:
     assert report_in_text(text) == expected
 
 
-def test_a_name_is_a_preset_and_anything_else_a_command(tmp_path: Path) -> None:
+def test_a_name_is_a_preset_and_anything_else_a_command(tmp_path: Path, fakes: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", f"{fakes}{os.pathsep}{os.environ.get('PATH', '')}")
     assert isinstance(agent_for("claude", tmp_path), PresetAgent)
     for spaced in ("claude ", " codex", "gemini\n"):
         agent = agent_for(spaced, tmp_path)
         assert isinstance(agent, PresetAgent) and agent.name == spaced.strip()
-    for spec in ("claude -p hi", "./claude", "/usr/bin/claude", "python agent.py"):
+    (tmp_path / "claude").write_text("#!/bin/sh\n")
+    (tmp_path / "claude").chmod(0o755)  # a path names a program that must exist (checked before anything runs)
+    for spec in ("claude -p hi", "./claude", str(fakes / "claude"), "python agent.py", "cd x && claude",
+                 "X=1 claude -p hi", "$AGENT"):
         assert not is_preset_name(spec, PRESETS)
         assert isinstance(agent_for(spec, tmp_path), CommandAgent)
+
+
+def test_a_command_whose_program_is_a_path_that_cannot_run_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "player.py").write_text("print('hi')\n")  # not executable: the shell says 126
+    with pytest.raises(InputError, match=r"^--player ./agents/player.py --fast: its program ./agents/player.py is "
+                                         r"not an executable file \(chmod \+x it, or name its interpreter first\)"):
+        agent_for("./agents/player.py --fast", tmp_path, option="--player")
+    with pytest.raises(InputError, match=r"^--coach agents/: its program agents/ is not an executable file"):
+        agent_for("agents/", tmp_path, option="--coach")  # a folder
+    assert isinstance(agent_for("python3 ./agents/player.py", tmp_path), CommandAgent)
 
 
 def test_a_project_overrides_a_key_and_adds_a_preset(tmp_path: Path) -> None:
@@ -160,3 +181,26 @@ def test_the_prompt_is_passed_as_written_placeholders_in_the_task_text_included(
     argv = PresetAgent(PRESETS[name]).argv(request, prompt=prompt, log_file=tmp_path / "log.jsonl")
     assert argv[argv.index("-p") + 1] == prompt
     assert "S-1" not in argv[argv.index("-p") + 1]
+
+
+@pytest.mark.parametrize(("usage", "note"), [
+    ('{"input_tokens": 1e400, "output_tokens": 3}', "its tokens in were reported as inf"),
+    ('{"input_tokens": 12, "output_tokens": -4}', "its tokens out were reported as -4"),
+    ('{"input_tokens": 12, "output_tokens": 99999999999999999999999999999999999}',
+     "its tokens out were reported as a number of over 30 digits"),
+])
+def test_a_token_count_that_is_no_count_is_unknown_with_a_note(usage: str, note: str) -> None:
+    out = '{"type": "result", "subtype": "success", "is_error": false, "result": "ok", "usage": ' + usage + "}"
+    env = read_envelope(PRESETS["claude"], out)
+    assert env is not None and (env.tokens_in is None or env.tokens_out is None)
+    assert len(env.notes) == 1 and env.notes[0].startswith(note) and env.notes[0].endswith("counted as unknown")
+    assert env.run_record("claude")["notes"] == list(env.notes)
+
+
+def test_agent_json_nested_past_the_limit_is_refused_not_a_recursion_error() -> None:
+    from guardkit_state.errors import ParseError
+
+    with pytest.raises(ParseError, match="nested deeper than 64 levels"):
+        read_envelope(PRESETS["claude"], "[" * 50_000 + "]" * 50_000)
+    with pytest.raises(ParseError, match="nested deeper than 64 levels"):
+        report_in_text("```json\n{" + '"a": [' * 5_000 + "1" + "]" * 5_000 + "}\n```")

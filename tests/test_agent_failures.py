@@ -44,9 +44,10 @@ if sys.argv[1] == "commits":  # leaves the status as clean as it found it
     subprocess.run(["git", "add", "coach.txt"], check=True)
     subprocess.run(["git", "-c", "user.name=c", "-c", "user.email=c@e", "commit", "-qm", "coach"], check=True)
 ids = [c["id"] for c in json.loads(Path(os.environ["GUARDKIT_CRITERIA_FILE"]).read_text())["criteria"]]
+verdict = "rejected" if sys.argv[1] == "approves-rejecting" else "verified"
 Path(os.environ["GUARDKIT_REPORT_FILE"]).write_text(json.dumps({
     "decision": "approve", "issues": [], "rationale": "all good",
-    "criteria_verification": [{"criterion_id": c, "result": "verified", "notes": ""} for c in ids],
+    "criteria_verification": [{"criterion_id": c, "result": verdict, "notes": ""} for c in ids],
     "validation_results": {"tests_passed_count": 5, "tests_failed_count": 0,
                            "coverage": float(sys.argv[2]) if len(sys.argv) > 2 else 95.0}}))
 """
@@ -172,3 +173,12 @@ def test_an_overturned_approval_says_what_was_measured(actual: float | None, sho
     assert out is not None and out.decision == "feedback"
     assert out.extra[GATE_OVERRIDE_KEY] == f"approval overturned by quality gate coverage ({shown} vs threshold 80.0)"
     assert out.feedback == f"quality gate coverage failed: {shown} vs threshold 80.0 (built-in)"
+
+
+def test_a_coach_approving_while_rejecting_every_criterion_is_no_approval(tmp_path: Path) -> None:
+    root, said = _build(tmp_path, "works", "approves-rejecting")
+    assert f"{TASK}: approved" not in said
+    assert "coach: feedback — 0/5 criteria verified · 5 rejected" in said
+    assert "feedback: the Coach answered approve while rejecting AC-1, AC-2, AC-3, AC-ANTISTUB-1, AC-005" in said
+    shown = cli_json(root, "show", TASK)
+    assert shown["outcome"] != "approved" and all(t["decision"] == "feedback" for t in shown["turns"])

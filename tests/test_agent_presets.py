@@ -7,8 +7,6 @@ session in the turn state and in ``show --json``; errors reported as the CLIs re
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -98,13 +96,52 @@ def test_a_quota_error_twice_stops_the_loop_naming_the_player(tmp_path: Path, fa
     assert "coach:" not in run.stderr
 
 
-def test_a_missing_binary_is_named(tmp_path: Path) -> None:
-    root = make_repo(tmp_path / "repo", {REL: BODY})
-    run = run_cli(root, None, "feature-build", TASK, "--player", "claude", "--coach", "codex",
-                  PATH=os.path.dirname(shutil.which("git") or "/usr/bin/git"))  # git, and no agent
-    assert run.returncode == 1
-    assert "player: error — Player exited with status 127: claude: command not found" in run.stderr
-    assert "the Player failed twice in a row (missing binary)" in run.stdout
+def _git_state(root: Path) -> tuple[dict[str, bytes], str, str]:
+    """Every file outside .git, every ref and the worktrees: what a refused run must leave as it was."""
+    import subprocess
+
+    refs = subprocess.run(["git", "for-each-ref"], cwd=root, capture_output=True, text=True, check=True).stdout
+    trees = subprocess.run(["git", "worktree", "list", "--porcelain"], cwd=root, capture_output=True, text=True,
+                           check=True).stdout
+    return snapshot(root), refs, trees
+
+
+@pytest.mark.parametrize("target", ["task", "feature", "remote"])
+@pytest.mark.parametrize(("args", "said"), [
+    (("--player", "claud", "--coach", "codex"),
+     "error: --player claud: neither an agent preset nor a command on PATH; did you mean `claude`?"),
+    (("--player", "claude", "--coach", "codexx --sandbox read-only"),
+     "error: --coach codexx --sandbox read-only: neither an agent preset nor a command on PATH "
+     "(its program codexx); did you mean `codex`?"),
+    (("--player", "claude", "--coach", "gemini"),
+     "error: --coach gemini: the gemini preset runs gemini, which is not on PATH; install it, or name "
+     "another agent"),
+    (("--player", "claude", "--coach", "gemini --yolo"),  # a preset's program as a command: no typo to suggest
+     "error: --coach gemini --yolo: gemini is not on PATH; install it (and `--coach gemini` alone runs the "
+     "gemini preset with its own arguments)"),
+    (("--player", "", "--coach", "codex"),  # an unset variable: --player "$PLAYER"
+     "error: --player is empty: name an agent preset (aider, claude, codex, gemini) or a command"),
+    (("--player", "  ", "--coach", "codex"),
+     "error: --player is empty: name an agent preset (aider, claude, codex, gemini) or a command"),
+    (("--player", "claude", "--coach", "./agents/coach.sh --strict"),
+     "error: --coach ./agents/coach.sh --strict: its program ./agents/coach.sh does not exist"),
+    (("--player", "/nonexistent/bin/agent", "--coach", "codex"),
+     "error: --player /nonexistent/bin/agent: its program /nonexistent/bin/agent does not exist"),
+])
+def test_an_agent_that_cannot_run_is_refused_before_anything_exists(tmp_path: Path, fakes: Path, target: str,
+                                                                     args: tuple[str, ...], said: str) -> None:
+    from .feature_support import FEATURE_ID, TaskSpec, make_feature
+
+    (fakes / "gemini").unlink()  # a preset whose program is not installed
+    if target == "task":
+        root, ref, extra = make_repo(tmp_path / "repo", {REL: BODY}), TASK, ()
+    else:
+        root, ref = make_feature(tmp_path, [TaskSpec("TASK-FB-1")]).root, FEATURE_ID
+        extra = ("--remote", "origin") if target == "remote" else ()
+    before = _git_state(root)
+    run = run_cli(root, fakes, "feature-build", ref, *args, *extra)
+    assert (run.returncode, run.stderr) == (2, said + "\n"), run.stdout + run.stderr
+    assert _git_state(root) == before  # no branch, worktree, commit, lock or log
 
 
 def test_codex_earlier_item_shape_is_read(tmp_path: Path, fakes: Path) -> None:
@@ -194,3 +231,34 @@ def test_a_bad_agents_file_is_one_line_naming_file_line_and_key(tmp_path: Path, 
         [line] = run.stderr.strip().splitlines()
         assert said in line
         assert snapshot(root) == before
+
+
+def test_agent_json_nested_past_the_limit_is_the_agents_error_turn_and_the_loop_resumes(tmp_path: Path,
+                                                                                     fakes: Path) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", "claude", "--coach", "claude", "--max-turns", "1",
+                  FAKE_FAIL="deep", FAKE_FAIL_ROLE="player")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "unexpected" not in run.stderr
+    said = [line for line in run.stderr.splitlines() if "printed JSON that cannot be read" in line]
+    assert said == ["  player: error — Player (claude) printed JSON that cannot be read: JSON nested deeper than "
+                    "64 levels (column 134)"], run.stderr
+    shown = json.loads(run_cli(root, fakes, "show", TASK, "--json").stdout)
+    assert [t["decision"] for t in shown["turns"]] == ["error"]
+    resumed = run_cli(root, fakes, "feature-build", TASK, "--resume", "--max-turns", "3", "--player", "claude",
+                      "--coach", "claude")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert [t["decision"] for t in json.loads(run_cli(root, fakes, "show", TASK, "--json").stdout)["turns"]] == [
+        "error", "approve"]
+
+
+@pytest.mark.parametrize("literal", ["Infinity", "1e400", "-1"])
+def test_a_cost_that_is_no_finite_amount_is_unknown_with_a_note(tmp_path: Path, fakes: Path, literal: str) -> None:
+    root = make_repo(tmp_path / "repo", {REL: BODY})
+    run = run_cli(root, fakes, "feature-build", TASK, "--player", "claude", "--coach", "claude", FAKE_COST=literal)
+    assert run.returncode == 0, run.stdout + run.stderr
+    shown = "-1" if literal == "-1" else "inf"
+    assert (f"note: turn 1: the Player (claude): its cost was reported as {shown}, not a finite amount of at least 0: "
+            "counted as unknown") in run.stderr, run.stderr
+    runs = _turn_state(root, 1)["agent_runs"]
+    assert isinstance(runs, dict) and runs["player"]["cost_usd"] is None and runs["coach"]["cost_usd"] is None

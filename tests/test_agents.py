@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,14 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def _dies(pid: int) -> bool:
+    """True once ``pid`` is gone (SIGKILL is delivered asynchronously); the wait only bounds a hang."""
+    limit = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < limit:
+        time.sleep(0.05)
+    return not _alive(pid)
 
 
 @pytest.fixture
@@ -78,3 +87,48 @@ def test_stop_orphaned_agents_never_kills_an_unproven_process(tmp_path: Path, sl
     time.sleep(0.05)  # give a wrongly sent SIGKILL time to land before checking
     assert _alive(sleeper.pid)
     assert not pid_file.exists()
+
+
+#: An agent that starts a server in the background, its stdout and stderr inherited (as `npm run dev &`
+#: does), writes its report and exits 0; the server's pid goes to ``server.pid``.
+LEAVES_A_SERVER = ("import json, os, subprocess, sys\n"
+                   "server = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+                   "open('server.pid', 'w').write(str(server.pid))\n"
+                   "print('server started', flush=True)\n"
+                   "open(os.environ['GUARDKIT_REPORT_FILE'], 'w').write(json.dumps({'done': True}))\n")
+
+
+def test_an_agent_is_waited_for_not_the_child_holding_its_output(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(LEAVES_A_SERVER)
+    request = replace(_request(tmp_path), timeout=30.0)
+    agent = CommandAgent(f"{sys.executable} agent.py")
+    assert agent.run(request) == {"done": True}  # not "timed out": the agent itself exited at once
+    assert _dies(int((tmp_path / "server.pid").read_text()))
+    [note] = agent.last_notes
+    assert note.startswith("the Player exited but left process group ") and "killed it" in note
+    assert "time.sleep(300)" in note
+
+
+def test_a_loop_whose_player_leaves_a_server_running_goes_on(tmp_path: Path) -> None:
+    from .guardkit_fixtures import cli, make_repo
+
+    task = "TASK-AGT-002"
+    body = (f"---\nid: {task}\ntitle: Server\nstatus: in_progress\n---\n\n## Acceptance Criteria\n\n"
+            "- [ ] AC-001: it serves\n")
+    root = make_repo(tmp_path / "repo", {f"tasks/in_progress/{task}-server.md": body})
+    report = ("{'files_modified': [], 'files_created': [], 'tests_written': [], 'tests_run': True, "
+              "'tests_passed': True, 'implementation_notes': 'x', 'concerns': [], 'requirements_addressed': [], "
+              "'requirements_remaining': []}")
+    (tmp_path / "player.py").write_text(LEAVES_A_SERVER.replace("{'done': True}", report))
+    coach = ("import json, os; open(os.environ['GUARDKIT_REPORT_FILE'], 'w').write(json.dumps({'decision': "
+             "'approve', 'rationale': 'ok', 'issues': [], 'criteria_verification': [{'criterion_id': 'AC-001', "
+             "'result': 'verified', 'notes': ''}], 'validation_results': {'tests_passed_count': 1, "
+             "'tests_failed_count': 0, 'coverage': 90.0}}))")
+    (tmp_path / "coach.py").write_text(coach)
+    run = cli(root, "feature-build", task, "--player", f"{sys.executable} {tmp_path / 'player.py'}",
+              "--coach", f"{sys.executable} {tmp_path / 'coach.py'}", "--turn-timeout", "30")
+    said = run.stdout + run.stderr
+    assert run.returncode == 0, said
+    assert "timed out" not in said
+    assert "note: turn 1: the Player exited but left process group " in said
+    assert _dies(int((root / ".guardkit" / "worktrees" / task / "server.pid").read_text()))

@@ -20,7 +20,11 @@ def test_the_mcp_case_measures_the_server_beside_the_cli(tmp_path: Path) -> None
                           check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     row = json.loads(out.read_text(encoding="utf-8"))["cases"]["mcp"]
-    assert (row["files"], row["turns"]) == (40, 5)
+    # On the corpus-shaped repository when the corpus is there, else a generated one of 40 files.
+    assert row["files"] >= 40 and (row["feature"] is not None or row["turns"] == 5)
+    assert set(row["tools"]) >= {"status", "show", "context", "criteria", "turn_reports", "search"}
+    assert all(ms > 0 for ms in row["tools"].values()) and row["help_ms"] > 0
     for name in ("show", "context"):
         assert row[f"mcp_{name}_ms"] > 0 and row[f"cli_{name}_ms"] > 0
-    assert "| MCP show, warm tool call (40 task files, 5 turns;" in proc.stdout
+    assert "| MCP show, warm tool call in the server (" in proc.stdout
+    assert "| MCP status, warm tool call in the server (" in proc.stdout

@@ -38,6 +38,7 @@ def test_the_table_holds_the_documented_codes() -> None:
         "OK": 0, "FAILED": 1, "USAGE": 2, "ALREADY_RECORDED": 3, "INTERRUPTED": 130}
     assert ExitCode.REJECTED is ExitCode.FAILED  # record's "rejected" is the general "no"
     assert ExitCode.INTERNAL is ExitCode.FAILED  # a fault of ours is never "usage" (2)
+    assert ExitCode.NOT_READY is ExitCode.FAILED  # doctor: something would stop a loop
 
 
 @pytest.mark.parametrize(("error", "command", "code"), [

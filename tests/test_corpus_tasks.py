@@ -17,7 +17,7 @@ import yaml
 from guardkit_state.errors import DuplicateKeyError, FrontmatterError, GuardkitStateError
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
-from guardkit_state.taskfile.splice.core import StateUpdate
+from guardkit_state.taskfile.splice import StateUpdate
 
 from .conftest import run_git, writable_copy
 

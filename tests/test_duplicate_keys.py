@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from guardkit_state.cli.app import run as cli_run
 from guardkit_state.errors import DuplicateKeyError
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.yamltext.strict_yaml import parse_yaml
 
 from .helpers import coach_decision, player_report
 
@@ -114,3 +114,36 @@ def test_recording_a_turn_is_refused_in_one_line_and_writes_nothing(repo: Path, 
     assert "duplicate key 'status' on lines 4 and 6; not written: keep one line of each key" in errors[0]
     assert (repo / "tasks/in_review/TASK-DUP-001.md").read_bytes() == text
     assert sorted(p for p in repo.rglob("*") if ".git" not in p.parts) == before
+
+
+def _with_state(task_id: str) -> str:
+    return TASK.replace("TASK-DUP-001", task_id).replace(
+        "---\n\n#", "autobuild_state:\n  current_turn: 1\n  turns:\n  - turn: 1\n    decision: feedback\n---\n\n#", 1)
+
+
+def test_warnings_a_command_cannot_act_on_fold_into_one_line(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``status`` of a GuardKit repository: one line pointing at validate, not one per file, on every
+    run (the same line whether the files were parsed now or their summaries came from the cache)."""
+    for n in (1, 2, 3):
+        path = repo / "tasks" / "in_review" / f"TASK-DUP-00{n}.md"
+        path.write_text(_with_state(f"TASK-DUP-00{n}"), encoding="utf-8")
+    folded = ("warning: 3 other task files repeat a key (read as GuardKit reads it, the last value winning; never "
+              "written to until fixed): 'guardkit-state validate tasks' lists them")
+    for _ in range(2):
+        code, _, err = _cli(capsys, "status", "--repo", str(repo))
+        assert code == 0
+        assert [line for line in err.splitlines() if line.startswith("warning:")] == [folded]
+
+
+def test_the_task_a_command_is_about_is_warned_of_in_full(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    other = repo / "tasks" / "in_review" / "TASK-DUP-002.md"
+    other.write_text(_with_state("TASK-DUP-002"), encoding="utf-8")
+    (repo / "tasks" / "in_review" / "TASK-DUP-001.md").write_text(_with_state("TASK-DUP-001"), encoding="utf-8")
+    from guardkit_state.inspect.status import repo_status
+
+    repo_status(repo)  # a warning the same process gave before is given again in the next command
+    code, _, err = _cli(capsys, "show", "TASK-DUP-001", "--repo", str(repo))
+    assert code == 0, err
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert warnings == [f"warning: {repo / 'tasks/in_review/TASK-DUP-001.md'}:6: duplicate key 'status' on lines "
+                        "4 and 6: the last value is read (as GuardKit reads it)"]

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from guardkit_state.plans import plan_splice
 from guardkit_state.plans.plan_splice import PlanUpdate, splice_plan
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.yamltext.strict_yaml import parse_yaml
 
 from .update_oracle import expected_plan, read_yaml, same
 

@@ -116,7 +116,7 @@ def test_log_of_a_feature_explains_its_empty_sections_on_stdout(tmp_path: Path,
     code, out, err = cli(capsys, "log", FEATURE_ID, "--repo", str(project.root))
     assert code == 0
     # 'log FEAT-X > log.txt' keeps why there are no merges and why a task has no turns.
-    assert f"{FEATURE_ID} has not started" in out and f"no task file for {T2}" in out
+    assert f"{FEATURE_ID}: not started (no branch autobuild/{FEATURE_ID})" in out and f"no task file for {T2}" in out
     assert f"{T1} (pending): turns from" in out and "no turns recorded" in out
     assert err == ""
     assert (project.root / PLAN_REL).is_file()

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardkit_state.errors import DuplicateKeyError, FrontmatterError
-from guardkit_state.taskfile import strict_yaml
 from guardkit_state.taskfile.frontmatter import parse_frontmatter, split_frontmatter
-from guardkit_state.taskfile.splice import render as splice_render
-from guardkit_state.taskfile.splice.core import StateUpdate, apply_update_to_block, render_yaml, splice_state
+from guardkit_state.taskfile.splice import StateUpdate, apply_update_to_block, render_yaml, splice_state
+from guardkit_state.yamltext import render as splice_render
+from guardkit_state.yamltext import strict_yaml
 
 BASIC = """\
 ---

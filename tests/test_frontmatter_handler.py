@@ -33,8 +33,8 @@ from guardkit_state.errors import (
 )
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
 from guardkit_state.taskfile.handler import FrontmatterHandler
-from guardkit_state.taskfile.splice.verify import first_difference
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.yamltext.strict_yaml import parse_yaml
+from guardkit_state.yamltext.verify import first_difference
 
 TASK = """\
 ---
@@ -189,6 +189,21 @@ def test_a_value_rewritten_whole_keeps_the_comment_on_its_key_line() -> None:
     post["ids"] = [1, 2, {"three": 3}]
     out = frontmatter.dumps(post)
     assert out == "---\nids:  # keep me\n- 1\n- 2\n- three: 3\nz: 0\n---\n"
+
+
+def test_a_flow_list_of_simple_words_stays_a_flow_list() -> None:
+    post = load_text("---\nids: [1, 2]  # keep\nz: 0\n---\n")
+    post["ids"].append(3)
+    assert frontmatter.dumps(post) == "---\nids: [1, 2, 3]  # keep\nz: 0\n---\n"
+
+
+def test_a_list_of_mappings_is_edited_item_by_item() -> None:
+    text = "---\nsteps:\n- name: a  # first\n  done: false\n- name: b\n  done: false  # last\n---\n"
+    post = load_text(text)
+    post["steps"][1]["done"] = True
+    post["steps"][0]["owner"] = "ann"
+    assert frontmatter.dumps(post) == ("---\nsteps:\n- name: a  # first\n  done: false\n  owner: ann\n- name: b\n"
+                                       "  done: true  # last\n---\n")
 
 
 def test_a_rewrite_that_would_drop_a_comment_is_refused() -> None:

@@ -214,3 +214,14 @@ def test_a_report_nested_deeper_than_any_read_accepts_is_refused_before_it_is_wr
     written = store.write("player_turn", 1, report_with(MAX_DEPTH - 1), recorded_turns=0)
     assert load_json(written)["extra_producer_field"]["d"]
     assert TurnStore(store.directory, "TASK-AUTH-001").read("player_turn", 1) is not None
+
+
+def test_top_level_reads_the_envelope_of_json_too_deep_to_parse() -> None:
+    from guardkit_state.store.jsonio import top_level
+
+    line = ('{"jsonrpc": "2.0", "id": 7, "s": "[[{", "params": {"arguments": ' + "[" * 100_000 + '"x"'
+            + "]" * 100_000 + "}}")
+    assert top_level(line) == {"jsonrpc": "2.0", "id": 7, "s": "[[{", "params": None}
+    assert top_level("[1, [2, [3]], 4]") == [1, None, 4]
+    with pytest.raises(ParseError):
+        top_level('{"a": [[[')

@@ -18,8 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
 # Bottom to top. The key is the first name under guardkit_state (a package or a top-level module).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "model"),  # the errors and the records: everything may name them
+    ("errors", "model", "extras"),  # the errors, the records, the optional extras: everything may name them
     ("store",),
+    ("yamltext",),  # text-preserving YAML: strict reading, the one editor, verified file writes
     ("git",),
     ("taskfile",),
     ("config",),

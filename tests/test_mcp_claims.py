@@ -149,3 +149,30 @@ def test_a_quarantined_task_is_not_claimed_until_released_through_the_tool(machi
     assert blocked["reason"].startswith("TASK-FB-001: quarantined after 3 runs")
     assert released["released"] is True and [r["worker"] for r in released["cleared"]] == ["w0", "w1", "w2"]
     assert again["status"] == "claimed" and again["task_id"] == "TASK-FB-001"
+
+
+def test_a_lease_past_a_day_is_refused_before_anything_is_pushed(machine: tuple[Path, Path]) -> None:
+    repo, bare = machine
+
+    async def session(client: Client) -> list[CallToolResult]:
+        return [await claim(client, lease_seconds=1e300), await claim(client, lease_seconds=86_401)]
+
+    for refused in with_server(repo, session):
+        assert "expected a number of seconds above 0 and at most 86400" in error_text(refused)
+    assert claims_on(bare) == {}  # no claim left on the remote
+
+
+@pytest.mark.parametrize("worker", ["me\nGuardkit-Lease-Until: 99999999999", "two words", "", "w" * 201])
+def test_a_worker_id_that_is_not_one_line_of_safe_characters_is_refused_before_any_push(
+        machine: tuple[Path, Path], worker: str) -> None:
+    repo, bare = machine
+
+    async def session(client: Client) -> list[CallToolResult]:
+        released = await client.call_tool("release_claim", {"feature_id": FEATURE_ID, "task_id": "TASK-FB-001",
+                                                            "remote": "origin", "worker": worker})
+        return [await claim(client, worker=worker), released]
+
+    for refused in with_server(repo, session):
+        line = error_text(refused)
+        assert "is not one line of letters, digits and . _ : @ + -" in line and "\n" not in line
+    assert claims_on(bare) == {}

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -166,6 +168,28 @@ def test_each_read_tool_answers_what_the_cli_json_answers(repo: Path) -> None:
     assert got["search"]["hits"], "the recorded turn's feedback is found"
 
 
+def test_a_read_only_server_writes_nothing(repo: Path) -> None:
+    record_by_cli(repo, 1, "feedback", feedback="token refresh ignores the expiry",
+                  verdicts={"AC-001": "verified", "AC-002": "rejected"})
+    shutil.rmtree(repo / ".guardkit" / "cache", ignore_errors=True)  # as a clone has it: no cache yet
+    before = tree(repo)
+    git_files = {p: p.stat().st_mtime_ns for p in (repo / ".git").rglob("*") if p.is_file()}
+
+    async def ask_everything(client: Client) -> list[CallToolResult]:
+        calls = [("status", {}), ("show", {"task_id": TASK}), ("show", {"task_id": FEATURE_ID}),
+                 ("feature", {"feature_id": FEATURE_ID}), ("context", {"task_id": TASK}),
+                 ("criteria", {"task_id": TASK}), ("turn_reports", {"task_id": TASK}),
+                 ("search", {"query": "token refresh expiry"}), ("search", {"query": "expiry", "backend": "files"})]
+        return [await client.call_tool(name, arguments) for name, arguments in calls]
+
+    answers = with_server(repo, ask_everything, read_only=True)
+    assert not any(result.is_error for result in answers), [r.content for r in answers if r.is_error]
+    assert answers[0].structured_content["tasks"][0]["task_id"] == TASK  # read as it would be with a cache
+    assert tree(repo) == before
+    assert not (repo / ".guardkit" / "cache").exists()
+    assert {p: p.stat().st_mtime_ns for p in (repo / ".git").rglob("*") if p.is_file()} == git_files
+
+
 def test_a_turn_recorded_through_the_server_is_read_back_and_a_retry_is_already_recorded(repo: Path) -> None:
     player, coach = player_report(1), coach_decision(1, "feedback", feedback="add the refresh test",
                                                      verdicts={"AC-001": "verified"})
@@ -256,8 +280,7 @@ def test_an_error_is_the_cli_line(repo: Path) -> None:
     for result, argv in zip(results, [("show", "TASK-NOPE-1"), ("context", TASK, "--turn", "5"), None,
                                       ("show", "../../etc/passwd.md")], strict=True):
         if argv is None:
-            assert error_text(result) == f"error: {TASK} has no recorded turn (expected a task with a recorded " \
-                "turn ('record' or a loop records one))"
+            assert error_text(result) == f"error: {TASK} has no recorded turn yet; 'record' or a loop records one"
             continue
         done = cli(repo, *argv)
         assert done.returncode == 2
@@ -298,8 +321,7 @@ def test_a_resource_that_cannot_be_read_is_a_protocol_error_with_the_cli_line(re
 
     missing, unrecorded, not_a_number = with_server(repo, session)
     assert missing == cli(repo, "show", "TASK-NOPE-1").stderr.strip()
-    assert unrecorded == f"error: {TASK} has no recorded turn (expected a task with a recorded turn " \
-        "('record' or a loop records one))"
+    assert unrecorded == f"error: {TASK} has no recorded turn yet; 'record' or a loop records one"
     assert not_a_number == "error: turn must be a number, not 'x'"
 
 
@@ -360,8 +382,9 @@ def test_without_the_mcp_extra_the_command_says_which_install_fixes_it(tmp_path:
     done = subprocess.run([sys.executable, "-c", code, "mcp", "--repo", str(tmp_path)], capture_output=True,
                           text=True, timeout=120, check=False, env=_env())
     assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == "error: the MCP server needs the mcp extra (mcp is not installed) " \
-        "(expected pip install 'guardkit-state[mcp]')\n"
+    # The command that installs it into this copy: here, a virtual environment's own pip.
+    assert done.stderr == "error: the MCP server needs the mcp extra (mcp is not installed); install it with: " \
+        f"{shlex.quote(sys.executable)} -m pip install 'mcp<3,>=2.3'\n"
 
 
 def test_records_sent_at_once_are_taken_one_at_a_time(repo: Path) -> None:
@@ -475,3 +498,50 @@ def test_an_error_echoing_a_line_break_or_an_escape_is_the_cli_one_line(repo: Pa
     assert error_text(shown) == done.stderr.strip()
     assert resource_error == cli(repo, "show", "x\ny\x1b[2J.md").stderr.strip()
     assert "\\n" in resource_error and "\\x1b" in resource_error
+
+
+def test_a_request_nested_past_what_the_sdk_reads_gets_an_error_answer(repo: Path) -> None:
+    """~200 levels: the SDK's reader refuses the line; the client still gets an answer (an MCP
+    error naming the nesting), and the server answers the next request."""
+    nested: Any = TASK
+    for _ in range(200):
+        nested = [nested]
+
+    async def session(client: Client) -> tuple[str, Any]:
+        with anyio.fail_after(60):  # no answer at all would hang here
+            try:
+                await client.call_tool("show", {"task_id": nested})
+            except MCPError as exc:
+                refused = str(exc)
+            else:
+                refused = "answered as if read"
+            return refused, answer(await client.call_tool("show", {"task_id": TASK}))
+
+    refused, shown = with_server(repo, session)
+    assert refused.startswith("error: the request cannot be read: JSON nested deeper than 64 levels"), refused
+    assert shown["task_id"] == TASK
+
+
+def test_read_calls_keep_the_caches_and_a_read_only_server_writes_none(repo: Path, tmp_path: Path) -> None:
+    """Each read call is one read: the caches every command keeps are written when it ends (the
+    plans read once per change of the file); a read-only server reads them and writes none."""
+    import shutil
+    import time
+
+    from guardkit_state.store.stat_cache import RACY_NS
+
+    time.sleep(RACY_NS / 1e9 + 0.1)  # the fixture's files settled: a file changed just now is never kept
+    copy = tmp_path / "read-only-copy"
+    shutil.copytree(repo, copy)
+    time.sleep(RACY_NS / 1e9 + 0.1)
+
+    async def reads(client: Client) -> None:
+        for name, arguments in (("status", {}), ("show", {"task_id": TASK}), ("feature", {"feature_id": "FEAT-FB"})):
+            assert not (await client.call_tool(name, arguments)).is_error
+
+    with_server(copy, reads, read_only=True)
+    assert not (copy / ".guardkit" / "cache").exists()
+    with_server(repo, reads)
+    plans = json.loads((repo / ".guardkit" / "cache" / "plans.json").read_text(encoding="utf-8"))
+    assert list(plans["files"]) == [".guardkit/features/FEAT-FB.yaml"]
+    assert (repo / ".guardkit" / "cache" / "status.json").is_file()

@@ -231,3 +231,70 @@ def test_driver_called_by_hand_takes_git_arguments(tmp_path: Path) -> None:
     state = frontmatter(files["ours"].read_text())["autobuild_state"]
     assert isinstance(state, dict) and state["criteria"] == {"AC-1": "verified", "AC-2": "verified"}
     assert cli(tmp_path, "merge-driver", str(files["base"])).returncode == 2
+
+
+TURN_1 = "  - turn: 1\n    decision: feedback\n    feedback: more tests\n"
+TURN_2 = "  - turn: 2\n    decision: feedback\n    feedback: still one test\n"
+TURN_3 = "  - turn: 3\n    decision: approve\n"
+
+
+@pytest.fixture
+def two_turns(repo: Path) -> Path:
+    """The task with turns 1 and 2 recorded and AC-1 verified, committed as the base."""
+    edit(repo, TASK, ("AC-1: pending", "AC-1: verified"), (TURN_1, TURN_1 + TURN_2),
+         ("current_turn: 1", "current_turn: 2"))
+    run_git(repo, "commit", "-qam", "turn 2")
+    return repo
+
+
+@pytest.mark.parametrize(("theirs", "named"), [
+    ([(TURN_1, "")], "autobuild_state.turns[turn=1]: theirs deletes recorded turn 1"),
+    ([(TURN_1 + TURN_2, ""), ("  turns:\n", "  turns: []\n")], "autobuild_state.turns[turn=1]: theirs deletes"),
+], ids=["one-entry", "every-entry"])
+def test_a_recorded_turn_deleted_on_one_side_is_a_conflict_naming_it(two_turns: Path, theirs: list[tuple[str, str]],
+                                                                    named: str) -> None:
+    both_sides(two_turns, TASK, ours=[(TURN_2, TURN_2 + TURN_3), ("current_turn: 2", "current_turn: 3")],
+               theirs=theirs)
+    merged = git(two_turns, "merge", "--no-edit", "side")
+    told = merged.stderr + merged.stdout
+    assert merged.returncode != 0, told
+    assert named in told and "a merge never drops recorded history" in told
+    text = (two_turns / TASK).read_text()
+    assert "<<<<<<< ours\n" in text and ">>>>>>> theirs\n" in text
+    assert TASK in run_git(two_turns, "diff", "--name-only", "--diff-filter=U")
+
+
+def test_a_turn_deleted_on_one_side_left_otherwise_as_the_base_is_still_a_conflict(two_turns: Path) -> None:
+    both_sides(two_turns, TASK, ours=[("title: JWT login", "title: Login with JWT")], theirs=[(TURN_1, "")])
+    merged = git(two_turns, "merge", "--no-edit", "side")
+    assert merged.returncode != 0
+    assert "autobuild_state.turns[turn=1]: theirs deletes recorded turn 1" in merged.stderr + merged.stdout
+
+
+def test_a_state_block_deleted_on_one_side_is_a_conflict_naming_its_turns(two_turns: Path) -> None:
+    text = (two_turns / TASK).read_text()
+    block = text[text.index("autobuild_state:"):text.index("---\n# JWT")]
+    both_sides(two_turns, TASK, ours=[("title: JWT login", "title: Login with JWT")], theirs=[(block, "")])
+    merged = git(two_turns, "merge", "--no-edit", "side")
+    assert merged.returncode != 0
+    assert "autobuild_state: theirs deletes recorded turns 1, 2 and un-verifies AC-1" in merged.stderr + merged.stdout
+
+
+def test_a_criterion_unverified_on_one_side_without_a_later_turn_is_a_conflict(two_turns: Path) -> None:
+    both_sides(two_turns, TASK, ours=[("tags: [auth, jwt]", "tags: [auth]")],
+               theirs=[("AC-1: verified", "AC-1: pending")])
+    merged = git(two_turns, "merge", "--no-edit", "side")
+    assert merged.returncode != 0
+    assert "autobuild_state.criteria.AC-1: theirs un-verifies AC-1 (verified in the base) without a later turn" \
+        in merged.stderr + merged.stdout
+
+
+def test_a_later_turn_that_rejects_a_verified_criterion_merges(two_turns: Path) -> None:
+    # The Coach of turn 3 found a regression: recorded history, not a deletion.
+    both_sides(two_turns, TASK, ours=[("tags: [auth, jwt]", "tags: [auth]")],
+               theirs=[("AC-1: verified", "AC-1: rejected"), (TURN_2, TURN_2 + TURN_3.replace("approve", "feedback"))])
+    merged = git(two_turns, "merge", "--no-edit", "side")
+    assert merged.returncode == 0, merged.stderr + merged.stdout
+    state = frontmatter((two_turns / TASK).read_text())["autobuild_state"]
+    assert isinstance(state, dict) and state["criteria"]["AC-1"] == "rejected"
+    assert [t["turn"] for t in state["turns"]] == [1, 2, 3]

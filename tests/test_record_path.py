@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.store import schemas
+from guardkit_state.store import fsio, schemas
 from guardkit_state.store.jsonio import load_record
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
-from guardkit_state.taskfile.splice.core import StateUpdate
+from guardkit_state.taskfile.splice import StateUpdate
 from guardkit_state.turns import view
 from guardkit_state.turns.lifecycle import TurnLifecycle, record_turn
 from guardkit_state.turns.promises import SOURCE_KEY, promises_source
@@ -91,6 +91,63 @@ def test_the_written_reports_read_back_as_the_store_reads_them(tmp_path: Path) -
     fresh = TurnStore(lifecycle.store.directory, TASK)
     for kind in ("player_turn", "coach_turn", "turn_state"):
         assert lifecycle.store.read(kind, 1) == fresh.read(kind, 1)
+
+
+# ------------------------------------------------------------------------------- one read of the task file
+
+
+def _count_task_file_access(monkeypatch: pytest.MonkeyPatch, task_path: Path) -> Counter[str]:
+    """Count the reads (whole file), byte comparisons and YAML parses of ``task_path`` from now on."""
+    # The frontmatter reader imports the parser where it parses (a read answered from a cache parses
+    # none), so the parser is counted at its home.
+    from guardkit_state.yamltext import strict_yaml
+
+    calls: Counter[str] = Counter()
+    real_read, real_holds, real_parse = fsio.read_bytes_capped, fsio.holds, strict_yaml.parse_yaml
+
+    def read(path: Path, **kwargs: Any) -> bytes:
+        calls["read"] += Path(path) == task_path
+        return real_read(path, **kwargs)
+
+    def holds(path: Path, expected: bytes) -> bool:
+        calls["compare"] += Path(path) == task_path
+        return real_holds(path, expected)
+
+    def parse(text: str, **kwargs: Any) -> Any:
+        calls["parse"] += 1  # the only YAML a record parses is its task file's frontmatter
+        return real_parse(text, **kwargs)
+
+    monkeypatch.setattr(fsio, "read_bytes_capped", read)
+    monkeypatch.setattr(fsio, "holds", holds)
+    monkeypatch.setattr(strict_yaml, "parse_yaml", parse)
+    return calls
+
+
+def test_a_record_reads_the_task_file_once_and_parses_it_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    task_path = make_task_repo(tmp_path)
+    _record(tmp_path, 1, promises=True)
+    # Saved by someone else since (an editor): bytes no cache of this process knows, as a new process reads them.
+    task_path.write_text(task_path.read_text(encoding="utf-8") + "\nA note.\n", encoding="utf-8")
+    calls = _count_task_file_access(monkeypatch, task_path)
+    assert _record(tmp_path, 2, promises=True).turn_state.turn_number == 2
+    # Read once (its view confirmed under the lock by the file's identity), parsed for that read
+    # and for the new text's verification; compared just before the rename and just after it.
+    assert calls == {"read": 1, "parse": 2, "compare": 2}, dict(calls)
+
+
+def test_a_loop_turn_reads_no_task_file_and_parses_only_its_new_text(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    task_path = make_task_repo(tmp_path)
+    lifecycle = TurnLifecycle.open(tmp_path, TASK, max_turns=10)
+    for turn in (1, 2):
+        if turn == 2:
+            calls = _count_task_file_access(monkeypatch, task_path)
+        lifecycle.begin_turn()
+        lifecycle.record_player(player_report(turn))
+        lifecycle.record_coach(coach_decision(turn, "feedback", feedback="more"))
+        lifecycle.complete_turn()
+    # The loop holds the text it wrote last: the next write starts from it, compared before and after its rename.
+    assert calls == {"parse": 1, "compare": 2}, dict(calls)
 
 
 # --------------------------------------------------------------------------------------- resume point

@@ -632,3 +632,77 @@ def test_a_ref_lock_a_killed_push_left_on_a_remote_on_this_machine_is_removed_on
         assert held is not None and remote_ref(remote, held.ref) == held.sha
     else:  # reached over the network: never touched from a client
         assert lock.exists()
+
+
+def _hand_made_claim(board: ClaimBoard, lease_until: str) -> str:
+    """A claim commit as a worker writes one, its lease's end ``lease_until`` as written, pushed
+    to the claim ref from ``board``'s clone (what a dead worker of a broken or hostile build left)."""
+    repo = board.repo
+    tree = repo.text("hash-object", "-t", "tree", "-w", "--stdin")
+    message = (f"guardkit claim {TASK} of {FEAT}\n\nGuardkit-Claim: claim\nGuardkit-Worker: dead:1:abcdef\n"
+               f"Guardkit-Nonce: 0123456789abcdef\nGuardkit-Lease-Until: {lease_until}\nGuardkit-Beat: 0\n"
+               f"Guardkit-Task: {TASK}\nGuardkit-Feature: {FEAT}")
+    sha = repo.text("commit-tree", tree, "-m", message)
+    run_git(repo.root, "push", "-q", "origin", f"{sha}:{claim_ref(FEAT, TASK)}")
+    return sha
+
+
+@pytest.mark.parametrize("lease_until", ["32503680000", "inf", "nan", "-1e400", "1e300"])
+def test_a_lease_end_no_worker_could_have_written_counts_as_ended(remote: Remote, lease_until: str) -> None:
+    clock = Clock(start=time.time())
+    dead, taker = remote.machine("dead", clock), remote.machine("taker", clock)
+    _hand_made_claim(dead, lease_until)
+    seen = taker.read(FEAT)[TASK]
+    assert taker.take_over(FEAT, TASK, 30, stale_after=10) is None  # seen standing still for no time yet
+    clock.now += 10
+    taken = taker.take_over(FEAT, TASK, 30, stale_after=10)
+    assert taken is not None and taken.previous == "dead:1:abcdef"
+    assert claims_module.utc_text(seen.lease_until)  # a text, whatever the value (no ValueError, OverflowError)
+
+
+@pytest.mark.parametrize("lease", [0, -1, float("nan"), float("inf"), 1e300, 86_401])
+def test_a_lease_no_claim_may_ask_for_is_refused_before_any_push(remote: Remote, lease: float) -> None:
+    board = remote.machine("worker")
+    with pytest.raises(InputError, match="at most 86400"):
+        board.claim(FEAT, TASK, lease)
+    assert remote_ref(remote, claim_ref(FEAT, TASK)) == ""
+
+
+@pytest.mark.parametrize("lease_until", ["inf", "nan"])
+def test_a_worker_takes_over_a_dead_workers_claim_whose_lease_is_no_time(tmp_path: Path, lease_until: str) -> None:
+    """A real worker (the CLI, a subprocess) on a feature whose task a dead worker left claimed
+    with a lease ending at no time: taken over once it has stood still, the feature built."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.feature_support import FEATURE_BRANCH, FEATURE_ID, TaskSpec, agent_command, git, make_feature
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    tree = repo.text("hash-object", "-t", "tree", "-w", "--stdin")
+    sha = repo.text("commit-tree", tree, "-m", f"guardkit claim TASK-FB-001 of {FEATURE_ID}\n\nGuardkit-Claim: claim\n"
+                    f"Guardkit-Worker: dead:1:abcdef\nGuardkit-Nonce: 0123456789abcdef\n"
+                    f"Guardkit-Lease-Until: {lease_until}\nGuardkit-Beat: 0\n")
+    git(machine, "push", "-q", "origin", f"{sha}:refs/guardkit/claims/{FEATURE_ID}/TASK-FB-001")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("GUARDKIT_", "FEATURE_"))}, **project.env()}
+    done = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", FEATURE_ID, "--repo", str(machine),
+                           "--player", agent_command("player.py"), "--coach", agent_command("coach.py"),
+                           "--remote", "origin", "--poll", "0.1", "--lease", "2", "--json"],
+                          cwd=machine, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    assert result["done"] and result["taken_over"] == ["TASK-FB-001"]
+    recorded = git(bare, "show", f"{FEATURE_BRANCH}:tasks/backlog/TASK-FB-001-part.md")
+    assert f"lease_until: {lease_until} (no time)" in recorded.replace("'", "")
+
+
+def test_a_new_worker_id_is_one_line_of_safe_characters_whatever_the_host_name(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(claims_module.socket, "gethostname", lambda: "box one\nGuardkit-Beat: 9")
+    made = claims_module.new_worker_id()
+    assert claims_module.check_worker_id(made) == made and made.startswith("box-one-Guardkit-Beat--9:")

@@ -332,7 +332,9 @@ def test_remote_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
             "--player", "true", "--coach", "true"]
     for extra, said in ((["TASK-FB-001", "--remote", "origin"], "--remote builds a feature"),
                         ([FEATURE_ID, "--remote", "nowhere"], "no git remote named 'nowhere'"),
-                        ([FEATURE_ID, "--remote", "origin", "--resume"], "--resume does not apply with --remote")):
+                        ([FEATURE_ID, "--remote", "origin", "--resume"], "--resume does not apply with --remote"),
+                        ([FEATURE_ID, "--remote", "origin", "--lease", "1e300"], "--lease is 1e+300; expected a number "
+                         "of seconds above 0 and at most 86400")):
         done = subprocess.run([*base, *extra], capture_output=True, text=True, check=False)
         assert done.returncode == 2 and said in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
@@ -512,6 +514,9 @@ def test_a_clone_whose_branch_went_apart_from_the_remote_never_pushes_over_the_r
     turns = yaml.safe_load(recorded.split("---\n")[1])["autobuild_state"]["turns"]
     assert [(t["turn"], t["decision"]) for t in turns] == [(1, "feedback"), (2, "feedback"), (3, "approve")]
     assert merged_order(bare) == ["TASK-FB-001"]
+    # This clone's own turn 1, never pushed, is kept on a ref of its own: not dropped.
+    [kept] = git(mine, "for-each-ref", "--format=%(refname) %(subject)", "refs/guardkit/kept/").splitlines()
+    assert kept.startswith(f"refs/guardkit/kept/{FEATURE_ID}/TASK-FB-001/") and kept.endswith(": turn 1 feedback")
 
 
 def test_an_approved_task_whose_holder_died_before_releasing_its_claim_is_merged_after_the_lease(

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import stat
+import subprocess
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -415,3 +416,29 @@ def test_a_report_that_cannot_be_written_never_stops_the_loop(repo: Path) -> Non
     quiet(started)
     quiet.finish()
     assert not (repo / ".guardkit" / "reports").exists()
+
+
+def test_reads_and_reports_leave_git_status_clean(tmp_path: Path) -> None:
+    """The pages (``.guardkit/reports/``) and the read caches (``.guardkit/cache/``) sit in folders
+    holding a ``.gitignore`` of ``*``: ``git status`` never shows them, so a later feature-build never
+    warns about "uncommitted changes" the tool made itself."""
+    from .guardkit_fixtures import cli as run_cli
+    from .guardkit_fixtures import make_repo, task_text
+
+    plan = ("id: FEAT-GS\nname: Clean\ntasks:\n- id: TASK-GS-001\n  file_path: tasks/backlog/TASK-GS-001.md\n"
+            "  dependencies: []\n  status: pending\norchestration:\n  parallel_groups:\n  - - TASK-GS-001\n")
+    root = make_repo(tmp_path / "repo", {
+        "tasks/backlog/TASK-GS-001.md": task_text("TASK-GS-001", "# Task\n\n## Acceptance Criteria\n\n- [ ] works\n",
+                                                  turns=[{"turn": 1, "decision": "feedback", "feedback": "more"}]),
+        ".guardkit/features/FEAT-GS.yaml": plan})
+    for command in (["report", "TASK-GS-001"], ["report", "FEAT-GS"], ["status"], ["show", "TASK-GS-001"],
+                    ["search", "more"]):
+        assert run_cli(root, *command).returncode == 0, command
+    from guardkit_state.inspect.validation import validate_paths
+
+    assert validate_paths([root / "tasks"]).ok
+    assert (root / ".guardkit" / "reports" / "TASK-GS-001.html").is_file()
+    assert (root / ".guardkit" / "reports" / ".gitignore").read_text() == "*\n"
+    untracked = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout
+    assert untracked == ""

@@ -240,3 +240,42 @@ def test_record_with_a_path_writes_the_file_named_not_the_rules_pick(repo: Path,
     assert result.returncode == 0, result.stderr
     assert (repo / WORKING).read_bytes() == working_before
     assert "autobuild_state:" in (repo / PLANNING).read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------ an id in the wrong case
+
+
+def test_an_id_typed_in_another_case_resolves_to_the_one_its_files_spell(repo: Path) -> None:
+    found = resolve_task(repo, "task-dur-001")
+    assert found.task_id == "TASK-DUR-001" and found.path == repo / WORKING
+    shown = cli(repo, "show", "task-dur-001", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["task_id"] == "TASK-DUR-001"
+
+
+def test_an_unknown_id_names_the_ids_it_may_have_meant(repo: Path) -> None:
+    with pytest.raises(TaskNotFoundError, match=r"\(did you mean TASK-DUR-00[12] or TASK-DUR-00[12]\?\)"):
+        resolve_task(repo, "TASK-DUR-00l")
+    refused = cli(repo, "show", "TASK-DUR-1")
+    assert refused.returncode == 2 and "(did you mean TASK-DUR-001" in refused.stderr
+    with pytest.raises(TaskNotFoundError) as nothing_near:
+        resolve_task(repo, "TASK-ZZZ-999")
+    assert "did you mean" not in str(nothing_near.value)
+
+
+def test_two_ids_differing_only_in_case_are_not_guessed_between(git_repo: Path) -> None:
+    write(git_repo / "tasks/backlog/TASK-Ab-1-one.md", task_text("TASK-Ab-1", "backlog"))
+    write(git_repo / "tasks/backlog/TASK-AB-1-two.md", task_text("TASK-AB-1", "backlog"))
+    with pytest.raises(TaskNotFoundError, match=r"did you mean TASK-AB-1 or TASK-Ab-1\?"):
+        resolve_task(git_repo, "task-ab-1")
+    assert resolve_task(git_repo, "TASK-Ab-1").path.name == "TASK-Ab-1-one.md"
+
+
+def test_a_feature_id_in_another_case_finds_its_plan(git_repo: Path) -> None:
+    from guardkit_state.errors import FeatureNotFoundError
+    from guardkit_state.plans.plan import find_plan
+
+    plan = write(git_repo / ".guardkit/features/FEAT-CR01.yaml", "id: FEAT-CR01\ntasks: []\n")
+    assert find_plan(git_repo, "feat-cr01") == plan
+    with pytest.raises(FeatureNotFoundError, match=r"did you mean FEAT-CR01\?"):
+        find_plan(git_repo, "FEAT-CR02")

@@ -15,7 +15,7 @@ import pytest
 from guardkit_state.errors import FrontmatterError, WriteVerificationError
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.frontmatter import parse_frontmatter, split_frontmatter
-from guardkit_state.taskfile.splice.core import StateUpdate, splice_state
+from guardkit_state.taskfile.splice import StateUpdate, splice_state
 
 TURN: dict[str, Any] = {"turn": 1, "decision": "feedback", "feedback": "more tests",
                         "timestamp": "2026-11-21T10:05:00+00:00"}

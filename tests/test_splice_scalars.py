@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
-from guardkit_state.taskfile.splice.core import StateUpdate, render_yaml, splice_state
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.taskfile.splice import StateUpdate, render_yaml, splice_state
+from guardkit_state.yamltext.strict_yaml import parse_yaml
 
 from .update_oracle import read_frontmatter, read_yaml
 from .update_oracle import same as same_value

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from guardkit_state.remote.merge_driver import merge_texts
 from guardkit_state.remote.state_merge import merge_plan, merge_task_frontmatter
-from guardkit_state.taskfile.splice.render import render_yaml
+from guardkit_state.yamltext.render import render_yaml
 from tests.update_oracle import read_yaml, same, split_frontmatter_text
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=8))
@@ -148,3 +148,24 @@ def test_the_reference_catches_a_merge_that_keeps_ours(monkeypatch: pytest.Monke
 def test_one_and_true_are_different_values() -> None:
     # Python's == calls them equal; YAML does not: ours turning 1 into true is a change.
     assert driver_agrees({"priority": 1}, {"priority": True}, {"priority": 2})
+
+
+@RELAXED
+@given(st.integers(1, 4), st.sets(st.integers(1, 4)), st.sets(st.integers(1, 4)), st.integers(0, 2),
+       st.integers(0, 2))
+def test_a_recorded_turn_is_never_dropped_by_one_side(shared: int, gone_o: set[int], gone_t: set[int],
+                                                      more_o: int, more_t: int) -> None:
+    base = [_turn(n, "feedback") for n in range(1, shared + 1)]
+    ours = [t for t in base if t["turn"] not in gone_o] + [_turn(shared + n, "feedback") for n in range(1, more_o + 1)]
+    theirs = [t for t in base if t["turn"] not in gone_t] + [_turn(shared + n, "feedback")
+                                                             for n in range(1, more_t + 1)]
+    merged = merge_task_frontmatter({"autobuild_state": {"turns": base}}, {"autobuild_state": {"turns": ours}},
+                                    {"autobuild_state": {"turns": theirs}})
+    one_side = {n for n in range(1, shared + 1) if (n in gone_o) != (n in gone_t)}
+    assert merged.clean == (not one_side)
+    for n in one_side:  # each named, and each side's merge keeps its own view of it
+        assert any(c.path == f"autobuild_state.turns[turn={n}]" and "deletes recorded turn" in c.describe()
+                   for c in merged.conflicts)
+    if merged.clean:
+        numbers = [t["turn"] for t in merged.as_ours["autobuild_state"]["turns"]]
+        assert set(range(1, shared + 1)) - set(gone_o) <= set(numbers)

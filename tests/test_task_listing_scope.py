@@ -121,3 +121,38 @@ def test_cli_show_feature_reads_every_task(repo: Path) -> None:
                          capture_output=True, text=True, check=False, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.count("0/1 verified") == len(TASKS)
+
+
+def test_a_later_command_reuses_the_listing_only_while_no_folder_changed(
+        repo: Path, tasks_listings: Counter[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-running process (the MCP server) lists tasks/ for every call: a folder unchanged since
+    (its mtime: a file added, removed or renamed in it changes it) is not listed again; a changed
+    one is, and its new file is found."""
+    from guardkit_state.store import stat_cache
+    from guardkit_state.taskfile.discovery import listing_scope
+
+    monkeypatch.setattr(stat_cache, "RACY_NS", 0)  # the fixture's folders are settled for this test
+    with listing_scope():
+        assert task_copies(repo, "TASK-LS-NEW") == []
+    listed = sum(tasks_listings.values())
+    with listing_scope():
+        assert task_copies(repo, "TASK-LS-NEW") == []
+    assert sum(tasks_listings.values()) == listed  # nothing listed again
+    (repo / "tasks" / "completed" / "group-2" / "TASK-LS-NEW-late.md").write_text(_task("TASK-LS-NEW"))
+    with listing_scope():
+        assert [p.name for p in task_copies(repo, "TASK-LS-NEW")] == ["TASK-LS-NEW-late.md"]
+    assert sum(tasks_listings.values()) > listed
+
+
+def test_a_folder_changed_within_the_racy_window_is_listed_again(repo: Path, tasks_listings: Counter[str]) -> None:
+    """Two changes within one clock tick could leave a folder's mtime as it was: a listing of a
+    folder changed that recently is never reused."""
+    from guardkit_state.taskfile.discovery import listing_scope
+
+    (repo / "tasks" / "backlog" / "TASK-LS-NEW-late.md").write_text(_task("TASK-LS-NEW"))  # backlog changed now
+    with listing_scope():
+        task_copies(repo, "TASK-LS-NEW")
+    listed = tasks_listings[str(repo / "tasks" / "backlog")]
+    with listing_scope():
+        task_copies(repo, "TASK-LS-NEW")
+    assert tasks_listings[str(repo / "tasks" / "backlog")] == listed + 1

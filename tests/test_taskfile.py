@@ -26,7 +26,7 @@ from guardkit_state.taskfile.document import (
 )
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
 from guardkit_state.taskfile.resolve import find_task
-from guardkit_state.taskfile.splice.core import StateUpdate
+from guardkit_state.taskfile.splice import StateUpdate
 
 TASK = """\
 ---

@@ -205,3 +205,30 @@ def test_turn_state_files_validate_and_are_canonical_json(tmp_path: Path) -> Non
     assert data["schema_version"] == 1
     assert data["id"] == "TURN-FEAT-AUTH-TASK-AUTH-001-T2"
     assert data["feedback_signature"]
+
+
+def test_an_approval_rejecting_a_criterion_is_feedback_naming_it(tmp_path: Path) -> None:
+    make_task_repo(tmp_path)
+    rec = record_turn(tmp_path, "TASK-AUTH-001", player_report(1), coach_decision(
+        1, "approve", verdicts={"AC-001": "verified", "AC-002": "rejected"}))
+    assert (rec.entry.decision, rec.outcome, rec.turn_state.coach_decision) == ("feedback", None, "feedback")
+    assert rec.turn_state.coach_feedback == ("the Coach answered approve while rejecting AC-002: not an approval; "
+                                             "AC-002 must be met and verified first")
+    statuses = rec.ledger.statuses()
+    assert (statuses["AC-002"], statuses["AC-003"]) == ("rejected", "pending")  # nothing implied by it
+    # The Coach's report is kept as it was written.
+    assert json.loads((tmp_path / STATE_DIR / "coach_turn_1.json").read_text())["decision"] == "approve"
+
+
+def test_an_approval_silent_on_an_earlier_rejection_implies_that_criterion(tmp_path: Path) -> None:
+    # An approved task never counts a criterion rejected: the approving Coach passed over it.
+    make_task_repo(tmp_path)
+    record_turn(tmp_path, "TASK-AUTH-001", player_report(1), coach_decision(
+        1, "feedback", feedback="AC-002 fails", verdicts={"AC-001": "verified", "AC-002": "rejected"}))
+    rec = record_turn(tmp_path, "TASK-AUTH-001", player_report(2), coach_decision(
+        2, "approve", verdicts={"AC-003": "verified"}))
+    assert rec.outcome is not None and rec.outcome.value == "approved"
+    counts = rec.ledger.counts()
+    assert (counts.verified, counts.implied_by_approval, counts.rejected) == (2, 1, 0)
+    said = rec.ledger.provenance()["AC-002"]
+    assert (said["status"], said["set_by_turn"], said["implied_by_approval"]) == ("verified", 2, True)

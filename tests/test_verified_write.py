@@ -15,8 +15,8 @@ import pytest
 import guardkit_state
 from guardkit_state.errors import FrontmatterError, WriteVerificationError
 from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.taskfile.splice import positions as splice_positions
-from guardkit_state.taskfile.splice.core import StateUpdate, splice_state
+from guardkit_state.taskfile.splice import StateUpdate, splice_state
+from guardkit_state.yamltext import positions as splice_positions
 
 TEXT = """\
 ---

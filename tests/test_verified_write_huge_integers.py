@@ -7,9 +7,9 @@ from pathlib import Path
 
 from guardkit_state.plans.plan_splice import PlanUpdate
 from guardkit_state.plans.plan_writer import modify_plan
-from guardkit_state.taskfile.splice.core import StateUpdate, splice_state
-from guardkit_state.taskfile.splice.verify import first_difference
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.taskfile.splice import StateUpdate, splice_state
+from guardkit_state.yamltext.strict_yaml import parse_yaml
+from guardkit_state.yamltext.verify import first_difference
 
 #: 4000 hex digits: about 4800 decimal ones, over Python's 4300-digit limit for int <-> str.
 BIG = "0x" + "f" * 4000

@@ -9,16 +9,20 @@ from the report file, else from the JSON in its answer; the loop then validates 
 from __future__ import annotations
 
 import contextlib
+import difflib
+import os
 import re
+import shlex
+import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from guardkit_state.agents.envelope import AgentEnvelope, read_envelope, report_in_text
 from guardkit_state.agents.presets import AgentPreset, is_preset_name, load_presets
 from guardkit_state.agents.protocol import Agent, CommandAgent, TurnRequest, read_report_file, run_agent_process
-from guardkit_state.errors import AgentError
+from guardkit_state.errors import AgentError, InputError, ParseError
 from guardkit_state.turns.turn_state import AGENT_RUN_KEY
 
 #: How much of an agent's own error text is quoted in the turn's reason.
@@ -34,6 +38,8 @@ class PresetAgent:
         self.name = preset.name
         self.last_run: dict[str, Any] | None = None
         self.last_envelope: AgentEnvelope | None = None
+        #: What the last run left to say (a process group it left running, killed).
+        self.last_notes: list[str] = []
 
     def argv(self, request: TurnRequest, *, prompt: str, log_file: Path) -> list[str]:
         """The command line for ``request`` (placeholders filled, role and schema arguments in place)."""
@@ -67,15 +73,19 @@ class PresetAgent:
         argv = self.argv(request, prompt=prompt, log_file=log_file)
         started = time.monotonic()
         self.last_run = {"agent": self.name}  # what is known should it not start
-        returncode, stdout, stderr = run_agent_process(
-            argv, request, stdin=prompt.encode("utf-8") if self.preset.stdin_prompt else None)
+        self.last_notes = []
+        done = run_agent_process(argv, request, stdin=prompt.encode("utf-8") if self.preset.stdin_prompt else None)
+        self.last_notes = done.notes
+        returncode, stdout, stderr = done.returncode, done.stdout, done.stderr
         duration = time.monotonic() - started
         log_text = log_file.read_text(encoding="utf-8", errors="replace") if log_file.is_file() else ""
-        envelope = read_envelope(self.preset, stdout.decode("utf-8", "replace"), log_text=log_text)
-        self.last_envelope = envelope
-        self.last_run = envelope.run_record(self.name, duration) if envelope is not None else \
-            {"agent": self.name, "duration_seconds": round(duration, 3)}
         where = f"{role} ({self.name})"
+        self.last_run = {"agent": self.name, "duration_seconds": round(duration, 3)}
+        with _unreadable_output(where, request):
+            envelope = read_envelope(self.preset, stdout.decode("utf-8", "replace"), log_text=log_text)
+        self.last_envelope = envelope
+        if envelope is not None:
+            self.last_run = envelope.run_record(self.name, duration)
         if envelope is not None and envelope.is_error:
             told = envelope.error or envelope.result or "no message"
             kind = f" ({envelope.subtype})" if envelope.subtype and envelope.subtype != "success" else ""
@@ -86,7 +96,8 @@ class PresetAgent:
             tail = _one_line(stderr.decode("utf-8", "replace")) or _one_line(stdout.decode("utf-8", "replace"))
             raise AgentError(f"{where} exited with status {returncode}" + (f": {tail}" if tail else ""),
                              task_id=request.task_id, turn=request.turn)
-        report = self._report(request, envelope, stdout.decode("utf-8", "replace"))
+        with _unreadable_output(where, request):
+            report = self._report(request, envelope, stdout.decode("utf-8", "replace"))
         report[AGENT_RUN_KEY] = self.last_run
         return report
 
@@ -106,6 +117,17 @@ class PresetAgent:
         return report
 
 
+@contextlib.contextmanager
+def _unreadable_output(where: str, request: TurnRequest) -> Iterator[None]:
+    """JSON in the agent's output that cannot be read (nested deeper than the limit) is the agent's
+    error: one line, recorded as its turn (which ``--resume`` goes on from)."""
+    try:
+        yield
+    except ParseError as exc:
+        raise AgentError(f"{where} printed JSON that cannot be read: {exc.message}", task_id=request.task_id,
+                         turn=request.turn) from exc
+
+
 def _fill(word: str, values: Mapping[str, str]) -> str:
     # One pass, known placeholders only: braces in a user's argument stay as written, and a value
     # put in (the prompt, the task's own text) is never read again for placeholders.
@@ -116,14 +138,88 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())[:ERROR_CHARS]
 
 
-def agent_for(spec: str, repo_root: Path | None = None) -> Agent:
-    """The agent ``spec`` names: a preset (``claude``, ``codex``, ...), else a shell command."""
+def agent_for(spec: str, repo_root: Path | None = None, *, option: str | None = None) -> Agent:
+    """The agent ``spec`` names: a preset (``claude``, ``codex``, ...), else a shell command.
+
+    Checked before anything runs: a preset whose program is not on ``PATH``, or a command whose
+    program is neither on ``PATH`` nor a path (``claud``, a typo), is refused with
+    :class:`InputError` (``option``, such as ``--player``, names the value in its message), with the
+    preset it is closest to. A command the shell would read first (``cd x && ...``, ``$AGENT``,
+    ``VAR=1 prog``) is checked by its first program where it is plain, else left to the shell.
+    """
     presets = load_presets(repo_root)
+    name = spec.strip()
+    label = f"{option} {name}" if option else name
+    if not name:  # an unset shell variable (`--player "$PLAYER"`): a shell would run nothing, turn after turn
+        raise InputError(f"{option or 'the agent'} is empty: name an agent preset ({', '.join(sorted(presets))}) "
+                         "or a command")
     # Spaces around a name (a quoted shell variable) do not make it a command: a shell would run
     # the bare program, with no prompt and none of the preset's arguments.
-    if is_preset_name(spec.strip(), presets):
-        return PresetAgent(presets[spec.strip()])
+    if is_preset_name(name, presets):
+        preset = presets[name]
+        if shutil.which(preset.program) is None:
+            raise InputError(f"{label}: the {name} preset runs {preset.program}, which is not on PATH; install it, "
+                             "or name another agent")
+        return PresetAgent(preset)
+    program = _missing_program(spec)
+    if program is not None:
+        which = "" if program == name else f" (its program {program})"
+        if program in presets:  # `claude --x` without claude installed: no typo to suggest
+            raise InputError(f"{label}: {program} is not on PATH; install it (and `{option or '--player'} "
+                             f"{program}` alone runs the {program} preset with its own arguments)")
+        close = difflib.get_close_matches(program, sorted(presets), n=1, cutoff=0.6)
+        hint = f"; did you mean `{close[0]}`?" if close else f" (presets: {', '.join(sorted(presets))})"
+        raise InputError(f"{label}: neither an agent preset nor a command on PATH{which}{hint}")
+    unrunnable = _unrunnable_path(spec, Path(repo_root) if repo_root is not None else Path.cwd())
+    if unrunnable is not None:
+        raise InputError(f"{label}: {unrunnable}")
     return CommandAgent(spec)
+
+
+#: Words a shell reads itself: a command starting with one is not a program to look up.
+_SHELL_WORDS = frozenset(("!", "{", "(", "[", "[[", ".", ":", "builtin", "case", "cd", "command", "eval", "exec",
+                          "export", "for", "function", "if", "source", "test", "time", "until", "while"))
+
+
+def _first_program(command: str) -> str | None:
+    """The first word of ``command`` a shell would run as a program (after ``VAR=value`` words), when it
+    is plain: None for shell syntax (``cd x && ...``, ``$AGENT``, quotes a shell reads itself)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None  # unbalanced quotes: the shell's own error says it best
+    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0], re.S):
+        words = words[1:]  # VAR=value before the program
+    if not words:
+        return None
+    first = words[0]
+    if first in _SHELL_WORDS or re.search(r"[$`*?\[\]{}()<>|;&~'\"\\]", first):
+        return None
+    return first
+
+
+def _missing_program(command: str) -> str | None:
+    """The first program of ``command`` when it is a plain name found nowhere on ``PATH``; else None."""
+    first = _first_program(command)
+    if first is None or "/" in first:
+        return None
+    return first if shutil.which(first) is None else None
+
+
+def _unrunnable_path(command: str, root: Path) -> str | None:
+    """Why the program of ``command``, when it is a path (``./agent.sh``, ``/opt/agent``), cannot run: it
+    is nowhere (a relative one is looked for from ``root``, the repository, and from here) or not an
+    executable file; None when it can, or is no path."""
+    first = _first_program(command)
+    if first is None or "/" not in first:
+        return None
+    path = Path(first)
+    found = [p for p in ((path,) if path.is_absolute() else (root / path, path)) if p.exists()]
+    if not found:
+        return f"its program {first} does not exist"
+    if not any(p.is_file() and os.access(p, os.X_OK) for p in found):
+        return f"its program {first} is not an executable file (chmod +x it, or name its interpreter first)"
+    return None
 
 
 __all__ = ["PresetAgent", "agent_for"]

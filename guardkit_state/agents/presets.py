@@ -19,7 +19,7 @@ from typing import Any
 
 from guardkit_state.errors import ConfigError, GuardkitStateError
 from guardkit_state.store.fsio import decode_utf8, read_bytes_capped
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.yamltext.strict_yaml import parse_yaml
 
 #: A project's presets, next to its other configuration.
 AGENTS_FILE = ".guardkit/config/agents.yaml"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from guardkit_state.agents.process_wait import group_commands, wait_for_exit
 from guardkit_state.errors import AgentError, GuardkitStateError
 from guardkit_state.git.environment import clean_environment
 from guardkit_state.store.fsio import TEMP_PREFIX
@@ -114,25 +115,43 @@ class CommandAgent:
 
     def __init__(self, command: str) -> None:
         self.command = command
+        #: What the last run left to say (a process group it left running, killed).
+        self.last_notes: list[str] = []
 
     def run(self, request: TurnRequest) -> dict[str, Any]:
         role = request.role.capitalize()
         with contextlib.suppress(FileNotFoundError):
             request.report_file.unlink()  # a stale report from an interrupted run must not count
-        returncode, stdout, stderr = run_agent_process(self.command, request, shell=True)
-        if returncode != 0:
-            tail = _tail(stderr) or _tail(stdout)
-            raise AgentError(f"{role} exited with status {returncode}" + (f": {tail}" if tail else ""),
+        self.last_notes = []
+        done = run_agent_process(self.command, request, shell=True)
+        self.last_notes = done.notes
+        if done.returncode != 0:
+            tail = _tail(done.stderr) or _tail(done.stdout)
+            raise AgentError(f"{role} exited with status {done.returncode}" + (f": {tail}" if tail else ""),
                              task_id=request.task_id, turn=request.turn)
         return read_report_file(request)
 
 
+@dataclass(frozen=True)
+class AgentExit:
+    """How an agent's process ended: its status, what it printed, and what it left to say."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    #: A process group it left running (killed), in words.
+    notes: list[str] = field(default_factory=list)
+
+
 def run_agent_process(command: str | list[str], request: TurnRequest, *, shell: bool = False,
-                      stdin: bytes | None = None) -> tuple[int, bytes, bytes]:
+                      stdin: bytes | None = None) -> AgentExit:
     """Run an agent's process in the worktree; its exit status, stdout and stderr.
 
-    Raises :class:`AgentError` when ``request.timeout`` passes (the whole process tree is
-    killed) or the program cannot be started (``status 127``, as a shell would say).
+    The agent is waited for, not its pipes: once it exits, what it printed is read for at most
+    :data:`PIPE_GRACE` seconds more (a dev server it started in the background may hold them for
+    good), and whatever it left running in its process group is killed and named in a note.
+    Raises :class:`AgentError` when ``request.timeout`` passes before the agent exits (the whole
+    process tree is killed) or the program cannot be started (``status 127``, as a shell would say).
     """
     role = request.role.capitalize()
     env = agent_environment(request)
@@ -169,7 +188,7 @@ def run_agent_process(command: str | list[str], request: TurnRequest, *, shell: 
         raise
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        stdout, stderr = proc.communicate(input=stdin, timeout=request.timeout)
+        stdout, stderr = wait_for_exit(proc, stdin, request.timeout)
     except subprocess.TimeoutExpired:
         _kill_tree(proc)
         raise AgentError(f"{role} timed out after {request.timeout:g}s (--turn-timeout)",
@@ -180,7 +199,9 @@ def run_agent_process(command: str | list[str], request: TurnRequest, *, shell: 
     finally:
         with contextlib.suppress(OSError):
             pid_file.unlink()
-    return proc.returncode, stdout, stderr
+    left = _stop_left_running(proc.pid)
+    notes = [f"the {role} exited but left process group {proc.pid} running ({left}); killed it"] if left else []
+    return AgentExit(proc.returncode, stdout, stderr, notes)
 
 
 def read_report_file(request: TurnRequest) -> dict[str, Any]:
@@ -277,8 +298,28 @@ def stop_orphaned_agents(work_dir: Path) -> list[str]:
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(Exception):
-        proc.communicate(timeout=5)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+
+def _stop_left_running(pgid: int) -> str | None:
+    """Kill what is left of the process group ``pgid`` once its leader (the agent) has exited; its
+    processes' command lines (``/proc``), or None when nothing was left."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return None
+    left = group_commands(pgid)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    if not left and Path("/proc").is_dir():
+        return None  # only exited children not yet reaped (zombies): nothing was left running
+    shown = "; ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+    return shown or "processes it started"
 
 
 def _tail(data: bytes | None) -> str:

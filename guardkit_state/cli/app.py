@@ -47,8 +47,14 @@ COMMAND_MODULES: tuple[str, ...] = (
     "report",
     "merge_driver",
     "agents",
+    "doctor",
     "mcp",
 )
+
+#: Commands that only read the task files and plans (``report`` writes its page, ``status`` and
+#: ``search`` their caches): each runs in one listing scope, so ``tasks/`` is listed, and each plan
+#: looked at, once for the whole command (see :func:`guardkit_state.taskfile.discovery.listing_scope`).
+READ_COMMANDS = frozenset({"show", "context", "status", "log", "diff", "suggest-mode", "validate", "search", "report"})
 
 #: Errors that mean "the command cannot run as asked": bad input, an unknown or ambiguous task,
 #: nothing to resume, the task locked by another run. Exit 2; nothing on disk was changed.
@@ -113,37 +119,66 @@ def command_named(argv: Sequence[str]) -> str | None:
     return next((name for name in COMMAND_MODULES if name.replace("_", "-") == word), None)
 
 
-class _Once(logging.Filter):
-    """Lets each message through once (a file read twice in one command warns once)."""
+class _FileWarnings(logging.Handler):
+    """The warnings about task files (a key written twice) as a command shows them: each once; in
+    full when the file is the task the command is about (``subject``), and the others folded into
+    one line at the end, pointing at ``validate`` (a ``status`` of a GuardKit repository would
+    otherwise print the same dozen lines every time, none of which it can act on)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, out: Output, args: argparse.Namespace) -> None:
+        super().__init__(logging.WARNING)
+        self.out = out
+        self.args = args  # its task id is read when a warning comes: resolved by then
         self.seen: set[str] = set()
+        self.folded: set[str] = set()
 
-    def filter(self, record: logging.LogRecord) -> bool:
+    def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
         if message in self.seen:
-            return False
+            return
         self.seen.add(message)
-        return True
+        name = os.path.basename(str(getattr(record, "task_file", "") or ""))
+        subject = _subject(self.args)
+        if subject is not None and (name == f"{subject}.md" or name.startswith(f"{subject}-")):
+            self.out.note(f"warning: {safe(message)}")
+        else:
+            self.folded.add(name or message)
+
+    def finish(self) -> None:
+        """The folded line, when any warning was folded."""
+        if not self.folded:
+            return
+        count = len(self.folded)
+        files = "task file repeats" if count == 1 else "task files repeat"
+        self.out.note(f"warning: {count} other {files} a key (read as GuardKit reads it, the last value winning; "
+                      "never written to until fixed): 'guardkit-state validate tasks' lists them")
 
 
-def _warn_on_stderr(name: str, out: Output) -> logging.Handler:
-    """The warnings of logger ``name`` as ``warning: ...`` lines on stderr (``--json`` keeps stdout clean).
+def _warn_on_stderr(name: str, out: Output, args: argparse.Namespace) -> _FileWarnings:
+    """The warnings of logger ``name`` on stderr, as :class:`_FileWarnings` shows them (``--json``
+    keeps stdout clean).
 
     The caller removes the handler when the command ends: an in-process run (tests, the MCP server)
     must not leave a handler writing to a stream that is closed later.
     """
     logger = logging.getLogger(name)
-    for old in [h for h in logger.handlers if getattr(h, "guardkit_cli", False)]:
+    for old in [h for h in logger.handlers if isinstance(h, _FileWarnings)]:
         logger.removeHandler(old)
-    handler = logging.StreamHandler(out.stderr)
-    handler.setLevel(logging.WARNING)
-    handler.setFormatter(logging.Formatter("warning: %(message)s"))
-    handler.addFilter(_Once())
-    handler.guardkit_cli = True  # type: ignore[attr-defined]
+    handler = _FileWarnings(out, args)
     logger.addHandler(handler)
     return handler
+
+
+def _subject(args: argparse.Namespace) -> str | None:
+    """The task a command is about (its ``TASK-ID``), None for a feature or none."""
+    ref = vars(args).get("task_id")
+    if not isinstance(ref, str):
+        return None
+    from guardkit_state.store.layout import names_feature
+
+    if names_feature(ref):
+        return None
+    return os.path.basename(ref).removesuffix(".md") if ref.endswith(".md") else ref
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -161,9 +196,14 @@ def run(argv: Sequence[str] | None = None) -> int:
     resolve_repo(args)
     out = Output.for_args(args)
     logging.getLogger("guardkit_state").addHandler(logging.NullHandler())
-    warnings = _warn_on_stderr("guardkit_state.taskfile.duplicates", out)
+    warnings = _warn_on_stderr("guardkit_state.taskfile.duplicates", out, args)
     try:
-        return int(args.handler(args, out))
+        if args.command not in READ_COMMANDS:
+            return int(args.handler(args, out))
+        from guardkit_state.taskfile.discovery import listing_scope
+
+        with listing_scope():
+            return int(args.handler(args, out))
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -178,6 +218,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return ExitCode.INTERNAL
     finally:
         logging.getLogger("guardkit_state.taskfile.duplicates").removeHandler(warnings)
+        warnings.finish()
 
 
 def exit_code_for(error: GuardkitStateError, command: str | None = None) -> ExitCode:

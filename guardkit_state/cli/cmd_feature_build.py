@@ -18,6 +18,7 @@ from guardkit_state.cli.remote_feature import add_remote_options
 from guardkit_state.errors import InputError
 
 if TYPE_CHECKING:
+    from guardkit_state.agents.protocol import Agent
     from guardkit_state.loop.events import LoopEvent
 
 
@@ -83,10 +84,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.set_defaults(handler=run)
 
 
-def run(args: argparse.Namespace, out: Output) -> int:
+def agents_named(args: argparse.Namespace) -> tuple[Agent, Agent]:
+    """The Player and the Coach ``--player``/``--coach`` name, checked before anything is written: an
+    agent that cannot run is a usage error, not two failed turns on a branch of their own."""
     from guardkit_state.agents import agent_for
+
+    return (agent_for(args.player, args.repo, option="--player"),
+            agent_for(args.coach, args.repo, option="--coach"))
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.cli.event_lines import progress_lines
-    from guardkit_state.cli.feature_output import names_feature, run_feature
+    from guardkit_state.cli.feature_output import run_feature
+    from guardkit_state.store.layout import names_feature
 
     if args.release is not None:  # a quarantined task of a feature built through a remote, released
         from guardkit_state.cli.remote_feature import run_release
@@ -95,12 +105,13 @@ def run(args: argparse.Namespace, out: Output) -> int:
     missing = [flag for flag in ("--player", "--coach") if getattr(args, flag[2:]) is None]
     if missing:
         raise InputError(f"the following arguments are required: {', '.join(missing)}")
+    agents = agents_named(args)
     if args.remote is not None:  # this machine's worker on a feature shared through a git remote
         from guardkit_state.cli.remote_feature import run_remote
 
-        return run_remote(args, out)
+        return run_remote(args, out, agents)
     if names_feature(args.task_id):  # FEAT-ID or a plan's .yaml: its waves of tasks, in parallel
-        return run_feature(args, out)
+        return run_feature(args, out, agents)
     from guardkit_state.index.after_turn import with_indexing
     from guardkit_state.loop.run import LoopOptions, run_task_loop
 
@@ -124,8 +135,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
 
     report = report_events(on_event, out, args)
     try:
-        result = run_task_loop(args.repo, args.task_id, agent_for(args.player, args.repo),
-                               agent_for(args.coach, args.repo), options, on_event=with_indexing(report, args.repo))
+        result = run_task_loop(args.repo, args.task_id, *agents, options, on_event=with_indexing(report, args.repo))
     finally:
         report.finish()  # --report: the page as the files stand now, however the loop stopped
     if args.json:

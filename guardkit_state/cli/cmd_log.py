@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
 
 
 def show_log(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.cli.feature_output import names_feature
+    from guardkit_state.store.layout import names_feature
 
     if names_feature(args.task_id):
         return show_feature_log(args, out)
@@ -67,6 +67,11 @@ def show_feature_log(args: argparse.Namespace, out: Output) -> int:
         out.line(f"  {out.style(m.sha[:10], 'yellow')} {wave:<7} {safe(m.date)}  {task}")
     if not log.merges and not log.notes:
         out.line("  no merges yet")
+    if log.queue:
+        # Every candidate the merge queue built, its gate result, and the tasks it sent back.
+        out.line(out.style("merge queue", "bold"))
+        for step in log.queue:
+            out.line(f"  {safe(step.describe())}")
     for turns in log.tasks:
         out.line("")
         standing = log.standing_of(turns.task_id)

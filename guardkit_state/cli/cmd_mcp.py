@@ -19,8 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "feature's tasks claimed on its git remote as 'feature-build --remote' workers claim them); resources "
         "guardkit://task/TASK-ID and "
         "guardkit://task/TASK-ID/turn/N. Every answer is read from the files when asked. stdout "
-        "carries only the protocol; logs go to stderr. Needs the mcp extra: "
-        "pip install 'guardkit-state[mcp]'. Register it with an agent (see docs/mcp.md).",
+        "carries only the protocol; logs go to stderr. Needs the mcp extra "
+        "(without it, the error names the command that installs it into this copy; 'guardkit-state doctor' "
+        "lists the extras). Register it with an agent (see docs/mcp.md).",
         epilog="Examples:\n  claude mcp add guardkit-state -- guardkit-state mcp --repo /path/to/repo\n"
         "  guardkit-state mcp --read-only        # for a Coach or a reviewer: no write tools",
     )
@@ -33,14 +34,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.errors import MissingExtraError
+    from guardkit_state.extras import missing_extra_error
 
     try:
         from guardkit_state.mcp_server.serve import serve
     except ImportError as exc:
         if exc.name is None or not exc.name.startswith(("mcp", "pydantic", "anyio")):
             raise
-        raise MissingExtraError(f"the MCP server needs the mcp extra ({exc.name.partition('.')[0]} is not installed)",
-                                expected="pip install 'guardkit-state[mcp]'") from exc
+        raise missing_extra_error("mcp", "the MCP server", missing=exc.name.partition(".")[0]) from exc
     serve(args.repo, read_only=args.read_only)
     return ExitCode.OK

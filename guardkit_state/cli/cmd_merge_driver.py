@@ -74,7 +74,7 @@ def _setup(args: argparse.Namespace, out: Output) -> int:
     repo = GitRepo.discover(args.repo)
     if repo is None:
         raise InputError(f"{args.repo} is not in a git repository", path=args.repo,
-                         expected="a git working tree")
+                         fix="run it in a git working tree, or give --repo DIR")
     changed = install(repo) if args.install else []
     found = registration(repo)
     if args.json:

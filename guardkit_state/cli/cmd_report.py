@@ -35,8 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.cli.feature_output import names_feature
     from guardkit_state.report import write_report
+    from guardkit_state.store.layout import names_feature
 
     if names_feature(args.task_id):
         return _run_feature(args, out)

@@ -13,8 +13,11 @@ from guardkit_state.cli.output import Output, safe
 if TYPE_CHECKING:
     from guardkit_state.inspect.feature_view import FeatureView
     from guardkit_state.inspect.task_view import TaskView
+    from guardkit_state.plans.merge_queue_log import QueueStep
 
 ICON_STYLE = {"verified": ("✓", "green"), "rejected": ("✗", "red"), "pending": ("○", "dim")}
+#: The merge queue's steps ``show FEAT-X`` lists (the newest; ``--json`` has every one the plan keeps).
+QUEUE_SHOWN = 20
 TASK_STATUS_STYLE = {"completed": "green", "approved": "green", "in_progress": "yellow", "blocked": "red",
                      "failed": "red", "pending": "dim", "skipped": "dim"}
 
@@ -39,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.cli.feature_output import names_feature
+    from guardkit_state.store.layout import names_feature
 
     if args.remote is not None:
         from guardkit_state.cli.remote_feature import show_remote
@@ -94,10 +97,20 @@ def render(view: TaskView, out: Output) -> None:
             icon, colour = ICON_STYLE.get(c.status, ("○", "dim"))
             by = f" (turn {c.set_by_turn})" if c.set_by_turn else ""
             status = "implied by approval" if c.implied_by_approval else c.status
-            out.line(f"  {out.style(icon, colour)} {c.id}: {safe(c.text)}: {status}{by}")
+            homed = f" · verifier {safe(c.verifier)}" + (f" ({safe(c.test_ref)})" if c.test_ref else "") \
+                if c.verifier else ""
+            out.line(f"  {out.style(icon, colour)} {c.id}: {safe(c.text)}: {status}{by}{homed}")
     if view.stall:
         out.line("")
         out.line(out.style(f"stall: {safe(view.stall.reason)}", "red"))
+    if view.verifier is not None:
+        stamp = view.verifier
+        extra = "".join(f" · {key} {safe(', '.join(map(str, value)) if isinstance(value, list) else str(value))}"
+                        for key in ("test_ref", "test_paths") if (value := stamp.get(key)) is not None)
+        out.line(f"{out.style('verifier', 'bold')} {safe(str(stamp['verifier']))}{extra}")
+    if view.evidence is not None:
+        number, _, summary = view.evidence
+        out.line(f"{out.style('coach evidence', 'bold')} (turn {number}): {safe(summary)}")
     if view.cost is not None and view.cost.turns:
         out.line("")
         out.line(f"{out.style('agents', 'bold')} {safe(view.cost.describe())}")
@@ -115,9 +128,13 @@ def render_feature(view: FeatureView, out: Output) -> None:
     out.line(out.style(f"{view.feature_id}: {safe(view.name or '')}", "bold"))
     out.line(f"plan status {safe(view.plan_status or '-')} · {view.tally.describe()} · "
              f"{len(view.waves)} wave(s) from {view.wave_source}")
-    where = f"branch {view.branch}" + (f" · worktree {view.worktree}" if view.worktree else "") \
-        if view.started else f"not started (no branch {view.branch})"
+    from guardkit_state.features.standing import branch_note
+
+    where = branch_note(view.branch, view.started, view.tally) \
+        + (f" · worktree {view.worktree}" if view.worktree and view.started else "")
     out.line(out.style(safe(where), "dim"))
+    for key, said in view.settings:  # GuardKit's run keys, as the plan holds them
+        out.line(out.style(f"{key.replace('_', ' ')}: {safe(said)}", "dim"))
     for note in view.notes:
         out.note(f"note: {safe(note)}")
     width = max((len(safe(row.task_id)) for row in view.tasks), default=8)
@@ -142,7 +159,21 @@ def render_feature(view: FeatureView, out: Output) -> None:
         for run in view.smoke_runs:
             style = {"passed": "green", "warning": "yellow"}.get(run.outcome, "red")
             out.line(out.style(f"  {safe(run.describe())} · {run.seconds:.1f} s · {safe(run.at)}", style))
+    render_queue(view.queue_steps, out)
     out.line("")
     out.line(f"next: {safe(view.next.text)}")
     if view.next.command:
         out.line(out.style(f"  {safe(view.next.command)}", "dim"))
+
+
+def render_queue(steps: list[QueueStep], out: Output, *, shown: int = QUEUE_SHOWN) -> None:
+    """The merge queue's steps (the last ``shown``): each candidate and its gate result, what was sent back."""
+    if not steps:
+        return
+    out.line("")
+    earlier = len(steps) - shown
+    out.line("merge queue" + (f" (the last {shown} of {len(steps)} steps; --json has all)" if earlier > 0 else ""))
+    for step in steps[-shown:]:
+        red = step.step in ("sent_back", "halted") or step.gate in ("failed", "timed_out")
+        styles = ("yellow",) if red else ("dim",) if step.reused else ()
+        out.line(out.style(f"  {safe(step.describe())}", *styles))

@@ -38,7 +38,7 @@ def suggest(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.inspect.task_view import mode_suggestion  # imported here: building the parser stays light
 
     if args.task_id is None and args.complexity is None:
-        raise InputError("give a TASK-ID or --complexity N", expected="guardkit-state suggest-mode TASK-ID")
+        raise InputError("give a TASK-ID or --complexity N (guardkit-state suggest-mode TASK-ID)")
     suggestion = mode_suggestion(args.repo, args.task_id, complexity=args.complexity, source="--complexity")
     if args.json:
         out.json(suggestion.to_dict())

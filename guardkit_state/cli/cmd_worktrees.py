@@ -61,9 +61,9 @@ def register(subparsers: Any) -> None:
 
 def _loops_named(repo_dir: Path, ids: list[str]) -> set[str]:
     """The loops ``ids`` name: each task id, and each feature id with its plan's task ids."""
-    from guardkit_state.cli.feature_output import names_feature
     from guardkit_state.plans.plan import find_plan, load_plan
     from guardkit_state.store.fsio import validate_task_id
+    from guardkit_state.store.layout import names_feature
 
     named: set[str] = set()
     for ref in ids:
@@ -80,7 +80,7 @@ def _manager(repo_dir: Path) -> WorktreeManager:
     repo = GitRepo.discover(repo_dir)
     if repo is None:
         raise GitError("not a git repository (or git is not installed)", path=repo_dir,
-                       expected="a git repository; use --repo DIR")
+                       fix="run it in a git repository, or give --repo DIR")
     return WorktreeManager(repo)
 
 

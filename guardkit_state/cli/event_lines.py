@@ -14,10 +14,12 @@ from guardkit_state.features.feature_events import (
     FeatureEvent,
     FeatureNote,
     FeatureStarted,
+    QueueStepped,
     TaskBlocked,
     TaskEnded,
     TaskEvent,
     TaskMerged,
+    TaskSentBack,
     TaskStarted,
     WaveStarted,
 )
@@ -159,6 +161,20 @@ def _(event: TaskMerged, out: Output) -> list[str]:
 def _(event: TaskBlocked, out: Output) -> list[str]:
     why = f"conflict in {', '.join(event.conflicts)}" if event.conflicts else (event.error or "merge refused")
     return [out.style(f"{event.task_id} blocked", "yellow") + f": {safe(why)}; branch {safe(event.branch)} kept"]
+
+
+@feature_lines.register
+def _(event: QueueStepped, out: Output) -> list[str]:
+    step = event.step
+    line = safe(step.describe())
+    if step.step == "halted" or (step.step == "candidate" and step.gate in ("failed", "timed_out")):
+        return [out.style(line, "yellow")]
+    return [line]
+
+
+@feature_lines.register
+def _(event: TaskSentBack, out: Output) -> list[str]:
+    return []  # the queue's own step says it, with the gate's verdict (QueueStepped)
 
 
 @feature_lines.register

@@ -18,6 +18,8 @@ class ExitCode(IntEnum):
     #: The command ran and the answer is no: the loop was not approved (max turns, a stall),
     #: ``validate`` found an invalid file, or the files or git failed it.
     FAILED = 1
+    #: ``doctor``: something would stop a loop here (each problem printed with its fix).
+    NOT_READY = 1
     #: ``record``: a readable report was rejected (its schema, a value JSON cannot store, another
     #: task or turn); nothing was written.
     REJECTED = 1

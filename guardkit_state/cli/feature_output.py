@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from guardkit_state.cli.event_lines import feature_lines
 from guardkit_state.cli.exit_codes import ExitCode
@@ -26,21 +27,17 @@ from guardkit_state.features.feature_events import (
 from guardkit_state.features.result import FeatureInterrupted, FeatureNotStarted, FeatureResult
 from guardkit_state.loop.events import LoopNote
 
-#: A feature's id starts like GuardKit's plan files are named.
-FEATURE_PREFIX = "FEAT-"
+if TYPE_CHECKING:
+    from guardkit_state.agents.protocol import Agent
 #: Options of ``feature-build`` that concern one task's loop only.
 _TASK_ONLY = (("no_worktree", "--no-worktree"), ("reopen", "--reopen"))
 
 
-def names_feature(ref: str) -> bool:
-    """True when ``feature-build``'s argument names a feature (an id or a plan file), not a task."""
-    return ref.startswith(FEATURE_PREFIX) or ref.endswith(".yaml")
-
-
-def run_feature(args: argparse.Namespace, out: Output) -> int:
-    """Run (or resume) the feature named by ``args.task_id``; the exit code of its result."""
+def run_feature(args: argparse.Namespace, out: Output, agents: tuple[Agent, Agent]) -> int:
+    """Run (or resume) the feature named by ``args.task_id`` with ``agents`` (Player, Coach); the exit
+    code of its result."""
     try:
-        return _run_feature(args, out)
+        return _run_feature(args, out, agents)
     except FeatureInterrupted:
         raise  # the run began: it says what it stopped and how to continue
     except KeyboardInterrupt as stop:
@@ -64,8 +61,7 @@ def _not_started(repo: Path | str, ref: str, argv: tuple[str, ...] | None) -> Fe
     return FeatureNotStarted(feature, started=started, argv=argv)
 
 
-def _run_feature(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.agents import agent_for
+def _run_feature(args: argparse.Namespace, out: Output, agents: tuple[Agent, Agent]) -> int:
     from guardkit_state.features.build import FeatureOptions, build_feature
 
     for name, flag in _TASK_ONLY:
@@ -99,8 +95,7 @@ def _run_feature(args: argparse.Namespace, out: Output) -> int:
 
     report = feature_report_events(on_event, out, args)  # --report FILE: rewritten after every task turn
     try:
-        result = build_feature(args.repo, args.task_id, agent_for(args.player, args.repo),
-                               agent_for(args.coach, args.repo), options, on_event=report)
+        result = build_feature(args.repo, args.task_id, *agents, options, on_event=report)
     finally:
         report.finish()  # the page as the files stand now, however the run stopped
     if args.json:
@@ -125,4 +120,4 @@ def render_result(result: FeatureResult, out: Output) -> None:
         out.line(f"  branch {safe(result.branch)} in {safe(result.worktree)}")
 
 
-__all__ = ["names_feature", "render_result", "run_feature"]
+__all__ = ["render_result", "run_feature"]

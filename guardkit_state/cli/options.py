@@ -105,11 +105,12 @@ def _with_task_resolved(handler: Any, args: argparse.Namespace, out: Any) -> Any
     file. When the id has several copies, the one read is said once, on stderr.
     """
     from guardkit_state.errors import TaskNotFoundError
+    from guardkit_state.store.layout import names_feature
     from guardkit_state.taskfile.locate import locate_task
     from guardkit_state.taskfile.resolve import pinned, resolve_task
 
     repo = vars(args).get("repo") or find_repo_root(Path.cwd())
-    if args.task_id.endswith(".yaml"):  # a feature plan's file (feature-build): no task to resolve
+    if names_feature(args.task_id):  # a feature (its id, or its plan's file): no task to resolve
         return handler(args, out)
     try:
         found = resolve_task(repo, args.task_id)

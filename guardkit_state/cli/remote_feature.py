@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.errors import InputError
+
+if TYPE_CHECKING:
+    from guardkit_state.agents.protocol import Agent
 
 #: Options of a one-machine run that a worker does not take (the remote decides what to run).
 _NOT_FOR_WORKERS = (("no_worktree", "--no-worktree"), ("reopen", "--reopen"), ("resume", "--resume"),
@@ -20,7 +24,7 @@ def add_remote_options(parser: argparse.ArgumentParser) -> None:
                         "through this git remote (claims, a push per turn, merges under a merge claim; "
                         "see docs/features.md). Run the same command on every machine; it resumes by itself")
     parser.add_argument("--lease", type=seconds, default=120.0, metavar="SECONDS",
-                        help="with --remote: how long a claim lives without a heartbeat (default 120)")
+                        help="with --remote: how long a claim lives without a heartbeat (default 120, at most 86400)")
     parser.add_argument("--poll", type=seconds, default=2.0, metavar="SECONDS",
                         help="with --remote: how often a waiting worker looks at the remote again (default 2; "
                         "while another worker merges a wave, after 0.05 s at first, slowing down to this)")
@@ -33,8 +37,8 @@ def add_remote_options(parser: argparse.ArgumentParser) -> None:
 
 def run_release(args: argparse.Namespace, out: Output) -> int:
     """``feature-build FEAT --release TASK [--remote NAME]``: a quarantined task claimable again."""
-    from guardkit_state.cli.feature_output import names_feature
     from guardkit_state.remote.quarantine import release_task
+    from guardkit_state.store.layout import names_feature
 
     if not names_feature(args.task_id):
         raise InputError(f"--release takes the task's feature (FEAT-ID or a plan's .yaml), not the task {args.task_id}")
@@ -49,11 +53,10 @@ def run_release(args: argparse.Namespace, out: Output) -> int:
     return ExitCode.OK
 
 
-def run_remote(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.agents import agent_for
-    from guardkit_state.cli.feature_output import names_feature
+def run_remote(args: argparse.Namespace, out: Output, agents: tuple[Agent, Agent]) -> int:
     from guardkit_state.cli.options import log_on_stderr
     from guardkit_state.remote.worker import WorkerOptions, run_worker
+    from guardkit_state.store.layout import names_feature
 
     if not names_feature(args.task_id):
         raise InputError(f"--remote builds a feature (FEAT-ID or a plan's .yaml), not the task {args.task_id}")
@@ -66,8 +69,7 @@ def run_remote(args: argparse.Namespace, out: Output) -> int:
                             turn_timeout=args.turn_timeout, max_cost=getattr(args, "max_cost", None),
                             continue_session=bool(getattr(args, "continue_session", False)),
                             quarantine_after=args.quarantine_after)
-    result = run_worker(args.repo, args.task_id, agent_for(args.player, args.repo), agent_for(args.coach, args.repo),
-                        options,
+    result = run_worker(args.repo, args.task_id, *agents, options,
                         on_note=lambda text: None if args.json else out.note(safe(text)))
     if args.json:
         out.json(result.to_dict())
@@ -81,8 +83,8 @@ def run_remote(args: argparse.Namespace, out: Output) -> int:
 
 def show_remote(args: argparse.Namespace, out: Output, features: list[str]) -> int:
     """``show FEAT --remote NAME`` / ``status --remote NAME``: progress read from the remote."""
-    from guardkit_state.cli.feature_output import names_feature
     from guardkit_state.remote.overview import describe_age, remote_progress
+    from guardkit_state.store.layout import names_feature
 
     for ref in features:
         if not names_feature(ref):
@@ -111,4 +113,10 @@ def show_remote(args: argparse.Namespace, out: Output, features: list[str]) -> i
             if task.state == "quarantined":
                 out.line(f"      release it: guardkit-state feature-build {feature.feature} --release {task.task_id} "
                          f"--remote {safe(feature.remote)}")
+            for ref, subject in task.kept:  # a turn its branch moved under on the remote (docs/features.md)
+                out.line(f"      kept: {safe(ref)} ({safe(subject)})")
+        if feature.queue:
+            out.line("  merge queue:")
+            for step in feature.queue:
+                out.line(f"    {safe(step.describe())}")
     return ExitCode.OK

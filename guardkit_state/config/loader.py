@@ -36,7 +36,7 @@ from guardkit_state.errors import ConfigError, GuardkitStateError, SchemaError
 from guardkit_state.store.fsio import decode_utf8, read_bytes_capped, resolve_inside
 from guardkit_state.store.layout import OVERRIDES_FILE, QUALITY_GATES_FILE
 from guardkit_state.store.schemas import format_pointer, parse_pointer, validate_record
-from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
+from guardkit_state.yamltext.strict_yaml import ParsedYaml, parse_yaml
 
 log = logging.getLogger("guardkit_state.config.loader")
 
@@ -125,7 +125,7 @@ def load_config(repo_root: Path | str) -> ResolvedConfig:
         parsed = _read_yaml(root, gates_path)
         if parsed.data is None:
             raise ConfigError("file is empty", path=gates_path, pointer="$.profiles",
-                              expected="a 'profiles' mapping (delete the file to use the built-in gates)")
+                              expected="a 'profiles' mapping", fix="or delete the file to use the built-in gates")
         _validate("quality_gates", parsed, gates_path)
         with _lines_from(parsed):
             profiles = _profiles_from_file(parsed.data, source=rel, path=gates_path)
@@ -164,7 +164,7 @@ def _read_yaml(root: Path, path: Path) -> ParsedYaml:
         raise
     except GuardkitStateError as exc:
         raise ConfigError(exc.message, path=path, line=exc.line, pointer=exc.pointer,
-                          expected=exc.expected) from exc
+                          expected=exc.expected, fix=exc.fix) from exc
 
 
 def _validate(kind: str, parsed: ParsedYaml, path: Path) -> None:

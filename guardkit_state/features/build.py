@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -31,19 +30,25 @@ from guardkit_state.features.feature_events import (
     FeatureEventSink,
     FeatureNote,
     FeatureStarted,
+    QueueStepped,
     TaskBlocked,
     TaskEnded,
     TaskEvent,
     TaskMerged,
+    TaskSentBack,
     TaskStarted,
     WaveStarted,
     ignore,
 )
+from guardkit_state.features.gate_verdicts import GateVerdicts
+from guardkit_state.features.merge_queue import Approved, MergeQueue, SendBack, restore_worktree
+from guardkit_state.features.plan_report import Change, PlanReport
 from guardkit_state.features.processes import ChildEnd, LoopJob, TaskPool
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
 from guardkit_state.features.result import FeatureInterrupted, FeatureResult, TaskOutcome, resume_command
+from guardkit_state.features.send_back import write_send_back
 from guardkit_state.git.checkouts import shared_lock_path
-from guardkit_state.git.merge import merge_branch, merge_message, recover_interrupted_merge
+from guardkit_state.git.merge import MergeResult, merge_message, recover_interrupted_merge
 from guardkit_state.git.merge_driver_setup import unregistered_note
 from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
@@ -53,11 +58,11 @@ from guardkit_state.loop.events import LoopEvent
 from guardkit_state.loop.run import LoopOptions
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
 from guardkit_state.plans import plan_progress as progress_values
+from guardkit_state.plans.merge_queue_log import QueueStep
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.plan_checks import check_plan_identity, check_task_branches
 from guardkit_state.plans.plan_splice import PlanUpdate
-from guardkit_state.plans.plan_writer import modify_plan
-from guardkit_state.plans.smoke_gates import read_smoke_gate, recorded_runs, run_smoke_gate, with_run
+from guardkit_state.plans.smoke_gates import SmokeRun, read_smoke_gate
 from guardkit_state.plans.waves import Waves, default_max_parallel, plan_waves
 from guardkit_state.store.fsio import check_writable, crash_point, remove_stale_temp_files
 from guardkit_state.store.home import check_state_home
@@ -66,7 +71,7 @@ from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.turns.checks import checked_max_turns, checked_timeout
 from guardkit_state.turns.clock import utc_now
-from guardkit_state.turns.spend import feature_spend
+from guardkit_state.turns.spend import feature_spend, task_spend
 
 log = logging.getLogger("guardkit_state.features.build")
 
@@ -155,6 +160,7 @@ class _FeatureRun:
     """One invocation of a feature run (an object so each step stays a small method)."""
 
     fgit: FeatureGit  # set by _prepare(), which every other step follows
+    verdicts: GateVerdicts  # likewise
     #: The feature worktree (merges happen there): a fresh run checks it out as its first tasks start.
     _feature_repo: GitRepo | None = None
     _unchecked: Worktree | None = None
@@ -175,12 +181,9 @@ class _FeatureRun:
         self.gate = read_smoke_gate(plan)
         #: Set when a smoke gate stopped the feature (the plan then says failed).
         self.gate_failed = False
-        #: Waves whose merges this invocation made (a gate that passed after a wave left as it was
-        #: is not run again on --resume).
-        self.merged_in: set[int] = set()
+        self.gate_runs: dict[int, int] = {}  # per wave: the gate verdicts its queue took (numbered)
         self.pool = TaskPool(max_parallel, self._task_event)
-        #: Plan changes not written yet: steps that follow one another land in one write (see _write).
-        self._pending: list[Callable[[FeaturePlan], PlanUpdate | None]] = []
+        self.report = PlanReport(plan_path)  # what the run writes into its plan
 
     def note(self, text: str) -> None:
         self.result.notes.append(text)
@@ -217,7 +220,7 @@ class _FeatureRun:
             if self._over_budget():
                 self.result.status = "stopped"
                 break
-            if not self._wave(number, wave) or not self._smoke_gate(number):
+            if not self._wave(number, wave):
                 self.result.status = "stopped"
                 break
             crash_point("feature.between_waves")
@@ -254,8 +257,13 @@ class _FeatureRun:
             self.note(text)
         if self.options.resume:
             branches = [branch_for(task.task_id) for task in self.result.tasks]
+            if restore_worktree(self._feature_worktree(), self.branch):
+                self.note(f"the merge queue was stopped at a candidate; {worktree.path} is back on {self.branch}")
             for text in recover_interrupted_merge(self._feature_worktree(), lambda: branches):
                 self.note(text)
+        self.verdicts = GateVerdicts(self.git, self.feature_id)  # the merge queue's, read under the lock
+        if not self.options.resume and self.verdicts.path.exists():
+            self.verdicts.reset("a fresh start of the feature")  # an earlier run's are not this one's
         self.result.worktree = worktree.path
         self.fgit = FeatureGit(self.git, self.root, self.branch, worktree.path, worktrees_dir(manager.root))
         self.emit(FeatureStarted(self.feature_id, self.branch, worktree.path, self.waves.groups,
@@ -273,23 +281,31 @@ class _FeatureRun:
 
     # -- a wave ----------------------------------------------------------------------------
     def _wave(self, number: int, task_ids: tuple[str, ...]) -> bool:
-        """Run the wave's unfinished tasks, merge the approved ones; False when the feature stops here."""
+        """Run the wave's unfinished tasks, merge the approved ones through the queue, run again the
+        ones it sent back, until none is; False when the feature stops here."""
         to_run = tuple(task_id for task_id in task_ids if self.states[task_id].runs)
         phases = tuple(self.states[task_id].phase for task_id in task_ids)
         self.emit(WaveStarted(number, len(self.waves), task_ids, to_run, phases))
         self._write(lambda _plan: PlanUpdate(execution={"current_wave": number, "last_updated": utc_now()}))
-        if to_run:
-            self.pool.run([self._job(self.states[task_id]) for task_id in to_run], starting=self._task_starting,
-                          started=self._task_started, ended=self._task_ended)
-        for task_id in task_ids:
-            state = self.states[task_id]
-            if state.runs:
-                if self.result.task(task_id).status == "failed":
-                    continue  # its loop ended in an error: a sibling's approved work is still merged
-                break  # not ended: the tasks after it wait, so merges keep the plan's order
-            if state.phase == "approved":
-                self._merge(number, state)
-        return self._wave_done(number, task_ids)
+        while True:
+            if to_run:
+                self.pool.run([self._job(self.states[task_id]) for task_id in to_run], starting=self._task_starting,
+                              started=self._task_started, ended=self._task_ended)
+            ready: list[TaskState] = []
+            for task_id in task_ids:
+                state = self.states[task_id]
+                if state.runs:
+                    if self.result.task(task_id).status == "failed":
+                        continue  # its loop ended in an error: a sibling's approved work is still merged
+                    break  # not ended: the tasks after it wait, so merges keep the plan's order
+                if state.phase == "approved" and self.result.task(task_id).status != "blocked":
+                    ready.append(state)  # (a conflict blocked it: it waits for the user, not the queue)
+            if ready and not self._land(number, ready):
+                return False
+            # A task the queue sent back runs again (one more turn); its new approval re-enters the queue.
+            to_run = tuple(state.task_id for state in ready if self.states[state.task_id].runs)
+            if not to_run:
+                return self._wave_done(number, task_ids)
 
     def _spent(self) -> float:
         return feature_spend(self.fgit.worktrees, (task.task_id for task in self.result.tasks))
@@ -306,10 +322,13 @@ class _FeatureRun:
         return True
 
     def _job(self, state: TaskState) -> LoopJob:
-        left = None if self.options.max_cost is None else max(self.options.max_cost - self._spent(), 1e-9)
+        # The task's loop counts its own turns and is told what the others spent, once each (the limit
+        # less the feature's spend would count the task's own earlier turns twice on --resume).
+        before = 0.0 if self.options.max_cost is None else max(
+            self._spent() - (task_spend(self.fgit.worktrees / state.task_id, state.task_id) or 0.0), 0.0)
         options = LoopOptions(max_turns=self.options.max_turns, resume=state.resume, base_branch=self.branch,
-                              turn_timeout=self.options.turn_timeout, max_cost=left,
-                              continue_session=self.options.continue_session)
+                              turn_timeout=self.options.turn_timeout, max_cost=self.options.max_cost,
+                              cost_before=before, continue_session=self.options.continue_session)
         return LoopJob(state.task_id, self.root, self.player, self.coach, options)
 
     def _task_starting(self, job: LoopJob) -> None:
@@ -360,63 +379,75 @@ class _FeatureRun:
                               "died": f"{end.text} before it ended"}[end.kind]
         return outcome
 
-    def _merge(self, number: int, state: TaskState) -> None:
-        task_id = state.task_id
-        branch = branch_for(task_id)
-        message = merge_message(self.feature_id, task_id, branch=branch, target=self.branch, wave=number,
-                                summary=f"{task_id} approved in {state.turns} turn(s).")
-        crash_point("feature.before_merge")
-        merged = merge_branch(self._feature_worktree(), branch, message)
-        crash_point("feature.after_merge")
-        outcome = self.result.task(task_id)
-        if merged.merged:
-            self.merged_in.add(number)
-            self.states[task_id] = replace(state, phase="merged", merge_commit=merged.sha)
-            outcome.status, outcome.merge_commit = "completed", merged.sha
-            outcome.reason = f"approved in {state.turns} turn(s) and merged"
-            self.emit(TaskMerged(task_id, branch, merged.sha, merged.already))
-        else:
-            outcome.status, outcome.conflicts = "blocked", merged.conflicts
-            outcome.reason = (f"merge conflict in {', '.join(merged.conflicts)}" if merged.conflicts
-                              else f"the merge was refused: {merged.error}")
-            note = unregistered_note(self._feature_worktree(), merged.conflicts)
-            if note is not None:  # git merged loop state as text: the driver would have merged it
-                outcome.reason += f" ({note})"
-            self.emit(TaskBlocked(task_id, branch, merged.conflicts, merged.error))
-        self._write_task(task_id)
-
-    def _smoke_gate(self, number: int) -> bool:
-        """Run the plan's smoke gate after wave ``number`` when it says so; False when it halts the
-        feature (the feature worktree and branch are kept for the user to look at)."""
-        gate = self.gate
-        if gate is None or not gate.applies_after(number):
+    def _land(self, number: int, ready: list[TaskState]) -> bool:
+        """Merge ``ready`` (approved, plan order) through the merge queue; False when its gate halts
+        the feature (it fails on the feature branch before these merges too)."""
+        def message(task: Approved) -> str:
+            return merge_message(self.feature_id, task.task_id, branch=branch_for(task.task_id), target=self.branch,
+                                 wave=number, summary=f"{task.task_id} approved in {task.turns} turn(s).")
+        queue = MergeQueue(self._feature_worktree(), self.branch, number, self.gate, self.verdicts, message=message,
+                           send_back=self._send_back, on_step=self._queue_step,
+                           on_merged=lambda task, sha: self._merged(self.states[task], sha),
+                           runs_before=self.gate_runs.get(number, 0))
+        landing = queue.land([Approved(s.task_id, self.git.text("rev-parse", f"refs/heads/{branch_for(s.task_id)}"),
+                                       s.turns) for s in ready])
+        self.gate_runs[number] = queue.number
+        for state in ready:
+            if state.task_id in landing.blocked:
+                self._blocked(state.task_id, landing.blocked[state.task_id])
+        if landing.halted is None:
             return True
-        earlier = next((r for r in recorded_runs(self._plan_now()) if r.wave == number), None)
-        if earlier is not None and not earlier.halts and number not in self.merged_in:
-            return True  # it passed after this wave, and the wave has not changed since
-        worktree = self._feature_worktree().root
-        self.note(f"smoke gate after wave {number}: {gate.describe()} in {worktree}")
-        run = run_smoke_gate(gate, worktree, number, at=utc_now())
-        self._write(lambda plan: PlanUpdate(execution={"smoke_gate_runs": with_run(plan, run),
-                                                      "last_updated": utc_now()}), now=True)
-        if run.outcome == "warning":
-            self.note(f"{run.describe()}: pytest collected no tests (exit 5), a warning as in GuardKit "
-                      "(exit5_is_hard_fail: true makes it a failure)")
-        elif not run.halts:
-            self.note(f"{run.describe()} in {run.seconds:.1f} s")
-            return True
-        if not run.halts:
-            return True
-        self.gate_failed = True
-        tail = " ".join(run.output.split())[-300:]
-        self.result.reason = (f"{run.describe()}; the feature stops after wave {number} (its worktree {worktree} "
-                              f"and branch {self.branch} are kept){': ' + tail if tail else ''}; once fixed, "
-                              f"continue with {resume_command(self.feature_id, self.argv)}")
+        self._halted(number, landing.halted)
         return False
 
-    def _plan_now(self) -> FeaturePlan:
-        self._flush()
-        return load_plan(self.plan_path)
+    def _merged(self, state: TaskState, sha: str) -> None:
+        task_id = state.task_id
+        self.states[task_id] = replace(state, phase="merged", merge_commit=sha)
+        outcome = self.result.task(task_id)
+        outcome.status, outcome.merge_commit = "completed", sha
+        outcome.reason = f"approved in {state.turns} turn(s) and merged"
+        self.emit(TaskMerged(task_id, branch_for(task_id), sha, False))
+        self._write_task(task_id)
+
+    def _blocked(self, task_id: str, merged: MergeResult) -> None:
+        outcome = self.result.task(task_id)
+        outcome.status, outcome.conflicts = "blocked", merged.conflicts
+        outcome.reason = (f"merge conflict in {', '.join(merged.conflicts)}" if merged.conflicts
+                          else f"the merge was refused: {merged.error}")
+        note = unregistered_note(self._feature_worktree(), merged.conflicts)
+        if note is not None:  # git merged loop state as text: the driver would have merged it
+            outcome.reason += f" ({note})"
+        self.emit(TaskBlocked(task_id, branch_for(task_id), merged.conflicts, merged.error))
+        self._write_task(task_id)
+
+    def _send_back(self, sent: SendBack) -> bool:
+        """The queue found ``sent.task`` breaking the gate: its history says so (its branch), then
+        where it stands is read again (one more turn, or failed when it has none left)."""
+        assert self.gate is not None  # only a gated queue sends back
+        written = write_send_back(self.git, sent, feature_branch=self.branch, gate=self.gate,
+                                  max_turns=self.options.max_turns, note=self.note)
+        state = read_task_state(self.fgit, sent.task.task_id, max_turns=self.options.max_turns, known_unmerged=True)
+        outcome = self._settle(state)
+        if state.runs:  # no longer approved: it takes one more turn
+            outcome.status, outcome.outcome = "in_progress", None
+        self.emit(TaskSentBack(sent.task.task_id, sent.wave, sent.task.turns, written.final, sent.runs))
+        self._write_task(sent.task.task_id)
+        return written.final
+
+    def _queue_step(self, step: QueueStep) -> None:
+        self.emit(QueueStepped(step))
+        self.report.queue_step(step)
+
+    def _halted(self, number: int, run: SmokeRun) -> None:
+        """The gate fails on the feature branch before the wave's merges too: the feature stops here,
+        its worktree and branch kept for the user to look at; --resume runs the queue again."""
+        self.gate_failed = True
+        worktree = self._feature_worktree().root
+        tail = " ".join(run.output.split())[-300:]
+        self.result.reason = (f"{run.describe()} on {self.branch} before wave {number}'s merges too, so no task of it "
+                              f"breaks it; the feature stops at wave {number} (its worktree {worktree} and branch "
+                              f"{self.branch} are kept){': ' + tail if tail else ''}; once fixed, continue with "
+                              f"{resume_command(self.feature_id, self.argv)}")
 
     def _wave_done(self, number: int, task_ids: tuple[str, ...]) -> bool:
         left = [self.result.task(t) for t in task_ids if self.states[t].phase not in ("merged", "closed")]
@@ -450,46 +481,17 @@ class _FeatureRun:
         self.result.reason = f"interrupted; continue with {resume_command(self.feature_id, self.argv)}"
 
     def _reconcile(self) -> None:
-        """Write what the files say of tasks the plan reports otherwise (a run killed between a merge
-        and its plan write), and the counters; nothing when the plan already agrees."""
-        counts = progress_values.counters(self.result.tasks)
         ended = [o for o in self.result.tasks if self.states[o.task_id].phase in ("merged", "approved", "failed")]
-
-        def change(plan: FeaturePlan) -> PlanUpdate | None:
-            now = utc_now()
-            tasks = {o.task_id: progress_values.task_values(o, plan, now=now) for o in ended
-                     if progress_values.disagrees(o, plan)}
-            if not tasks and progress_values.counted(plan, counts):
-                return None
-            return PlanUpdate(tasks=tasks, execution={**counts, "last_updated": now})
-        self._write(change)
+        self.report.reconcile(self.result.tasks, ended)
 
     def _write_task(self, task_id: str, *, now: bool = False) -> None:
-        outcome = self.result.task(task_id)
-        counts = progress_values.counters(self.result.tasks)
+        self.report.task(self.result.task(task_id), self.result.tasks, now=now)
 
-        def change(plan: FeaturePlan) -> PlanUpdate:
-            now = utc_now()
-            return PlanUpdate(tasks={task_id: progress_values.task_values(outcome, plan, now=now)},
-                              execution={**counts, "last_updated": now})
-        self._write(change, now=now)
-
-    def _write(self, change: Callable[[FeaturePlan], PlanUpdate | None], *, now: bool = False) -> None:
-        """Queue ``change`` for the plan; with ``now``, write every queued change (one write).
-
-        The plan is written as a task loop starts, when one ends, and when the run stops:
-        the steps between (the run starting, a wave starting, merges) join the next write. The
-        plan reports progress; where a task stands is read from its files and git, so a plan a
-        kill left a step behind is put right by ``--resume``.
-        """
-        self._pending.append(change)
-        if now:
-            self._flush()
+    def _write(self, change: Change, *, now: bool = False) -> None:
+        self.report.add(change, now=now)  # see features/plan_report.py: when the plan is written
 
     def _flush(self) -> None:
-        if self._pending:
-            modify_plan(self.plan_path, *self._pending)
-            self._pending.clear()  # only once written: a write cut short is tried again by the next
+        self.report.flush()
 
 
 __all__ = ["FeatureOptions", "build_feature"]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from guardkit_state.features.result import TaskOutcome
     from guardkit_state.loop.events import LoopEvent
+    from guardkit_state.plans.merge_queue_log import QueueStep
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,35 @@ class TaskBlocked:
 
 
 @dataclass(frozen=True)
+class QueueStepped:
+    """A step of the merge queue (:mod:`guardkit_state.features.merge_queue`): a gate run on a
+    candidate (or its verdict recorded before an interruption), a task sent back, a landing, a halt."""
+
+    kind: ClassVar[str] = "merge_queue"
+    step: QueueStep
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.step.to_dict()
+
+
+@dataclass(frozen=True)
+class TaskSentBack:
+    """The merge queue sent ``task_id`` back: its approval of turn ``after_turn`` breaks the gate.
+    Its loop goes on with one more turn, or (``final``) it had none left and ends failed."""
+
+    kind: ClassVar[str] = "sent_back"
+    task_id: str
+    wave: int
+    after_turn: int
+    final: bool
+    gate_runs: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "wave": self.wave, "after_turn": self.after_turn, "final": self.final,
+                "gate_runs": self.gate_runs}
+
+
+@dataclass(frozen=True)
 class FeatureNote:
     """Something the run did on its own that the user should know (a repair, a skipped task)."""
 
@@ -156,7 +186,7 @@ class FeatureNote:
 
 
 FeatureEvent = FeatureStarted | WaveStarted | TaskStarted | TaskEvent | TaskEnded | TaskMerged | TaskBlocked \
-    | FeatureNote
+    | QueueStepped | TaskSentBack | FeatureNote
 #: The ``on_event`` callback of :func:`~guardkit_state.features.build.build_feature`.
 FeatureEventSink = Callable[[FeatureEvent], None]
 
@@ -165,5 +195,6 @@ def ignore(event: FeatureEvent) -> None:
     """The callback when the caller gives none."""
 
 
-__all__ = ["NOT_RUN_WORDS", "FeatureEvent", "FeatureEventSink", "FeatureNote", "FeatureStarted", "TaskBlocked",
-           "TaskEnded", "TaskEvent", "TaskMerged", "TaskStarted", "WaveStarted", "ignore"]
+__all__ = ["NOT_RUN_WORDS", "FeatureEvent", "FeatureEventSink", "FeatureNote", "FeatureStarted", "QueueStepped",
+           "TaskBlocked", "TaskEnded", "TaskEvent", "TaskMerged", "TaskSentBack", "TaskStarted", "WaveStarted",
+           "ignore"]

@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.git.commits import find_turn_commit
@@ -25,8 +25,10 @@ from guardkit_state.store.layout import artifacts_dir, branch_for
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import resolve_task
+from guardkit_state.taskfile.task_facts import remembered
 from guardkit_state.turns.checks import closed_reason
 from guardkit_state.turns.resume import resume_point
+from guardkit_state.turns.sent_back import gate_words, pending_send_back
 
 #: ``new``: never started; ``resume``: started and not ended (or an approval still uncommitted);
 #: ``approved``: approved and committed, not yet merged; ``merged``: on the feature branch;
@@ -101,7 +103,8 @@ def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = No
         return TaskState(task_id, "merged", turns, decisions, "approved", "merged into the feature branch", merge)
     if not own:
         return _not_started(task_id, copy, turns, decisions)
-    approved = outcome == Outcome.APPROVED.value or (decisions[-1:] == ("approve",))
+    sent_back = pending_send_back(copy.state) if copy is not None else None
+    approved = sent_back is None and (outcome == Outcome.APPROVED.value or decisions[-1:] == ("approve",))
     if approved:
         if find_turn_commit(git.main, task_id, turns, rev=branch) is None:
             # Approved in its files but killed before that turn's commit: the loop commits it.
@@ -113,18 +116,35 @@ def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = No
     more_turns = outcome == Outcome.MAX_TURNS_EXCEEDED.value and max_turns is not None and max_turns > turns
     if outcome in ENDED_UNAPPROVED and not more_turns:
         return TaskState(task_id, "failed", turns, decisions, outcome, _ended_reason(copy, outcome, turns))
+    if sent_back is not None:  # its approval broke the feature's gate: one more turn, with the gate's output
+        return TaskState(task_id, "resume", turns, decisions, outcome, f"sent back by the merge queue: its merge "
+                         f"broke the gate ({gate_words(sent_back)})", None, True)
     resume = turns > 0 or _turn_begun(copy, worktree)
     return TaskState(task_id, "resume", turns, decisions, outcome, "interrupted before it ended", None, resume)
 
 
 def unstarted_state(root: Path, task_id: str) -> TaskState:
     """Where ``task_id`` stands when git holds no run of it (no merge, branch or worktree of its own):
-    what :func:`read_task_state` answers then, read from the main checkout's copy alone (no git call)."""
-    copy = None
-    with contextlib.suppress(GuardkitStateError):
-        copy = TaskFile.load(resolve_task(root, task_id).path)
-    turns, decisions, _ = _history(copy)
-    return _not_started(task_id, copy, turns, decisions)
+    what :func:`read_task_state` answers then, read from the main checkout's copy alone (no git
+    call), and kept in the task-file cache while that copy is unchanged (``status`` asks it of
+    every task of every plan)."""
+    try:
+        path = resolve_task(root, task_id).path
+    except GuardkitStateError:
+        return _not_started(task_id, None, 0, ())
+
+    def read() -> dict[str, Any]:
+        copy = None
+        with contextlib.suppress(GuardkitStateError):
+            copy = TaskFile.load(path)
+        turns, decisions, _ = _history(copy)
+        state = _not_started(task_id, copy, turns, decisions)
+        return {"phase": state.phase, "turns": state.turns, "decisions": list(state.decisions),
+                "reason": state.reason, "resume": state.resume}
+
+    known = remembered(path, root, "unstarted", read)
+    return TaskState(task_id, known["phase"], known["turns"], tuple(known["decisions"]), None, known["reason"],
+                     None, known["resume"])
 
 
 def _not_started(task_id: str, copy: TaskFile | None, turns: int, decisions: tuple[str, ...]) -> TaskState:

@@ -22,6 +22,7 @@ Done is ``completed`` + ``skipped``; failed is ``failed`` + ``blocked``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,8 @@ from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.merge import merged_task_ids
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.plans.plan import FeaturePlan, PlanTask
-from guardkit_state.store.layout import BRANCH_PREFIX, branch_for, worktrees_dir
+from guardkit_state.store.layout import branch_for, worktrees_dir
+from guardkit_state.taskfile.locate import autobuild_branches_at
 
 #: A task's phase (from its files and git) -> the word shown, GuardKit's plan words where they exist.
 PHASE_STATUS = {"new": "pending", "resume": "in_progress", "approved": "approved", "merged": "completed",
@@ -80,6 +82,22 @@ class FeatureTally:
         """``7/10 task(s) done · 59 turn(s) · 2 failed/blocked`` (the last part only when some are)."""
         text = f"{self.done}/{self.tasks} task(s) done · {self.turns} turn(s)"
         return text + (f" · {self.failed} failed/blocked" if self.failed else "")
+
+    @property
+    def progressed(self) -> bool:
+        """True when any task got anywhere: done, failed, turns taken, or a status beyond pending."""
+        return bool(self.done or self.failed or self.turns or set(self.by_status) - {"pending"})
+
+
+def branch_note(branch: str, exists: bool, tally: FeatureTally) -> str:
+    """How every view names the feature branch: ``branch autobuild/FEAT-X`` when it exists; else
+    ``not started`` only when nothing has happened, and otherwise where the progress shown comes
+    from (GuardKit's own runner leaves no branch of ours: its plan and task files say it)."""
+    if exists:
+        return f"branch {branch}"
+    if not tally.progressed:
+        return f"not started (no branch {branch})"
+    return f"no branch {branch} here: the progress is what the plan and the task files record"
 
 
 def task_standing(entry: PlanTask, state: TaskState) -> TaskStanding:
@@ -144,10 +162,10 @@ def read_standings(root: Path, plan: FeaturePlan, fgit: FeatureGit | None,
     # worktree of its own is one git holds no run of (what read_task_state would find, asked each).
     merged = merged_task_ids(fgit.main, f"refs/heads/{fgit.feature_branch}") \
         if fgit is not None and fgit.feature_branch in known else frozenset()
+    trees = _worktree_names(fgit.worktrees) if fgit is not None else frozenset()
     standings = []
     for task in plan.tasks:
-        ran = fgit is not None and (task.id in merged or branch_for(task.id) in known
-                                    or fgit.task_worktree(task.id).is_dir())
+        ran = fgit is not None and (task.id in merged or branch_for(task.id) in known or task.id in trees)
         if fgit is not None and ran:
             state = read_task_state(fgit, task.id)
         elif counts_only and plan_word(task) is not None:
@@ -156,6 +174,15 @@ def read_standings(root: Path, plan: FeaturePlan, fgit: FeatureGit | None,
             state = unstarted_state(root, task.id)
         standings.append(task_standing(task, state))
     return standings
+
+
+def _worktree_names(folder: Path) -> frozenset[str]:
+    """The names of the folders in the loops' worktrees folder (one listing, not a stat per task)."""
+    try:
+        with os.scandir(folder) as listing:
+            return frozenset(entry.name for entry in listing if entry.is_dir(follow_symlinks=False))
+    except OSError:
+        return frozenset()
 
 
 def feature_git(root: Path, git: GitRepo | None, feature_id: str) -> FeatureGit | None:
@@ -167,14 +194,12 @@ def feature_git(root: Path, git: GitRepo | None, feature_id: str) -> FeatureGit 
 
 
 def autobuild_branches(repo: GitRepo) -> frozenset[str]:
-    """The local branches named ``autobuild/...`` (the loops' and the features' branches), one git call."""
-    status, out, _ = repo.run("for-each-ref", "--format=%(refname:short)", f"refs/heads/{BRANCH_PREFIX}",
-                              check=False)
-    if status != 0:
-        return frozenset()
-    return frozenset(line for line in out.decode("utf-8", "replace").splitlines() if line)
+    """The local branches named ``autobuild/...`` (the loops' and the features' branches): one git
+    call, once per listing scope (a read command; a run asks afresh each time)."""
+    return autobuild_branches_at(repo.root)
 
 
-__all__ = ["DONE", "FAILED", "PHASE_STATUS", "FeatureTally", "TaskStanding", "autobuild_branches", "feature_git",
+__all__ = ["DONE", "FAILED", "PHASE_STATUS", "FeatureTally", "TaskStanding", "autobuild_branches", "branch_note",
+           "feature_git",
            "plan_turns", "plan_word",
            "read_standings", "tally", "task_standing"]

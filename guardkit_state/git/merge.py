@@ -219,8 +219,7 @@ def recover_interrupted_merge(repo: GitRepo, merged_from: Callable[[], Iterable[
     foreign = sorted(paths - changed_paths(repo, merged_from()))
     if foreign:
         raise GitError(f"the feature worktree {repo.root} has changes no merge made: {first_few(foreign)}; "
-                       "commit or discard them there, then run again", path=repo.root,
-                       expected="a clean feature worktree")
+                       "commit or discard them there, then run again", path=repo.root)
     _restore(repo, sorted(paths))
     notes.append(f"restored {len(paths)} file(s) an interrupted merge had begun to write in {repo.root}")
     return notes

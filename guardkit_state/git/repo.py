@@ -21,7 +21,7 @@ from guardkit_state.git.parse import StatusEntry, parse_status_z
 from guardkit_state.git.runner import execute, git_error, nothing_to_commit
 from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.store.fsio import TEMP_NAME, TEMP_PREFIX
-from guardkit_state.store.layout import INDEX_DIR
+from guardkit_state.store.layout import RUNTIME_DIRS, RUNTIME_GLOBS
 
 log = logging.getLogger("guardkit_state.git.repo")
 
@@ -29,17 +29,32 @@ log = logging.getLogger("guardkit_state.git.repo")
 FALLBACK_NAME = "guardkit-state"
 FALLBACK_EMAIL = "autobuild@localhost"
 
-#: Pathspecs ``commit_all`` leaves out: the local search index (guardkit-state's own temp files
-#: are left out by exact name, see ``_own_temp_files``). User paths are never read as pathspec
-#: magic (a file named ``:(glob)*`` is just a file).
+#: Pathspecs ``commit_all`` leaves out: the loop's own runtime folders (the search index, caches, logs,
+#: reports, agents' scratch, lock files: an agent writing there, a Coach too, commits nothing; the
+#: worktree snapshot leaves them out alike), and guardkit-state's own temp files by exact name (see
+#: ``_own_temp_files``). User paths are never read as pathspec magic (a file named ``:(glob)*`` is just a file).
 _LITERAL = ("--literal-pathspecs",)
-_NEVER_COMMIT = (f":(exclude){INDEX_DIR.as_posix()}",)
+_NEVER_COMMIT = (*(f":(exclude){path}" for path in RUNTIME_DIRS), *(f":(exclude,glob){glob}" for glob in RUNTIME_GLOBS))
 #: Under ``.guardkit/`` as anywhere else, only the exact names of our own temp files are ours: the one
 #: ``fsio.atomic_write_bytes`` gives (``.gks-tmp-<name>.<pid>.<ns>``) and the one an agent's pid
 #: file is written through (``.gks-tmp-<report>.agent.json.<pid>``). An agent's own
 #: ``.guardkit/notes/.gks-tmp-plan.md`` is real work.
 _ATOMIC_TEMP = re.compile(rf"{TEMP_NAME.pattern}|{re.escape(TEMP_PREFIX)}.+\.agent\.json\.[1-9][0-9]*")
 
+
+
+def branches_named(cwd: Path, prefix: str) -> frozenset[str]:
+    """The local branches whose name starts with ``prefix`` (``autobuild/``) in the repository
+    holding ``cwd``: one git call, no discovery first; none outside a repository or without git."""
+    try:
+        status, out, _ = execute(cwd, ["git", "for-each-ref", "--format=%(refname)", f"refs/heads/{prefix}"])
+    except GitError:
+        return frozenset()
+    if status != 0:
+        return frozenset()
+    heads = "refs/heads/"
+    return frozenset(line[len(heads):] for line in out.decode("utf-8", "replace").splitlines()
+                     if line.startswith(heads + prefix))
 
 class GitRepo:
     """A git working tree (the main checkout or a linked worktree), queried through the git CLI.
@@ -85,12 +100,13 @@ class GitRepo:
     # -- the one place git runs ------------------------------------------------------------
 
     def run(self, *args: str, cwd: Path | None = None, check: bool = True, stdin: bytes | None = None,
-            pre: Sequence[str] = (), timeout: float | None = None) -> tuple[int, bytes, str]:
+            pre: Sequence[str] = (), timeout: float | None = None,
+            index_file: Path | None = None) -> tuple[int, bytes, str]:
         """Run ``git [pre] args`` in the working tree; raise :class:`GitError` on failure when ``check``
-        (``timeout``: see :func:`~guardkit_state.git.runner.execute`)."""
+        (``timeout``, ``index_file``: see :func:`~guardkit_state.git.runner.execute`)."""
         command = ["git", *pre, *args]
         status, stdout, stderr = execute(self.root if cwd is None else cwd, command, stdin=stdin, path=self.root,
-                                         timeout=timeout)
+                                         timeout=timeout, index_file=index_file)
         if check and status != 0:
             # Some failures ("nothing to commit") are reported on stdout only.
             detail = stderr if stderr.strip() else stdout.decode("utf-8", "replace")
@@ -302,4 +318,4 @@ class GitRepo:
         return remove_stale_locks(self.root, self.git_dir, self.common_dir, self.current_branch())
 
 
-__all__ = ["FALLBACK_EMAIL", "FALLBACK_NAME", "GitRepo"]
+__all__ = ["FALLBACK_EMAIL", "FALLBACK_NAME", "GitRepo", "branches_named"]

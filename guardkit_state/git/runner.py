@@ -24,7 +24,8 @@ TIMED_OUT = 124
 
 
 def execute(cwd: Path, command: Sequence[str], *, stdin: bytes | None = None,
-            path: Path | None = None, timeout: float | None = None) -> tuple[int, bytes, str]:
+            path: Path | None = None, timeout: float | None = None,
+            index_file: Path | None = None) -> tuple[int, bytes, str]:
     """Run ``command`` (``["git", ...]``) in ``cwd``: (exit status, stdout bytes, stderr text).
 
     git runs in :func:`~guardkit_state.git.environment.clean_environment`: an inherited
@@ -34,12 +35,16 @@ def execute(cwd: Path, command: Sequence[str], *, stdin: bytes | None = None,
     returned as :data:`TIMED_OUT`: a remote that takes the connection and never answers would
     otherwise hold its caller for good. git stays in this process group (a signal to the group, a
     terminal's or a killed machine's, reaches it), and is stopped when this process is interrupted.
+    ``index_file`` is the one ``GIT_INDEX_FILE`` git ever gets: an index of guardkit-state's own
+    (the worktree snapshot's), passed deliberately, never inherited.
     """
     try:
         # Not GitPython's Git.execute: it merges its env= into a copy of os.environ, so it can add
         # variables but never remove an inherited GIT_DIR. LC_ALL/LANGUAGE=C as GitPython sets them:
         # git's messages ("nothing to commit", "unknown revision") are matched in English.
         environment = {**clean_environment(), "LANGUAGE": "C", "LC_ALL": "C"}
+        if index_file is not None:
+            environment["GIT_INDEX_FILE"] = str(index_file)
         proc = subprocess.Popen(list(command), cwd=str(cwd), env=environment,
                                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)

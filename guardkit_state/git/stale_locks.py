@@ -20,7 +20,8 @@ STALE_LOCK_SECONDS = 300.0
 
 
 def remove_stale_locks(root: Path, git_dir: Path, common_dir: Path, branch: str | None) -> list[Path]:
-    """Remove ``index.lock``/``HEAD.lock`` of ``git_dir`` and ``branch``'s ref lock if stale.
+    """Remove ``index.lock``/``HEAD.lock`` of ``git_dir``, ``branch``'s ref lock and the locks of the
+    refs this package keeps (``refs/guardkit/...``: snapshots, kept turns, claims) if stale.
 
     A lock is stale when no live git process works in ``root`` or ``common_dir`` (checked through
     /proc); without /proc, when it is older than :data:`STALE_LOCK_SECONDS`. Returns what was removed.
@@ -28,6 +29,9 @@ def remove_stale_locks(root: Path, git_dir: Path, common_dir: Path, branch: str 
     candidates = [git_dir / "index.lock", git_dir / "HEAD.lock"]
     if branch:
         candidates.append(common_dir / "refs" / "heads" / f"{branch}.lock")
+    own_refs = common_dir / "refs" / "guardkit"
+    if own_refs.is_dir():  # a git killed while it moved one of ours (a snapshot taken or dropped)
+        candidates.extend(sorted(own_refs.rglob("*.lock")))
     present = [p for p in candidates if p.exists()]
     if not present or live_git_process_in(root, common_dir):
         return []

@@ -15,13 +15,12 @@ Each line is ``<sha> <turn> <decision> <mode>`` or ``run <timestamp>``; the newe
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from guardkit_state.store.fsio import validate_task_id
+from guardkit_state.store.fsio import append_line, validate_task_id
 from guardkit_state.store.layout import TURN_COMMITS_IN_GIT_DIR
 
 if TYPE_CHECKING:
@@ -72,21 +71,8 @@ def record(repo: GitRepo, task_id: str, entry: ProvenTurnCommit) -> None:
 
 
 def _write(repo: GitRepo, task_id: str, line: str) -> None:
-    """Append ``line`` (durably). An append, not a rewrite: a line cut short by a kill fails the
-    line pattern and is not trusted, and the lines before it stay whole."""
-    path = ledger_path(repo, task_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "ab") as handle:
-        torn = handle.tell() > 0 and _last_byte(path) != b"\n"
-        handle.write((("\n" if torn else "") + line + "\n").encode("utf-8"))
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def _last_byte(path: Path) -> bytes:
-    with open(path, "rb") as handle:
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1)
+    """Append ``line`` (durably; a line cut short by a kill fails the line pattern and is not trusted)."""
+    append_line(ledger_path(repo, task_id), line)
 
 
 def verified_turn_commit(repo: GitRepo, task_id: str, turn: int, *, rev: str = "HEAD") -> str | None:

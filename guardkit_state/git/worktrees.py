@@ -226,7 +226,7 @@ class WorktreeManager:
         head = self.repo.head_sha()
         if head is None:
             raise GitError("the repository has no commits yet; make a first commit before a loop",
-                           path=self.root, task_id=task_id, expected="a commit to branch from")
+                           path=self.root, task_id=task_id, fix="git commit --allow-empty -m 'first commit'")
         notes.append(f"HEAD is detached; branching from commit {head[:12]}")
         return None, head, False
 

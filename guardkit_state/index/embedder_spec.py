@@ -68,7 +68,7 @@ def mismatch(stored: str, stored_dim: int | None, asked: str, asked_dim: int | N
 
     return EmbedderMismatchError(
         f"the index was built with embedder {shown(stored, stored_dim)}, not {shown(asked, asked_dim)}",
-        expected=f"no --embedder (the index's own is used), or 'guardkit-state graphiti rebuild --embedder "
+        fix=f"leave out --embedder (the index's own is used), or run 'guardkit-state graphiti rebuild --embedder "
         f"{asked}' to switch")
 
 

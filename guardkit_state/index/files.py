@@ -28,6 +28,7 @@ class FileIndex:
 
     def __init__(self, repo_root: Path) -> None:
         self.repo_root = Path(repo_root)
+        #: False: the scan's cache is read, never written (a read-only MCP server writes nothing).
 
     def records(self, groups: Sequence[str] | None = None) -> list[IndexRecord]:
         """Every record the files define, optionally only those of ``groups``."""

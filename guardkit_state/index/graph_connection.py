@@ -28,10 +28,10 @@ try:
     from graphiti_core import Graphiti
     from graphiti_core.driver.driver import GraphDriver, GraphProvider
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    from guardkit_state.errors import MissingExtraError
+    from guardkit_state.extras import missing_extra_error
 
-    raise MissingExtraError(f"the Graphiti index needs the graphiti extra ({exc})",
-                            expected="pip install 'guardkit-state[graphiti]'") from exc
+    raise missing_extra_error("graphiti", "the Graphiti index",
+                              missing=(exc.name or "graphiti-core").partition(".")[0]) from exc
 
 from guardkit_state.errors import GuardkitStateError, IndexBackendError
 from guardkit_state.index.embedded import FALKOR_DIR, EmbeddedFalkor, move_aside_snapshot

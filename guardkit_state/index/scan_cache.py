@@ -21,6 +21,7 @@ from guardkit_state.index.records import IndexRecord
 from guardkit_state.index.words import index_text
 from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir, read_bytes_capped
 from guardkit_state.store.layout import status_cache_file
+from guardkit_state.store.stat_cache import writes_enabled
 
 #: Bumped whenever a record's shape changes: an older cache is rebuilt, never misread.
 CACHE_VERSION = 2
@@ -36,16 +37,28 @@ def search_cache_file(root: Path) -> Path:
     return status_cache_file(root).with_name("search.json")
 
 
+#: This process's records, by checkout, with the fingerprint they were read at: a long-running
+#: process (the MCP server) searches them again without reading the cache file while no file changed.
+_MEMO: dict[str, tuple[dict[str, list[int]], list[tuple[IndexRecord, str]]]] = {}
+
+
 def cached_records(root: Path, load: Callable[[], list[IndexRecord]]) -> list[tuple[IndexRecord, str]]:
     """The records ``load`` reads from the files of ``root`` (from the cache while no file changed),
     each with its tokens (:func:`~guardkit_state.index.words.index_text` of its search text)."""
     fingerprint = source_fingerprint(root)
+    key = os.path.abspath(root)
+    known = _MEMO.get(key)
+    if known is not None and known[0] == fingerprint:
+        return known[1]
     cached = _load(root)
     if cached is not None and cached.get("fingerprint") == fingerprint:
         with contextlib.suppress(KeyError, TypeError, ValueError):
-            return [record_from_dict(item) for item in cached["records"]]
+            records = [record_from_dict(item) for item in cached["records"]]
+            _MEMO[key] = (fingerprint, records)
+            return records
     records = [(record, index_text(record.search_text)) for record in load()]
     _save(root, fingerprint, records)
+    _MEMO[key] = (fingerprint, records)
     return records
 
 
@@ -111,7 +124,10 @@ def _load(root: Path) -> dict[str, Any] | None:
 
 
 def _save(root: Path, fingerprint: dict[str, list[int]], records: list[tuple[IndexRecord, str]]) -> None:
-    """Write the cache; a failure only costs the next search a scan."""
+    """Write the cache (never in a process whose cache writes are off, a read-only server's: see
+    :func:`~guardkit_state.store.stat_cache.disable_writes`); a failure only costs the next search a scan."""
+    if not writes_enabled():
+        return
     if not (root / "tasks").is_dir() and not (root / ".guardkit").is_dir():
         return  # not a GuardKit checkout: a read creates nothing
     path = search_cache_file(root)

@@ -60,7 +60,8 @@ def search(repo_root: Path, query: str, *, groups: Sequence[str] | None = None, 
     filters = filters or Filters()
     asked = parse_embedder(embedder) if embedder else None
     if backend == "files":
-        return SearchResult("files", FileIndex(root).search(query, groups=groups, limit=limit, filters=filters))
+        return SearchResult("files", FileIndex(root).search(query, groups=groups, limit=limit,
+                                                                                  filters=filters))
     uri = configured_uri(uri)
     note = _unconfigured(root, uri, backend)
     if note is None:

@@ -77,4 +77,4 @@ def check_reachable(uri: str, *, timeout: float = CONNECT_TIMEOUT) -> None:
         reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
         raise IndexBackendError(
             f"cannot reach the index server at {redact(uri)}: {reason}",
-            expected=f"a running server there, or no --uri / {URI_ENV} to use the embedded index") from exc
+            fix=f"start the server, or give no --uri / {URI_ENV} to use the embedded index") from exc

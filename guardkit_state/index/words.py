@@ -52,8 +52,10 @@ def query_terms(query: str) -> list[str]:
     return list(seen)
 
 
+@functools.lru_cache(maxsize=4096)
 def is_identifier(term: str) -> bool:
-    """A compound token with a digit (``task_ge_001``, ``ac_002``): matching it exactly matters most."""
+    """A compound token with a digit (``task_ge_001``, ``ac_002``): matching it exactly matters most.
+    (Asked of each query term for every record a scan scores: answered once per term.)"""
     if term.startswith(("task_", "turn_", "feat_")):
         return True
     return "_" in term and any(ch.isdigit() for ch in term)
@@ -62,7 +64,12 @@ def is_identifier(term: str) -> bool:
 def may_hold(terms: Iterable[str], lowered: str) -> bool:
     """False when no term can be one of the tokens of the lower-cased text ``lowered`` (a token has
     every ``_``-part of it in the text); True says only "perhaps"."""
-    return any(all(part in lowered for part in term.split("_")) for term in terms)
+    return any(all(part in lowered for part in _parts(term)) for term in terms)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parts(term: str) -> tuple[str, ...]:
+    return tuple(term.split("_"))
 
 
 def overlap_score(terms: Iterable[str], document: str, *, doc_counts: Counter[str] | None = None) -> float:

@@ -14,10 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.features.standing import FeatureTally, TaskStanding, feature_git, read_standings, tally
+from guardkit_state.features.standing import (
+    FeatureTally,
+    TaskStanding,
+    branch_note,
+    feature_git,
+    read_standings,
+    tally,
+)
 from guardkit_state.git.merge import TRAILER_FEATURE, TRAILER_TASK, TRAILER_WAVE
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.inspect.review import TurnLog, read_turn_log
+from guardkit_state.plans.merge_queue_log import QueueStep, recorded_steps
 from guardkit_state.plans.plan import find_plan, load_plan
 from guardkit_state.store.layout import branch_for
 from guardkit_state.taskfile.discovery import listing_scope
@@ -54,6 +62,8 @@ class FeatureLog:
     notes: list[str] = field(default_factory=list)
     #: Where each task stands, and the feature's counts: the reading ``status`` and ``show`` make.
     standings: list[TaskStanding] = field(default_factory=list)
+    #: The merge queue's steps the plan records (each candidate, its gate result, what was sent back).
+    queue: list[QueueStep] = field(default_factory=list)
 
     @property
     def tally(self) -> FeatureTally:
@@ -71,7 +81,7 @@ class FeatureLog:
                 "totals": self.tally.to_dict(), "merges": [m.to_dict() for m in self.merges],
                 "tasks": [{**log.to_dict(), "merge": _merge_dict(self.merge_of(log.task_id)),
                            "status": standing[log.task_id].status if log.task_id in standing else None}
-                          for log in self.tasks]}
+                          for log in self.tasks], "merge_queue": [step.to_dict() for step in self.queue]}
 
 
 def _merge_dict(merge: FeatureMerge | None) -> dict[str, Any] | None:
@@ -92,13 +102,15 @@ def _feature_log(root: Path, feature: str) -> FeatureLog:
     plan = load_plan(find_plan(root, feature))
     result = FeatureLog(plan.feature_id, branch_for(plan.feature_id))
     repo = GitRepo.discover(root)
+    exists = repo is not None and repo.branch_exists(result.branch)
+    result.standings = read_standings(root, plan, feature_git(root, repo, plan.feature_id), counts_only=True)
     if repo is None:
         result.notes.append("not a git repository (or no git): no merges; turns read from files only")
-    elif not repo.branch_exists(result.branch):
-        result.notes.append(f"{plan.feature_id} has not started (no branch {result.branch})")
+    elif not exists:
+        result.notes.append(f"{plan.feature_id}: {branch_note(result.branch, exists, result.tally)}")
     else:
         result.merges = feature_merges(repo, result.branch, plan.feature_id)
-    result.standings = read_standings(root, plan, feature_git(root, repo, plan.feature_id), counts_only=True)
+    result.queue = recorded_steps(plan)
     for task in plan.tasks:
         try:
             result.tasks.append(read_turn_log(root, task.id))

@@ -11,7 +11,8 @@ feature runs and after it was killed. The next step is what ``--resume`` would d
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +23,17 @@ from guardkit_state.features.standing import FeatureTally, TaskStanding, feature
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Outcome
+from guardkit_state.plans.guardkit_keys import AWAITING_MERGE, run_settings
+from guardkit_state.plans.merge_queue_log import QueueStep, recorded_steps
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.smoke_gates import SmokeGate, SmokeRun, read_smoke_gate, recorded_runs
 from guardkit_state.plans.waves import plan_waves
-from guardkit_state.store.layout import branch_for, worktree_path, worktrees_dir
+from guardkit_state.store.layout import artifacts_dir, branch_for, worktree_path, worktrees_dir
+from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.discovery import listing_scope
-from guardkit_state.taskfile.locate import locate_task
+from guardkit_state.taskfile.locate import TaskLocation, locate_task
 from guardkit_state.taskfile.resolve import resolve_task
+from guardkit_state.taskfile.task_facts import remembered
 from guardkit_state.turns.history import criteria_counts
 from guardkit_state.turns.ledger import CriteriaCounts
 from guardkit_state.turns.resume import resume_point
@@ -114,6 +119,11 @@ class FeatureView:
     #: The plan's smoke gate (GuardKit's ``smoke_gates``) and the runs of it the plan records.
     smoke_gate: SmokeGate | None = None
     smoke_runs: list[SmokeRun] = field(default_factory=list)
+    #: The merge queue's steps the plan records: each candidate, its gate result, what was sent back.
+    queue_steps: list[QueueStep] = field(default_factory=list)
+    #: GuardKit's run keys the plan holds, as ``(key, what it says)`` (:func:`~guardkit_state.plans.
+    #: guardkit_keys.run_settings`): shown as written, acted on by GuardKit's runner only.
+    settings: list[tuple[str, str]] = field(default_factory=list)
 
     def wave(self, number: int) -> list[FeatureTaskRow]:
         """The rows of wave ``number`` (1-based), in plan order."""
@@ -143,6 +153,8 @@ class FeatureView:
             "smoke_gate": {"description": self.smoke_gate.describe(), "command": self.smoke_gate.command}
             if self.smoke_gate is not None else None,
             "smoke_runs": [run.to_dict() for run in self.smoke_runs],
+            "merge_queue": [step.to_dict() for step in self.queue_steps],
+            "guardkit_settings": dict(self.settings),
         }
 
 
@@ -178,10 +190,14 @@ def _feature_view(root: Path, feature: str) -> FeatureView:
         gate = read_smoke_gate(plan)
     except GuardkitStateError as exc:
         notes.append(f"smoke gate not usable: {exc}")
+    step = next_step(plan.feature_id, waves.to_lists(), rows, started=started)
+    if plan.status == AWAITING_MERGE and step.wave is None:
+        step = replace(step, text=f"{step.text}; the plan awaits its merge (GuardKit's /feature-complete "
+                                  f"prepared {branch} for merging into your main branch)")
     return FeatureView(plan.feature_id, plan.name, plan_path, plan.status, branch, started,
-                       worktree if worktree.is_dir() else None, waves.source, waves.to_lists(), rows,
-                       next_step(plan.feature_id, waves.to_lists(), rows, started=started),
-                       execution.last_updated if execution is not None else None, notes, gate, recorded_runs(plan))
+                       worktree if worktree.is_dir() else None, waves.source, waves.to_lists(), rows, step,
+                       execution.last_updated if execution is not None else None, notes, gate, recorded_runs(plan),
+                       recorded_steps(plan), run_settings(plan.data))
 
 
 def _row(root: Path, plan: FeaturePlan, standing: TaskStanding, wave: int) -> FeatureTaskRow:
@@ -196,7 +212,7 @@ def _row(root: Path, plan: FeaturePlan, standing: TaskStanding, wave: int) -> Fe
     if standing.source == "plan":  # GuardKit's runner (or a run whose branches are gone) said so
         outcome = entry.final_decision or outcome
         reason = entry.error or f"the plan says {standing.status}"
-    copy = _read_copy(root, task_id, resumes=state.runs)
+    copy = _read_copy(root, task_id, resumes=state.runs, turns=state.turns)
     return FeatureTaskRow(task_id, wave, entry.name, standing.status, state.phase, standing.turns, state.decisions,
                           outcome, reason, state.phase == "merged", state.merge_commit, conflicts,
                           copy.counts, copy.where, entry.status, copy.error, copy.resume_action, copy.resume_text,
@@ -219,11 +235,21 @@ class _Copy:
 _MID_TURN = ("rerun_coach", "complete_from_reports", "rerun_turn")
 
 
-def _read_copy(root: Path, task_id: str, *, resumes: bool) -> _Copy:
+def _read_copy(root: Path, task_id: str, *, resumes: bool, turns: int = 0) -> _Copy:
     """The task's criteria counts from the copy ``show TASK-ID`` reads, which copy that is, and (for
-    a task a run continues) its resume point when that falls inside a turn."""
+    a task a run continues) its resume point when that falls inside a turn.
+
+    The main checkout's copy is counted once per change of its file (kept in ``status``'s cache,
+    as ``status`` keeps its counts) unless a run would resume inside its next turn (``turns`` + 1:
+    a report or the context of that turn is on disk): a feature's view parses no file it parsed
+    before unchanged.
+    """
     try:
         location = locate_task(root, task_id)
+        if location.source == "main" and location.rev is None \
+                and not (resumes and _turn_begun(location, task_id, turns + 1)):
+            known = remembered(location.task_path, root, "criteria counts", partial(_counted, location))
+            return _Copy(CriteriaCounts(**{k: v for k, v in known.items() if k != "total"}), location.describe())
         task, store = location.load()
         counts, where = criteria_counts(task, location.checkout), location.describe()
     except GuardkitStateError as exc:
@@ -234,6 +260,18 @@ def _read_copy(root: Path, task_id: str, *, resumes: bool) -> _Copy:
             if point.action in _MID_TURN:
                 return _Copy(counts, where, None, point.action, point.describe())
     return _Copy(counts, where)
+
+
+def _turn_begun(location: TaskLocation, task_id: str, number: int) -> bool:
+    """True when turn ``number`` left a report or its context (a resume point inside that turn)."""
+    store = TurnStore(artifacts_dir(location.checkout, task_id), task_id)
+    return store.exists("player_turn", number) or store.exists("coach_turn", number) \
+        or store.context_path(number).exists()
+
+
+def _counted(location: TaskLocation) -> dict[str, int]:
+    task, _ = location.load()
+    return criteria_counts(task, location.checkout).to_dict()
 
 
 def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow], *, started: bool) -> NextStep:

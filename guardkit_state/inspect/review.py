@@ -118,7 +118,7 @@ def turn_diff(repo_root: str | Path, task_id: str, turn: int, *, stat: bool = Fa
             find_task(repo_root, task_id)  # an unknown task is the problem to name first
         raise GitError("not a git repository (or git is not installed): turn diffs need git",
                        path=Path(repo_root), task_id=task_id, turn=turn,
-                       expected="a git repository; run from the project's checkout")
+                       fix="run it in the project's checkout")
     rev, source = _log_rev(repo, task_id)
     commits = turn_commits(repo, task_id, rev=rev)
     commit = next((c for c in commits if c.turn == turn), None)
@@ -126,7 +126,7 @@ def turn_diff(repo_root: str | Path, task_id: str, turn: int, *, stat: bool = Fa
         if not commits:
             find_task(repo_root, task_id)  # an unknown task is said as such, not as a missing turn
         raise TurnError(f"no commit of turn {turn} for {task_id} on {source}", task_id=task_id, turn=turn,
-                        expected="a turn committed by guardkit-state (see 'guardkit-state log')")
+                        fix=f"'guardkit-state log {task_id}' lists the turns that were committed")
     args = ["show", "--no-color", "--no-ext-diff", "--format=medium"]
     args.append("--stat" if stat else "--patch")
     args += [commit.sha, "--"]

@@ -9,9 +9,7 @@ time and never trusted over the files: an entry is used only while its file is u
 from __future__ import annotations
 
 import bisect
-import contextlib
 import copy
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -20,19 +18,22 @@ from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import FileTooLargeError, GuardkitStateError
 from guardkit_state.git.checkouts import worktrees_home
-from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir, read_bytes_capped
-from guardkit_state.store.layout import features_dir, status_cache_file, tasks_dir
+from guardkit_state.store.fsio import read_bytes_capped
+from guardkit_state.store.layout import features_dir, tasks_dir
+from guardkit_state.store.stat_cache import signature
 from guardkit_state.taskfile.discovery import (
     STATE_MARKERS,
     declared_id,
+    listing_scope,
     loop_worktrees,
     named_for,
     names_task,
     own_task_files,
+    task_entries,
     task_id_from_filename,
-    walk_markdown,
 )
 from guardkit_state.taskfile.resolve import Copy, choose, plan_paths
+from guardkit_state.taskfile.task_facts import task_cache
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
@@ -42,11 +43,6 @@ if TYPE_CHECKING:
 # The task document, the history and the feature plans are imported where a file must be read:
 # a status served from its cache reads none, and their imports were most of its time.
 
-#: Bumped whenever a summary's shape or meaning changes (unreadable files are keyed by the id the
-#: resolver finds them by; criteria counts apart): an older cache is rebuilt, never misread.
-CACHE_VERSION = 4
-#: The cache is ours and rebuildable; one this large is ignored (and rebuilt) rather than read.
-_CACHE_READ_LIMIT = 256 * 1024 * 1024
 
 
 @dataclass
@@ -107,32 +103,43 @@ def repo_status(repo_root: Path, *, use_cache: bool = True) -> list[TaskSummary]
     Each id is read from the copy ``show`` reads (:mod:`guardkit_state.taskfile.resolve`): among several
     copies the rules pick one, and a loop's worktree is read for that loop's own task only.
     """
-    root = Path(repo_root).resolve()
+    with listing_scope():  # one read: tasks/ listed once, the cache saved at its end
+        return _repo_status(Path(repo_root).resolve(), use_cache)
+
+
+def _repo_status(root: Path, use_cache: bool) -> list[TaskSummary]:
     # Outside a repository (no tasks/) there is nothing to cache, and a read must create nothing.
     use_cache = use_cache and tasks_dir(root).is_dir()
-    cache = _load_cache(root) if use_cache else {}
-    fresh: dict[str, Any] = {}
+    cache = task_cache(root) if use_cache else None
+    seen: list[str] = []
     main = _Checkout(root)
     trees: dict[str, _Checkout] = {}
     # Plain strings and scandir entries, not Path objects: 10,000 files cost ~0.1 s less this way.
     for entry, key, relpath, tree in _task_files(str(root)):
         try:
-            stat = entry.stat()  # a symlinked task file (inside the checkout) is keyed by its target
+            # Never entry.stat(): a listing reused from an earlier call keeps the stat it made then.
+            stat = os.stat(entry.path)  # a symlinked task file (inside the checkout) is keyed by its target
         except OSError:
             continue
-        # inode and ctime too: an atomic replace (new inode) or any write (new ctime) within the
-        # same mtime tick and at the same size is still seen as a change.
-        signature = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
-        hit = cache.get(key)
-        if hit is not None and hit.get("sig") == signature:
-            data = hit.get("summary")
+        sig = signature(stat)
+        hit = cache.entry(key, sig) if cache is not None else None
+        if hit is not None and "summary" in hit:
+            data, note = hit["summary"], hit.get("duplicates")
         else:
-            data = _summarise_file(Path(entry.path), relpath, tree is not None)
-        fresh[key] = {"sig": signature, "summary": data}
+            data, note = _summarise_file(Path(entry.path), relpath, tree is not None)
+            if cache is not None:
+                cache.put(key, sig, "summary", data)
+                cache.put(key, sig, "state", data is not None)  # what the resolver asks (holds_state)
+                cache.put(key, sig, "duplicates", note)
+        if note:  # said from the cache too: the same warnings whether or not the file was parsed now
+            from guardkit_state.taskfile.document import warn_duplicates
+
+            warn_duplicates(entry.path, note)
+        seen.append(key)
         checkout = main if tree is None else trees.setdefault(tree, _Checkout(Path(entry.path[:-len(relpath) - 1])))
         checkout.add(entry.name, relpath, data)
-    if use_cache and fresh != cache:
-        _save_cache(root, fresh)
+    if cache is not None:
+        cache.retain(seen)
     summaries = main.pick()
     for task_id, tree_checkout in trees.items():
         # The loop's worktree holds a copy of its task: that copy (with or without state) is the truth.
@@ -191,27 +198,31 @@ class _Checkout:
         if len(named) <= 1 and set(named) <= set(rows):
             return sorted(rows)
         # Several files carry the name: read their heads for the id (TASK-A-1-2-x.md is not TASK-A-1's).
-        found = {rel for rel in named if rel in rows or names_task(self.root / rel, task_id)}
+        found = {rel for rel in named if rel in rows or names_task(self.root / rel, task_id, self.root)}
         return sorted(found | set(rows))
 
 
-def _summarise_file(path: Path, relpath: str, in_worktree: bool) -> dict[str, Any] | None:
+def _summarise_file(path: Path, relpath: str, in_worktree: bool) -> tuple[dict[str, Any] | None, str | None]:
+    """The file's summary (None without loop state), and the warning its repeated keys give (or None)."""
     try:
         # Capped, and never a blocking open (the name may have become a FIFO since the scan).
         raw = read_bytes_capped(path)
     except FileTooLargeError as exc:
-        return _unreadable(path, relpath, in_worktree, exc)
+        return _unreadable(path, relpath, in_worktree, exc), None
     except GuardkitStateError:
-        return None
+        return None, None
     if not any(marker in raw for marker in STATE_MARKERS):
-        return None
-    from guardkit_state.taskfile.document import TaskFile
+        return None, None
+    from guardkit_state.taskfile.document import TaskFile, duplicates_note
 
     try:
-        summary = summarise(TaskFile.from_bytes(raw, path), relpath=relpath, in_worktree=in_worktree)
+        task = TaskFile.from_bytes(raw, path, warn=False)
+        summary = summarise(task, relpath=relpath, in_worktree=in_worktree)
     except GuardkitStateError as exc:
-        return _unreadable(path, relpath, in_worktree, exc)
-    return summary.to_dict() if summary else None
+        return _unreadable(path, relpath, in_worktree, exc), None
+    parsed = task._parsed
+    note = duplicates_note(path, parsed.duplicates) if parsed is not None and parsed.duplicates else None
+    return (summary.to_dict() if summary else None), note
 
 
 def _unreadable(path: Path, relpath: str, in_worktree: bool, exc: GuardkitStateError) -> dict[str, Any]:
@@ -228,7 +239,7 @@ def _task_files(root: str) -> Iterator[tuple[os.DirEntry[str], str, str, str | N
     are read there; every other task is read from the main checkout.
     """
     prefix = len(root) + 1
-    for entry in walk_markdown(root, tasks_dir(root)):
+    for entry in task_entries(root):  # the listing every lookup by id of this command sees
         relpath = entry.path[prefix:]
         yield entry, relpath, relpath, None
     # Loop worktrees live in the repository's main checkout, also when this is a linked worktree.
@@ -238,24 +249,6 @@ def _task_files(root: str) -> Iterator[tuple[os.DirEntry[str], str, str, str | N
         base = len(tree.path) + 1
         for entry in own_task_files(tree.path, tree.name):
             yield entry, entry.path[keep:], entry.path[base:], tree.name
-
-
-def _save_cache(root: Path, files: dict[str, Any]) -> None:
-    """Write the cache; a failure only costs the next run a rescan."""
-    path = status_cache_file(root)
-    with contextlib.suppress(GuardkitStateError, OSError):
-        ensure_private_dir(path.parent)
-        # Not capped: a rebuildable cache of a huge repository may pass the task-file cap.
-        atomic_write_text(path, json.dumps({"version": CACHE_VERSION, "files": files}), limit=None)
-
-
-def _load_cache(root: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(read_bytes_capped(status_cache_file(root), limit=_CACHE_READ_LIMIT).decode("utf-8"))
-    except (GuardkitStateError, ValueError):
-        return {}
-    files = data.get("files") if isinstance(data, dict) and data.get("version") == CACHE_VERSION else None
-    return files if isinstance(files, dict) else {}
 
 
 # --------------------------------------------------------------------------- features
@@ -302,7 +295,6 @@ def feature_status(repo_root: Path | str) -> list[FeatureSummary]:
     from guardkit_state.features.standing import autobuild_branches
     from guardkit_state.git.repo import GitRepo
     from guardkit_state.plans.plan import find_plans, load_plan
-    from guardkit_state.taskfile.discovery import listing_scope
 
     git = GitRepo.discover(root)
     branches = autobuild_branches(git) if git is not None else frozenset()

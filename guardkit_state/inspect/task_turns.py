@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.inspect.review import turn_log
 from guardkit_state.model import CoachDecision, Criterion, PlayerReport, TurnEntry, TurnState
-from guardkit_state.store.turn_files import TurnStore
+from guardkit_state.store.turn_files import EVIDENCE_PATTERN, TurnStore
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.locate import TaskLocation, locate_task
 from guardkit_state.turns.history import TaskHistory, coach_decision_of
@@ -45,6 +45,8 @@ class TurnFiles:
     player: PlayerReport | None = None
     coach: CoachDecision | None = None
     state: TurnState | None = None
+    #: GuardKit's ``coach_evidence_turn_N.json`` as written (not a record of ours: no schema).
+    evidence: dict[str, Any] | None = None
 
     @property
     def any(self) -> bool:
@@ -143,7 +145,8 @@ def _turn_files(store: TurnStore, number: int, notes: list[str]) -> TurnFiles:
     """The reports of turn ``number`` that are on disk and valid; an invalid one is noted."""
     return TurnFiles(player=_read(store, "player_turn", number, store.read_player, notes),
                      coach=_read(store, "coach_turn", number, store.read_coach, notes),
-                     state=_read(store, "turn_state", number, store.read_turn_state, notes))
+                     state=_read(store, "turn_state", number, store.read_turn_state, notes),
+                     evidence=_read(store, "coach_evidence", number, store.read_evidence, notes))
 
 
 def _read(store: TurnStore, kind: str, number: int, reader: Callable[[int], _Record | None],
@@ -152,10 +155,16 @@ def _read(store: TurnStore, kind: str, number: int, reader: Callable[[int], _Rec
     try:
         return reader(number)
     except GuardkitStateError as exc:
-        notes.append(f"{store.path(kind, number).name} could not be read, so it is left out: {exc}")
+        notes.append(f"{_name(store, kind, number)} could not be read, so it is left out: {exc}")
     except OSError as exc:
-        notes.append(f"{store.path(kind, number).name} could not be read: {exc}")
+        notes.append(f"{_name(store, kind, number)} could not be read: {exc}")
     return None
+
+
+def _name(store: TurnStore, kind: str, number: int) -> str:
+    if kind == "coach_evidence":
+        return EVIDENCE_PATTERN.format(n=number)
+    return store.path(kind, number).name
 
 
 def _commits(repo: Path, task_id: str, notes: list[str]) -> dict[int, str]:

@@ -11,19 +11,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from guardkit_state.config import load_config, render_player_role_section
-from guardkit_state.errors import InputError
+from guardkit_state.errors import GuardkitStateError, InputError
 from guardkit_state.inspect.agent_costs import TaskCost, task_cost
+from guardkit_state.inspect.turn_reports import describe_evidence
+from guardkit_state.taskfile.discovery import listing_scope
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.locate import TaskLocation, locate_task
 from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.turns.history import TaskHistory
-from guardkit_state.turns.lifecycle import TurnLifecycle
 from guardkit_state.turns.resume import ResumePoint, resume_point
 
 if TYPE_CHECKING:
     from guardkit_state.config.modes import ModeAdvice
-    from guardkit_state.model import TurnEntry
+    from guardkit_state.model import Criterion, TurnEntry
+    from guardkit_state.store.turn_files import TurnStore
     from guardkit_state.turns.ledger import CriteriaCounts
     from guardkit_state.turns.stall import Stall
 
@@ -38,10 +39,16 @@ class CriterionRow:
     set_by_turn: int | None
     #: Verified only because the Coach approved the task, not by a verdict on this criterion.
     implied_by_approval: bool
+    #: GuardKit's routing-law stamp on the criterion (its ``verifier:`` and ``test_ref:``), if any.
+    verifier: str | None = None
+    test_ref: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "text": self.text, "status": self.status, "set_by_turn": self.set_by_turn,
+        data = {"id": self.id, "text": self.text, "status": self.status, "set_by_turn": self.set_by_turn,
                 "implied_by_approval": self.implied_by_approval}
+        if self.verifier is not None:
+            data |= {"verifier": self.verifier, "test_ref": self.test_ref}
+        return data
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,21 @@ class TaskView:
     resume: ResumePoint
     #: What the agents of the recorded turns cost (reported by the agents; None where none did).
     cost: TaskCost | None = None
+    #: GuardKit's Coach evidence of the last turn that has some: (turn, its file, one-line summary).
+    evidence: tuple[int, str, str] | None = None
+
+    @property
+    def verifier(self) -> dict[str, Any] | None:
+        """GuardKit's routing-law stamp on the task (``verifier:``, with ``test_ref:`` and
+        ``test_paths:`` when given): the home that proves it. None when the task has none."""
+        home = self.task.data.get("verifier")
+        if home is None:
+            return None
+        stamp: dict[str, Any] = {"verifier": home}
+        for key in ("test_ref", "test_paths"):
+            if self.task.data.get(key) is not None:
+                stamp[key] = self.task.data[key]
+        return stamp
 
     @property
     def turns(self) -> list[TurnEntry]:
@@ -96,11 +118,20 @@ class TaskView:
             "stall": self.stall.reason if self.stall else None,
             "resume": self.resume.to_dict(),
             "cost": self.cost.to_dict() if self.cost is not None else None,
+            "verifier": self.verifier,
+            "coach_evidence": {"turn": self.evidence[0], "path": self.evidence[1], "summary": self.evidence[2]}
+            if self.evidence is not None else None,
         }
 
 
 def task_view(repo_root: Path | str, task_id: str) -> TaskView:
-    """``task_id`` (an id or a task file's path) as ``show`` shows it."""
+    """``task_id`` (an id or a task file's path) as ``show`` shows it (one read: see
+    :func:`~guardkit_state.taskfile.discovery.listing_scope`)."""
+    with listing_scope():
+        return _task_view(repo_root, task_id)
+
+
+def _task_view(repo_root: Path | str, task_id: str) -> TaskView:
     location = locate_task(repo_root, task_id)
     task, store = location.load()
     point = resume_point(task, store)
@@ -110,11 +141,33 @@ def task_view(repo_root: Path | str, task_id: str) -> TaskView:
     # (a gap), and `show` is how the user looks at such a file.
     history = TaskHistory(task, store)
     ledger = history.ledger()
-    texts = {c.id: c.text for c in task.criteria}
-    rows = tuple(CriterionRow(e.criterion_id, texts.get(e.criterion_id, ""), e.status, e.set_by_turn, e.implied)
+    known = {c.id: c for c in task.criteria}
+    rows = tuple(CriterionRow(e.criterion_id, known[e.criterion_id].text if e.criterion_id in known else "", e.status,
+                              e.set_by_turn, e.implied, *(_stamp(known.get(e.criterion_id))))
                  for e in ledger.entries)
-    cost = task_cost(history, len(task.state.turns) if task.state else 0)
-    return TaskView(location, task, rows, ledger.counts(), history.stall(), point, cost)
+    recorded = len(task.state.turns) if task.state else 0
+    cost = task_cost(history, recorded)
+    return TaskView(location, task, rows, ledger.counts(), history.stall(), point, cost,
+                    _last_evidence(store, recorded))
+
+
+def _stamp(criterion: Criterion | None) -> tuple[str | None, str | None]:
+    return (criterion.verifier, criterion.test_ref) if criterion is not None else (None, None)
+
+
+def _last_evidence(store: TurnStore, recorded: int) -> tuple[int, str, str] | None:
+    """GuardKit's Coach evidence of the last recorded turn it kept some for (of any turn, when none
+    of the recorded ones has), summarised; an unreadable file is said as such."""
+    found = store.evidence_turns()
+    turns = [turn for turn in found if turn <= recorded] or found
+    if not turns:
+        return None
+    path = store.evidence_path(turns[-1])
+    try:
+        data = store.read_evidence(turns[-1])
+    except GuardkitStateError as exc:
+        return turns[-1], str(path), f"unreadable: {exc}"
+    return turns[-1], str(path), describe_evidence(data) if data is not None else "gone since it was listed"
 
 
 @dataclass(frozen=True)
@@ -137,8 +190,12 @@ def continuation_context(repo_root: Path | str, task_id: str, turn: int | None =
     Raises:
         InputError: ``turn`` is not one of 1 .. the next turn.
     """
-    location = locate_task(repo_root, task_id)
-    task, _ = location.load()
+    from guardkit_state.config import load_config, render_player_role_section
+    from guardkit_state.turns.lifecycle import TurnLifecycle
+
+    with listing_scope():
+        location = locate_task(repo_root, task_id)
+        task, _ = location.load()
     lifecycle = TurnLifecycle(task, root=location.checkout)
     next_turn = lifecycle.recorded_turns + 1
     # Turn 0 is out of range too (not "the next turn"): only an absent turn means the next.
@@ -170,6 +227,8 @@ class ModeSuggestion:
 def mode_suggestion(repo_root: Path | str, task_id: str | None = None, *, complexity: int | None = None,
                     source: str = "given") -> ModeSuggestion:
     """The mode for ``complexity`` when given, else for ``task_id``'s own complexity."""
+    from guardkit_state.config import load_config
+
     if complexity is None:
         if task_id is None:
             raise InputError("a task id or a complexity is needed")

@@ -28,10 +28,11 @@ from typing import Any
 import yaml
 
 from guardkit_state.errors import GuardkitStateError, InputError, SchemaError
+from guardkit_state.plans.guardkit_keys import Stamp, read_stamp, stamp_problem
 from guardkit_state.plans.plan_validation import validate_plan_file
 from guardkit_state.store.fsio import read_bytes_capped
 from guardkit_state.store.jsonio import load_json
-from guardkit_state.store.layout import FEATURES_DIR, TASKS_DIR
+from guardkit_state.store.layout import FEATURES_DIR, GUARDKIT_DIR, TASKS_DIR
 from guardkit_state.store.schemas import PathParts, format_pointer, parse_pointer, validate_with_warnings
 from guardkit_state.taskfile.discovery import (
     TASK_FILE_NAME,
@@ -42,9 +43,12 @@ from guardkit_state.taskfile.discovery import (
 )
 from guardkit_state.taskfile.document import TaskFile, describe_duplicates
 from guardkit_state.taskfile.resolve import Copy, choose, holds_state, plan_paths
+from guardkit_state.taskfile.task_facts import remembered, task_cache
 
 log = logging.getLogger("guardkit_state.inspect.validation")
 
+#: ``.guardkit/cache/validate.json``: each file's verdict while it is unchanged.
+CACHE_NAME = "validate"
 TASK_KIND = "task"
 PLAN_KIND = "feature_plan"
 _PLAN_FILE = re.compile(r"^FEAT-[A-Za-z0-9][A-Za-z0-9_.-]*\.ya?ml$")
@@ -79,6 +83,8 @@ class FileResult:
     kind: str
     problems: list[Finding] = field(default_factory=list)
     warnings: list[Finding] = field(default_factory=list)
+    #: A task file's id: the one it declares, else its name's (how duplicates are found).
+    task_id: str | None = None
 
     @property
     def valid(self) -> bool:
@@ -189,17 +195,36 @@ def iter_files(paths: Iterable[Path]) -> Iterator[tuple[Path, str]]:
         if path.is_file():
             yield path, kind_of(path) or ""
             continue
-        for root, dirs, names in os.walk(path):
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-            for name in sorted(names):
-                child = Path(root) / name
-                kind = kind_of(child)
-                if kind == PLAN_KIND and Path(root).name != FEATURES_DIR.name:
-                    continue  # a FEAT-*.yaml elsewhere is not a plan GuardKit would read
-                if kind == TASK_KIND and not is_task_file(child):
-                    continue  # a README or guide beside the tasks
-                if kind is not None and child.is_file():
-                    yield child, kind
+        yield from _walk(path)
+
+
+def _walk(top: Path) -> Iterator[tuple[Path, str]]:
+    """The files to check below ``top``: a folder's files by name, then its subfolders by name
+    (symlinked folders are not followed; a file's type comes with the listing, no stat)."""
+    stack = [os.fspath(top)]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError:
+            continue
+        plans_here = os.path.basename(folder) == FEATURES_DIR.name
+        subfolders = []
+        for entry in entries:
+            if entry.is_dir():
+                if entry.name not in SKIP_DIRS and not entry.is_symlink():
+                    subfolders.append(entry.path)
+                continue
+            child = Path(entry.path)
+            kind = kind_of(child)
+            if kind == PLAN_KIND and not plans_here:
+                continue  # a FEAT-*.yaml elsewhere is not a plan GuardKit would read
+            if kind == TASK_KIND and not is_task_file(child):
+                continue  # a README or guide beside the tasks
+            if kind is not None and entry.is_file():
+                yield child, kind
+        stack.extend(reversed(subfolders))
 
 
 def validate_paths(paths: Iterable[Path]) -> ValidationReport:
@@ -210,9 +235,9 @@ def validate_paths(paths: Iterable[Path]) -> ValidationReport:
     """
     files = list(iter_files(paths))
     report = ValidationReport()
-    for path, kind in files:
-        report.results.append(validate_file(path, kind))
     with listing_scope():  # tasks/ listed, and the plans' file paths read, once for every id
+        for path, kind in files:
+            report.results.append(validate_file(path, kind))
         report.duplicates = duplicate_ids(report.results)
     return report
 
@@ -225,12 +250,19 @@ def duplicate_ids(results: list[FileResult]) -> list[DuplicateId]:
     """
     found: list[DuplicateId] = []
     groups: dict[tuple[Path, str], list[FileResult]] = {}
+    repos: dict[Path, tuple[Path, Path] | None] = {}  # folder as given -> (its repository, the folder resolved)
     for result in results:
-        root = _repo_of(result.path) if result.kind == TASK_KIND else None
-        if root is None or not TASK_FILE_NAME.match(result.path.name):
+        if result.kind != TASK_KIND or not TASK_FILE_NAME.match(result.path.name):
             continue
-        task_id = declared_id(result.path) or task_id_from_filename(result.path.name)
+        folder = result.path.parent
+        repo = repos[folder] if folder in repos else repos.setdefault(folder, _repo_of(folder))
+        if repo is None:
+            continue
+        root, _ = repo
+        task_id = result.task_id or declared_id(result.path) or task_id_from_filename(result.path.name)
         groups.setdefault((root, task_id), []).append(result)
+    for root in {root for root, _ in groups}:
+        task_cache(root)  # many copies to judge: whether each holds state comes from status's cache
     for (root, task_id), group in groups.items():
         if len(group) < 2:
             continue
@@ -240,16 +272,21 @@ def duplicate_ids(results: list[FileResult]) -> list[DuplicateId]:
         except GuardkitStateError:
             every = set()
         copies = sorted(every | set(mine))
-        states = [Copy(rel, holds_state(root / rel)) for rel in copies]
+        states = [Copy(rel, holds_state(root / rel, root)) for rel in copies]
         winner, reason = choose(states, functools.partial(plan_paths, root))
         found.append(DuplicateId(task_id, tuple(copies), winner.relpath, reason))
     return found
 
 
-def _repo_of(path: Path) -> Path | None:
-    """The repository a task file belongs to: the folder holding the ``tasks/`` it is under."""
-    real = path.resolve()
-    return next((parent.parent for parent in real.parents if parent.name == TASKS_DIR), None)
+def _repo_of(folder: Path) -> tuple[Path, Path] | None:
+    """The repository a task file in ``folder`` belongs to (the folder holding the ``tasks/`` it is
+    under), and ``folder`` resolved; None outside one."""
+    real = folder.resolve()
+    root = next((parent.parent for parent in (real, *real.parents) if parent.name == TASKS_DIR), None)
+    return None if root is None else (root, real)
+
+
+
 
 
 def _relative(root: Path, path: Path) -> str:
@@ -257,9 +294,48 @@ def _relative(root: Path, path: Path) -> str:
 
 
 def validate_file(path: Path, kind: str | None = None) -> FileResult:
-    """Check one file; ``kind`` defaults to what its name says (see :func:`kind_of`)."""
+    """Check one file; ``kind`` defaults to what its name says (see :func:`kind_of`).
+
+    A task file or per-turn report inside a repository is checked once per change of the file:
+    the verdict is kept in ``.guardkit/cache/validate.json`` (as ``status`` keeps its summaries)
+    and reused while the file is unchanged. A plan is checked every time (its
+    waves are formed from it alone, but a plan is one of few).
+    """
     path = Path(path)
     kind = kind or kind_of(path) or ""
+    absolute = os.path.abspath(path)
+    checkout = _checkout_of(os.path.dirname(absolute)) if kind != PLAN_KIND else None
+    if checkout is None:
+        return _validated(path, kind)
+
+    def check() -> dict[str, Any]:
+        result = _validated(path, kind)
+        known: dict[str, Any] = {"problems": [_row(f) for f in result.problems],
+                                 "warnings": [_row(f) for f in result.warnings]}
+        if kind == TASK_KIND:
+            known["id"] = declared_id(path) or task_id_from_filename(path.name)
+        return known
+
+    known = remembered(Path(absolute), checkout, kind, check, key=absolute[len(os.fspath(checkout)) + 1:],
+                       cache=CACHE_NAME)
+    return FileResult(path, kind, [Finding(*row) for row in known["problems"]],
+                      [Finding(*row) for row in known["warnings"]], known.get("id"))
+
+
+def _row(finding: Finding) -> list[Any]:
+    return [finding.message, finding.line, finding.pointer]
+
+
+@functools.lru_cache(maxsize=4096)
+def _checkout_of(folder: str) -> Path | None:
+    """The checkout holding the absolute ``folder`` (the folder above its ``tasks/`` or
+    ``.guardkit/``), found from the path as written; None outside one."""
+    parts = Path(folder)
+    return next((parent.parent for parent in (parts, *parts.parents) if parent.name in (TASKS_DIR, GUARDKIT_DIR)),
+                None)
+
+
+def _validated(path: Path, kind: str) -> FileResult:
     result = FileResult(path, kind)
     try:
         if kind == TASK_KIND:
@@ -311,6 +387,7 @@ def _check_task(path: Path, result: FileResult) -> None:
         result.warnings.append(Finding(
             f"{describe_duplicates(parsed.duplicates)}: read as the last value (as GuardKit reads it); "
             "guardkit-state will not write to this file until each key is kept once", parsed.duplicates[0].line))
+    _check_stamps(parsed, result)
     key = parsed.state_key
     block = parsed.data.get(key) if key else None
     if key is not None and block is not None:
@@ -330,6 +407,26 @@ def _check_task(path: Path, result: FileResult) -> None:
             parts = parse_pointer(pointer)
             result.warnings.append(Finding(message, line_of(parts), format_pointer((key, *parts))))
         _check_turn_sequence(record.data, key, line_of, result)
+
+
+def _check_stamps(parsed: Any, result: FileResult) -> None:
+    """GuardKit's routing-law stamps on the task and its frontmatter criteria: one GuardKit would
+    refuse at load (a home off its list, a toolchain stamp naming no test) is a warning."""
+    data = parsed.data
+    found: list[tuple[PathParts, Stamp | None]] = [
+        (("verifier",), read_stamp(data.get("verifier"), data.get("test_ref"), data.get("test_paths")))]
+    listed = data.get("acceptance_criteria")
+    for index, item in enumerate(listed if isinstance(listed, list) else []):
+        if isinstance(item, dict) and "verifier" in item:
+            found.append((("acceptance_criteria", index, "verifier"), read_stamp(item)))
+    for parts, stamp in found:
+        problem = stamp_problem(stamp) if stamp is not None else None
+        if problem is None and stamp is None and parts != ("verifier",):
+            problem = "an empty verifier stamp"
+        if problem is not None:
+            result.warnings.append(Finding(f"{problem}: GuardKit refuses to load this task",
+                                           _node_line(parsed.node, parts, parsed.split.line_offset),
+                                           format_pointer(parts)))
 
 
 def _check_turn_sequence(state: dict[str, Any], key: str, line_of: Any, result: FileResult) -> None:

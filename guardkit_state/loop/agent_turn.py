@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,9 @@ from typing import Any
 from guardkit_state.agents.protocol import Agent, TurnRequest
 from guardkit_state.config import ResolvedConfig, render_coach_prompt, render_player_role_section
 from guardkit_state.config.prompt import render_gates_section
-from guardkit_state.errors import AgentError
+from guardkit_state.errors import AgentError, GitError
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.snapshot import Restoration, WorktreeSnapshots
 from guardkit_state.loop.briefing import (
     coach_output_schema,
     coach_prompt,
@@ -29,13 +31,7 @@ from guardkit_state.loop.briefing import (
     player_output_schema,
     player_prompt,
 )
-from guardkit_state.loop.worktree_watch import (
-    changed_between,
-    fingerprint,
-    head_commit,
-    records_fingerprint,
-    turn_diff,
-)
+from guardkit_state.loop.worktree_watch import changed_between, records_fingerprint, turn_diff
 from guardkit_state.model import TurnMode
 from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir
 from guardkit_state.turns.context import must_address_lines
@@ -68,6 +64,8 @@ class AgentRuns:
     """The runs of one turn's agents, as the turn state keeps them (role -> run)."""
 
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: What the agents' runs left to say (a process group left running and killed, a cost read as unknown).
+    notes: list[str] = field(default_factory=list)
 
     def run(self, role: str, agent: Agent, request: TurnRequest) -> dict[str, Any]:
         """Run ``agent``; its report, with its run (agent, model, session, cost, tokens, time) kept."""
@@ -75,10 +73,15 @@ class AgentRuns:
         try:
             report = agent.run(request)
         finally:
+            said = getattr(agent, "last_notes", None)
+            self.notes.extend(text for text in said or () if isinstance(text, str))
             told = getattr(agent, "last_run", None)
             run: dict[str, Any] = dict(told) if isinstance(told, dict) else {"agent": agent_name(agent)}
             run.setdefault("duration_seconds", round(time.monotonic() - started, 3))
             self.runs[role] = run
+            # What the envelope read otherwise than printed (a cost of inf), kept in the run too.
+            self.notes.extend(f"the {role.capitalize()} ({run.get('agent')}): {text}" for text in run.get("notes") or ()
+                              if isinstance(text, str))
         return report
 
 
@@ -173,37 +176,119 @@ class TurnBriefing:
 
 
 class ReadOnlyWatch:
-    """Proves a Coach left the worktree as it found it (outside the loop's own ``.guardkit/``)."""
+    """Holds the worktree as the Player left it while the Coach runs, and puts it back after.
 
-    def __init__(self, git: GitRepo | None, checkout: Path, records: Path | None = None) -> None:
-        self.git, self.checkout = git, checkout
-        self.before = fingerprint(git, checkout) if git is not None else {}
-        self.head = head_commit(git, checkout) if git is not None else None
-        # The loop's own records of the task (the Player's report of this turn, earlier turns):
-        # left out of the worktree's check, they must not change under the Coach either.
-        self.records = records
-        self.records_before = records_fingerprint(records) if records is not None else {}
+    With git, a snapshot (:mod:`guardkit_state.git.snapshot`: tracked, untracked and ignored files,
+    HEAD, the branch, the index) is taken when it is made and put back by :meth:`put_back`, whatever
+    the Coach did; :meth:`check` then makes any change the Coach's error, naming it. Without git only
+    the loop's records (``.guardkit/autobuild/TASK``) are watched, by their hashes.
+    """
+
+    def __init__(self, git: GitRepo | None, checkout: Path, records: Path, task_id: str) -> None:
+        self.checkout, self.records = checkout, records
+        self.snapshots = WorktreeSnapshots(git, task_id) if git is not None else None
+        self.snapshot = self.snapshots.take() if self.snapshots is not None else None
+        self.records_before = records_fingerprint(records) if self.snapshots is None else {}
+        self.restored: Restoration | None = None
+
+    @property
+    def notes(self) -> list[str]:
+        """Repairs made on the way (a ``.git`` link an agent removed, put back), for the loop's notes."""
+        return [*(self.snapshots.repairs if self.snapshots else ()), *(self.restored.notes if self.restored else ())]
+
+    def run(self, coach: Callable[[], dict[str, Any]], *, note: Callable[[str], None], turn: int) -> dict[str, Any]:
+        """Run ``coach`` and put the worktree back after it, also when it fails or is stopped (then what
+        it changed is said in a note, the turn being its failure already); repairs are noted too."""
+        failed = True
+        try:
+            report = coach()
+            failed = False
+        finally:
+            said = self.describe(self.put_back())
+            for text in self.notes:
+                note(text)
+            if failed and said:
+                note(f"turn {turn}: {said}")
+        return report
+
+    def put_back(self) -> Restoration | None:
+        """Put the worktree back as the snapshot holds it (once); what the Coach had changed.
+
+        Raises :class:`GitError` when git cannot: the snapshot then stays under its ref, and
+        ``--resume`` puts it back before anything else runs.
+        """
+        if self.snapshots is None or self.snapshot is None or self.restored is not None:
+            return self.restored
+        try:
+            self.restored = self.snapshots.restore(self.snapshot)
+        except GitError as exc:
+            raise GitError(f"the worktree {self.checkout} could not be put back as the Player left it after the "
+                           f"Coach ran ({exc.message}); it is held at {self.snapshots.ref}, and --resume puts it "
+                           "back", path=self.checkout) from exc
+        self.snapshots.drop()
+        return self.restored
 
     def check(self, request: TurnRequest) -> None:
-        """Raise :class:`AgentError` naming the files the Coach changed, if it changed any."""
-        if self.records is not None:
-            edited = changed_between(self.records_before, records_fingerprint(self.records))
-            if edited:
-                shown = ", ".join(edited[:5]) + (f" and {len(edited) - 5} more" if len(edited) > 5 else "")
-                raise AgentError(f"Coach changed the loop's records, which it must only read: {shown}",
-                                 task_id=request.task_id, turn=request.turn)
-        if self.git is None:
-            return
-        head = head_commit(self.git, self.checkout)
-        if head != self.head:
-            raise AgentError(f"Coach moved the branch, which it must only read: HEAD was {str(self.head)[:10]}, "
-                             f"is {str(head)[:10]} (a commit, reset or checkout of its own)",
-                             task_id=request.task_id, turn=request.turn)
-        changed = changed_between(self.before, fingerprint(self.git, self.checkout))
-        if changed:
-            shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
-            raise AgentError(f"Coach changed the worktree, which it must only read: {shown}",
-                             task_id=request.task_id, turn=request.turn)
+        """Raise :class:`AgentError` naming what the Coach changed, if it changed anything."""
+        said = self.describe(self.put_back())
+        if said:
+            raise AgentError(said, task_id=request.task_id, turn=request.turn)
+
+    def describe(self, restored: Restoration | None) -> str | None:
+        """What the Coach changed, as the turn's error; None when nothing."""
+        if restored is None:
+            edited = changed_between(self.records_before, records_fingerprint(self.records)) \
+                if self.snapshots is None else []
+            return f"Coach changed the loop's records, which it must only read: {_listed(edited)}" if edited else None
+        return coach_change(restored, self.checkout, self.records)
 
 
-__all__ = ["FAILURE_KINDS", "AgentRuns", "ReadOnlyWatch", "TurnBriefing", "agent_name", "failure_kind"]
+def coach_change(restored: Restoration, checkout: Path, records: Path) -> str | None:
+    """What a Coach changed in ``checkout`` (``records``: the task's, named apart), put back, as its turn's
+    error; None when nothing."""
+    if not restored.changed:
+        return None
+    own = records.relative_to(checkout).as_posix() + "/" if records.is_relative_to(checkout) else None
+    mine = [p for p in restored.files if own and p.startswith(own)]
+    files = [p for p in restored.files if p not in mine]
+    parts = [f"moved the branch, which it must only read: {restored.head} (a commit, reset or checkout of "
+             "its own)"] if restored.head else []
+    if mine:
+        shown = [f"{records.name}/{p[len(own or ''):]}" for p in mine]
+        parts.append(f"changed the loop's records, which it must only read: {_listed(shown)}")
+    if files:
+        parts.append(f"changed the worktree, which it must only read: {_listed(files)}")
+    text = "Coach " + "; ".join(parts) + "; put back as the Player left it" if parts else "Coach changed"
+    if restored.not_restored:
+        text += (f"{';' if parts else ''} ignored files larger than the snapshot keeps, not undone: "
+                 f"{_listed(list(restored.not_restored))}")
+    return text
+
+
+def put_back_interrupted(git: GitRepo, task_id: str) -> Restoration | None:
+    """Put back the worktree a killed loop left held for its Coach (``--resume``, before anything runs);
+    what the Coach had changed (its turn's error: the report it may have left approved another worktree),
+    None when nothing was held or nothing had changed. :func:`interrupted_note` says it."""
+    snapshots = WorktreeSnapshots(git, task_id)
+    snapshot = snapshots.pending()
+    if snapshot is None:
+        return None
+    restored = snapshots.restore(snapshot)
+    snapshots.drop()
+    return restored if restored.changed else None
+
+
+def interrupted_note(restored: Restoration) -> str:
+    """The note of :func:`put_back_interrupted`'s put-back."""
+    what = [*restored.files, *([restored.head] if restored.head else [])]
+    return (f"put the worktree back as the Player left it before the interrupted Coach ran: {_listed(what)}"
+            + (f"; ignored files larger than the snapshot keeps, not undone: {_listed(list(restored.not_restored))}"
+               if restored.not_restored else ""))
+
+
+def _listed(paths: list[str]) -> str:
+    return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+__all__ = ["FAILURE_KINDS", "AgentRuns", "ReadOnlyWatch", "TurnBriefing", "agent_name", "coach_change",
+           "failure_kind", "interrupted_note", "put_back_interrupted"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import shutil
 import warnings
 from dataclasses import dataclass
@@ -23,7 +22,16 @@ from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager, check_base_branch
-from guardkit_state.loop.agent_turn import AgentRuns, ReadOnlyWatch, TurnBriefing, agent_name, failure_kind
+from guardkit_state.loop.agent_turn import (
+    AgentRuns,
+    ReadOnlyWatch,
+    TurnBriefing,
+    agent_name,
+    coach_change,
+    failure_kind,
+    interrupted_note,
+    put_back_interrupted,
+)
 from guardkit_state.loop.command_line import build_argv
 from guardkit_state.loop.events import (
     AgentStarted,
@@ -54,14 +62,13 @@ from guardkit_state.store.jsonio import load_json
 from guardkit_state.store.layout import artifacts_dir, log_file
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.store.turn_files import TurnStore
-from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.taskfile.document import TaskFile, read_task_settled
 from guardkit_state.taskfile.resolve import find_task
-from guardkit_state.turns.checks import check_may_continue, checked_max_turns, checked_timeout
-from guardkit_state.turns.clock import read_task_settled
+from guardkit_state.turns.checks import check_may_continue, checked_max_turns, checked_timeout, checked_usd
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 from guardkit_state.turns.recorded_history import restore_recorded_history
 from guardkit_state.turns.resume import ResumePoint, resume_point
-from guardkit_state.turns.spend import task_spend
+from guardkit_state.turns.spend import over_limit
 from guardkit_state.turns.verdicts import VERDICT_WORDS_KEY, describe_verdict_words
 
 log = logging.getLogger("guardkit_state.loop.run")
@@ -82,8 +89,11 @@ class LoopOptions:
     index_budget: float = 2.0
     #: Take turns on a completed, cancelled, archived or approved task (refused otherwise).
     reopen: bool = False
-    #: Stop once the agents' reported cost of this task's turns reaches this many USD.
+    #: Stop once the agents' reported cost of this task's turns reaches this many USD, and start no
+    #: turn that would pass it at the mean cost of the last turns (on ``resume`` too).
     max_cost: float | None = None
+    #: USD already spent toward ``max_cost`` outside this task (a feature's other tasks).
+    cost_before: float = 0.0
     #: The Player goes on with the agent session its previous turn reported (presets that can).
     continue_session: bool = False
     #: The command line that started the run (without the program name; the CLI passes its own):
@@ -94,11 +104,8 @@ class LoopOptions:
         checked_max_turns(self.max_turns)
         checked_timeout(self.turn_timeout)
         checked_timeout(self.index_budget, name="index_budget")
-        cost = self.max_cost
-        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))
-                                 or not math.isfinite(cost) or cost <= 0):
-            raise InputError(f"max_cost must be a finite amount of USD above 0, not {cost!r}",
-                             expected="an amount such as 2.50")
+        checked_usd(self.max_cost, name="max_cost")
+        checked_usd(self.cost_before, name="cost_before", zero=True)
 
 
 def run_task_loop(
@@ -172,6 +179,8 @@ class _Run:
         self.phase: str | None = None
         #: The recorded entry an agent changed during the turn under way (flagged in its commit).
         self.restored: str | None = None
+        #: What a Coach a kill interrupted had changed, put back on --resume: its turn's error.
+        self.coach_changed: str | None = None
 
     def note(self, text: str) -> None:
         self.result.notes.append(text)
@@ -310,6 +319,10 @@ class _Run:
         if self.git is not None:
             for lock in self.git.remove_stale_index_lock():
                 self.note(f"removed stale git lock {lock} (no git process held it)")
+            held = put_back_interrupted(self.git, self.task_id)  # the killed Coach's change is never the turn's
+            if held is not None:
+                self.note(interrupted_note(held))
+                self.coach_changed = coach_change(held, checkout, lifecycle.store.directory)
 
     def _resume_point(self, lifecycle: TurnLifecycle) -> ResumePoint:
         return resume_point(lifecycle.task, lifecycle.store, max_turns=lifecycle.max_turns,
@@ -342,6 +355,12 @@ class _Run:
                 self._finish(lifecycle, Outcome.MAX_TURNS_EXCEEDED,
                              f"the Coach did not approve within {lifecycle.max_turns} turns")
                 return
+            over = None if self.options.max_cost is None or point.action == "complete_from_reports" else \
+                over_limit(lifecycle.root, self.task_id, limit=self.options.max_cost,
+                           spent_elsewhere=self.options.cost_before)
+            if over is not None:  # a turn completed from its reports calls no agent: it costs nothing
+                self._finish(lifecycle, Outcome.COST_LIMIT_REACHED, over)
+                return
             record = self._turn(lifecycle, checkout, number, point.action, point.mode)
             crash_point("loop.before_commit")  # turn recorded in the frontmatter, not yet committed
             self.result.turns.append(record)
@@ -361,7 +380,8 @@ class _Run:
 
     def _stop_reason(self, lifecycle: TurnLifecycle, record: TurnRecord) -> tuple[Outcome, str] | None:
         """Why the loop must stop after ``record`` though the Coach may still approve: an agent failure
-        that only repeats (the same twice in a row), or the cost limit reached."""
+        that only repeats (the same twice in a row). (Under ``--max-cost`` an agent that reports no
+        cost is said once here; the limit itself is :meth:`_over_cost`'s, before each turn.)"""
         state = record.turn_state
         kind = failure_kind(state.error or "") if state.failed_role else None
         if kind is not None:
@@ -378,10 +398,6 @@ class _Run:
                     # Said, not assumed: a limit that cannot see an agent's spending does not cap it.
                     self.uncosted.add(name)
                     self.note(f"--max-cost: {name} reports no cost, so its runs are not counted toward the limit")
-            spent = task_spend(lifecycle.root, self.task_id) or 0.0
-            if spent >= self.options.max_cost:
-                return Outcome.COST_LIMIT_REACHED, (f"--max-cost reached: ${spent:.4f} spent on {self.task_id} "
-                                                    f"(limit ${self.options.max_cost:g})")
         return None
 
     def _turn(self, lifecycle: TurnLifecycle, checkout: Path, number: int, action: str,
@@ -403,6 +419,9 @@ class _Run:
             error = _agent_reason(exc)
             failed_role = self.phase if self.phase in ("player", "coach") else None
             log.warning("turn %d of %s: %s", number, self.task_id, error)
+        finally:
+            for text in runs.notes:
+                self.note(f"turn {number}: {text}")
         self._check_store(lifecycle, checkout)  # the agents ran in the checkout: a symlink they left is refused
         self._keep_recorded_history(lifecycle, number)
         task = lifecycle.task
@@ -451,12 +470,15 @@ class _Run:
         self.phase = "coach"
         coach = briefing.coach_request(player, recorded.headline if recorded is not None else "")
         rerun = action in ("rerun_turn", "rerun_coach")
+        if rerun and self.coach_changed is not None:  # its report, if it left one, judged what it had changed
+            raise AgentError(self.coach_changed, task_id=self.task_id, turn=number)
         if rerun and self._adopt_report(lifecycle, "coach", coach.report_file, number):
             self.emit(ReportsReused(number, ("coach",)))
         else:
             self._agent_starts(number, "coach")
-            watch = ReadOnlyWatch(self.git, briefing.checkout, lifecycle.store.directory)
-            report = runs.run("coach", self.coach, coach)
+            # The worktree as the Player left it is the turn's: held while the Coach runs, put back after.
+            watch = ReadOnlyWatch(self.git, briefing.checkout, lifecycle.store.directory, self.task_id)
+            report = watch.run(lambda: runs.run("coach", self.coach, coach), note=self.note, turn=number)
             watch.check(coach)
             decision = lifecycle.record_coach(report)
             for line in describe_verdict_words(decision.extra.get(VERDICT_WORDS_KEY) or []):

@@ -1,9 +1,10 @@
 """What an agent did to the worktree, read from git rather than from the agent's own claims.
 
-Three questions, each answered by ``git status``/``git diff`` in the checkout, leaving the loop's own
-files (``.guardkit/``) out: which files the Player changed this turn (since the last commit), the
-turn's diff for the Coach, and whether the Coach changed anything (a fingerprint taken before and
-after it ran: paths, their status and their bytes' hash).
+Two questions, each answered by ``git status``/``git diff`` in the checkout, leaving the loop's own
+files (``.guardkit/``) and the caches tests leave (:func:`~guardkit_state.git.snapshot.is_cache`)
+out: which files the Player changed this turn (since the last commit), and the turn's diff for the
+Coach. Whether the Coach changed anything is the worktree snapshot's to say
+(:mod:`guardkit_state.git.snapshot`); without git, the loop's records are fingerprinted here.
 """
 
 from __future__ import annotations
@@ -16,22 +17,10 @@ from typing import Any
 
 from guardkit_state.git.parse import StatusEntry
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.snapshot import is_cache
 
 #: The loop's own directory: its files change during a turn by design.
 OWN_DIR = ".guardkit/"
-#: What running a project's tests or linters leaves behind (a Coach runs them): not a change of the
-#: work. A folder named so anywhere in a path, or a file with one of these names or suffixes.
-CACHE_DIRS = frozenset(("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox",
-                        ".nox", ".cache", ".coverage_html", "htmlcov"))
-CACHE_FILES = frozenset((".coverage", "coverage.xml"))
-CACHE_SUFFIXES = (".pyc", ".pyo")
-
-
-def is_cache(path: str) -> bool:
-    """True for a path that tests or linters write (``docs/agents.md``): not the agent's work."""
-    parts = path.rstrip("/").split("/")
-    return (any(part in CACHE_DIRS for part in parts[:-1]) or parts[-1] in CACHE_DIRS
-            or parts[-1] in CACHE_FILES or parts[-1].startswith(".coverage.") or parts[-1].endswith(CACHE_SUFFIXES))
 
 
 def _changes(git: GitRepo, cwd: Path) -> list[StatusEntry]:
@@ -86,19 +75,6 @@ def turn_diff(git: GitRepo, cwd: Path) -> str:
     return "".join(parts)
 
 
-def fingerprint(git: GitRepo, cwd: Path) -> dict[str, str]:
-    """Each changed path outside ``.guardkit/`` -> its status and the hash of its bytes now."""
-    prints: dict[str, str] = {}
-    for entry in _changes(git, cwd):
-        path = cwd / entry.path
-        try:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "-"
-        except OSError:
-            digest = "?"
-        prints[entry.path] = f"{entry.code} {digest}"
-    return prints
-
-
 def records_fingerprint(records: Path, *, scratch: str = ".work") -> dict[str, str]:
     """Each file of a task's records (``.guardkit/autobuild/TASK``, its scratch left out) -> its hash."""
     prints: dict[str, str] = {}
@@ -113,17 +89,10 @@ def records_fingerprint(records: Path, *, scratch: str = ".work") -> dict[str, s
     return prints
 
 
-def head_commit(git: GitRepo, cwd: Path) -> str | None:
-    """The commit ``cwd``'s checkout is on (None before its first commit): a Coach that commits its
-    change leaves the status clean, so the read-only check compares this too."""
-    status, out, _ = git.run("rev-parse", "--verify", "-q", "HEAD", cwd=cwd, check=False)
-    return (out.decode("ascii", "replace").strip() or None) if status == 0 else None
-
-
 def changed_between(before: dict[str, str], after: dict[str, str]) -> list[str]:
     """The paths whose fingerprint differs (created, changed again, reverted or deleted)."""
     return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
 
 
-__all__ = ["CACHE_DIRS", "CACHE_FILES", "CACHE_SUFFIXES", "OWN_DIR", "ChangedFiles", "changed_between", "changed_files",
-           "fingerprint", "head_commit", "is_cache", "records_fingerprint", "turn_diff", "with_files_from_git"]
+__all__ = ["OWN_DIR", "ChangedFiles", "changed_between", "changed_files", "is_cache", "records_fingerprint",
+           "turn_diff", "with_files_from_git"]

@@ -17,12 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import AlreadyRecordedError, FileTooLargeError, GuardkitStateError, InputError
+from guardkit_state.store.layout import names_feature
 
 if TYPE_CHECKING:
     from guardkit_state.index.searching import Backend
-
-#: How a feature is named where a task could be (as ``show`` tells them apart).
-FEATURE_PREFIX = "FEAT-"
 
 
 #: What the CLI's error line shows as escapes (``safe`` in cli/output.py, which this layer may not
@@ -37,11 +35,6 @@ def error_line(exc: GuardkitStateError | str) -> str:
     text = _ESCAPED.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) <= 0xFF
                         else f"\\u{ord(m.group()):04x}", str(exc))
     return "error: " + text.replace("\n", "\\n")
-
-
-def names_feature(ref: str) -> bool:
-    """True when ``ref`` names a feature (an id or a plan file), not a task, as for ``show``."""
-    return ref.startswith(FEATURE_PREFIX) or ref.endswith(".yaml")
 
 
 def status(root: Path) -> dict[str, Any]:

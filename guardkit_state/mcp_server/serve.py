@@ -3,7 +3,8 @@
 The tools are thin: each calls one function of :mod:`guardkit_state.mcp_server.answers` for the
 repository the server was started on, and an error the CLI would print as one line is that line,
 as an MCP tool error (``is_error``). ``read_only`` leaves the write tools out of the server
-altogether (a Coach or a reviewer cannot record a turn through it). The SDK points the process's
+altogether (a Coach or a reviewer cannot record a turn through it), and its reads write nothing
+either: the status and search caches are read, never written. The SDK points the process's
 stdout at stderr while it serves, so nothing but the protocol reaches the client; logging goes
 to stderr.
 """
@@ -17,14 +18,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from guardkit_state import __version__
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.mcp_server import answers
+from guardkit_state.mcp_server.request_guard import AnsweringReader
+from guardkit_state.store.stat_cache import disable_writes
+from guardkit_state.taskfile.discovery import listing_scope
 
 log = logging.getLogger("guardkit_state.mcp_server")
 
@@ -81,6 +87,19 @@ def _tool_errors(fn: _F) -> _F:
     return call  # type: ignore[return-value]
 
 
+def _one_read(fn: _F) -> _F:
+    """A read tool's call as one read command: ``tasks/`` listed, and each plan looked at, once for
+    the call (never across calls: the next call sees every file changed since); the read caches
+    saved when it ends (see :func:`~guardkit_state.taskfile.discovery.listing_scope`)."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with listing_scope():
+            return fn(*args, **kwargs)
+
+    return call  # type: ignore[return-value]
+
+
 def _error_result(line: str, detail: dict[str, object] | None) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=line)], structured_content=detail, is_error=True)
 
@@ -93,7 +112,8 @@ def build_server(repo: Path, *, read_only: bool = False) -> MCPServer[Any]:
 
     def tool(annotations: ToolAnnotations) -> Callable[[_F], _F]:
         def register(fn: _F) -> _F:
-            server.add_tool(_tool_errors(fn), name=fn.__name__, description=fn.__doc__, annotations=annotations,
+            call = _one_read(fn) if annotations is READ else fn
+            server.add_tool(_tool_errors(call), name=fn.__name__, description=fn.__doc__, annotations=annotations,
                             structured_output=True)
             return fn
         return register
@@ -182,7 +202,8 @@ def build_server(repo: Path, *, read_only: bool = False) -> MCPServer[Any]:
                             worker: Annotated[str | None, Field(description="your worker id (default: a new "
                                                                 "one, answered)")] = None,
                             lease_seconds: Annotated[float | None, Field(gt=0, description="how long the claim "
-                                                                         "holds (default 1800)")] = None
+                                                                         "holds (default 1800, at most 86400: a "
+                                                                         "day)")] = None
                             ) -> dict[str, Any]:
             """Claim the next ready task of a feature built through a git remote, as a
             `feature-build --remote` worker would: the first task that has to run in the wave whose
@@ -237,8 +258,23 @@ def _resource(fn: Callable[..., _R], *args: Any) -> _R:
 
 
 def serve(repo: Path, *, read_only: bool = False) -> None:
-    """Serve ``repo`` over stdin/stdout until the client closes stdin."""
-    build_server(repo, read_only=read_only).run("stdio")
+    """Serve ``repo`` over stdin/stdout until the client closes stdin (``read_only``: no write
+    tool, and the read caches under ``.guardkit/cache/`` are read but never written)."""
+    if read_only:
+        disable_writes()
+    anyio.run(_serve_stdio, build_server(repo, read_only=read_only))
+
+
+async def _serve_stdio(server: MCPServer[Any]) -> None:
+    """``server.run("stdio")``, every request it cannot read answered (:class:`AnsweringReader`).
+
+    The SDK's MCPServer has no public way to run on given streams: its low-level server is
+    reached as its own ``run_stdio_async`` reaches it (tests/test_mcp_server.py drives the result).
+    """
+    lowlevel = server._lowlevel_server  # see the docstring
+    async with stdio_server() as (read_stream, write_stream):
+        await lowlevel.run(AnsweringReader(read_stream, write_stream), write_stream,
+                           lowlevel.create_initialization_options())
 
 
 __all__ = ["INSTRUCTIONS", "build_server", "serve"]

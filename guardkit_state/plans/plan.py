@@ -16,18 +16,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from guardkit_state.errors import FeatureNotFoundError, FeaturePlanError, ParseError, TaskNotFoundError
-from guardkit_state.plans.schema import check_plan_data, node_line
+from guardkit_state.errors import (
+    FeatureNotFoundError,
+    FeaturePlanError,
+    ParseError,
+    SchemaError,
+    TaskNotFoundError,
+)
 from guardkit_state.store import fsio, layout
-from guardkit_state.taskfile.strict_yaml import ParsedYaml, parse_yaml
+from guardkit_state.taskfile.plan_reads import (
+    PLAN_PREFIX,
+    PLAN_SUFFIX,
+    PlanRead,
+    mark_checked,
+    plan_files,
+    read_plan,
+)
+from guardkit_state.taskfile.resolve import close_ids
 
-#: Plan files are ``FEAT-<something>.yaml`` in the features folder (GuardKit's own glob).
-PLAN_PREFIX = "FEAT-"
-PLAN_SUFFIX = ".yaml"
+if TYPE_CHECKING:  # YAML and the schema are imported where a plan is parsed or checked
+    import yaml
+
+    from guardkit_state.yamltext.strict_yaml import ParsedYaml
+
 PLAN_GLOB = f"{PLAN_PREFIX}*{PLAN_SUFFIX}"
 
 
@@ -184,7 +197,12 @@ class FeaturePlan:
 
     @property
     def node(self) -> yaml.Node | None:
-        """The YAML node tree of ``text`` (marks give each value's line), when it was parsed."""
+        """The YAML node tree of ``text`` (marks give each value's line); a plan whose data came
+        from the cache is parsed for it now."""
+        if self.parsed is None and self.text:
+            from guardkit_state.yamltext.strict_yaml import parse_yaml
+
+            self.parsed = parse_yaml(self.text, path=self.path, error_type=ParseError)
         return self.parsed.node if self.parsed is not None else None
 
     @property
@@ -246,6 +264,9 @@ def parse_plan(text: str, *, path: Path | str | None = None, parsed: ParsedYaml 
         SchemaError: a value a feature run relies on has the wrong type (every problem listed,
             the first one's JSON path and line on the error).
     """
+    from guardkit_state.plans.schema import check_plan_data, node_line
+    from guardkit_state.yamltext.strict_yaml import parse_yaml
+
     path = Path(path) if path is not None else None
     if parsed is None:
         parsed = parse_yaml(text, path=path, error_type=ParseError)
@@ -262,14 +283,45 @@ def parse_plan(text: str, *, path: Path | str | None = None, parsed: ParsedYaml 
 
 
 def load_plan(path: Path | str) -> FeaturePlan:
-    """Read and check the plan file ``path`` (capped read, strict UTF-8).
+    """Read and check the plan file ``path`` (capped read, strict UTF-8), parsed once per change of
+    the file (:mod:`guardkit_state.taskfile.plan_reads`).
 
     Raises:
         FileTooLargeError, NotRegularFileError, ParseError, DuplicateKeyError, SchemaError,
         GuardkitStateError (the file cannot be read).
     """
-    path = Path(path)
-    return parse_plan(fsio.decode_utf8(fsio.read_bytes_capped(path), path), path=path)
+    return plan_of(read_plan(Path(path)))
+
+
+def plan_of(read: PlanRead) -> FeaturePlan:
+    """The plan ``read`` holds, checked as :func:`parse_plan` checks a text (the schema once per
+    change of the file).
+
+    Raises:
+        ParseError, DuplicateKeyError, SchemaError: as :func:`parse_plan`.
+    """
+    if read.error is not None:
+        raise read.error
+    if read.duplicates:
+        read.strict()  # raises the strict reader's own error, with both lines
+    data = read.data
+    if not read.checked:
+        from guardkit_state.plans.schema import check_plan_data
+
+        try:
+            check_plan_data(data, path=read.path)
+        except SchemaError:
+            check_plan_data(data, node=read.strict().node, path=read.path)  # the same error, with its line
+            raise
+        mark_checked(read)
+    assert isinstance(data, dict) and read.text is not None  # the schema requires an object
+    lines = read.lines
+    tasks = [PlanTask(entry["id"], index, entry, lines[index] if index < len(lines) else None)
+             for index, entry in enumerate(data["tasks"])]
+    execution = data.get("execution")
+    return FeaturePlan(read.path, data["id"], data, tasks,
+                       PlanExecution(execution) if isinstance(execution, dict) else None, read.text,
+                       read.strict() if read.parsed_here else None)
 
 
 # --------------------------------------------------------------------------- finding plans
@@ -277,11 +329,7 @@ def load_plan(path: Path | str) -> FeaturePlan:
 
 def find_plans(repo_root: Path | str) -> list[Path]:
     """Every ``.guardkit/features/FEAT-*.yaml`` of the checkout ``repo_root``, sorted by name."""
-    directory = layout.features_dir(repo_root)
-    try:
-        return sorted(path for path in directory.glob(PLAN_GLOB) if path.is_file())
-    except OSError:
-        return []
+    return plan_files(repo_root)
 
 
 def plan_file(repo_root: Path | str, feature_id: str) -> Path:
@@ -311,13 +359,21 @@ def find_plan(repo_root: Path | str, ref: str) -> Path:
         candidate = plan_file(root, ref)
     if candidate.is_file():
         return candidate
-    known = [path.stem for path in find_plans(root)]
+    plans = find_plans(root)
+    if candidate.parent == layout.features_dir(root):
+        # An id typed in another case (feat-cr01): the one plan whose file name spells it otherwise.
+        spelled = [path for path in plans if path.name.casefold() == candidate.name.casefold()]
+        if len(spelled) == 1:
+            return spelled[0]
+    known = [path.stem for path in plans]
     shown = ", ".join(known[:10]) + (" ..." if len(known) > 10 else "")
-    raise FeatureNotFoundError(f"no feature plan {ref} in {layout.features_dir(root)}", path=candidate,
+    guesses = close_ids(candidate.stem, known)
+    raise FeatureNotFoundError(f"no feature plan {ref} in {layout.features_dir(root)}"
+                               + (f" (did you mean {' or '.join(guesses)}?)" if guesses else ""), path=candidate,
                                expected=f"one of {shown}" if known else f"a {PLAN_GLOB} file there")
 
 
 __all__ = [
-    "PLAN_GLOB", "FeatureNotFoundError", "FeaturePlan", "FeaturePlanError", "PlanExecution", "PlanTask",
-    "find_plan", "find_plans", "load_plan", "parse_plan", "plan_file",
+    "PLAN_GLOB", "PLAN_PREFIX", "PLAN_SUFFIX", "FeatureNotFoundError", "FeaturePlan", "FeaturePlanError",
+    "PlanExecution", "PlanTask", "find_plan", "find_plans", "load_plan", "parse_plan", "plan_file", "plan_of",
 ]

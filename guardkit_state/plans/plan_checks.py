@@ -50,7 +50,7 @@ def check_task_branches(git: GitRepo, plan: FeaturePlan, path: Path) -> None:
                 f"{task.id} already has a branch {branch} from {base or 'another run'}, not from {feature_branch}: "
                 "a task in two features (or run on its own first) would bring that run's work into this one",
                 path=path, task_ids=[task.id],
-                expected=f"merge or delete {branch} first (guardkit-state worktrees prune), then run {plan.feature_id}")
+                fix=f"merge or delete {branch} first (guardkit-state worktrees prune), then run {plan.feature_id}")
 
 
 __all__ = ["check_plan_identity", "check_task_branches"]

@@ -8,7 +8,7 @@ never from a stale copy), splices and verifies the new text (:mod:`plan_splice`)
 the file atomically. Two tasks finishing at the same instant both land, one after the other.
 
 The lock, the check just before the rename and the retries are the task files' own
-(:mod:`guardkit_state.taskfile.yaml_writer`).
+(:mod:`guardkit_state.yamltext.yaml_writer`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from guardkit_state.plans.plan import FeaturePlan, parse_plan
 from guardkit_state.plans.plan_splice import PlanUpdate, splice_plan
 from guardkit_state.store import fsio
-from guardkit_state.taskfile.yaml_writer import recall, remember, write_verified, writer_lock
+from guardkit_state.yamltext.yaml_writer import recall, remember, write_verified, writer_lock
 
 #: How long a writer waits for the plan's lock by default (a plan write takes milliseconds; this
 #: only bounds a wait behind a writer that is itself stuck).

@@ -18,6 +18,7 @@ from guardkit_state.errors import InvalidTaskIdError, SchemaError
 from guardkit_state.store.fsio import validate_task_id
 from guardkit_state.store.json_paths import PathParts, format_pointer, sort_key
 from guardkit_state.store.schemas import problems_of
+from guardkit_state.yamltext.strict_yaml import node_line
 
 #: The record kind (``schemas/feature_plan.schema.json``).
 PLAN_KIND = "feature_plan"
@@ -39,24 +40,6 @@ class PlanProblem:
 
     def to_dict(self) -> dict[str, Any]:
         return {"severity": self.severity, "line": self.line, "pointer": self.pointer, "message": self.message}
-
-
-def node_line(root: yaml.Node | None, parts: PathParts) -> int | None:
-    """The file line (1-based) of the deepest node on ``parts``: a key's own line in a mapping,
-    an item's line in a sequence; None without a node tree."""
-    node, line = root, None
-    for part in parts:
-        if isinstance(node, yaml.MappingNode):
-            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == str(part)), None)
-            if pair is None:
-                break
-            line, node = pair[0].start_mark.line, pair[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line
-        else:
-            break
-    return None if line is None else line + 1
 
 
 def schema_problems(data: Any, node: yaml.Node | None = None) -> list[PlanProblem]:

@@ -21,7 +21,6 @@ from typing import Any, Literal
 
 from guardkit_state.errors import WaveError
 from guardkit_state.plans.plan import FeaturePlan, PlanTask
-from guardkit_state.plans.schema import node_line
 from guardkit_state.store.json_paths import format_pointer, parse_pointer
 
 WaveSource = Literal["parallel_groups", "dependencies"]
@@ -201,6 +200,8 @@ def plan_waves(plan: FeaturePlan) -> Waves:
         return Waves(tuple(map(tuple, waves_from_dependencies(deps, path=plan.path))), "dependencies")
     except WaveError as exc:
         if exc.line is None and exc.pointer is not None:
+            from guardkit_state.yamltext.strict_yaml import node_line  # an error's line: the text parsed now
+
             exc.line = node_line(plan.node, parse_pointer(exc.pointer))
         raise
 

@@ -1,21 +1,36 @@
 """This clone's copies of the remote's loop branches, made the remote's where they do not continue it.
 
 The remote is the truth for a worker of ``feature-build --remote``: a clone's task branch apart from
-(or behind) the remote's holds turns of a holder ousted before its push, and its feature branch
-ahead of the remote's holds merges a merger killed before its push made. :class:`CloneAlignment`
-sets them to the remote's (files and locks of a worktree included) before the worker reads or
-runs a task from them, and says so.
+(or behind) the remote's holds turns of a holder ousted before its push (or a turn run while a
+person pushed to the branch), and its feature branch ahead of the remote's holds merges a merger
+killed before its push made. :class:`CloneAlignment` sets them to the remote's (files and locks of
+a worktree included) before the worker reads or runs a task from them, and says so. A task
+branch's own commits are never dropped: they are kept on a ref of their own
+(:func:`kept_ref`) first.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from guardkit_state.features.progress import FeatureGit
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.remote.branches import RemoteBranches
+from guardkit_state.store.fsio import validate_task_id
+from guardkit_state.store.layout import WORK_DIR, artifacts_dir
+
+#: Where a task branch's commits that the remote's branch does not hold are kept, per feature and
+#: task (``<prefix>/FEAT/TASK/<sha>``): in this clone, and on the remote for a turn a worker ran.
+KEPT_PREFIX = "refs/guardkit/kept"
+
+
+def kept_ref(feature: str, task: str, sha: str) -> str:
+    """The ref keeping commit ``sha`` of ``task``'s branch (named by it: keeping it twice is one ref)."""
+    return f"{KEPT_PREFIX}/{validate_task_id(feature)}/{validate_task_id(task)}/{sha[:12]}"
 
 
 @dataclass
@@ -76,16 +91,33 @@ class CloneAlignment:
             self.note(f"{task}: its turn committed on this clone and never pushed ({local[:10]}) is recorded again")
             return True
         assert remote_tip is not None
+        kept = self.set_to_remote(task, branch, local, remote_tip)
+        self.note(f"{task}: this clone's {branch} ({local[:10]}) did not continue the remote's ({remote_tip[:10]}); "
+                  f"set to the remote's" + (f", its own commits kept as {kept}" if kept else ""))
+        return True
+
+    def set_to_remote(self, task: str, branch: str, local: str, remote_tip: str) -> str | None:
+        """The clone's ``branch`` (at ``local``) set to ``remote_tip``, files of its worktree included,
+        after the commits of its own are kept on their ref (:meth:`keep`: returned; None when the
+        remote's branch holds them all)."""
+        behind = self.repo.ok("merge-base", "--is-ancestor", local, remote_tip)
+        kept = None if behind else self.keep(task, local)
+        worktree = self.checked_out(task, branch)
         if worktree is not None:  # its files too: what is left there was made on the other history
             # A worker killed in a git command there left its lock: no git process holds it now.
             remove_stale_locks(worktree.root, worktree.git_dir, worktree.common_dir, branch)
             worktree.run("reset", "--hard", "--quiet", remote_tip)
             worktree.run("clean", "-fdq")
+            drop_agent_reports(worktree.root, task)
         else:
             self.repo.run("update-ref", f"refs/heads/{branch}", remote_tip, local)
-        self.note(f"{task}: this clone's {branch} ({local[:10]}) did not continue the remote's ({remote_tip[:10]}); "
-                  f"set to the remote's (turns never pushed from here are dropped)")
-        return True
+        return kept
+
+    def keep(self, task: str, sha: str) -> str:
+        """``sha`` (a task branch's tip the remote does not hold) kept on its ref in this clone."""
+        ref = kept_ref(self.feature_id, task, sha)
+        self.repo.run("update-ref", ref, sha)
+        return ref
 
     def checked_out(self, task: str, branch: str) -> GitRepo | None:
         """The task's worktree when it is one, with ``branch`` checked out: git run in a folder that
@@ -97,4 +129,15 @@ class CloneAlignment:
         return found
 
 
-__all__ = ["CloneAlignment"]
+def drop_agent_reports(checkout: Path, task: str) -> None:
+    """Remove the agents' own report files from the task's scratch (``.work``): made on a history
+    the branch no longer holds, they would be taken on resume as the reports of the turn run
+    again there (the loop adopts the report of an agent that finished before an interruption)."""
+    work = artifacts_dir(checkout, task) / WORK_DIR
+    for pattern in ("player_report_*.json", "coach_report_*.json"):
+        for path in work.glob(pattern):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+__all__ = ["KEPT_PREFIX", "CloneAlignment", "drop_agent_reports", "kept_ref"]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-from guardkit_state.errors import ClaimLostError, RemoteRejectedError, RemoteUnreachableError
+from guardkit_state.errors import BranchMovedError, ClaimLostError, RemoteRejectedError, RemoteUnreachableError
 from guardkit_state.git.stale_locks import remove_named_stale_lock
 from guardkit_state.store.fsio import crash_point
 from guardkit_state.store.layout import BRANCH_PREFIX
@@ -160,8 +160,9 @@ class RemoteBranches:
         """Push local ``branch`` (or the commit ``sha``, the branch left where it is) onto the remote's,
         which must be at ``expected`` (None: absent).
 
-        Returns the sha pushed. Raises :class:`ClaimLostError` when the remote branch moved (another
-        worker pushed: this one's claim is gone) or the local branch does not continue ``expected``
+        Returns the sha pushed. Raises :class:`BranchMovedError` (a :class:`ClaimLostError`) when the
+        remote branch moved (another worker pushed: this one's claim is gone; or, under a claim still
+        held, a person did), :class:`ClaimLostError` when the local branch does not continue ``expected``
         (the lease forces the push: it would replace the remote's history), :class:`RemoteUnreachableError`, or
         :class:`RemoteRejectedError` for any other refusal.
         """
@@ -193,8 +194,41 @@ class RemoteBranches:
                 clear_remote_lock(self.repo, self.remote, err)
                 raise RemoteUnreachableError(busy_lock(self.remote, ref, summary, err), path=self.repo.root)
             raise RemoteRejectedError(f"remote {self.remote!r} refused {branch}: {summary}", path=self.repo.root)
-        raise ClaimLostError(f"{branch} moved on {self.remote!r} ({summary}): another worker pushed to it",
-                             path=self.repo.root)
+        raise BranchMovedError(f"{branch} moved on {self.remote!r} ({summary}): another worker pushed to it",
+                               path=self.repo.root)
+
+    def push_ref(self, sha: str, ref: str) -> None:
+        """Create ``ref`` on the remote at ``sha`` (a ref that is there already at ``sha`` is fine).
+
+        Raises:
+            RemoteUnreachableError: the remote could not be reached.
+            RemoteRejectedError: the remote refused it, or holds ``ref`` at another commit.
+        """
+        status, out, err = self.repo.run("push", "--porcelain", "--no-verify", self.remote, f"{sha}:{ref}",
+                                         check=False, timeout=DATA_TIMEOUT)
+        lines = [line for line in out.decode("utf-8", "replace").splitlines() if "\t" in line]
+        if status == 0 and lines and not lines[0].startswith("!"):
+            return
+        if not lines:
+            raise RemoteUnreachableError(f"cannot push {ref} to {self.remote!r}: {first_line(err)}",
+                                         path=self.repo.root)
+        summary = lines[0].split("\t")[-1]
+        if "remote rejected" in summary and lock_contention(summary):  # a lock held (or a killed push's): again
+            clear_remote_lock(self.repo, self.remote, err)
+            raise RemoteUnreachableError(busy_lock(self.remote, ref, summary, err), path=self.repo.root)
+        raise RemoteRejectedError(f"remote {self.remote!r} refused {ref}: {summary}", path=self.repo.root)
+
+    def fetch_branch(self, branch: str) -> str | None:
+        """Fetch one branch into its remote-tracking ref; its sha on the remote (None: not there)."""
+        status, err = fetch_refs(self.repo, self.remote, f"+refs/heads/{branch}:{self.tracking(branch)}",
+                                 timeout=DATA_TIMEOUT)
+        if status != 0:
+            if self._remote_sha(f"refs/heads/{branch}") is None:
+                self.repo.run("update-ref", "-d", self.tracking(branch), check=False)
+                return None
+            raise RemoteUnreachableError(f"cannot fetch {branch} from {self.remote!r}: {first_line(err)}",
+                                         path=self.repo.root)
+        return self.repo.resolve(self.tracking(branch))
 
     def _remote_sha(self, ref: str) -> str | None:
         status, out, err = self.repo.run("ls-remote", "--refs", self.remote, ref, check=False, timeout=REFS_TIMEOUT)

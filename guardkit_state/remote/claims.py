@@ -24,6 +24,13 @@ The protocol (docs/features.md, "Many machines"), with no server but the user's 
   that one made at once, without waiting for the lease, when the claim on the remote still carries
   a nonce the dead worker kept in the clone (:mod:`~guardkit_state.remote.own_claims`): ``orphans``.
 * **Release**: a delete pushed with the same lease; a claim already taken over is left alone.
+
+A lease is read from a commit anyone with push access can write, so what it says is bounded: a
+claim asks for at most :data:`MAX_LEASE` (checked before any push); a lease length above it (or no
+number) is no length, and the claim is judged by its lease's end; an end outside
+[now − :data:`LEASE_PAST`, now + 10 × :data:`MAX_LEASE`] by the taker's clock (the year 3000, ``inf``,
+``nan``) counts as ended. A dead worker's claim never blocks its task for good nor stops the worker
+taking it over.
 """
 
 from __future__ import annotations
@@ -88,8 +95,13 @@ def wall_clock() -> float:
 _TRAILER = re.compile(r"^(Guardkit-[A-Za-z-]+): (.*)$", re.MULTILINE)
 
 T = TypeVar("T")
-#: The longest lease length a claim is believed to carry (a week): a longer one is no lease.
-MAX_LEASE = 7 * 24 * 3600.0
+
+#: The longest lease a claim may ask for (seconds): a day. A worker renews its claims; a claim made
+#: through MCP (not renewed) holds an agent's task for at most this long. A lease length a claim
+#: carries above it is no lease: the claim is judged by its lease's end, as an older worker's.
+MAX_LEASE = 86_400.0
+#: How far in the past a lease's end may lie and still read as a time (seconds): a day.
+LEASE_PAST = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -137,9 +149,48 @@ def claim_ref(feature: str, task: str) -> str:
     return f"{CLAIMS_PREFIX}/{feature}/{task}"
 
 
+def check_lease(lease: float, *, name: str = "lease") -> float:
+    """``lease`` when it is a number of seconds a claim may ask for (above 0, at most :data:`MAX_LEASE`).
+
+    Raises:
+        InputError: anything else (checked before anything is pushed).
+    """
+    if isinstance(lease, bool) or not isinstance(lease, (int, float)) or not (
+            math.isfinite(lease) and 0 < lease <= MAX_LEASE):
+        raise InputError(f"{name} is {lease!r}; expected a number of seconds above 0 and at most {MAX_LEASE:g} "
+                         f"(a day)", expected=f"0 < seconds <= {MAX_LEASE:g}")
+    return float(lease)
+
+
+def lease_readable(lease_until: float, now: float) -> bool:
+    """Whether a claim's lease end is a time this protocol can have written, seen at ``now``."""
+    return math.isfinite(lease_until) and now - LEASE_PAST <= lease_until <= now + 10 * MAX_LEASE
+
+
+#: A worker id: one line of safe characters (it is written as a claim commit's trailer line, and
+#: shown on terminals), as its host name, process and random part spell it.
+_WORKER_ID = re.compile(r"[A-Za-z0-9._:@+-]{1,200}")
+
+
+def check_worker_id(worker: str) -> str:
+    """``worker`` when it is a worker id: 1-200 of ``A-Z a-z 0-9 . _ : @ + -``, one line.
+
+    Refused, not cleaned: two ids cleaned alike would pass for one worker, whose claims each may release.
+
+    Raises:
+        InputError: anything else (a newline would add trailer lines to the claim commit).
+    """
+    if not isinstance(worker, str) or _WORKER_ID.fullmatch(worker) is None:
+        shown = repr(worker)[:60]
+        raise InputError(f"worker id {shown} is not one line of letters, digits and . _ : @ + - (at most 200)",
+                         expected="a worker id such as host:1234:ab12cd")
+    return worker
+
+
 def new_worker_id() -> str:
     """A worker's id: its host, its process, and a random part (two runs never share one)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+    host = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname())[:150] or "host"
+    return f"{host}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 @dataclass(frozen=True)
@@ -162,7 +213,7 @@ class ClaimBoard:
                  keep: ClaimKeeping | None = None) -> None:
         self.repo = repo
         self.remote = remote
-        self.worker = worker or new_worker_id()
+        self.worker = new_worker_id() if worker is None else check_worker_id(worker)
         self.clock = clock
         self.monotonic = monotonic
         self._seen: dict[str, tuple[str, float]] = {}  # ref -> (sha, when first seen at that sha)
@@ -178,7 +229,7 @@ class ClaimBoard:
         status, _, _ = repo.run("remote", "get-url", remote, check=False)
         if status != 0:
             raise InputError(f"no git remote named {remote!r} in {repo.root}", path=repo.root,
-                             expected="a remote of this repository ('git remote -v' lists them)")
+                             fix="'git remote -v' lists this repository's remotes")
 
     # -- the four moves ---------------------------------------------------------------------
 
@@ -190,6 +241,7 @@ class ClaimBoard:
             RemoteRejectedError: the remote refused the push (a hook, permissions).
         """
         ref = claim_ref(feature, task)
+        check_lease(lease)
         mine = Claim(feature, task, "", self.worker, secrets.token_hex(8), self.clock() + lease, 0, lease=lease)
         sha = self._commit(mine, parent=None)
         pushed = self._push(f"{sha}:{ref}")
@@ -310,9 +362,10 @@ class ClaimBoard:
 
     def is_stale(self, claim: Claim, *, stale_after: float) -> bool:
         """This worker saw the same beat for the claim's whole lease and ``stale_after`` seconds, by
-        its monotonic clock (no wall clocks compared); a claim without its lease's length: its lease
-        ended by this clock, and the beat seen for ``stale_after``. An orphan (:attr:`orphans`) is
-        stale at once: the worker that made it is dead, and this clone kept its nonce."""
+        its monotonic clock (no wall clocks compared); a claim without its lease's length (or with
+        one no claim may ask for): its lease ended by this clock, or its end no time this protocol
+        can have written (:func:`lease_readable`), and the beat seen for ``stale_after``. An orphan
+        (:attr:`orphans`) is stale at once: the worker that made it is dead, and this clone kept its nonce."""
         if self.orphans.get(claim.ref) == claim.nonce:
             return True
         sha, since = self._seen.get(claim.ref, ("", 0.0))
@@ -321,7 +374,8 @@ class ClaimBoard:
             return False
         if claim.lease is not None:
             return still >= claim.lease
-        return self.clock() > claim.lease_until
+        now = self.clock()
+        return not lease_readable(claim.lease_until, now) or now > claim.lease_until
 
     def remote_sha(self, ref: str) -> str | None:
         """The ref's sha on the remote now (``ls-remote``), None when absent."""
@@ -444,9 +498,14 @@ def retrying(action: Callable[[], T], *, on_wait: Callable[[int, RemoteUnreachab
 
 
 def utc_text(at: float) -> str:
-    """A wall-clock time (a lease's end) as ISO 8601 UTC, to the second."""
-    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
+    """A wall-clock time (a lease's end) as ISO 8601 UTC, to the second; a value no date can
+    hold (``nan``, ``inf``, 1e300: read from a claim someone wrote by hand) as itself."""
+    try:
+        return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
+    except (OverflowError, ValueError, OSError):
+        return f"{at!r} (no time)"
 
 
-__all__ = ["CLAIMS_PREFIX", "CLOCK_SKEW_VARIABLE", "MAX_LEASE", "MERGE_CLAIM", "Claim", "ClaimBoard", "ClaimKeeping",
-           "claim_ref", "new_worker_id", "parse_claim", "retrying", "utc_text", "wall_clock"]
+__all__ = ["CLAIMS_PREFIX", "CLOCK_SKEW_VARIABLE", "LEASE_PAST", "MAX_LEASE", "MERGE_CLAIM", "Claim", "ClaimBoard",
+           "ClaimKeeping", "check_lease", "check_worker_id", "claim_ref", "lease_readable", "new_worker_id",
+           "parse_claim", "retrying", "utc_text", "wall_clock"]

@@ -25,8 +25,8 @@ from guardkit_state.errors import GuardkitStateError, ParseError
 from guardkit_state.git.runner import execute
 from guardkit_state.remote.state_merge import MISSING, MergedData, merge_plan, merge_task_frontmatter
 from guardkit_state.taskfile.frontmatter import split_frontmatter
-from guardkit_state.taskfile.splice.render import render_yaml, same
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.yamltext.render import render_yaml, same
+from guardkit_state.yamltext.strict_yaml import parse_yaml
 
 MARKER = 7  # git's default conflict-marker size
 

@@ -5,25 +5,31 @@ touching its own branches or worktrees) and says, per task: merged, approved (wa
 wave's merge), running (who holds the claim, since when, the last heartbeat, whether its lease
 has ended), failed, quarantined (its runs ended in a dead worker or a crash too often: no worker
 claims it until it is released), or waiting (its wave has not come, or nobody has claimed it yet);
-with each run of it that ended badly since its last release, and why.
+with each run of it that ended badly since its last release, and why; and the turns kept on refs
+of their own (``refs/guardkit/kept/...``) when its branch moved under them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from guardkit_state.errors import InputError
+from guardkit_state.errors import GuardkitStateError, InputError
 from guardkit_state.features.progress import ENDED_UNAPPROVED
 from guardkit_state.git.merge import find_task_merge
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.plans.plan import find_plan, load_plan
+from guardkit_state.plans.merge_queue_log import QueueStep, recorded_steps
+from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan, parse_plan
 from guardkit_state.plans.waves import plan_waves
+from guardkit_state.remote.alignment import KEPT_PREFIX
 from guardkit_state.remote.branches import RemoteBranches
-from guardkit_state.remote.claims import MERGE_CLAIM, Claim, ClaimBoard
+from guardkit_state.remote.claims import MERGE_CLAIM, SEEN_PREFIX, Claim, ClaimBoard
 from guardkit_state.remote.quarantine import FailedRun, quarantine_in, task_copy_at
 from guardkit_state.store.layout import branch_for
+from guardkit_state.turns.sent_back import pending_send_back
 
 
 @dataclass(frozen=True)
@@ -40,12 +46,15 @@ class RemoteTask:
     heartbeat_at: float | None = None
     lease_until: float | None = None
     failed_runs: tuple[FailedRun, ...] = ()
+    #: Turns kept on refs of their own on the remote (the ref and its commit's subject), oldest first.
+    kept: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         return {"task_id": self.task_id, "wave": self.wave, "state": self.state, "turns": self.turns,
                 "outcome": self.outcome, "holder": self.holder, "claimed_at": self.claimed_at,
                 "heartbeat_at": self.heartbeat_at, "lease_until": self.lease_until,
-                "failed_runs": [run.to_dict() for run in self.failed_runs]}
+                "failed_runs": [run.to_dict() for run in self.failed_runs],
+                "kept": [{"ref": ref, "commit": subject} for ref, subject in self.kept]}
 
 
 @dataclass
@@ -54,10 +63,13 @@ class RemoteFeature:
     remote: str
     tasks: list[RemoteTask] = field(default_factory=list)
     merger: str | None = None  # the worker holding the merge claim, if any
+    #: The merge queue's steps the plan on the remote's feature branch records (candidates, gate
+    #: results, tasks sent back).
+    queue: list[QueueStep] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         return {"feature": self.feature, "remote": self.remote, "merger": self.merger,
-                "tasks": [task.to_dict() for task in self.tasks]}
+                "tasks": [task.to_dict() for task in self.tasks], "merge_queue": [s.to_dict() for s in self.queue]}
 
 
 def remote_progress(repo_root: Path | str, feature: str, remote: str) -> RemoteFeature:
@@ -68,7 +80,14 @@ def remote_progress(repo_root: Path | str, feature: str, remote: str) -> RemoteF
     plan = load_plan(find_plan(repo.root, feature))
     board = ClaimBoard(repo, remote)
     branches = RemoteBranches(repo, remote)
-    on_remote = branches.fetch()
+    seen = f"{SEEN_PREFIX}/{remote}/kept/{plan.feature_id}"
+    on_remote = branches.fetch(f"+{KEPT_PREFIX}/{plan.feature_id}/*:{seen}/*", listed=(seen,))
+    kept: dict[str, list[tuple[str, str]]] = {}
+    for name, _, message in branches.listing:
+        if name.startswith(f"{seen}/"):
+            task, _, rest = name.removeprefix(f"{seen}/").partition("/")
+            kept.setdefault(task, []).append((f"{KEPT_PREFIX}/{plan.feature_id}/{task}/{rest}",
+                                              message.strip().split("\n", 1)[0]))
     claims = board.read(plan.feature_id)
     feature_ref = branches.tracking(branch_for(plan.feature_id))
     result = RemoteFeature(plan.feature_id, remote)
@@ -76,8 +95,21 @@ def remote_progress(repo_root: Path | str, feature: str, remote: str) -> RemoteF
     result.merger = merge_claim.worker if merge_claim is not None else None
     for number, wave in enumerate(plan_waves(plan), start=1):
         for task in wave:
-            result.tasks.append(_task(repo, task, number, on_remote, claims.get(task), feature_ref, branches))
+            found = _task(repo, task, number, on_remote, claims.get(task), feature_ref, branches)
+            result.tasks.append(replace(found, kept=tuple(kept.get(task, ()))))
+    result.queue = _queue_steps(repo, plan, feature_ref)
     return result
+
+
+def _queue_steps(repo: GitRepo, plan: FeaturePlan, feature_ref: str) -> list[QueueStep]:
+    """The merge queue's steps in the plan as the remote's feature branch holds it (the merger writes them)."""
+    if plan.path is None:
+        return []
+    with contextlib.suppress(GuardkitStateError, ValueError):
+        status, raw, _ = repo.run("show", f"{feature_ref}:{plan.path.relative_to(repo.root).as_posix()}", check=False)
+        if status == 0:
+            return recorded_steps(parse_plan(raw.decode("utf-8", "replace"), path=plan.path))
+    return []
 
 
 def _task(repo: GitRepo, task: str, wave: int, on_remote: dict[str, str], claim: Claim | None,
@@ -93,8 +125,13 @@ def _task(repo: GitRepo, task: str, wave: int, on_remote: dict[str, str], claim:
     ended = quarantine_in(copy, task)
     if claim is not None:
         claimed, beat = _claim_times(repo, claim)
-        return RemoteTask(task, wave, "running", turns, outcome, claim.worker, claimed, beat, claim.lease_until,
-                          ended.runs)
+        lease = claim.lease_until if math.isfinite(claim.lease_until) else None  # JSON has no nan or inf
+        return RemoteTask(task, wave, "running", turns, outcome, claim.worker, claimed, beat, lease, ended.runs)
+    if pending_send_back(state) is not None:  # its approval broke the gate: it runs again, or ended failed
+        if outcome in ENDED_UNAPPROVED:
+            return RemoteTask(task, wave, "failed", turns, outcome, failed_runs=ended.runs)
+        return RemoteTask(task, wave, "quarantined" if ended.quarantined else "waiting", turns, "sent back",
+                          failed_runs=ended.runs)
     if outcome == "approved" or (state is not None and state.turns and state.turns[-1].decision == "approve"):
         return RemoteTask(task, wave, "approved", turns, "approved")
     if outcome in ENDED_UNAPPROVED:  # as a worker reads it (features.progress): the loop ended, not approved

@@ -32,8 +32,7 @@ from guardkit_state.store.fsio import crash_point
 from guardkit_state.store.layout import branch_for
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import resolve_task
-from guardkit_state.taskfile.splice.core import splice_state
-from guardkit_state.taskfile.splice.update import StateUpdate
+from guardkit_state.taskfile.splice import StateUpdate, splice_state
 from guardkit_state.turns.clock import utc_now
 
 #: Runs ending in a dead worker or a crashed loop before a task is quarantined, by default.

@@ -21,7 +21,7 @@ from guardkit_state.git.repo import GitRepo
 from guardkit_state.plans.plan import find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.branches import RemoteBranches
-from guardkit_state.remote.claims import Claim, ClaimBoard, utc_text
+from guardkit_state.remote.claims import Claim, ClaimBoard, check_lease, utc_text
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.quarantine import held_back, read_quarantine
 from guardkit_state.store.layout import branch_for, worktrees_dir
@@ -104,8 +104,7 @@ def claim_next_task(repo_root: Path | str, feature: str, remote: str, *, worker:
         RemoteUnreachableError: the remote could not be reached (nothing is claimed).
         RemoteRejectedError: the remote refused the claim's push.
     """
-    if not lease > 0 or lease == float("inf"):
-        raise InputError(f"lease is {lease!r}; expected a positive number of seconds", expected="seconds > 0")
+    check_lease(lease)  # before anything is fetched or pushed
     repo = GitRepo.discover(repo_root)
     if repo is None:
         raise InputError(f"{repo_root} is not a git repository", path=repo_root, expected="a clone of the remote")

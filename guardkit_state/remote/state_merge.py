@@ -16,6 +16,11 @@ rules, in the order they apply to each value:
 * anything else changed differently on both sides is a **conflict**: never a silent pick. The
   merge then yields two values, the conflicts resolved as ours and as theirs, for the caller to
   write between conflict markers.
+
+Recorded history only grows: in a task file, a side that deletes a recorded turn (its entry, the
+``turns`` list, the whole state block) or un-verifies a criterion the base holds verified, without
+recording a later turn (a Coach finding a regression does that), is a conflict even where that
+side alone changed, named with what it drops.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from guardkit_state.model import LEGACY_STATE_KEY, STATE_KEY
+from guardkit_state.model import LEGACY_STATE_KEY, STATE_KEY, STATE_KEYS
 
 
 class _Missing:
@@ -69,8 +74,12 @@ class Conflict:
     base: Any
     ours: Any
     theirs: Any
+    #: Why it conflicts when not a value changed both ways (recorded history one side drops).
+    reason: str | None = None
 
     def describe(self) -> str:
+        if self.reason is not None:
+            return f"{self.path}: {self.reason}"
         return f"{self.path}: ours {_show(self.ours)}, theirs {_show(self.theirs)} (base {_show(self.base)})"
 
 
@@ -118,20 +127,36 @@ def _merge(base: Any, ours: Any, theirs: Any, path: Path, rules: _Rules,
     """(merged resolving conflicts as ours, merged resolving them as theirs)."""
     if _equal(ours, theirs):
         return ours, ours
-    if _equal(ours, base):
-        return theirs, theirs
-    if _equal(theirs, base):
-        return ours, ours
-    keyed = rules.list_key(path)
-    if keyed is not None and all(isinstance(v, list) for v in (ours, theirs)) and isinstance(base, (list, _Missing)):
-        return _merge_keyed(base if isinstance(base, list) else [], ours, theirs, keyed, path, rules, conflicts)
-    if isinstance(ours, dict) and isinstance(theirs, dict) and isinstance(base, (dict, _Missing)):
-        return _merge_mapping(base if isinstance(base, dict) else {}, ours, theirs, path, rules, conflicts)
+    for side, kept, changed in (("theirs", ours, theirs), ("ours", theirs, ours)):
+        if not _equal(kept, base):
+            continue
+        lost = rules.dropped(path, base, changed, side)
+        if not lost:
+            return changed, changed
+        nested = _nested(base, ours, theirs, path, rules, conflicts)
+        if nested is not None:
+            return nested  # the entries inside say what is dropped
+        conflicts.append(Conflict(_spell(path), base, ours, theirs, f"{side} {lost}"))
+        return ours, theirs
+    nested = _nested(base, ours, theirs, path, rules, conflicts)
+    if nested is not None:
+        return nested
     forward = rules.forward(path, ours, theirs)
     if forward is not MISSING:
         return forward, forward
     conflicts.append(Conflict(_spell(path), base, ours, theirs))
     return ours, theirs
+
+
+def _nested(base: Any, ours: Any, theirs: Any, path: Path, rules: _Rules,
+            conflicts: list[Conflict]) -> tuple[Any, Any] | None:
+    """The merge of two keyed lists or two mappings, entry by entry; None for other values."""
+    keyed = rules.list_key(path)
+    if keyed is not None and all(isinstance(v, list) for v in (ours, theirs)) and isinstance(base, (list, _Missing)):
+        return _merge_keyed(base if isinstance(base, list) else [], ours, theirs, keyed, path, rules, conflicts)
+    if isinstance(ours, dict) and isinstance(theirs, dict) and isinstance(base, (dict, _Missing)):
+        return _merge_mapping(base if isinstance(base, dict) else {}, ours, theirs, path, rules, conflicts)
+    return None
 
 
 def _merge_mapping(base: dict[Any, Any], ours: dict[Any, Any], theirs: dict[Any, Any], path: Path,
@@ -230,6 +255,10 @@ class _Rules:
     def entering(self, path: Path, base: dict[Any, Any], ours: dict[Any, Any], theirs: dict[Any, Any]) -> _Rules:
         return self
 
+    def dropped(self, path: Path, base: Any, changed: Any, side: str) -> str | None:
+        """What recorded history ``side`` drops by changing ``base`` into ``changed`` (one phrase), or None."""
+        return None
+
 
 def _last_turn(block: Any) -> int:
     turns = block.get("turns") if isinstance(block, dict) else None
@@ -238,14 +267,31 @@ def _last_turn(block: Any) -> int:
 
 
 class _TaskRules(_Rules):
-    def __init__(self, later: str | None = None) -> None:
+    def __init__(self, later: str | None = None, grown: frozenset[str] = frozenset()) -> None:
         self.later = later  # inside a state block: "ours"/"theirs" holds the later turn, or None
+        self.grown = grown  # inside a state block: the sides holding a turn later than the base's last
 
     def entering(self, path: Path, base: dict[Any, Any], ours: dict[Any, Any], theirs: dict[Any, Any]) -> _Rules:
         if path in ((STATE_KEY,), (LEGACY_STATE_KEY,)):
-            last_o, last_t = _last_turn(ours), _last_turn(theirs)
-            return _TaskRules("ours" if last_o > last_t else "theirs" if last_t > last_o else None)
+            last_b, last_o, last_t = _last_turn(base), _last_turn(ours), _last_turn(theirs)
+            grown = frozenset(side for side, last in (("ours", last_o), ("theirs", last_t)) if last > last_b)
+            return _TaskRules("ours" if last_o > last_t else "theirs" if last_t > last_o else None, grown)
         return self
+
+    def dropped(self, path: Path, base: Any, changed: Any, side: str) -> str | None:
+        turns_b, verified_b = _recorded(path, base)
+        turns_c, verified_c = _recorded(path, changed)
+        lost_turns = sorted(turns_b - turns_c)
+        # A later turn may un-verify a criterion (the Coach found a regression): that is history too.
+        grew = side in self.grown if len(path) > 1 else _last_turn_at(path, changed) > _last_turn_at(path, base)
+        lost_verified = [] if grew else sorted(verified_b - verified_c)
+        parts = []
+        if lost_turns:
+            parts.append(f"deletes recorded turn{'s' if len(lost_turns) > 1 else ''} "
+                         + ", ".join(str(n) for n in lost_turns))
+        if lost_verified:
+            parts.append(f"un-verifies {', '.join(lost_verified)} (verified in the base) without a later turn")
+        return " and ".join(parts) + ": a merge never drops recorded history" if parts else None
 
     def list_key(self, path: Path) -> str | None:
         return "turn" if len(path) == 2 and path[0] in (STATE_KEY, LEGACY_STATE_KEY) and path[1] == "turns" else None
@@ -297,6 +343,44 @@ class _PlanRules(_Rules):
 
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+_NOTHING: Final[tuple[frozenset[int], frozenset[str]]] = (frozenset(), frozenset())
+
+
+def _recorded(path: Path, value: Any) -> tuple[frozenset[int], frozenset[str]]:
+    """The turn numbers and the verified criterion ids that ``value``, at ``path`` of a task's
+    frontmatter, records (the document, a state block, its ``turns`` or one entry, its ``criteria``
+    or one criterion)."""
+    if not path:
+        if not isinstance(value, dict):
+            return _NOTHING
+        found = [_recorded((key,), value[key]) for key in STATE_KEYS if key in value]
+        return (frozenset().union(*(t for t, _ in found)), frozenset().union(*(c for _, c in found)))
+    if path[0] not in STATE_KEYS:
+        return _NOTHING
+    tail = path[1:]
+    if not tail:
+        if not isinstance(value, dict):
+            return _NOTHING
+        return (_recorded((*path, "turns"), value.get("turns"))[0],
+                _recorded((*path, "criteria"), value.get("criteria"))[1])
+    if tail == ("turns",) and isinstance(value, list):
+        return frozenset(e["turn"] for e in value if isinstance(e, dict) and _whole(e.get("turn"))), frozenset()
+    if len(tail) == 2 and tail[0] == "turns" and isinstance(value, dict) and _whole(value.get("turn")):
+        return frozenset((value["turn"],)), frozenset()
+    if tail == ("criteria",) and isinstance(value, dict):
+        return frozenset(), frozenset(str(key) for key, status in value.items() if status == "verified")
+    if len(tail) == 2 and tail[0] == "criteria" and value == "verified":
+        return frozenset(), frozenset((tail[1],))
+    return _NOTHING
+
+
+def _last_turn_at(path: Path, value: Any) -> int:
+    """The last turn recorded in ``value``: the document (its state blocks) or one state block."""
+    if not path:
+        return max((_last_turn(value.get(key)) for key in STATE_KEYS), default=0) if isinstance(value, dict) else 0
+    return _last_turn(value)
 
 
 __all__ = [

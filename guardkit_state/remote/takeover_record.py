@@ -16,7 +16,7 @@ from guardkit_state.remote.claims import Claim, utc_text
 from guardkit_state.store.layout import branch_for
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import resolve_task
-from guardkit_state.taskfile.splice.update import StateUpdate
+from guardkit_state.taskfile.splice import StateUpdate
 from guardkit_state.turns.clock import utc_now
 
 

@@ -7,16 +7,18 @@ the feature's end after the last wave.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from guardkit_state.features.progress import TaskState
 from guardkit_state.features.result import TaskOutcome
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.plans import plan_progress as progress_values
+from guardkit_state.plans.merge_queue_log import QueueStep, with_steps
 from guardkit_state.plans.plan import FeaturePlan
 from guardkit_state.plans.plan_splice import PlanUpdate
 from guardkit_state.plans.plan_writer import modify_plan
+from guardkit_state.plans.smoke_gates import SmokeRun, with_run
 from guardkit_state.plans.waves import Waves
 from guardkit_state.remote.ready import WaveTurn
 from guardkit_state.store.layout import branch_for
@@ -25,17 +27,62 @@ from guardkit_state.turns.clock import utc_now
 
 def write_wave_progress(feature_repo: GitRepo, repo_root: Path, plan: FeaturePlan, waves: Waves,
                         turn: WaveTurn, merged: dict[str, str | None], *, state_of: Callable[[str], TaskState],
-                        note: Callable[[str], None]) -> None:
-    """The wave's merge written into the plan on the feature branch (committed, pushed with the
+                        note: Callable[[str], None], steps: Sequence[QueueStep] = (),
+                        runs: Sequence[SmokeRun] = ()) -> bool:
+    """The wave's merges written into the plan on the feature branch (committed, pushed with the
     merges) as a one-machine run writes its plan: the merged tasks' status, turns, result and
-    merge commit, the counters, the completed waves, and the feature's end after the last wave."""
+    merge commit, the counters, the merge queue's ``steps`` and the gate's ``runs``, and once every
+    task of the wave is merged the completed waves (and the feature's end after the last wave).
+    True when the wave is complete."""
+    complete = all(task in merged or turn.states[task].phase in ("merged", "closed") for task in turn.tasks)
     assert plan.path is not None  # loaded from its file (run_worker)
     path = feature_repo.root / plan.path.relative_to(repo_root)
     if not path.is_file():
         note(f"wave {turn.number}: {plan.path.name} is not on {branch_for(plan.feature_id)}; its progress "
              f"is not written (commit the plan to share it)")
-        return
+        return complete
     now = utc_now()
+    outcomes = _outcomes(waves, turn, merged, state_of)
+    done = [o for o in outcomes if o.task_id in merged]
+
+    def tasks(current: FeaturePlan) -> PlanUpdate:
+        return PlanUpdate(tasks={o.task_id: {**progress_values.task_started(o.task_id, current, now=now),
+                                             **progress_values.task_values(o, current, now=now)} for o in done})
+
+    def started(current: FeaturePlan) -> PlanUpdate:
+        resumed = current.execution is not None and bool(current.execution.started_at)
+        return progress_values.run_started(current, worktree=str(feature_repo.root), resumed=resumed, now=now)
+
+    def ended(current: FeaturePlan) -> PlanUpdate | None:
+        if turn.number < len(waves) or not complete:
+            return None
+        return progress_values.run_ended(completed=True, failed=False, waves=len(waves), now=now)
+
+    def queue(current: FeaturePlan) -> PlanUpdate | None:
+        if not steps and not runs:
+            return None
+        execution: dict[str, object] = {"merge_queue": with_steps(current, list(steps))}
+        if runs:  # per wave, the latest (as a one-machine run keeps them)
+            execution["smoke_gate_runs"] = with_run(current, runs[-1])
+        return PlanUpdate(execution=execution)
+
+    def wave_done(current: FeaturePlan) -> PlanUpdate | None:
+        return progress_values.wave_completed(current, turn.number, now=now) if complete else None
+
+    counts = progress_values.counters(outcomes)
+    modify_plan(path, started, lambda _: PlanUpdate(execution={"current_wave": turn.number, "last_updated": now}),
+                tasks, lambda _: PlanUpdate(execution={**counts, "last_updated": now}), queue, wave_done, ended)
+    feature_repo.run("add", "--", str(path.relative_to(feature_repo.root)))
+    if feature_repo.ok("diff", "--cached", "--quiet"):
+        return complete  # already written (a merge pushed before, then redone)
+    feature_repo.run("commit", "-q", "--no-verify", "-m", f"guardkit: {plan.feature_id} progress after wave "
+                     f"{turn.number} in its plan", pre=feature_repo.identity_args())
+    return complete
+
+
+def _outcomes(waves: Waves, turn: WaveTurn, merged: dict[str, str | None],
+              state_of: Callable[[str], TaskState]) -> list[TaskOutcome]:
+    """Every task of the feature as the plan counts it after the wave's merges."""
     outcomes: list[TaskOutcome] = []
     for number, wave in enumerate(waves, start=1):
         for task in wave:
@@ -49,30 +96,7 @@ def write_wave_progress(feature_repo: GitRepo, repo_root: Path, plan: FeaturePla
             else:
                 status = "skipped" if state.phase == "closed" else "pending"
                 outcomes.append(TaskOutcome(task, number, status, state.outcome, state.turns))
-    done = [o for o in outcomes if o.task_id in merged]
-
-    def tasks(current: FeaturePlan) -> PlanUpdate:
-        return PlanUpdate(tasks={o.task_id: {**progress_values.task_started(o.task_id, current, now=now),
-                                             **progress_values.task_values(o, current, now=now)} for o in done})
-
-    def started(current: FeaturePlan) -> PlanUpdate:
-        resumed = current.execution is not None and bool(current.execution.started_at)
-        return progress_values.run_started(current, worktree=str(feature_repo.root), resumed=resumed, now=now)
-
-    def ended(current: FeaturePlan) -> PlanUpdate | None:
-        if turn.number < len(waves):
-            return None
-        return progress_values.run_ended(completed=True, failed=False, waves=len(waves), now=now)
-
-    counts = progress_values.counters(outcomes)
-    modify_plan(path, started, lambda _: PlanUpdate(execution={"current_wave": turn.number, "last_updated": now}),
-                tasks, lambda _: PlanUpdate(execution={**counts, "last_updated": now}),
-                lambda current: progress_values.wave_completed(current, turn.number, now=now), ended)
-    feature_repo.run("add", "--", str(path.relative_to(feature_repo.root)))
-    if feature_repo.ok("diff", "--cached", "--quiet"):
-        return  # already written (a merge pushed before, then redone)
-    feature_repo.run("commit", "-q", "--no-verify", "-m", f"guardkit: {plan.feature_id} progress after wave "
-                     f"{turn.number} in its plan", pre=feature_repo.identity_args())
+    return outcomes
 
 
 __all__ = ["write_wave_progress"]

@@ -39,11 +39,9 @@ from guardkit_state.errors import (
     RemoteUnreachableError,
 )
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state, unstarted_state
-from guardkit_state.git.merge import merge_branch, merge_message, task_merges
-from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration, unregistered_note
+from guardkit_state.git.merge import task_merges
+from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.git.stale_locks import remove_stale_locks
-from guardkit_state.git.worktrees import WorktreeManager
 from guardkit_state.index.after_turn import with_indexing
 from guardkit_state.loop.events import AgentStarted, LoopEvent, TurnRecorded, TurnStarted
 from guardkit_state.loop.run import LoopOptions, run_task_loop
@@ -51,7 +49,7 @@ from guardkit_state.loop.session import interrupts_as_exceptions
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import CloneAlignment
-from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches, first_line, list_refs
+from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches, first_line
 from guardkit_state.remote.claims import CLAIMS_PREFIX, MERGE_CLAIM, Claim, ClaimBoard, claim_ref, retrying
 from guardkit_state.remote.fresh_tasks import fresh_in_look
 from guardkit_state.remote.holding import HeldClaims
@@ -60,10 +58,10 @@ from guardkit_state.remote.own_claims import ClaimKeeper
 from guardkit_state.remote.quarantine import held_back, read_quarantine
 from guardkit_state.remote.ready import WaveTurn, wave_turn
 from guardkit_state.remote.run_history import RunHistory
-from guardkit_state.remote.wave_progress import write_wave_progress
+from guardkit_state.remote.turn_pushes import TurnPushes
+from guardkit_state.remote.wave_merge import WaveMerger
 from guardkit_state.remote.worker_records import WorkerInterrupted, WorkerOptions, WorkerResult
-from guardkit_state.store.fsio import crash_point
-from guardkit_state.store.layout import BRANCH_PREFIX, branch_for, worktrees_dir
+from guardkit_state.store.layout import branch_for, worktrees_dir
 
 log = logging.getLogger("guardkit_state.remote.worker")
 
@@ -363,42 +361,38 @@ class _Worker:
             self.branches.tracking(branch))
         if moved:
             self._remote(self._sync, "fetch")
-        pushed: list[str | None] = [self.repo.resolve(self.branches.tracking(branch))]
-        if self.alignment.task(task, branch, pushed[0], taken_over=taken_from is not None):
+        pushes = TurnPushes(self.repo, self.branches, self.ledgers, self.alignment, task, self._remote,
+                            functools.partial(self._claim_held, task), self.note,
+                            self.repo.resolve(self.branches.tracking(branch)))
+        if self.alignment.task(task, branch, pushes.pushed, taken_over=taken_from is not None):
             moved = True
         fresh = state if not moved else read_task_state(self.fgit, task, max_turns=self.options.max_turns,
                                                         known_unmerged=taken_from is not None)
         if not fresh.runs:
             return  # finished by the worker whose claim ended while we looked
         self.note(f"{task}: running on {self.board.worker}" + (" (resumed from the remote)" if fresh.resume else ""))
-        self.result.ran.append(task)
+        if task not in self.result.ran:  # a task run again here (its branch moved under a turn) is listed once
+            self.result.ran.append(task)
         self.lost.discard(task)
         if taken_from is not None:
             try:
-                pushed[0] = self.history.takeover(task, taken_from, pushed[0],
-                                                  restart=self.board.orphans.get(taken_from.ref) == taken_from.nonce)
+                pushes.pushed = self.history.takeover(
+                    task, taken_from, pushes.pushed, restart=self.board.orphans.get(taken_from.ref) == taken_from.nonce)
             except ClaimLostError as exc:  # the ousted holder's late push landed first: look again
                 self.note(f"{task}: {exc.message}; looking again")
                 return
-            quarantine = read_quarantine(self.repo, task, pushed[0])
+            quarantine = read_quarantine(self.repo, task, pushes.pushed)
             if quarantine.quarantined:  # that dead worker was one too many: no run here either
                 self._states.pop(task, None)
                 self.note(f"{task}: {quarantine.reason(self.feature, self.options.remote)}")
                 return
 
-        def push() -> None:
-            if self.repo.resolve(f"refs/heads/{branch}") in (None, pushed[0]):
-                return
-            local = self.repo.resolve(f"refs/heads/{branch}")
-            assert local is not None
-            pushed[0] = str(self._remote(lambda: self.branches.push(
-                branch, pushed[0], also=(self.ledgers.refspec(task, local),)), f"{task}: push"))
-
         def sink(event: LoopEvent) -> None:
             if isinstance(event, (TurnStarted, AgentStarted)) and task in self.lost:
                 raise ClaimLostError(f"{task}: the claim was taken over", path=self.repo.root)
             if isinstance(event, TurnRecorded):
-                push()  # before the next turn starts: a crash loses at most the turn it was in
+                pushes.turn = event.turn
+                pushes.push()  # before the next turn starts: a crash loses at most the turn it was in
                 self.note(f"{task}: turn {event.turn} ({event.record.entry.decision}) pushed")
             self.on_event(event)
 
@@ -409,7 +403,7 @@ class _Worker:
             with self.result.timed("run"):
                 run_task_loop(self.repo.root, task, self.player, self.coach, options,
                               on_event=with_indexing(sink, self.repo.root))
-            push()  # an approval committed on resume (no new turn) reaches the remote too
+            pushes.push()  # an approval committed on resume (no new turn) reaches the remote too
         except ClaimLostError as exc:
             self.note(f"{task}: {exc.message}")
         except RemoteError:
@@ -417,7 +411,16 @@ class _Worker:
         except GuardkitStateError as exc:
             self.note(f"{task}: the loop stopped: {exc.message}")
             self._states.pop(task, None)
-            self.history.crash(task, exc.message, pushed[0])
+            self.history.crash(task, exc.message, pushes.pushed)
+
+    def _claim_held(self, task: str) -> bool:
+        """Whether the claim on ``task`` on the remote is still this worker's (the one it renews)."""
+        held = next((claim for claim in self.heartbeat.held() if claim.task == task), None)
+        if held is None or task in self.lost:
+            return False
+        found = self._remote(lambda: self.board.read(self.feature), "look")
+        current = found.get(task) if isinstance(found, dict) else None
+        return current is not None and current.nonce == held.nonce
 
     # -- merges -----------------------------------------------------------------------------
 
@@ -441,66 +444,25 @@ class _Worker:
             return self._merge_held(turn)
 
     def _merge_held(self, turn: WaveTurn) -> Step:
-        # No fetch here: this step's ls-remote found the remote as the last fetch left it, and the
-        # push below carries a lease, so a feature branch another merger moved since is not overwritten.
-        expected = self.repo.resolve(self.branches.tracking(self.feature_branch))
-        worktree = WorktreeManager(self.repo).create(self.feature)
-        feature_repo = worktree.repo()
-        # A merger killed in its merge here left its lock, or the merge half-done: no git holds the
-        # one, and the other is reset with the branch (the remote's feature branch is the truth).
-        remove_stale_locks(feature_repo.root, feature_repo.git_dir, feature_repo.common_dir, self.feature_branch)
-        if expected is not None:
-            feature_repo.run("reset", "--hard", "--quiet", expected)
-        approved = [task for task in turn.tasks if turn.states[task].phase == "approved"]
-        prefix = BRANCH_PREFIX.rstrip("/")  # every task branch here and as last fetched, in one git call
-        refs = list_refs(self.repo, self.branches.tracking(prefix), f"refs/heads/{prefix}")
-        tips = {name: sha for name, sha, _ in refs}
-        for task in approved:
-            branch = branch_for(task)
-            tip, local = tips.get(self.branches.tracking(branch)), tips.get(f"refs/heads/{branch}")
-            if local is None or local == tip:
-                continue
-            # Approved on this clone, its push never made (its holder died first; its claim is stale or
-            # gone): pushed now, so the remote's task branch holds what the feature branch merges.
-            try:
-                self._remote(functools.partial(self.branches.push, branch, tip,
-                                               also=(self.ledgers.refspec(task, local),)), f"{task}: push")
-            except ClaimLostError as exc:
-                self._states.pop(task, None)
-                self.note(f"wave {turn.number}: {exc.message}; looking again")
-                return "worked"
-        merged_now: dict[str, str | None] = {}
-        for task in approved:
-            state = turn.states[task]
-            message = merge_message(self.feature, task, branch=branch_for(task), target=self.feature_branch,
-                                    wave=turn.number, summary=f"{task} approved in {state.turns} turn(s).")
-            merged = merge_branch(feature_repo, branch_for(task), message)
-            if not merged.merged:
-                self.result.reason = (f"{task}: merge conflict in {', '.join(merged.conflicts)}" if merged.conflicts
-                                      else f"{task}: the merge was refused: {merged.error}")
-                note = unregistered_note(feature_repo, merged.conflicts)
-                if note is not None:
-                    self.result.reason += f" ({note})"
-                feature_repo.run("reset", "--hard", "--quiet", expected or "HEAD")
-                return "done"
-            merged_now[task] = merged.sha
-        write_wave_progress(feature_repo, self.repo.root, self.plan, self.waves, turn, merged_now,
-                            state_of=lambda task: self._state(task, self._last_remote or {}), note=self.note)
-        crash_point("remote.merged")  # the wave merged here, not pushed yet
-        try:
-            self._remote(lambda: self.branches.push(self.feature_branch, expected), "push")
-        except ClaimLostError:
-            self.note(f"wave {turn.number}: {self.feature_branch} moved on the remote meanwhile; looking again")
-            return "worked"
-        self.result.merged += list(merged_now)
-        for task in merged_now:
+        """Merge the wave through the merge queue (:mod:`~guardkit_state.remote.wave_merge`), under the claim."""
+        merger = WaveMerger(self.repo, self.branches, self.ledgers, self.plan, self.waves, self._remote, self.note,
+                            self.options.max_turns)
+        done = merger.merge(turn, lambda task: self._state(task, self._last_remote or {}))
+        for task in done.sent_back:
+            self._states.pop(task, None)  # its branch moved: read it again
+        if done.step == "done":
+            self.result.reason = done.reason
+            return "done"
+        self.result.merged += list(done.merged)
+        for task in done.merged:
             # A claim left on a merged task is stale (its holder died after its approval) or this
             # worker's own, its release lost (the remote was unreachable then): it runs nowhere.
             left = self._claims.get(task)
             if left is not None:
                 self._release(left)  # deleted only at the sha seen: a holder still renewing keeps it
-        self.note(f"wave {turn.number}: merged {', '.join(merged_now) or 'nothing new'} into {self.feature_branch}")
-        return self._finished() if turn.number == len(self.waves) else "worked"
+        if done.merged:
+            self.note(f"wave {turn.number}: merged {', '.join(done.merged)} into {self.feature_branch}")
+        return self._finished() if done.complete and turn.number == len(self.waves) else "worked"
 
 
 # The records of a run, and the merge claim's name, are imported from here by the CLI and the tests.

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from guardkit_state.errors import InputError
+from guardkit_state.remote.claims import check_lease
 
 
 @dataclass(frozen=True)
@@ -31,11 +32,9 @@ class WorkerOptions:
     quarantine_after: int = 3
 
     def __post_init__(self) -> None:
-        for name in ("lease", "poll"):
-            value = getattr(self, name)
-            if not value > 0 or value == float("inf"):
-                raise InputError(f"--{name} is {value!r}; expected a positive number of seconds",
-                                 expected="seconds > 0")
+        check_lease(self.lease, name="--lease")
+        if not self.poll > 0 or self.poll == float("inf"):
+            raise InputError(f"--poll is {self.poll!r}; expected a positive number of seconds", expected="seconds > 0")
         if not 1 <= self.quarantine_after <= 1000:
             raise InputError(f"--quarantine-after is {self.quarantine_after!r}; expected a number of runs from 1 "
                              f"to 1000", expected="1 to 1000")

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from guardkit_state.inspect.task_turns import TurnFiles
+from guardkit_state.inspect.turn_reports import describe_evidence
 from guardkit_state.model import CoachDecision, PlayerReport, TurnEntry, TurnState
 from guardkit_state.report.task_report import Gate, Issue, TurnColumn
 
@@ -47,6 +48,7 @@ def turn_view(entry: TurnEntry, files: TurnFiles, *, commit: str | None = None,
         source="reports" if files.any else "frontmatter",
         delta=list(delta or []),
         agent_runs=dict(state.agent_runs) if state is not None else {},
+        evidence=describe_evidence(files.evidence) if files.evidence is not None else None,
     )
     if view.rationale and view.rationale == view.feedback:
         view.rationale = ""

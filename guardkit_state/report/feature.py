@@ -19,6 +19,7 @@ from typing import Any
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.features.standing import FeatureTally
 from guardkit_state.inspect.feature_view import FeatureTaskRow, feature_view, task_copy
+from guardkit_state.plans.merge_queue_log import QueueStep
 from guardkit_state.report.collect import build_task_report
 from guardkit_state.report.task_report import TaskReport
 from guardkit_state.taskfile.discovery import listing_scope
@@ -76,6 +77,8 @@ class FeatureReport:
     #: The plan's smoke gate in words, and one line per recorded run of it.
     smoke_gate: str | None = None
     smoke_runs: list[str] = field(default_factory=list)
+    #: The merge queue's steps, one line each: each candidate, its gate result, what was sent back.
+    queue_steps: list[str] = field(default_factory=list)
 
     def task(self, task_id: str) -> FeatureTask:
         return next(t for t in self.tasks if t.task_id == task_id)
@@ -116,7 +119,14 @@ def _feature_report(root: Path, feature: str, running: Mapping[str, int | None],
         generated_at=generated_at or datetime.now().astimezone().isoformat(timespec="seconds"), tally=view.tally,
         smoke_gate=view.smoke_gate.describe() if view.smoke_gate is not None else None,
         smoke_runs=[run.describe() + (f": {run.output[-300:]}" if run.halts and run.output else "")
-                    for run in view.smoke_runs])
+                    for run in view.smoke_runs],
+        queue_steps=[_queue_line(step) for step in view.queue_steps])
+
+
+def _queue_line(step: QueueStep) -> str:
+    """A queue step in words, a failing candidate's with the end of the gate's output."""
+    failed = step.step == "candidate" and step.gate in ("failed", "timed_out") and step.output
+    return step.describe() + (f": {step.output[-300:]}" if failed else "")
 
 
 def _task(root: Path, copy: str, row: FeatureTaskRow, running: Mapping[str, int | None]) -> FeatureTask:

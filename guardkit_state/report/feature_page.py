@@ -63,6 +63,10 @@ def _header(report: FeatureReport) -> str:
         gate = f"smoke gate {esc(report.smoke_gate, 600)}" if report.smoke_gate is not None else "smoke gate"
         parts.append(f"<p class=\"facts\">{gate}</p>\n<ul class=\"notes\">"
                      + "".join(f"<li>{esc(run, 600)}</li>" for run in report.smoke_runs) + "</ul>\n")
+    if report.queue_steps:
+        parts.append("<p class=\"facts\">merge queue: each candidate, its gate result, what was sent back</p>\n"
+                     "<ul class=\"notes\">" + "".join(f"<li>{esc(step, 600)}</li>" for step in report.queue_steps)
+                     + "</ul>\n")
     parts.append("</header>\n")
     return "".join(parts)
 

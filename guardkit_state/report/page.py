@@ -145,7 +145,7 @@ def _details(turn: TurnColumn) -> str:
              _items("Files", turn.files, limit=20), _block("Coach feedback", turn.feedback),
              _issues(turn), _block("Coach rationale", turn.rationale), _items("Blockers", turn.blockers),
              _items("Lessons", turn.lessons), _block("What to try next", turn.what_to_try_next),
-             _block("Error", turn.error)]
+             _block("Coach evidence (GuardKit)", turn.evidence), _block("Error", turn.error)]
     inner = "".join(p for p in parts if p)
     if turn.source == "frontmatter":
         inner += "<p class=\"dim text\">From the task file's frontmatter (no per-turn reports on disk).</p>"

@@ -82,6 +82,8 @@ class TurnColumn:
     delta: list[str] = field(default_factory=list)
     #: The turn's agent runs (role -> agent, model, session, cost, tokens, duration).
     agent_runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: GuardKit's Coach evidence of the turn, in one line (gates, criteria, tests, honesty), when kept.
+    evidence: str | None = None
 
 
 @dataclass

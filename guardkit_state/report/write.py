@@ -18,7 +18,7 @@ from guardkit_state.report.feature import FeatureReport, build_feature_report
 from guardkit_state.report.feature_page import render_feature_report
 from guardkit_state.report.page import render_report
 from guardkit_state.report.task_report import TaskReport
-from guardkit_state.store.fsio import atomic_write_bytes
+from guardkit_state.store.fsio import atomic_write_bytes, ensure_private_dir
 from guardkit_state.store.home import check_state_home
 from guardkit_state.store.layout import report_file
 
@@ -71,6 +71,10 @@ def write_feature_report(repo: Path | str, feature: str, output: Path | str | No
 def _write(repo: Path | str, name: str, output: Path | str | None, report: R, page: str) -> ReportResult[R]:
     path = _output(repo, name, output)
     data = page.encode("utf-8")
+    if output is None:
+        # .guardkit/reports/ holds a .gitignore of '*': git never sees the pages (nor a later
+        # feature-build "uncommitted changes" the tool made itself).
+        _private_folder(path.parent)
     _write_page(path, data)
     return ReportResult(path=path, bytes=len(data), report=report)
 
@@ -82,6 +86,13 @@ def _output(repo: Path | str, name: str, output: Path | str | None) -> Path:
     if path.is_dir():
         raise InputError(f"{path} is a directory", path=path, expected="the path of an .html file to write")
     return path
+
+
+def _private_folder(folder: Path) -> None:
+    try:
+        ensure_private_dir(folder)
+    except OSError as exc:
+        raise _cannot_write(folder, exc) from exc
 
 
 def _write_page(path: Path, data: bytes) -> None:

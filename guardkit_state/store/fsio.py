@@ -183,6 +183,25 @@ def atomic_write_text(path: Path, text: str, *, mode: int | None = None,
     return atomic_write_bytes(path, text.encode("utf-8"), mode=mode, precondition=precondition, limit=limit)
 
 
+def append_line(path: Path, line: str) -> None:
+    """Append ``line`` (no newline in it) to ``path`` durably: written, flushed and fsynced before
+    this returns. An append, not a rewrite, for the ledgers read line by line: a line a kill cuts
+    short fails its reader's check and is not trusted, the lines before it stay whole, and the next
+    append starts on a line of its own."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "ab") as handle:
+        torn = handle.tell() > 0 and _last_byte(path) != b"\n"
+        handle.write((("\n" if torn else "") + line + "\n").encode("utf-8"))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _last_byte(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1)
+
+
 # --------------------------------------------------------------------------- what a write may replace
 
 
@@ -219,11 +238,11 @@ def _check_folder(target: Path) -> None:
         return  # a folder that is not there: the write itself says so, with the path
     if read_only:
         raise UnwritableFileError(f"{folder} is on a read-only file system; nothing was written", path=target,
-                                  expected="a file on a writable file system")
+                                  fix="work in a checkout on a writable file system")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UnwritableFileError(f"its folder {folder} cannot take a new file (read-only or immutable); "
                                   "nothing was written", path=target,
-                                  expected="a writable file in a writable folder")
+                                  fix=f"make the folder writable (chmod u+w {folder})")
 
 
 def _write_target(path: Path) -> Path:
@@ -276,7 +295,7 @@ def _replaceable(target: Path, info: os.stat_result | None) -> os.stat_result | 
         raise UnwritableFileError(
             f"has {info.st_nlink} hard links; an atomic replace would cut it off from the others, "
             "so nothing was written",
-            path=target, expected="a file with one link (replace the hard link by a copy or a symlink)",
+            path=target, fix="replace the hard link by a copy or a symlink",
         )
     if not info.st_mode & stat.S_IWUSR:
         raise UnwritableFileError("read-only; make it writable (chmod u+w) to record turns", path=target)
@@ -297,13 +316,13 @@ def _check_owner(target: Path, info: os.stat_result) -> None:
         raise UnwritableFileError(
             f"owned by uid {info.st_uid}, not by this user (uid {euid}): replacing it would change its owner, "
             "so nothing was written",
-            path=target, expected="run as the file's owner",
+            path=target, fix="run as the file's owner",
         )
     if info.st_gid != _new_file_gid(target.parent) and info.st_gid not in {os.getegid(), *os.getgroups()}:
         raise UnwritableFileError(
             f"its group (gid {info.st_gid}) is not one of this user's: replacing it would change its group, "
             "so nothing was written",
-            path=target, expected="a group this user belongs to (chgrp)",
+            path=target, fix="give the file a group this user belongs to (chgrp)",
         )
 
 
@@ -318,7 +337,7 @@ def _keep_owner(fd: int, existing: os.stat_result, target: Path) -> None:
             f"the replacement cannot keep the file's owner and group (uid {existing.st_uid}, gid "
             f"{existing.st_gid}), so nothing was written",
             path=target,
-            expected="run as the file's owner",
+            fix="run as the file's owner",
         ) from exc
 
 
@@ -403,6 +422,25 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+#: What tells a file's versions apart: inode, size, modification and change times (ns).
+Identity = tuple[int, int, int, int]
+
+
+def identity_of(st: os.stat_result) -> Identity:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def file_identity(path: Path) -> Identity | None:
+    """The identity of the regular file at ``path`` now (None when there is none): a write gives the
+    file another (a new inode, size or time), so a file whose identity is unchanged since a read
+    (taken just before it) is the file that was read."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return identity_of(st) if stat.S_ISREG(st.st_mode) else None
+
+
 def read_bytes_capped(path: Path, *, limit: int = MAX_FILE_BYTES) -> bytes:
     """Read a whole regular file, refusing one larger than ``limit`` before reading it.
 
@@ -420,6 +458,32 @@ def read_bytes_capped(path: Path, *, limit: int = MAX_FILE_BYTES) -> bytes:
     if len(data) > limit:  # it grew after the fstat
         raise _too_large(path, "file grew while it was read", limit)
     return data
+
+
+def read_head(path: Path, size: int) -> bytes:
+    """The first ``size`` bytes of a regular file (never a blocking open, as :func:`read_bytes_capped`)."""
+    fd, _ = _open_regular(path if isinstance(path, Path) else Path(path))
+    try:
+        return _read_upto(fd, size, path)
+    finally:
+        os.close(fd)
+
+
+def holds(path: Path, expected: bytes) -> bool:
+    """True when the file at ``path`` still holds exactly ``expected`` (a missing, unreadable or
+    special file does not). A comparison, not a read: a file of another size is never opened."""
+    try:
+        if os.stat(path).st_size != len(expected):
+            return False
+        fd, _ = _open_regular(path)
+    except (OSError, GuardkitStateError):
+        return False
+    try:
+        return _read_upto(fd, len(expected) + 1, path) == expected
+    except GuardkitStateError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _too_large(path: Path, what: str, limit: int, why: str = "") -> FileTooLargeError:

@@ -29,11 +29,11 @@ def check_state_home(root: Path) -> None:
     if os.path.commonpath([real_root, real]) != real_root:
         raise UnsafePathError(f"{GUARDKIT_DIR} is a symlink to {real}, outside the repository; its state, "
                               "reports and worktrees would be written there", path=home,
-                              expected=f"a directory inside {real_root}")
+                              fix=f"replace the symlink by a directory (or a link to one inside {real_root})")
     if not os.path.isdir(home):
         raise NotADirectoryStateError(f"{GUARDKIT_DIR} is a file, not a directory: guardkit-state keeps its "
                                       "state, reports and worktrees in that directory", path=home,
-                                      expected="a directory (move the file away)")
+                                      fix="move the file away")
 
 
 __all__ = ["check_state_home"]

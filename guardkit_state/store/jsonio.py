@@ -53,8 +53,13 @@ def _line_col(text: str, pos: int) -> tuple[int, int]:
     return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
 
 
-def _check_depth(text: str, path: Path | str | None, limit: int) -> None:
-    """Refuse nesting deeper than ``limit`` before parsing (strings are skipped whole)."""
+def check_depth(text: str, path: Path | str | None = None, limit: int = MAX_DEPTH) -> None:
+    """Refuse JSON text nested deeper than ``limit`` before parsing it (strings are skipped whole):
+    Python's parser would die of a ``RecursionError`` at a few thousand levels.
+
+    Raises:
+        ParseError: the nesting is deeper; names ``path``, the line and the column.
+    """
     if text.count("[") + text.count("{") <= limit:
         return  # not even that many brackets in all (strings included): no deeper nesting either
     depth = 0
@@ -68,6 +73,28 @@ def _check_depth(text: str, path: Path | str | None, limit: int) -> None:
                                  path=path, line=line, expected=f"at most {limit} levels of nesting")
         elif char in "]}":
             depth -= 1
+
+
+def top_level(text: str) -> Any:
+    """The top level of JSON text with every array and object inside it read as ``null``: the
+    envelope of a message nested too deep to parse whole (a JSON-RPC request's ``id``).
+
+    Raises:
+        ParseError: even that is not JSON.
+    """
+    kept, depth, start = [], 0, 0
+    for match in _BRACKETS.finditer(text):
+        char = match.group()
+        if char in "[{":
+            depth += 1
+            if depth == 2:
+                kept.append(text[start:match.start()] + "null")
+        elif char in "]}":
+            depth -= 1
+            if depth == 1:
+                start = match.end()
+    kept.append(text[start:] if depth <= 1 else "")
+    return parse_json("".join(kept))
 
 
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -133,7 +160,7 @@ def parse_json(text: str, *, path: Path | str | None = None, max_depth: int = MA
     """
     if text.startswith("\ufeff"):
         text = text[1:]  # a UTF-8 byte-order mark is harmless; json.loads would refuse it
-    _check_depth(text, path, max_depth)
+    check_depth(text, path, max_depth)
     overflowed: list[str] = []
 
     def parse_float(literal: str) -> float:
@@ -201,7 +228,7 @@ def check_storable(value: Any, *, path: Path | str | None = None) -> bool:
             if not math.isfinite(item):
                 raise _unstorable(f"number is out of range (it reads as {item})", parts, path)
         elif isinstance(item, (dict, list, tuple)) and len(parts) >= MAX_DEPTH:
-            # Every read refuses it (see _check_depth): a file written with it could never be read.
+            # Every read refuses it (see check_depth): a file written with it could never be read.
             raise _unstorable(f"data is nested deeper than {MAX_DEPTH} levels", parts, path)
         elif isinstance(item, dict):
             children: list[tuple[Any, tuple[str | int, ...]]] = []

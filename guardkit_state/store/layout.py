@@ -9,13 +9,14 @@ them to a root::
       tasks/                                    the task files (TASKS_DIR)
       .guardkit/
         autobuild/TASK-ID/                      per-turn reports (artifacts_dir), scratch in .work/
+        autobuild-private/TASK-ID/              GuardKit's Coach verdicts, evidence: read first (private_artifacts_dir)
         worktrees/TASK-ID/                      a loop's worktree, on branch autobuild/TASK-ID
         features/FEAT-*.yaml                    feature plans (features_dir)
         config/quality-gates.yaml               gate profiles (QUALITY_GATES_FILE)
         config/entity-overrides.yaml            overrides (OVERRIDES_FILE)
         index/                                  the local search index (index_dir)
         reports/TASK-ID.html                    the HTML report (report_file)
-        cache/status.json                       the status cache (status_cache_file)
+        cache/status.json                       the status cache (status_cache_file); plans.json ... (cache_file)
         logs/autobuild.log                      the loop's log (log_file)
 
 The per-task lock lives in git's common directory when there is one (shared by every worktree):
@@ -32,6 +33,9 @@ GUARDKIT_DIR = ".guardkit"
 _HOME = Path(GUARDKIT_DIR)
 #: Per-task turn files: ``.guardkit/autobuild/TASK-ID/``.
 STATE_DIR = _HOME / "autobuild"
+#: Where GuardKit keeps what its Player must not read (its Coach's verdicts and evidence):
+#: ``.guardkit/autobuild-private/TASK-ID/``, read before ``autobuild/`` (as GuardKit reads them).
+PRIVATE_STATE_DIR = _HOME / "autobuild-private"
 #: Loop worktrees: ``.guardkit/worktrees/TASK-ID``.
 WORKTREES_DIR = _HOME / "worktrees"
 FEATURES_DIR = _HOME / "features"
@@ -44,12 +48,23 @@ STATUS_CACHE_FILE = _HOME / "cache" / "status.json"
 LOG_FILE = _HOME / "logs" / "autobuild.log"
 #: The loop's scratch folder inside a task's turn-file folder (context, prompts, incoming reports).
 WORK_DIR = ".work"
+
+#: The loop's own folders under ``.guardkit/`` that it writes while agents run, by design (other loops'
+#: worktrees, the search index, caches, the log, the live reports), and its agents' scratch and the
+#: plans' lock files (globs): machine-local, never an agent's work, never committed by a turn.
+RUNTIME_DIRS = (WORKTREES_DIR.as_posix(), INDEX_DIR.as_posix(), STATUS_CACHE_FILE.parent.as_posix(),
+                LOG_FILE.parent.as_posix(), REPORTS_DIR.as_posix())
+RUNTIME_GLOBS = (f"{STATE_DIR.as_posix()}/*/{WORK_DIR}/**", f"{GUARDKIT_DIR}/**/.locks/**")
+#: A feature's id starts so (its plan is ``.guardkit/features/FEAT-....yaml``).
+FEATURE_PREFIX = "FEAT-"
 #: The loop's branches: ``autobuild/TASK-ID``.
 BRANCH_PREFIX = "autobuild/"
 #: Inside git's common directory: ``guardkit-state/locks/TASK-ID.lock``.
 LOCKS_IN_GIT_DIR = PurePosixPath("guardkit-state") / "locks"
 #: Inside git's common directory: ``guardkit-state/turn-commits/TASK-ID``, the commits the loop made.
 TURN_COMMITS_IN_GIT_DIR = PurePosixPath("guardkit-state") / "turn-commits"
+#: Inside git's common directory: ``guardkit-state/merge-queue/FEAT-ID``, the gate's verdicts on candidates.
+MERGE_QUEUE_IN_GIT_DIR = PurePosixPath("guardkit-state") / "merge-queue"
 #: Inside git's common directory: ``guardkit-state/workers/<remote>/``, each live worker's lock and
 #: the nonces of the claims it made (:mod:`guardkit_state.remote.own_claims`).
 WORKERS_IN_GIT_DIR = PurePosixPath("guardkit-state") / "workers"
@@ -62,6 +77,11 @@ def tasks_dir(root: Path | str) -> Path:
 def artifacts_dir(root: Path | str, task_id: str) -> Path:
     """Where a task's per-turn files live inside a checkout (main or worktree)."""
     return Path(root) / STATE_DIR / task_id
+
+
+def private_artifacts_dir(root: Path | str, task_id: str) -> Path:
+    """Where GuardKit keeps a task's Coach verdicts and evidence, out of its Player's reach."""
+    return Path(root) / PRIVATE_STATE_DIR / task_id
 
 
 def worktrees_dir(root: Path | str) -> Path:
@@ -90,8 +110,19 @@ def status_cache_file(root: Path | str) -> Path:
     return Path(root) / STATUS_CACHE_FILE
 
 
+def cache_file(root: Path | str, name: str) -> Path:
+    """A reader's rebuildable cache, ``.guardkit/cache/NAME.json`` (beside ``status``'s)."""
+    return Path(root) / STATUS_CACHE_FILE.parent / f"{name}.json"
+
+
 def log_file(root: Path | str) -> Path:
     return Path(root) / LOG_FILE
+
+
+def names_feature(ref: str) -> bool:
+    """True when a command's argument names a feature (its id ``FEAT-...``, in any case, or its
+    plan file ``....yaml``), not a task."""
+    return ref[:len(FEATURE_PREFIX)].upper() == FEATURE_PREFIX or ref.endswith(".yaml")
 
 
 def branch_for(task_id: str) -> str:
@@ -149,9 +180,12 @@ __all__ = [
     "INDEX_DIR",
     "LOCKS_IN_GIT_DIR",
     "LOG_FILE",
+    "MERGE_QUEUE_IN_GIT_DIR",
     "OVERRIDES_FILE",
     "QUALITY_GATES_FILE",
     "REPORTS_DIR",
+    "RUNTIME_DIRS",
+    "RUNTIME_GLOBS",
     "STATE_DIR",
     "STATUS_CACHE_FILE",
     "TASKS_DIR",

@@ -44,7 +44,7 @@ def exclusive_lock(lock_path: Path, *, wait: float = 0.0, holder: str = "") -> I
                     raise LockedError(
                         f"another guardkit-state process holds this lock{other}",
                         path=lock_path,
-                        expected="one writer per task at a time",
+                        fix="wait for it to finish, or stop it (one writer per task at a time)",
                     ) from None
                 time.sleep(0.01)
         os.ftruncate(fd, 0)

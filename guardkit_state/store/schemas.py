@@ -16,12 +16,10 @@ It is trusted only to say "valid", for plain JSON data (a ``tuple`` is an array 
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import json
 import logging
 import re
 from dataclasses import dataclass
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +34,8 @@ from guardkit_state.store.json_paths import sort_key
 from guardkit_state.store.legacy import normalise as normalise
 
 if TYPE_CHECKING:  # imported lazily below: ~40 ms that a valid record (jsonschema-rs) never needs
+    from importlib.resources.abc import Traversable
+
     import jsonschema
     import referencing
 
@@ -54,6 +54,8 @@ def schema_dir() -> Traversable:
     The wheel maps the top-level ``schemas/`` folder to the package ``guardkit_state.schema_files``;
     an editable install does not provide that mapping, so a source checkout falls back to the folder.
     """
+    import importlib.resources  # here: a read that validates no record never pays for it
+
     try:
         packaged = importlib.resources.files(SCHEMA_PACKAGE)
         if any(entry.name.endswith(SCHEMA_SUFFIX) for entry in packaged.iterdir()):
@@ -294,11 +296,11 @@ def check_version(kind: str, data: Any, *, path: str | Path | None = None) -> No
     version = data.get("schema_version")
     if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
         raise SchemaVersionError(
-            f"{kind} record has schema_version {version}, newer than this guardkit-state understands"
-            f" (upgrade guardkit-state to read it)",
+            f"{kind} record has schema_version {version}, newer than this guardkit-state understands",
             path=path,
             pointer="$.schema_version",
             expected=f"schema_version <= {SCHEMA_VERSION}",
+            fix="upgrade guardkit-state to read it",
             **_context(data),
         )
 

@@ -1,7 +1,12 @@
 """The per-task artifact store: ``.guardkit/autobuild/TASK-ID/{player_turn,coach_turn,turn_state_turn}_N.json``.
 
+GuardKit now writes its Coach's verdicts and evidence (``coach_turn_N.json``,
+``coach_evidence_turn_N.json``) to ``.guardkit/autobuild-private/TASK-ID/``, out of its Player's
+reach, and reads a report there first, then in ``autobuild/``: a report is read the same way here.
+What this package writes goes to ``autobuild/``, as before.
+
 Records are validated once before they are written (by :meth:`TurnStore.write`, or where they come
-in, for :meth:`TurnStore.write_checked`) and on read, written atomically, and immutable once their turn is
+in, when the writer says so) and on read, written atomically, and immutable once their turn is
 recorded in the task's frontmatter (the commit point): rewriting a recorded turn is an error, while
 the files of an interrupted, unrecorded turn may be replaced by a re-run.
 
@@ -16,38 +21,26 @@ from __future__ import annotations
 
 import json
 import os
-import stat
+import re
 from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError, SchemaError, TurnAlreadyRecordedError
 from guardkit_state.model import CoachDecision, PlayerReport, TurnState
-from guardkit_state.store.fsio import atomic_write_stat
-from guardkit_state.store.jsonio import check_storable, dump_json, dump_record, load_record
-from guardkit_state.store.layout import WORK_DIR
+from guardkit_state.store import schemas
+from guardkit_state.store.fsio import Identity, atomic_write_stat, file_identity, identity_of
+from guardkit_state.store.jsonio import check_storable, dump_json, load_json, load_record
+from guardkit_state.store.layout import GUARDKIT_DIR, STATE_DIR, WORK_DIR, private_artifacts_dir
 from guardkit_state.store.layout import artifacts_dir as artifacts_dir  # re-exported: the folder is the layout's
-from guardkit_state.store.schemas import normalise
 
 FILE_PATTERNS = {
     "player_turn": "player_turn_{n}.json",
     "coach_turn": "coach_turn_{n}.json",
     "turn_state": "turn_state_turn_{n}.json",
 }
-
-
-def _identity(path: Path) -> tuple[int, int, int, int] | None:
-    """What tells a file's versions apart (inode, size, times); None when it is no regular file."""
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    return _identity_of(st)
-
-
-def _identity_of(st: os.stat_result) -> tuple[int, int, int, int]:
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+#: GuardKit's Coach evidence bundle of a turn (gates, tests, honesty, requirements): read, never written.
+EVIDENCE_PATTERN = "coach_evidence_turn_{n}.json"
+_EVIDENCE_NAME = re.compile(r"^coach_evidence_turn_([1-9][0-9]{0,8})\.json$")
 
 
 class TurnStore:
@@ -56,8 +49,66 @@ class TurnStore:
     def __init__(self, directory: Path, task_id: str) -> None:
         self.directory = Path(directory)
         self.task_id = task_id
-        self._cache: dict[Path, tuple[tuple[int, int, int, int], str]] = {}
+        self._cache: dict[Path, tuple[Identity, str]] = {}
         self._paths: dict[tuple[str, int], Path] = {}  # a turn's paths are asked for many times per turn
+        home = self.directory.parent
+        # ``<checkout>/.guardkit/autobuild/TASK-ID`` -> ``<checkout>/.guardkit/autobuild-private/TASK-ID``.
+        self.private_directory: Path | None = (
+            private_artifacts_dir(home.parent.parent, self.directory.name)
+            if home.name == STATE_DIR.name and home.parent.name == GUARDKIT_DIR else None)
+        self._private: bool | None = None  # whether that folder exists, looked at once
+
+    def source(self, kind: str, turn: int) -> Path:
+        """Where a turn's ``kind`` record is read from: GuardKit's private folder when it holds the
+        file, else :meth:`path` (where this package writes it)."""
+        return self._private_or(FILE_PATTERNS[kind].format(n=turn)) or self.path(kind, turn)
+
+    def _private_or(self, name: str) -> Path | None:
+        if self.private_directory is None:
+            return None
+        if self._private is None:
+            self._private = self.private_directory.is_dir()
+        if self._private:
+            candidate = self.private_directory / name
+            if file_identity(candidate) is not None:
+                return candidate
+        return None
+
+    def evidence_path(self, turn: int) -> Path | None:
+        """GuardKit's ``coach_evidence_turn_N.json`` of ``turn`` (private folder first), or None."""
+        name = EVIDENCE_PATTERN.format(n=turn)
+        found = self._private_or(name)
+        if found is not None:
+            return found
+        public = self.directory / name
+        return public if file_identity(public) is not None else None
+
+    def evidence_turns(self) -> list[int]:
+        """The turns GuardKit kept Coach evidence for (either folder), in order."""
+        found: set[int] = set()
+        for folder in (self.private_directory, self.directory):
+            try:
+                names = os.listdir(folder) if folder is not None else []
+            except OSError:
+                continue
+            for name in names:
+                match = _EVIDENCE_NAME.match(name)
+                if match:
+                    found.add(int(match.group(1)))
+        return sorted(found)
+
+    def read_evidence(self, turn: int) -> dict[str, Any] | None:
+        """The Coach evidence GuardKit kept for ``turn`` (strict JSON, no schema: GuardKit's own
+        shape, shown as it is), or None when there is none.
+
+        Raises:
+            ParseError, FileTooLargeError: the file is not strict JSON.
+        """
+        path = self.evidence_path(turn)
+        if path is None:
+            return None
+        data = load_json(path)
+        return data if isinstance(data, dict) else {"evidence": data}
 
     @property
     def work_dir(self) -> Path:
@@ -76,35 +127,27 @@ class TurnStore:
         return found
 
     def exists(self, kind: str, turn: int) -> bool:
-        return self.path(kind, turn).is_file()
+        return self.source(kind, turn).is_file()
 
-    def write(self, kind: str, turn: int, data: dict[str, Any], *, recorded_turns: int) -> Path:
-        """Validate ``data`` against its schema and write it atomically.
+    def write(self, kind: str, turn: int, data: dict[str, Any], *, recorded_turns: int, checked: bool = False,
+              canonical: bool = False) -> Path:
+        """Write ``data`` as canonical JSON, atomically, checked against the ``kind`` schema first.
 
-        Raises:
-            TurnAlreadyRecordedError: ``turn`` is already recorded in the frontmatter.
-            SchemaError: ``data`` is not a valid ``kind`` record (nothing is written).
-        """
-        self._refuse_recorded(kind, turn, recorded_turns)
-        path = self.path(kind, turn)
-        return self._put(kind, path, dump_record(kind, data, path=path), canonical=False)
-
-    def write_checked(self, kind: str, turn: int, data: dict[str, Any], *, recorded_turns: int,
-                      canonical: bool = True) -> Path:
-        """Write ``data``, which the caller already checked against the ``kind`` schema, as canonical JSON.
-
-        A report is checked once, where it comes in (:mod:`guardkit_state.turns.intake`); checking
-        it again here would only repeat that work. ``canonical`` says ``data`` is exactly what
-        :meth:`read` returns for the written file (a record built from a validated dict): it is
-        then remembered as written, without normalising it again.
+        ``checked``: the caller already checked ``data`` (a report is checked once, where it comes
+        in: :mod:`guardkit_state.turns.intake`), and it is not checked again. ``canonical``: ``data``
+        is exactly what :meth:`read` returns for the written file (a record built from a validated
+        dict), remembered as written without being normalised again.
 
         Raises:
             TurnAlreadyRecordedError: ``turn`` is already recorded in the frontmatter.
-            SchemaError: ``data`` holds something that cannot be written as UTF-8 JSON, named by its
-                JSON path (nothing is written).
+            SchemaError: ``data`` is not a valid ``kind`` record, or holds something that cannot be
+                written as UTF-8 JSON, named by its JSON path (nothing is written).
         """
         self._refuse_recorded(kind, turn, recorded_turns)
         path = self.path(kind, turn)
+        if not checked:
+            check_storable(data, path=path)
+            schemas.check_record(kind, data, path=path)
         try:
             text = dump_json(data)
             text.encode("utf-8")
@@ -135,8 +178,8 @@ class TurnStore:
             written = atomic_write_stat(path, data)
         assert written is not None  # None only when a precondition says no, and there is none
         # What read() would return for these bytes (already checked): the next turn reads it.
-        self._cache[path] = (_identity_of(written), text if canonical else
-                             json.dumps(normalise(kind, json.loads(text), owned=True)[0], ensure_ascii=False))
+        self._cache[path] = (identity_of(written), text if canonical else
+                             json.dumps(schemas.normalise(kind, json.loads(text), owned=True)[0], ensure_ascii=False))
         return path
 
     def read(self, kind: str, turn: int) -> dict[str, Any] | None:
@@ -144,10 +187,10 @@ class TurnStore:
 
         Served from memory while the file is unchanged since this store last validated it.
         """
-        path = self.path(kind, turn)
-        return self._read(kind, path, _identity(path))
+        path = self.source(kind, turn)
+        return self._read(kind, path, file_identity(path))
 
-    def _read(self, kind: str, path: Path, identity: tuple[int, int, int, int] | None) -> dict[str, Any] | None:
+    def _read(self, kind: str, path: Path, identity: Identity | None) -> dict[str, Any] | None:
         if identity is None:
             return None
         hit = self._cache.get(path)

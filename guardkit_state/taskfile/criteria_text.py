@@ -11,7 +11,7 @@ position. Using the task's own labels matters: a Coach judges ``AC-1``, and a le
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from guardkit_state.model import Criterion
@@ -51,7 +51,9 @@ def extract_criteria(data: dict[str, Any], body: str) -> list[Criterion]:
     """
     listed = _frontmatter_criteria(data.get("acceptance_criteria"))
     if listed:
-        return _numbered([(label, text, False) for label, text in listed])
+        criteria = _numbered([(label, text, False) for label, text, _ in listed])
+        return [replace(c, verifier=stamp[0], test_ref=stamp[1]) if stamp else c
+                for c, (_, _, stamp) in zip(criteria, listed, strict=True)]
     section = _criteria_section(body)
     if not section:
         return []
@@ -215,19 +217,24 @@ def _list_items(lines: list[str]) -> list[_Item]:
     return [_Item(index, (text,)) for index, depth, text in found if depth == top]
 
 
-def _frontmatter_criteria(value: Any) -> list[tuple[str | None, str]]:
-    """``(id given, text)`` of each item of a frontmatter list; a mapping may name its ``id``."""
+def _frontmatter_criteria(value: Any) -> list[tuple[str | None, str, tuple[str, str | None] | None]]:
+    """``(id given, text, stamp)`` of each item of a frontmatter list; a mapping may name its ``id``
+    and carry GuardKit's routing-law stamp (``verifier:``, with ``test_ref:``)."""
     if not isinstance(value, list):
         return []
-    out: list[tuple[str | None, str]] = []
+    out: list[tuple[str | None, str, tuple[str, str | None] | None]] = []
     for item in value:
         given: str | None = None
+        stamp: tuple[str, str | None] | None = None
         if isinstance(item, dict):
             raw_id = item.get("id")
             given = raw_id.strip() if isinstance(raw_id, str) and raw_id.strip() else None
+            verifier, test_ref = item.get("verifier"), item.get("test_ref")
+            if isinstance(verifier, str) and verifier.strip():
+                stamp = (verifier.strip(), test_ref.strip() if isinstance(test_ref, str) and test_ref.strip() else None)
             item = item.get("text") or item.get("description") or item.get("criterion")
         if item is not None and str(item).strip():
-            out.append((given, " ".join(str(item).split())))
+            out.append((given, " ".join(str(item).split()), stamp))
     return out
 
 

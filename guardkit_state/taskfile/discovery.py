@@ -21,20 +21,23 @@ process (the feature loop) always sees files created, moved or removed since its
 
 from __future__ import annotations
 
-import contextlib
+import bisect
 import logging
 import os
 import re
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
 
 from guardkit_state.errors import FrontmatterError, GuardkitStateError, UnsafePathError
 from guardkit_state.model import STATE_KEYS
-from guardkit_state.store import fsio
+from guardkit_state.store import fsio, stat_cache
 from guardkit_state.store.layout import TASKS_DIR, worktrees_dir
+from guardkit_state.taskfile.read_scope import listing_scope as listing_scope  # re-exported: readers name it here
+from guardkit_state.taskfile.read_scope import scoped as scoped
+from guardkit_state.taskfile.task_facts import remembered
 
 log = logging.getLogger("guardkit_state.taskfile.discovery")
 
@@ -49,70 +52,110 @@ _ID_LINE = re.compile(r"^id:[ \t]*['\"]?([^'\"\s#]+)", re.M)
 #: How much of a file's head :func:`declared_id` scans for its ``id:``.
 _HEAD_BYTES = 8192
 
-_T = TypeVar("_T")
-#: What one read-only command already listed or read (see :func:`listing_scope`); None outside one.
-_SCOPE: ContextVar[dict[tuple[str, ...], Any] | None] = ContextVar("guardkit_state_listing_scope", default=None)
-
-
-@contextlib.contextmanager
-def listing_scope() -> Iterator[None]:
-    """Within the block, each ``tasks/`` folder is walked once, and whatever else is
-    :func:`scoped` is computed once: for one read-only command that looks up many tasks.
-
-    Never wrap a loop that writes or waits for agents in it: a listing taken inside the scope
-    does not see files created, moved or removed later. A nested scope shares the outer one.
-    """
-    if _SCOPE.get() is not None:
-        yield
-        return
-    token = _SCOPE.set({})
-    try:
-        yield
-    finally:
-        _SCOPE.reset(token)
-
-
-def scoped(key: tuple[str, ...], compute: Callable[[], _T]) -> _T:
-    """``compute()``, remembered under ``key`` for the rest of the current :func:`listing_scope`
-    (computed every time outside one)."""
-    cache = _SCOPE.get()
-    if cache is None:
-        return compute()
-    if key not in cache:
-        cache[key] = compute()
-    result: _T = cache[key]
-    return result
-
-
 @dataclass(frozen=True)
 class _Listing:
-    """The readable ``*.md`` files below a ``tasks/`` folder as ``(name, path)`` pairs in walk
-    order, and the FIFOs, sockets and devices the walk skipped."""
+    """The readable ``*.md`` files below a ``tasks/`` folder in walk order, their names sorted
+    (with their walk position: a lookup by id bisects them), and the FIFOs, sockets and devices
+    the walk skipped."""
 
-    files: tuple[tuple[str, str], ...]
+    entries: tuple[os.DirEntry[str], ...]
     special: tuple[Path, ...]
+    by_name: tuple[tuple[str, int], ...] = ()
+    #: Every folder walked, with its signature taken before it was listed; empty when this
+    #: listing may not be reused (see :func:`_listing`).
+    folders: tuple[tuple[str, tuple[int, int, int, int]], ...] = ()
+
+    def named(self, task_id: str) -> list[str]:
+        """The paths of the files named for ``task_id`` (``<id>.md``, ``<id>-<slug>.md``), in walk order."""
+        exact, prefix = f"{task_id}.md", f"{task_id}-"
+        found = []
+        for name, position in self.by_name[bisect.bisect_left(self.by_name, (task_id,)):]:
+            if not name.startswith(task_id):
+                break
+            if name == exact or name.startswith(prefix):
+                found.append(position)
+        return [self.entries[position].path for position in sorted(found)]
+
+
+#: This process's last listing of each ``tasks/`` folder (a long-running process, the MCP server,
+#: lists it for every call): reused by the next scope while no folder in it changed since.
+_LAST: dict[str, _Listing] = {}
 
 
 def _listing(root: Path) -> _Listing:
+    """``root/tasks`` listed once per :func:`listing_scope`, and in a later scope only when one of
+    its folders changed (a file added, removed or renamed in a folder changes that folder's mtime).
+
+    A listing is not reused when a folder changed within the last clock ticks (a second change in
+    the same tick would keep its mtime: :data:`~guardkit_state.store.stat_cache.RACY_NS`), nor when
+    it holds a symlink or a special file (a link's target can change with no folder changing).
+    """
     def walk() -> _Listing:
+        key = os.fspath(root)
+        last = _LAST.get(key)
+        if last is not None and last.folders and all(_folder_signature(f) == sig for f, sig in last.folders):
+            return last
         special: list[Path] = []
-        files = tuple((entry.name, entry.path) for entry in walk_markdown(root, root / TASKS_DIR, special))
-        return _Listing(files, tuple(special))
+        folders: list[tuple[str, tuple[int, int, int, int]]] = []
+        entries = tuple(walk_markdown(root, root / TASKS_DIR, special, folders))
+        by_name = tuple(sorted((entry.name, position) for position, entry in enumerate(entries)))
+        settled = time.time_ns() - stat_cache.RACY_NS
+        reusable = not special and all(sig[0] < settled and sig[1] < settled for _, sig in folders) \
+            and not any(entry.is_symlink() for entry in entries)
+        listing = _Listing(entries, tuple(special), by_name, tuple(folders) if reusable else ())
+        _LAST[key] = listing
+        return listing
 
     return scoped(("tasks", os.fspath(root)), walk)
 
 
-def walk_markdown(root: Path | str, top: Path | str,
-                  special: list[Path] | None = None) -> Iterator[os.DirEntry[str]]:
+def _folder_signature(folder: str) -> tuple[int, int, int, int] | None:
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_size
+
+
+def ids_in_other_case(root: Path | str, task_id: str) -> list[str]:
+    """The ids of the files under ``root/tasks`` named for ``task_id`` in another case
+    (``task-cr-007`` -> ``TASK-CR-007``), as their names spell them; sorted."""
+    folded = task_id.casefold()
+    exact, prefix = f"{folded}.md", f"{folded}-"
+    found = {entry.name[:len(task_id)] for entry in _listing(Path(root)).entries
+             if (name := entry.name.casefold()) == exact or name.startswith(prefix)}
+    return sorted(found - {task_id})
+
+
+def listed_ids(root: Path | str) -> list[str]:
+    """The id of every task-like file under ``root/tasks``, by its name (for "did you mean")."""
+    return sorted({task_id_from_filename(entry.name) for entry in _listing(Path(root)).entries
+                   if TASK_FILE_NAME.match(entry.name)})
+
+
+def task_entries(root: Path | str) -> tuple[os.DirEntry[str], ...]:
+    """Every readable ``*.md`` file under ``root/tasks``, in walk order (:func:`walk_markdown`'s
+    rules): listed once per :func:`listing_scope`, as every lookup by id there sees them."""
+    return _listing(Path(root)).entries
+
+
+def walk_markdown(root: Path | str, top: Path | str, special: list[Path] | None = None,
+                  walked: list[tuple[str, tuple[int, int, int, int]]] | None = None) -> Iterator[os.DirEntry[str]]:
     """Every readable ``*.md`` file below ``top`` (inside checkout ``root``), by the rules above.
 
     Yields scandir entries (no Path objects: a walk of 10,000 files costs ~0.1 s less this way).
-    A FIFO, socket or device is added to ``special`` when given, so a caller can name it.
+    A FIFO, socket or device is added to ``special`` when given, so a caller can name it; each
+    folder listed to ``walked``, with its signature taken just before (mtime, ctime, inode, size).
     """
     stack = [str(top)]
     while stack:
+        folder = stack.pop()
+        if walked is not None:
+            signature = _folder_signature(folder)
+            if signature is not None:
+                walked.append((folder, signature))
         try:
-            with os.scandir(stack.pop()) as listing:
+            with os.scandir(folder) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
         except OSError:  # gone, not a folder, or unreadable: nothing to read there
             continue
@@ -170,10 +213,8 @@ def task_copies(repo_root: Path | str, task_id: str, special: list[Path] | None 
     listing = _listing(Path(repo_root))
     if special is not None:
         special.extend(listing.special)
-    # The name test first, inlined (named_for): a feature's lookups test every listed name.
-    exact, prefix = f"{task_id}.md", f"{task_id}-"
-    return [Path(path) for name, path in listing.files
-            if (name == exact or name.startswith(prefix)) and names_task(Path(path), task_id)]
+    root = Path(repo_root)
+    return [Path(path) for path in listing.named(task_id) if names_task(Path(path), task_id, root)]
 
 
 def loop_worktrees(home: Path | str) -> list[os.DirEntry[str]]:
@@ -203,15 +244,22 @@ def named_for(name: str, task_id: str) -> bool:
     return name == f"{task_id}.md" or name.startswith(f"{task_id}-")
 
 
-def names_task(path: Path, task_id: str) -> bool:
-    """True when ``path`` is a file of ``task_id``: named for it, and not declaring another id."""
+def names_task(path: Path, task_id: str, checkout: Path | None = None) -> bool:
+    """True when ``path`` is a file of ``task_id``: named for it, and not declaring another id.
+
+    With ``checkout`` (the checkout holding ``path``), the id the file declares is kept in the
+    task-file cache while the file is unchanged (a lookup by id reads no file twice).
+    """
     name = path.name
     if name == f"{task_id}.md":
         return True
     if not named_for(name, task_id):
         return False
     # TASK-ABC-1-2-x.md starts with "TASK-ABC-1-" too: trust the file's own id when it has one.
-    declared = declared_id(path)
+    if checkout is None:
+        declared = declared_id(path)
+    else:
+        declared = remembered(path, checkout, "declared id", partial(declared_id, path), cheap=True)
     return declared is None or declared == task_id
 
 
@@ -219,7 +267,7 @@ def declared_id(path: Path) -> str | None:
     """The ``id:`` a task file declares in its frontmatter, by a cheap scan of its head (no YAML parse)."""
     try:
         # Never a blocking open: the name may have become a FIFO since the walk looked at it.
-        head = fsio.read_bytes_capped(path)[:_HEAD_BYTES].decode("utf-8", "replace")
+        head = fsio.read_head(path, _HEAD_BYTES).decode("utf-8", "replace")
     except GuardkitStateError:
         return None
     from guardkit_state.taskfile.frontmatter import split_frontmatter  # here: the CLI builds its parser without YAML
@@ -248,7 +296,9 @@ __all__ = [
     "STATE_MARKERS",
     "TASK_FILE_NAME",
     "declared_id",
+    "ids_in_other_case",
     "iter_task_files",
+    "listed_ids",
     "listing_scope",
     "loop_worktrees",
     "named_for",
@@ -256,6 +306,7 @@ __all__ = [
     "own_task_files",
     "scoped",
     "task_copies",
+    "task_entries",
     "task_id_from_filename",
     "walk_markdown",
 ]

@@ -1,9 +1,11 @@
 """The task file store: read a task's frontmatter, state and criteria; write the state surgically.
 
-A :class:`TaskFile` is loaded once (capped read, strict parse) and then updated in memory by each
+A :class:`TaskFile` is read once (capped read, strict parse; :func:`read_task_settled` for a file
+about to be written, never a half-saved one) and then updated in memory by each
 :meth:`TaskFile.apply`, which splices the file's text and writes it atomically. Just before the
-write the file is re-read: if an editor saved it meanwhile, the splice is redone on the new text,
-so no user edit is lost. Cross-process locking is the caller's job (the turn lifecycle).
+rename the file is compared with the text the splice was made on: if an editor saved it meanwhile,
+the splice is redone on the new text, so no user edit is lost. Cross-process locking is the
+caller's job (the turn lifecycle).
 """
 
 from __future__ import annotations
@@ -11,17 +13,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from guardkit_state.errors import (
-    DuplicateKeyError,
-    GuardkitStateError,
-    TurnError,
-)
+from guardkit_state.errors import DuplicateKeyError, ParseError, TurnError
 from guardkit_state.model import AutobuildState, Criterion, whole_number
 from guardkit_state.store import fsio
+from guardkit_state.store.turn_files import TurnStore
 
 # Criteria are read by their own module and files found by discovery.py; importing them from here
 # keeps working.
@@ -29,11 +29,11 @@ from guardkit_state.taskfile.criteria_text import extract_criteria as extract_cr
 from guardkit_state.taskfile.discovery import iter_task_files as iter_task_files
 from guardkit_state.taskfile.discovery import task_id_from_filename
 from guardkit_state.taskfile.frontmatter import STATE_KEY, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
-from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate, plain_data, splice_state
-from guardkit_state.taskfile.strict_yaml import DuplicateKey
-from guardkit_state.taskfile.yaml_writer import SETTLE_PAUSE as SETTLE_PAUSE  # the turn lifecycle waits as long
-from guardkit_state.taskfile.yaml_writer import read_settled as read_settled  # turns/intake.py reads it from here
-from guardkit_state.taskfile.yaml_writer import recall, remember, write_verified
+from guardkit_state.yamltext.yaml_writer import read_settled, recall, remember, unchanged, write_verified
+
+if TYPE_CHECKING:  # the splice is imported by a write only: a read never needs it
+    from guardkit_state.taskfile.splice import SpliceResult, StateUpdate
+    from guardkit_state.yamltext.strict_yaml import DuplicateKey
 
 log = logging.getLogger("guardkit_state.taskfile.document")
 #: One line per repeated key of a task file read (the CLI shows these on stderr).
@@ -68,6 +68,9 @@ class TaskFile:
     #: The strict parse of ``text`` (from the load or the last write's verification): the next
     #: write locates keys from it, so a write costs one full parse, of its new text.
     _parsed: ParsedFrontmatter | None = field(repr=False, default=None, compare=False)
+    #: The file's identity when ``text`` was read from it (None: not known), and when (monotonic).
+    _identity: fsio.Identity | None = field(repr=False, default=None, compare=False)
+    _read_at: float = field(repr=False, default=0.0, compare=False)
 
     # ------------------------------------------------------------------ reading
 
@@ -80,8 +83,10 @@ class TaskFile:
             GuardkitStateError (the file cannot be read).
         """
         path = Path(path)
-        raw = fsio.read_bytes_capped(path)
-        return cls.from_bytes(raw, path)
+        identity = fsio.file_identity(path)  # taken first: a write during the read shows as a change
+        task = cls.from_bytes(fsio.read_bytes_capped(path), path)
+        task._identity, task._read_at = identity, time.monotonic()
+        return task
 
     @classmethod
     def from_bytes(cls, raw: bytes, path: Path, *, warn: bool = True) -> TaskFile:
@@ -92,11 +97,15 @@ class TaskFile:
         it itself); such a file is not written to.
         """
         text = fsio.decode_utf8(raw, path)
-        known = recall(path, raw)  # the verified reading of the bytes this process last wrote there
+        # The reading of these very bytes this process last made (its own write's, verified, or a
+        # read's): a file read again unchanged (a server answering calls, a feature's tasks) is not
+        # parsed again. Only a file holding loop state is kept: the long frontmatters, read often.
+        known = recall(path, raw)
         parsed = known if isinstance(known, ParsedFrontmatter) else parse_frontmatter(text, path=path, keep_last=True)
+        if known is None and parsed.state_key is not None:
+            remember(path, raw, parsed)
         if parsed.duplicates and warn:
-            duplicates_log.warning("%s:%d: %s: the last value is read (as GuardKit reads it)", path,
-                                   parsed.duplicates[0].line, describe_duplicates(parsed.duplicates))
+            warn_duplicates(path, duplicates_note(path, parsed.duplicates))
         data = parsed.data
         key = parsed.state_key
         state = parsed.state(path)
@@ -148,24 +157,38 @@ class TaskFile:
     def has_frontmatter(self) -> bool:
         return self.split.has_frontmatter
 
-    def refreshed(self) -> TaskFile:
-        """This object, or a fresh load when the file changed on disk since it was read.
+    def unchanged(self) -> bool:
+        """True when the file is still the one this text was read from, a settle pause or more after
+        the read (an editor saving it in place at the read would have changed it by then)."""
+        return unchanged(self.path, self._identity, self._read_at)
 
-        A changed file is read once it has settled (an editor saving in place must not be caught
-        half-way), and the path is remembered as contended: see :meth:`apply`.
+    def confirmed(self, store: TurnStore) -> TaskFile:
+        """This object when the file is still the one read, a settle pause later, and reads whole
+        (:meth:`looks_half_saved`); else the file read again, settled (:func:`read_task_settled`).
+
+        A file seen changed is remembered as contended: see :meth:`apply`.
         """
-        current = fsio.read_bytes_capped(self.path)
-        if current == self._raw:
+        if self.unchanged() and not self.looks_half_saved(store):
             return self
-        _CONTENDED.add(self.path)
-        return TaskFile.from_bytes(read_settled(self.path, current), self.path)
+        task = read_task_settled(self.path, store)
+        if task._raw != self._raw:
+            _CONTENDED.add(self.path)
+        return task
+
+    def looks_half_saved(self, store: TurnStore) -> bool:
+        """True when this text is empty, or lists fewer turns than ``store`` holds turn states for.
+
+        A file caught mid-way through an in-place save (empty, or cut short) looks like that; so does
+        one whose last entry a stale save really dropped (its turn is then rolled forward).
+        """
+        if not self.text.strip():  # emptied by a save between its truncate and its write: never a task
+            return True
+        recorded = len(self.state.turns) if self.state else 0
+        return store.exists("turn_state", recorded + 1)
 
     def is_stale(self) -> bool:
         """True when the file on disk is no longer the text this object holds."""
-        try:
-            return fsio.read_bytes_capped(self.path) != self._raw
-        except GuardkitStateError:
-            return True
+        return not fsio.holds(self.path, self._raw)
 
     # ------------------------------------------------------------------ writing
 
@@ -188,16 +211,18 @@ class TaskFile:
         """Splice ``update`` into the file and write it atomically (nothing is written for a no-op).
 
         The state goes to the key the file already has. Just before replacing the file it is
-        re-read; if it changed since it was loaded (an editor saved it), the new text is parsed
-        and the splice re-applied to it. Afterwards this object reflects the new text and state.
+        compared with the text the splice was made on; if it changed since it was read (an editor
+        saved it), it is read again, settled, and the splice re-applied to it. Afterwards this object
+        reflects the new text and state.
 
         Raises:
             FrontmatterError, DuplicateKeyError: the file (or its new version) cannot be spliced.
             GuardkitStateError: the write failed (the original file is untouched).
         """
-        wanted = self._for_this_file(update)
+        from guardkit_state.taskfile.splice import SpliceResult, splice_state
+
+        wanted = update = replace(update, key=self.state_key)
         result = SpliceResult(self.text, "noop")
-        update = wanted
 
         def edit(raw: bytes) -> str | None:
             nonlocal result, update
@@ -234,10 +259,11 @@ class TaskFile:
         for pause in VERIFY_PAUSES if self.path in _CONTENDED else (0.0,):
             if pause:
                 time.sleep(pause)  # (a zero pause would still give the CPU away on a busy machine)
-            current = fsio.read_bytes_capped(self.path)
-            if current == self._raw:
+            identity = fsio.file_identity(self.path)  # taken first: it is this text's only if it still holds it
+            if fsio.holds(self.path, self._raw):
+                self._identity, self._read_at = identity, time.monotonic()
                 continue
-            other = TaskFile.from_bytes(read_settled(self.path, current), self.path)
+            other = read_task_settled(self.path)
             self._adopt(other)
             if not other._contains(update):
                 log.warning("%s was overwritten by a copy older than this update; re-applying it", self.path)
@@ -246,6 +272,8 @@ class TaskFile:
 
     def _contains(self, update: StateUpdate) -> bool:
         """True when this text already holds ``update`` (its turns, scalars and top-level keys)."""
+        from guardkit_state.taskfile.splice import plain_data
+
         block = self.data.get(self.state_key)
         if not isinstance(block, dict):
             return not update.touches_state and all(
@@ -274,7 +302,7 @@ class TaskFile:
             elif present.get("timestamp") != entry.get("timestamp"):
                 raise TurnError(f"turn {entry.get('turn')} was recorded in {self.path.name} by another writer "
                                 "meanwhile; nothing was written", path=self.path, turn=entry.get("turn"),
-                                expected="one writer per task")
+                                fix="let one writer record the task's turns at a time")
         last = max((n for n in listed if isinstance(n, int)), default=0)
         numbers = [entry.get("turn") for entry in keep]
         if numbers and numbers != list(range(last + 1, last + 1 + len(numbers))):
@@ -283,24 +311,11 @@ class TaskFile:
                             f"{', '.join(map(str, numbers))}: entries were dropped by another writer; "
                             "nothing was written (resume rebuilds them from their files)",
                             path=self.path, turn=numbers[0], expected=f"turn {last + 1} next")
-        if len(keep) == len(update.append_turns):
-            return update
-        return StateUpdate(key=update.key, block_scalars=update.block_scalars, criteria=update.criteria,
-                           append_turns=keep, top_level=update.top_level)
-
-    def _for_this_file(self, update: StateUpdate) -> StateUpdate:
-        if update.key == self.state_key:
-            return update
-        return StateUpdate(
-            key=self.state_key,
-            block_scalars=update.block_scalars,
-            criteria=update.criteria,
-            append_turns=update.append_turns,
-            top_level=update.top_level,
-        )
+        return update if len(keep) == len(update.append_turns) else replace(update, append_turns=keep)
 
     def _adopt(self, other: TaskFile) -> None:
-        for name in ("text", "data", "body", "task_id", "state", "state_key", "criteria", "split", "_raw", "_parsed"):
+        for name in ("text", "data", "body", "task_id", "state", "state_key", "criteria", "split", "_raw", "_parsed",
+                     "_identity", "_read_at"):
             setattr(self, name, getattr(other, name))
 
     def _after_write(self, result: SpliceResult, update: StateUpdate) -> None:
@@ -311,6 +326,7 @@ class TaskFile:
         self.text = result.text
         self._raw = result.text.encode("utf-8")
         self._parsed = parsed
+        self._identity = None  # known once the write is seen to stand (:meth:`_landed`)
         remember(self.path, self._raw, parsed)
         self.split = parsed.split
         self.body = parsed.split.body
@@ -332,6 +348,45 @@ VERIFY_PAUSES = (0.002, 0.01, 0.03)
 _CONTENDED: set[Path] = set()
 
 
+def read_task_settled(path: Path, store: TurnStore | None = None, *, confirm: bool = True) -> TaskFile:
+    """The task file as a writer must see it: read through the one settle algorithm
+    (:func:`~guardkit_state.yamltext.yaml_writer.read_settled`), never empty or half-saved and, with
+    ``store``, never listing fewer turns than the store holds turn states for.
+
+    A partial file must never number a turn (nor be refused as a broken task file): it is read again
+    after each settle pause (under a second in all). A file that stays unparsable is what it is (a
+    busy-file error where its bytes kept changing); one that stays behind the store is returned (a
+    turn a stale save really dropped is then rolled forward). ``confirm=False`` takes the first whole
+    reading without waiting for the settle pause: the caller confirms it later (:meth:`TaskFile.unchanged`).
+    """
+    def whole(task: TaskFile) -> bool:
+        return store is None or not task.looks_half_saved(store)
+
+    task: TaskFile
+    snapshot = read_settled(path, partial(_whole_task, path=path), whole=whole, confirm=confirm)
+    task = snapshot.value
+    task._identity, task._read_at = snapshot.identity, snapshot.at
+    return task
+
+
+def _whole_task(raw: bytes, path: Path) -> TaskFile:
+    if not raw.strip():  # caught between an editor's truncate and its write: never a task's bytes
+        raise ParseError("the task file is empty", path=path, expected="a task file: its frontmatter and text")
+    return TaskFile.from_bytes(raw, path)
+
+
+def duplicates_note(path: Path, duplicates: Sequence[DuplicateKey]) -> str:
+    """The warning line of a task file that repeats a key (``path:line: duplicate key ...``)."""
+    return (f"{path}:{duplicates[0].line}: {describe_duplicates(duplicates)}: the last value is read "
+            "(as GuardKit reads it)")
+
+
+def warn_duplicates(path: Path | str, note: str) -> None:
+    """Log ``note`` (:func:`duplicates_note`) for the task file ``path``: the CLI shows it once, in
+    full for the task a command is about, and folds the others into one line."""
+    duplicates_log.warning("%s", note, extra={"task_file": str(path)})
+
+
 def describe_duplicates(duplicates: Sequence[DuplicateKey], *, shown: int = 3) -> str:
     """``duplicate key 'status' on lines 12 and 20, 'tags' on lines 13 and 25 (and 2 more)``."""
     parts = [f"{d.key!r} on lines {d.first_line} and {d.line}" for d in duplicates[:shown]]
@@ -348,5 +403,6 @@ __all__ = [
     "TaskFile",
     "extract_criteria",
     "iter_task_files",
+    "read_task_settled",
     "task_id_from_filename",
 ]

@@ -12,24 +12,24 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import DuplicateKeyError, FrontmatterError
 from guardkit_state.model import LEGACY_STATE_KEY as LEGACY_STATE_KEY  # the state block's keys
 from guardkit_state.model import STATE_KEY as STATE_KEY
 from guardkit_state.model import STATE_KEYS as STATE_KEYS
 from guardkit_state.model import AutobuildState
-from guardkit_state.taskfile.strict_yaml import DuplicateKey, parse_yaml
+
+if TYPE_CHECKING:  # YAML is imported where a text is parsed: a read answered from the caches parses none
+    import yaml
+
+    from guardkit_state.yamltext.strict_yaml import DuplicateKey
 
 #: A delimiter line: three dashes and optional trailing blanks, as python-frontmatter and Jekyll read it.
 _OPEN = re.compile(r"---[ \t]*(\r?\n)")
 _LONE_OPEN = re.compile(r"---[ \t]*[\r\n]*\Z")
 _CLOSE_TAIL = re.compile(r"[ \t]*(?:\n|\r\n|\r?\Z)")
 _MD_HEADING = re.compile(r"^#{2,6} \S")
-#: YAML's document-end line: text spliced after it would start a second document.
-DOCUMENT_END = re.compile(r"^\.\.\.(?:[ \t].*)?\r?$", re.M)
 #: Blank lines at the start of a text without frontmatter (before its first non-blank line).
 _LEADING_BLANK_LINES = re.compile(r"(?:[ \t\f\v]*\r?\n)*")
 
@@ -162,6 +162,12 @@ class ParsedFrontmatter:
     duplicates: tuple[DuplicateKey, ...] = ()
 
     @property
+    def pieces(self) -> tuple[str, str, str]:
+        """The text up to the YAML, the YAML, the closing line and body: the three pieces it is made of."""
+        split = self.split
+        return split.prefix, split.yaml_text, split.closing + split.body
+
+    @property
     def state_key(self) -> str | None:
         """``autobuild_state`` or ``feature_build``, whichever the file has, else None."""
         for key in STATE_KEYS:
@@ -187,6 +193,8 @@ class ParsedFrontmatter:
 
     def line_of(self, key: str) -> int | None:
         """The file line of a top-level key, from the node marks."""
+        import yaml
+
         if isinstance(self.node, yaml.MappingNode):
             for key_node, _ in self.node.value:
                 if getattr(key_node, "value", None) == key:
@@ -209,6 +217,8 @@ def parse_frontmatter(text: str, *, path: Path | str | None = None, keep_last: b
     if not split.has_frontmatter:
         return ParsedFrontmatter({}, split, None)
     try:
+        from guardkit_state.yamltext.strict_yaml import parse_yaml
+
         parsed = parse_yaml(split.yaml_text, path=path, line_offset=split.line_offset, keep_last=keep_last)
     except DuplicateKeyError:
         raise
@@ -257,5 +267,6 @@ def _with_closing_hint(exc: FrontmatterError, split: FrontmatterSplit) -> Frontm
                 path=exc.path,
                 line=exc.line,
                 expected=exc.expected,
+                fix=exc.fix,
             )
     return exc

@@ -4,7 +4,11 @@
 rules (exact ``---`` split, C safe loader, dates kept as strings, duplicate keys refused with a
 typed error). The handler keeps the text it loaded, so ``frontmatter.dumps(post)`` (or
 ``frontmatter.dump``) splices only the keys that changed into that text: comments, key order,
-quoting, blank lines and the body's bytes stay as they were (:mod:`handler_save`).
+quoting, blank lines and the body's bytes stay as they were: the one YAML editor
+(:mod:`guardkit_state.yamltext.editor`) writes the difference between the strict reading of the
+original text and the post's metadata (a changed scalar in place, a nested mapping key by key, a
+list that grew by appending, any other change by rewriting that value alone; a rewrite that would
+drop a comment is refused), and the new text is read back strictly before it is returned.
 
 python-frontmatter strips the text before a handler sees it; the handler takes the unstripped text
 from python-frontmatter's own ``loads`` call, so the whitespace around the text is kept too. It
@@ -18,6 +22,8 @@ import copy
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +31,18 @@ import frontmatter
 from frontmatter.default_handlers import BaseHandler
 
 from guardkit_state.errors import FrontmatterError, GuardkitStateError, InputError
-from guardkit_state.taskfile.frontmatter import parse_frontmatter, split_frontmatter
-from guardkit_state.taskfile.handler_save import LoadedText, fresh_text, save_text
-from guardkit_state.taskfile.splice.render import plain_data, render_yaml
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.taskfile.frontmatter import (
+    ParsedFrontmatter,
+    parse_frontmatter,
+    refuse_look_alike_frontmatter,
+    split_frontmatter,
+)
+from guardkit_state.taskfile.splice import new_frontmatter
+from guardkit_state.yamltext.editor import Refusal, edit_yaml
+from guardkit_state.yamltext.positions import Edits, line_of
+from guardkit_state.yamltext.render import plain_data, render_yaml
+from guardkit_state.yamltext.strict_yaml import parse_yaml
+from guardkit_state.yamltext.verify import verify_write
 
 __all__ = ["FrontmatterHandler"]
 
@@ -105,7 +119,7 @@ class FrontmatterHandler(BaseHandler):
         if self._loaded is not None and self._loaded.text != original:
             raise InputError("this FrontmatterHandler already holds the text it loaded before; a post is saved "
                              "into the text its handler loaded, so use one FrontmatterHandler per file",
-                             path=self.path, expected="frontmatter.load(path, handler=FrontmatterHandler())")
+                             path=self.path, fix="frontmatter.load(path, handler=FrontmatterHandler())")
         parsed = parse_frontmatter(original, path=self.path)
         _check_keys(parsed.data, parsed.line_of, self.path)
         self._loaded = LoadedText(original, parsed, whole)
@@ -190,3 +204,91 @@ def _check_keys(data: dict[str, Any], line_of: Callable[[str], int | None], path
             raise FrontmatterError(f"top-level key {key!r} cannot pass through python-frontmatter (it is an "
                                    "argument of Post)", path=path, line=line_of(key),
                                    expected=f"no '{key}' key at the top level")
+
+
+# --------------------------------------------------------------------------- saving
+
+
+@dataclass(frozen=True)
+class LoadedText:
+    """A text a handler loaded: its exact characters and their strict reading."""
+
+    text: str
+    parsed: ParsedFrontmatter
+    whole: bool = True  # False when only the stripped text python-frontmatter handed out is known
+
+
+def save_text(loaded: LoadedText, metadata: dict[str, Any], content: str, *, path: Path | str | None = None) -> str:
+    """``loaded``'s text holding ``metadata`` and ``content``, changed only where they differ.
+
+    Raises:
+        FrontmatterError: a change the text's layout cannot take without losing bytes.
+        WriteVerificationError: the new text would not read back as ``metadata`` and ``content``.
+    """
+    old, new = loaded.parsed, plain_data(metadata)
+    split = old.split
+    nl = split.newline
+    if not split.has_frontmatter:
+        if not new:
+            kept = _keep_around(split.bom + split.body, content, nl)
+            return _verified(kept, {}, _no_frontmatter(kept), path)
+        refuse_look_alike_frontmatter(split.body, path)
+        body = _keep_around(split.body, content.removeprefix(split.bom), nl)
+        return new_frontmatter(split.bom, new, body, nl, path)[0]
+    try:
+        edited = edit_yaml(split.yaml_text, old.node, old.data, new, newline=nl, keep_comments=True, keep_order=True,
+                           line_offset=split.line_offset)
+    except Refusal as why:
+        raise FrontmatterError(str(why), path=path, line=line_of(split.yaml_text, why.at, split.line_offset),
+                               expected="one 'key: value' per line") from None
+    yaml_text = edited.edits.apply(split.yaml_text)
+    body = _keep_around(split.body, content, nl)
+    # A frontmatter closed at the very end of the text gets a line break before a body that is now there.
+    closing = split.closing if not body or split.closing.endswith("\n") else split.closing + nl
+    text = split.prefix + yaml_text + closing + body
+    if text == loaded.text:
+        return text
+    return _verified(text, edited.data, (split.prefix, yaml_text, closing + body), path, old=split.yaml_text,
+                     edits=edited.edits, aliased=old.aliased, line_offset=split.line_offset)
+
+
+def fresh_text(metadata: dict[str, Any], content: str) -> str:
+    """A new text for a post that was not loaded from one: python-frontmatter's layout, read back strictly."""
+    new = plain_data(metadata)
+    body = content if not content or content.endswith("\n") else content + "\n"
+    if not new:
+        return _verified(body, {}, _no_frontmatter(body), None)
+    return new_frontmatter("", new, body, "\n", None)[0]
+
+
+def _keep_around(original: str, content: str, nl: str) -> str:
+    """``original`` with its stripped core replaced by ``content``, the whitespace around it kept.
+
+    python-frontmatter strips the body it hands out, so an unchanged ``content`` is the core: the
+    original is returned as it was. New content takes the file's line ending.
+    """
+    core = original.strip()
+    if core.replace("\r\n", "\n") == content:
+        return original
+    if nl == "\r\n":
+        content = content.replace("\r\n", "\n").replace("\n", "\r\n")
+    if not core:  # a whitespace-only body: the new content follows it, ending its last line
+        return original + content + (nl if content and not content.endswith("\n") else "")
+    lead = original[: len(original) - len(original.lstrip())]
+    trail = original[len(original.rstrip()):]
+    return lead + content + trail
+
+
+def _verified(text: str, intent: dict[str, Any], pieces: tuple[str, str, str], path: Path | str | None, *,
+              old: str = "", edits: Edits | None = None, aliased: bool = False, line_offset: int = 0) -> str:
+    """``text`` once its strict reading holds exactly ``intent`` and splits into ``pieces`` (the text up
+    to the YAML, the YAML, the closing line and body)."""
+    verify_write(text, partial(parse_frontmatter, path=path), intent, pieces=pieces, old=old, edits=edits, path=path,
+                 line_offset=line_offset, aliased=aliased)
+    return text
+
+
+def _no_frontmatter(text: str) -> tuple[str, str, str]:
+    """The pieces of a text read as having no frontmatter: its byte-order mark, no YAML, the rest."""
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    return bom, "", text[len(bom):]

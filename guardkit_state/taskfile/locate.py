@@ -16,6 +16,7 @@ read again once the feature branch is part of its HEAD. Every location says whic
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -24,12 +25,13 @@ from typing import Any, Literal
 from guardkit_state.errors import GuardkitStateError, TaskNotFoundError
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.merge import is_ancestor
-from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.repo import GitRepo, branches_named
 from guardkit_state.store import fsio
-from guardkit_state.store.layout import artifacts_dir, branch_for, worktree_path
+from guardkit_state.store.layout import BRANCH_PREFIX, artifacts_dir, branch_for, worktree_path
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.discovery import STATE_MARKERS, scoped
 from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.taskfile.read_scope import resolved_root
 from guardkit_state.taskfile.resolve import REASON_GIVEN, Resolution, holds_state, plan_listings, resolve_task
 
 #: Where a location's copy comes from: the main checkout, the task's loop worktree, the task's
@@ -95,7 +97,7 @@ class TaskLocation:
 def locate_task(repo_root: Path | str, task: str) -> TaskLocation:
     """Find ``task`` (an id or a task file's path), preferring its own loop's worktree copy, then
     (for a task of a feature run not yet merged into HEAD) the feature's copy; see the module."""
-    root = Path(repo_root).resolve()
+    root = resolved_root(repo_root)
     found = resolve_task(root, task)
     if found.reason == REASON_GIVEN:  # a path names its checkout (a worktree's file is read there)
         source: Source = "worktree" if found.checkout != root else "main"
@@ -125,11 +127,14 @@ def features_of_task(root: Path | str, task_id: str) -> list[str]:
 def _plan_index(root: Path | str) -> dict[str, tuple[str, ...]]:
     """Task id -> the features whose plan lists it, in plan file order (the plan's own id names
     its branch; its file name else)."""
-    index: dict[str, list[str]] = {}
-    for plan in plan_listings(root):
-        for task_id in dict.fromkeys(task_id for task_id, _ in plan.tasks if task_id):
-            index.setdefault(task_id, []).append(plan.feature_id)
-    return {task_id: tuple(features) for task_id, features in index.items()}
+    def build() -> dict[str, tuple[str, ...]]:
+        index: dict[str, list[str]] = {}
+        for plan in plan_listings(root):
+            for task_id in dict.fromkeys(task_id for task_id, _ in plan.tasks if task_id):
+                index.setdefault(task_id, []).append(plan.feature_id)
+        return {task_id: tuple(features) for task_id, features in index.items()}
+
+    return scoped(("plan index", os.fspath(root)), build)
 
 
 def feature_branch_of_task(repo: GitRepo, root: Path | str, task_id: str) -> tuple[str, str] | None:
@@ -154,8 +159,11 @@ def _unmerged(repo: GitRepo, branch: str) -> bool:
 
 def _feature_copy(root: Path, home: Path, found: Resolution) -> TaskLocation | None:
     """The copy a feature run left of ``found``'s task (see the module), or None."""
-    if not features_of_task(root, found.task_id):
+    features = features_of_task(root, found.task_id)
+    if not features:
         return None  # the common case: no git call at all
+    if not _existing_branches(root, tuple(branch_for(feature) for feature in features)):
+        return None  # no feature branch here (GuardKit's own runs leave none): one git call
     repo = scoped(("git", str(root)), partial(GitRepo.discover, root))
     if repo is None:
         return None
@@ -178,6 +186,18 @@ def _feature_copy(root: Path, home: Path, found: Resolution) -> TaskLocation | N
     return None
 
 
+def _existing_branches(root: Path, branches: tuple[str, ...]) -> frozenset[str]:
+    """Which of ``branches`` exist in the repository at ``root`` (the ``autobuild/`` branches listed
+    once per listing scope; none outside git)."""
+    return autobuild_branches_at(root) & frozenset(branches)
+
+
+def autobuild_branches_at(root: Path) -> frozenset[str]:
+    """The local ``autobuild/...`` branches (the loops' and the features' branches) of the repository
+    at ``root``: one git call, once per :func:`~guardkit_state.taskfile.discovery.listing_scope`."""
+    return scoped(("autobuild branches", os.fspath(root)), partial(branches_named, root, BRANCH_PREFIX))
+
+
 def _git_copy(repo: GitRepo | None, rev: str, rel: str, *, state_only: bool = False) -> bytes | None:
     """The bytes of ``rev:rel`` (None when absent, or without a state block when ``state_only``)."""
     if repo is None:
@@ -190,4 +210,5 @@ def _git_copy(repo: GitRepo | None, rev: str, rel: str, *, state_only: bool = Fa
     return raw
 
 
-__all__ = ["Source", "TaskLocation", "feature_branch_of_task", "features_of_task", "locate_task"]
+__all__ = ["Source", "TaskLocation", "autobuild_branches_at", "feature_branch_of_task", "features_of_task",
+           "locate_task"]

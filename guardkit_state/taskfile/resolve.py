@@ -19,10 +19,12 @@ exist, so commands can say so.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,16 +41,20 @@ from guardkit_state.store.layout import TASKS_DIR
 from guardkit_state.taskfile.discovery import (
     STATE_MARKERS,
     declared_id,
+    ids_in_other_case,
+    listed_ids,
     named_for,
     scoped,
     task_copies,
     task_id_from_filename,
 )
-from guardkit_state.taskfile.frontmatter import parse_frontmatter
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.taskfile.plan_reads import PlanListing, read_plans
+from guardkit_state.taskfile.read_scope import resolved_root
+from guardkit_state.taskfile.task_facts import remembered
 
 #: GuardKit's own search order of the status folders; any other folder comes after these.
 SEARCH_ORDER = ("backlog", "in_progress", "design_approved", "in_review", "blocked", "completed")
+
 
 REASON_GIVEN = "the path given"
 REASON_ONLY = "the only copy"
@@ -123,58 +129,49 @@ def search_rank(relpath: str) -> tuple[int, str, int, str]:
     return rank, folder, len(parts), relpath
 
 
-@dataclass(frozen=True)
-class PlanListing:
-    """What a feature plan says about its tasks: its id, and each entry's ``id`` and ``file_path``."""
-
-    feature_id: str
-    tasks: tuple[tuple[str | None, str | None], ...]
-
-
 def plan_listings(checkout: Path | str) -> tuple[PlanListing, ...]:
-    """Every feature plan of ``checkout`` (``.guardkit/features/FEAT-*.yaml``), by file name, read
-    strictly once per :func:`~guardkit_state.taskfile.discovery.listing_scope`. A plan the strict
-    reader refuses lists nothing: a broken plan must not stop a task from being found."""
-    directory = layout.features_dir(checkout)
-
-    def read() -> tuple[PlanListing, ...]:
-        try:
-            plans = sorted(p for p in directory.iterdir() if p.name.startswith("FEAT-") and p.suffix == ".yaml")
-        except OSError:
-            return ()
-        found = []
-        for plan in plans:
-            try:
-                data = parse_yaml(fsio.decode_utf8(fsio.read_bytes_capped(plan), plan), path=plan, keep_last=True).data
-            except GuardkitStateError:
-                continue
-            if not isinstance(data, dict):
-                continue
-            own, tasks = data.get("id"), data.get("tasks")
-            entries = tuple((_text(task.get("id")), _text(task.get("file_path")))
-                            for task in (tasks if isinstance(tasks, list) else ()) if isinstance(task, dict))
-            found.append(PlanListing(own if isinstance(own, str) and own else plan.stem, entries))
-        return tuple(found)
-
-    return scoped(("plans", os.fspath(directory)), read)
-
-
-def _text(value: Any) -> str | None:
-    return value.strip() or None if isinstance(value, str) else None
+    """Every feature plan of ``checkout`` (``.guardkit/features/FEAT-*.yaml``), by file name, as
+    :mod:`~guardkit_state.taskfile.plan_reads` reads it (once per change of the file). A plan that
+    cannot be read lists nothing: a broken plan must not stop a task from being found. Looked at
+    once per :func:`~guardkit_state.taskfile.discovery.listing_scope`."""
+    return scoped(("plan listings", os.fspath(checkout)), lambda: tuple(
+        read.listing for read in read_plans(checkout) if read.listing is not None))
 
 
 def plan_paths(checkout: Path) -> set[str]:
-    """Every ``tasks[].file_path`` of the feature plans in ``checkout``, relative to it."""
-    return {Path(file_path).as_posix().removeprefix("./") for plan in plan_listings(checkout)
-            for _, file_path in plan.tasks if file_path}
+    """Every ``tasks[].file_path`` of the feature plans in ``checkout``, relative to it (once per
+    :func:`~guardkit_state.taskfile.discovery.listing_scope`)."""
+    return scoped(("plan paths", os.fspath(checkout)), lambda: {
+        _plain(file_path) for plan in plan_listings(checkout) for _, file_path in plan.tasks if file_path})
 
 
-def holds_state(path: Path) -> bool:
+def _plain(file_path: str) -> str:
+    """A plan's ``file_path`` as the listing spells paths (``Path(x).as_posix()`` without ``./``);
+    a path already so (the usual case) is taken as it is, without building a Path."""
+    if "//" in file_path or "/./" in file_path or file_path.endswith(("/", "/.")) or "\\" in file_path:
+        return Path(file_path).as_posix().removeprefix("./")
+    return file_path.removeprefix("./")
+
+
+def holds_state(path: Path, checkout: Path | None = None) -> bool:
     """True when the file has a state block, or markers of one that fail to parse.
 
     The same test ``status`` applies, so both pick the same copy: a file whose block is broken
-    counts as holding state, and ``show`` then reports its error rather than another copy.
+    counts as holding state, and ``show`` then reports its error rather than another copy. With
+    ``checkout`` (a main checkout holding ``path``), the answer ``status`` keeps in its cache
+    (``state``, beside its summary) is used while the file is unchanged, when this process has
+    that cache loaded; else the file is parsed (a parse the reader of the copy chosen reuses).
     """
+    if checkout is None:
+        return _holds_state(path)
+    try:
+        key = path.relative_to(checkout).as_posix()
+    except ValueError:
+        return _holds_state(path)
+    return remembered(path, checkout, "state", partial(_holds_state, path), key=key, cheap=True)
+
+
+def _holds_state(path: Path) -> bool:
     try:
         raw = fsio.read_bytes_capped(path)
     except FileTooLargeError:
@@ -182,9 +179,15 @@ def holds_state(path: Path) -> bool:
     except GuardkitStateError:
         return False
     if not any(marker in raw for marker in STATE_MARKERS):
-        return False
+        return False  # most copies: no parse
+    return _parses_to_state(path, raw)
+
+
+def _parses_to_state(path: Path, raw: bytes) -> bool:
+    from guardkit_state.taskfile.document import TaskFile  # its reading is kept for the copy's reader
+
     try:
-        return parse_frontmatter(fsio.decode_utf8(raw, path), path=path, keep_last=True).state(path) is not None
+        return TaskFile.from_bytes(raw, path, warn=False).state is not None
     except GuardkitStateError:
         return True
 
@@ -198,7 +201,7 @@ def resolve_task(repo_root: Path | str, ref: str) -> Resolution:
         NotRegularFileError: the only file named for the task is a FIFO, socket or device.
         TaskNotFoundError: no file matches (says where it looked).
     """
-    root = Path(repo_root).resolve()
+    root = resolved_root(repo_root)
     if isinstance(ref, str) and ref.endswith(".md"):
         return _resolve_path(root, ref)
     task_id = fsio.validate_task_id(ref)
@@ -206,11 +209,11 @@ def resolve_task(repo_root: Path | str, ref: str) -> Resolution:
     if pinned is not None and pinned.task_id == task_id and (
             root == pinned.checkout or (pinned.reason == REASON_GIVEN and root in pinned.checkout.parents)):
         return pinned
-    matches = _matches(root, task_id)
+    task_id, matches = _matches(root, task_id)
     if len(matches) == 1:
         return Resolution(task_id, matches[0], REASON_ONLY, root)
     copies = {m.relative_to(root).as_posix(): m for m in matches}
-    winner, reason = choose([Copy(rel, holds_state(path)) for rel, path in copies.items()],
+    winner, reason = choose([Copy(rel, holds_state(path, root)) for rel, path in copies.items()],
                             lambda: plan_paths(root))
     chosen = copies[winner.relpath]
     return Resolution(task_id, chosen, reason, root, tuple(p for p in matches if p != chosen))
@@ -242,24 +245,38 @@ def pinned(resolution: Resolution | None) -> Iterator[None]:
         _PINNED.reset(token)
 
 
-def _matches(root: Path, task_id: str) -> list[Path]:
+def _matches(root: Path, task_id: str) -> tuple[str, list[Path]]:
+    """The id as the files spell it, and its files. An id typed in another case (``task-cr-007``)
+    is the one file names spell (``TASK-CR-007``) when exactly one id matches so."""
     tasks = layout.tasks_dir(root)
     special: list[Path] = []
     matches = task_copies(root, task_id, special)
     if matches:
-        return matches
+        return task_id, matches
     named = [path for path in special if named_for(path.name, task_id)]
     if named:
         # Said plainly rather than "not found": the user sees a file with the task's name.
         raise NotRegularFileError("not a regular file (a FIFO, socket or device): a task file must be "
                                   "a plain file", path=named[0], task_id=task_id)
+    spelled = [other for other in ids_in_other_case(root, task_id) if task_copies(root, other)]
+    if len(spelled) == 1:
+        return spelled[0], task_copies(root, spelled[0])
     shown = shorten(task_id)
+    guesses = spelled or close_ids(task_id, listed_ids(root))
     raise TaskNotFoundError(
-        f"no task file for {shown} under {tasks}",
+        f"no task file for {shown} under {tasks}"
+        + (f" (did you mean {' or '.join(guesses)}?)" if guesses else ""),
         path=tasks,
         task_id=task_id,
         expected=f"tasks/**/{shown}.md or tasks/**/{shown}-<slug>.md",
     )
+
+
+def close_ids(ref: str, known: Sequence[str], *, shown: int = 3) -> list[str]:
+    """The ids of ``known`` an unknown ``ref`` most likely meant (case aside, a character or two
+    off: ``TASK-CR-077`` -> ``TASK-CR-007``), closest first; at most ``shown``."""
+    folded = {k.casefold(): k for k in known}
+    return [folded[k] for k in difflib.get_close_matches(ref.casefold(), list(folded), n=shown, cutoff=0.8)]
 
 
 def _resolve_path(root: Path, ref: str) -> Resolution:
@@ -296,6 +313,7 @@ __all__ = [
     "PlanListing",
     "Resolution",
     "choose",
+    "close_ids",
     "find_task",
     "holds_state",
     "pinned",

@@ -13,6 +13,7 @@ from guardkit_state.errors import FrontmatterError, InputError, shorten
 from guardkit_state.model import CoachDecision, PlayerReport, turn_sequence_problem
 from guardkit_state.store.fsio import check_writable
 from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.turns.sent_back import pending_send_back
 
 #: Statuses that end a task's work: a loop never changes them without ``--reopen``.
 TERMINAL_STATUSES = ("completed", "cancelled", "archived")
@@ -42,6 +43,18 @@ def checked_timeout(value: object, *, name: str = "turn_timeout") -> float | Non
     return float(value)
 
 
+def checked_usd(value: object, *, name: str, zero: bool = False) -> float | None:
+    """``value`` when it is a finite amount of USD above 0, or None; with ``zero``, an amount of 0 or
+    more (None refused). :class:`InputError` otherwise."""
+    if value is None and not zero:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 \
+            or (value == 0 and not zero):
+        raise InputError(f"{name} must be a finite amount of USD {'0 or more' if zero else 'above 0'}, not {value!r}",
+                         expected="an amount such as 2.50")
+    return float(value)
+
+
 def closed_reason(task: TaskFile) -> str | None:
     """Why ``task`` takes no more turns unless reopened (``"is completed"``, ``"was approved"``), or None.
 
@@ -54,6 +67,8 @@ def closed_reason(task: TaskFile) -> str | None:
     state = task.state
     if state is None:
         return None
+    if pending_send_back(state) is not None:
+        return None  # the merge queue sent the approval back: the loop goes on (turns/sent_back.py)
     if str(state.extra.get("outcome") or "") == "approved":
         return "was approved"
     # Whatever folder or status the task moved to since (in_review, design_approved ...), a last

@@ -23,7 +23,7 @@ from guardkit_state.model import (
     TurnMode,
     TurnState,
 )
-from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate
+from guardkit_state.taskfile.splice import SpliceResult, StateUpdate
 from guardkit_state.turns.ledger import CriteriaLedger, ignored_ids_note
 from guardkit_state.turns.stall import Stall, TurnSignal, detect_stall, gate_signature
 from guardkit_state.turns.turn_state import assemble_turn_state

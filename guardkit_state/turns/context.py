@@ -8,10 +8,12 @@ never only from the index. After a rejection the feedback is repeated under ``La
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 from guardkit_state.model import Criterion, TurnState
 from guardkit_state.turns.ledger import criteria_lines
+from guardkit_state.turns.sent_back import send_back_lines
 
 
 def render_continuation_context(
@@ -21,6 +23,8 @@ def render_continuation_context(
     criteria: Sequence[Criterion] = (),
     statuses: dict[str, str] | None = None,
     role_section: str | None = None,
+    sent_back: Mapping[str, Any] | None = None,
+    implied: Collection[str] = (),
 ) -> str:
     """Markdown context for ``turn``.
 
@@ -30,6 +34,9 @@ def render_continuation_context(
         criteria: the task's criteria, for their text.
         statuses: cumulative criteria status (the ledger); defaults to ``previous``'s.
         role_section: the Player's role constraints, appended when given.
+        sent_back: the merge queue's entry that sent ``previous``'s approval back
+            (:mod:`guardkit_state.turns.sent_back`): its gate verdict is what this turn must address.
+        implied: the criteria verified only by the Coach's approval (shown so, as ``show`` shows them).
     """
     lines: list[str] = []
     if previous is None:
@@ -41,8 +48,10 @@ def render_continuation_context(
         if statuses or criteria:
             lines.append("")
             lines.append("**Acceptance Criteria Status**:")
-            lines.extend(criteria_lines(criteria, statuses or {}))
+            lines.extend(criteria_lines(criteria, statuses or {}, implied=implied))
         must = must_address_lines(previous)
+        if sent_back is not None:
+            must = [*must, *send_back_lines(sent_back)]
         if must:
             lines.append("")
             lines.append("Last Turn Feedback (MUST ADDRESS):")

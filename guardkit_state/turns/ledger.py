@@ -14,7 +14,7 @@ stays in the Coach's report file but never enters the ledger, else a Coach could
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -123,8 +123,9 @@ class CriteriaLedger:
         """The ledger after the Coach's decision of ``turn``.
 
         Explicit verdicts set the status (a later ``rejected`` demotes a verified criterion); an
-        approval verifies every pending criterion, marked as implied by the approval (the Coach did
-        not itemise it); silence keeps the old status. A verdict on an id the task does not have
+        approval verifies every criterion it does not itemise that is pending or was rejected in an
+        earlier turn, marked as implied by the approval (the Coach approving the task says so of them);
+        otherwise silence keeps the old status. A verdict on an id the task does not have
         (:meth:`ignored_ids`) changes nothing.
         """
         by_id = {e.criterion_id: e for e in self.entries}
@@ -142,16 +143,27 @@ class CriteriaLedger:
             else:
                 by_id[verdict.criterion_id] = old
         ledger = replace(self, entries=tuple(by_id[cid] for cid in order))
-        return ledger.imply_approval(turn) if coach.decision == "approve" else ledger
+        if coach.decision != "approve":
+            return ledger
+        return ledger.imply_approval(turn, itemised={v.criterion_id for v in coach.criteria_verification})
 
-    def imply_approval(self, turn: int) -> CriteriaLedger:
-        """The ledger after an approval in ``turn``: every pending criterion verified, as implied."""
+    def imply_approval(self, turn: int, *, itemised: Collection[str] = ()) -> CriteriaLedger:
+        """The ledger after an approval in ``turn``: every criterion not ``itemised`` by it that is
+        pending, or was rejected in an earlier turn, verified as implied. An approval that rejects a
+        criterion itself is no approval (:func:`~guardkit_state.turns.turn_state.apply_criteria_verdict`);
+        one that passes over an earlier rejection in silence approves that criterion too, so an
+        approved task never counts a criterion rejected."""
         return replace(self, entries=tuple(
             replace(e, status="verified", set_by_turn=turn, notes=APPROVAL_NOTE, implied=True)
-            if e.status == "pending" else e for e in self.entries))
+            if e.status in ("pending", "rejected") and e.criterion_id not in itemised else e
+            for e in self.entries))
 
     def statuses(self) -> dict[str, str]:
         return {e.criterion_id: e.status for e in self.entries}
+
+    def implied(self) -> frozenset[str]:
+        """The criteria verified only because the Coach approved the task (not itemised)."""
+        return frozenset(e.criterion_id for e in self.entries if e.status == "verified" and e.implied)
 
     def provenance(self) -> dict[str, dict[str, Any]]:
         return {e.criterion_id: e.to_dict() for e in self.entries}
@@ -197,15 +209,28 @@ def ignored_ids_note(task_id: str, ignored: Sequence[str], known: Iterable[str] 
             "those verdicts are kept in the Coach's report but not counted")
 
 
-def criteria_lines(criteria: Iterable[Criterion], statuses: Mapping[str, str], *, indent: str = "  ") -> list[str]:
-    """``  ✓ AC-001: text: verified`` lines (the format GuardKit's prompts use), task order, then unknown ids."""
+def criteria_lines(criteria: Iterable[Criterion], statuses: Mapping[str, str], *, indent: str = "  ",
+                   implied: Collection[str] = ()) -> list[str]:
+    """``  ✓ AC-001: text: verified`` lines (the format GuardKit's prompts use), task order, then unknown ids.
+
+    A criterion in ``implied`` (verified only because the Coach approved the task) reads
+    ``implied by approval``, as ``show`` and the report say it.
+    """
     lines: list[str] = []
     listed: set[str] = set()
+
+    def word(cid: str, status: str) -> str:
+        return IMPLIED_WORDS if status == "verified" and cid in implied else status
+
     for criterion in criteria:
         status = statuses.get(criterion.id, "pending")
         listed.add(criterion.id)
-        lines.append(f"{indent}{ICONS.get(status, '○')} {criterion.id}: {criterion.text}: {status}")
+        lines.append(f"{indent}{ICONS.get(status, '○')} {criterion.id}: {criterion.text}: {word(criterion.id, status)}")
     for cid, status in statuses.items():
         if cid not in listed:
-            lines.append(f"{indent}{ICONS.get(status, '○')} {cid}: {status}")
+            lines.append(f"{indent}{ICONS.get(status, '○')} {cid}: {word(cid, status)}")
     return lines
+
+
+#: How a criterion verified only by the Coach's approval is named (show, context, the report).
+IMPLIED_WORDS = "implied by approval"

@@ -19,18 +19,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from guardkit_state.config import GateProfile, check_gates
-from guardkit_state.errors import AlreadyRecordedError, GuardkitStateError, InputError, ParseError, TurnError
+from guardkit_state.errors import AlreadyRecordedError, GuardkitStateError, TurnError
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.model import CoachDecision, GateResult, Outcome, PlayerReport, TurnMode, TurnState
-from guardkit_state.store import schemas
 from guardkit_state.store.fsio import crash_point, remove_stale_temp_files, resolve_inside, validate_task_id
 from guardkit_state.store.home import check_state_home
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.store.turn_files import TurnStore, artifacts_dir
-from guardkit_state.taskfile.document import SETTLE_PAUSE, TaskFile
+from guardkit_state.taskfile.document import TaskFile, read_task_settled
 from guardkit_state.taskfile.frontmatter import STATE_KEY
 from guardkit_state.taskfile.resolve import find_task
-from guardkit_state.taskfile.splice.core import SpliceResult, StateUpdate
+from guardkit_state.taskfile.splice import SpliceResult, StateUpdate
 from guardkit_state.turns.checks import (
     check_may_continue,
     check_report_criteria,
@@ -39,7 +38,7 @@ from guardkit_state.turns.checks import (
     check_turn_history,
     checked_max_turns,
 )
-from guardkit_state.turns.clock import RESETTLE_PAUSES, looks_half_saved, read_task_settled, utc_now
+from guardkit_state.turns.clock import utc_now
 from guardkit_state.turns.completion import (
     Placement,
     TurnInputs,
@@ -49,8 +48,14 @@ from guardkit_state.turns.completion import (
 )
 from guardkit_state.turns.intake import CheckedReport, IncomingTurn, check_report, named_turn, require_valid
 from guardkit_state.turns.promises import promises_source
-from guardkit_state.turns.turn_state import apply_gate_verdict, gate_inputs, turn_measurements
+from guardkit_state.turns.turn_state import (
+    apply_criteria_verdict,
+    apply_gate_verdict,
+    gate_inputs,
+    turn_measurements,
+)
 from guardkit_state.turns.view import TurnView
+from guardkit_state.yamltext.yaml_writer import RESETTLE_PAUSES
 
 log = logging.getLogger("guardkit_state.turns.lifecycle")
 
@@ -73,47 +78,29 @@ class TurnLifecycle(TurnView):
     def __init__(self, task: TaskFile, *, root: Path, max_turns: int | None = None) -> None:
         super().__init__(task, root=root, max_turns=max_turns)
         self._active: ActiveTurn | None = None
-        #: When the task file was read without waiting for it to settle, else None (see :meth:`settle`).
-        self._read_unsettled: float | None = None
         #: The completable turn, and the task view it was computed on (see :func:`_completable`).
         self._completable: tuple[TaskFile, int | None] | None = None
 
     @classmethod
-    def open(cls, root: Path, task_id: str, *, max_turns: int | None = None, settled: bool = False) -> TurnLifecycle:
-        """Find ``task_id``'s file under ``root/tasks`` and open its lifecycle.
-
-        ``settled`` waits out an editor saving the file in place (truncate, then write) rather
-        than reading it half-written: what a caller that numbers a turn from it needs.
-        """
+    def open(cls, root: Path, task_id: str, *, max_turns: int | None = None) -> TurnLifecycle:
+        """Find ``task_id``'s file under ``root/tasks`` and open its lifecycle (the file read once:
+        :meth:`locked` makes sure of it before anything is written)."""
         validate_task_id(task_id)
-        path = find_task(root, task_id)
-        store = TurnStore(artifacts_dir(Path(root), task_id), task_id)
-        task = read_task_settled(path, store) if settled else TaskFile.load(path)
-        return cls(task, root=root, max_turns=checked_max_turns(max_turns))
+        return cls(TaskFile.load(find_task(root, task_id)), root=root, max_turns=checked_max_turns(max_turns))
 
     # -- writing ---------------------------------------------------------------------------
     @contextlib.contextmanager
     def locked(self, *, wait: float = 0.0) -> Iterator[TurnLifecycle]:
         """Hold the task's lock (one writer per task, across worktrees).
 
-        Under it the task file is read again — settled, never half-saved — and its history
-        checked, and temp files a killed writer left in the store are removed.
+        Under it the view of the task file is confirmed — settled, never half-saved, else read
+        again (:meth:`TaskFile.confirmed`) — and temp files a killed writer left in the store are removed.
         """
         with exclusive_lock(shared_lock_path(self.root, self.task_id), wait=wait, holder=self.task_id):
-            if self._read_unsettled is not None:
-                # The view was read once, without a pause: this read, a settle pause after it, is
-                # the second of the two that must agree (as a settled read's do).
-                time.sleep(max(0.0, SETTLE_PAUSE - (time.monotonic() - self._read_unsettled)))
-                self._read_unsettled = None
-            try:
-                task: TaskFile | None = self.task.refreshed()
-            except ParseError:
-                task = None  # perhaps caught half-way through an in-place save: read it settled
-            if task is None or looks_half_saved(task, self.store):
-                task = read_task_settled(self.task.path, self.store)
-            self.task = task
-            self._completable = None  # the turn files are looked at again, as they are under the lock
-            check_turn_history(self.task)
+            # The view held is kept when the file is unchanged a settle pause after it was read (and
+            # does not look half-saved): an editor saving it in place at that read would have changed it.
+            self.task = self.task.confirmed(self.store)
+            self._completable = None  # the turn files are looked at again, as they are now
             removed = remove_stale_temp_files(self.store.directory)
             # A killed write of the task file leaves its temp beside the file, or beside a link's target.
             for folder in dict.fromkeys((self.task.path.parent, self.task.path.resolve().parent)):
@@ -121,20 +108,6 @@ class TurnLifecycle(TurnView):
             if removed:
                 log.info("removed %d temp file(s) an interrupted write left in %s", len(removed), self.store.directory)
             yield self
-
-    def settle(self) -> bool:
-        """Read the task file settled, now; True when it differs from the view held (then taken).
-
-        For a view read without waiting (:func:`record_turn` overlaps that wait with its checks):
-        a refusal made on it stands only once the file is known to have been whole.
-        """
-        self._read_unsettled = None
-        task = read_task_settled(self.task.path, self.store)
-        if task.text == self.task.text:
-            return False
-        check_turn_history(task)
-        self.task = task
-        return True
 
     def complete_from_files(self, number: int) -> TurnRecord:
         """Complete turn ``number`` (a :meth:`completable_turn`) from its files: no agent is called."""
@@ -150,8 +123,8 @@ class TurnLifecycle(TurnView):
             # Files of a later turn exist: this view of the task file is older than the store
             # (read mid-save, or entries dropped by a stale copy). Never overwrite a turn's files.
             raise TurnError(f"{self.task.path.name} lists {number - 1} turn(s) but turn {number + 1} has files; "
-                            "re-read it (was it being saved?) — nothing was written", path=self.task.path,
-                            task_id=self.task_id, turn=number, expected=f"at least {number} recorded turns")
+                            "nothing was written", path=self.task.path, task_id=self.task_id, turn=number,
+                            fix="try again once the file is saved (an editor or another writer was saving it?)")
         if mode is None:
             mode = TurnMode.FRESH_START if number == 1 else TurnMode.CONTINUING_WORK
         self._active = ActiveTurn(number, TurnMode(mode), utc_now())
@@ -185,8 +158,8 @@ class TurnLifecycle(TurnView):
 
     def _write_report(self, report: CheckedReport[R]) -> R:
         """Write a report checked where it came in (the store does not check it again)."""
-        self.store.write_checked(report.kind, self._require_active().number, report.data,
-                                 recorded_turns=self.recorded_turns, canonical=report.canonical)
+        self.store.write(report.kind, self._require_active().number, report.data, recorded_turns=self.recorded_turns,
+                         checked=True, canonical=report.canonical)
         return report.record
 
     def complete_turn(
@@ -232,17 +205,20 @@ class TurnLifecycle(TurnView):
             missing = "player report" if player is None else "coach decision"
             raise TurnError(f"turn {number} has no {missing}", task_id=self.task_id, turn=number,
                             expected="both reports, or an error reason")
+        history = self.history  # one view: the ledger and the stall window read the last turn once
+        ledger_before = history.ledger_before(number)
+        if error is None:
+            coach = apply_criteria_verdict(coach, ledger_before, number)
         gate_results: list[GateResult] = []
         if gate_profile is not None and error is None:
             gate_results = check_gates(gate_profile, **gate_inputs(turn_measurements(player, coach)))
             coach = apply_gate_verdict(coach, gate_results)
         source = promises_source(self.store, number) if player is not None and not player.completion_promises \
             else None
-        history = self.history  # one view: the ledger and the stall window read the last turn once
         return TurnInputs(
             task_id=self.task_id, feature_id=self.task.feature_id, number=number, mode=active.mode,
             started_at=_started_at(active, self.store, number), max_turns=self.max_turns, player=player,
-            coach=coach, ledger_before=history.ledger_before(number), history=history.stall_history(number),
+            coach=coach, ledger_before=ledger_before, history=history.stall_history(number),
             error=error, gate_results=gate_results, promises_source=source)
 
     def _written(self, inputs: TurnInputs) -> list[Path]:
@@ -265,11 +241,9 @@ class TurnLifecycle(TurnView):
         """
         number = state.turn_number
         check_task_writable(self.task)
-        data = state.to_dict()
         # Built here from checked reports, but from numbers the agents chose (a coverage of 150):
-        # what the store would refuse to read back is refused before it is written.
-        schemas.check_record("turn_state", data, path=self.store.path("turn_state", number))
-        self.store.write_checked("turn_state", number, data, recorded_turns=self.recorded_turns)
+        # what the store would refuse to read back is refused before it is written (the store checks it).
+        self.store.write("turn_state", number, state.to_dict(), recorded_turns=self.recorded_turns, canonical=True)
         crash_point("turn.before_frontmatter")  # turn state written, turn not yet committed
         try:
             return self.task.apply(update)
@@ -326,12 +300,13 @@ def record_turn(
 ) -> TurnRecord:
     """Record one whole turn from two reports, for loops driven by other tools.
 
-    Validation happens before anything is written (before the lock file is even created): a bad
-    report leaves every file as it was. ``player_path``/``coach_path`` name the reports' files in
-    errors. The task file is read settled (an editor saving it in place is waited out), so the
-    next turn's number never comes from a half-written file: it is read once at first, the checks
-    before the lock run while it settles, and the read under the lock, a settle pause later, must
-    agree with it (a refusal before then is made again on the file read settled). A task whose
+    One read path: settle, check, lock, check again. The task file is read once, never half-saved
+    (an editor saving it in place is waited out), so the next turn's number never comes from a
+    half-written file; everything that can be refused is checked before anything is written (before
+    the lock file is even created: a bad report leaves every file as it was), and checked again
+    under the lock on the file as it is then (unchanged a settle pause after the read, or read
+    again). A refusal made before the lock stands only once the file, read settled, is the file it
+    was made on. ``player_path``/``coach_path`` name the reports' files in errors. A task whose
     status is terminal or whose loop was approved takes a turn only with ``reopen``; a turn beyond
     the budget only with a ``max_turns`` that allows it (:class:`InputError` otherwise, nothing
     written).
@@ -341,27 +316,29 @@ def record_turn(
             retry of the very same ``record`` (nothing to do) from different reports.
     """
     check_state_home(Path(root))  # the turn files go under .guardkit: never out of the repository
-    lifecycle = _open_unsettled(root, task_id, max_turns)
+    validate_task_id(task_id)
+    store = TurnStore(artifacts_dir(Path(root), task_id), task_id)
+    # The settle pause is waited out under the lock, while the checks run: the view is confirmed there.
+    task = read_task_settled(find_task(root, task_id), store, confirm=False)
+    lifecycle = TurnLifecycle(task, root=root, max_turns=checked_max_turns(max_turns))
     resolve_inside(Path(root), lifecycle.store.directory)  # nor through .guardkit/autobuild[/TASK] symlinked out
     incoming = IncomingTurn(lifecycle.task_id, player, coach, player_path, coach_path)
-    # Reports that name the turn after one complete on disk but not listed (a dropped entry) roll
-    # that turn forward first; otherwise they are for the next turn, replacing the files of an
-    # attempt that failed before its commit point (an orchestrator retrying the same `record`).
     try:
-        _check_before_lock(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
+        _check(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
     except GuardkitStateError:
-        # Refused on a view read without a pause: the refusal stands if the file, read settled, is that view.
-        if lifecycle._read_unsettled is None or not lifecycle.settle():
+        # Before blaming the reports or the task, read the file once more, settled: an editor
+        # saving it in place may have been caught half-way. The refusal stands on the same file.
+        time.sleep(RESETTLE_PAUSES[0])
+        again = read_task_settled(lifecycle.task.path, lifecycle.store)
+        if again.text == lifecycle.task.text:
             raise
-        _check_before_lock(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
+        lifecycle.task = again
+        _check(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
     with lifecycle.locked():
-        _refuse_recorded(lifecycle, incoming)
-        # Again on the file as read under the lock: it may have changed since.
-        check_may_continue(lifecycle.task, _next_number(lifecycle, incoming), reopen=reopen, max_turns=max_turns)
+        player_rec, coach_rec = _check(lifecycle, incoming, reopen=reopen, max_turns=max_turns)
         pending = _completable(lifecycle) if _follows_completable(lifecycle, incoming) else None
         if pending is not None:
             lifecycle.complete_from_files(pending)
-        player_rec, coach_rec = incoming.checked(lifecycle.task, lifecycle.store, lifecycle.recorded_turns + 1)
         active = lifecycle.begin_turn(mode)
         number = active.number
         try:
@@ -373,48 +350,24 @@ def record_turn(
             raise
 
 
-def _open_unsettled(root: Path, task_id: str, max_turns: int | None) -> TurnLifecycle:
-    """The task's lifecycle from one read of its file, to be settled under the lock (see :func:`record_turn`).
+def _check(lifecycle: TurnLifecycle, incoming: IncomingTurn, *, reopen: bool,
+           max_turns: int | None) -> tuple[CheckedReport[PlayerReport], CheckedReport[CoachDecision]]:
+    """What :func:`record_turn` refuses, on the view of the task file held: a turn recorded already,
+    a hand-edited history, bad or wrong reports, a closed task or one out of turns, an unwritable
+    file. Made before the lock file and any of the turn's files exist, and again under the lock.
 
-    A file that does not parse, or looks half-saved, is read settled at once, as before.
+    Reports that name the turn after one complete on disk but not listed (a dropped entry) are for
+    the turn after it (rolled forward first); others are for the next turn, replacing the files of
+    an attempt that failed before its commit point (an orchestrator retrying the same ``record``).
+    Returns the reports, checked, for the turn they are recorded as.
     """
-    validate_task_id(task_id)
-    path = find_task(root, task_id)
-    store = TurnStore(artifacts_dir(Path(root), task_id), task_id)
-    lifecycle: TurnLifecycle | None = None
-    try:
-        task = TaskFile.load(path)
-        read_at = time.monotonic()
-        if not looks_half_saved(task, store):
-            # A history with a gap (refused here) may be a file cut short mid-save: judged settled.
-            lifecycle = TurnLifecycle(task, root=root, max_turns=checked_max_turns(max_turns))
-    except ParseError:
-        pass
-    if lifecycle is None:
-        return TurnLifecycle(read_task_settled(path, store), root=root, max_turns=checked_max_turns(max_turns))
-    lifecycle._read_unsettled = read_at
-    return lifecycle
-
-
-def _check_before_lock(lifecycle: TurnLifecycle, incoming: IncomingTurn, *, reopen: bool,
-                       max_turns: int | None) -> None:
-    """What :func:`record_turn` refuses before the lock file and any of the turn's files exist:
-    recorded already, bad or wrong reports, a closed task or one out of turns, an unwritable file."""
     _refuse_recorded(lifecycle, incoming)
-    try:
-        incoming.checked(lifecycle.task, lifecycle.store, _next_number(lifecycle, incoming))
-    except InputError as exc:
-        if exc.pointer != "$.turn":
-            raise
-        # The report names another turn than the file's count. Before blaming the report, read
-        # the file once more, settled: an editor saving it in place may have been caught half-way.
-        time.sleep(RESETTLE_PAUSES[0])
-        lifecycle.task = read_task_settled(lifecycle.task.path, lifecycle.store)
-        check_turn_history(lifecycle.task)
-        _refuse_recorded(lifecycle, incoming)
-        incoming.checked(lifecycle.task, lifecycle.store, _next_number(lifecycle, incoming))
-    check_may_continue(lifecycle.task, _next_number(lifecycle, incoming), reopen=reopen, max_turns=max_turns)
+    check_turn_history(lifecycle.task)
+    number = _next_number(lifecycle, incoming)
+    reports = incoming.checked(lifecycle.task, lifecycle.store, number)
+    check_may_continue(lifecycle.task, number, reopen=reopen, max_turns=max_turns)
     check_task_writable(lifecycle.task)
+    return reports
 
 
 def _completable(lifecycle: TurnLifecycle) -> int | None:

@@ -16,6 +16,7 @@ from guardkit_state.model import TurnMode
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.turns.checks import closed_reason, turn_budget
+from guardkit_state.turns.sent_back import pending_send_back
 
 Action = Literal["start", "run_turn", "complete_from_reports", "rerun_coach", "rerun_turn", "finished", "closed",
                  "out_of_turns"]
@@ -98,7 +99,7 @@ def _point_from_files(task: TaskFile, store: TurnStore, *, reopen: bool) -> Resu
         worktree_path=state.worktree_path if state else None,
         outcome=(state.extra.get("outcome") if state else None),
     )
-    if last is not None and last.decision == "approve" and not reopen:
+    if last is not None and last.decision == "approve" and not reopen and pending_send_back(state) is None:
         point.action, point.outcome = "finished", point.outcome or "approved"
         return point
 

@@ -10,24 +10,59 @@ from pathlib import Path
 from guardkit_state.store.layout import artifacts_dir
 
 
-def task_spend(checkout: Path, task_id: str) -> float | None:
-    """USD the agents reported for the recorded turns of ``task_id`` in ``checkout`` (None: none reported).
+def turn_costs(checkout: Path, task_id: str) -> list[tuple[int, float | None]]:
+    """(turn, USD its agents reported) for each recorded turn of ``task_id`` in ``checkout``, in turn
+    order; None where no agent of the turn reported a cost.
 
-    A turn state that cannot be read counts 0: spending is a limit, never a reason to fail.
+    A turn state that cannot be read counts as unknown: spending is a limit, never a reason to fail.
     """
-    total: float | None = None
-    for path in sorted(artifacts_dir(checkout, task_id).glob("turn_state_turn_*.json")):
+    costs: list[tuple[int, float | None]] = []
+    for path in artifacts_dir(checkout, task_id).glob("turn_state_turn_*.json"):
+        number = path.stem.rsplit("_", 1)[-1]
+        if not number.isdigit():
+            continue
         try:
             runs = json.loads(path.read_text(encoding="utf-8")).get("agent_runs") or {}
         except (OSError, ValueError, AttributeError):
-            continue
+            runs = {}
+        total: float | None = None
         for run in runs.values() if isinstance(runs, dict) else ():
             cost = run.get("cost_usd") if isinstance(run, dict) else None
             # Only what an agent can have spent: a negative, NaN or infinite figure (a hand-edited
             # file) would lower the total or make it NaN, and --max-cost would never be reached.
             if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0:
                 total = (total or 0.0) + cost
-    return total
+        costs.append((int(number), total))
+    return sorted(costs)
+
+
+def task_spend(checkout: Path, task_id: str) -> float | None:
+    """USD the agents reported for the recorded turns of ``task_id`` in ``checkout`` (None: none reported)."""
+    known = [cost for _, cost in turn_costs(checkout, task_id) if cost is not None]
+    return sum(known) if known else None
+
+
+def mean_turn_cost(checkout: Path, task_id: str, *, last: int = 3) -> tuple[float, int] | None:
+    """The mean cost of the last ``last`` turns of ``task_id`` that reported one, and how many that is."""
+    known = [cost for _, cost in turn_costs(checkout, task_id) if cost is not None][-last:]
+    return (sum(known) / len(known), len(known)) if known else None
+
+
+def over_limit(checkout: Path, task_id: str, *, limit: float, spent_elsewhere: float = 0.0) -> str | None:
+    """Why the next turn of ``task_id`` must not start under ``--max-cost limit``, in one line; or None.
+
+    What the task's recorded turns cost, plus ``spent_elsewhere`` (a feature's other tasks), reaches
+    the limit, or would pass it with another turn at the mean cost of the last ones.
+    """
+    spent = (task_spend(checkout, task_id) or 0.0) + spent_elsewhere
+    where = task_id + (f" (${spent_elsewhere:.4f} of it by the feature's other tasks)" if spent_elsewhere else "")
+    if spent >= limit:
+        return f"--max-cost reached: ${spent:.4f} spent on {where} (limit ${limit:g})"
+    mean = mean_turn_cost(checkout, task_id)
+    if mean is not None and spent + mean[0] > limit:
+        return (f"--max-cost: ${spent:.4f} spent on {where}; another turn (about ${mean[0]:.4f}, the mean of the "
+                f"last {mean[1]}) would pass the limit ${limit:g}")
+    return None
 
 
 def feature_spend(worktrees: Path, task_ids: Iterable[str]) -> float:
@@ -35,4 +70,4 @@ def feature_spend(worktrees: Path, task_ids: Iterable[str]) -> float:
     return sum(task_spend(worktrees / task_id, task_id) or 0.0 for task_id in task_ids)
 
 
-__all__ = ["feature_spend", "task_spend"]
+__all__ = ["feature_spend", "mean_turn_cost", "over_limit", "task_spend", "turn_costs"]

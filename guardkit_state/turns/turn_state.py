@@ -80,6 +80,24 @@ def apply_gate_verdict(coach: CoachDecision | None, gates: list[GateResult]) -> 
     return replace(coach, decision="feedback", feedback=text, extra={**coach.extra, GATE_OVERRIDE_KEY: line})
 
 
+def apply_criteria_verdict(coach: CoachDecision | None, ledger_before: CriteriaLedger,
+                           turn: int) -> CoachDecision | None:
+    """A Coach approval that rejects a criterion in the same report is not an approval: it is recorded
+    as feedback naming the criteria, so the Player's next turn is told what to meet (docs/agents.md).
+    The Coach's report keeps what it said; a verdict on an id the task does not have counts for nothing."""
+    if coach is None or coach.decision != "approve":
+        return coach
+    after = ledger_before.apply_coach(turn, replace(coach, decision="feedback")).statuses()
+    said = {c.criterion_id for c in coach.criteria_verification if c.result == "rejected"}
+    rejected = [cid for cid, status in after.items() if status == "rejected" and cid in said]
+    if not rejected:
+        return coach
+    names = ", ".join(rejected)
+    text = (f"the Coach answered approve while rejecting {names}: not an approval; {names} must be met and "
+            "verified first")
+    return replace(coach, decision="feedback", feedback=text)
+
+
 def assemble_turn_state(
     *,
     task_id: str,

@@ -18,6 +18,7 @@ from guardkit_state.turns.context import render_continuation_context
 from guardkit_state.turns.history import TaskHistory
 from guardkit_state.turns.ledger import CriteriaLedger
 from guardkit_state.turns.resume import resume_point
+from guardkit_state.turns.sent_back import sent_back_after
 
 
 class TurnView:
@@ -59,9 +60,13 @@ class TurnView:
         """The continuation context for ``turn`` (default: the next one)."""
         turn = turn or self.recorded_turns + 1
         previous = self.previous_turn_state(turn)
-        statuses = self.history.ledger_before(turn).statuses() if previous is not None else None
+        ledger = self.history.ledger_before(turn) if previous is not None else None
+        # An approval the merge queue sent back speaks to the turn after it.
+        sent_back = sent_back_after(self.task.state, turn - 1)
         return render_continuation_context(previous, turn=turn, criteria=self.task.criteria,
-                                           statuses=statuses, role_section=role_section)
+                                           statuses=ledger.statuses() if ledger is not None else None,
+                                           implied=ledger.implied() if ledger is not None else (),
+                                           role_section=role_section, sent_back=sent_back)
 
     def completable_turn(self) -> int | None:
         """The next, unrecorded turn if both its reports are on disk and valid, else ``None``.

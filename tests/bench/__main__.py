@@ -10,6 +10,7 @@ Usage::
     python -m tests.bench --only remote        # feature-build --remote: 3 workers vs 1, claim/push per turn
     python -m tests.bench --only agents        # a loop with agent presets beside plain scripted agents
     python -m tests.bench --only mcp --repeat 10  # a warm MCP tool call beside the CLI
+    python -m tests.bench --only reads         # show/context/log/status/validate/search beside --help
 
 Every number is a median over repeated runs after warm-up; ratios are against the floor (the same
 bytes written or read the cheapest durable way) and against LangGraph's SqliteSaver when installed.
@@ -31,8 +32,8 @@ from . import bench_status, bench_turns
 from .common import machine
 from .report import render_table
 
-CASES = ("record", "resume", "storage", "status", "startup", "git", "index", "feature", "remote", "mcp", "agents",
-         "first_hour")
+CASES = ("record", "resume", "storage", "status", "startup", "reads", "git", "index", "feature", "remote", "mcp",
+         "agents", "first_hour")
 
 
 def _corpus() -> Path | None:
@@ -116,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         files=args.status_files or (200 if quick else bench_status.DEFAULT_FILES),
         repeat=2 if quick else 5, corpus=corpus))
     case("startup", lambda: bench_status.run_startup(repeat=2 if quick else 15))
+    case("reads", lambda: bench_status.run_reads(corpus=corpus, files=args.status_files or (400 if quick else
+                                                 bench_status.GUARDKIT_FILES), repeat=2 if quick else 15))
     case("git", lambda: _git(3 if quick else 20))
     case("index", lambda: _index(results["notes"]))
     case("feature", lambda: _feature(quick))

@@ -12,7 +12,15 @@ by :func:`tests.feature_support.make_feature`, with the scripted agents of the f
   alone with ``feature-build TASK-Y``. The difference of the medians is the orchestration's cost
   per task. Target: <= 150 ms.
 
-The three variants of a case run interleaved, so a noisy neighbour slows them alike.
+* **queue** — the merge queue's own cost (:mod:`guardkit_state.features.merge_queue`) beside a plain
+  wave merge, in process, on a repository of ``QUEUE_TASKS`` approved task branches: the plain merge
+  (no gate: each task merged onto the feature branch), the queue whose candidate passes, and the
+  queue with one breaker (the wave's candidate fails, the bisection finds task 3, the rest lands),
+  each with the plan bookkeeping a run makes (every step into ``execution.merge_queue``). The gate's
+  own time (each ``run_smoke_gate``, a ``/bin/sh`` that exits at once) is taken out: what is left is
+  git and bookkeeping. Target: the passing queue <= plain + 150 ms.
+
+The variants of a case run interleaved, so a noisy neighbour slows them alike.
 """
 
 from __future__ import annotations
@@ -114,10 +122,73 @@ def run_overhead(repeat: int = 11) -> dict[str, Any]:
     return row
 
 
+QUEUE_TASKS = 4
+QUEUE_TARGET_MS = 150.0
+#: The breaker's gate: task 3's part merged after task 1's fails it.
+_BREAKER_GATE = "if [ -e src/1.part ] && [ -e src/3.part ]; then exit 1; fi"
+
+
+def _queue_once(base: Path, gate: str | None) -> float:
+    """One wave of :data:`QUEUE_TASKS` through the queue (``gate`` None: the plain merge); the wall
+    time in ms less the gate's own runs."""
+    from guardkit_state.features.gate_verdicts import GateVerdicts
+    from guardkit_state.features.merge_queue import MergeQueue
+    from guardkit_state.features.plan_report import PlanReport
+    from guardkit_state.git.merge import merge_message
+    from guardkit_state.plans.smoke_gates import SmokeGate
+
+    from ..queue_support import queue_repo
+
+    repo, tasks = queue_repo(base, QUEUE_TASKS)
+    plan = base / "FEAT-Q.yaml"
+    plan.write_text("id: FEAT-Q\ntasks:\n" + "".join(f"- id: {t.task_id}\n  dependencies: []\n" for t in tasks))
+
+    report = PlanReport(plan)  # as a run records each step (a gate run's at once, the others with the next)
+    queue = MergeQueue(repo, "autobuild/FEAT-Q", 1, SmokeGate(None, gate) if gate else None,
+                       GateVerdicts(repo, "FEAT-Q"), on_step=report.queue_step, send_back=lambda sent: False,
+                       message=lambda task: merge_message("FEAT-Q", task.task_id, branch=f"autobuild/{task.task_id}",
+                                                          target="autobuild/FEAT-Q", wave=1))
+    started = time.perf_counter()
+    landing = queue.land(tasks)
+    report.flush()
+    elapsed = (time.perf_counter() - started) * 1000 - sum(run.seconds for run in landing.runs) * 1000
+    if len(landing.merged) != (QUEUE_TASKS if gate != _BREAKER_GATE else QUEUE_TASKS - 1):
+        raise RuntimeError(f"the queue merged {list(landing.merged)}")
+    return elapsed
+
+
+def run_queue(repeat: int = 9) -> dict[str, Any]:
+    plain: list[float] = []
+    passing: list[float] = []
+    breaker: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="gks-bench-queue-") as tmp:
+        count = 0
+
+        def fresh() -> Path:
+            nonlocal count
+            count += 1
+            where = Path(tmp) / f"r{count}"
+            where.mkdir()
+            return where
+
+        _queue_once(fresh(), "true")  # warm-up: the modules imported, git's files in the page cache
+        for _ in range(repeat):
+            plain.append(_queue_once(fresh(), None))
+            passing.append(_queue_once(fresh(), "true"))
+            breaker.append(_queue_once(fresh(), _BREAKER_GATE))
+    row: dict[str, Any] = {"tasks": QUEUE_TASKS, "repeat": repeat, "plain_ms": _median(plain),
+                           "queue_ms": _median(passing), "breaker_ms": _median(breaker),
+                           "samples_ms": {"plain": plain, "queue": passing, "breaker": breaker}}
+    row["queue_over_plain_ms"] = round(row["queue_ms"] - row["plain_ms"], 1)
+    row["breaker_over_plain_ms"] = round(row["breaker_ms"] - row["plain_ms"], 1)
+    return row
+
+
 def run(*, quick: bool = False) -> dict[str, Any]:
-    """Both cases; ``quick`` runs each variant once with short sleeps (checks the runner only)."""
+    """Every case; ``quick`` runs each variant once with short sleeps (checks the runner only)."""
     return {"parallel": run_parallel(repeat=1, sleep=0.2) if quick else run_parallel(),
-            "overhead": run_overhead(repeat=1) if quick else run_overhead()}
+            "overhead": run_overhead(repeat=1) if quick else run_overhead(),
+            "queue": run_queue(repeat=1) if quick else run_queue()}
 
 
 # --------------------------------------------------------------------------- the table rows
@@ -149,6 +220,16 @@ def table_rows(case: Any) -> list[tuple[str, ...]]:
         rows.append(("Feature: orchestration per task (1-task feature; floor: feature-build TASK-Y alone)",
                      f"+{over['overhead_ms']:.0f} ms ({over['feature_ms']:.0f} ms)", f"{over['alone_ms']:.0f} ms",
                      _x(over["feature_ms"] / over["alone_ms"]), "", "", f"<= +{OVERHEAD_TARGET_MS:.0f} ms", met))
+    queue = case.get("queue")
+    if isinstance(queue, dict):
+        met = "yes" if queue["queue_over_plain_ms"] <= QUEUE_TARGET_MS else "**no**"
+        rows.append((f"Feature: merge queue, a wave of {queue['tasks']} whose candidate passes (gate time taken "
+                     "out; floor: the plain wave merge)", f"+{queue['queue_over_plain_ms']:.0f} ms "
+                     f"({queue['queue_ms']:.0f} ms)", f"{queue['plain_ms']:.0f} ms",
+                     _x(queue["queue_ms"] / queue["plain_ms"]), "", "", f"<= +{QUEUE_TARGET_MS:.0f} ms", met))
+        rows.append(("Feature: the same with one breaker (candidate, 2 bisecting, the rest; send-back not included)",
+                     f"+{queue['breaker_over_plain_ms']:.0f} ms ({queue['breaker_ms']:.0f} ms)",
+                     f"{queue['plain_ms']:.0f} ms", _x(queue["breaker_ms"] / queue["plain_ms"]), "", "", "-", "-"))
     return rows
 
 

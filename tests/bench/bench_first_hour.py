@@ -1,12 +1,15 @@
-"""Benchmark: the first hour's read commands on a repository of GuardKit's size.
+"""Benchmark: the first hour's read commands on a repository of GuardKit's size and shape.
 
 GuardKit's own repository holds ~3,300 task files (and ~160 ``IMPLEMENTATION-GUIDE.md`` and
-README files beside them). The repository here is made as :func:`bench_status.make_repo` makes
-it (corpus task files with new unique ids; a generated mix without the corpus), plus one guide and
-one README per 20 task files, and timed by subprocess:
+README files beside them) and 41 plans. The repository here is built from the corpus
+(:mod:`.guardkit_repo`: its plans, task files, guides and reports, scaled up to 3,334 task files);
+without the corpus it is made as :func:`bench_status.make_repo` makes it (a generated mix) with one
+guide and one README per 20 task files, and the result says so. Timed by subprocess, beside
+``guardkit-state --help`` in the same run:
 
-* ``validate tasks/`` (every task file parsed and its state block checked; guides skipped),
-  against a subprocess that reads every file's bytes (the floor);
+* ``validate tasks/``: cold (no ``.guardkit/cache/validate.json``: every task file parsed and its
+  state block checked; guides skipped) and warm (nothing changed since), against a subprocess
+  that reads every file's bytes (the floor);
 * ``search PHRASE --backend files``: cold (no ``.guardkit/cache/search.json``) and warm (nothing
   changed since), against ``python -c pass``.
 """
@@ -22,6 +25,7 @@ from typing import Any
 
 from .bench_status import FLOOR_SCRIPT, _env, _run, make_repo
 from .common import cli_command, median_ms, ratio
+from .guardkit_repo import make_guardkit_repo, settle
 
 GUARDKIT_FILES = 3_334
 
@@ -38,22 +42,47 @@ def _guides(root: Path, files: int) -> int:
     return made
 
 
+def _repository(root: Path, files: int, corpus: Path | None) -> dict[str, Any]:
+    """The corpus-shaped repository (its guides counted), else the generated mix with guides."""
+    if corpus is not None:
+        made = make_guardkit_repo(root, corpus, files=files, commit=False)
+        made["guides"] = sum(1 for path in (root / "tasks").rglob("*.md") if not _is_task_name(path.name))
+        settle(root)
+        return made
+    made = make_repo(root, files, corpus)
+    made["guides"] = _guides(root, files)
+    return made
+
+
+def _is_task_name(name: str) -> bool:
+    from guardkit_state.taskfile.discovery import TASK_FILE_NAME
+
+    return bool(TASK_FILE_NAME.match(name)) and not name.startswith(("IMPLEMENTATION-", "README"))
+
+
 def run_validate(*, files: int = GUARDKIT_FILES, repeat: int = 3, corpus: Path | None = None) -> dict[str, Any]:
-    """``validate tasks/`` over a GuardKit-size repository; medians and the ratio to the floor."""
+    """``validate tasks/`` over a GuardKit-size repository, cold and warm; medians, the ratio to the
+    floor, and ``--help`` in the same run."""
     cli = cli_command()
     env = _env()
     with tempfile.TemporaryDirectory(prefix="gks-bench-validate-") as tmp:
         root = Path(tmp)
-        made = make_repo(root, files, corpus)
-        made["guides"] = _guides(root, files)
+        made = _repository(root, files, corpus)
         argv = [*cli, "validate", str(root / "tasks")]
+        cache = root / ".guardkit" / "cache" / "validate.json"
+        cold: list[float] = []
         ours: list[float] = []
         floor: list[float] = []
+        helps: list[float] = []
         _run_any(argv, root, env)  # warm-up: the page cache holds the files for both
         for _ in range(repeat):
+            cache.unlink(missing_ok=True)
+            cold.append(_run_any(argv, root, env))
             ours.append(_run_any(argv, root, env))
             floor.append(_run([sys.executable, "-c", FLOOR_SCRIPT, str(root / "tasks")], root, env)[0])
-    row: dict[str, Any] = {**made, "validate_ms": median_ms(ours), "floor_ms": median_ms(floor)}
+            helps.append(_run_any([*cli, "--help"], root, env))
+    row: dict[str, Any] = {**made, "validate_cold_ms": median_ms(cold), "validate_ms": median_ms(ours),
+                           "floor_ms": median_ms(floor), "help_ms": median_ms(helps)}
     row["validate/floor"] = ratio(row["validate_ms"], row["floor_ms"])
     return row
 
@@ -74,18 +103,22 @@ def table_rows(case: Any) -> list[tuple[str, ...]]:
     """The rows ``report.render_table`` adds for this module's cases."""
     if not isinstance(case, dict) or "validate_ms" not in case:
         return []
-    label = f"{case['files']:,} task files + {case['guides']:,} guides/READMEs"
-    ok = case["validate_ms"] <= 3000
-    rows = [(f"validate tasks/ ({label})", f"{case['validate_ms']:,.0f} ms", f"{case['floor_ms']:,.0f} ms",
-             f"{case['validate/floor']:.1f}x", "", "", "<= 3 s", "yes" if ok else "NO")]
+    shape = "GuardKit-shaped" if str(case.get("source", "")).startswith("built from") else "generated"
+    label = f"{case['files']:,} task files + {case['guides']:,} guides/READMEs, {shape}"
+    rows = [(f"validate tasks/, cold ({label}; floor: reading every file)", f"{case['validate_cold_ms']:,.0f} ms",
+             f"{case['floor_ms']:,.0f} ms", "", "", "", "<= 3 s",
+             "yes" if case["validate_cold_ms"] <= 3000 else "**no**"),
+            ("validate tasks/, nothing changed (beside: --help)", f"{case['validate_ms']:,.0f} ms",
+             f"{case['help_ms']:,.0f} ms", f"{case['validate_ms'] / case['help_ms']:.1f}x --help", "", "", "<= 1 s",
+             "yes" if case["validate_ms"] <= 1000 else "**no**")]
     if "search_warm_ms" in case:
         files = f"{case['search_files']:,} task files"
         rows.append((f"search PHRASE --backend files, cold ({files}; floor: python -c pass)",
                      f"{case['search_cold_ms']:,.0f} ms", f"{case['python_ms']:,.0f} ms", "", "", "", "", "-"))
-        rows.append(("search PHRASE --backend files, warm (cache, nothing changed)",
-                     f"{case['search_warm_ms']:,.0f} ms",
-                     f"{case['python_ms']:,.0f} ms", f"{case['warm/cold']:.2f}x cold", "", "", "<= 0.5 s",
-                     "yes" if case["search_warm_ms"] <= 500 else "NO"))
+        rows.append(("search PHRASE --backend files, warm (cache, nothing changed; beside: --help)",
+                     f"{case['search_warm_ms']:,.0f} ms", f"{case['search_help_ms']:,.0f} ms",
+                     f"{case['search_warm_ms'] / case['search_help_ms']:.1f}x --help", "", "", "<= 0.25 s",
+                     "yes" if case["search_warm_ms"] <= 250 else "**no**"))
     return rows
 
 
@@ -100,20 +133,23 @@ def run_search(*, files: int = GUARDKIT_FILES, repeat: int = 3, corpus: Path | N
     env = _env()
     with tempfile.TemporaryDirectory(prefix="gks-bench-search-") as tmp:
         root = Path(tmp)
-        made = make_repo(root, files, corpus)
+        made = _repository(root, files, corpus)
         cache = root / ".guardkit" / "cache" / "search.json"
         argv = [*cli, "search", PHRASE, "--backend", "files", "--repo", str(root)]
         cold: list[float] = []
         warm: list[float] = []
         floor: list[float] = []
+        helps: list[float] = []
         _run_any(argv, root, env)
         for _ in range(repeat):
             cache.unlink(missing_ok=True)
             cold.append(_run_any(argv, root, env))
             warm.append(_run_any(argv, root, env))
             floor.append(_run_any([sys.executable, "-c", "pass"], root, env))
+            helps.append(_run_any([*cli, "--help"], root, env))
     row: dict[str, Any] = {"search_files": made["files"], "search_cold_ms": median_ms(cold),
-                           "search_warm_ms": median_ms(warm), "python_ms": median_ms(floor)}
+                           "search_warm_ms": median_ms(warm), "python_ms": median_ms(floor),
+                           "search_help_ms": median_ms(helps)}
     row["warm/cold"] = ratio(row["search_warm_ms"], row["search_cold_ms"])
     return row
 

@@ -9,12 +9,20 @@ files of the turn, the task file):
 * ``floor_add_commit``: ``git add -- <paths>`` + ``git commit -q -m ... -- <paths>`` (subprocess)
 * ``floor_commit``: bare ``git commit -q -m ... -- <paths>`` of tracked, modified paths only
 
+and, on the same repository with a Player's work in it (a changed file, a new one, an ignored build
+output), the worktree snapshot the loop holds while the Coach runs:
+
+* ``coach_snapshot``: :class:`WorktreeSnapshots` ``take`` + ``restore`` + ``drop``, nothing changed
+* ``floor_snapshot``: the same plumbing bare, by subprocess: ``git add -A`` + ``git write-tree`` into
+  a temporary index, then one ``git status`` against it
+
 Medians in milliseconds, and ratios against the floors.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import tempfile
@@ -25,6 +33,7 @@ from typing import Any
 
 from guardkit_state.git.commits import commit_turn
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.snapshot import WorktreeSnapshots
 
 FILES = 1000
 TASK_ID = "TASK-BENCH-001"
@@ -66,6 +75,35 @@ def _write_turn(root: Path, n: int, *, new_files: bool = True) -> list[str]:
             (state / f"{name}_{n}.json").write_text(json.dumps({"turn": n, "task_id": TASK_ID}) + "\n")
             paths.append(f".guardkit/autobuild/{TASK_ID}/{name}_{n}.json")
     return paths
+
+
+def _snapshot_samples(root: Path, repo: GitRepo, repeat: int) -> dict[str, list[float]]:
+    """Take and put back the worktree with the Player's work in it, beside the bare plumbing."""
+    (root / "src" / "pkg00" / "module_0000.py").write_text("CHANGED = True\n")
+    (root / "player_new.py").write_text("NEW = 1\n")
+    (root / ".gitignore").write_text("build/\n")
+    (root / "build").mkdir(exist_ok=True)
+    (root / "build" / "out.bin").write_bytes(b"x" * 4096)
+    snapshots = WorktreeSnapshots(repo, TASK_ID)
+    scratch = root / ".git" / "bench-floor-index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(scratch)}
+    samples: dict[str, list[float]] = {"coach_snapshot": [], "floor_snapshot": []}
+
+    def ours() -> None:
+        restored = snapshots.restore(snapshots.take())
+        snapshots.drop()
+        assert not restored.changed, restored
+
+    def floor() -> None:
+        for args in (["add", "-A"], ["write-tree"], ["status", "--porcelain", "-z", "--untracked-files=all"]):
+            subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+
+    ours()
+    floor()  # warm-up: the loop's index and the floor's both hold stat data from here on
+    for _ in range(repeat):
+        samples["coach_snapshot"].append(_timed(ours))
+        samples["floor_snapshot"].append(_timed(floor))
+    return samples
 
 
 def _timed(fn: Callable[[], object]) -> float:
@@ -111,6 +149,7 @@ def run(repeat: int = 20) -> dict[str, Any]:
             paths = _write_turn(root, turn, new_files=False)
             samples["floor_commit"].append(_timed(lambda: _git(root, "commit", "-q", "-m", f"turn {turn}",
                                                                "--", *paths)))
+        samples.update(_snapshot_samples(root, repo, repeat))
     medians = {k: round(statistics.median(v), 3) for k, v in samples.items()}
     return {
         "benchmark": "git_turn_commit",
@@ -122,6 +161,7 @@ def run(repeat: int = 20) -> dict[str, Any]:
             "commit_turn_paths/floor_commit": round(medians["commit_turn_paths"] / medians["floor_commit"], 2),
             "commit_turn_managed/floor_add_commit": round(
                 medians["commit_turn_managed"] / medians["floor_add_commit"], 2),
+            "coach_snapshot/floor_snapshot": round(medians["coach_snapshot"] / medians["floor_snapshot"], 2),
         },
     }
 

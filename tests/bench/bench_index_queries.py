@@ -104,7 +104,7 @@ def run_scale(root: Path, *, quick: bool) -> dict[str, Any]:
 
 
 def render(result: dict[str, Any]) -> str:
-    """The Markdown tables (the README's index section quotes them)."""
+    """The Markdown tables (docs/performance.md's index section quotes them)."""
     qs = result["queryset"]
     lines = [f"Labelled query set: {qs['questions']} questions over {qs['tasks']} tasks and {qs['turns']} turns "
              "(P@5 = answer records in the first five / min(5, expected); latency = median ms).", "",

@@ -1,13 +1,19 @@
 """Benchmark: ``guardkit-state status --json`` on a large repository, and the CLI's start-up.
 
-The repository holds ``files`` task files sampled from the GuardKit corpus (``tasks/``, real sizes and
-frontmatter, ~12% with ``autobuild_state`` like the corpus), each given a new unique id in its name
-and text. Without the corpus a generated mix of the same proportions is used, and the result says so.
+The status repository is GuardKit's shape scaled up to ``files`` task files (:mod:`.guardkit_repo`:
+the corpus's plans, task files and reports, then corpus task files under new ids). Without the
+corpus a generated mix of the same proportions (~12% with ``autobuild_state``) is used, and the
+result says so.
 
 * ``status`` cold (no ``.guardkit/cache/status.json``) and warm (nothing changed since the last
   call), each a subprocess, next to a subprocess that walks ``tasks/`` and reads every file's bytes
   (the floor); peak memory (max RSS) of the status process from ``os.wait4``.
 * start-up: ``guardkit-state --help`` and ``guardkit-state show TASK-ID`` against ``python -c pass``.
+* reads (:func:`run_reads`): on a repository shaped like GuardKit's (:mod:`.guardkit_repo`: the
+  corpus's 41 plans and task files, 3,300 task files), ``show``, ``context`` and ``log`` of a task,
+  ``show`` of a feature and ``status``, warm (nothing changed since the last call), each a
+  subprocess, beside ``guardkit-state --help`` timed in the same run (``validate`` and ``search``
+  on the same repository: :mod:`.bench_first_hour`).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 from guardkit_state.taskfile.document import task_id_from_filename
 
 from .common import cli_command, make_task_repo, median_ms, ratio, task_text
+from .guardkit_repo import FEATURE_ID, GUARDKIT_FILES, TASK_ID, make_guardkit_repo, settle
 
 DEFAULT_FILES = 10_000
 _TASK_NAME = re.compile(r"^[A-Z][A-Z0-9]*-[A-Z0-9.]+")
@@ -108,8 +115,13 @@ def run_status(*, files: int = DEFAULT_FILES, repeat: int = 5, corpus: Path | No
     cli = cli_command()
     env = _env()
     with tempfile.TemporaryDirectory(prefix="gks-bench-status-") as tmp:
-        root = Path(tmp)
-        made = make_repo(root, files, corpus)
+        root = Path(tmp) / "repo"
+        root.mkdir()
+        if corpus is not None:  # GuardKit's shape (its plans and task files), scaled up to ``files``
+            made = make_guardkit_repo(root, corpus, files=files)
+            settle(root)
+        else:
+            made = make_repo(root, files, corpus)
         cache = root / ".guardkit" / "cache" / "status.json"
         cold: list[float] = []
         warm: list[float] = []
@@ -155,3 +167,69 @@ def run_startup(*, repeat: int = 10) -> dict[str, Any]:
     row["help/python"] = ratio(row["help_ms"], row["python_pass_ms"])
     row["show/python"] = ratio(row["show_ms"], row["python_pass_ms"])
     return row
+
+
+#: The reads timed beside ``--help`` (name, words after the CLI, target: a multiple of the start-up
+#: ("x") or seconds ("s")). ``validate`` exits 1 on the corpus (some of its files are invalid).
+READS: tuple[tuple[str, tuple[str, ...], tuple[float, str]], ...] = (
+    ("show TASK", ("show", TASK_ID), (2.0, "x")),
+    ("context TASK", ("context", TASK_ID), (2.0, "x")),
+    ("log TASK", ("log", TASK_ID), (2.0, "x")),
+    ("show FEAT", ("show", FEATURE_ID), (2.0, "x")),
+    ("status", ("status",), (2.5, "x")),
+)
+
+
+def run_reads(*, corpus: Path | None, files: int = GUARDKIT_FILES, repeat: int = 15) -> dict[str, Any]:
+    """Each read of :data:`READS`, warm, beside ``--help``, on the GuardKit-shaped repository;
+    medians of ``repeat`` interleaved rounds (one subprocess per sample, after two warm-up calls)."""
+    if corpus is None:
+        return {"skipped": "the GuardKit corpus (../shared/corpus/guardkit) was not found"}
+    cli = cli_command()
+    env = _env()
+    with tempfile.TemporaryDirectory(prefix="gks-bench-reads-") as tmp:
+        root = Path(tmp) / "repo"
+        made = make_guardkit_repo(root, corpus, files=files)
+        settle(root)  # files changed within the last ticks are not cached yet (stat_cache.RACY_NS)
+        cases = {"help": [*cli, "--help"], **{name: [*cli, *words] for name, words, _ in READS}}
+        for argv in cases.values():
+            for _ in range(2):  # warm-up: the caches written, the files in the page cache
+                _run_status(argv, root, env)
+        samples: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(repeat):
+            for name, argv in cases.items():
+                samples[name].append(_run_status(argv, root, env))
+    help_ms = median_ms(samples["help"])
+    rows = []
+    for name, words, (limit, unit) in READS:
+        ms = median_ms(samples[name])
+        rows.append({"name": name, "argv": list(words), "ms": ms, "x_help": ratio(ms, help_ms),
+                     "target": limit, "unit": unit,
+                     "met": (ms / help_ms <= limit) if unit == "x" else ms <= limit * 1000})
+    return {**made, "repeat": repeat, "help_ms": help_ms, "reads": rows}
+
+
+def _run_status(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+    """Wall ms of ``argv`` (exit 0 or 1: validate exits 1 when a corpus file is invalid, as some are)."""
+    with tempfile.TemporaryFile() as sink:
+        start = time.perf_counter()
+        code = subprocess.run(argv, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT, check=False).returncode
+        elapsed = (time.perf_counter() - start) * 1000.0
+        if code not in (0, 1):
+            sink.seek(0)
+            raise RuntimeError(f"{' '.join(argv)} exited {code}: {sink.read()[-2000:]!r}")
+    return elapsed
+
+
+def table_rows(case: Any) -> list[tuple[str, ...]]:
+    """The rows ``report.render_table`` adds for the reads case: each read beside ``--help``."""
+    if not isinstance(case, dict) or "reads" not in case:
+        return []
+    where = f"{case['files']:,} task files, {case['plans']} plans, GuardKit-shaped, warm"
+    rows = [(f"guardkit-state --help (the start-up the reads are measured against; {where})",
+             f"{case['help_ms']:.0f} ms", "", "", "", "", "", "-")]
+    for row in case["reads"]:
+        target = f"<= {row['target']:g}x --help" if row["unit"] == "x" else f"<= {row['target']:g} s"
+        rows.append((f"{row['name']} ({where}; floor: --help)", f"{row['ms']:.0f} ms", f"{case['help_ms']:.0f} ms",
+                     f"{row['x_help']:.2f}x", "", "", target, "yes" if row["met"] else "**no**"))
+    return rows

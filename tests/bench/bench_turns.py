@@ -219,10 +219,16 @@ def _record_cases(histories: dict[int, History], repeat: int) -> list[dict[str, 
 
 def _record_turn_case(history: History, turns: int, repeat: int) -> dict[str, Any]:
     """``record_turn`` of turn ``turns + 1`` on a repository holding exactly ``turns`` recorded turns
-    (put back before every sample), next to the floor (no LangGraph column)."""
+    (put back before every sample), next to the floor (no LangGraph column) and to the floor plus
+    two strict parses of the task file's frontmatter (the read's and the write's verification: what
+    a record cannot do without)."""
+    from guardkit_state.taskfile.frontmatter import parse_frontmatter
+
     ours: list[float] = []
     floor: list[float] = []
+    parses: list[float] = []
     task_bytes = history.task_path.read_bytes()
+    task_text = task_bytes.decode("utf-8")
     kept = set(history.lifecycle.store.directory.rglob("*"))
     reports = history.reports(turns + 1)
     gc.collect()
@@ -236,12 +242,17 @@ def _record_turn_case(history: History, turns: int, repeat: int) -> dict[str, An
             sample = timed_ms(lambda: numbers.append(history.record_turn(reports)))
             assert numbers == [turns + 1], numbers
             floor_sample = history.floor(turns + 1)
+            parse_sample = timed_ms(lambda: parse_frontmatter(task_text))
             if i >= WARMUP:
                 ours.append(sample)
                 floor.append(floor_sample)
+                parses.append(parse_sample)
     finally:
         gc.unfreeze()
-    return _row({"prior_turns": turns, "promises": history.promises}, ours, floor, [])
+    row = _row({"prior_turns": turns, "promises": history.promises}, ours, floor, [])
+    row["parse_ms"] = median_ms(parses)
+    row["ours/(floor+2 parses)"] = ratio(row["ours_ms"], row["floor_ms"] + 2 * row["parse_ms"])
+    return row
 
 
 def _row(case: dict[str, Any], ours: list[float], floor: list[float], peer: list[float]) -> dict[str, Any]:

@@ -8,11 +8,16 @@ gives feedback on turn 1 (the last criterion rejected) and approves from turn 2.
 
 Set by tests in the environment:
     FAKE_FAIL=quota|auth      fail the way the real CLI does (quota: ``is_error`` with exit 0 where
-                              the CLI does so), as the role in FAKE_FAIL_ROLE (default: any)
+                              the CLI does so), as the role in FAKE_FAIL_ROLE (default: any);
+                              ``deep`` (claude): a result whose ``result`` is nested 100,000 deep
+    FAKE_COST=LITERAL         claude: ``total_cost_usd`` written as this JSON text (``Infinity``, ``1e400``)
     FAKE_CODEX_ITEMS=legacy   Codex's earlier item spelling (``item_type: assistant_message``)
     FAKE_CODEX_RETRY=1        Codex reports a stream error it retries (an ``error`` event), then completes
     FAKE_INTERRUPT=ROLE:TURN  send Ctrl-C (SIGINT) to the loop when that role runs that turn
     FAKE_LOG=DIR              append one line per call (name role turn) to DIR/calls
+    FAKE_SIGNED_OUT=a,b       these CLIs answer their sign-in status command as signed out
+                              (``claude auth status``: a ``loggedIn`` JSON object; ``codex login
+                              status``: ``Logged in using ChatGPT`` / ``Not logged in`` on stderr)
 """
 
 from __future__ import annotations
@@ -89,6 +94,10 @@ def claude(argv: list[str], role: str, turn: int) -> int:
         print(json.dumps({**base, "subtype": "success", "is_error": True, "total_cost_usd": 0,
                           "result": "Invalid API key · Please run /login"}))
         return 1
+    if failing == "deep":  # junk no real reply has, valid JSON all the same
+        print('{"type": "result", "subtype": "success", "is_error": false, "result": '
+              + "[" * 100_000 + "]" * 100_000 + "}")
+        return 0
     report = _work(role, turn)
     out = {**base, "subtype": "success", "is_error": False, "result": "Done."}
     if "--json-schema" in argv:
@@ -96,7 +105,10 @@ def claude(argv: list[str], role: str, turn: int) -> int:
         out["structured_output"] = report
     else:
         out["result"] = _fenced(report)
-    print(json.dumps(out))
+    text = json.dumps(out)
+    if os.environ.get("FAKE_COST"):
+        text = text.replace(f'"total_cost_usd": {COST["claude"]}', f'"total_cost_usd": {os.environ["FAKE_COST"]}', 1)
+    print(text)
     return 0
 
 
@@ -177,8 +189,22 @@ def aider(argv: list[str], role: str, turn: int) -> int:
     return 0
 
 
+def sign_in_status(name: str) -> int:
+    """The CLI's own sign-in status command, as the real one answers it (no model is called)."""
+    signed_out = name in os.environ.get("FAKE_SIGNED_OUT", "").split(",")
+    if name == "claude":
+        answer = {"loggedIn": False, "authMethod": "none", "apiProvider": "firstParty"} if signed_out else \
+            {"loggedIn": True, "authMethod": "claude.ai", "apiProvider": "firstParty", "subscriptionType": "max"}
+        print(json.dumps(answer, indent=2))
+        return 1 if signed_out else 0
+    print("Not logged in" if signed_out else "Logged in using ChatGPT", file=sys.stderr)
+    return 1 if signed_out else 0
+
+
 def main(name: str) -> int:
     argv = sys.argv[1:]
+    if (name, argv) in (("claude", ["auth", "status"]), ("codex", ["login", "status"])):
+        return sign_in_status(name)
     if argv == ["--version"]:
         print({"claude": "2.0.14 (Claude Code)", "codex": "codex-cli 0.46.0", "gemini": "0.9.0",
                "aider": "aider 0.86.1"}[name])

@@ -21,7 +21,7 @@ from guardkit_state.store.jsonio import parse_json
 from guardkit_state.store.schemas import validate_record
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.frontmatter import STATE_KEY, parse_frontmatter
-from guardkit_state.taskfile.splice.core import StateUpdate, splice_state
+from guardkit_state.taskfile.splice import StateUpdate, splice_state
 
 from .conftest import size
 

@@ -12,13 +12,10 @@ The oracle is independent of the splice: the texts are cut and read by ``tests/u
 update, not ``apply_update_to_block`` (which the writer itself renders from and verifies against).
 
 Mutation check (done by hand once, and kept as ``test_a_broken_update_function_fails_the_oracle``):
-make ``apply_update_to_block`` leave ``criteria`` alone. Where the writer renders the whole block
-from that function (a state block written inline, null or missing), writer and verification agree
-with the broken function, the write succeeds, and only this oracle fails ("the state block is not
-the update applied"); the former comparison with ``apply_update_to_block`` agreed there too. (In a
-block-style state block the criteria lines are edited from the update itself, so the writer's own
-verification refuses the write: by hand, the former fuzz failed this break only through such
-refusals.)
+make ``apply_update_to_block`` leave ``criteria`` alone. The writer edits the text toward what that
+function says and verifies against it, so writer and verification agree with the broken function,
+the write succeeds, and only this oracle fails ("the state block is not the update applied"); the
+former comparison with ``apply_update_to_block`` agreed too.
 """
 
 from __future__ import annotations
@@ -32,12 +29,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from guardkit_state.errors import GuardkitStateError, WriteVerificationError
+from guardkit_state.taskfile import splice as splice_module
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
-from guardkit_state.taskfile.splice import core as splice_core
-from guardkit_state.taskfile.splice import edits as splice_edits
-from guardkit_state.taskfile.splice import update as splice_update
-from guardkit_state.taskfile.splice import verify as splice_verify
-from guardkit_state.taskfile.splice.core import StateUpdate, splice_state
+from guardkit_state.taskfile.splice import StateUpdate, splice_state
 
 from ..update_oracle import expected_state_block, key_forms, key_text, read_frontmatter, same, yaml_key_names
 from .conftest import size
@@ -259,7 +253,7 @@ body
 """
 
 
-_REAL_APPLY = splice_update.apply_update_to_block
+_REAL_APPLY = splice_module.apply_update_to_block
 
 
 def _criteria_left_alone(block: dict[str, Any] | None, update: StateUpdate) -> dict[str, Any]:
@@ -271,12 +265,10 @@ def _criteria_left_alone(block: dict[str, Any] | None, update: StateUpdate) -> d
 def test_a_broken_update_function_fails_the_oracle(monkeypatch: pytest.MonkeyPatch) -> None:
     """The mutation check: with the shared update function broken, writer and verification agree
     and the write succeeds, so only an oracle independent of that function can see it. (The block
-    is written inline, so the writer renders it whole from the update function; in a block-style
-    state block the criteria lines are edited from the update itself and verification refuses.)"""
+    is written inline, so the writer renders it whole from the update function.)"""
     assert check_two_turns(_CRITERIA_DOC, _Doc()) == "rerender"  # the real function passes
     update = _updates("autobuild_state", 0)[1]
-    for module in (splice_update, splice_edits, splice_verify, splice_core):
-        monkeypatch.setattr(module, "apply_update_to_block", _criteria_left_alone)
+    monkeypatch.setattr(splice_module, "apply_update_to_block", _criteria_left_alone)
     written = splice_state(_CRITERIA_DOC, update)  # accepted: the writer's own check agrees with itself
     assert written.method == "rerender"
     before, _ = read_frontmatter(_CRITERIA_DOC)

@@ -11,7 +11,7 @@ from guardkit_state.errors import FrontmatterError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager
 from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.taskfile.splice.core import StateUpdate, splice_state
+from guardkit_state.taskfile.splice import StateUpdate, splice_state
 from guardkit_state.turns.lifecycle import TurnLifecycle
 
 from .harness import TASK_ID, Setup, check_on_disk, finish, git, make_project, read_history, start_loop

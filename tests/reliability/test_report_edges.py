@@ -22,10 +22,10 @@ import pytest
 
 from guardkit_state.errors import FileBusyError, InputError, ParseError
 from guardkit_state.loop.run import LoopOptions
+from guardkit_state.store import fsio
 from guardkit_state.store.turn_files import TurnStore
-from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.turns import clock, stall
-from guardkit_state.turns.clock import read_task_settled
+from guardkit_state.taskfile.document import TaskFile, read_task_settled
+from guardkit_state.turns import stall
 
 from ..e2e_support import GUARDKIT_STATE, clean_env
 from .harness import TASK_ID, TASK_REL, TASK_TEXT, Setup, agent_command, make_project
@@ -280,7 +280,9 @@ def test_bad_turn_timeout_is_a_usage_error_before_anything_starts(tmp_path: Path
 
 @pytest.mark.parametrize("kwargs", [{"turn_timeout": math.nan}, {"turn_timeout": math.inf},
                                     {"turn_timeout": 0.0}, {"turn_timeout": -1.0}, {"max_turns": 0},
-                                    {"max_turns": -2}, {"max_turns": True}, {"max_turns": 2.5}])
+                                    {"max_turns": -2}, {"max_turns": True}, {"max_turns": 2.5},
+                                    {"max_cost": 0.0}, {"max_cost": math.nan}, {"cost_before": -0.01},
+                                    {"cost_before": math.inf}, {"cost_before": None}])
 def test_loop_options_refuse_bad_values_at_construction(kwargs: dict[str, object]) -> None:
     with pytest.raises(InputError):
         LoopOptions(**kwargs)  # type: ignore[arg-type]
@@ -424,7 +426,7 @@ def test_settled_read_never_takes_an_emptied_task_file_for_the_task(tmp_path: Pa
     path.write_text("", encoding="utf-8")  # an editor between its truncate and its write
     # It sits there through the first reads, then writes: the settled read waits for the whole file.
     reads: list[bytes] = []
-    real = clock.read_settled
+    real = fsio.read_bytes_capped
 
     def slow_editor(file: Path) -> bytes:
         got = real(file)
@@ -433,12 +435,12 @@ def test_settled_read_never_takes_an_emptied_task_file_for_the_task(tmp_path: Pa
             file.write_text(whole, encoding="utf-8")
         return got
 
-    monkeypatch.setattr(clock, "read_settled", slow_editor)
+    monkeypatch.setattr(fsio, "read_bytes_capped", slow_editor)
     task = read_task_settled(path, TurnStore(tmp_path / "store", "TASK-X"))
     assert task.text == whole and reads[:2] == [b"", b""]
     # Empty through every pause: not a task file, said as such (nothing can be recorded into it).
     path.write_text("", encoding="utf-8")
-    monkeypatch.setattr(clock, "read_settled", real)
+    monkeypatch.setattr(fsio, "read_bytes_capped", real)
     with pytest.raises(ParseError, match="empty"):
         read_task_settled(path, TurnStore(tmp_path / "store", "TASK-X"))
 

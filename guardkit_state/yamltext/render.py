@@ -8,13 +8,14 @@ verifies what it renders by parsing it alone.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from enum import Enum
 from typing import Any
 
 import yaml
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.taskfile.strict_yaml import parse_yaml
+from guardkit_state.yamltext.strict_yaml import parse_yaml
 
 try:  # libyaml's dumper where present (as the loader); the Python one writes the same YAML.
     _SafeDumper: type = yaml.CSafeDumper
@@ -77,17 +78,27 @@ def render_yaml(data: Any) -> str:
             text = text[: -len("...\n")]
         if same(parse_yaml(text).data, data):
             return str(text)
-    raise GuardkitStateError("rendered YAML does not read back as the same data", expected="plain data")
+    raise GuardkitStateError("rendered YAML does not read back as the same data (data that is not plain "
+                             "strings, numbers, lists and mappings?)")
 
 
-def same(a: Any, b: Any) -> bool:
-    """Equality that also tells ``1`` from ``True`` and ``1.0``."""
+def same(a: Any, b: Any, *, ordered: bool = True) -> bool:
+    """Data equality that tells ``1`` from ``True`` and ``1.0``, ``0.0`` from ``-0.0``, and NaN equal to
+    itself; with ``ordered`` the key order of mappings counts too."""
+    if a is b:
+        return True
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+        if (list(a) != list(b)) if ordered else (a.keys() != b.keys()):
+            return False
+        return all(same(a[key], b[key], ordered=ordered) for key in a)
     if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(same(x, y, ordered=ordered) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
     return bool(a == b)
 
 

@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from guardkit_state.taskfile.strict_yaml import MERGE_TAG
+from guardkit_state.yamltext.strict_yaml import MERGE_TAG
 
 _STR_TAG = "tag:yaml.org,2002:str"
-_NULL_TAG = "tag:yaml.org,2002:null"
 
 
 class LayoutError(Exception):
@@ -72,10 +71,6 @@ class Entry:
     value: yaml.Node | None
     merge: bool = False
 
-    def rest(self, fm: str) -> str:
-        """The text after the ``:`` on the key's line, comment included, stripped."""
-        return fm[self.colon + 1 : self.line_end].strip() if self.colon >= 0 else ""
-
     def key_text(self, fm: str) -> str:
         """The key's line up to its ``:``, exactly as written (indent, quotes, anchor)."""
         return fm[self.start : self.colon].rstrip(" \t")
@@ -103,14 +98,6 @@ class Entry:
             while fm[pos : pos + 1] in (" ", "\t"):
                 pos += 1
         return fm[pos : pos + 1] == "!"
-
-    def is_null(self) -> bool:
-        """True for an empty value, ``~`` or ``null`` (not for an alias of one)."""
-        return isinstance(self.value, yaml.ScalarNode) and self.value.tag == _NULL_TAG
-
-    def is_block(self, kind: type[yaml.Node]) -> bool:
-        """True when the value is a block-style (not flow-style) ``kind`` node."""
-        return isinstance(self.value, kind) and not getattr(self.value, "flow_style", False)
 
 
 def entries_of(fm: str, node: yaml.MappingNode, lo: int, hi: int) -> list[Entry]:
@@ -149,14 +136,16 @@ def entries_of(fm: str, node: yaml.MappingNode, lo: int, hi: int) -> list[Entry]
         line_end = stop if newline < 0 else newline + 1
         own = value_node.start_mark.index >= (colon if colon > pos else pos)  # an alias's marks are its anchor's
         end = _content_end(fm, line_end, stop, column)
-        if own and (isinstance(value_node, yaml.ScalarNode) or getattr(value_node, "flow_style", False)):
+        scalar = last_block_scalar(fm, value_node) if own else None
+        if scalar is not None:
+            if "+" in scalar[1]:
+                # The blank lines a '|+' scalar ends with are its text: what follows goes after them.
+                # (Any other block scalar's end mark lies past the blank lines that follow it: they
+                # separate it from what follows, and stay there when it is rewritten.)
+                end = max(end, _line_end_at(fm, scalar[0].end_mark.index, stop))
+        elif own and (isinstance(value_node, yaml.ScalarNode) or getattr(value_node, "flow_style", False)):
             # A quoted scalar may continue on lines that look like comments: its end mark is exact.
             end = max(end, _line_end_at(fm, value_node.end_mark.index, stop))
-        elif own:
-            scalar = last_block_scalar(fm, value_node)
-            if scalar is not None and "+" in scalar[1]:
-                # The blank lines a '|+' scalar ends with are its text: what follows goes after them.
-                end = max(end, _line_end_at(fm, scalar[0].end_mark.index, stop))
         tag = key_node.tag
         key = key_node.value if tag == _STR_TAG and isinstance(key_node, yaml.ScalarNode) else None
         entries.append(Entry(key, start, pos, colon, line_end, end, column, value_node if own else None,
@@ -208,10 +197,6 @@ class Edits:
 
     def add(self, start: int, end: int, text: str) -> None:
         self.items.append((start, end, len(self.items), text))
-
-    def extend(self, other: Edits) -> None:
-        for start, end, _, text in other.items:
-            self.add(start, end, text)
 
     def apply(self, text: str) -> str:
         parts: list[str] = []
