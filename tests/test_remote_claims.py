@@ -634,14 +634,16 @@ def test_a_ref_lock_a_killed_push_left_on_a_remote_on_this_machine_is_removed_on
         assert lock.exists()
 
 
-def _hand_made_claim(board: ClaimBoard, lease_until: str) -> str:
-    """A claim commit as a worker writes one, its lease's end ``lease_until`` as written, pushed
-    to the claim ref from ``board``'s clone (what a dead worker of a broken or hostile build left)."""
+def _hand_made_claim(board: ClaimBoard, lease_until: str, lease: str | None = None) -> str:
+    """A claim commit as a worker writes one, its lease's end ``lease_until`` (and its length
+    ``lease``, when given) as written, pushed to the claim ref from ``board``'s clone (what a dead
+    worker of a broken or hostile build left)."""
     repo = board.repo
     tree = repo.text("hash-object", "-t", "tree", "-w", "--stdin")
+    length = "" if lease is None else f"\nGuardkit-Lease-Seconds: {lease}"
     message = (f"guardkit claim {TASK} of {FEAT}\n\nGuardkit-Claim: claim\nGuardkit-Worker: dead:1:abcdef\n"
                f"Guardkit-Nonce: 0123456789abcdef\nGuardkit-Lease-Until: {lease_until}\nGuardkit-Beat: 0\n"
-               f"Guardkit-Task: {TASK}\nGuardkit-Feature: {FEAT}")
+               f"Guardkit-Task: {TASK}\nGuardkit-Feature: {FEAT}{length}")
     sha = repo.text("commit-tree", tree, "-m", message)
     run_git(repo.root, "push", "-q", "origin", f"{sha}:{claim_ref(FEAT, TASK)}")
     return sha
@@ -658,6 +660,36 @@ def test_a_lease_end_no_worker_could_have_written_counts_as_ended(remote: Remote
     taken = taker.take_over(FEAT, TASK, 30, stale_after=10)
     assert taken is not None and taken.previous == "dead:1:abcdef"
     assert claims_module.utc_text(seen.lease_until)  # a text, whatever the value (no ValueError, OverflowError)
+
+
+@pytest.mark.parametrize("lease", ["1e300", "86401", "nan", "inf", "x"])
+def test_a_lease_length_no_claim_may_ask_for_with_an_end_at_no_time_counts_as_ended(remote: Remote,
+                                                                                    lease: str) -> None:
+    # No length to judge by (over a day, or no number), and an end no worker could have written:
+    # ended, taken over once seen standing still (never held for good by either field).
+    clock = Clock(start=time.time())
+    dead, taker = remote.machine("dead", clock), remote.machine("taker", clock)
+    _hand_made_claim(dead, "inf", lease)
+    taker.read(FEAT)
+    assert taker.take_over(FEAT, TASK, 30, stale_after=10) is None
+    clock.now += 10
+    taken = taker.take_over(FEAT, TASK, 30, stale_after=10)
+    assert taken is not None and taken.previous == "dead:1:abcdef"
+
+
+@pytest.mark.parametrize("lease_until", ["inf", "nan", "32503680000", "1"])
+def test_a_claim_carrying_its_lease_length_is_judged_by_it_whatever_its_end_says(remote: Remote,
+                                                                                 lease_until: str) -> None:
+    # The length is what the taker sees (a whole lease standing still); the end is never compared.
+    clock = Clock(start=time.time())
+    dead, taker = remote.machine("dead", clock), remote.machine("taker", clock)
+    _hand_made_claim(dead, lease_until, "60")
+    taker.read(FEAT)
+    clock.now += 59
+    assert taker.take_over(FEAT, TASK, 30, stale_after=10) is None  # stood still 59 s of a 60 s lease
+    clock.now += 1
+    taken = taker.take_over(FEAT, TASK, 30, stale_after=10)
+    assert taken is not None and taken.previous == "dead:1:abcdef"
 
 
 @pytest.mark.parametrize("lease", [0, -1, float("nan"), float("inf"), 1e300, 86_401])
