@@ -72,7 +72,7 @@ bench: $(STAMP)
 	-$(BIN)/python -m pip install -q langgraph-checkpoint-sqlite
 	$(BIN)/python -m tests.bench
 
-# 5,000+ kill points and 10x the fuzzing; GUARDKIT_SOAK=N sets N kill points. Figures: build/reliability/.
+# 5,000+ kill points, 10x the fuzzing, the remote chaos campaign at 12 workers; GUARDKIT_SOAK=N sets N kill points. Figures: build/reliability/.
 # worksteal: the six long kill shards must not queue up behind one worker while the other idles.
 soak: $(STAMP)
 	rm -rf build/reliability

@@ -122,6 +122,35 @@ def test_a_read_only_server_cannot_claim(machine: tuple[Path, Path]) -> None:
     assert claims_on(bare) == {}
 
 
+def test_a_quarantined_task_is_not_claimed_until_released_through_the_tool(machine: tuple[Path, Path]) -> None:
+    from guardkit_state.git.repo import GitRepo
+    from guardkit_state.remote.branches import RemoteBranches
+    from guardkit_state.remote.quarantine import crash_entry, write_crash
+
+    repo, _ = machine
+    found = GitRepo.discover(repo)
+    assert found is not None
+    base, tip = git(repo, "rev-parse", "origin/main").strip(), None
+    for n in range(3):  # three workers' loops crashed on TASK-FB-001, each written in its history
+        tip = write_crash(found, RemoteBranches(found, "origin"), "TASK-FB-001", base, tip,
+                          crash_entry(worker=f"w{n}", reason="the loop stopped", limit=3))
+
+    async def session(client: Client) -> list[Any]:
+        first = answer(await claim(client))
+        blocked = answer(await claim(client))
+        released = answer(await client.call_tool("release_quarantined_task", {
+            "feature_id": FEATURE_ID, "task_id": "TASK-FB-001", "remote": "origin"}))
+        again = answer(await claim(client))
+        return [first, blocked, released, again]
+
+    first, blocked, released, again = with_server(repo, session)
+    assert first["status"] == "claimed" and first["task_id"] == "TASK-FB-002"  # the quarantined one is skipped
+    assert blocked["status"] == "nothing_ready"
+    assert blocked["reason"].startswith("TASK-FB-001: quarantined after 3 runs")
+    assert released["released"] is True and [r["worker"] for r in released["cleared"]] == ["w0", "w1", "w2"]
+    assert again["status"] == "claimed" and again["task_id"] == "TASK-FB-001"
+
+
 def test_a_lease_past_a_day_is_refused_before_anything_is_pushed(machine: tuple[Path, Path]) -> None:
     repo, bare = machine
 

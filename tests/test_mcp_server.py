@@ -26,7 +26,7 @@ from .helpers import coach_decision, make_task_repo, player_report
 
 TASK = "TASK-AUTH-001"
 READ_TOOLS = {"status", "show", "context", "criteria", "turn_reports", "feature", "search"}
-WRITE_TOOLS = {"record_turn", "claim_next_task", "release_claim"}
+WRITE_TOOLS = {"record_turn", "claim_next_task", "release_claim", "release_quarantined_task"}
 T = TypeVar("T")
 
 

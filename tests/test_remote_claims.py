@@ -485,14 +485,165 @@ def test_a_remote_that_takes_the_connection_and_never_answers_is_unreachable_at_
         assert len(waits) == 1 and "no answer in 1 s" in waits[0]
 
 
-def _hand_made_claim(board: ClaimBoard, lease_until: str) -> str:
-    """A claim commit as a worker writes one, its lease's end ``lease_until`` as written, pushed
-    to the claim ref from ``board``'s clone (what a dead worker of a broken or hostile build left)."""
+def test_a_holder_whose_clock_is_minutes_ahead_is_taken_over_one_lease_after_it_stops(remote: Remote) -> None:
+    # Its lease ends 10 minutes late by any other clock: a dead worker's task must not wait for that.
+    taker_clock = Clock()
+    holder = remote.machine("holder", Clock(taker_clock.now + 600))
+    taker = remote.machine("taker", taker_clock)
+    held = holder.claim(FEAT, TASK, lease=30)
+    assert held is not None and held.lease == 30
+    taker.read(FEAT)
+    taker_clock.now += 29  # stood still 29 s of a 30 s lease, by the taker's clock
+    assert taker.take_over(FEAT, TASK, 30, stale_after=10) is None
+    taker_clock.now += 2
+    taken = taker.take_over(FEAT, TASK, 30, stale_after=10)
+    assert taken is not None and taken.previous == "holder"
+
+
+def test_a_taker_whose_clock_is_minutes_ahead_never_ousts_a_holder_that_beats_within_its_lease(
+        remote: Remote) -> None:
+    # To the taker every lease has ended: what it has seen of the claim is all that counts.
+    holder_clock = Clock()
+    holder = remote.machine("holder", holder_clock)
+    taker_clock = Clock(holder_clock.now + 600)
+    taker = remote.machine("taker", taker_clock)
+    held = holder.claim(FEAT, TASK, lease=30)
+    assert held is not None
+    taker.read(FEAT)
+    taker_clock.now += 25  # two beats of the holder were lost on the way (a third of the lease each)
+    assert taker.take_over(FEAT, TASK, 30, stale_after=15) is None
+    held = holder.renew(held, lease=30)  # the third arrives
+    taker.read(FEAT)
+    taker_clock.now += 25
+    assert taker.take_over(FEAT, TASK, 30, stale_after=15) is None
+    assert remote_ref(remote, held.ref) == held.sha
+
+
+def test_a_claim_without_its_lease_length_is_judged_by_its_end_on_the_takers_clock() -> None:
+    # A claim an older worker made (no Guardkit-Lease-Seconds): its lease's end, as before.
+    from guardkit_state.remote.claims import parse_claim
+
+    message = ("guardkit claim T of F\n\nGuardkit-Claim: claim\nGuardkit-Worker: old\nGuardkit-Nonce: n\n"
+               "Guardkit-Lease-Until: 1000100.000\nGuardkit-Beat: 0\n")
+    claim = parse_claim(FEAT, TASK, "a" * 40, message)
+    assert claim is not None and claim.lease is None
+    for bad in ("nan", "inf", "-5", "0", "1e300", "x"):
+        odd = parse_claim(FEAT, TASK, "a" * 40, message + f"Guardkit-Lease-Seconds: {bad}\n")
+        assert odd is not None and odd.lease is None
+
+
+class Unreachable(ClaimBoard):
+    """A board whose renewals never reach the remote."""
+
+    def renew(self, held: Claim, lease: float) -> Claim:
+        raise RemoteUnreachableError("cannot reach remote 'origin': the connection was reset")
+
+
+class Pauses:
+    """The heartbeat's stop event, recording each pause it is asked to wait, stopping after ``n``."""
+
+    def __init__(self, n: int) -> None:
+        self.asked: list[float] = []
+        self.n = n
+
+    def wait(self, timeout: float) -> bool:
+        self.asked.append(timeout)
+        return len(self.asked) > self.n
+
+    def set(self) -> None:
+        self.n = 0
+
+
+def test_a_beat_that_did_not_reach_the_remote_is_tried_again_soon(remote: Remote) -> None:
+    plain = remote.machine("holder")
+    held = plain.claim(FEAT, TASK, lease=30)
+    assert held is not None
+    for board, expected in ((plain, [10.0, 10.0, 10.0]), (Unreachable(plain.repo, "origin", "holder"),
+                                                          [10.0, 2.5, 2.5])):
+        beat = Heartbeat(board, 30)
+        beat.hold(held)
+        pauses = Pauses(2)
+        beat._stop = pauses  # type: ignore[assignment]
+        beat._run()
+        assert pauses.asked == expected  # a lost beat is tried again after a twelfth of the lease, not a third
+        held = beat.held()[0]
+
+
+def test_a_claim_refused_only_because_the_remotes_ref_lock_was_held_is_tried_again_not_an_error(
+        remote: Remote) -> None:
+    # A racing push held the ref's lock, claimed, ran and released before this worker looked: the
+    # remote said "failed to update ref", which is no refusal (the chaos campaign: a worker stopped on it).
+    board = remote.machine("w1")
+    lock = remote.bare / "refs" / "guardkit" / "claims" / FEAT / f"{TASK}.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")
+    with pytest.raises(RemoteUnreachableError, match="could not lock"):
+        board.claim(FEAT, TASK, lease=30)
+    waits: list[str] = []
+    held = retrying(lambda: board.claim(FEAT, TASK, lease=30), on_wait=lambda n, exc: waits.append(exc.message),
+                    sleep=lambda seconds: lock.unlink(missing_ok=True))
+    assert held is not None and remote_ref(remote, held.ref) == held.sha and len(waits) == 1
+    lock.write_text("")
+    with pytest.raises(RemoteUnreachableError, match="could not lock"):
+        board.renew(held, lease=30)  # a beat: tried again, the claim still its own
+    lock.unlink()
+    assert board.release(board.renew(held, lease=30))
+
+
+def test_a_branch_push_refused_only_because_the_remotes_ref_lock_was_held_is_tried_again(remote: Remote) -> None:
+    from guardkit_state.remote.branches import RemoteBranches
+
+    board = remote.machine("w1")
+    root = board.repo.root
+    run_git(root, "branch", "autobuild/TASK-R-001", "main")
+    lock = remote.bare / "refs" / "heads" / "autobuild" / "TASK-R-001.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")
+    branches = RemoteBranches(board.repo, "origin")
+    with pytest.raises(RemoteUnreachableError, match="could not lock"):
+        branches.push("autobuild/TASK-R-001", None)
+    stale = time.time() - 60  # left by a push killed on the remote: removed when the remote is on this machine
+    __import__("os").utime(lock, (stale, stale))
+    with pytest.raises(RemoteUnreachableError, match="could not lock"):
+        branches.push("autobuild/TASK-R-001", None)
+    assert lock.exists() == (remote.daemon is not None)
+    lock.unlink(missing_ok=True)
+    assert branches.push("autobuild/TASK-R-001", None) == remote_ref(remote, "refs/heads/autobuild/TASK-R-001")
+
+
+def test_a_ref_lock_a_killed_push_left_on_a_remote_on_this_machine_is_removed_once_stale(remote: Remote) -> None:
+    # A machine SIGKILLed in a push to a file:// remote kills the receive-pack it ran there, holding
+    # the ref's lock: every later push to that ref failed for ever (the chaos soak: the merge claim).
+    import os
+
+    board = remote.machine("w1")
+    lock = remote.bare / "refs" / "guardkit" / "claims" / FEAT / f"{TASK}.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")  # fresh: a push on another machine may hold it now
+    with pytest.raises(RemoteUnreachableError, match="if this lasts, a push that died on the remote left"):
+        board.claim(FEAT, TASK, lease=30)
+    assert lock.exists()
+    os.utime(lock, (time.time() - 60, time.time() - 60))  # a minute old: no push holds a ref lock that long
+    with pytest.raises(RemoteUnreachableError, match="could not lock"):
+        board.claim(FEAT, TASK, lease=30)
+    if remote.daemon is None:  # on this machine's file system: removed; the next try claims
+        assert not lock.exists()
+        held = board.claim(FEAT, TASK, lease=30)
+        assert held is not None and remote_ref(remote, held.ref) == held.sha
+    else:  # reached over the network: never touched from a client
+        assert lock.exists()
+
+
+def _hand_made_claim(board: ClaimBoard, lease_until: str, lease: str | None = None) -> str:
+    """A claim commit as a worker writes one, its lease's end ``lease_until`` (and its length
+    ``lease``, when given) as written, pushed to the claim ref from ``board``'s clone (what a dead
+    worker of a broken or hostile build left)."""
     repo = board.repo
     tree = repo.text("hash-object", "-t", "tree", "-w", "--stdin")
+    length = "" if lease is None else f"\nGuardkit-Lease-Seconds: {lease}"
     message = (f"guardkit claim {TASK} of {FEAT}\n\nGuardkit-Claim: claim\nGuardkit-Worker: dead:1:abcdef\n"
                f"Guardkit-Nonce: 0123456789abcdef\nGuardkit-Lease-Until: {lease_until}\nGuardkit-Beat: 0\n"
-               f"Guardkit-Task: {TASK}\nGuardkit-Feature: {FEAT}")
+               f"Guardkit-Task: {TASK}\nGuardkit-Feature: {FEAT}{length}")
     sha = repo.text("commit-tree", tree, "-m", message)
     run_git(repo.root, "push", "-q", "origin", f"{sha}:{claim_ref(FEAT, TASK)}")
     return sha
@@ -509,6 +660,36 @@ def test_a_lease_end_no_worker_could_have_written_counts_as_ended(remote: Remote
     taken = taker.take_over(FEAT, TASK, 30, stale_after=10)
     assert taken is not None and taken.previous == "dead:1:abcdef"
     assert claims_module.utc_text(seen.lease_until)  # a text, whatever the value (no ValueError, OverflowError)
+
+
+@pytest.mark.parametrize("lease", ["1e300", "86401", "nan", "inf", "x"])
+def test_a_lease_length_no_claim_may_ask_for_with_an_end_at_no_time_counts_as_ended(remote: Remote,
+                                                                                    lease: str) -> None:
+    # No length to judge by (over a day, or no number), and an end no worker could have written:
+    # ended, taken over once seen standing still (never held for good by either field).
+    clock = Clock(start=time.time())
+    dead, taker = remote.machine("dead", clock), remote.machine("taker", clock)
+    _hand_made_claim(dead, "inf", lease)
+    taker.read(FEAT)
+    assert taker.take_over(FEAT, TASK, 30, stale_after=10) is None
+    clock.now += 10
+    taken = taker.take_over(FEAT, TASK, 30, stale_after=10)
+    assert taken is not None and taken.previous == "dead:1:abcdef"
+
+
+@pytest.mark.parametrize("lease_until", ["inf", "nan", "32503680000", "1"])
+def test_a_claim_carrying_its_lease_length_is_judged_by_it_whatever_its_end_says(remote: Remote,
+                                                                                 lease_until: str) -> None:
+    # The length is what the taker sees (a whole lease standing still); the end is never compared.
+    clock = Clock(start=time.time())
+    dead, taker = remote.machine("dead", clock), remote.machine("taker", clock)
+    _hand_made_claim(dead, lease_until, "60")
+    taker.read(FEAT)
+    clock.now += 59
+    assert taker.take_over(FEAT, TASK, 30, stale_after=10) is None  # stood still 59 s of a 60 s lease
+    clock.now += 1
+    taken = taker.take_over(FEAT, TASK, 30, stale_after=10)
+    assert taken is not None and taken.previous == "dead:1:abcdef"
 
 
 @pytest.mark.parametrize("lease", [0, -1, float("nan"), float("inf"), 1e300, 86_401])

@@ -186,7 +186,7 @@ def test_a_worker_restarted_on_the_same_clone_takes_over_without_the_killed_turn
     heir = worker(project, machine, "--lease", "2")
     out, err = heir.communicate(timeout=600)
     assert heir.returncode == 0, out + err
-    assert "took over the claim" in err
+    assert "took back the claim" in err
     [takeover] = [line.split()[0] for line in git(bare, "log", "--format=%H %s", "autobuild/TASK-FB-001").splitlines()
                   if " taken over by " in line]
     changed = git(bare, "show", "--name-only", "--format=", takeover).split()
@@ -214,7 +214,7 @@ def test_a_worker_killed_between_its_turns_commit_and_its_ledger_is_taken_over_o
         os.killpg(heir.pid, signal.SIGKILL)  # the worker this test started: it never ended
         out, err = heir.communicate()
     assert heir.returncode == 0, out + err[-2000:]
-    assert "took over the claim" in err and err.count(": running on ") == 1
+    assert "took back the claim" in err and err.count(": running on ") == 1
     players = [(e["task"], e["turn"]) for e in project.invocations()
                if e["role"] == "player" and e["event"] == "start"]
     assert players == [("TASK-FB-001", 1), ("TASK-FB-001", 2)]  # turn 2 is recorded from its reports
@@ -586,7 +586,7 @@ def test_a_holder_killed_after_its_first_turns_commit_is_taken_over_on_the_same_
 
 def test_an_ousted_holders_late_push_racing_the_takeover_entry_does_not_stop_the_taker(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from guardkit_state.remote import worker as worker_module
+    from guardkit_state.remote.run_history import RunHistory
     from guardkit_state.remote.worker import WorkerOptions, run_worker
 
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", approve_at=2)])
@@ -598,11 +598,11 @@ def test_an_ousted_holders_late_push_racing_the_takeover_entry_does_not_stop_the
     _run_elsewhere(project, ousted, "TASK-FB-001", "--max-turns", "1", release=False, lease=1)
     for name, value in project.env().items():
         monkeypatch.setenv(name, value)
-    real = worker_module._Worker._record_takeover
+    real = RunHistory.takeover
 
     came_back: list[str] = []
 
-    def record(self: object, task: str, old: object, tip: str | None) -> str:
+    def record(self: RunHistory, task: str, old: Claim, tip: str | None, *, restart: bool) -> str:
         # It comes back as the taker writes the takeover: its late push lands first.
         if not came_back:
             came_back.append(task)
@@ -610,9 +610,9 @@ def test_an_ousted_holders_late_push_racing_the_takeover_entry_does_not_stop_the
             git(where, "commit", "-q", "--allow-empty", "-m", "a late commit of the ousted holder")
             git(where, "push", "-q", f"--force-with-lease=refs/heads/autobuild/TASK-FB-001:{tip}", "origin",
                 "HEAD:refs/heads/autobuild/TASK-FB-001")
-        return real(self, task, old, tip)  # type: ignore[arg-type]
+        return real(self, task, old, tip, restart=restart)
 
-    monkeypatch.setattr(worker_module._Worker, "_record_takeover", record)
+    monkeypatch.setattr(RunHistory, "takeover", record)
     player, coach = project.agents()
     notes: list[str] = []
     result = run_worker(machine, FEATURE_ID, player, coach,
@@ -810,7 +810,7 @@ def test_a_takeover_on_the_same_clone_removes_the_stale_git_lock_its_killed_work
     heir = worker(project, machine, "--lease", "2")
     out, err = heir.communicate(timeout=120)
     assert heir.returncode == 0, out + err
-    assert "took over the claim" in err and merged_order(bare) == ["TASK-FB-001"]
+    assert "took back the claim" in err and merged_order(bare) == ["TASK-FB-001"]
 
 
 def test_a_merger_killed_in_a_merge_leaves_no_lock_that_stops_the_next_merger_on_its_clone(

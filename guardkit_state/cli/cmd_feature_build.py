@@ -15,6 +15,7 @@ from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option, add_repo_option, seconds, turn_count, usd
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.cli.remote_feature import add_remote_options
+from guardkit_state.errors import InputError
 
 if TYPE_CHECKING:
     from guardkit_state.agents.protocol import Agent
@@ -37,6 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "  guardkit-state feature-build TASK-AUTH-001 --player ... --coach ... --resume\n"
         "  guardkit-state feature-build FEAT-AUTH --player ... --coach ... --max-parallel 3\n"
         "  guardkit-state feature-build FEAT-AUTH --player ... --coach ... --remote origin   (on each machine)\n"
+        "  guardkit-state feature-build FEAT-AUTH --release TASK-AUTH-002 --remote origin   (a quarantined task)\n"
         "  (then: guardkit-state show FEAT-AUTH · guardkit-state log FEAT-AUTH)\n\n"
         "A shell command gets GUARDKIT_TASK_ID, GUARDKIT_TURN, GUARDKIT_MODE, GUARDKIT_TASK_FILE,\n"
         "GUARDKIT_PROMPT_FILE (its whole prompt), GUARDKIT_CONTEXT_FILE, GUARDKIT_CRITERIA_FILE,\n"
@@ -49,11 +51,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     parser.add_argument("task_id", metavar="TASK-ID|FEAT-ID",
                         help="a task id (or task file), or a feature id (or its plan's .yaml file)")
-    parser.add_argument("--player", required=True, metavar="NAME|CMD",
-                        help="the Player: an agent preset ({presets}; see 'guardkit-state agents') or a shell "
-                        "command")
-    parser.add_argument("--coach", required=True, metavar="NAME|CMD",
-                        help="the Coach: an agent preset (it runs read-only) or a shell command")
+    # Required, but for --release (which runs no agent): checked in run().
+    parser.add_argument("--player", metavar="NAME|CMD",
+                        help="the Player (required): an agent preset ({presets}; see 'guardkit-state agents') or a "
+                        "shell command")
+    parser.add_argument("--coach", metavar="NAME|CMD",
+                        help="the Coach (required): an agent preset (it runs read-only) or a shell command")
     parser.add_argument("--continue-session", action="store_true",
                         help="the Player goes on with the agent session of its previous turn ({continuing_presets} "
                         "presets; also after --resume)")
@@ -94,6 +97,13 @@ def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.cli.feature_output import run_feature
     from guardkit_state.store.layout import names_feature
 
+    if args.release is not None:  # a quarantined task of a feature built through a remote, released
+        from guardkit_state.cli.remote_feature import run_release
+
+        return run_release(args, out)
+    missing = [flag for flag in ("--player", "--coach") if getattr(args, flag[2:]) is None]
+    if missing:
+        raise InputError(f"the following arguments are required: {', '.join(missing)}")
     agents = agents_named(args)
     if args.remote is not None:  # this machine's worker on a feature shared through a git remote
         from guardkit_state.cli.remote_feature import run_remote

@@ -15,8 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="serve this repository's loop memory to a coding agent (an MCP server on stdio)",
         description="Run a Model Context Protocol server on stdin/stdout for one repository. Tools: "
         "status, show, context, criteria, turn_reports, feature, search (read); record_turn (write, "
-        "with the checks of 'record'), claim_next_task and release_claim (a feature's tasks claimed "
-        "on its git remote as 'feature-build --remote' workers claim them); resources guardkit://task/TASK-ID and "
+        "with the checks of 'record'), claim_next_task, release_claim and release_quarantined_task (a "
+        "feature's tasks claimed on its git remote as 'feature-build --remote' workers claim them); resources "
+        "guardkit://task/TASK-ID and "
         "guardkit://task/TASK-ID/turn/N. Every answer is read from the files when asked. stdout "
         "carries only the protocol; logs go to stderr. Needs the mcp extra "
         "(without it, the error names the command that installs it into this copy; 'guardkit-state doctor' "
@@ -25,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "  guardkit-state mcp --read-only        # for a Coach or a reviewer: no write tools",
     )
     parser.add_argument("--read-only", action="store_true",
-                        help="leave out the write tools (record_turn, claim_next_task, release_claim): "
+                        help="leave out the write tools (record_turn, claim_next_task, release_claim, "
+                        "release_quarantined_task): "
                         "for a Coach or a reviewer")
     add_repo_option(parser)
     parser.set_defaults(handler=run)

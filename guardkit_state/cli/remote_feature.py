@@ -18,7 +18,7 @@ _NOT_FOR_WORKERS = (("no_worktree", "--no-worktree"), ("reopen", "--reopen"), ("
 
 
 def add_remote_options(parser: argparse.ArgumentParser) -> None:
-    from guardkit_state.cli.options import seconds
+    from guardkit_state.cli.options import seconds, turn_count
 
     parser.add_argument("--remote", metavar="NAME", help="features only: build together with other machines "
                         "through this git remote (claims, a push per turn, merges under a merge claim; "
@@ -28,6 +28,29 @@ def add_remote_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--poll", type=seconds, default=2.0, metavar="SECONDS",
                         help="with --remote: how often a waiting worker looks at the remote again (default 2; "
                         "while another worker merges a wave, after 0.05 s at first, slowing down to this)")
+    parser.add_argument("--quarantine-after", type=turn_count, default=3, metavar="N",
+                        help="with --remote: a task whose runs ended in a dead worker or a crashed loop N times "
+                        "(counted on the remote) is claimed no more until --release (default 3)")
+    parser.add_argument("--release", metavar="TASK-ID", help="with a feature: release a quarantined task on the "
+                        "remote (--remote NAME, default origin) so workers claim it again, and exit; no agents run")
+
+
+def run_release(args: argparse.Namespace, out: Output) -> int:
+    """``feature-build FEAT --release TASK [--remote NAME]``: a quarantined task claimable again."""
+    from guardkit_state.remote.quarantine import release_task
+    from guardkit_state.store.layout import names_feature
+
+    if not names_feature(args.task_id):
+        raise InputError(f"--release takes the task's feature (FEAT-ID or a plan's .yaml), not the task {args.task_id}")
+    done = release_task(args.repo, args.task_id, args.release, args.remote or "origin")
+    if args.json:
+        out.json(done.to_dict())
+        return ExitCode.OK
+    out.line(f"{done.task}: {out.style('released' if done.released else 'nothing to release', 'bold')} — "
+             f"{safe(done.reason)}")
+    for run in done.cleared:
+        out.line(f"  cleared: {safe(run.reason)} ({safe(run.at)})")
+    return ExitCode.OK
 
 
 def run_remote(args: argparse.Namespace, out: Output, agents: tuple[Agent, Agent]) -> int:
@@ -45,7 +68,8 @@ def run_remote(args: argparse.Namespace, out: Output, agents: tuple[Agent, Agent
         log_on_stderr(out)
     options = WorkerOptions(remote=args.remote, lease=args.lease, poll=args.poll, max_turns=args.max_turns,
                             turn_timeout=args.turn_timeout, max_cost=getattr(args, "max_cost", None),
-                            continue_session=bool(getattr(args, "continue_session", False)))
+                            continue_session=bool(getattr(args, "continue_session", False)),
+                            quarantine_after=args.quarantine_after)
     result = run_worker(args.repo, args.task_id, *agents, options,
                         on_note=lambda text: None if args.json else out.note(safe(text)),
                         on_event=with_indexing(None, args.repo))
@@ -86,6 +110,11 @@ def show_remote(args: argparse.Namespace, out: Output, features: list[str]) -> i
             elif task.outcome:
                 line += f"  ({safe(task.outcome)})"
             out.line(line)
+            for run in task.failed_runs:  # why its runs ended badly (a quarantined task: a person releases it)
+                out.line(f"      failed run: {safe(run.reason)} ({safe(run.at)})")
+            if task.state == "quarantined":
+                out.line(f"      release it: guardkit-state feature-build {feature.feature} --release {task.task_id} "
+                         f"--remote {safe(feature.remote)}")
             for ref, subject in task.kept:  # a turn its branch moved under on the remote (docs/features.md)
                 out.line(f"      kept: {safe(ref)} ({safe(subject)})")
         if feature.queue:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import time
 from pathlib import Path
 
@@ -45,6 +46,38 @@ def remove_stale_locks(root: Path, git_dir: Path, common_dir: Path, branch: str 
             removed.append(lock)
             log.warning("removed stale git lock %s (no git process holds it)", lock)
     return removed
+
+
+#: The lock file git names when it cannot take one: ``Unable to create '<path>.lock': File exists``.
+_NAMED_LOCK = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+
+
+def remove_named_stale_lock(root: Path, common_dir: Path, stderr: str, *, min_age: float = 0.0) -> Path | None:
+    """Remove the lock file git's ``stderr`` says is in its way, when it is inside ``common_dir`` (a
+    ref's lock, ``packed-refs.lock``: a git killed in a fetch leaves them, and every later fetch
+    fails on them) and stale (as :func:`remove_stale_locks` judges, and at least ``min_age`` seconds
+    old: for a repository other machines may write too, whose processes /proc cannot show); the
+    lock removed, or None."""
+    match = _NAMED_LOCK.search(stderr)
+    if match is None:
+        return None
+    lock = Path(match.group(1))
+    inside = os.path.realpath(common_dir)
+    if not os.path.realpath(lock).startswith(inside + os.sep) or not lock.exists():
+        return None
+    if live_git_process_in(root, common_dir):
+        return None
+    least = max(min_age, 0.0 if Path("/proc/self").exists() else STALE_LOCK_SECONDS)
+    try:
+        if time.time() - lock.stat().st_mtime < least:
+            return None
+    except OSError:
+        return None
+    with contextlib.suppress(FileNotFoundError):
+        lock.unlink()
+        log.warning("removed stale git lock %s (no git process holds it)", lock)
+        return lock
+    return None
 
 
 def live_git_process_in(root: Path, common_dir: Path) -> bool:

@@ -201,6 +201,14 @@ def release_claim(root: Path, feature_id: str, task_id: str, remote: str, worker
     return release(root, feature_id, task_id, remote, worker)
 
 
+def release_quarantined_task(root: Path, feature_id: str, task_id: str, remote: str) -> dict[str, Any]:
+    """Release a quarantined task so workers claim it again, as ``feature-build FEAT --release TASK``
+    does (:func:`~guardkit_state.remote.quarantine.release_task`)."""
+    from guardkit_state.remote.quarantine import release_task
+
+    return release_task(root, feature_id, task_id, remote).to_dict()
+
+
 def _report(root: Path, name: str, given: dict[str, Any] | None,
             file: str | None) -> tuple[dict[str, Any], Path | None]:
     """A report given inline or as a file; exactly one of the two."""
@@ -242,4 +250,4 @@ def _pinned(root: Path, ref: str) -> Iterator[str]:
 
 
 __all__ = ["claim_next_task", "context", "criteria", "error_line", "feature", "names_feature", "record",
-           "release_claim", "search", "show", "status", "task_file", "turn_reports"]
+           "release_claim", "release_quarantined_task", "search", "show", "status", "task_file", "turn_reports"]

@@ -50,7 +50,8 @@ A task (tasks/**/TASK-ID*.md) has acceptance criteria and is worked in numbered 
    criteria ledger, detects a stall (the same feedback turn after turn) and writes the files. A bad
    report is refused with nothing written; the same reports sent again answer "already recorded".
 For a feature built through a git remote, `claim_next_task` claims the next ready task for you
-and `release_claim` gives it back.
+and `release_claim` gives it back; `release_quarantined_task` lets workers claim again a task
+they quarantined (its runs kept ending in a dead worker or a crash).
 `status` lists every task and feature; `show` one task; `criteria` its ledger; `turn_reports` what a
 turn left; `feature` a feature's waves; `search` past turns (a blocker seen elsewhere).
 Every answer is read from the files when asked: another agent or the CLI may have recorded a turn since."""
@@ -236,6 +237,16 @@ def build_server(repo: Path, *, read_only: bool = False) -> MCPServer[Any]:
             deleted from the remote only while it is still the claim of `worker`; "released": false
             (with the reason) when it is gone or someone else's."""
             return answers.release_claim(root, feature_id, task_id, remote, worker)
+
+        @tool(CLAIM)
+        def release_quarantined_task(feature_id: FeatureRef, task_id: TaskRef, remote: RemoteName) -> dict[str, Any]:
+            """Release a task the workers quarantined (its runs ended in a dead worker or a crashed
+            loop too often: `feature` and `guardkit-state show FEAT --remote` list them, with why)
+            so they claim it again, as `guardkit-state feature-build FEAT --release TASK` does: its
+            failed runs are cleared in its history on the remote. "released": false (with the
+            reason) when it has no failed run to clear. For a person's decision: release a task
+            only once what killed its runs is fixed."""
+            return answers.release_quarantined_task(root, feature_id, task_id, remote)
 
     @server.resource("guardkit://task/{task_id}", name="task-file", mime_type="text/markdown",
                      description="A task file's text, from the copy `show` reads.")

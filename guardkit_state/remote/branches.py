@@ -13,11 +13,15 @@ new holder's turns.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlsplit
 
 from guardkit_state.errors import BranchMovedError, ClaimLostError, RemoteRejectedError, RemoteUnreachableError
+from guardkit_state.git.stale_locks import remove_named_stale_lock
+from guardkit_state.store.fsio import crash_point
 from guardkit_state.store.layout import BRANCH_PREFIX
 
 if TYPE_CHECKING:
@@ -33,6 +37,61 @@ DATA_TIMEOUT = 600.0
 
 #: A ref as :func:`list_refs` reads it: its name, its sha and its commit's message.
 RefRecord = tuple[str, str, str]
+
+
+#: How old a ref lock in a remote repository on this machine's file system must be before a worker
+#: takes it for one a killed push left (a live push holds its locks for milliseconds).
+REMOTE_LOCK_AGE = 30.0
+
+
+def busy_lock(remote: str, ref: str, summary: str, stderr: str) -> str:
+    """What a push the remote rejected for a held ref lock says: the lock file when git named it,
+    and what to do if it lasts (a push that died there left it)."""
+    named = re.search(r"Unable to create '([^']+\.lock)'", stderr)
+    held = f"; if this lasts, a push that died on the remote left {named.group(1)}: remove it there" if named else ""
+    return f"remote {remote!r} could not lock {ref}: {summary}{held}"
+
+
+def clear_remote_lock(repo: GitRepo, remote: str, stderr: str) -> bool:
+    """Remove the ref lock a push's ``stderr`` names in ``remote``'s repository, when that is on this
+    machine's file system (a ``file://`` URL or a path) and the lock is stale: a machine SIGKILLed in
+    a push to such a remote kills the ``receive-pack`` it ran there, holding the ref's lock, and every
+    later push to that ref fails on it ("failed to update ref"). A remote reached over a network
+    cleans up after a client that died; its locks are never touched from here. True when removed."""
+    status, out, _ = repo.run("remote", "get-url", remote, check=False)
+    url = out.decode("utf-8", "replace").strip()
+    if status != 0 or not url:
+        return False
+    if url.startswith("file://"):
+        path = Path(unquote(urlsplit(url).path))
+    elif "://" in url or (":" in url.split("/", 1)[0] and not url.startswith("/")):
+        return False  # a network remote (ssh, https, git, scp-like host:path)
+    else:
+        path = (repo.root / url) if not url.startswith("/") else Path(url)
+    if not path.is_dir():
+        return False
+    removed = remove_named_stale_lock(path, path, stderr, min_age=REMOTE_LOCK_AGE)
+    return removed is not None
+
+
+def fetch_refs(repo: GitRepo, remote: str, *refspecs: str, timeout: float) -> tuple[int, str]:
+    """``git fetch --prune`` of ``refspecs`` from ``remote``: (exit status, stderr). A ref lock a git
+    killed in an earlier fetch left in this clone (``packed-refs.lock``, a ref's ``.lock``) fails
+    every fetch after it, as if the remote were down: it is removed once no git works here, and the
+    fetch made again."""
+    for _ in range(3):
+        status, _, err = repo.run("fetch", "--quiet", "--no-tags", "--prune", remote, *refspecs, check=False,
+                                  timeout=timeout)
+        if status == 0 or remove_named_stale_lock(repo.root, repo.common_dir, err) is None:
+            break
+    return status, err
+
+
+def lock_contention(summary: str) -> bool:
+    """A push the remote rejected because it could not lock or update the ref (``failed to lock``,
+    ``failed to update ref``): another push held it at that instant (or a git that died there left
+    its lock), which is no refusal of the remote's: a hook or a permission says so otherwise."""
+    return "(failed to update ref)" in summary or "(failed to lock)" in summary
 
 
 def list_refs(repo: GitRepo, *prefixes: str) -> list[RefRecord]:
@@ -65,11 +124,10 @@ class RemoteBranches:
         branches' shas on the remote, by branch name. The refs after it, the local branches and
         those under the prefixes ``listed`` included, are kept in ``listing`` (one git call)."""
         prefix = BRANCH_PREFIX.rstrip("/")
-        status, _, err = self.repo.run("fetch", "--quiet", "--no-tags", "--prune", self.remote,
-                                       f"+refs/heads/{prefix}/*:refs/remotes/{self.remote}/{prefix}/*", *also,
-                                       check=False, timeout=DATA_TIMEOUT)
+        branches = f"+refs/heads/{prefix}/*:refs/remotes/{self.remote}/{prefix}/*"
+        status, err = fetch_refs(self.repo, self.remote, branches, *also, timeout=DATA_TIMEOUT)
         if status != 0:
-            raise RemoteUnreachableError(f"cannot fetch from {self.remote!r}: {_first(err)}", path=self.repo.root)
+            raise RemoteUnreachableError(f"cannot fetch from {self.remote!r}: {first_line(err)}", path=self.repo.root)
         tracking = f"refs/remotes/{self.remote}/"
         self.listing = list_refs(self.repo, f"{tracking}{prefix}", f"refs/heads/{prefix}", *listed)
         return {name.removeprefix(tracking): sha for name, sha, _ in self.listing if name.startswith(tracking)}
@@ -98,8 +156,9 @@ class RemoteBranches:
             # git run there would find this clone's own checkout and move the user's branch.)
         return remote
 
-    def push(self, branch: str, expected: str | None, *, also: tuple[str, ...] = ()) -> str:
-        """Push local ``branch`` onto the remote's, which must be at ``expected`` (None: absent).
+    def push(self, branch: str, expected: str | None, *, also: tuple[str, ...] = (), sha: str | None = None) -> str:
+        """Push local ``branch`` (or the commit ``sha``, the branch left where it is) onto the remote's,
+        which must be at ``expected`` (None: absent).
 
         Returns the sha pushed. Raises :class:`BranchMovedError` (a :class:`ClaimLostError`) when the
         remote branch moved (another worker pushed: this one's claim is gone; or, under a claim still
@@ -107,28 +166,33 @@ class RemoteBranches:
         (the lease forces the push: it would replace the remote's history), :class:`RemoteUnreachableError`, or
         :class:`RemoteRejectedError` for any other refusal.
         """
-        sha = self.repo.text("rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}")
+        sha = sha or self.repo.text("rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}")
         ref = f"refs/heads/{branch}"
         if expected is not None and sha != expected and not self.repo.ok("merge-base", "--is-ancestor", expected, sha):
             # The lease forces the push: a branch apart from the remote's would replace its history.
             raise ClaimLostError(f"{branch} here does not continue {self.remote!r}'s ({expected[:10]}): "
                                  f"not pushed over it", path=self.repo.root)
         # ``also``: refs pushed with the branch, all or none (``--atomic``): a task's turn ledger.
+        crash_point("remote.before_push")
         status, out, err = self.repo.run("push", "--porcelain", "--no-verify", *(["--atomic"] if also else []),
                                          f"--force-with-lease={ref}:{expected or ''}", self.remote,
                                          f"{sha}:{ref}", *also, check=False, timeout=DATA_TIMEOUT)
+        crash_point("remote.after_push")  # landed (or refused), its answer not yet read
         lines = [line for line in out.decode("utf-8", "replace").splitlines() if "\t" in line]
         mine = [line for line in lines if f":{ref}\t" in line] or lines
         if status == 0 and lines and not any(line.startswith("!") for line in lines):
             self.repo.run("update-ref", self.tracking(branch), sha)
             return sha
         if not lines:
-            raise RemoteUnreachableError(f"cannot push {branch} to {self.remote!r}: {_first(err)}",
+            raise RemoteUnreachableError(f"cannot push {branch} to {self.remote!r}: {first_line(err)}",
                                          path=self.repo.root)
         summary = mine[0].split("\t")[-1]
         # A push racing another one to the same ref can be refused by the remote's ref lock
         # ("failed to update ref"): whether the ref moved tells a lost race from a refusal.
         if "remote rejected" in summary and self._remote_sha(ref) == expected:
+            if lock_contention(summary):  # its lock was held: try again (a stale one on this machine removed)
+                clear_remote_lock(self.repo, self.remote, err)
+                raise RemoteUnreachableError(busy_lock(self.remote, ref, summary, err), path=self.repo.root)
             raise RemoteRejectedError(f"remote {self.remote!r} refused {branch}: {summary}", path=self.repo.root)
         raise BranchMovedError(f"{branch} moved on {self.remote!r} ({summary}): another worker pushed to it",
                                path=self.repo.root)
@@ -146,27 +210,30 @@ class RemoteBranches:
         if status == 0 and lines and not lines[0].startswith("!"):
             return
         if not lines:
-            raise RemoteUnreachableError(f"cannot push {ref} to {self.remote!r}: {_first(err)}", path=self.repo.root)
+            raise RemoteUnreachableError(f"cannot push {ref} to {self.remote!r}: {first_line(err)}",
+                                         path=self.repo.root)
         summary = lines[0].split("\t")[-1]
+        if "remote rejected" in summary and lock_contention(summary):  # a lock held (or a killed push's): again
+            clear_remote_lock(self.repo, self.remote, err)
+            raise RemoteUnreachableError(busy_lock(self.remote, ref, summary, err), path=self.repo.root)
         raise RemoteRejectedError(f"remote {self.remote!r} refused {ref}: {summary}", path=self.repo.root)
 
     def fetch_branch(self, branch: str) -> str | None:
         """Fetch one branch into its remote-tracking ref; its sha on the remote (None: not there)."""
-        status, _, err = self.repo.run("fetch", "--quiet", "--no-tags", "--prune", self.remote,
-                                       f"+refs/heads/{branch}:{self.tracking(branch)}", check=False,
-                                       timeout=DATA_TIMEOUT)
+        status, err = fetch_refs(self.repo, self.remote, f"+refs/heads/{branch}:{self.tracking(branch)}",
+                                 timeout=DATA_TIMEOUT)
         if status != 0:
             if self._remote_sha(f"refs/heads/{branch}") is None:
                 self.repo.run("update-ref", "-d", self.tracking(branch), check=False)
                 return None
-            raise RemoteUnreachableError(f"cannot fetch {branch} from {self.remote!r}: {_first(err)}",
+            raise RemoteUnreachableError(f"cannot fetch {branch} from {self.remote!r}: {first_line(err)}",
                                          path=self.repo.root)
         return self.repo.resolve(self.tracking(branch))
 
     def _remote_sha(self, ref: str) -> str | None:
         status, out, err = self.repo.run("ls-remote", "--refs", self.remote, ref, check=False, timeout=REFS_TIMEOUT)
         if status != 0:
-            raise RemoteUnreachableError(f"cannot reach {self.remote!r}: {_first(err)}", path=self.repo.root)
+            raise RemoteUnreachableError(f"cannot reach {self.remote!r}: {first_line(err)}", path=self.repo.root)
         return next((line.split("\t")[0] for line in out.decode().splitlines() if line.endswith(f"\t{ref}")), None)
 
     def _is_worktree(self, path: Path) -> bool:
@@ -188,9 +255,12 @@ class RemoteBranches:
         return found
 
 
-def _first(text: str) -> str:
+def first_line(text: str) -> str:
+    """The line of git's stderr that says what failed (its first ``fatal:``/``error:``, else its first):
+    a note or an error is one line."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[0] if lines else "")
 
 
-__all__ = ["RemoteBranches"]
+__all__ = ["REMOTE_LOCK_AGE", "RemoteBranches", "busy_lock", "clear_remote_lock", "fetch_refs", "first_line",
+           "lock_contention"]

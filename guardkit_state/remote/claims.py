@@ -12,16 +12,25 @@ The protocol (docs/features.md, "Many machines"), with no server but the user's 
 * **Heartbeat**: the holder renews before the lease ends by pushing a child commit (a later lease
   end, the next beat number) with ``--force-with-lease=<ref>:<its sha>``: the claim ref moving is
   the heartbeat, and a renewal that finds the ref moved learns that the claim is lost.
-* **Takeover**: only when the lease has ended by the taker's clock **and** the taker has seen the
-  ref stand still for ``stale_after`` seconds of its own monotonic clock (two machines' clocks need
-  not agree; a live holder's renewals move the ref). The takeover is a child commit pushed with
-  ``--force-with-lease=<ref>:<the sha seen>``, so a renewal landing first makes it fail: a takeover
-  racing a renewal has one winner. The ref's history records the claim, its beats and takeovers.
+* **Takeover**: only when the taker has seen the ref stand still for the claim's whole lease (its
+  length is in the claim) and for ``stale_after`` seconds, both by its own monotonic clock: two
+  machines' clocks are never compared, so a clock skewed by minutes neither holds a dead worker's
+  task for minutes nor takes a live one's (its renewals move the ref three times a lease). A claim
+  without its lease's length (an older worker's) is judged by its lease's end on the taker's clock.
+  The takeover is a child commit pushed with ``--force-with-lease=<ref>:<the sha seen>``, so a
+  renewal landing first makes it fail: a takeover racing a renewal has one winner. The ref's
+  history records the claim, its beats and takeovers.
+* **A worker's own dead claim**: a worker restarted in the clone of a dead one takes back the claims
+  that one made at once, without waiting for the lease, when the claim on the remote still carries
+  a nonce the dead worker kept in the clone (:mod:`~guardkit_state.remote.own_claims`): ``orphans``.
 * **Release**: a delete pushed with the same lease; a claim already taken over is left alone.
 
-A lease's end is read from a commit anyone with push access can write: one outside
-[now − :data:`LEASE_PAST`, now + 10 × :data:`MAX_LEASE`] (the year 3000, ``inf``, ``nan``) counts as
-ended, so a dead worker's claim never blocks its task for good nor stops the worker taking it over.
+A lease is read from a commit anyone with push access can write, so what it says is bounded: a
+claim asks for at most :data:`MAX_LEASE` (checked before any push); a lease length above it (or no
+number) is no length, and the claim is judged by its lease's end; an end outside
+[now − :data:`LEASE_PAST`, now + 10 × :data:`MAX_LEASE`] by the taker's clock (the year 3000, ``inf``,
+``nan``) counts as ended. A dead worker's claim never blocks its task for good nor stops the worker
+taking it over.
 """
 
 from __future__ import annotations
@@ -35,11 +44,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError
-from guardkit_state.remote.branches import REFS_TIMEOUT, RefRecord, list_refs
-from guardkit_state.store.fsio import validate_task_id
+from guardkit_state.remote.branches import (
+    REFS_TIMEOUT,
+    RefRecord,
+    busy_lock,
+    clear_remote_lock,
+    fetch_refs,
+    first_line,
+    list_refs,
+    lock_contention,
+)
+from guardkit_state.store.fsio import crash_point, validate_task_id
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
@@ -52,13 +70,35 @@ SEEN_PREFIX = "refs/guardkit/seen"
 _EMPTY_TREE_INPUT = b""
 _FIELDS = {"kind": "Guardkit-Claim", "worker": "Guardkit-Worker", "nonce": "Guardkit-Nonce",
            "lease_until": "Guardkit-Lease-Until", "beat": "Guardkit-Beat", "task": "Guardkit-Task",
-           "feature": "Guardkit-Feature", "previous": "Guardkit-Previous-Worker"}
+           "feature": "Guardkit-Feature", "previous": "Guardkit-Previous-Worker", "lease": "Guardkit-Lease-Seconds"}
+#: Test-only: seconds added to this process's wall clock (the lease ends it writes and reads), as a
+#: machine whose clock is off would; set in the environment of a process the chaos campaign starts
+#: (read once, at import, like :func:`~guardkit_state.store.fsio.crash_point`'s variable).
+CLOCK_SKEW_VARIABLE = "GUARDKIT_STATE_CLOCK_SKEW"
+
+
+def _skew() -> float:
+    try:
+        skew = float(os.environ.get(CLOCK_SKEW_VARIABLE) or 0.0)
+    except ValueError:
+        return 0.0
+    return skew if math.isfinite(skew) else 0.0
+
+
+_SKEW = _skew()
+
+
+def wall_clock() -> float:
+    """The wall clock lease ends are written in (``time.time``, skewed only under test)."""
+    return time.time() + _SKEW
+
 _TRAILER = re.compile(r"^(Guardkit-[A-Za-z-]+): (.*)$", re.MULTILINE)
 
 T = TypeVar("T")
 
 #: The longest lease a claim may ask for (seconds): a day. A worker renews its claims; a claim made
-#: through MCP (not renewed) holds an agent's task for at most this long.
+#: through MCP (not renewed) holds an agent's task for at most this long. A lease length a claim
+#: carries above it is no lease: the claim is judged by its lease's end, as an older worker's.
 MAX_LEASE = 86_400.0
 #: How far in the past a lease's end may lie and still read as a time (seconds): a day.
 LEASE_PAST = 86_400.0
@@ -69,7 +109,8 @@ class Claim:
     """One claim commit as its message says: who holds the task, until when, which beat.
 
     ``kind`` is ``claim`` (the root commit), ``renew`` or ``takeover``; ``previous`` names the
-    worker a takeover replaced.
+    worker a takeover replaced; ``lease`` is the lease's length in seconds (None in a claim of an
+    older worker, which did not write it).
     """
 
     feature: str
@@ -81,6 +122,7 @@ class Claim:
     beat: int
     kind: str = "claim"
     previous: str | None = None
+    lease: float | None = None
 
     @property
     def ref(self) -> str:
@@ -89,6 +131,15 @@ class Claim:
     def to_dict(self) -> dict[str, object]:
         return {"feature": self.feature, "task": self.task, "sha": self.sha, "worker": self.worker,
                 "lease_until": self.lease_until, "beat": self.beat, "kind": self.kind, "previous": self.previous}
+
+
+class ClaimKeeping(Protocol):
+    """Where a board tells the claims it makes and releases (:class:`~guardkit_state.remote.own_claims.ClaimKeeper`
+    keeps their nonces in the clone)."""
+
+    def made(self, claim: Claim) -> None: ...
+
+    def released(self, claim: Claim) -> None: ...
 
 
 def claim_ref(feature: str, task: str) -> str:
@@ -144,7 +195,9 @@ def new_worker_id() -> str:
 
 @dataclass(frozen=True)
 class _Push:
-    status: str  # "ok", "rejected" (lost a race / stale lease), "refused" (remote said no), "unreachable"
+    # "ok", "rejected" (lost a race / stale lease), "busy" (the remote's ref lock was held: a racing
+    # push, or a git that died there), "refused" (the remote said no), "unreachable"
+    status: str
     detail: str
 
 
@@ -156,7 +209,8 @@ class ClaimBoard:
     """
 
     def __init__(self, repo: GitRepo, remote: str, worker: str | None = None, *,
-                 clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = wall_clock, monotonic: Callable[[], float] = time.monotonic,
+                 keep: ClaimKeeping | None = None) -> None:
         self.repo = repo
         self.remote = remote
         self.worker = new_worker_id() if worker is None else check_worker_id(worker)
@@ -168,6 +222,10 @@ class ClaimBoard:
         self.foreign: dict[str, str] = {}
         self._empty_tree: str | None = None
         self._made: dict[str, Claim] = {}  # the claim commits this board made, by sha (see _own)
+        #: Claim refs a dead worker of this clone held, with the nonce it kept here: taken back at once.
+        self.orphans: dict[str, str] = {}
+        #: Told every claim commit this board makes, before its push (to keep its nonce in the clone).
+        self.keep = keep
         status, _, _ = repo.run("remote", "get-url", remote, check=False)
         if status != 0:
             raise InputError(f"no git remote named {remote!r} in {repo.root}", path=repo.root,
@@ -184,9 +242,10 @@ class ClaimBoard:
         """
         ref = claim_ref(feature, task)
         check_lease(lease)
-        mine = Claim(feature, task, "", self.worker, secrets.token_hex(8), self.clock() + lease, 0)
+        mine = Claim(feature, task, "", self.worker, secrets.token_hex(8), self.clock() + lease, 0, lease=lease)
         sha = self._commit(mine, parent=None)
         pushed = self._push(f"{sha}:{ref}")
+        crash_point("remote.after_claim")
         if pushed.status == "unreachable":
             raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {pushed.detail}", path=self.repo.root)
         if pushed.status == "ok":
@@ -203,6 +262,8 @@ class ClaimBoard:
             # Another worker's claim is (or was, when git compared: since released) there: the race
             # is lost, not an error. A refusal by the remote's ref lock is such a race too.
             return None
+        if pushed.status == "busy":  # a racing push that has come and gone (claimed, run, released): look again
+            raise RemoteUnreachableError(pushed.detail, path=self.repo.root)
         raise RemoteRejectedError(f"remote {self.remote!r} refused the claim {ref}: {pushed.detail}",
                                   path=self.repo.root)
 
@@ -213,11 +274,12 @@ class ClaimBoard:
             ClaimLostError: the ref moved (taken over) or is gone: stop working on the task.
             RemoteUnreachableError: the beat did not reach the remote (retry before the lease ends).
         """
-        beat = replace(held, lease_until=self.clock() + lease, beat=held.beat + 1, kind="renew", previous=None)
+        beat = replace(held, lease_until=self.clock() + lease, beat=held.beat + 1, kind="renew", previous=None,
+                       lease=lease)
         return self._replace(held.sha, beat, lost=f"claim {held.ref} is no longer {self.worker}'s")
 
     def take_over(self, feature: str, task: str, lease: float, *, stale_after: float) -> Claim | None:
-        """Take a claim whose lease has ended and whose heartbeat stood still ``stale_after`` seconds.
+        """Take a claim that is stale (:meth:`is_stale`), or an orphan of this clone's dead worker.
 
         Returns ``None`` when the claim is live (lease running, a recent beat, a renewal that won the
         race) or gone; the new :class:`Claim` when taken over. The caller must have read the claim
@@ -230,11 +292,13 @@ class ClaimBoard:
         if current is None or not self.is_stale(current, stale_after=stale_after):
             return None
         mine = Claim(feature, task, "", self.worker, secrets.token_hex(8), self.clock() + lease, current.beat + 1,
-                     kind="takeover", previous=current.worker)
+                     kind="takeover", previous=current.worker, lease=lease)
         try:
-            return self._replace(current.sha, mine, lost=f"claim {ref} moved while it was taken over")
+            taken = self._replace(current.sha, mine, lost=f"claim {ref} moved while it was taken over")
         except ClaimLostError:
             return None  # the holder's renewal (or another taker) came first
+        crash_point("remote.after_takeover")
+        return taken
 
     def release(self, held: Claim) -> bool:
         """Delete the claim if it is still this one; False when it was already taken over or gone."""
@@ -242,6 +306,8 @@ class ClaimBoard:
         if pushed.status == "unreachable":
             raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {pushed.detail}", path=self.repo.root)
         if pushed.status == "ok":
+            if self.keep is not None:
+                self.keep.released(held)
             return True
         there = self.remote_sha(held.ref)
         own = self._own(held.feature, held.task, there)
@@ -249,6 +315,8 @@ class ClaimBoard:
             return self.release(own)  # a beat of this claim landed though its push was not told so
         if there != held.sha:
             return False  # taken over, or gone: not ours to delete
+        if pushed.status == "busy":
+            raise RemoteUnreachableError(pushed.detail, path=self.repo.root)
         raise RemoteRejectedError(f"remote {self.remote!r} refused to release {held.ref}: {pushed.detail}",
                                   path=self.repo.root)
 
@@ -256,10 +324,9 @@ class ClaimBoard:
 
     def read(self, feature: str) -> dict[str, Claim]:
         """The feature's claims on the remote, by task id (fetched; staleness clocks updated)."""
-        status, _, err = self.repo.run("fetch", "--quiet", "--no-tags", "--prune", self.remote,
-                                       self.fetch_refspec(feature), check=False, timeout=REFS_TIMEOUT)
+        status, err = fetch_refs(self.repo, self.remote, self.fetch_refspec(feature), timeout=REFS_TIMEOUT)
         if status != 0:
-            raise RemoteUnreachableError(f"cannot fetch claims from {self.remote!r}: {_first_line(err)}",
+            raise RemoteUnreachableError(f"cannot fetch claims from {self.remote!r}: {first_line(err)}",
                                          path=self.repo.root)
         return self.read_fetched(feature)
 
@@ -294,19 +361,27 @@ class ClaimBoard:
         return claims
 
     def is_stale(self, claim: Claim, *, stale_after: float) -> bool:
-        """Lease ended by this clock (or no time it could have: :func:`lease_readable`), and this
-        worker saw the same beat for ``stale_after`` seconds."""
-        now = self.clock()
-        if lease_readable(claim.lease_until, now) and now <= claim.lease_until:
-            return False
+        """This worker saw the same beat for the claim's whole lease and ``stale_after`` seconds, by
+        its monotonic clock (no wall clocks compared); a claim without its lease's length (or with
+        one no claim may ask for): its lease ended by this clock, or its end no time this protocol
+        can have written (:func:`lease_readable`), and the beat seen for ``stale_after``. An orphan
+        (:attr:`orphans`) is stale at once: the worker that made it is dead, and this clone kept its nonce."""
+        if self.orphans.get(claim.ref) == claim.nonce:
+            return True
         sha, since = self._seen.get(claim.ref, ("", 0.0))
-        return sha == claim.sha and self.monotonic() - since >= stale_after
+        still = self.monotonic() - since if sha == claim.sha else -1.0
+        if still < stale_after:
+            return False
+        if claim.lease is not None:
+            return still >= claim.lease
+        now = self.clock()
+        return not lease_readable(claim.lease_until, now) or now > claim.lease_until
 
     def remote_sha(self, ref: str) -> str | None:
         """The ref's sha on the remote now (``ls-remote``), None when absent."""
         status, out, err = self.repo.run("ls-remote", "--refs", self.remote, ref, check=False, timeout=REFS_TIMEOUT)
         if status != 0:
-            raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {_first_line(err)}",
+            raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {first_line(err)}",
                                          path=self.repo.root)
         for line in out.decode("utf-8", "replace").splitlines():
             sha, _, name = line.partition("\t")
@@ -339,6 +414,8 @@ class ClaimBoard:
             return self._replace(own.sha, replace(claim, beat=own.beat + 1), lost=lost)
         if there != old or pushed.status == "rejected":  # moved since (or when git compared): not ours
             raise ClaimLostError(lost, path=self.repo.root)
+        if pushed.status == "busy":  # the ref stood still: its lock was held by a push that failed, or a dead git
+            raise RemoteUnreachableError(pushed.detail, path=self.repo.root)
         raise RemoteRejectedError(f"remote {self.remote!r} refused {claim.ref}: {pushed.detail}", path=self.repo.root)
 
     def _commit(self, claim: Claim, *, parent: str | None) -> str:
@@ -347,14 +424,17 @@ class ClaimBoard:
         lines = [f"guardkit {claim.kind} {claim.task} of {claim.feature}", ""]
         values = {"kind": claim.kind, "worker": claim.worker, "nonce": claim.nonce,
                   "lease_until": f"{claim.lease_until:.3f}", "beat": str(claim.beat), "task": claim.task,
-                  "feature": claim.feature, "previous": claim.previous}
+                  "feature": claim.feature, "previous": claim.previous,
+                  "lease": None if claim.lease is None else f"{claim.lease:.3f}"}
         lines += [f"{_FIELDS[key]}: {value}" for key, value in values.items() if value is not None]
         args = ["commit-tree", self._empty_tree, "-m", "\n".join(lines)]
         if parent is not None:
             args += ["-p", parent]
         _, out, _ = self.repo.run(*args, pre=self.repo.identity_args())
         sha = out.decode().strip()
-        self._made[sha] = replace(claim, sha=sha)
+        self._made[sha] = made = replace(claim, sha=sha)
+        if self.keep is not None:
+            self.keep.made(made)  # before the push: a worker killed as it lands still left its nonce here
         return sha
 
     def _push(self, refspec: str, *, lease: tuple[str, str] | None = None) -> _Push:
@@ -366,10 +446,13 @@ class ClaimBoard:
         if status == 0 and lines and not lines[0].startswith("!"):
             return _Push("ok", lines[0])
         if not lines:  # git never talked to the remote (exit 128: unreachable, no repository there)
-            return _Push("unreachable", _first_line(err))
+            return _Push("unreachable", first_line(err))
         summary = lines[0].split("\t")[-1]
         if "remote rejected" in summary:
-            return _Push("refused", f"{summary} {_first_line(err)}".strip())
+            if lock_contention(summary):  # a push racing it; or a stale lock a killed push left (removed when
+                clear_remote_lock(self.repo, self.remote, err)  # it is on this machine's file system)
+                return _Push("busy", busy_lock(self.remote, refspec.rsplit(":", 1)[-1], summary, err))
+            return _Push("refused", f"{summary} {first_line(err)}".strip())
         return _Push("rejected", summary)
 
 
@@ -379,9 +462,19 @@ def parse_claim(feature: str, task: str, sha: str, message: str) -> Claim | None
     try:
         return Claim(feature, task, sha, fields[_FIELDS["worker"]], fields[_FIELDS["nonce"]],
                      float(fields[_FIELDS["lease_until"]]), int(fields[_FIELDS["beat"]]),
-                     fields.get(_FIELDS["kind"], "claim"), fields.get(_FIELDS["previous"]))
+                     fields.get(_FIELDS["kind"], "claim"), fields.get(_FIELDS["previous"]),
+                     _lease_seconds(fields.get(_FIELDS["lease"])))
     except (KeyError, ValueError):
         return None
+
+
+def _lease_seconds(text: str | None) -> float | None:
+    """A claim's lease length: a finite positive number of seconds, else None (judged by its end)."""
+    try:
+        seconds = float(text) if text is not None else math.nan
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and 0 < seconds <= MAX_LEASE else None
 
 
 def retrying(action: Callable[[], T], *, on_wait: Callable[[int, RemoteUnreachableError], None],
@@ -413,11 +506,6 @@ def utc_text(at: float) -> str:
         return f"{at!r} (no time)"
 
 
-def _first_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    chosen = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[0] if lines else "")
-    return chosen.strip()
-
-
-__all__ = ["CLAIMS_PREFIX", "LEASE_PAST", "MAX_LEASE", "MERGE_CLAIM", "Claim", "ClaimBoard", "check_lease",
-           "check_worker_id", "claim_ref", "lease_readable", "new_worker_id", "parse_claim", "retrying", "utc_text"]
+__all__ = ["CLAIMS_PREFIX", "CLOCK_SKEW_VARIABLE", "LEASE_PAST", "MAX_LEASE", "MERGE_CLAIM", "Claim", "ClaimBoard",
+           "ClaimKeeping", "check_lease", "check_worker_id", "claim_ref", "lease_readable", "new_worker_id",
+           "parse_claim", "retrying", "utc_text", "wall_clock"]

@@ -1,10 +1,11 @@
 """A worker's heartbeat: a thread that renews its claims before their leases end.
 
-Each beat renews every held claim (:meth:`ClaimBoard.renew`) at a third of the lease, so two
-beats can fail before a lease runs out. A claim found taken over is dropped and reported through
-``on_lost`` (the worker must stop that task); a remote that cannot be reached is reported through
-``on_wait`` and tried again at the next beat, while the lease still runs (so is a git that could
-not run: a refused fork, a full disk).
+Each beat renews every held claim (:meth:`ClaimBoard.renew`) at a third of the lease. A claim
+found taken over is dropped and reported through ``on_lost`` (the worker must stop that task); a
+remote that cannot be reached is reported through ``on_wait`` and tried again soon, at a twelfth
+of the lease (so is a git that could not run: a refused fork, a full disk): a claim is taken over
+only once it stood still a whole lease, so a network that drops a beat or two (or stalls one for
+seconds) does not cost a live worker its task.
 """
 
 from __future__ import annotations
@@ -51,12 +52,14 @@ class Heartbeat:
         with self._lock:
             return list(self._held.values())
 
-    def beat(self) -> None:
-        """Renew every held claim once (the thread calls this; tests may too)."""
+    def beat(self) -> bool:
+        """Renew every held claim once (the thread calls this; tests may too); False when a renewal
+        did not reach the remote (it is tried again soon)."""
         with self._beating:
-            self._beat()
+            return self._beat()
 
-    def _beat(self) -> None:
+    def _beat(self) -> bool:
+        reached = True
         for claim in self.held():
             try:
                 renewed = self.board.renew(claim, self.lease)
@@ -68,10 +71,12 @@ class Heartbeat:
                 continue
             except GitError as exc:  # unreachable, refused, or git could not run: the lease still runs; next beat
                 self.on_wait(exc)  # (never let it end the thread: the claims would stop beating unseen)
+                reached = False
                 continue
             with self._lock:
                 if claim.ref in self._held:
                     self._held[claim.ref] = renewed
+        return reached
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="guardkit-heartbeat", daemon=True)
@@ -83,8 +88,9 @@ class Heartbeat:
             self._thread.join()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.lease / 3):
-            self.beat()
+        pause = self.lease / 3
+        while not self._stop.wait(pause):
+            pause = self.lease / 3 if self.beat() else self.lease / 12
 
 
 __all__ = ["Heartbeat"]

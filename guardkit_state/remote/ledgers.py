@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from guardkit_state.errors import RemoteUnreachableError
 from guardkit_state.git import turn_ledger
-from guardkit_state.remote.branches import REFS_TIMEOUT, RefRecord, list_refs
+from guardkit_state.remote.branches import REFS_TIMEOUT, RefRecord, fetch_refs, first_line, list_refs
 from guardkit_state.store.fsio import validate_task_id
 
 if TYPE_CHECKING:
@@ -60,10 +60,9 @@ class RemoteLedgers:
 
     def fetch_and_import(self) -> int:
         """Fetch the feature's ledgers and add the entries this clone lacks; how many were added."""
-        status, _, err = self.repo.run("fetch", "--quiet", "--no-tags", "--prune", self.remote,
-                                       self.fetch_refspec(), check=False, timeout=REFS_TIMEOUT)
+        status, err = fetch_refs(self.repo, self.remote, self.fetch_refspec(), timeout=REFS_TIMEOUT)
         if status != 0:
-            raise RemoteUnreachableError(f"cannot fetch ledgers from {self.remote!r}: {err.strip()[:200]}",
+            raise RemoteUnreachableError(f"cannot fetch ledgers from {self.remote!r}: {first_line(err)[:200]}",
                                          path=self.repo.root)
         return self.import_fetched()
 

@@ -3,8 +3,10 @@
 Fetches the claims and the ``autobuild/*`` branches into this clone's remote-tracking refs (never
 touching its own branches or worktrees) and says, per task: merged, approved (waiting for its
 wave's merge), running (who holds the claim, since when, the last heartbeat, whether its lease
-has ended), failed, or waiting (its wave has not come, or nobody has claimed it yet); and the
-turns kept on refs of their own (``refs/guardkit/kept/...``) when its branch moved under them.
+has ended), failed, quarantined (its runs ended in a dead worker or a crash too often: no worker
+claims it until it is released), or waiting (its wave has not come, or nobody has claimed it yet);
+with each run of it that ended badly since its last release, and why; and the turns kept on refs
+of their own (``refs/guardkit/kept/...``) when its branch moved under them.
 """
 
 from __future__ import annotations
@@ -25,9 +27,8 @@ from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import KEPT_PREFIX
 from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import MERGE_CLAIM, SEEN_PREFIX, Claim, ClaimBoard
+from guardkit_state.remote.quarantine import FailedRun, quarantine_in, task_copy_at
 from guardkit_state.store.layout import branch_for
-from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.taskfile.resolve import resolve_task
 from guardkit_state.turns.sent_back import pending_send_back
 
 
@@ -37,13 +38,14 @@ class RemoteTask:
 
     task_id: str
     wave: int
-    state: str  # merged, approved, running, failed, waiting
+    state: str  # merged, approved, running, failed, quarantined, waiting
     turns: int = 0
     outcome: str | None = None
     holder: str | None = None
     claimed_at: float | None = None
     heartbeat_at: float | None = None
     lease_until: float | None = None
+    failed_runs: tuple[FailedRun, ...] = ()
     #: Turns kept on refs of their own on the remote (the ref and its commit's subject), oldest first.
     kept: tuple[tuple[str, str], ...] = ()
 
@@ -51,6 +53,7 @@ class RemoteTask:
         return {"task_id": self.task_id, "wave": self.wave, "state": self.state, "turns": self.turns,
                 "outcome": self.outcome, "holder": self.holder, "claimed_at": self.claimed_at,
                 "heartbeat_at": self.heartbeat_at, "lease_until": self.lease_until,
+                "failed_runs": [run.to_dict() for run in self.failed_runs],
                 "kept": [{"ref": ref, "commit": subject} for ref, subject in self.kept]}
 
 
@@ -112,34 +115,29 @@ def _queue_steps(repo: GitRepo, plan: FeaturePlan, feature_ref: str) -> list[Que
 def _task(repo: GitRepo, task: str, wave: int, on_remote: dict[str, str], claim: Claim | None,
           feature_ref: str, branches: RemoteBranches) -> RemoteTask:
     branch = branch_for(task)
-    copy = _copy(repo, task, branches.tracking(branch)) if branch in on_remote else None
+    copy = task_copy_at(repo, task, branches.tracking(branch))[1] if branch in on_remote else None
     state = copy.state if copy is not None else None
     turns = len(state.turns) if state is not None else 0
     outcome = state.extra.get("outcome") if state is not None else None
     outcome = outcome if isinstance(outcome, str) else None
     if find_task_merge(repo, task, feature_ref) is not None:
         return RemoteTask(task, wave, "merged", turns, outcome or "approved")
+    ended = quarantine_in(copy, task)
     if claim is not None:
         claimed, beat = _claim_times(repo, claim)
         lease = claim.lease_until if math.isfinite(claim.lease_until) else None  # JSON has no nan or inf
-        return RemoteTask(task, wave, "running", turns, outcome, claim.worker, claimed, beat, lease)
+        return RemoteTask(task, wave, "running", turns, outcome, claim.worker, claimed, beat, lease, ended.runs)
     if pending_send_back(state) is not None:  # its approval broke the gate: it runs again, or ended failed
-        ended = outcome in ENDED_UNAPPROVED
-        return RemoteTask(task, wave, "failed" if ended else "waiting", turns, outcome if ended else "sent back")
+        if outcome in ENDED_UNAPPROVED:
+            return RemoteTask(task, wave, "failed", turns, outcome, failed_runs=ended.runs)
+        return RemoteTask(task, wave, "quarantined" if ended.quarantined else "waiting", turns, "sent back",
+                          failed_runs=ended.runs)
     if outcome == "approved" or (state is not None and state.turns and state.turns[-1].decision == "approve"):
         return RemoteTask(task, wave, "approved", turns, "approved")
     if outcome in ENDED_UNAPPROVED:  # as a worker reads it (features.progress): the loop ended, not approved
-        return RemoteTask(task, wave, "failed", turns, outcome)
-    return RemoteTask(task, wave, "waiting", turns, outcome)
-
-
-def _copy(repo: GitRepo, task: str, ref: str) -> TaskFile | None:
-    with contextlib.suppress(GuardkitStateError):
-        rel = resolve_task(repo.root, task).path.relative_to(repo.root).as_posix()
-        status, raw, _ = repo.run("show", f"{ref}:{rel}", check=False)
-        if status == 0:
-            return TaskFile.from_bytes(raw, repo.root / rel)
-    return None
+        return RemoteTask(task, wave, "failed", turns, outcome, failed_runs=ended.runs)
+    return RemoteTask(task, wave, "quarantined" if ended.quarantined else "waiting", turns, outcome,
+                      failed_runs=ended.runs)
 
 
 def _claim_times(repo: GitRepo, claim: Claim) -> tuple[float | None, float | None]:

@@ -23,6 +23,7 @@ from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import Claim, ClaimBoard, check_lease, utc_text
 from guardkit_state.remote.ledgers import RemoteLedgers
+from guardkit_state.remote.quarantine import held_back, read_quarantine
 from guardkit_state.store.layout import branch_for, worktrees_dir
 
 #: How long a claim made by :func:`claim_next_task` holds without a renewal, by default (seconds).
@@ -110,12 +111,18 @@ def claim_next_task(repo_root: Path | str, feature: str, remote: str, *, worker:
     plan = load_plan(find_plan(repo.root, feature))
     board = ClaimBoard(repo, remote, worker)
     ledgers = RemoteLedgers(repo, remote, plan.feature_id)
-    RemoteBranches(repo, remote).sync(ledgers.fetch_refspec())  # as the worker's sync: one fetch for both
+    branches = RemoteBranches(repo, remote)
+    on_remote = branches.sync(ledgers.fetch_refspec())  # as the worker's sync: one fetch for both
     ledgers.import_fetched()
     feature_branch = branch_for(plan.feature_id)
     fgit = FeatureGit(repo, repo.root, feature_branch, worktrees_dir(repo.root) / plan.feature_id,
                       worktrees_dir(repo.root))
-    turn = wave_turn(plan_waves(plan), lambda task: read_task_state(fgit, task))
+
+    def state_of(task: str) -> TaskState:  # as a worker reads it: a quarantined task is not claimed
+        quarantine = read_quarantine(repo, task, on_remote.get(branch_for(task)))
+        return held_back(read_task_state(fgit, task), quarantine, plan.feature_id, remote)
+
+    turn = wave_turn(plan_waves(plan), state_of)
 
     def answer(status: str, reason: str, claim: Claim | None = None, lost: tuple[str, ...] = ()) -> ClaimAnswer:
         return ClaimAnswer(plan.feature_id, remote, board.worker, status, reason, claim,

@@ -21,10 +21,11 @@ from guardkit_state.turns.clock import utc_now
 
 
 def write_takeover(repo_root: GitRepo, task: str, feature_branch: str, *, by: str, old: Claim,
-                   note: Callable[[str], None]) -> None:
+                   note: Callable[[str], None], more: dict[str, object] | None = None) -> None:
     """The takeover written into the task's history: an entry of ``autobuild_state.takeovers``
-    in its task file (who took over from whom, when, the old claim and its lease), committed on
-    the task's branch (the caller pushes it before the task resumes), so ``show`` and ``log`` tell it."""
+    in its task file (who took over from whom, when, the old claim and its lease, and ``more``),
+    committed on the task's branch (the caller pushes it before the task resumes), so ``show`` and
+    ``log`` tell it."""
     worktree = WorktreeManager(repo_root).create(task, feature_branch)  # the loop resumes in it
     repo = worktree.repo()
     path = resolve_task(worktree.path, task).path
@@ -40,7 +41,8 @@ def write_takeover(repo_root: GitRepo, task: str, feature_branch: str, *, by: st
     committed = path.read_bytes()
     copy = TaskFile.load(path)
     entry = {"at": utc_now(), "by": by, "from": old.worker, "claim": old.sha,
-             "lease_until": utc_text(old.lease_until), "turns_done": len(copy.state.turns) if copy.state else 0}
+             "lease_until": utc_text(old.lease_until), "turns_done": len(copy.state.turns) if copy.state else 0,
+             **(more or {})}
     add_takeover(copy, entry)
     message = (f"guardkit: {task} taken over by {by} from {old.worker}\n\n"
                f"The claim's lease had ended and its heartbeat stood still; the task resumes from "

@@ -38,6 +38,7 @@ from guardkit_state.remote.branches import RemoteBranches, list_refs
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.ready import WaveTurn
 from guardkit_state.remote.wave_progress import write_wave_progress
+from guardkit_state.store.fsio import crash_point
 from guardkit_state.store.layout import BRANCH_PREFIX, branch_for
 
 #: Runs one remote step, retried while the remote is unreachable (the worker's ``_remote``).
@@ -184,6 +185,7 @@ class WaveMerger:
         complete = write_wave_progress(feature_repo, self.repo.root, self.plan, self.waves, turn,
                                        dict(landing.merged), state_of=state_of, note=self.note,
                                        steps=landing.steps, runs=landing.runs)
+        crash_point("remote.merged")  # the wave merged here, not pushed yet
         try:
             pushed = self.remote(lambda: self.branches.push(self.feature_branch, expected), "push")
         except ClaimLostError:

@@ -21,12 +21,11 @@ its plan; progress while tasks run is read from the remote (``status``/``show --
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Literal
@@ -39,7 +38,7 @@ from guardkit_state.errors import (
     RemoteError,
     RemoteUnreachableError,
 )
-from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
+from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state, unstarted_state
 from guardkit_state.git.merge import task_merges
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration
 from guardkit_state.git.repo import GitRepo
@@ -49,12 +48,15 @@ from guardkit_state.loop.session import interrupts_as_exceptions
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import CloneAlignment
-from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches
-from guardkit_state.remote.claims import MERGE_CLAIM, Claim, ClaimBoard, claim_ref, retrying
-from guardkit_state.remote.heartbeat import Heartbeat
+from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches, first_line
+from guardkit_state.remote.claims import CLAIMS_PREFIX, MERGE_CLAIM, Claim, ClaimBoard, claim_ref, retrying
+from guardkit_state.remote.fresh_tasks import fresh_in_look
+from guardkit_state.remote.holding import HeldClaims
 from guardkit_state.remote.ledgers import RemoteLedgers
+from guardkit_state.remote.own_claims import ClaimKeeper
+from guardkit_state.remote.quarantine import held_back, read_quarantine
 from guardkit_state.remote.ready import WaveTurn, wave_turn
-from guardkit_state.remote.takeover_record import write_takeover
+from guardkit_state.remote.run_history import RunHistory
 from guardkit_state.remote.turn_pushes import TurnPushes
 from guardkit_state.remote.wave_merge import WaveMerger
 from guardkit_state.remote.worker_records import WorkerInterrupted, WorkerOptions, WorkerResult
@@ -100,18 +102,20 @@ class _Worker:
         self.feature = plan.feature_id
         self.waves = plan_waves(plan)
         self.board = ClaimBoard(repo, options.remote, options.worker)
+        self.board.keep = self.keeper = ClaimKeeper(repo, options.remote, self.board.worker)
         self.branches = RemoteBranches(repo, options.remote)
         self.ledgers = RemoteLedgers(repo, options.remote, plan.feature_id)
-        self.heartbeat = Heartbeat(self.board, options.lease, on_lost=self._lost,
-                                   on_wait=lambda exc: self.note(f"heartbeat: {exc.message}; will retry"))
+        self.held = HeldClaims(self.board, options.lease, self.note)
+        self.heartbeat, self.lost = self.held.heartbeat, self.held.lost
+        self._holding, self._release, self._release_all = self.held.holding, self.held.release, self.held.release_all
         self.feature_branch = branch_for(self.feature)
+        self.history = RunHistory(repo, self.branches, self.feature_branch, self.board.worker,
+                                  options.quarantine_after, self._remote, self.note)
         self.fgit = FeatureGit(repo, repo.root, self.feature_branch, worktrees_dir(repo.root) / self.feature,
                                worktrees_dir(repo.root))
         self.alignment = CloneAlignment(repo, self.branches, self.fgit, self.feature, self.feature_branch, self.note)
         self.result = WorkerResult(self.feature, self.board.worker)
         self.on_note, self.on_event = on_note, on_event
-        self.lost: set[str] = set()
-        self.released_at_stop: list[str] = []
         self._states: dict[str, tuple[tuple[str | None, str | None], TaskState]] = {}
         self._last_snapshot: object = None
         self._last_remote: dict[str, str] | None = None
@@ -121,41 +125,48 @@ class _Worker:
         self._pause = options.poll
         self._first_look: object = None
         self._merging_since: float | None = None
+        # A never-run task as the main checkout's copy says (read once a run: this worker never writes it).
+        self._unstarted = functools.cache(functools.partial(unstarted_state, repo.root))
 
     def note(self, text: str) -> None:
         log.info("%s", text)
         self.on_note(text)
 
-    def _lost(self, claim: Claim) -> None:
-        self.lost.add(claim.task)
-        self.note(f"{claim.task}: claim taken over by another worker; stopping it here")
-
     # -- the loop ---------------------------------------------------------------------------
 
     def run(self) -> WorkerResult:
-        self.note(f"worker {self.board.worker} on {self.feature} through remote '{self.options.remote}'")
-        found = registration(self.repo)
-        if not found.registered:  # this worker may merge a wave: git would merge loop state as text
-            self.note(f"note: the guardkit-state merge driver is not registered in this clone "
-                      f"({'; '.join(found.missing())}): {INSTALL_HINT}")
-        self.heartbeat.start()
-        try:
-            with interrupts_as_exceptions():
-                try:
-                    self._ensure_feature_branch()
-                    while (step := self._step()) != "done":
-                        if step == "wait":  # after a task or a merge, look again at once
-                            time.sleep(self._pause)
-                        else:
-                            self._merging_since = None
-                except KeyboardInterrupt:
-                    raise WorkerInterrupted(self.feature, self._release_all()) from None
-        finally:
-            self.heartbeat.stop()
+        with self.keeper, self.result.timed("start"):
+            self.note(f"worker {self.board.worker} on {self.feature} through remote '{self.options.remote}'")
+            found = registration(self.repo)
+            if not found.registered:  # this worker may merge a wave: git would merge loop state as text
+                self.note(f"note: the guardkit-state merge driver is not registered in this clone "
+                          f"({'; '.join(found.missing())}): {INSTALL_HINT}")
+            self.board.orphans.update(self.keeper.adopt())  # a dead worker of this clone: its claims come back
+            self.heartbeat.start()
+            try:
+                with interrupts_as_exceptions():
+                    try:
+                        self._ensure_feature_branch()
+                        while (step := self._timed_step()) != "done":
+                            if step == "wait":  # after a task or a merge, look again at once
+                                with self.result.timed("merge_wait" if self._merging_since else "wait"):
+                                    time.sleep(self._pause)
+                            else:
+                                self._merging_since = None
+                    except KeyboardInterrupt:
+                        raise WorkerInterrupted(self.feature, self._release_all()) from None
+            finally:
+                self.heartbeat.stop()
         return self.result
 
+    def _timed_step(self) -> Step:
+        with self.result.timed("step"):
+            return self._step()
+
     def _remote(self, action: Callable[[], object], what: str) -> object:
-        return retrying(action, on_wait=lambda n, exc: self.note(f"{what}: {exc.message}; waiting (try {n})"))
+        kind = what.rsplit(": ", 1)[-1]
+        with self.result.timed("claim" if kind == "takeover" else kind):
+            return retrying(action, on_wait=lambda n, exc: self.note(f"{what}: {exc.message}; waiting (try {n})"))
 
     def _sync(self) -> dict[str, str]:
         """The remote's branches here (:meth:`RemoteBranches.sync`), its turn ledgers imported and
@@ -189,6 +200,8 @@ class _Worker:
         # One ls-remote first: while nothing moved on the remote (a waiting worker's usual look),
         # the last fetch, states and claims still hold, and no fetch is made.
         snapshot, self._first_look = self._first_look or self._remote(self._snapshot, "look"), None
+        if snapshot != self._last_snapshot and self._claim_fresh(str(snapshot)):
+            return "worked"  # a task nobody had started, claimed and run without a fetch
         if snapshot != self._last_snapshot or self._last_remote is None:
             remote = self._remote(self._sync, "fetch")
             assert isinstance(remote, dict)
@@ -221,6 +234,15 @@ class _Worker:
         self._wait(self._foreign_claim(turn.number, blocked[0]) if blocked
                    else f"wave {turn.number}: every task that has to run is claimed by a live worker")
         return "wait"
+
+    def _claim_fresh(self, look: str) -> bool:
+        """Claim and run a task nobody has started, found from ``look`` alone (:mod:`fresh_tasks`)."""
+        fresh = fresh_in_look(look, feature_branch=self.feature_branch, merged=self._merged, waves=self.waves,
+                              fetched_tip=(self._last_remote or {}).get(self.feature_branch),
+                              claims_prefix=f"{CLAIMS_PREFIX}/{self.feature}",
+                              worktrees=self.fgit.worktrees, listing=self.branches.listing, unstarted=self._unstarted)
+        start = zlib.crc32(self.board.worker.encode()) % len(fresh) if fresh else 0
+        return any(self._try_task(task, self._unstarted(task), None) for task in fresh[start:] + fresh[:start])
 
     def _foreign_claim(self, wave: int, task: str) -> str:
         """Why ``task`` (or the merge) waits on a claim ref holding a commit that is no claim, and
@@ -255,7 +277,7 @@ class _Worker:
                                          f"refs/guardkit/claims/{self.feature}/*", check=False,
                                          timeout=REFS_TIMEOUT)
         if status != 0:
-            raise RemoteUnreachableError(f"cannot reach remote {self.options.remote!r}: {err.strip()[:200]}",
+            raise RemoteUnreachableError(f"cannot reach remote {self.options.remote!r}: {first_line(err)[:200]}",
                                          path=self.repo.root)
         return out.decode("utf-8", "replace")
 
@@ -281,6 +303,8 @@ class _Worker:
             # would tell a run the remote never saw (an ousted holder's own approval, merged instead).
             self.alignment.task(task, branch_for(task), key[0], taken_over=False)
             state = read_task_state(self.fgit, task, max_turns=self.options.max_turns, merges=self._merged(key[1]))
+            if state.runs:  # a task whose runs keep killing their workers is claimed no more
+                state = held_back(state, read_quarantine(self.repo, task, key[0]), self.feature, self.options.remote)
         self._states[task] = (key, state)
         return state
 
@@ -307,13 +331,15 @@ class _Worker:
             claim = self._remote(lambda: self.board.claim(self.feature, task, self.options.lease), "claim")
         took_over = False
         if claim is None and current is not None:
+            orphan = self.board.orphans.get(current.ref) == current.nonce
             claim = self._remote(lambda: self.board.take_over(self.feature, task, self.options.lease,
                                                               stale_after=self.options.stale), "takeover")
             if claim is None:
                 return False
             took_over = True
             assert isinstance(claim, Claim)
-            self.note(f"{task}: took over the claim of {claim.previous} (lease ended, heartbeat stale)")
+            self.note(f"{task}: took back the claim of {claim.previous}, a worker of this clone that died" if orphan
+                      else f"{task}: took over the claim of {claim.previous} (lease ended, heartbeat stale)")
             self.result.taken_over.append(task)
         if claim is None:
             return False  # another worker claimed it first
@@ -350,9 +376,15 @@ class _Worker:
         self.lost.discard(task)
         if taken_from is not None:
             try:
-                pushes.pushed = self._record_takeover(task, taken_from, pushes.pushed)
+                pushes.pushed = self.history.takeover(
+                    task, taken_from, pushes.pushed, restart=self.board.orphans.get(taken_from.ref) == taken_from.nonce)
             except ClaimLostError as exc:  # the ousted holder's late push landed first: look again
                 self.note(f"{task}: {exc.message}; looking again")
+                return
+            quarantine = read_quarantine(self.repo, task, pushes.pushed)
+            if quarantine.quarantined:  # that dead worker was one too many: no run here either
+                self._states.pop(task, None)
+                self.note(f"{task}: {quarantine.reason(self.feature, self.options.remote)}")
                 return
 
         def sink(event: Event) -> None:
@@ -368,7 +400,8 @@ class _Worker:
                               turn_timeout=self.options.turn_timeout, max_cost=self.options.max_cost,
                               continue_session=self.options.continue_session)
         try:
-            run_task_loop(self.repo.root, task, self.player, self.coach, options, on_event=sink)
+            with self.result.timed("run"):
+                run_task_loop(self.repo.root, task, self.player, self.coach, options, on_event=sink)
             pushes.push()  # an approval committed on resume (no new turn) reaches the remote too
         except ClaimLostError as exc:
             self.note(f"{task}: {exc.message}")
@@ -376,6 +409,8 @@ class _Worker:
             raise
         except GuardkitStateError as exc:
             self.note(f"{task}: the loop stopped: {exc.message}")
+            self._states.pop(task, None)
+            self.history.crash(task, exc.message, pushes.pushed)
 
     def _claim_held(self, task: str) -> bool:
         """Whether the claim on ``task`` on the remote is still this worker's (the one it renews)."""
@@ -385,12 +420,6 @@ class _Worker:
         found = self._remote(lambda: self.board.read(self.feature), "look")
         current = found.get(task) if isinstance(found, dict) else None
         return current is not None and current.nonce == held.nonce
-
-    def _record_takeover(self, task: str, old: Claim, tip: str | None) -> str:
-        """The takeover written in the task's history (:func:`write_takeover`) and pushed before the
-        task resumes; the sha pushed."""
-        write_takeover(self.repo, task, self.feature_branch, by=self.board.worker, old=old, note=self.note)
-        return str(self._remote(lambda: self.branches.push(branch_for(task), tip), f"{task}: push"))
 
     # -- merges -----------------------------------------------------------------------------
 
@@ -410,7 +439,7 @@ class _Worker:
                 self._wait(f"wave {turn.number}: another worker is merging it", merging=True)
             return "wait"
         assert isinstance(claim, Claim)
-        with self._holding(claim):
+        with self._holding(claim), self.result.timed("merge"):
             return self._merge_held(turn)
 
     def _merge_held(self, turn: WaveTurn) -> Step:
@@ -433,41 +462,6 @@ class _Worker:
         if done.merged:
             self.note(f"wave {turn.number}: merged {', '.join(done.merged)} into {self.feature_branch}")
         return self._finished() if done.complete and turn.number == len(self.waves) else "worked"
-
-    # -- claims -----------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _holding(self, claim: Claim) -> Iterator[None]:
-        """Renewed by the heartbeat while the block runs; released after it, however it ends
-        (a Ctrl-C or SIGTERM included: that release is told in the interruption's message)."""
-        self.heartbeat.hold(claim)
-        stopped = False
-        try:
-            yield
-        except KeyboardInterrupt:
-            stopped = True
-            raise
-        finally:
-            held = self.heartbeat.drop(claim)
-            if held is not None and self._release(held) and stopped:
-                self.released_at_stop.append(claim.task)
-
-    def _release(self, claim: Claim) -> bool:
-        try:
-            return self.board.release(claim)
-        except RemoteError as exc:
-            self.note(f"could not release {claim.ref} ({exc.message}); it expires after its lease")
-            return False
-
-    def _release_all(self) -> list[str]:
-        released = self.released_at_stop
-        for claim in self.heartbeat.held():
-            latest = self.heartbeat.drop(claim)  # after a beat in flight: the claim at its new beat
-            if latest is not None and self._release(latest):
-                released.append(claim.task)
-        if released:
-            self.note(f"released the claim(s) of {', '.join(released)}")
-        return released
 
 
 # The records of a run, and the merge claim's name, are imported from here by the CLI and the tests.

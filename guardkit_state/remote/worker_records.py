@@ -4,6 +4,9 @@ runs it)."""
 
 from __future__ import annotations
 
+import contextlib
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from guardkit_state.errors import InputError
@@ -13,7 +16,9 @@ from guardkit_state.remote.claims import check_lease
 @dataclass(frozen=True)
 class WorkerOptions:
     """How a worker runs: the remote, its lease, how long a heartbeat must stand still to be
-    stale (default: half the lease), how often it looks again while waiting."""
+    stale (at least; a claim is taken over only once it stood still its whole lease), how often it
+    looks again while waiting, and after how many runs ending in a dead worker or a crash a task
+    is quarantined."""
 
     remote: str
     lease: float = 120.0
@@ -24,11 +29,15 @@ class WorkerOptions:
     worker: str | None = None
     max_cost: float | None = None
     continue_session: bool = False
+    quarantine_after: int = 3
 
     def __post_init__(self) -> None:
         check_lease(self.lease, name="--lease")
         if not self.poll > 0 or self.poll == float("inf"):
             raise InputError(f"--poll is {self.poll!r}; expected a positive number of seconds", expected="seconds > 0")
+        if not 1 <= self.quarantine_after <= 1000:
+            raise InputError(f"--quarantine-after is {self.quarantine_after!r}; expected a number of runs from 1 "
+                             f"to 1000", expected="1 to 1000")
 
     @property
     def stale(self) -> float:
@@ -46,14 +55,40 @@ class WorkerResult:
     merged: list[str] = field(default_factory=list)
     done: bool = False
     reason: str = ""
+    #: Where its time went, in seconds, by kind: ``start`` (before its first look), ``look``
+    #: (``ls-remote``), ``fetch``, ``claim`` (claims, takeovers, releases), ``push``, ``run`` (task
+    #: loops, their pushes apart), ``merge`` (its pushes apart), ``merge_wait`` (waiting on another
+    #: worker's merge), ``wait`` (nothing to claim), ``step`` (reading where tasks stand, deciding).
+    seconds: dict[str, float] = field(default_factory=dict)
+    _kind: str | None = field(default=None, repr=False)
+    _mark: float = field(default=0.0, repr=False)
 
     @property
     def exit_code(self) -> int:
         return 0 if self.done else 1
 
+    @contextlib.contextmanager
+    def timed(self, kind: str) -> Iterator[None]:
+        """Count the block's time as ``kind``'s (a block inside it counts as its own kind only)."""
+        outer = self._kind
+        self._charge()
+        self._kind = kind
+        try:
+            yield
+        finally:
+            self._charge()
+            self._kind = outer
+
+    def _charge(self) -> None:
+        now = time.perf_counter()
+        if self._kind is not None:
+            self.seconds[self._kind] = self.seconds.get(self._kind, 0.0) + now - self._mark
+        self._mark = now
+
     def to_dict(self) -> dict[str, object]:
         return {"feature": self.feature, "worker": self.worker, "ran": self.ran, "taken_over": self.taken_over,
-                "merged": self.merged, "done": self.done, "reason": self.reason}
+                "merged": self.merged, "done": self.done, "reason": self.reason,
+                "seconds": {kind: round(value, 3) for kind, value in sorted(self.seconds.items())}}
 
 
 class WorkerInterrupted(KeyboardInterrupt):

@@ -67,6 +67,9 @@ LOCKS_IN_GIT_DIR = PurePosixPath("guardkit-state") / "locks"
 TURN_COMMITS_IN_GIT_DIR = PurePosixPath("guardkit-state") / "turn-commits"
 #: Inside git's common directory: ``guardkit-state/merge-queue/FEAT-ID``, the gate's verdicts on candidates.
 MERGE_QUEUE_IN_GIT_DIR = PurePosixPath("guardkit-state") / "merge-queue"
+#: Inside git's common directory: ``guardkit-state/workers/<remote>/``, each live worker's lock and
+#: the nonces of the claims it made (:mod:`guardkit_state.remote.own_claims`).
+WORKERS_IN_GIT_DIR = PurePosixPath("guardkit-state") / "workers"
 
 
 def tasks_dir(root: Path | str) -> Path:
@@ -189,6 +192,7 @@ __all__ = [
     "STATUS_CACHE_FILE",
     "TASKS_DIR",
     "TURN_COMMITS_IN_GIT_DIR",
+    "WORKERS_IN_GIT_DIR",
     "WORKTREES_DIR",
     "WORK_DIR",
     "artifacts_dir",

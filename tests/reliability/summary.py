@@ -11,7 +11,10 @@ from .conftest import SUMMARY_DIR
 
 SUMMED = ("kills", "random_kills", "runs", "resumes", "completed_loops", "checks", "fuzz_examples",
           "hostile_cases", "writers", "turns_recorded", "turns_lost", "edits_made", "edits_lost",
-          "faults", "lock_refusals")
+          "faults", "lock_refusals",
+          # the remote chaos campaign (test_remote_chaos.py)
+          "worker_starts", "claims_attempted", "claims_won", "takeovers", "takebacks", "releases", "player_runs",
+          "player_runs_again", "duplicates", "lost_turns")
 
 
 def collect(directory: Path = SUMMARY_DIR) -> dict[str, object]:
