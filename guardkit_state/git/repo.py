@@ -244,13 +244,20 @@ class GitRepo:
             raise GitError(f"{exc.message} — the {'/'.join(hooks)} hook rejected the commit (git hooks run as "
                            "configured; fix what it reports, or commit the turn yourself)",
                            command=exc.command, returncode=exc.returncode, stderr=exc.stderr, path=exc.path) from exc
-        after = self.head_sha()
-        if after is None or after == before or (
-                before is not None and not self.ok("merge-base", "--is-ancestor", before, after)):
+        after, parents = self._head_and_parents()
+        # On top of the HEAD before it: its parent (one git call), else (a hook that committed more) an ancestor.
+        if after is None or after == before or (before is not None and before not in parents
+                                                and not self.ok("merge-base", "--is-ancestor", before, after)):
             raise GitError("'git commit' exited 0 but HEAD is not a new commit on top of the one before it (a "
                            "post-commit hook moved it?); the turn is not committed", command=["git", "commit"],
                            path=self.root)
         return after
+
+    def _head_and_parents(self) -> tuple[str | None, tuple[str, ...]]:
+        """HEAD's commit and its parents (None and none on an unborn branch), in one git call."""
+        status, out, _ = self.run("log", "-1", "--format=%H %P", "HEAD", "--", check=False)
+        shas = out.decode("ascii", "replace").split() if status == 0 else []
+        return (shas[0], tuple(shas[1:])) if shas else (None, ())
 
     def _commit_hooks(self) -> list[str]:
         """The commit hooks that would run here (``core.hooksPath`` honoured)."""

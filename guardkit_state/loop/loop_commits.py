@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -99,9 +99,11 @@ class TurnCommits:
         elif result.error:
             self.note(f"turn {last.turn} is recorded but still not committed: {result.error}")
 
-    def commit(self, lifecycle: TurnLifecycle, record: TurnRecord, *, restored: str | None = None) -> CommitResult:
+    def commit(self, lifecycle: TurnLifecycle, record: TurnRecord, *, restored: str | None = None,
+               seen: Collection[str] = ()) -> CommitResult:
         """The commit of the turn just recorded (a git failure is said, never raised); ``restored``
-        names the recorded entry an agent changed in this turn (a ``History-Restored`` trailer)."""
+        names the recorded entry an agent changed in this turn (a ``History-Restored`` trailer); ``seen``:
+        the files ``git status`` listed changed after this turn's Player (so no ``.gitignore`` rule hides them)."""
         number = record.turn_state.turn_number
         repair_error = self._repair()
         if repair_error is not None:
@@ -118,7 +120,7 @@ class TurnCommits:
         if result.error:
             self.note(f"turn {number} recorded but not committed: {result.error}")
         elif result.committed and self.managed_worktree:
-            self._say_ignored_work(number, _reported_files(lifecycle, number))
+            self._say_ignored_work(number, [name for name in _reported_files(lifecycle, number) if name not in seen])
         return result
 
     def _say_ignored_work(self, number: int, listed: list[str]) -> None:
