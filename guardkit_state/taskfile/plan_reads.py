@@ -146,7 +146,8 @@ def read_plan(path: Path | str) -> PlanRead:
 
 
 def _parse(path: Path, text: str) -> PlanRead:
-    from guardkit_state.yamltext.strict_yaml import node_line, parse_yaml
+    from guardkit_state.yamltext.positions import node_line
+    from guardkit_state.yamltext.strict_yaml import parse_yaml
 
     try:
         parsed = parse_yaml(text, path=path, error_type=ParseError, keep_last=True)
