@@ -1,4 +1,5 @@
-"""What each tool of the MCP server answers, as JSON-ready data, without the SDK.
+"""What each tool of the MCP server answers, as JSON-ready data, without the SDK; each function's
+docstring (up to its ``Raises:``) is its tool's description, what the agent is told.
 
 Every answer is read from the files when it is asked for (the server keeps nothing between
 calls), through the functions the CLI's commands call, and where the CLI has a ``--json`` the
@@ -38,7 +39,8 @@ def error_line(exc: GuardkitStateError | str) -> str:
 
 
 def status(root: Path) -> dict[str, Any]:
-    """Every task with loop state and every feature plan: ``status --json --features``."""
+    """Every task with loop state (turns, last decision, criteria counts) and every feature plan
+    with its progress: the JSON of `guardkit-state status --json --features`. Start here."""
     from guardkit_state.inspect.status import feature_status, repo_status
 
     return {"tasks": [s.to_dict() for s in repo_status(root)],
@@ -46,7 +48,9 @@ def status(root: Path) -> dict[str, Any]:
 
 
 def show(root: Path, ref: str) -> dict[str, Any]:
-    """One task's loop (or, for a feature, its waves): ``show REF --json``."""
+    """One task's loop: status, turns (decision and feedback of each), criteria, stall, and the
+    resume point (which turn comes next and how). Given a FEAT-ID, the feature's waves instead.
+    The JSON of `guardkit-state show TASK-ID --json`."""
     if names_feature(ref):
         return feature(root, ref)
     from guardkit_state.inspect.task_view import task_view
@@ -55,21 +59,26 @@ def show(root: Path, ref: str) -> dict[str, Any]:
 
 
 def feature(root: Path, ref: str) -> dict[str, Any]:
-    """A feature's waves × tasks, its progress and what runs next: ``show FEAT-ID --json``."""
+    """A feature's waves × tasks from its plan, the files and git: each task's status, turns,
+    criteria and merge, the totals, and what runs next. The JSON of `show FEAT-ID --json`."""
     from guardkit_state.inspect.feature_view import feature_view
 
     return feature_view(root, ref).to_dict()
 
 
 def context(root: Path, ref: str, turn: int | None = None) -> dict[str, Any]:
-    """The continuation context of turn ``turn`` (default: the next): ``context --json``."""
+    """The continuation context the Player of turn `turn` (default: the next) starts from: the
+    previous turn's summary and feedback and the cumulative criteria, in markdown ("context").
+    Read it before working a turn. The JSON of `guardkit-state context TASK-ID --json`."""
     from guardkit_state.inspect.task_view import continuation_context
 
     return continuation_context(root, ref, turn).to_dict()
 
 
 def criteria(root: Path, ref: str) -> dict[str, Any]:
-    """The criteria ledger after the last recorded turn: the ``criteria`` part of ``show --json``."""
+    """The criteria ledger after the last recorded turn: each acceptance criterion's status
+    (verified, rejected, pending), the turn that set it, and whether only an approval implies
+    it; with the counts and any stall. Verified criteria stay verified in later turns."""
     from guardkit_state.inspect.task_view import task_view
 
     shown = task_view(root, ref).to_dict()
@@ -77,7 +86,8 @@ def criteria(root: Path, ref: str) -> dict[str, Any]:
 
 
 def turn_reports(root: Path, ref: str, turn: int | None = None) -> dict[str, Any]:
-    """A recorded turn's Player report, Coach decision and turn state (default: the last turn)."""
+    """What recorded turn `turn` (default: the last) left: the Player's report, the Coach's
+    decision and the assembled turn state (blockers, tests, coverage, gates, what next)."""
     from guardkit_state.inspect.turn_reports import turn_reports as read_reports
 
     return read_reports(root, ref, turn).to_dict()
@@ -94,7 +104,9 @@ def task_file(root: Path, ref: str) -> str:
 def search(root: Path, query: str, *, groups: Sequence[str] | None = None, task: str | None = None,
            feature: str | None = None, decision: str | None = None, since: str | None = None,
            limit: int = 10, backend: Backend = "auto") -> dict[str, Any]:
-    """Turns, tasks, features and configuration matching ``query``: ``search --json``."""
+    """Search past turns (feedback, blockers, tests, gates), tasks, features and configuration:
+    how a blocker looked in other tasks. From the index when it is fresh, else the files
+    ("backend" and "note" say which). The JSON of `guardkit-state search --json`."""
     from guardkit_state.index import make_filters
     from guardkit_state.index import search as search_index
 
@@ -107,11 +119,15 @@ def search(root: Path, query: str, *, groups: Sequence[str] | None = None, task:
 def record(root: Path, ref: str, *, player: dict[str, Any] | None = None, coach: dict[str, Any] | None = None,
            player_file: str | None = None, coach_file: str | None = None, mode: str | None = None,
            max_turns: int | None = None, reopen: bool = False) -> dict[str, Any]:
-    """Record one turn from a Player report and a Coach decision: ``record --json``.
+    """Record the next turn from the Player's report and the Coach's decision (each inline or
+    as a file), as `guardkit-state record` does: both are validated first (their schemas, the
+    task and turn they name, known criterion ids) and a bad one is refused with nothing
+    written; the ledger, stall and outcome are updated. Sending the very reports of a
+    recorded turn again answers "already_recorded": true (nothing to do). Returns the JSON
+    of `record --json`.
 
-    Each report is given inline or as a file of the repository (a relative path is relative to
-    it), read as ``record`` reads ``--player``/``--coach``. The very reports of a recorded turn are answered "already
-    recorded" (a retry, nothing to do), as ``record`` exits 0 for them.
+    A report file is read as `record` reads `--player`/`--coach` (a relative path is
+    relative to the repository).
 
     Raises:
         InputError: a report given twice or not at all, a missing file, or what ``record`` refuses.
@@ -134,13 +150,17 @@ def record(root: Path, ref: str, *, player: dict[str, Any] | None = None, coach:
 
 
 def claim_next_task(root: Path, feature_id: str, remote: str, *, worker: str | None = None,
-                    lease: float | None = None) -> dict[str, Any]:
-    """Claim the next ready task of a feature on a remote, as a ``feature-build --remote`` worker
-    would (:func:`~guardkit_state.remote.ready.claim_next_task`), with what the agent does next."""
+                    lease_seconds: float | None = None) -> dict[str, Any]:
+    """Claim the next ready task of a feature built through a git remote, as a
+    `feature-build --remote` worker would: the first task that has to run in the wave whose
+    turn has come, not claimed by anyone, by one atomic push of its claim ref. Answers
+    status "claimed" (task_id, claim_ref, lease_until, the task branch and what to do next),
+    "nothing_ready" or "lost_race" (ask again), with the reason."""
     from guardkit_state.remote.ready import DEFAULT_LEASE
     from guardkit_state.remote.ready import claim_next_task as claim_next
 
-    done = claim_next(root, feature_id, remote, worker=worker, lease=DEFAULT_LEASE if lease is None else lease)
+    lease = DEFAULT_LEASE if lease_seconds is None else lease_seconds
+    done = claim_next(root, feature_id, remote, worker=worker, lease=lease)
     answer = done.to_dict()
     if done.claim is not None:
         task, branch, base = answer["task_id"], answer["branch"], answer["base_branch"]
@@ -159,7 +179,9 @@ def claim_next_task(root: Path, feature_id: str, remote: str, *, worker: str | N
 
 
 def release_claim(root: Path, feature_id: str, task_id: str, remote: str, worker: str) -> dict[str, Any]:
-    """Release ``worker``'s claim on a task (:func:`~guardkit_state.remote.ready.release_claim`)."""
+    """Release your claim on a task (when done or giving up) so another worker can take it:
+    deleted from the remote only while it is still the claim of `worker`; "released": false
+    (with the reason) when it is gone or someone else's."""
     from guardkit_state.remote.ready import release_claim as release
 
     return release(root, feature_id, task_id, remote, worker)
