@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import shutil
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,15 +138,6 @@ def run_task_loop(
     except KeyboardInterrupt as stop:
         argv = options.argv if options.argv is not None else build_argv(task_id, player, coach)
         raise LoopInterrupted(task_id, turn=run.turn, phase=run.phase, resumed=options.resume, argv=argv) from stop
-
-
-def feature_build(repo_root: Path, task_id: str, player: Agent, coach: Agent, options: LoopOptions | None = None,
-                  *, on_event: EventSink | None = None) -> LoopResult:
-    """Deprecated: the old name of :func:`run_task_loop` (one task's loop), too close to
-    :func:`~guardkit_state.features.build.build_feature` (a whole feature)."""
-    warnings.warn("feature_build is deprecated: use run_task_loop (one task's loop; build_feature runs a feature)",
-                  DeprecationWarning, stacklevel=2)
-    return run_task_loop(repo_root, task_id, player, coach, options, on_event=on_event)
 
 
 class _Run:
@@ -501,4 +491,4 @@ def _agent_reason(exc: GuardkitStateError) -> str:
     return f"invalid report: {exc}"
 
 
-__all__ = ["LoopInterrupted", "LoopOptions", "LoopResult", "feature_build", "run_task_loop"]
+__all__ = ["LoopInterrupted", "LoopOptions", "LoopResult", "run_task_loop"]
