@@ -20,11 +20,12 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from guardkit_state.errors import GitError, InputError, first_few, one_line
 from guardkit_state.git.runner import git_error
 from guardkit_state.git.stale_locks import live_git_process_in
+from guardkit_state.model import Fields
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
@@ -41,7 +42,7 @@ _MERGE_REFS = ("ORIG_HEAD", "MERGE_HEAD", "AUTO_MERGE", "MERGE_MSG", "MERGE_MODE
 
 
 @dataclass(frozen=True)
-class MergeResult:
+class MergeResult(Fields):
     """What a merge did: ``sha`` of the merge commit, or the conflicting paths, or why git refused.
 
     ``already`` is True when the branch was already part of the target (nothing was merged).
@@ -55,9 +56,6 @@ class MergeResult:
     @property
     def merged(self) -> bool:
         return self.sha is not None and not self.conflicts and self.error is None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"sha": self.sha, "conflicts": list(self.conflicts), "error": self.error, "already": self.already}
 
 
 def merge_message(feature_id: str, task_id: str, *, branch: str, target: str, wave: int | None = None,
