@@ -143,14 +143,7 @@ class TaskFile:
 
     @property
     def complexity(self) -> int | None:
-        value = self.data.get("complexity")
-        if isinstance(value, bool):
-            return None
-        if isinstance(value, int):
-            return value
-        if isinstance(value, str) and value.strip().isdigit():
-            return int(value.strip())
-        return None
+        return whole_number(self.data.get("complexity"))
 
     @property
     def feature_id(self) -> str | None:
