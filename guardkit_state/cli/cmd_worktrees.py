@@ -62,8 +62,8 @@ def register(subparsers: Any) -> None:
 def _loops_named(repo_dir: Path, ids: list[str]) -> set[str]:
     """The loops ``ids`` name: each task id, and each feature id with its plan's task ids."""
     from guardkit_state.plans.plan import find_plan, load_plan
-    from guardkit_state.store.fsio import validate_task_id
     from guardkit_state.store.layout import names_feature
+    from guardkit_state.store.safe_paths import validate_task_id
 
     named: set[str] = set()
     for ref in ids:

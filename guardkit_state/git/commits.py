@@ -24,7 +24,8 @@ from guardkit_state.git.parse import LOG_FORMAT, TurnCommit, parse_turn_log
 from guardkit_state.git.repo import FALLBACK_EMAIL, FALLBACK_NAME
 from guardkit_state.git.runner import git_error, nothing_to_commit
 from guardkit_state.model import Fields
-from guardkit_state.store.fsio import crash_point, validate_task_id
+from guardkit_state.store.fsio import crash_point
+from guardkit_state.store.safe_paths import validate_task_id
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo

@@ -16,7 +16,7 @@ from typing import Any
 from guardkit_state.errors import GuardkitStateError, one_line
 from guardkit_state.index.records import FEATURE, TASK, Entity, Fact, IndexRecord, stable_uuid
 from guardkit_state.index.turn_records import feature_entity, task_entity, turn_record
-from guardkit_state.store.fsio import read_bytes_capped
+from guardkit_state.store.reads import read_bytes_capped
 from guardkit_state.taskfile.discovery import iter_task_files, loop_worktrees, own_task_files
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import Copy, choose, plan_paths

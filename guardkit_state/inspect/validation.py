@@ -29,9 +29,9 @@ from guardkit_state.errors import GuardkitStateError, InputError, SchemaError
 from guardkit_state.model import Fields
 from guardkit_state.plans.guardkit_keys import Stamp, read_stamp, stamp_problem
 from guardkit_state.plans.plan_validation import validate_plan_file
-from guardkit_state.store.fsio import decode_utf8, read_bytes_capped
 from guardkit_state.store.jsonio import load_json
 from guardkit_state.store.layout import FEATURES_DIR, GUARDKIT_DIR, TASKS_DIR
+from guardkit_state.store.reads import decode_utf8, read_bytes_capped
 from guardkit_state.store.schemas import PathParts, format_pointer, parse_pointer, validate_with_warnings
 from guardkit_state.taskfile.discovery import (
     TASK_FILE_NAME,

@@ -50,15 +50,11 @@ from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
 from guardkit_state.loop.start import Start, check_start, find_start, nothing_to_resume
 from guardkit_state.loop.worktree_watch import with_files_from_git
 from guardkit_state.model import Outcome, TurnMode
-from guardkit_state.store.fsio import (
-    crash_point,
-    remove_stale_temp_files,
-    resolve_inside,
-    validate_task_id,
-)
+from guardkit_state.store.fsio import crash_point, remove_stale_temp_files
 from guardkit_state.store.home import check_state_home
 from guardkit_state.store.layout import artifacts_dir, log_file
 from guardkit_state.store.locks import exclusive_lock
+from guardkit_state.store.safe_paths import resolve_inside, validate_task_id
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile, read_task_settled
 from guardkit_state.turns.checks import checked_max_turns, checked_timeout, checked_usd

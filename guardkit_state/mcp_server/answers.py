@@ -190,8 +190,9 @@ def release_claim(root: Path, feature_id: str, task_id: str, remote: str, worker
 def _report(root: Path, name: str, given: dict[str, Any] | None,
             file: str | None) -> tuple[dict[str, Any], Path | None]:
     """A report given inline or as a file; exactly one of the two."""
-    from guardkit_state.store.fsio import MAX_FILE_BYTES, resolve_inside
     from guardkit_state.store.jsonio import load_json, parse_json
+    from guardkit_state.store.reads import MAX_FILE_BYTES
+    from guardkit_state.store.safe_paths import resolve_inside
 
     if (given is None) == (file is None):
         raise InputError(f"give the {name} report either inline ('{name}') or as a file ('{name}_file')",
