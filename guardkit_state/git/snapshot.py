@@ -134,7 +134,7 @@ class WorktreeSnapshots:
         git run there would act on the repository above), said in :attr:`repairs`."""
         self.repairs = self._repair_link()
         self._clear_stale_locks()
-        head, branch = self._head()
+        head, branch = self.git.head()
         own = self._own_index()
         self._index.unlink(missing_ok=True)
         if own.is_file():
@@ -231,7 +231,7 @@ class WorktreeSnapshots:
         changed. Raises :class:`GitError` when git cannot."""
         notes = self._repair_link()
         self._clear_stale_locks()
-        head, branch = self._head()
+        head, branch = self.git.head()
         # The agent has exited: a lock a git of its left (killed mid-write, or written by hand) would stop
         # the index or the branch being put back.
         notes += [f"removed stale git lock {lock} (left while the agent ran; no git process held it)"
@@ -342,15 +342,6 @@ class WorktreeSnapshots:
 
     def _write_tree(self, index: Path) -> str:
         return self.git.run("write-tree", index_file=index)[1].decode("ascii").strip()
-
-    def _head(self) -> tuple[str | None, str | None]:
-        """HEAD's commit (None on an unborn branch) and branch (None when detached), in one git call."""
-        status, out, _ = self.git.run("rev-parse", "HEAD", "--symbolic-full-name", "HEAD", check=False)
-        lines = out.decode("utf-8", "surrogateescape").split()
-        if status != 0 or len(lines) != 2:  # an unborn branch: no commit yet
-            _, out, _ = self.git.run("symbolic-ref", "-q", "HEAD", check=False)
-            return None, out.decode("utf-8", "surrogateescape").strip() or None
-        return lines[0], (lines[1] if lines[1].startswith("refs/") else None)
 
 
 def _nul_joined(paths: list[str]) -> bytes:

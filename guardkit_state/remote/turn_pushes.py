@@ -86,7 +86,8 @@ class TurnPushes:
         self._keep(local, self._fetch(), f"it moved {MOVES} times while this worker merged it")
 
     def _push(self, local: str) -> str:
-        return self.branches.push(self.branch, self.pushed, also=(self.ledgers.refspec(self.task, local),))
+        # ``local`` as just read: the branch is not asked again, and its ledger is of the very commit pushed.
+        return self.branches.push(self.branch, self.pushed, also=(self.ledgers.refspec(self.task, local),), sha=local)
 
     def _moved(self, local: str) -> None:
         """The branch moved on the remote under the turn (the claim still held): the remote's commits

@@ -356,14 +356,14 @@ class _Worker:
         # ref, but another worker may have claimed, run and released the task since this step
         # looked (its turns pushed, even its approval): one ls-remote of the branch tells whether
         # the fetch this step made still holds it, else it is fetched and the task read again.
+        fetched = self.repo.resolve(self.branches.tracking(branch))
         moved = taken_from is not None or self._remote(
-            lambda: self.board.remote_sha(f"refs/heads/{branch}"), "look") != self.repo.resolve(
-            self.branches.tracking(branch))
+            lambda: self.board.remote_sha(f"refs/heads/{branch}"), "look") != fetched
         if moved:
             self._remote(self._sync, "fetch")
+            fetched = self.repo.resolve(self.branches.tracking(branch))  # what the fetch found
         pushes = TurnPushes(self.repo, self.branches, self.ledgers, self.alignment, task, self._remote,
-                            functools.partial(self._claim_held, task), self.note,
-                            self.repo.resolve(self.branches.tracking(branch)))
+                            functools.partial(self._claim_held, task), self.note, fetched)
         if self.alignment.task(task, branch, pushes.pushed, taken_over=taken_from is not None):
             moved = True
         fresh = state if not moved else read_task_state(self.fgit, task, max_turns=self.options.max_turns,
