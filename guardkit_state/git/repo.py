@@ -35,6 +35,7 @@ FALLBACK_EMAIL = "autobuild@localhost"
 #: worktree snapshot leaves them out alike), and guardkit-state's own temp files by exact name (see
 #: ``_own_temp_files``). User paths are never read as pathspec magic (a file named ``:(glob)*`` is just a file).
 _LITERAL = ("--literal-pathspecs",)
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 class Unread(enum.Enum):
@@ -353,7 +354,19 @@ class GitRepo:
         the current branch's ref lock; see :func:`~guardkit_state.git.stale_locks.remove_stale_locks`
         for when one is stale.
         """
-        return remove_stale_locks(self.root, self.git_dir, self.common_dir, self.current_branch(), refs=refs)
+        return remove_stale_locks(self.root, self.git_dir, self.common_dir, self._branch_of_head_file(), refs=refs)
+
+    def _branch_of_head_file(self) -> str | None:
+        """The branch HEAD names, read from its file as git reads it (no git process: a ref lock is a
+        file of the files backend, whose HEAD is this file); git is asked when the file says neither
+        a branch nor a commit."""
+        try:
+            text = (self.git_dir / "HEAD").read_text(encoding="utf-8", errors="surrogateescape").strip()
+        except OSError:
+            text = ""
+        if text.startswith("ref: refs/heads/"):
+            return text.removeprefix("ref: refs/heads/")
+        return None if _SHA.fullmatch(text) else self.current_branch()
 
 
 __all__ = ["FALLBACK_EMAIL", "FALLBACK_NAME", "UNREAD", "GitRepo", "Unread", "branches_named"]
