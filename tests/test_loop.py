@@ -191,8 +191,8 @@ def _git_calls(log: Path) -> int:
 #: worktree made, the turn, its commit), and of each further turn. A feature's workers run many
 #: such loops on 2 cores: each process is CPU time (issue #41's scaling). Lower them when a change
 #: spares a call; a rise needs a reason. (Before issue #41's cut: 37 and 23.)
-ONE_TURN_RUN_GIT_CALLS = 29
-FURTHER_TURN_GIT_CALLS = 17
+ONE_TURN_RUN_GIT_CALLS = 28
+FURTHER_TURN_GIT_CALLS = 16
 
 
 def test_a_loop_turn_spawns_no_more_git_processes_than_pinned(git_repo: Path, tmp_path: Path,

@@ -107,6 +107,9 @@ class Restoration:
     not_restored: tuple[str, ...] = ()
     #: Other repairs made on the way (a ``.git`` link put back).
     notes: tuple[str, ...] = ()
+    #: HEAD's commit and branch ref (None: detached) as the restore left them, exactly the snapshot's;
+    #: None on an unborn branch (nothing to point HEAD back at). Read by the turn's commit, not asked again.
+    head_now: tuple[str, str | None] | None = None
 
     @property
     def changed(self) -> bool:
@@ -271,7 +274,7 @@ class WorktreeSnapshots:
         self._restore_own_index()
         files = sorted({path.rstrip("/") for path in (*created, *put_back) if not is_cache(path)})
         return Restoration(tuple(files), moved, tuple(_changed_watched(self.git.root, snapshot.watched)),
-                           tuple(notes))
+                           tuple(notes), None if snapshot.head is None else (snapshot.head, snapshot.branch))
 
     def _check_out(self, tree: str, paths: list[str]) -> None:
         """Write ``paths`` as ``tree`` holds them (whatever stands there now: a file, a folder)."""

@@ -60,11 +60,11 @@ class TurnCommits:
         why = self.last_error or "git made no commit of it"
         return f"turn {state.turns[-1].turn}'s commit is not on {branch}: {why}"
 
-    def _repair(self) -> tuple[str | None, str | Unread | None]:
+    def _repair(self, known: tuple[str, str | None] | None = None) -> tuple[str | None, str | Unread | None]:
         """Restore a managed worktree's ``.git`` link an agent removed, and refuse to commit on any
         branch but :attr:`branch` (an agent that ran ``git switch``/``checkout --detach``): the
         failure's words (or None), and HEAD's commit as read then (the commit's parent to check,
-        nothing moving HEAD in between: the agents have exited)."""
+        nothing moving HEAD in between: the agents have exited); ``known``: HEAD as the caller knows it."""
         if self.managed_worktree:
             try:
                 text = repair_worktree_link(self.git.common_dir, self.git.root)
@@ -72,7 +72,7 @@ class TurnCommits:
                 return one_line(exc), UNREAD
             if text:
                 self.note(text)
-        head, ref = self.git.head()  # one git call for both
+        head, ref = known or self.git.head()  # one git call for both, or none
         current = ref.removeprefix("refs/heads/") if ref is not None and ref.startswith("refs/heads/") else None
         if self.branch and current != self.branch:
             on = f"branch '{current}'" if current else "a detached HEAD"
@@ -102,12 +102,13 @@ class TurnCommits:
             self.note(f"turn {last.turn} is recorded but still not committed: {result.error}")
 
     def commit(self, lifecycle: TurnLifecycle, record: TurnRecord, *, restored: str | None = None,
-               seen: Collection[str] = ()) -> CommitResult:
+               seen: Collection[str] = (), head: tuple[str, str | None] | None = None) -> CommitResult:
         """The commit of the turn just recorded (a git failure is said, never raised); ``restored``
         names the recorded entry an agent changed in this turn (a ``History-Restored`` trailer); ``seen``:
-        the files ``git status`` listed changed after this turn's Player (so no ``.gitignore`` rule hides them)."""
+        the files ``git status`` listed changed after this turn's Player (so no ``.gitignore`` rule hides them);
+        ``head``: HEAD's commit and branch ref as the Coach's restore left them (no agent ran since)."""
         number = record.turn_state.turn_number
-        repair_error, head = self._repair()
+        repair_error, before = self._repair(head)
         if repair_error is not None:
             self.last_error = repair_error
             self.note(f"turn {number} recorded but not committed: {repair_error}")
@@ -117,7 +118,7 @@ class TurnCommits:
         result = commit_turn(self.git, task_id=self.task_id, turn=number, decision=record.entry.decision,
                              mode=record.turn_state.mode, paths=paths, managed_worktree=self.managed_worktree,
                              force_paths=self._forced(self._turn_files(lifecycle, number)),
-                             trailers={"History-Restored": restored} if restored else None, head=head)
+                             trailers={"History-Restored": restored} if restored else None, head=before)
         self.last_error = result.error
         if result.error:
             self.note(f"turn {number} recorded but not committed: {result.error}")

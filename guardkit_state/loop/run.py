@@ -168,6 +168,8 @@ class _Run:
         self.coach_changed: str | None = None
         #: The files git listed changed after the Player of the turn under way (none: not asked this run).
         self.seen: frozenset[str] = frozenset()
+        #: HEAD (commit, branch ref) as the Coach's restore left it in the turn under way (None: not known).
+        self.head_now: tuple[str, str | None] | None = None
 
     def note(self, text: str) -> None:
         self.result.notes.append(text)
@@ -386,7 +388,7 @@ class _Run:
         briefing = TurnBriefing(self.config, lifecycle, checkout, number, active.mode, self.options.turn_timeout,
                                 self.git, agent_name(self.player) if self.options.continue_session else None)
         runs = AgentRuns()
-        self.seen = frozenset()
+        self.seen, self.head_now = frozenset(), None
         error: str | None = None
         failed_role: str | None = None
         try:
@@ -458,6 +460,7 @@ class _Run:
             watch = ReadOnlyWatch(self.git, briefing.checkout, lifecycle.store.directory, self.task_id)
             report = watch.run(lambda: runs.run("coach", self.coach, coach), note=self.note, turn=number)
             watch.check(coach)
+            self.head_now = watch.restored.head_now if watch.restored is not None else None
             decision = lifecycle.record_coach(report)
             for line in describe_verdict_words(decision.extra.get(VERDICT_WORDS_KEY) or []):
                 self.note(f"turn {number}: Coach verdict {line}")
@@ -473,8 +476,8 @@ class _Run:
         return said is not None
 
     def _after_turn(self, lifecycle: TurnLifecycle, record: TurnRecord) -> None:
-        commit = self.commits.commit(lifecycle, record, restored=self.restored, seen=self.seen) \
-            if self.commits is not None else None
+        commit = self.commits.commit(lifecycle, record, restored=self.restored, seen=self.seen,
+                                     head=self.head_now) if self.commits is not None else None
         if commit is not None:
             self.result.commits.append(commit)
         self.phase = "recorded"

@@ -301,8 +301,11 @@ class _Worker:
         else:
             # Read as the remote holds it: a branch of this clone apart from (or behind) the remote's
             # would tell a run the remote never saw (an ousted holder's own approval, merged instead).
-            self.alignment.task(task, branch_for(task), key[0], taken_over=False)
-            state = read_task_state(self.fgit, task, max_turns=self.options.max_turns, merges=self._merged(key[1]))
+            # The branch here read once: for its alignment and whether it exists (aligning never removes it).
+            local = self.repo.resolve(f"refs/heads/{branch_for(task)}")
+            self.alignment.task(task, branch_for(task), key[0], taken_over=False, local=local)
+            state = read_task_state(self.fgit, task, max_turns=self.options.max_turns, merges=self._merged(key[1]),
+                                    has_branch=local is not None)
             if state.runs:  # a task whose runs keep killing their workers is claimed no more
                 state = held_back(state, read_quarantine(self.repo, task, key[0]), self.feature, self.options.remote)
         self._states[task] = (key, state)
