@@ -63,15 +63,16 @@ class TurnPushes:
     def branch(self) -> str:
         return branch_for(self.task)
 
-    def push(self) -> None:
-        """Push the task branch when it holds commits the remote's lacks.
+    def push(self, tip: str | None = None) -> None:
+        """Push the task branch when it holds commits the remote's lacks (``tip``: its sha as the loop's
+        turn commit just left it, not asked of git again).
 
         Raises:
             BranchMovedError: the claim is lost (another worker pushed), or the branch moved under
                 the turn in a way that is not merged: the turn is kept (the message names the ref).
         """
         for _ in range(MOVES):
-            local = self.repo.resolve(f"refs/heads/{self.branch}")
+            local, tip = tip or self.repo.resolve(f"refs/heads/{self.branch}"), None
             if local is None or local == self.pushed:
                 return
             try:

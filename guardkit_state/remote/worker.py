@@ -395,7 +395,9 @@ class _Worker:
                 raise ClaimLostError(f"{task}: the claim was taken over", path=self.repo.root)
             if isinstance(event, TurnRecorded):
                 pushes.turn = event.turn
-                pushes.push()  # before the next turn starts: a crash loses at most the turn it was in
+                # Before the next turn starts: a crash loses at most the turn it was in. A commit the loop
+                # just made (in the task's worktree, on its branch, checked after) is the branch's tip: not asked again.
+                pushes.push(event.commit.sha if event.commit is not None and event.commit.committed else None)
                 self.note(f"{task}: turn {event.turn} ({event.record.entry.decision}) pushed")
             self.on_event(event)
 
