@@ -57,6 +57,7 @@ from guardkit_state.remote.own_claims import ClaimKeeper
 from guardkit_state.remote.quarantine import held_back, read_quarantine
 from guardkit_state.remote.ready import WaveTurn, wave_turn
 from guardkit_state.remote.run_history import RunHistory
+from guardkit_state.remote.spending import RemoteSpending
 from guardkit_state.remote.turn_pushes import TurnPushes
 from guardkit_state.remote.wave_merge import WaveMerger
 from guardkit_state.remote.worker_records import WorkerInterrupted, WorkerOptions, WorkerResult
@@ -114,6 +115,7 @@ class _Worker:
         self.fgit = FeatureGit(repo, repo.root, self.feature_branch, worktrees_dir(repo.root) / self.feature,
                                worktrees_dir(repo.root))
         self.alignment = CloneAlignment(repo, self.branches, self.fgit, self.feature, self.feature_branch, self.note)
+        self.spending = RemoteSpending(repo)  # --max-cost: what the feature's tasks spent, from their branches
         self.result = WorkerResult(self.feature, self.board.worker)
         self.on_note, self.on_event = on_note, on_event
         self._states: dict[str, tuple[tuple[str | None, str | None], TaskState]] = {}
@@ -200,7 +202,8 @@ class _Worker:
         # One ls-remote first: while nothing moved on the remote (a waiting worker's usual look),
         # the last fetch, states and claims still hold, and no fetch is made.
         snapshot, self._first_look = self._first_look or self._remote(self._snapshot, "look"), None
-        if snapshot != self._last_snapshot and self._claim_fresh(str(snapshot)):
+        # (Under --max-cost a claim waits for a fetch: what the others spent is on their branches.)
+        if self.options.max_cost is None and snapshot != self._last_snapshot and self._claim_fresh(str(snapshot)):
             return "worked"  # a task nobody had started, claimed and run without a fetch
         if snapshot != self._last_snapshot or self._last_remote is None:
             remote = self._remote(self._sync, "fetch")
@@ -222,6 +225,10 @@ class _Worker:
             claim, stale_after=self.options.stale))
         # Each worker starts at its own place in the list: workers that look at the same moment
         # (a wave's tasks end together) mostly claim different tasks instead of losing races.
+        over = self._over_budget(remote) if claimable else None
+        if over is not None:  # no task is claimed once the feature's agents have spent --max-cost
+            self.result.reason = over
+            return "done"
         start = zlib.crc32(self.board.worker.encode()) % len(claimable) if claimable else 0
         for task in claimable[start:] + claimable[:start]:
             if self._try_task(task, turn.states[task], claims.get(task)):
@@ -308,6 +315,24 @@ class _Worker:
         self._states[task] = (key, state)
         return state
 
+    def _spent(self, remote: dict[str, str]) -> dict[str, float]:
+        """What each task's agents have spent, as the remote's branches (as fetched: ``remote``) record
+        it; a task whose branch is gone, as the feature branch records it (its merge brought its turns)."""
+        feature_tip = remote.get(self.feature_branch)
+        tips = {task: remote.get(branch_for(task)) or feature_tip for wave in self.waves for task in wave}
+        return self.spending.spent({task: tip for task, tip in tips.items() if tip})
+
+    def _over_budget(self, remote: dict[str, str]) -> str | None:
+        """Why no task may be claimed under ``--max-cost``, in one line; or None."""
+        limit = self.options.max_cost
+        if limit is None:
+            return None
+        spent = sum(self._spent(remote).values())
+        if spent < limit:
+            return None
+        return (f"--max-cost reached: ${spent:.4f} spent on {self.feature} as the remote's branches record it "
+                f"(limit ${limit:g})")
+
     def _wait(self, why: str, *, merging: bool = False) -> None:
         """Say why this worker waits (once), and set how long until it looks again."""
         self._pause = self.options.poll
@@ -359,8 +384,7 @@ class _Worker:
         moved = taken_from is not None or self._remote(
             lambda: self.board.remote_sha(f"refs/heads/{branch}"), "look") != self.repo.resolve(
             self.branches.tracking(branch))
-        if moved:
-            self._remote(self._sync, "fetch")
+        remote = self._remote(self._sync, "fetch") if moved else self._last_remote
         pushes = TurnPushes(self.repo, self.branches, self.ledgers, self.alignment, task, self._remote,
                             functools.partial(self._claim_held, task), self.note,
                             self.repo.resolve(self.branches.tracking(branch)))
@@ -396,9 +420,15 @@ class _Worker:
                 self.note(f"{task}: turn {event.turn} ({event.record.entry.decision}) pushed")
             self.on_event(event)
 
+        # The loop counts the task's own turns before each of its turns, and is told what the others spent
+        # (once each: this task's turns on the remote are its own, counted by it).
+        before = 0.0
+        if self.options.max_cost is not None and isinstance(remote, dict):
+            spent = self._spent(remote)
+            before = max(sum(spent.values()) - spent.get(task, 0.0), 0.0)
         options = LoopOptions(max_turns=self.options.max_turns, resume=fresh.resume, base_branch=self.feature_branch,
                               turn_timeout=self.options.turn_timeout, max_cost=self.options.max_cost,
-                              continue_session=self.options.continue_session)
+                              cost_before=before, continue_session=self.options.continue_session)
         try:
             with self.result.timed("run"):
                 run_task_loop(self.repo.root, task, self.player, self.coach, options, on_event=sink)
