@@ -330,8 +330,7 @@ class _Worker:
         spent = sum(self._spent(remote).values())
         if spent < limit:
             return None
-        return (f"--max-cost reached: ${spent:.4f} spent on {self.feature} as the remote's branches record it "
-                f"(limit ${limit:g})")
+        return f"--max-cost reached: ${spent:.4f} spent on {self.feature} (limit ${limit:g})"  # as one machine says
 
     def _wait(self, why: str, *, merging: bool = False) -> None:
         """Say why this worker waits (once), and set how long until it looks again."""
