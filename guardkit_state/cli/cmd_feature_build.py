@@ -45,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "GUARDKIT_SCHEMA_FILE and GUARDKIT_REPORT_FILE (the Coach also GUARDKIT_PLAYER_REPORT_FILE and\n"
         "GUARDKIT_DIFF_FILE) and writes a JSON report to GUARDKIT_REPORT_FILE (docs/agents.md).\n\n"
         "Exit codes: 0 approved, 1 not approved (max turns, stall, the same agent failure twice,\n"
-        "--max-cost reached), 2 usage or configuration\n"
+        "--max-cost reached; a feature: stopped, or completed without a failed task under\n"
+        "--no-stop-on-failure), 2 usage or configuration\n"
         "error, 70 a fault of guardkit-state itself (a bug: the error names its crash log), 130\n"
         "interrupted (state saved; continue with --resume).",
     )

@@ -51,6 +51,7 @@ from guardkit_state.remote.alignment import CloneAlignment
 from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches, first_line
 from guardkit_state.remote.claims import CLAIMS_PREFIX, MERGE_CLAIM, Claim, ClaimBoard, claim_ref, retrying
 from guardkit_state.remote.fresh_tasks import fresh_in_look
+from guardkit_state.remote.going_on import GoingOn
 from guardkit_state.remote.holding import HeldClaims
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.own_claims import ClaimKeeper
@@ -116,6 +117,7 @@ class _Worker:
                                worktrees_dir(repo.root))
         self.alignment = CloneAlignment(repo, self.branches, self.fgit, self.feature, self.feature_branch, self.note)
         self.spending = RemoteSpending(repo)  # --max-cost: what the feature's tasks spent, from their branches
+        self.going_on = GoingOn(self.plan, options.stop_on_failure)  # failures that do not stop the feature
         self.result = WorkerResult(self.feature, self.board.worker)
         self.on_note, self.on_event = on_note, on_event
         self._states: dict[str, tuple[tuple[str | None, str | None], TaskState]] = {}
@@ -216,7 +218,7 @@ class _Worker:
         # still hold): a task is claimed only when free, taken over only when its claim is stale
         # here (no push is tried, and refused, for a live claim).
         claims = self._claims
-        turn = wave_turn(self.waves, lambda task: self._state(task, remote, claims.get(task)))
+        turn = wave_turn(self.waves, lambda task: self.going_on.state(self._state(task, remote, claims.get(task))))
         if turn is None:
             return self._finished()
         if turn.mergeable:
@@ -275,6 +277,9 @@ class _Worker:
 
     def _finished(self) -> Step:
         self.result.done, self.result.reason = True, "every wave is merged into " + self.feature_branch
+        without, why = self.going_on.without(self.feature_branch)
+        if without:  # --no-stop-on-failure: every wave done, but not every task's work on the branch
+            self.result.done, self.result.without, self.result.reason = False, without, why
         self.note(self.result.reason)
         return "done"
 
