@@ -291,7 +291,7 @@ def _five() -> list[TaskSpec]:
 def test_no_stop_on_failure_skips_the_failed_tasks_dependents_and_runs_the_others(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = make_feature(tmp_path, _five())
-    result = _run(project, monkeypatch, options=FeatureOptions(max_turns=1, stop_on_failure=False))
+    result = build_in_process(project, monkeypatch, options=FeatureOptions(max_turns=1, stop_on_failure=False))
     assert (result.status, result.exit_code) == ("incomplete", 1)
     assert result.verdict == f"completed without {T1}, {T3}, {T5}"
     assert merged_tasks(project.root) == [T2, T4]
@@ -311,7 +311,8 @@ def test_no_stop_on_failure_skips_the_failed_tasks_dependents_and_runs_the_other
     assert state.tasks[T3]["result"]["final_decision"] == "dependency_failed"
     assert (state.execution["tasks_completed"], state.execution["tasks_failed"]) == (2, 1)
     # --resume with the same rule runs nothing again and ends the same way.
-    again = _run(project, monkeypatch, options=FeatureOptions(max_turns=1, stop_on_failure=False, resume=True))
+    options = FeatureOptions(max_turns=1, stop_on_failure=False, resume=True)
+    again = build_in_process(project, monkeypatch, options=options)
     assert (again.verdict, again.reason) == (result.verdict, result.reason) and not any(t.ran for t in again.tasks)
 
 
@@ -322,9 +323,9 @@ def test_a_plans_stop_on_failure_false_goes_on_and_the_flag_overrides_it(
     # GuardKit's shape: the key on the wave that lists the task.
     plan.write_text(plan.read_text() + f"waves:\n  wave_1:\n    tasks: [{T1}, {T2}]\n    stop_on_failure: false\n")
     git(project.root, "commit", "-qam", "plan: wave 1 goes on past a failure")
-    stopped = _run(project, monkeypatch, options=FeatureOptions(max_turns=1, stop_on_failure=True))
+    stopped = build_in_process(project, monkeypatch, options=FeatureOptions(max_turns=1, stop_on_failure=True))
     assert stopped.status == "stopped" and not stopped.task(T4).ran
-    result = _run(project, monkeypatch, options=FeatureOptions(max_turns=1, resume=True))
+    result = build_in_process(project, monkeypatch, options=FeatureOptions(max_turns=1, resume=True))
     assert result.status == "incomplete" and merged_tasks(project.root) == [T2, T4]
     assert result.task(T5).status == "skipped"
 
@@ -338,7 +339,7 @@ def test_a_stop_on_failure_that_is_no_boolean_is_refused_with_its_line(
     text = plan.read_text() + "stop_on_failure: 'no'\n"
     plan.write_text(text)
     with pytest.raises(SchemaError) as refused:
-        _run(project, monkeypatch, options=FeatureOptions(max_turns=1))
+        build_in_process(project, monkeypatch, options=FeatureOptions(max_turns=1))
     assert refused.value.pointer == "/stop_on_failure" or "stop_on_failure" in str(refused.value)
     assert refused.value.line == text.count("\n")
     assert not git(project.root, "branch", "--list", FEATURE_BRANCH).strip()
