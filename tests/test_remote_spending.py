@@ -55,6 +55,11 @@ def test_no_worker_claims_a_task_once_the_feature_spent_the_limit_even_after_a_r
     # TASK-FB-001 took two turns ($0.05) and was merged: wave 2's task is claimed by nobody.
     assert result["reason"] == f"--max-cost reached: $0.0500 spent on {FEATURE_ID} (limit $0.05)"
     assert "TASK-FB-001" in git(bare, "log", "--format=%B", FEATURE_BRANCH)
+    # Its turns are on the feature branch too: what is read once a merged task's branch is gone.
+    repo = GitRepo.discover(first)
+    assert repo is not None
+    feature = git(first, "rev-parse", f"origin/{FEATURE_BRANCH}").strip()
+    assert RemoteSpending(repo).spent({"TASK-FB-001": feature}) == {"TASK-FB-001": 0.05}
     # A worker started afresh on another clone reads what the feature spent from the remote: it runs nothing.
     again = _ended(_worker(project, second, fakes, "--max-cost", "0.05"))
     assert again["reason"] == result["reason"] and again["ran"] == []
