@@ -18,15 +18,18 @@ from dataclasses import dataclass, field
 
 from guardkit_state.git.parse import parse_cat_file_batch, parse_tree
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.store.layout import STATE_DIR
+from guardkit_state.store.layout import STATE_DIR, branch_for
 from guardkit_state.turns.spend import state_cost, turn_state_number
 
 
 @dataclass
 class RemoteSpending:
-    """Each task's spend at the tips a worker fetched, kept between readings."""
+    """Each task's spend at the tips a worker fetched, kept between readings; ``feature`` and its
+    ``tasks`` for the readings of a whole feature (:meth:`reached`, :meth:`elsewhere`)."""
 
     repo: GitRepo
+    feature: str = ""
+    tasks: tuple[str, ...] = ()
     _at: dict[tuple[str, str], float] = field(default_factory=dict)  # (task, tip) -> USD
     _blobs: dict[str, float | None] = field(default_factory=dict)  # turn state blob -> USD
 
@@ -37,6 +40,27 @@ class RemoteSpending:
         if wanted:
             self._read(wanted)
         return {task: self._at[(task, tip)] for task, tip in tips.items()}
+
+    def of_feature(self, remote: Mapping[str, str]) -> dict[str, float]:
+        """What each task of the feature spent, as the remote's branches (as fetched: ``remote``, ref
+        name -> sha) record it; a task whose branch is gone, as the feature branch records it (its
+        merge brought its turns)."""
+        feature_tip = remote.get(branch_for(self.feature))
+        tips = {task: remote.get(branch_for(task)) or feature_tip for task in self.tasks}
+        return self.spent({task: tip for task, tip in tips.items() if tip})
+
+    def reached(self, limit: float | None, remote: Mapping[str, str]) -> str | None:
+        """Why no task may be claimed under ``--max-cost limit``, in the words one machine uses; or None."""
+        if limit is None:
+            return None
+        spent = sum(self.of_feature(remote).values())
+        return f"--max-cost reached: ${spent:.4f} spent on {self.feature} (limit ${limit:g})" if spent >= limit \
+            else None
+
+    def elsewhere(self, task: str, remote: Mapping[str, str]) -> float:
+        """What the feature's other tasks spent (a task's loop counts its own turns itself)."""
+        spent = self.of_feature(remote)
+        return max(sum(spent.values()) - spent.get(task, 0.0), 0.0)
 
     def _read(self, wanted: list[tuple[str, str]]) -> None:
         folders = self._batch([f"{tip}:{STATE_DIR.as_posix()}/{task}" for task, tip in wanted])

@@ -116,7 +116,8 @@ class _Worker:
         self.fgit = FeatureGit(repo, repo.root, self.feature_branch, worktrees_dir(repo.root) / self.feature,
                                worktrees_dir(repo.root))
         self.alignment = CloneAlignment(repo, self.branches, self.fgit, self.feature, self.feature_branch, self.note)
-        self.spending = RemoteSpending(repo)  # --max-cost: what the feature's tasks spent, from their branches
+        # --max-cost: what the feature's tasks spent, from their branches on the remote
+        self.spending = RemoteSpending(repo, self.feature, tuple(task for wave in self.waves for task in wave))
         self.going_on = GoingOn(self.plan, options.stop_on_failure)  # failures that do not stop the feature
         self.result = WorkerResult(self.feature, self.board.worker)
         self.on_note, self.on_event = on_note, on_event
@@ -227,7 +228,7 @@ class _Worker:
             claim, stale_after=self.options.stale))
         # Each worker starts at its own place in the list: workers that look at the same moment
         # (a wave's tasks end together) mostly claim different tasks instead of losing races.
-        over = self._over_budget(remote) if claimable else None
+        over = self.spending.reached(self.options.max_cost, remote) if claimable else None
         if over is not None:  # no task is claimed once the feature's agents have spent --max-cost
             self.result.reason = over
             return "done"
@@ -320,23 +321,6 @@ class _Worker:
         self._states[task] = (key, state)
         return state
 
-    def _spent(self, remote: dict[str, str]) -> dict[str, float]:
-        """What each task's agents have spent, as the remote's branches (as fetched: ``remote``) record
-        it; a task whose branch is gone, as the feature branch records it (its merge brought its turns)."""
-        feature_tip = remote.get(self.feature_branch)
-        tips = {task: remote.get(branch_for(task)) or feature_tip for wave in self.waves for task in wave}
-        return self.spending.spent({task: tip for task, tip in tips.items() if tip})
-
-    def _over_budget(self, remote: dict[str, str]) -> str | None:
-        """Why no task may be claimed under ``--max-cost``, in one line; or None."""
-        limit = self.options.max_cost
-        if limit is None:
-            return None
-        spent = sum(self._spent(remote).values())
-        if spent < limit:
-            return None
-        return f"--max-cost reached: ${spent:.4f} spent on {self.feature} (limit ${limit:g})"  # as one machine says
-
     def _wait(self, why: str, *, merging: bool = False) -> None:
         """Say why this worker waits (once), and set how long until it looks again."""
         self._pause = self.options.poll
@@ -426,10 +410,8 @@ class _Worker:
 
         # The loop counts the task's own turns before each of its turns, and is told what the others spent
         # (once each: this task's turns on the remote are its own, counted by it).
-        before = 0.0
-        if self.options.max_cost is not None and isinstance(remote, dict):
-            spent = self._spent(remote)
-            before = max(sum(spent.values()) - spent.get(task, 0.0), 0.0)
+        before = self.spending.elsewhere(task, remote) \
+            if self.options.max_cost is not None and isinstance(remote, dict) else 0.0
         options = LoopOptions(max_turns=self.options.max_turns, resume=fresh.resume, base_branch=self.feature_branch,
                               turn_timeout=self.options.turn_timeout, max_cost=self.options.max_cost,
                               cost_before=before, continue_session=self.options.continue_session)
