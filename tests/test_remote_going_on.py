@@ -70,3 +70,22 @@ def test_workers_stop_at_a_failed_task_by_default(tmp_path: Path) -> None:
     result = json.loads(out)
     assert result["reason"] == f"{T1}: the Coach did not approve within 1 turns", out + err
     assert not git(bare, "branch", "--list", f"autobuild/{T4}").strip()
+
+
+def test_claim_next_task_goes_on_past_a_failure_the_plan_says_does_not_stop(tmp_path: Path) -> None:
+    from guardkit_state.remote.ready import claim_next_task
+
+    project = make_feature(tmp_path, [TaskSpec(T1, approve_at=0), TaskSpec(T2), TaskSpec(T3, [T1]),
+                                      TaskSpec(T4, [T2])])
+    plan = project.root / ".guardkit" / "features" / f"{FEATURE_ID}.yaml"
+    plan.write_text(plan.read_text() + "stop_on_failure: false\n")
+    git(project.root, "commit", "-qam", "plan: go on past a failure")
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine-1")
+    out, err = _worker(project, machine, "--stop-on-failure", "--json").communicate(timeout=600)
+    assert json.loads(out)["reason"] == f"{T1}: the Coach did not approve within 1 turns", out + err
+    assert _merged(bare) == []  # the flag stopped wave 1 before its merge
+    # An agent claiming through the MCP tool goes by the plan: wave 1 is merged without T1.
+    answer = claim_next_task(machine, FEATURE_ID, "origin")
+    assert (answer.status, answer.wave) == ("nothing_ready", 1)
+    assert answer.reason.startswith("wave 1: every task is approved"), answer.reason
