@@ -310,6 +310,7 @@ def test_no_stop_on_failure_skips_the_failed_tasks_dependents_and_runs_the_other
         T1: "failed", T2: "completed", T3: "skipped", T4: "completed", T5: "skipped"}
     assert state.tasks[T3]["result"]["final_decision"] == "dependency_failed"
     assert (state.execution["tasks_completed"], state.execution["tasks_failed"]) == (2, 1)
+    assert state.execution["completed_waves"] == [1, 2, 3]  # nothing of them is left to run (as workers say)
     # --resume with the same rule runs nothing again and ends the same way.
     options = FeatureOptions(max_turns=1, stop_on_failure=False, resume=True)
     again = build_in_process(project, monkeypatch, options=options)

@@ -458,14 +458,11 @@ class _FeatureRun:
 
     def _wave_done(self, number: int, task_ids: tuple[str, ...]) -> bool:
         left = [self.result.task(t) for t in task_ids if self.states[t].phase not in ("merged", "closed")]
-        if not left:
-            if not any(self.result.task(t).status == "skipped" and self.result.task(t).outcome for t in task_ids):
-                self._write(lambda plan: progress_values.wave_completed(plan, number, now=utc_now()))
-            return True
         stops = [o for o in left if o.status != "failed"
                  or stops_on_failure(self.plan, o.task_id, self.options.stop_on_failure)]
-        if not stops:  # failures that do not stop the feature: the tasks that need them are skipped
+        if not stops:  # all merged or closed, or failed without stopping the feature (what needs them is skipped)
             self.passed_over += [o.task_id for o in left if o.task_id not in self.passed_over]
+            self._write(lambda plan: progress_values.wave_completed(plan, number, now=utc_now()))
             return True
         first = stops[0]
         after = f"; the feature stops before wave {number + 1}" if number < len(self.waves) else ""
