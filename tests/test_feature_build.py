@@ -278,3 +278,69 @@ def test_a_conflict_resolved_by_hand_lets_resume_go_on(tmp_path: Path, monkeypat
     state = read_state(project)
     assert state.tasks[T2]["status"] == "completed" and state.tasks[T2]["conflicts"] is None
     assert state.feature_files["src/shared.txt"] == "both\n"
+
+
+T4, T5 = "TASK-FB-004", "TASK-FB-005"
+
+
+def _five() -> list[TaskSpec]:
+    """T1 fails; T3 needs it, T5 needs T3; T2 and T4 (after T2) need nothing of it."""
+    return [TaskSpec(T1, approve_at=0), TaskSpec(T2), TaskSpec(T3, [T1]), TaskSpec(T4, [T2]), TaskSpec(T5, [T3])]
+
+
+def test_no_stop_on_failure_skips_the_failed_tasks_dependents_and_runs_the_others(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = make_feature(tmp_path, _five())
+    result = build_in_process(project, monkeypatch, options=FeatureOptions(max_turns=1, stop_on_failure=False))
+    assert (result.status, result.exit_code) == ("incomplete", 1)
+    assert result.verdict == f"completed without {T1}, {T3}, {T5}"
+    assert merged_tasks(project.root) == [T2, T4]
+    assert [t.task_id for t in result.tasks if t.ran] == [T1, T2, T4]
+    for task, cause in ((T3, T1), (T5, T1)):
+        skipped = result.task(task)
+        assert (skipped.status, skipped.outcome) == ("skipped", "dependency_failed")
+        assert skipped.reason == f"skipped: it needs {cause}, which ended without approval"
+        assert not project.task_worktree(task).exists()
+    assert result.reason == (f"{T1} ended without approval (max_turns_exceeded): the Coach did not approve within 1 "
+                             f"turns; {T3} skipped: it needs {T1}, which ended without approval; {T5} skipped: it "
+                             f"needs {T1}, which ended without approval; every other task merged into {FEATURE_BRANCH}")
+    state = read_state(project)
+    assert state.plan_status == "failed"  # the plan, as GuardKit words a feature with a failed task
+    assert {t: state.tasks[t]["status"] for t in (T1, T2, T3, T4, T5)} == {
+        T1: "failed", T2: "completed", T3: "skipped", T4: "completed", T5: "skipped"}
+    assert state.tasks[T3]["result"]["final_decision"] == "dependency_failed"
+    assert (state.execution["tasks_completed"], state.execution["tasks_failed"]) == (2, 1)
+    assert state.execution["completed_waves"] == [1, 2, 3]  # nothing of them is left to run (as workers say)
+    # --resume with the same rule runs nothing again and ends the same way.
+    options = FeatureOptions(max_turns=1, stop_on_failure=False, resume=True)
+    again = build_in_process(project, monkeypatch, options=options)
+    assert (again.verdict, again.reason) == (result.verdict, result.reason) and not any(t.ran for t in again.tasks)
+
+
+def test_a_plans_stop_on_failure_false_goes_on_and_the_flag_overrides_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = make_feature(tmp_path, _five())
+    plan = project.root / ".guardkit" / "features" / f"{FEATURE_ID}.yaml"
+    # GuardKit's shape: the key on the wave that lists the task.
+    plan.write_text(plan.read_text() + f"waves:\n  wave_1:\n    tasks: [{T1}, {T2}]\n    stop_on_failure: false\n")
+    git(project.root, "commit", "-qam", "plan: wave 1 goes on past a failure")
+    stopped = build_in_process(project, monkeypatch, options=FeatureOptions(max_turns=1, stop_on_failure=True))
+    assert stopped.status == "stopped" and not stopped.task(T4).ran
+    result = build_in_process(project, monkeypatch, options=FeatureOptions(max_turns=1, resume=True))
+    assert result.status == "incomplete" and merged_tasks(project.root) == [T2, T4]
+    assert result.task(T5).status == "skipped"
+
+
+def test_a_stop_on_failure_that_is_no_boolean_is_refused_with_its_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.errors import SchemaError
+
+    project = make_feature(tmp_path, _five())
+    plan = project.root / ".guardkit" / "features" / f"{FEATURE_ID}.yaml"
+    text = plan.read_text() + "stop_on_failure: 'no'\n"
+    plan.write_text(text)
+    with pytest.raises(SchemaError) as refused:
+        build_in_process(project, monkeypatch, options=FeatureOptions(max_turns=1))
+    assert refused.value.pointer == "/stop_on_failure" or "stop_on_failure" in str(refused.value)
+    assert refused.value.line == text.count("\n")
+    assert not git(project.root, "branch", "--list", FEATURE_BRANCH).strip()

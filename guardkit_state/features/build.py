@@ -9,7 +9,9 @@ same time (up to ``max_parallel``), each as the task loop in a process of its ow
 task of the wave has ended, the approved ones are merged into the feature branch in plan order, so
 the result does not depend on which agent finished first. A conflict blocks that task (its branch
 and worktree kept); a task that ends without approval lets its wave finish, then the feature stops
-before the next wave.
+before the next wave, unless its failure does not stop the feature (``--no-stop-on-failure``,
+:mod:`~guardkit_state.plans.failure_rules`): then the tasks that need it are skipped, the others run,
+and the feature ends ``incomplete`` ("completed without" them).
 
 Only this process writes the plan (:func:`~guardkit_state.plans.plan_writer.modify_plan`), and
 the plan only reports: where each task stands is read from its files and git
@@ -54,6 +56,7 @@ from guardkit_state.loop.events import EventSink, LoopEvent, Note, ignore
 from guardkit_state.loop.run import LoopOptions
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
 from guardkit_state.plans import plan_progress as progress_values
+from guardkit_state.plans.failure_rules import skipped_by, stops_on_failure
 from guardkit_state.plans.merge_queue_log import QueueStep
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.plan_checks import check_plan_identity, check_task_branches
@@ -90,6 +93,9 @@ class FeatureOptions:
         max_cost: stop once the agents of the feature's tasks have reported this many USD: checked
             before each wave, and each task loop gets what is left (tasks of one wave running in
             parallel each get all of it, so a wave can go over by what its other tasks spend).
+        stop_on_failure: False: a task that ends without approval does not stop the feature (the
+            tasks that need it are skipped); True: every such task stops it; None: as the plan says
+            (``stop_on_failure``, :mod:`~guardkit_state.plans.failure_rules`), else True.
     """
 
     max_parallel: int | None = None
@@ -99,6 +105,7 @@ class FeatureOptions:
     turn_timeout: float | None = None
     max_cost: float | None = None
     continue_session: bool = False
+    stop_on_failure: bool | None = None
     #: The command line that started the run (without the program name; the CLI passes its own):
     #: the "continue with" lines repeat it. Default: built from the agents' commands.
     argv: tuple[str, ...] | None = None
@@ -164,7 +171,7 @@ class _FeatureRun:
 
     def __init__(self, root: Path, git: GitRepo, plan_path: Path, plan: FeaturePlan, waves: Waves,
                  agents: tuple[Agent, Agent], options: FeatureOptions, emit: EventSink) -> None:
-        self.root, self.git, self.plan_path, self.waves = root, git, plan_path, waves
+        self.root, self.git, self.plan_path, self.plan, self.waves = root, git, plan_path, plan, waves
         self.player, self.coach = agents
         self.options = options
         self.emit = emit
@@ -181,6 +188,7 @@ class _FeatureRun:
         self.gate_runs: dict[int, int] = {}  # per wave: the gate verdicts its queue took (numbered)
         self.pool = TaskPool(max_parallel, self._task_event)
         self.report = PlanReport(plan_path)  # what the run writes into its plan
+        self.passed_over: list[str] = []  # failed tasks whose failure does not stop the feature
 
     def note(self, text: str) -> None:
         self.result.notes.append(text)
@@ -222,8 +230,7 @@ class _FeatureRun:
                 break
             crash_point("feature.between_waves")
         else:
-            self.result.status = "completed"
-            self.result.reason = f"every wave merged into {self.branch}"
+            self.result.ended(self.passed_over)
         self._feature_worktree()  # a run that ran and merged no task still leaves its worktree (else: a no-op)
         completed = self.result.status == "completed"
         failed = self.gate_failed or any(o.status in ("failed", "blocked") for o in self.result.tasks)
@@ -280,9 +287,12 @@ class _FeatureRun:
     def _wave(self, number: int, task_ids: tuple[str, ...]) -> bool:
         """Run the wave's unfinished tasks, merge the approved ones through the queue, run again the
         ones it sent back, until none is; False when the feature stops here."""
+        skipped = self._skip_dependents(task_ids)
         to_run = tuple(task_id for task_id in task_ids if self.states[task_id].runs)
         phases = tuple(self.states[task_id].phase for task_id in task_ids)
         self.emit(WaveStarted(number, len(self.waves), task_ids, to_run, phases))
+        for task_id in skipped:
+            self.note(f"{task_id} {self.result.task(task_id).reason}")
         self._write(lambda _plan: PlanUpdate(execution={"current_wave": number, "last_updated": utc_now()}))
         while True:
             if to_run:
@@ -448,10 +458,13 @@ class _FeatureRun:
 
     def _wave_done(self, number: int, task_ids: tuple[str, ...]) -> bool:
         left = [self.result.task(t) for t in task_ids if self.states[t].phase not in ("merged", "closed")]
-        if not left:
+        stops = [o for o in left if o.status != "failed"
+                 or stops_on_failure(self.plan, o.task_id, self.options.stop_on_failure)]
+        if not stops:  # all merged or closed, or failed without stopping the feature (what needs them is skipped)
+            self.passed_over += [o.task_id for o in left if o.task_id not in self.passed_over]
             self._write(lambda plan: progress_values.wave_completed(plan, number, now=utc_now()))
             return True
-        first = left[0]
+        first = stops[0]
         after = f"; the feature stops before wave {number + 1}" if number < len(self.waves) else ""
         if first.status == "blocked":
             why = (f"{first.task_id} is blocked: {first.reason}; its branch {branch_for(first.task_id)} and "
@@ -464,6 +477,18 @@ class _FeatureRun:
             after = ""
         self.result.reason = why + after
         return False
+
+    def _skip_dependents(self, task_ids: tuple[str, ...]) -> list[str]:
+        """The wave's tasks that need a failed task (one that did not stop the feature) are skipped."""
+        needs = skipped_by(self.passed_over, self.plan)
+        skipped = [task_id for task_id in task_ids if task_id in needs and self.states[task_id].runs]
+        for task_id in skipped:
+            self.states[task_id] = replace(self.states[task_id], phase="closed")
+            outcome = self.result.task(task_id)
+            outcome.status, outcome.outcome = "skipped", "dependency_failed"
+            outcome.reason = f"skipped: it needs {needs[task_id]}, which ended without approval"
+            self._write_task(task_id)
+        return skipped
 
     # -- interruption and the plan -----------------------------------------------------------
     def _interrupted(self) -> None:

@@ -22,6 +22,7 @@ from guardkit_state.plans.plan import find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import Claim, ClaimBoard, check_lease, utc_text
+from guardkit_state.remote.going_on import GoingOn
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.quarantine import held_back, read_quarantine
 from guardkit_state.store.layout import branch_for, worktrees_dir
@@ -122,7 +123,8 @@ def claim_next_task(repo_root: Path | str, feature: str, remote: str, *, worker:
         quarantine = read_quarantine(repo, task, on_remote.get(branch_for(task)))
         return held_back(read_task_state(fgit, task), quarantine, plan.feature_id, remote)
 
-    turn = wave_turn(plan_waves(plan), state_of)
+    going_on = GoingOn(plan, None)  # a failure the plan says does not stop the feature: its dependents are skipped
+    turn = wave_turn(plan_waves(plan), lambda task: going_on.state(state_of(task)))
 
     def answer(status: str, reason: str, claim: Claim | None = None, lost: tuple[str, ...] = ()) -> ClaimAnswer:
         return ClaimAnswer(plan.feature_id, remote, board.worker, status, reason, claim,

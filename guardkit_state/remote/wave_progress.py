@@ -43,7 +43,9 @@ def write_wave_progress(feature_repo: GitRepo, repo_root: Path, plan: FeaturePla
         return complete
     now = utc_now()
     outcomes = _outcomes(waves, turn, merged, state_of)
-    done = [o for o in outcomes if o.task_id in merged]
+    # The merged tasks, and the ones a failure that did not stop the feature left out (failed, skipped).
+    done = [o for o in outcomes if o.task_id in merged or (o.task_id in turn.tasks and o.outcome is not None
+                                                             and o.status in ("failed", "skipped"))]
 
     def tasks(current: FeaturePlan) -> PlanUpdate:
         return PlanUpdate(tasks={o.task_id: {**progress_values.task_started(o.task_id, current, now=now),
@@ -56,7 +58,9 @@ def write_wave_progress(feature_repo: GitRepo, repo_root: Path, plan: FeaturePla
     def ended(current: FeaturePlan) -> PlanUpdate | None:
         if turn.number < len(waves) or not complete:
             return None
-        return progress_values.run_ended(completed=True, failed=False, waves=len(waves), now=now)
+        # (every wave done, but a failure that did not stop the feature: GuardKit's "failed")
+        failed = any(o.status in ("failed", "blocked") or o.outcome == "dependency_failed" for o in outcomes)
+        return progress_values.run_ended(completed=not failed, failed=failed, waves=len(waves), now=now)
 
     def queue(current: FeaturePlan) -> PlanUpdate | None:
         if not steps and not runs:
@@ -94,7 +98,9 @@ def _outcomes(waves: Waves, turn: WaveTurn, merged: dict[str, str | None],
                 outcomes.append(TaskOutcome(task, number, "completed", "approved", state.turns,
                                             merge_commit=state.merge_commit))
             else:
-                status = "skipped" if state.phase == "closed" else "pending"
+                # (closed with an outcome: a failure that did not stop the feature, or a task skipped for it)
+                status = "pending" if state.phase not in ("closed", "failed") else "failed" if state.phase == "failed" \
+                    or state.outcome not in (None, "dependency_failed") else "skipped"
                 outcomes.append(TaskOutcome(task, number, status, state.outcome, state.turns))
     return outcomes
 
