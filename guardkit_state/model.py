@@ -11,9 +11,10 @@ import copy
 import functools
 import hashlib
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import Field, dataclass, field, fields
 from enum import Enum
-from typing import Any, Literal
+from pathlib import PurePath
+from typing import Any, ClassVar, Literal
 
 SCHEMA_VERSION = 1
 
@@ -64,6 +65,32 @@ def _copied(value: Any) -> Any:
 
 #: The types of JSON scalars (not to be confused with a record's ``_SCALARS``, its scalar fields).
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` as JSON data: a record by its ``to_dict()``, an enum by its value, a path as text,
+    a tuple as a list (mappings and lists item by item); anything else as it is."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [json_ready(item) for item in value]
+    if isinstance(value, dict):
+        return {key: json_ready(item) for key, item in value.items()}
+    return value
+
+
+class Fields:
+    """A dataclass whose JSON view is its fields, in their order (:func:`json_ready`): a record that
+    says no more than its fields needs no ``to_dict`` of its own to keep in step with them."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: json_ready(getattr(self, f.name)) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -304,7 +331,7 @@ class LedgerEntry:
 
 
 @dataclass
-class GateResult:
+class GateResult(Fields):
     """One quality gate's verdict on a turn (filled by :mod:`guardkit_state.config`)."""
 
     gate: str
@@ -313,10 +340,6 @@ class GateResult:
     threshold: float | int | bool | None
     source: str = "built-in"
     required: bool = True  # False: the profile does not require this gate (it cannot fail)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"gate": self.gate, "passed": self.passed, "actual": self.actual,
-                "threshold": self.threshold, "source": self.source, "required": self.required}
 
 
 @dataclass

@@ -195,10 +195,9 @@ def test_real_guardkit_turn_states_are_searchable(corpus_dir: Path, tmp_path: Pa
 
 def test_embedder_mismatch_error_lives_in_errors_under_its_old_names_too() -> None:
     """Guards the move into ``errors.py``: every old import path names the one class, still a usage error."""
-    from guardkit_state import EmbedderMismatchError as public
     from guardkit_state import errors
     from guardkit_state.index import EmbedderMismatchError as from_index
     from guardkit_state.index.embedder_spec import EmbedderMismatchError as old
 
-    assert public is from_index is old is errors.EmbedderMismatchError
+    assert from_index is old is errors.EmbedderMismatchError
     assert issubclass(old, errors.InputError) and issubclass(old, errors.IndexBackendError)

@@ -72,17 +72,6 @@ def test_run_task_loop_approves_in_a_worktree_with_one_commit_per_turn(git_repo:
     assert "turn 2 of TASK-AUTH-001 recorded: feedback" in log
 
 
-def test_feature_build_is_a_deprecated_alias_of_run_task_loop(git_repo: Path) -> None:
-    import guardkit_state
-
-    root = _repo(git_repo)
-    with pytest.warns(DeprecationWarning, match="run_task_loop"):
-        result = guardkit_state.feature_build(root, TASK, CallableAgent(scripted_player), coach_verifying(1),
-                                              LoopOptions(use_worktree=False))
-    assert result.outcome is Outcome.APPROVED and len(result.turns) == 1
-    assert guardkit_state.run_task_loop is run_task_loop
-
-
 def test_run_task_loop_max_turns(git_repo: Path) -> None:
     root = _repo(git_repo)
     result = run_task_loop(root, TASK, CallableAgent(scripted_player), coach_verifying(99),

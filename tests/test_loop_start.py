@@ -18,7 +18,7 @@ from guardkit_state.errors import InputError, ResumeError
 from guardkit_state.loop import start as loop_start
 from guardkit_state.loop.events import Event, TurnStarted
 from guardkit_state.loop.run import LoopOptions, run_task_loop
-from guardkit_state.store import fsio
+from guardkit_state.store import reads
 from guardkit_state.yamltext import strict_yaml
 
 from .test_loop import TASK, _repo, coach_verifying, scripted_player
@@ -30,7 +30,7 @@ def _count_before_turn_1(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter[str],
     calls: Counter[str] = Counter()
     started = [False]
     # The frontmatter reader imports the parser where it parses: it is counted at its home.
-    real_read, real_parse = fsio.read_bytes_capped, strict_yaml.parse_yaml
+    real_read, real_parse = reads.read_bytes_capped, strict_yaml.parse_yaml
 
     def read(path: Path, **kwargs: Any) -> bytes:
         if not started[0] and Path(path).suffix == ".md":
@@ -44,7 +44,7 @@ def _count_before_turn_1(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter[str],
     def on_event(event: Event) -> None:
         started[0] = started[0] or isinstance(event, TurnStarted)
 
-    monkeypatch.setattr(fsio, "read_bytes_capped", read)
+    monkeypatch.setattr(reads, "read_bytes_capped", read)
     monkeypatch.setattr(strict_yaml, "parse_yaml", parse)
     return calls, on_event
 

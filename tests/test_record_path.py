@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.store import fsio, schemas
+from guardkit_state.store import reads, schemas
 from guardkit_state.store.jsonio import load_record
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
@@ -107,7 +107,7 @@ def _count_task_file_access(monkeypatch: pytest.MonkeyPatch, task_path: Path) ->
     from guardkit_state.yamltext import strict_yaml
 
     calls: Counter[str] = Counter()
-    real_read, real_holds, real_parse = fsio.read_bytes_capped, fsio.holds, strict_yaml.parse_yaml
+    real_read, real_holds, real_parse = reads.read_bytes_capped, reads.holds, strict_yaml.parse_yaml
 
     def read(path: Path, **kwargs: Any) -> bytes:
         calls["read"] += Path(path) == task_path
@@ -121,8 +121,8 @@ def _count_task_file_access(monkeypatch: pytest.MonkeyPatch, task_path: Path) ->
         calls["parse"] += 1  # the only YAML a record parses is its task file's frontmatter
         return real_parse(text, **kwargs)
 
-    monkeypatch.setattr(fsio, "read_bytes_capped", read)
-    monkeypatch.setattr(fsio, "holds", holds)
+    monkeypatch.setattr(reads, "read_bytes_capped", read)
+    monkeypatch.setattr(reads, "holds", holds)
     monkeypatch.setattr(strict_yaml, "parse_yaml", parse)
     return calls
 

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
-from guardkit_state import build_task_report, record_turn, render_report, write_report
+from guardkit_state import record_turn, write_report
 from guardkit_state.cli.app import run as cli_run
 from guardkit_state.errors import GuardkitStateError, InputError, TaskNotFoundError
+from guardkit_state.report import build_task_report, render_report
 from guardkit_state.report.html_text import clean, esc
 from tests.e2e_support import TASK_ID, Project, wait_until
 from tests.helpers import coach_decision, make_task_repo, player_report

@@ -19,7 +19,7 @@ from typing import Any
 
 from guardkit_state.errors import ConfigError, GuardkitStateError
 from guardkit_state.process.command import run_command
-from guardkit_state.store.fsio import decode_utf8, read_bytes_capped
+from guardkit_state.store.reads import decode_utf8, read_bytes_capped
 from guardkit_state.yamltext.strict_yaml import parse_yaml
 
 #: A project's presets, next to its other configuration.

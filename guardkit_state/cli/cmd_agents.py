@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option, add_repo_option
 from guardkit_state.cli.output import Output, safe
+
+if TYPE_CHECKING:
+    from guardkit_state.agents.presets import PresetStatus
 
 EXAMPLE = """\
 Example:
@@ -34,14 +37,14 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.agents.presets import load_presets, preset_status
 
-    statuses = [preset_status(preset) for preset in load_presets(args.repo).values()]
-    if args.json:
-        out.json([status.to_dict() for status in statuses])
-        return ExitCode.OK
+    out.result([preset_status(preset) for preset in load_presets(args.repo).values()], render)
+    return ExitCode.OK
+
+
+def render(statuses: list[PresetStatus], out: Output) -> None:
     for status in statuses:
         where = f"{safe(status.path)}" + (f" ({safe(status.version)})" if status.version else "") \
             if status.path else out.style("not found on PATH", "yellow")
         source = "" if status.source == "built-in" else f" [{safe(status.source)}]"
         out.line(f"{out.style(safe(status.name), 'bold'):<10} {safe(status.description)}{source}")
         out.line(f"           {where}")
-    return ExitCode.OK

@@ -33,10 +33,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if context.location.source != "main":
         # The copy is not the main checkout's (a loop's worktree, a feature's copy): said, on stderr.
         out.note(f"note: {safe(context.location.note)}")
-    if args.json:
-        out.json(context.to_dict())
-    else:
-        out.stdout.write(safe_markdown(context.text))
+    out.result(context, lambda shown, _: out.stdout.write(safe_markdown(shown.text)))
     return ExitCode.OK
 
 

@@ -11,7 +11,7 @@ from guardkit_state.cli.options import add_json_option, add_repo_option, help_of
 from guardkit_state.cli.output import Output, safe
 
 if TYPE_CHECKING:
-    from guardkit_state.index.base import IndexStatus
+    from guardkit_state.index.base import IndexStatus, SyncReport
 
 SUBCOMMANDS = ("seed", "sync", "rebuild", "status", "prune", "search")
 
@@ -71,13 +71,16 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return run_search(args, out, backend="graphiti")
     if command == "status":
         status = graphiti_status(args.repo, uri=args.uri, embedder=args.embedder)
-        _print_status(status, project_group_id(args.repo), args, out)
+        group = project_group_id(args.repo)
+        out.result(status, lambda shown, _: _print_status(shown, group, args.verbose, out))
         return ExitCode.OK
-    report = update_graphiti(args.repo, command, uri=args.uri, embedder=args.embedder,
-                             dry_run=getattr(args, "dry_run", False), full=getattr(args, "full", False))
-    if out.json_mode:
-        out.json(report.to_dict())
-        return ExitCode.OK
+    out.result(update_graphiti(args.repo, command, uri=args.uri, embedder=args.embedder,
+                               dry_run=getattr(args, "dry_run", False), full=getattr(args, "full", False)),
+               lambda report, _: _print_sync(command, report, out))
+    return ExitCode.OK
+
+
+def _print_sync(command: str, report: SyncReport, out: Output) -> None:
     verb = "would" if report.dry_run else "did"
     out.line(f"{command} ({verb}): {len(report.added)} added, {len(report.updated)} updated, "
              f"{len(report.removed)} removed, {report.unchanged} unchanged")
@@ -89,20 +92,16 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.note(f"note: {safe(note)}")
     for problem in report.problems:
         out.note(f"skipped: {safe(problem)}")
-    return ExitCode.OK
 
 
-def _print_status(status: IndexStatus, project_group: str, args: argparse.Namespace, out: Output) -> None:
-    if out.json_mode:
-        out.json(status.to_dict())
-        return
+def _print_status(status: IndexStatus, project_group: str, verbose: bool, out: Output) -> None:
     out.line(f"Index: {status.backend} at {safe(status.location)}")
     if status.embedder:
         out.line(f"Embedder: {safe(status.embedder)} ({status.dimension} dimensions)"
                  + (f"; last sync {safe(status.synced_at)}" if status.synced_at else ""))
     out.line(f"Turns, tasks and features: {status.groups.get(project_group, 0)} indexed, {status.files} in the files "
              f"({status.missing} missing, {status.stale} stale, {status.extra} extra)")
-    if args.verbose:
+    if verbose:
         out.line("Groups:")
         for group, count in status.groups.items():
             out.line(f"  • {safe(group)}: {count}")

@@ -11,6 +11,7 @@ from guardkit_state.cli.options import add_json_option, add_repo_option
 from guardkit_state.cli.output import Output, safe
 
 if TYPE_CHECKING:
+    from guardkit_state.inspect.feature_log import FeatureLog
     from guardkit_state.inspect.review import TurnLog
 
 EXAMPLE = """\
@@ -42,21 +43,19 @@ def show_log(args: argparse.Namespace, out: Output) -> int:
         return show_feature_log(args, out)
     from guardkit_state.inspect.review import read_turn_log  # git and YAML load only when the command runs
 
-    result = read_turn_log(args.repo, args.task_id)
-    if args.json:
-        out.json(result.to_dict())
-        return ExitCode.OK
-    render_turns(result, out)
+    out.result(read_turn_log(args.repo, args.task_id), render_turns)
     return ExitCode.OK
 
 
 def show_feature_log(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.inspect.feature_log import read_feature_log
 
-    log = read_feature_log(args.repo, args.task_id)
-    if args.json:
-        out.json(log.to_dict())
-        return ExitCode.OK
+    out.result(read_feature_log(args.repo, args.task_id), render_feature_log)
+    return ExitCode.OK
+
+
+def render_feature_log(log: FeatureLog, out: Output) -> None:
+    """The merges on the feature branch, the merge queue's steps, then each task's turns."""
     out.line(out.style(f"{safe(log.feature_id)}: {log.tally.describe()}", "bold"))
     out.line(out.style(f"merges on {safe(log.branch)}", "bold"))
     for note in log.notes:
@@ -76,7 +75,6 @@ def show_feature_log(args: argparse.Namespace, out: Output) -> int:
         out.line("")
         standing = log.standing_of(turns.task_id)
         render_turns(turns, out, heading=True, status=standing.status if standing is not None else None)
-    return ExitCode.OK
 
 
 def render_turns(result: TurnLog, out: Output, *, heading: bool = False, status: str | None = None) -> None:

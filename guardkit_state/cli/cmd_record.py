@@ -67,10 +67,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         if not exc.identical:
             raise
         return _already_recorded(exc, args, out)
-    if args.json:
-        out.json(record.to_dict())
-    else:
-        render(record, out)
+    out.result(record, render)
     return ExitCode.OK
 
 

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from guardkit_state.cli.options import add_json_option, add_repo_option
 from guardkit_state.cli.output import Output, safe
+
+if TYPE_CHECKING:
+    from guardkit_state.report.task_report import TaskReport
+    from guardkit_state.report.write import FeatureReportResult, ReportResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -39,28 +44,24 @@ def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.store.layout import names_feature
 
     if names_feature(args.task_id):
-        return _run_feature(args, out)
-    result = write_report(args.repo, args.task_id, args.output)
-    if args.json:
-        out.json(result.to_dict())
+        from guardkit_state.report import write_feature_report
+
+        out.result(write_feature_report(args.repo, args.task_id, args.output), _wrote_feature)
         return 0
+    out.result(write_report(args.repo, args.task_id, args.output), _wrote)
+    return 0
+
+
+def _wrote(result: ReportResult[TaskReport], out: Output) -> None:
     out.line(f"wrote {safe(result.path)} ({result.bytes // 1024 + 1} KiB): {len(result.report.turns)} turn(s), "
              f"criteria {result.report.counts.describe()}")
-    return 0
 
 
-def _run_feature(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.report import write_feature_report
-
-    result = write_feature_report(args.repo, args.task_id, args.output)
-    if args.json:
-        out.json(result.to_dict())
-        return 0
+def _wrote_feature(result: FeatureReportResult, out: Output) -> None:
     report = result.report
-    statuses = ", ".join(f"{n} {safe(status)}" for status, n in result.report.summary()["task_statuses"].items())
+    statuses = ", ".join(f"{n} {safe(status)}" for status, n in report.status_counts().items())
     out.line(f"wrote {safe(result.path)} ({result.bytes // 1024 + 1} KiB): {len(report.tasks)} task(s) in "
              f"{len(report.waves)} wave(s){': ' + statuses if statuses else ''}")
-    return 0
 
 
 def add_report_option(parser: argparse.ArgumentParser) -> None:

@@ -51,19 +51,11 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if names_feature(args.task_id):
         from guardkit_state.inspect.feature_view import feature_view
 
-        feature = feature_view(args.repo, args.task_id)
-        if args.json:
-            out.json(feature.to_dict())
-        else:
-            render_feature(feature, out)
+        out.result(feature_view(args.repo, args.task_id), render_feature)
         return ExitCode.OK
     from guardkit_state.inspect.task_view import task_view
 
-    view = task_view(args.repo, args.task_id)
-    if args.json:
-        out.json(view.to_dict())
-        return ExitCode.OK
-    render(view, out)
+    out.result(task_view(args.repo, args.task_id), render)
     return ExitCode.OK
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option, add_repo_option
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.errors import InputError
+
+if TYPE_CHECKING:
+    from guardkit_state.inspect.task_view import ModeSuggestion
 
 EXAMPLE = """\
 Example:
@@ -39,17 +42,17 @@ def suggest(args: argparse.Namespace, out: Output) -> int:
 
     if args.task_id is None and args.complexity is None:
         raise InputError("give a TASK-ID or --complexity N (guardkit-state suggest-mode TASK-ID)")
-    suggestion = mode_suggestion(args.repo, args.task_id, complexity=args.complexity, source="--complexity")
-    if args.json:
-        out.json(suggestion.to_dict())
-        return ExitCode.OK
+    out.result(mode_suggestion(args.repo, args.task_id, complexity=args.complexity, source="--complexity"), render)
+    return ExitCode.OK
+
+
+def render(suggestion: ModeSuggestion, out: Output) -> None:
     advice = suggestion.advice
     if advice is None:
         out.line(f"No suggestion: complexity {safe(repr(suggestion.complexity))} (from {safe(suggestion.source)}) "
                  "is not an estimate in 1-10.")
-        return ExitCode.OK
+        return
     out.line(safe(advice.render()))
     out.note(safe(f"(complexity {advice.complexity} from {suggestion.source}; {advice.reason})"))
     for note in advice.notes:
         out.note(safe(note))
-    return ExitCode.OK

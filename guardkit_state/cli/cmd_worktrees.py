@@ -62,8 +62,8 @@ def register(subparsers: Any) -> None:
 def _loops_named(repo_dir: Path, ids: list[str]) -> set[str]:
     """The loops ``ids`` name: each task id, and each feature id with its plan's task ids."""
     from guardkit_state.plans.plan import find_plan, load_plan
-    from guardkit_state.store.fsio import validate_task_id
     from guardkit_state.store.layout import names_feature
+    from guardkit_state.store.safe_paths import validate_task_id
 
     named: set[str] = set()
     for ref in ids:
@@ -99,17 +99,17 @@ def _row(info: WorktreeInfo) -> str:
 
 
 def list_worktrees(args: argparse.Namespace, out: Output) -> int:
-    infos = _manager(args.repo).list()
-    if args.json:
-        out.json([i.to_dict() for i in infos])
-        return ExitCode.OK
+    out.result(_manager(args.repo).list(), _list)
+    return ExitCode.OK
+
+
+def _list(infos: list[WorktreeInfo], out: Output) -> None:
     if not infos:
         out.note("no loop worktrees")
-        return ExitCode.OK
+        return
     out.line(out.style(f"{'TASK':<24} {'BRANCH':<32} {'BASE':<12} STATE", "bold"))
     for info in infos:
         out.line(_row(info))
-    return ExitCode.OK
 
 
 def prune_worktrees(args: argparse.Namespace, out: Output) -> int:

@@ -6,10 +6,13 @@ import argparse
 import functools
 import logging
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from guardkit_state.cli.exit_codes import ExitCode
+
+_N = TypeVar("_N", int, float)
 
 REPO_HELP = "the repository (default: the nearest folder above the current one with tasks/ or .git)"
 
@@ -24,38 +27,24 @@ def existing_dir(value: str) -> Path:
     return path
 
 
-def turn_count(value: str) -> int:
-    """``--max-turns``' type: a whole number of at least 1, else a usage error naming the option."""
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {value!r}")
-    return number
+def _above_zero(parse: Callable[[str], _N], wanted: str) -> Callable[[str], _N]:
+    """An option's type: a finite number above 0 (``nan``, ``inf`` and 0 would only fail once the
+    worktree exists and the Player runs), else a usage error naming what it wants (exit 2)."""
+    def convert(value: str) -> _N:
+        try:
+            number = parse(value)
+        except ValueError:
+            number = None
+        if number is None or not (math.isfinite(number) and number > 0):
+            raise argparse.ArgumentTypeError(f"must be {wanted}, not {value!r}")
+        return number
+    return convert
 
 
-def seconds(value: str) -> float:
-    """``--turn-timeout``'s type: a finite number of seconds above 0 (``nan``, ``inf`` and 0 would
-    only fail once the worktree exists and the Player runs)."""
-    try:
-        number = float(value)
-    except ValueError:
-        number = math.nan
-    if not (math.isfinite(number) and number > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds above 0, not {value!r}")
-    return number
-
-
-def usd(value: str) -> float:
-    """``--max-cost``'s type: a finite amount of US dollars above 0."""
-    try:
-        number = float(value.lstrip("$"))
-    except ValueError:
-        number = math.nan
-    if not (math.isfinite(number) and number > 0):
-        raise argparse.ArgumentTypeError(f"must be an amount of USD above 0, such as 2.50, not {value!r}")
-    return number
+#: ``--max-turns``, ``--turn-timeout`` and ``--max-cost``.
+turn_count = _above_zero(int, "a whole number of at least 1")
+seconds = _above_zero(float, "a finite number of seconds above 0")
+usd = _above_zero(lambda value: float(value.lstrip("$")), "an amount of USD above 0, such as 2.50")
 
 
 def add_repo_option(parser: argparse.ArgumentParser, **overrides: Any) -> None:

@@ -15,10 +15,12 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from guardkit_state.errors import GuardkitStateError
+from guardkit_state.model import json_ready
 
 #: Bidirectional formatting controls: embeddings and overrides (U+202A-U+202E), isolates
 #: (U+2066-U+2069), and the invisible direction marks (U+200E, U+200F, U+061C).
@@ -35,6 +37,8 @@ _CONTROL = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_BIDI}{_INVISIBLE}]")
 _LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
 #: How much agent text (feedback, a summary) one line of human output shows.
 ONE_LINE_CHARS = 200
+
+_V = TypeVar("_V")
 
 STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "blue": "34", "cyan": "36"}
 DECISION_STYLE = {"approve": "green", "feedback": "yellow", "reject": "red", "error": "red"}
@@ -102,6 +106,14 @@ class Output:
 
     def json(self, data: Any) -> None:
         self.stdout.write(_json_text(data, indent=2) + "\n")
+
+    def result(self, value: _V, render: Callable[[_V, Output], object]) -> None:
+        """What a command found, shown: its JSON with ``--json`` (records by their ``to_dict()``),
+        else ``render(value, out)``."""
+        if self.json_mode:
+            self.json(json_ready(value))
+        else:
+            render(value, self)
 
     def json_line(self, data: Any) -> None:
         """``data`` as one compact JSON line, escaped like :meth:`json`."""

@@ -33,8 +33,9 @@ from guardkit_state.config.modes import BUILTIN_MODES, ImplementationMode, ModeA
 from guardkit_state.config.overrides import apply_gate_overrides
 from guardkit_state.config.roles import BUILTIN_ROLE_CONSTRAINTS, RULE_KINDS, RoleConstraints, apply_role_additions
 from guardkit_state.errors import ConfigError, GuardkitStateError, SchemaError
-from guardkit_state.store.fsio import decode_utf8, read_bytes_capped, resolve_inside
 from guardkit_state.store.layout import OVERRIDES_FILE, QUALITY_GATES_FILE
+from guardkit_state.store.reads import decode_utf8, read_bytes_capped
+from guardkit_state.store.safe_paths import resolve_inside
 from guardkit_state.store.schemas import format_pointer, parse_pointer, validate_record
 from guardkit_state.yamltext.positions import node_line
 from guardkit_state.yamltext.strict_yaml import ParsedYaml, parse_yaml

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from guardkit_state.config.gates import BUILT_IN
+from guardkit_state.model import Fields
 
 log = logging.getLogger("guardkit_state.config.roles")
 
@@ -22,14 +23,11 @@ RULE_KINDS = ("must_do", "must_not_do", "ask_before", "escalate_when")
 
 
 @dataclass(frozen=True)
-class Rule:
+class Rule(Fields):
     """One constraint and where it came from (``"built-in"`` or ``"override: <path>"``)."""
 
     text: str
     source: str = BUILT_IN
-
-    def to_dict(self) -> dict[str, str]:
-        return {"text": self.text, "source": self.source}
 
 
 @dataclass(frozen=True)

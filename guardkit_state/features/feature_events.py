@@ -31,11 +31,6 @@ class FeatureStarted(Event):
     max_parallel: int
     resumed: bool
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"feature_id": self.feature_id, "branch": self.branch, "worktree": str(self.worktree),
-                "waves": [list(wave) for wave in self.waves], "max_parallel": self.max_parallel,
-                "resumed": self.resumed}
-
 
 #: What a task of a wave that does not run is, by its phase (``features.progress``), in the order
 #: a wave's line lists them: merged by an earlier run, approved but not merged yet (this wave
@@ -89,9 +84,6 @@ class TaskStarted(Event):
     resume: bool
     pid: int | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "resume": self.resume, "pid": self.pid}
-
 
 @dataclass(frozen=True)
 class TaskEnded(Event):
@@ -114,9 +106,6 @@ class TaskMerged(Event):
     sha: str | None
     already: bool
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "branch": self.branch, "sha": self.sha, "already": self.already}
-
 
 @dataclass(frozen=True)
 class TaskBlocked(Event):
@@ -127,10 +116,6 @@ class TaskBlocked(Event):
     branch: str
     conflicts: tuple[str, ...]
     error: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "branch": self.branch, "conflicts": list(self.conflicts),
-                "error": self.error}
 
 
 @dataclass(frozen=True)
@@ -156,10 +141,6 @@ class TaskSentBack(Event):
     after_turn: int
     final: bool
     gate_runs: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "wave": self.wave, "after_turn": self.after_turn, "final": self.final,
-                "gate_runs": self.gate_runs}
 
 
 __all__ = ["NOT_RUN_WORDS", "FeatureStarted", "QueueStepped", "TaskBlocked", "TaskEnded", "TaskMerged", "TaskSentBack",

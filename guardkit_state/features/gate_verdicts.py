@@ -26,9 +26,10 @@ from typing import Any
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.plans.smoke_gates import SmokeGate, SmokeRun
-from guardkit_state.store.fsio import append_line, atomic_write_text, validate_task_id
+from guardkit_state.store.fsio import append_line, atomic_write_text
 from guardkit_state.store.jsonio import parse_json
 from guardkit_state.store.layout import MERGE_QUEUE_IN_GIT_DIR
+from guardkit_state.store.safe_paths import validate_task_id
 
 
 def candidate_key(gate: SmokeGate, base: str, tips: Sequence[tuple[str, str]]) -> str:

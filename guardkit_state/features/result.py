@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from guardkit_state.loop.command_line import build_argv, rerun_command
+from guardkit_state.model import Fields
 
 #: How a feature run ended: every task merged, stopped before a wave (a task not approved, a
 #: merge conflict, a loop that died), or interrupted (Ctrl+C, SIGTERM, SIGHUP).
@@ -16,7 +17,7 @@ FeatureStatus = Literal["completed", "stopped", "interrupted"]
 
 
 @dataclass
-class TaskOutcome:
+class TaskOutcome(Fields):
     """One task of the feature as its files and the feature branch say after the run.
 
     Attributes:
@@ -53,12 +54,6 @@ class TaskOutcome:
     @property
     def approved(self) -> bool:
         return self.outcome == "approved"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "wave": self.wave, "status": self.status, "outcome": self.outcome,
-                "turns": self.turns, "decisions": list(self.decisions), "merge_commit": self.merge_commit,
-                "conflicts": list(self.conflicts), "reason": self.reason, "ran": self.ran,
-                "resumed": self.resumed}
 
 
 @dataclass

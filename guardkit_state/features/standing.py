@@ -32,6 +32,7 @@ from guardkit_state.features.progress import FeatureGit, TaskState, read_task_st
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.merge import merged_task_ids
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.model import Fields
 from guardkit_state.plans.plan import FeaturePlan, PlanTask
 from guardkit_state.store.layout import branch_for, worktrees_dir
 from guardkit_state.taskfile.locate import autobuild_branches_at
@@ -65,7 +66,7 @@ class TaskStanding:
 
 
 @dataclass(frozen=True)
-class FeatureTally:
+class FeatureTally(Fields):
     """A feature's counts from its tasks' standings: what every view prints."""
 
     tasks: int
@@ -73,10 +74,6 @@ class FeatureTally:
     failed: int
     turns: int
     by_status: dict[str, int]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"tasks": self.tasks, "done": self.done, "failed": self.failed, "turns": self.turns,
-                "by_status": dict(self.by_status)}
 
     def describe(self) -> str:
         """``7/10 task(s) done · 59 turn(s) · 2 failed/blocked`` (the last part only when some are)."""

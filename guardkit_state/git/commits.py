@@ -16,14 +16,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from guardkit_state.errors import GitError, InputError, one_line
 from guardkit_state.git import turn_ledger
 from guardkit_state.git.parse import LOG_FORMAT, TurnCommit, parse_turn_log
 from guardkit_state.git.repo import FALLBACK_EMAIL, FALLBACK_NAME
 from guardkit_state.git.runner import git_error, nothing_to_commit
-from guardkit_state.store.fsio import crash_point, validate_task_id
+from guardkit_state.model import Fields
+from guardkit_state.store.fsio import crash_point
+from guardkit_state.store.safe_paths import validate_task_id
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
@@ -32,7 +34,7 @@ log = logging.getLogger("guardkit_state.git.commits")
 
 
 @dataclass(frozen=True)
-class CommitResult:
+class CommitResult(Fields):
     """What a turn commit did: ``sha`` when committed, else ``skipped`` or ``error`` says why."""
 
     sha: str | None
@@ -43,9 +45,6 @@ class CommitResult:
     @property
     def committed(self) -> bool:
         return self.sha is not None and self.skipped is None and self.error is None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"sha": self.sha, "error": self.error, "skipped": self.skipped, "notes": list(self.notes)}
 
 
 def turn_commits(repo: GitRepo, task_id: str, *, rev: str = "HEAD", depth: int | None = None) -> list[TurnCommit]:

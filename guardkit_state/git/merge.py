@@ -14,17 +14,16 @@ feature changes; anything else is someone's edit and stops the run instead).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from guardkit_state.errors import GitError, InputError, first_few, one_line
 from guardkit_state.git.runner import git_error
-from guardkit_state.git.stale_locks import live_git_process_in
+from guardkit_state.model import Fields
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
@@ -41,7 +40,7 @@ _MERGE_REFS = ("ORIG_HEAD", "MERGE_HEAD", "AUTO_MERGE", "MERGE_MSG", "MERGE_MODE
 
 
 @dataclass(frozen=True)
-class MergeResult:
+class MergeResult(Fields):
     """What a merge did: ``sha`` of the merge commit, or the conflicting paths, or why git refused.
 
     ``already`` is True when the branch was already part of the target (nothing was merged).
@@ -55,9 +54,6 @@ class MergeResult:
     @property
     def merged(self) -> bool:
         return self.sha is not None and not self.conflicts and self.error is None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"sha": self.sha, "conflicts": list(self.conflicts), "error": self.error, "already": self.already}
 
 
 def merge_message(feature_id: str, task_id: str, *, branch: str, target: str, wave: int | None = None,
@@ -207,7 +203,8 @@ def recover_interrupted_merge(repo: GitRepo, merged_from: Callable[[], Iterable[
     Raises:
         GitError: the worktree holds changes no merge made (named: nothing is touched).
     """
-    removed = [*repo.remove_stale_index_lock(), *_remove_stale_merge_locks(repo)]
+    # A killed merge leaves the locks of its own refs too (ORIG_HEAD, MERGE_HEAD ...): the next would fail on them.
+    removed = repo.remove_stale_index_lock(refs=_MERGE_REFS)
     notes = [f"removed stale git lock {lock} (no git process held it)" for lock in removed]
     if merge_in_progress(repo):
         repo.run("merge", "--abort")
@@ -223,23 +220,6 @@ def recover_interrupted_merge(repo: GitRepo, merged_from: Callable[[], Iterable[
     _restore(repo, sorted(paths))
     notes.append(f"restored {len(paths)} file(s) an interrupted merge had begun to write in {repo.root}")
     return notes
-
-
-def _remove_stale_merge_locks(repo: GitRepo) -> list[Path]:
-    """Remove the lock files of a merge's own refs (``ORIG_HEAD``, ``MERGE_HEAD`` ...) in this
-    worktree's git directory when no git process works there: a killed merge leaves them, and the
-    next merge would fail on them."""
-    present = [repo.git_dir / f"{name}.lock" for name in _MERGE_REFS]
-    present = [lock for lock in present if lock.exists()]
-    if not present or live_git_process_in(repo.root, repo.git_dir):
-        return []
-    removed: list[Path] = []
-    for lock in present:
-        with contextlib.suppress(FileNotFoundError):
-            lock.unlink()
-            removed.append(lock)
-            log.warning("removed stale git lock %s (no git process holds it)", lock)
-    return removed
 
 
 def _restore(repo: GitRepo, paths: list[str]) -> None:

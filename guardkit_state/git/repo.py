@@ -309,13 +309,14 @@ class GitRepo:
 
     # -- locks -----------------------------------------------------------------------------
 
-    def remove_stale_index_lock(self) -> list[Path]:
+    def remove_stale_index_lock(self, *, refs: tuple[str, ...] = ()) -> list[Path]:
         """Remove lock files a killed git command left behind; return what was removed.
 
-        Looks at ``index.lock`` and ``HEAD.lock`` of this working tree and the current branch's
-        ref lock; see :func:`~guardkit_state.git.stale_locks.remove_stale_locks` for when one is stale.
+        Looks at ``index.lock`` and ``HEAD.lock`` of this working tree (and its ``refs``' locks), and
+        the current branch's ref lock; see :func:`~guardkit_state.git.stale_locks.remove_stale_locks`
+        for when one is stale.
         """
-        return remove_stale_locks(self.root, self.git_dir, self.common_dir, self.current_branch())
+        return remove_stale_locks(self.root, self.git_dir, self.common_dir, self.current_branch(), refs=refs)
 
 
 __all__ = ["FALLBACK_EMAIL", "FALLBACK_NAME", "GitRepo", "branches_named"]

@@ -30,6 +30,7 @@ from typing import Any
 from guardkit_state.errors import GitError
 from guardkit_state.git.checkouts import repair_worktree_link
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.model import Fields
 from guardkit_state.store.layout import RUNTIME_DIRS, RUNTIME_GLOBS
 
 # The loop's own folders (RUNTIME_DIRS, RUNTIME_GLOBS) change while the Coach runs, by design: other loops'
@@ -77,7 +78,7 @@ _MAX_EMPTY_REPOS = 100
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class Snapshot(Fields):
     """A worktree as it was: its files' tree, HEAD's commit and branch, ignored files watched by lstat."""
 
     tree: str
@@ -87,9 +88,6 @@ class Snapshot:
     #: Ignored files beyond :data:`IGNORED_BYTES` or :data:`IGNORED_FILES` -> their lstat (mode, size,
     #: mtime, inode).
     watched: dict[str, list[int]]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"tree": self.tree, "head": self.head, "branch": self.branch, "watched": self.watched}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Snapshot:

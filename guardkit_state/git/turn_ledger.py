@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from guardkit_state.store.fsio import append_line, validate_task_id
+from guardkit_state.store.fsio import append_line
 from guardkit_state.store.layout import TURN_COMMITS_IN_GIT_DIR
+from guardkit_state.store.safe_paths import validate_task_id
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo

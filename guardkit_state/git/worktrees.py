@@ -24,8 +24,9 @@ from guardkit_state.git.commits import turn_commits
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.store import layout
-from guardkit_state.store.fsio import TEMP_PREFIX, atomic_write_text, validate_task_id
+from guardkit_state.store.fsio import TEMP_PREFIX, atomic_write_text
 from guardkit_state.store.layout import branch_for
+from guardkit_state.store.safe_paths import validate_task_id
 
 log = logging.getLogger("guardkit_state.git.worktrees")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.config import load_config
-from guardkit_state.errors import GuardkitStateError
+from guardkit_state.errors import GuardkitStateError, one_line
 from guardkit_state.index.records import (
     IMPLEMENTATION_MODES,
     QUALITY_GATE_CONFIGS,
@@ -19,7 +19,6 @@ from guardkit_state.index.records import (
     Entity,
     Fact,
     IndexRecord,
-    clip,
     logical_group,
     project_groups,
     stable_uuid,
@@ -31,10 +30,10 @@ def system_record(group_id: str, key: str, data: dict[str, Any]) -> IndexRecord:
     kind = logical_group(group_id)
     title = str(data.get("role") or data.get("mode") or data.get("task_type") or data.get("name") or key)
     search_text = "\n".join([f"{kind} {key} {title}", *(f"{name}: {_flatten(value)}" for name, value in data.items())])
-    entity = Entity(stable_uuid(group_id, f"entity/{key}"), key, "Config", clip(search_text, 500), record_key=key)
+    entity = Entity(stable_uuid(group_id, f"entity/{key}"), key, "Config", one_line(search_text, 500), record_key=key)
     group_entity = Entity(stable_uuid(group_id, f"group/{group_id}"), kind, "ConfigGroup",
                           f"Configuration group {kind}", shared=True)
-    fact = Fact(stable_uuid(group_id, f"fact/{key}"), "DEFINES", f"{title}: {clip(_flatten(data), 600)}",
+    fact = Fact(stable_uuid(group_id, f"fact/{key}"), "DEFINES", f"{title}: {one_line(_flatten(data), 600)}",
                 entity, group_entity)
     return IndexRecord(key=key, kind=kind, group_id=group_id, name=key, data=data,
                        summary=f"{kind} {key}: {title}", search_text=search_text,

@@ -28,7 +28,7 @@ from guardkit_state.index.task_records import feature_data, feature_record_from_
     task_record_from_data
 from guardkit_state.index.turn_records import load_turn_state_dict, turn_record, turn_state_files
 from guardkit_state.model import turn_state_id
-from guardkit_state.store.fsio import read_bytes_capped
+from guardkit_state.store.reads import read_bytes_capped
 from guardkit_state.store.layout import OVERRIDES_FILE, QUALITY_GATES_FILE
 from guardkit_state.taskfile.discovery import iter_task_files, loop_worktrees, own_task_files
 from guardkit_state.taskfile.document import TaskFile

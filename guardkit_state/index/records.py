@@ -169,7 +169,3 @@ class IndexRecord:
         return owned | {entity.uuid for entity in self.all_entities() if not entity.shared}
 
 
-def clip(text: object, limit: int) -> str:
-    """``text`` on one line, at most ``limit`` characters (an ellipsis marks a cut)."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -27,8 +27,9 @@ from typing import Any
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.index.records import IndexRecord
 from guardkit_state.index.words import tokens
-from guardkit_state.store.fsio import atomic_write_bytes, ensure_private_dir, read_bytes_capped
+from guardkit_state.store.fsio import atomic_write_bytes, ensure_private_dir
 from guardkit_state.store.layout import status_cache_file
+from guardkit_state.store.reads import read_bytes_capped
 from guardkit_state.store.stat_cache import writes_enabled
 from guardkit_state.taskfile.read_scope import generation
 

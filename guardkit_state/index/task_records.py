@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from guardkit_state.errors import GuardkitStateError
-from guardkit_state.index.records import FEATURE, TASK, Entity, Fact, IndexRecord, clip, stable_uuid
+from guardkit_state.errors import GuardkitStateError, one_line
+from guardkit_state.index.records import FEATURE, TASK, Entity, Fact, IndexRecord, stable_uuid
 from guardkit_state.index.turn_records import feature_entity, task_entity
 
 #: Frontmatter keys naming when a task last changed, most telling first.
@@ -52,17 +52,17 @@ def task_record_from_data(data: dict[str, Any], group: str, *, source_path: str 
     criteria = [(str(c.get("id")), str(c.get("text"))) for c in data.get("criteria") or [] if isinstance(c, dict)]
     kind_text = ", ".join(f"{k} {data[k]}" for k in ("task_type", "complexity", "priority") if data.get(k) is not None)
     summary = f"task {task_id}: {title} (status {status}" + (f", {kind_text}" if kind_text else "") + ")"
-    anchor = task_entity(group, task_id, feature, summary=clip(summary, 300), defines=True)
+    anchor = task_entity(group, task_id, feature, summary=one_line(summary, 300), defines=True)
     target = feature_entity(group, feature) if feature else _project_entity(group)
     facts = [Fact(stable_uuid(group, f"fact/{TASK}:{task_id}/in_feature"), "IN_FEATURE",
                   f"{task_id} {title}: status {status}" + (f", part of {feature}" if feature else "")
                   + (f" ({kind_text})" if kind_text else ""), anchor, target)]
     for crit_id, text in criteria:
         node = Entity(stable_uuid(group, f"criterion/{task_id}/{crit_id}"), f"{task_id} {crit_id}", "Criterion",
-                      clip(f"{task_id} {crit_id}: {text}", 500), record_key=f"{TASK}:{task_id}", shared=True,
+                      one_line(f"{task_id} {crit_id}: {text}", 500), record_key=f"{TASK}:{task_id}", shared=True,
                       defines=True)
         facts.append(Fact(stable_uuid(group, f"fact/{TASK}:{task_id}/criterion/{crit_id}"), "HAS_CRITERION",
-                          clip(f"{task_id} {crit_id}: {text}", 600), anchor, node))
+                          one_line(f"{task_id} {crit_id}: {text}", 600), anchor, node))
     lines = [f"task {task_id} {title}", f"status {status}"]
     if feature:
         lines.append(f"feature {feature}")
@@ -110,8 +110,8 @@ def feature_record_from_data(data: dict[str, Any], group: str, *, source_path: s
     progress = (f"{feature} {name}: status {status}; {len(tasks)} tasks in {len(data.get('waves') or [])} waves; "
                 f"{done} completed, {failed} failed; current wave {execution.get('current_wave', 0)}; "
                 f"total turns {execution.get('total_turns', sum(int(t.get('turns') or 0) for t in tasks))}")
-    anchor = feature_entity(group, feature, summary=clip(progress, 300), defines=True)
-    facts = [Fact(stable_uuid(group, f"fact/{FEATURE}:{feature}/outcome"), "FEATURE_OUTCOME", clip(progress, 600),
+    anchor = feature_entity(group, feature, summary=one_line(progress, 300), defines=True)
+    facts = [Fact(stable_uuid(group, f"fact/{FEATURE}:{feature}/outcome"), "FEATURE_OUTCOME", one_line(progress, 600),
                   anchor, _project_entity(group))]
     lines = [f"feature {feature} {name}", f"status {status}", progress]
     if data.get("description"):
@@ -122,9 +122,9 @@ def feature_record_from_data(data: dict[str, Any], group: str, *, source_path: s
                     f"{t.get('turns') or 0} turns" + (f", error {t['error']}" if t.get("error") else ""))
         lines.append(sentence)
         facts.append(Fact(stable_uuid(group, f"fact/{FEATURE}:{feature}/task/{t['id']}"), "PLANS_TASK",
-                          clip(sentence, 600), anchor, task_entity(group, str(t["id"]), feature)))
+                          one_line(sentence, 600), anchor, task_entity(group, str(t["id"]), feature)))
     when = execution.get("last_updated") or execution.get("completed_at") or execution.get("started_at")
     return IndexRecord(key=f"{FEATURE}:{feature}", kind=FEATURE, group_id=group, name=f"{FEATURE}:{feature}",
-                       data=data, summary=clip(progress, 200), search_text="\n".join(lines),
+                       data=data, summary=one_line(progress, 200), search_text="\n".join(lines),
                        fields={"status": status, "feature_id": feature}, facts=facts, entities=[anchor],
                        source_path=source_path, feature_id=feature, completed_at=str(when) if when else None)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from guardkit_state.errors import one_line
 from guardkit_state.index.records import (
     FEATURE,
     TASK,
@@ -20,7 +21,6 @@ from guardkit_state.index.records import (
     Entity,
     Fact,
     IndexRecord,
-    clip,
     stable_uuid,
 )
 from guardkit_state.model import TurnState, turn_state_id
@@ -109,7 +109,7 @@ class _Turn:
         if self.measures():
             summary += f" ({self.measures()})"
         if state.coach_feedback:
-            summary += f" feedback={clip(state.coach_feedback, 120)}"
+            summary += f" feedback={one_line(state.coach_feedback, 120)}"
         if state.blockers_found:
             summary += f" blockers={len(state.blockers_found)}"
         return summary
@@ -149,13 +149,13 @@ class _Turn:
         if self.measures():
             headline += f" {self.measures().capitalize()}."
         facts = [Fact(stable_uuid(group_id, f"fact/{key}/turn_of"), "TURN_OF",
-                      f"{headline} {clip(state.player_summary, 300)}", anchor, task_node)]
+                      f"{headline} {one_line(state.player_summary, 300)}", anchor, task_node)]
         for i, (kind, predicate, sentence) in enumerate(self._notes()):
             facts.append(Fact(stable_uuid(group_id, f"fact/{key}/{kind}/{i}"), predicate, sentence, anchor, task_node))
         if state.acceptance_criteria_status:
             listed = "; ".join(f"{c} is {s}" for c, s in state.acceptance_criteria_status.items())
             facts.append(Fact(stable_uuid(group_id, f"fact/{key}/criteria"), "CRITERIA_STATUS",
-                              clip(f"{task} turn {n} criteria: {listed}", 1500), anchor, task_node))
+                              one_line(f"{task} turn {n} criteria: {listed}", 1500), anchor, task_node))
         for i, gate in enumerate(g for g in state.gate_results if isinstance(g, dict) and g.get("passed") is False):
             name = str(gate.get("gate") or "gate")
             gate_node = Entity(stable_uuid(group_id, f"gate/{name}"), f"gate {name}", "Gate",

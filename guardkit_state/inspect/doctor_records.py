@@ -6,11 +6,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from guardkit_state.model import Fields
+
 OK, NOTE, WARNING, PROBLEM = "ok", "note", "warning", "problem"
 
 
 @dataclass(frozen=True)
-class Check:
+class Check(Fields):
     """One finding: ``area`` (``git``, ``repository``, ``agents`` ...), what it is about, its status,
     what was found, and for a warning or problem the one-line fix."""
 
@@ -19,10 +21,6 @@ class Check:
     status: str
     detail: str
     fix: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"area": self.area, "subject": self.subject, "status": self.status, "detail": self.detail,
-                "fix": self.fix}
 
 
 @dataclass

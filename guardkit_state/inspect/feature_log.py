@@ -26,6 +26,7 @@ from guardkit_state.features.standing import (
 from guardkit_state.git.merge import TRAILER_FEATURE, TRAILER_TASK, TRAILER_WAVE
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.inspect.review import TurnLog, read_turn_log
+from guardkit_state.model import Fields
 from guardkit_state.plans.merge_queue_log import QueueStep, recorded_steps
 from guardkit_state.plans.plan import find_plan, load_plan
 from guardkit_state.store.layout import branch_for
@@ -38,7 +39,7 @@ _FORMAT = "%x1f".join(["%H", "%cI", "%s", f"%(trailers:key={TRAILER_FEATURE},val
 
 
 @dataclass(frozen=True)
-class FeatureMerge:
+class FeatureMerge(Fields):
     """One merge commit on the feature branch: the task it brought in (None: merged by hand)."""
 
     sha: str
@@ -46,10 +47,6 @@ class FeatureMerge:
     wave: int | None
     date: str
     subject: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"sha": self.sha, "task_id": self.task_id, "wave": self.wave, "date": self.date,
-                "subject": self.subject}
 
 
 @dataclass

@@ -29,7 +29,7 @@ from guardkit_state.features.standing import (
 )
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.model import Outcome
+from guardkit_state.model import Fields, Outcome
 from guardkit_state.plans.guardkit_keys import AWAITING_MERGE, run_settings
 from guardkit_state.plans.merge_queue_log import QueueStep, recorded_steps
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
@@ -91,7 +91,7 @@ class FeatureTaskRow:
 
 
 @dataclass(frozen=True)
-class NextStep:
+class NextStep(Fields):
     """What a run (or ``--resume``) does next: the wave, the tasks it runs or merges, or why it stops."""
 
     wave: int | None
@@ -100,10 +100,6 @@ class NextStep:
     stopped_by: tuple[str, ...]
     text: str
     command: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"wave": self.wave, "run": list(self.run), "merge": list(self.merge),
-                "stopped_by": list(self.stopped_by), "text": self.text, "command": self.command}
 
 
 @dataclass

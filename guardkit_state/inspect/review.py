@@ -22,8 +22,9 @@ from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.commits import turn_commits
 from guardkit_state.git.parse import TurnCommit
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.store.fsio import read_bytes_capped, validate_task_id
 from guardkit_state.store.layout import STATE_DIR, artifacts_dir, branch_for, worktree_path
+from guardkit_state.store.reads import read_bytes_capped
+from guardkit_state.store.safe_paths import validate_task_id
 from guardkit_state.taskfile.locate import autobuild_branches_at, feature_branch_of_task
 from guardkit_state.taskfile.read_scope import scoped
 from guardkit_state.taskfile.resolve import find_task, resolve_task

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import FileTooLargeError, GuardkitStateError
 from guardkit_state.git.checkouts import worktrees_home
-from guardkit_state.store.fsio import read_bytes_capped
 from guardkit_state.store.layout import features_dir, tasks_dir
+from guardkit_state.store.reads import read_bytes_capped
 from guardkit_state.store.stat_cache import signature
 from guardkit_state.taskfile.discovery import (
     STATE_MARKERS,

@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError, InputError, SchemaError
+from guardkit_state.model import Fields
 from guardkit_state.plans.guardkit_keys import Stamp, read_stamp, stamp_problem
 from guardkit_state.plans.plan_validation import validate_plan_file
-from guardkit_state.store.fsio import decode_utf8, read_bytes_capped
 from guardkit_state.store.jsonio import load_json
 from guardkit_state.store.layout import FEATURES_DIR, GUARDKIT_DIR, TASKS_DIR
+from guardkit_state.store.reads import decode_utf8, read_bytes_capped
 from guardkit_state.store.schemas import PathParts, format_pointer, parse_pointer, validate_with_warnings
 from guardkit_state.taskfile.discovery import (
     TASK_FILE_NAME,
@@ -96,7 +97,7 @@ class FileResult:
 
 
 @dataclass(frozen=True)
-class DuplicateId:
+class DuplicateId(Fields):
     """A task id several checked files declare: every copy, and the one commands read (and why)."""
 
     task_id: str
@@ -109,9 +110,6 @@ class DuplicateId:
         listed = ", ".join(others[:shown]) + (f" and {len(others) - shown} more" if len(others) > shown else "")
         return (f"duplicate task id {self.task_id}: {len(self.copies)} copies; commands read {self.read} "
                 f"({self.reason}); also {listed}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "copies": list(self.copies), "read": self.read, "reason": self.reason}
 
 
 @dataclass

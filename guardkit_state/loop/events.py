@@ -9,16 +9,19 @@ of its task loops, ``task_id`` naming the task, and its own steps
 the records carry the library's own objects (a :class:`TurnRecord`, a :class:`ResumePoint`), never
 text made for a terminal.
 
-Each record also has a ``kind`` and a ``to_dict()``: the older ``(kind, data)`` form of the
-callback, which :func:`as_kind_and_data` adapts, and a JSON view for logs and tools.
+Each record also has a ``kind`` and a ``to_dict()`` (its fields, as JSON): the older
+``(kind, data)`` form of the callback, which :func:`as_kind_and_data` adapts, and a JSON view for
+logs and tools.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from guardkit_state.model import json_ready
 
 if TYPE_CHECKING:
     from guardkit_state.config.modes import ModeAdvice
@@ -37,7 +40,10 @@ class Event:
     task_id: str | None = field(default=None, kw_only=True)
 
     def to_dict(self) -> dict[str, Any]:
-        return {}
+        """What the event says, as JSON: its fields. The ``task_id`` a feature run adds to its loops'
+        events (keyword-only, here) is not one of them; the feature's own events about a task
+        declare ``task_id`` as a field of theirs."""
+        return {f.name: json_ready(getattr(self, f.name)) for f in fields(self) if not f.kw_only}
 
 
 @dataclass(frozen=True)
@@ -47,9 +53,6 @@ class Note(Event):
 
     kind: ClassVar[str] = "note"
     text: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text}
 
 
 @dataclass(frozen=True)
@@ -76,9 +79,6 @@ class WorktreeReady(LoopEvent):
     path: Path
     branch: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": str(self.path), "branch": self.branch}
-
 
 @dataclass(frozen=True)
 class Resuming(LoopEvent):
@@ -100,9 +100,6 @@ class TurnStarted(LoopEvent):
     mode: TurnMode
     action: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"turn": self.turn, "mode": self.mode.value, "action": self.action}
-
 
 @dataclass(frozen=True)
 class ReportsReused(LoopEvent):
@@ -123,9 +120,6 @@ class AgentStarted(LoopEvent):
     kind: ClassVar[str] = "agent"
     turn: int
     role: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"turn": self.turn, "role": self.role}
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import shutil
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,15 +50,11 @@ from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
 from guardkit_state.loop.start import Start, check_start, find_start, nothing_to_resume
 from guardkit_state.loop.worktree_watch import with_files_from_git
 from guardkit_state.model import Outcome, TurnMode
-from guardkit_state.store.fsio import (
-    crash_point,
-    remove_stale_temp_files,
-    resolve_inside,
-    validate_task_id,
-)
+from guardkit_state.store.fsio import crash_point, remove_stale_temp_files
 from guardkit_state.store.home import check_state_home
 from guardkit_state.store.layout import artifacts_dir, log_file
 from guardkit_state.store.locks import exclusive_lock
+from guardkit_state.store.safe_paths import resolve_inside, validate_task_id
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile, read_task_settled
 from guardkit_state.turns.checks import checked_max_turns, checked_timeout, checked_usd
@@ -139,15 +134,6 @@ def run_task_loop(
     except KeyboardInterrupt as stop:
         argv = options.argv if options.argv is not None else build_argv(task_id, player, coach)
         raise LoopInterrupted(task_id, turn=run.turn, phase=run.phase, resumed=options.resume, argv=argv) from stop
-
-
-def feature_build(repo_root: Path, task_id: str, player: Agent, coach: Agent, options: LoopOptions | None = None,
-                  *, on_event: EventSink | None = None) -> LoopResult:
-    """Deprecated: the old name of :func:`run_task_loop` (one task's loop), too close to
-    :func:`~guardkit_state.features.build.build_feature` (a whole feature)."""
-    warnings.warn("feature_build is deprecated: use run_task_loop (one task's loop; build_feature runs a feature)",
-                  DeprecationWarning, stacklevel=2)
-    return run_task_loop(repo_root, task_id, player, coach, options, on_event=on_event)
 
 
 class _Run:
@@ -501,4 +487,4 @@ def _agent_reason(exc: GuardkitStateError) -> str:
     return f"invalid report: {exc}"
 
 
-__all__ = ["LoopInterrupted", "LoopOptions", "LoopResult", "feature_build", "run_task_loop"]
+__all__ = ["LoopInterrupted", "LoopOptions", "LoopResult", "run_task_loop"]

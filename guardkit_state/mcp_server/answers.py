@@ -1,4 +1,5 @@
-"""What each tool of the MCP server answers, as JSON-ready data, without the SDK.
+"""What each tool of the MCP server answers, as JSON-ready data, without the SDK; each function's
+docstring (up to its ``Raises:``) is its tool's description, what the agent is told.
 
 Every answer is read from the files when it is asked for (the server keeps nothing between
 calls), through the functions the CLI's commands call, and where the CLI has a ``--json`` the
@@ -71,7 +72,8 @@ def _kept(root: Path, question: tuple[Any, ...], read: Callable[[], _T]) -> _T:
 
 
 def status(root: Path) -> dict[str, Any]:
-    """Every task with loop state and every feature plan: ``status --json --features``."""
+    """Every task with loop state (turns, last decision, criteria counts) and every feature plan
+    with its progress: the JSON of `guardkit-state status --json --features`. Start here."""
     from guardkit_state.inspect.status import feature_status, repo_status
 
     return _kept(root, ("status",), lambda: {"tasks": [s.to_dict() for s in repo_status(root)],
@@ -79,7 +81,9 @@ def status(root: Path) -> dict[str, Any]:
 
 
 def show(root: Path, ref: str) -> dict[str, Any]:
-    """One task's loop (or, for a feature, its waves): ``show REF --json``."""
+    """One task's loop: status, turns (decision and feedback of each), criteria, stall, and the
+    resume point (which turn comes next and how). Given a FEAT-ID, the feature's waves instead.
+    The JSON of `guardkit-state show TASK-ID --json`."""
     return feature(root, ref) if names_feature(ref) else _task_shown(root, ref)
 
 
@@ -90,27 +94,33 @@ def _task_shown(root: Path, ref: str) -> dict[str, Any]:
 
 
 def feature(root: Path, ref: str) -> dict[str, Any]:
-    """A feature's waves × tasks, its progress and what runs next: ``show FEAT-ID --json``."""
+    """A feature's waves × tasks from its plan, the files and git: each task's status, turns,
+    criteria and merge, the totals, and what runs next. The JSON of `show FEAT-ID --json`."""
     from guardkit_state.inspect.feature_view import feature_view
 
     return _kept(root, ("feature", ref), lambda: feature_view(root, ref).to_dict())
 
 
 def context(root: Path, ref: str, turn: int | None = None) -> dict[str, Any]:
-    """The continuation context of turn ``turn`` (default: the next): ``context --json``."""
+    """The continuation context the Player of turn `turn` (default: the next) starts from: the
+    previous turn's summary and feedback and the cumulative criteria, in markdown ("context").
+    Read it before working a turn. The JSON of `guardkit-state context TASK-ID --json`."""
     from guardkit_state.inspect.task_view import continuation_context
 
     return _kept(root, ("context", ref, turn), lambda: continuation_context(root, ref, turn).to_dict())
 
 
 def criteria(root: Path, ref: str) -> dict[str, Any]:
-    """The criteria ledger after the last recorded turn: the ``criteria`` part of ``show --json``."""
+    """The criteria ledger after the last recorded turn: each acceptance criterion's status
+    (verified, rejected, pending), the turn that set it, and whether only an approval implies
+    it; with the counts and any stall. Verified criteria stay verified in later turns."""
     shown = _task_shown(root, ref)
     return {key: shown[key] for key in ("task_id", "status", "criteria", "criteria_counts", "stall", "copy")}
 
 
 def turn_reports(root: Path, ref: str, turn: int | None = None) -> dict[str, Any]:
-    """A recorded turn's Player report, Coach decision and turn state (default: the last turn)."""
+    """What recorded turn `turn` (default: the last) left: the Player's report, the Coach's
+    decision and the assembled turn state (blockers, tests, coverage, gates, what next)."""
     from guardkit_state.inspect.turn_reports import turn_reports as read_reports
 
     return _kept(root, ("turn_reports", ref, turn), lambda: read_reports(root, ref, turn).to_dict())
@@ -130,7 +140,9 @@ def task_file(root: Path, ref: str) -> str:
 def search(root: Path, query: str, *, groups: Sequence[str] | None = None, task: str | None = None,
            feature: str | None = None, decision: str | None = None, since: str | None = None,
            limit: int = 10, backend: Backend = "auto") -> dict[str, Any]:
-    """Turns, tasks, features and configuration matching ``query``: ``search --json``."""
+    """Search past turns (feedback, blockers, tests, gates), tasks, features and configuration:
+    how a blocker looked in other tasks. From the index when it is fresh, else the files
+    ("backend" and "note" say which). The JSON of `guardkit-state search --json`."""
     from guardkit_state.index import make_filters
     from guardkit_state.index import search as search_index
 
@@ -143,11 +155,15 @@ def search(root: Path, query: str, *, groups: Sequence[str] | None = None, task:
 def record(root: Path, ref: str, *, player: dict[str, Any] | None = None, coach: dict[str, Any] | None = None,
            player_file: str | None = None, coach_file: str | None = None, mode: str | None = None,
            max_turns: int | None = None, reopen: bool = False) -> dict[str, Any]:
-    """Record one turn from a Player report and a Coach decision: ``record --json``.
+    """Record the next turn from the Player's report and the Coach's decision (each inline or
+    as a file), as `guardkit-state record` does: both are validated first (their schemas, the
+    task and turn they name, known criterion ids) and a bad one is refused with nothing
+    written; the ledger, stall and outcome are updated. Sending the very reports of a
+    recorded turn again answers "already_recorded": true (nothing to do). Returns the JSON
+    of `record --json`.
 
-    Each report is given inline or as a file of the repository (a relative path is relative to
-    it), read as ``record`` reads ``--player``/``--coach``. The very reports of a recorded turn are answered "already
-    recorded" (a retry, nothing to do), as ``record`` exits 0 for them.
+    A report file is read as `record` reads `--player`/`--coach` (a relative path is
+    relative to the repository).
 
     Raises:
         InputError: a report given twice or not at all, a missing file, or what ``record`` refuses.
@@ -170,13 +186,17 @@ def record(root: Path, ref: str, *, player: dict[str, Any] | None = None, coach:
 
 
 def claim_next_task(root: Path, feature_id: str, remote: str, *, worker: str | None = None,
-                    lease: float | None = None) -> dict[str, Any]:
-    """Claim the next ready task of a feature on a remote, as a ``feature-build --remote`` worker
-    would (:func:`~guardkit_state.remote.ready.claim_next_task`), with what the agent does next."""
+                    lease_seconds: float | None = None) -> dict[str, Any]:
+    """Claim the next ready task of a feature built through a git remote, as a
+    `feature-build --remote` worker would: the first task that has to run in the wave whose
+    turn has come, not claimed by anyone, by one atomic push of its claim ref. Answers
+    status "claimed" (task_id, claim_ref, lease_until, the task branch and what to do next),
+    "nothing_ready" or "lost_race" (ask again), with the reason."""
     from guardkit_state.remote.ready import DEFAULT_LEASE
     from guardkit_state.remote.ready import claim_next_task as claim_next
 
-    done = claim_next(root, feature_id, remote, worker=worker, lease=DEFAULT_LEASE if lease is None else lease)
+    lease = DEFAULT_LEASE if lease_seconds is None else lease_seconds
+    done = claim_next(root, feature_id, remote, worker=worker, lease=lease)
     answer = done.to_dict()
     if done.claim is not None:
         task, branch, base = answer["task_id"], answer["branch"], answer["base_branch"]
@@ -195,15 +215,21 @@ def claim_next_task(root: Path, feature_id: str, remote: str, *, worker: str | N
 
 
 def release_claim(root: Path, feature_id: str, task_id: str, remote: str, worker: str) -> dict[str, Any]:
-    """Release ``worker``'s claim on a task (:func:`~guardkit_state.remote.ready.release_claim`)."""
+    """Release your claim on a task (when done or giving up) so another worker can take it:
+    deleted from the remote only while it is still the claim of `worker`; "released": false
+    (with the reason) when it is gone or someone else's."""
     from guardkit_state.remote.ready import release_claim as release
 
     return release(root, feature_id, task_id, remote, worker)
 
 
 def release_quarantined_task(root: Path, feature_id: str, task_id: str, remote: str) -> dict[str, Any]:
-    """Release a quarantined task so workers claim it again, as ``feature-build FEAT --release TASK``
-    does (:func:`~guardkit_state.remote.quarantine.release_task`)."""
+    """Release a task the workers quarantined (its runs ended in a dead worker or a crashed
+    loop too often: `feature` and `guardkit-state show FEAT --remote` list them, with why)
+    so they claim it again, as `guardkit-state feature-build FEAT --release TASK` does: its
+    failed runs are cleared in its history on the remote. "released": false (with the
+    reason) when it has no failed run to clear. For a person's decision: release a task
+    only once what killed its runs is fixed."""
     from guardkit_state.remote.quarantine import release_task
 
     return release_task(root, feature_id, task_id, remote).to_dict()
@@ -212,8 +238,9 @@ def release_quarantined_task(root: Path, feature_id: str, task_id: str, remote: 
 def _report(root: Path, name: str, given: dict[str, Any] | None,
             file: str | None) -> tuple[dict[str, Any], Path | None]:
     """A report given inline or as a file; exactly one of the two."""
-    from guardkit_state.store.fsio import MAX_FILE_BYTES, resolve_inside
     from guardkit_state.store.jsonio import load_json, parse_json
+    from guardkit_state.store.reads import MAX_FILE_BYTES
+    from guardkit_state.store.safe_paths import resolve_inside
 
     if (given is None) == (file is None):
         raise InputError(f"give the {name} report either inline ('{name}') or as a file ('{name}_file')",

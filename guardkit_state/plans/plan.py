@@ -25,7 +25,7 @@ from guardkit_state.errors import (
     SchemaError,
     TaskNotFoundError,
 )
-from guardkit_state.store import fsio, layout
+from guardkit_state.store import layout, safe_paths
 from guardkit_state.taskfile.plan_reads import (
     PLAN_PREFIX,
     PLAN_SUFFIX,
@@ -339,7 +339,7 @@ def plan_file(repo_root: Path | str, feature_id: str) -> Path:
     Raises:
         InvalidTaskIdError: ``feature_id`` is not a plain id (``/``, ``..``, spaces ...).
     """
-    fsio.validate_task_id(feature_id)
+    safe_paths.validate_task_id(feature_id)
     return layout.features_dir(repo_root) / f"{feature_id}{PLAN_SUFFIX}"
 
 
@@ -355,7 +355,7 @@ def find_plan(repo_root: Path | str, ref: str) -> Path:
     root = Path(repo_root)
     if ref.endswith(PLAN_SUFFIX) or "/" in ref:
         candidate = Path(ref) if Path(ref).is_absolute() else root / ref
-        fsio.resolve_inside(root, candidate)  # a symlink or '..' leaving the repository is refused
+        safe_paths.resolve_inside(root, candidate)  # a symlink or '..' leaving the repository is refused
     else:
         candidate = plan_file(root, ref)
     if candidate.is_file():

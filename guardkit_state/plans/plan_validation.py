@@ -17,7 +17,7 @@ from guardkit_state.plans.guardkit_keys import stamp_problems
 from guardkit_state.plans.plan import PLAN_SUFFIX, parse_plan
 from guardkit_state.plans.schema import PlanProblem, schema_problems
 from guardkit_state.plans.waves import plan_waves
-from guardkit_state.store import fsio
+from guardkit_state.store import reads
 from guardkit_state.store.json_paths import format_pointer
 from guardkit_state.yamltext.positions import node_line
 from guardkit_state.yamltext.strict_yaml import parse_yaml
@@ -31,7 +31,7 @@ def validate_plan_file(path: Path | str) -> list[PlanProblem]:
     """
     path = Path(path)
     try:
-        text = fsio.decode_utf8(fsio.read_bytes_capped(path), path)
+        text = reads.decode_utf8(reads.read_bytes_capped(path), path)
         parsed = parse_yaml(text, path=path, error_type=ParseError)
     except GuardkitStateError as exc:
         return [_from_error(exc)]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from guardkit_state.plans.plan import FeaturePlan, parse_plan
 from guardkit_state.plans.plan_splice import PlanUpdate, splice_plan
-from guardkit_state.store import fsio
+from guardkit_state.store import reads
 from guardkit_state.yamltext.yaml_writer import recall, remember, write_verified, writer_lock
 
 #: How long a writer waits for the plan's lock by default (a plan write takes milliseconds; this
@@ -93,7 +93,7 @@ def modify_plan(path: Path | str, *changes: Callable[[FeaturePlan], PlanUpdate |
             outcome[:] = [written]
             return None if written is plan else written.text
 
-        changed = write_verified(path, fsio.read_bytes_capped(path), edit, attempts=WRITE_ATTEMPTS, name="plan",
+        changed = write_verified(path, reads.read_bytes_capped(path), edit, attempts=WRITE_ATTEMPTS, name="plan",
                                  what="feature plan")
         if changed:
             remember(path, outcome[0].text.encode("utf-8"), outcome[0])
@@ -121,7 +121,7 @@ def update_plan(path: Path | str, update: PlanUpdate, *, wait: float = LOCK_WAIT
 
 def _read(path: Path, raw: bytes) -> FeaturePlan:
     known = recall(path, raw)
-    return known if isinstance(known, FeaturePlan) else parse_plan(fsio.decode_utf8(raw, path), path=path)
+    return known if isinstance(known, FeaturePlan) else parse_plan(reads.decode_utf8(raw, path), path=path)
 
 
 __all__ = ["LOCK_WAIT", "PlanWrite", "modify_plan", "plan_lock", "plan_lock_file", "update_plan"]

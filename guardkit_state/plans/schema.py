@@ -15,8 +15,8 @@ from typing import Any, Literal
 import yaml
 
 from guardkit_state.errors import InvalidTaskIdError, SchemaError
-from guardkit_state.store.fsio import validate_task_id
 from guardkit_state.store.json_paths import PathParts, format_pointer, sort_key
+from guardkit_state.store.safe_paths import validate_task_id
 from guardkit_state.store.schemas import problems_of
 from guardkit_state.yamltext.positions import node_line
 
@@ -55,7 +55,7 @@ def id_problems(data: Any) -> list[tuple[PathParts, str]]:
     """Every id in the plan that is not a plain task id, with its JSON path.
 
     The ids become branch names, worktree folders and task file names, so a feature run refuses
-    them with :func:`~guardkit_state.store.fsio.validate_task_id`; the same rule is applied here so
+    them with :func:`~guardkit_state.store.safe_paths.validate_task_id`; the same rule is applied here so
     that ``validate`` and the plan reader refuse exactly what a run would (a JSON Schema
     ``pattern`` would be a second copy of that rule). Values of the wrong type are left to the
     schema.

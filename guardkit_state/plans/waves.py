@@ -200,7 +200,7 @@ def plan_waves(plan: FeaturePlan) -> Waves:
         return Waves(tuple(map(tuple, waves_from_dependencies(deps, path=plan.path))), "dependencies")
     except WaveError as exc:
         if exc.line is None and exc.pointer is not None:
-            from guardkit_state.yamltext.strict_yaml import node_line  # an error's line: the text parsed now
+            from guardkit_state.yamltext.positions import node_line  # an error's line: the text parsed now
 
             exc.line = node_line(plan.node, parse_pointer(exc.pointer))
         raise

@@ -20,8 +20,8 @@ from guardkit_state.features.progress import FeatureGit
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.remote.branches import RemoteBranches
-from guardkit_state.store.fsio import validate_task_id
 from guardkit_state.store.layout import WORK_DIR, artifacts_dir
+from guardkit_state.store.safe_paths import validate_task_id
 
 #: Where a task branch's commits that the remote's branch does not hold are kept, per feature and
 #: task (``<prefix>/FEAT/TASK/<sha>``): in this clone, and on the remote for a turn a worker ran.

@@ -57,7 +57,8 @@ from guardkit_state.remote.branches import (
     list_refs,
     lock_contention,
 )
-from guardkit_state.store.fsio import crash_point, validate_task_id
+from guardkit_state.store.fsio import crash_point
+from guardkit_state.store.safe_paths import validate_task_id
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo

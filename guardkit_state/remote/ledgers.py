@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from guardkit_state.errors import RemoteUnreachableError
 from guardkit_state.git import turn_ledger
 from guardkit_state.remote.branches import REFS_TIMEOUT, RefRecord, fetch_refs, first_line, list_refs
-from guardkit_state.store.fsio import validate_task_id
+from guardkit_state.store.safe_paths import validate_task_id
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo

@@ -10,6 +10,7 @@ the task's own copy of its task file, its turn commits, the feature branch's mer
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -83,14 +84,15 @@ class FeatureReport:
     def task(self, task_id: str) -> FeatureTask:
         return next(t for t in self.tasks if t.task_id == task_id)
 
+    def status_counts(self) -> dict[str, int]:
+        """How many tasks have each status, in the order the statuses first appear."""
+        return dict(Counter(task.status for task in self.tasks))
+
     def summary(self) -> dict[str, Any]:
         """The report's counts, for ``--json`` and tools."""
-        counts: dict[str, int] = {}
-        for task in self.tasks:
-            counts[task.status] = counts.get(task.status, 0) + 1
         return {"feature_id": self.feature_id, "waves": len(self.waves), "tasks": [t.summary() for t in self.tasks],
-                "task_statuses": counts, "turns": sum(t.turns for t in self.tasks), "notes": list(self.notes),
-                "totals": self.tally.to_dict() if self.tally is not None else None}
+                "task_statuses": self.status_counts(), "turns": sum(t.turns for t in self.tasks),
+                "notes": list(self.notes), "totals": self.tally.to_dict() if self.tally is not None else None}
 
 
 def build_feature_report(repo: Path | str, feature: str, *, running: Mapping[str, int | None] | None = None,

@@ -41,10 +41,7 @@ def render_feature_report(report: FeatureReport) -> str:
 
 
 def _header(report: FeatureReport) -> str:
-    counts: dict[str, int] = {}
-    for task in report.tasks:
-        counts[task.status] = counts.get(task.status, 0) + 1
-    told = ", ".join(f"{n} {esc(status)}" for status, n in counts.items())
+    told = ", ".join(f"{n} {esc(status)}" for status, n in report.status_counts().items())
     facts = [f"plan status <b>{esc(report.plan_status)}</b>",
              *([f"<b>{esc(report.tally.describe())}</b>"] if report.tally is not None else []),
              f"{len(report.tasks)} task(s) in {len(report.waves)} wave(s)" + (f": {told}" if told else ""),

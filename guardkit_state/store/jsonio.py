@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import ParseError, SchemaError
-from guardkit_state.store.fsio import MAX_FILE_BYTES, decode_utf8, read_bytes_capped
+from guardkit_state.store.reads import MAX_FILE_BYTES, decode_utf8, read_bytes_capped
 from guardkit_state.store.schemas import format_pointer, validate_record
 
 #: Deepest nesting of arrays/objects accepted; real reports nest 4 levels.

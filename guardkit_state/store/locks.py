@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from guardkit_state.errors import GuardkitStateError, LockedError
-from guardkit_state.store.fsio import describe_os_error
+from guardkit_state.store.reads import describe_os_error
 
 
 @contextlib.contextmanager

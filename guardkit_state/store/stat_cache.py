@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir, read_bytes_capped
+from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir
 from guardkit_state.store.layout import cache_file
+from guardkit_state.store.reads import read_bytes_capped
 
 #: The cache is ours and rebuildable; one this large is ignored (and rebuilt) rather than read.
 _READ_LIMIT = 256 * 1024 * 1024

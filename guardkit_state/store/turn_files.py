@@ -28,10 +28,11 @@ from typing import Any
 from guardkit_state.errors import GuardkitStateError, SchemaError, TurnAlreadyRecordedError
 from guardkit_state.model import CoachDecision, PlayerReport, TurnState
 from guardkit_state.store import schemas
-from guardkit_state.store.fsio import Identity, atomic_write_stat, file_identity, identity_of
+from guardkit_state.store.fsio import atomic_write_stat
 from guardkit_state.store.jsonio import check_storable, dump_json, load_json, load_record
 from guardkit_state.store.layout import GUARDKIT_DIR, STATE_DIR, WORK_DIR, private_artifacts_dir
 from guardkit_state.store.layout import artifacts_dir as artifacts_dir  # re-exported: the folder is the layout's
+from guardkit_state.store.reads import Identity, file_identity, identity_of
 
 FILE_PATTERNS = {
     "player_turn": "player_turn_{n}.json",

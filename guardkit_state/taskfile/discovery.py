@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from guardkit_state.errors import FrontmatterError, GuardkitStateError, UnsafePathError
 from guardkit_state.model import STATE_KEYS
-from guardkit_state.store import fsio, stat_cache
+from guardkit_state.store import reads, safe_paths, stat_cache
 from guardkit_state.store.layout import TASKS_DIR, worktrees_dir
 from guardkit_state.taskfile.read_scope import listing_scope as listing_scope  # re-exported: readers name it here
 from guardkit_state.taskfile.read_scope import scoped as scoped
@@ -244,7 +244,7 @@ def _readable(root: Path | str, entry: os.DirEntry[str], special: list[Path] | N
 
 def _inside(root: Path | str, link: os.DirEntry[str]) -> bool:
     try:
-        fsio.resolve_inside(Path(root), Path(link.path))
+        safe_paths.resolve_inside(Path(root), Path(link.path))
     except UnsafePathError:
         log.warning("skipping %s: symlink leaves the repository", link.path)
         return False
@@ -265,7 +265,7 @@ def iter_task_files(repo_root: Path | str) -> Iterator[Path]:
 
 def task_copies(repo_root: Path | str, task_id: str, special: list[Path] | None = None) -> list[Path]:
     """Every file of ``task_id`` under ``repo_root/tasks``, in walk order (possibly none)."""
-    task_id = fsio.validate_task_id(task_id)
+    task_id = safe_paths.validate_task_id(task_id)
     listing = _listing(Path(repo_root))
     if special is not None:
         special.extend(listing.special)
@@ -323,7 +323,7 @@ def declared_id(path: Path) -> str | None:
     """The ``id:`` a task file declares in its frontmatter, by a cheap scan of its head (no YAML parse)."""
     try:
         # Never a blocking open: the name may have become a FIFO since the walk looked at it.
-        head = fsio.read_head(path, _HEAD_BYTES).decode("utf-8", "replace")
+        head = reads.read_head(path, _HEAD_BYTES).decode("utf-8", "replace")
     except GuardkitStateError:
         return None
     from guardkit_state.taskfile.frontmatter import split_frontmatter  # here: the CLI builds its parser without YAML

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import DuplicateKeyError, ParseError, TurnError
 from guardkit_state.model import AutobuildState, Criterion
-from guardkit_state.store import fsio
+from guardkit_state.store import reads
 from guardkit_state.store.legacy import whole_number
 from guardkit_state.store.turn_files import TurnStore
 
@@ -70,7 +70,7 @@ class TaskFile:
     #: write locates keys from it, so a write costs one full parse, of its new text.
     _parsed: ParsedFrontmatter | None = field(repr=False, default=None, compare=False)
     #: The file's identity when ``text`` was read from it (None: not known), and when (monotonic).
-    _identity: fsio.Identity | None = field(repr=False, default=None, compare=False)
+    _identity: reads.Identity | None = field(repr=False, default=None, compare=False)
     _read_at: float = field(repr=False, default=0.0, compare=False)
 
     # ------------------------------------------------------------------ reading
@@ -84,8 +84,8 @@ class TaskFile:
             GuardkitStateError (the file cannot be read).
         """
         path = Path(path)
-        identity = fsio.file_identity(path)  # taken first: a write during the read shows as a change
-        task = cls.from_bytes(fsio.read_bytes_capped(path), path)
+        identity = reads.file_identity(path)  # taken first: a write during the read shows as a change
+        task = cls.from_bytes(reads.read_bytes_capped(path), path)
         task._identity, task._read_at = identity, time.monotonic()
         return task
 
@@ -99,7 +99,7 @@ class TaskFile:
         last value, as GuardKit reads it, with a one-line warning (``warn=False``: the caller reports
         it itself); such a file is not written to.
         """
-        text = fsio.decode_utf8(raw, path)
+        text = reads.decode_utf8(raw, path)
         # The reading of these very bytes this process last made (its own write's, verified, or a
         # read's): a file read again unchanged (a server answering calls, a feature's tasks) is not
         # parsed again. Only a file holding loop state is kept: the long frontmatters, read often.
@@ -143,14 +143,7 @@ class TaskFile:
 
     @property
     def complexity(self) -> int | None:
-        value = self.data.get("complexity")
-        if isinstance(value, bool):
-            return None
-        if isinstance(value, int):
-            return value
-        if isinstance(value, str) and value.strip().isdigit():
-            return int(value.strip())
-        return None
+        return whole_number(self.data.get("complexity"))
 
     @property
     def feature_id(self) -> str | None:
@@ -191,7 +184,7 @@ class TaskFile:
 
     def is_stale(self) -> bool:
         """True when the file on disk is no longer the text this object holds."""
-        return not fsio.holds(self.path, self._raw)
+        return not reads.holds(self.path, self._raw)
 
     # ------------------------------------------------------------------ writing
 
@@ -262,8 +255,8 @@ class TaskFile:
         for pause in VERIFY_PAUSES if self.path in _CONTENDED else (0.0,):
             if pause:
                 time.sleep(pause)  # (a zero pause would still give the CPU away on a busy machine)
-            identity = fsio.file_identity(self.path)  # taken first: it is this text's only if it still holds it
-            if fsio.holds(self.path, self._raw):
+            identity = reads.file_identity(self.path)  # taken first: it is this text's only if it still holds it
+            if reads.holds(self.path, self._raw):
                 self._identity, self._read_at = identity, time.monotonic()
                 continue
             other = read_task_settled(self.path)

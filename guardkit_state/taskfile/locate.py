@@ -25,7 +25,7 @@ from typing import Any, Literal
 from guardkit_state.errors import GuardkitStateError, TaskNotFoundError
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.repo import GitRepo, branches_named
-from guardkit_state.store import fsio
+from guardkit_state.store import reads
 from guardkit_state.store.layout import BRANCH_PREFIX, artifacts_dir, branch_for, worktree_path
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.discovery import STATE_MARKERS, scoped
@@ -207,7 +207,7 @@ def _git_copy(repo: GitRepo | None, rev: str, rel: str, *, state_only: bool = Fa
     if repo is None:
         return None
     status, raw, _ = repo.run("show", f"{rev}:{rel}", check=False)
-    if status != 0 or len(raw) > fsio.MAX_FILE_BYTES:
+    if status != 0 or len(raw) > reads.MAX_FILE_BYTES:
         return None
     if state_only and not any(marker in raw for marker in STATE_MARKERS):
         return None

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import GuardkitStateError, ParseError
-from guardkit_state.store import fsio, layout
+from guardkit_state.store import layout, reads
 from guardkit_state.store.stat_cache import StatCache, signature_of
 
 if TYPE_CHECKING:  # YAML is imported when a plan is parsed: one answered from the cache needs none
@@ -128,8 +128,8 @@ def read_plan(path: Path | str) -> PlanRead:
     memo = _MEMO.get(key)
     if memo is not None and sig is not None and memo[0] == sig:
         return memo[1]
-    raw = fsio.read_bytes_capped(path)  # raises for a missing file, a FIFO, one too large
-    text = fsio.decode_utf8(raw, path)
+    raw = reads.read_bytes_capped(path)  # raises for a missing file, a FIFO, one too large
+    text = reads.decode_utf8(raw, path)
     cache, relpath = _cache_of(path)
     entry = cache.entry(relpath, sig) if cache is not None and relpath is not None else None
     if entry is not None and "plan" in entry:
@@ -146,7 +146,8 @@ def read_plan(path: Path | str) -> PlanRead:
 
 
 def _parse(path: Path, text: str) -> PlanRead:
-    from guardkit_state.yamltext.strict_yaml import node_line, parse_yaml
+    from guardkit_state.yamltext.positions import node_line
+    from guardkit_state.yamltext.strict_yaml import parse_yaml
 
     try:
         parsed = parse_yaml(text, path=path, error_type=ParseError, keep_last=True)

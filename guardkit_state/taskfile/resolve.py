@@ -35,7 +35,7 @@ from guardkit_state.errors import (
     TaskNotFoundError,
     shorten,
 )
-from guardkit_state.store import fsio, layout
+from guardkit_state.store import layout, reads, safe_paths
 from guardkit_state.store.layout import TASKS_DIR
 from guardkit_state.taskfile.discovery import (
     STATE_MARKERS,
@@ -173,7 +173,7 @@ def holds_state(path: Path, checkout: Path | None = None) -> bool:
 
 def _holds_state(path: Path) -> bool:
     try:
-        raw = fsio.read_bytes_capped(path)
+        raw = reads.read_bytes_capped(path)
     except FileTooLargeError:
         return True  # listed by status as unreadable: show must report on the same file
     except GuardkitStateError:
@@ -204,7 +204,7 @@ def resolve_task(repo_root: Path | str, ref: str) -> Resolution:
     root = resolved_root(repo_root)
     if isinstance(ref, str) and ref.endswith(".md"):
         return _resolve_path(root, ref)
-    task_id = fsio.validate_task_id(ref)
+    task_id = safe_paths.validate_task_id(ref)
     pinned = _PINNED.get()
     if pinned is not None and pinned.task_id == task_id and (
             root == pinned.checkout or (pinned.reason == REASON_GIVEN and root in pinned.checkout.parents)):
@@ -291,7 +291,7 @@ def _resolve_path(root: Path, ref: str) -> Resolution:
         raise TaskNotFoundError(f"no such task file: {shorten(ref)}", path=given,
                                 expected="a task file under tasks/, or a task id")
     path = next((c for c in existing if root in c.parents), existing[0])
-    fsio.resolve_inside(root, path)
+    safe_paths.resolve_inside(root, path)
     relative = path.relative_to(root)
     checkout = _checkout_of(root, relative)
     if path.relative_to(checkout).parts[0] != TASKS_DIR:
@@ -299,7 +299,7 @@ def _resolve_path(root: Path, ref: str) -> Resolution:
                                  expected="tasks/<folder>/TASK-ID-slug.md, or a task id")
     if not path.is_file():
         raise NotRegularFileError("not a regular file: a task file must be a plain file", path=path)
-    task_id = fsio.validate_task_id(declared_id(path) or task_id_from_filename(path.name))
+    task_id = safe_paths.validate_task_id(declared_id(path) or task_id_from_filename(path.name))
     others = tuple(p for p in task_copies(checkout, task_id) if p != path)
     return Resolution(task_id, path, REASON_GIVEN, checkout, others)
 

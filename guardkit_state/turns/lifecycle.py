@@ -22,9 +22,10 @@ from guardkit_state.config import GateProfile, check_gates
 from guardkit_state.errors import AlreadyRecordedError, GuardkitStateError, TurnError
 from guardkit_state.git.checkouts import shared_lock_path
 from guardkit_state.model import CoachDecision, GateResult, Outcome, PlayerReport, TurnMode, TurnState
-from guardkit_state.store.fsio import crash_point, remove_stale_temp_files, resolve_inside, validate_task_id
+from guardkit_state.store.fsio import crash_point, remove_stale_temp_files
 from guardkit_state.store.home import check_state_home
 from guardkit_state.store.locks import exclusive_lock
+from guardkit_state.store.safe_paths import resolve_inside, validate_task_id
 from guardkit_state.store.turn_files import TurnStore, artifacts_dir
 from guardkit_state.taskfile.document import TaskFile, read_task_settled
 from guardkit_state.taskfile.frontmatter import STATE_KEY

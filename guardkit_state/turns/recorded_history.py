@@ -17,7 +17,7 @@ from dataclasses import asdict
 
 from guardkit_state.errors import GuardkitStateError, shorten
 from guardkit_state.model import AutobuildState
-from guardkit_state.store import fsio
+from guardkit_state.store import fsio, reads
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.frontmatter import split_frontmatter
 
@@ -40,7 +40,7 @@ def restore_recorded_history(task: TaskFile, *, own_checkout: bool) -> str | Non
         fsio.atomic_write_text(task.path, task.text)
         return "the task file itself (removed)"
     try:
-        raw = fsio.read_bytes_capped(task.path)
+        raw = reads.read_bytes_capped(task.path)
     except GuardkitStateError:
         return None  # unreadable: the turn's own write reports it
     text = raw.decode("utf-8", "replace")

@@ -17,7 +17,6 @@ from typing import Any, ClassVar
 import yaml
 
 from guardkit_state.errors import DuplicateKeyError, FrontmatterError, ParseError
-from guardkit_state.store.json_paths import PathParts
 
 try:  # libyaml is present wherever PyYAML wheels are; fall back rather than fail.
     _BaseLoader: type = yaml.CSafeLoader
@@ -226,21 +225,3 @@ def _check_alias_expansion(
             expected=f"at most {MAX_EXPANDED_NODES} nodes after alias expansion",
         )
     return shared
-
-
-def node_line(root: yaml.Node | None, parts: PathParts) -> int | None:
-    """The file line (1-based) of the deepest node on ``parts``: a key's own line in a mapping,
-    an item's line in a sequence; None without a node tree."""
-    node, line = root, None
-    for part in parts:
-        if isinstance(node, yaml.MappingNode):
-            pair = next(((k, v) for k, v in node.value if getattr(k, "value", None) == str(part)), None)
-            if pair is None:
-                break
-            line, node = pair[0].start_mark.line, pair[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line
-        else:
-            break
-    return None if line is None else line + 1

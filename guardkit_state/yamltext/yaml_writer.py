@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from guardkit_state.errors import FileBusyError, ParseError
-from guardkit_state.store import fsio
+from guardkit_state.store import fsio, reads
 from guardkit_state.store.locks import exclusive_lock
 
 #: An in-place save is over when the file is unchanged this long after it was read (a file that
@@ -43,18 +43,18 @@ class SettledRead(Generic[T]):
 
     value: T
     raw: bytes
-    identity: fsio.Identity | None
+    identity: reads.Identity | None
     at: float = field(default_factory=time.monotonic)
 
 
-def unchanged(path: Path, identity: fsio.Identity | None, read_at: float) -> bool:
+def unchanged(path: Path, identity: reads.Identity | None, read_at: float) -> bool:
     """True when the file still has the ``identity`` it had when it was read (at ``read_at``, monotonic),
     :data:`SETTLE_PAUSE` or more after that read: a save in progress at the read would have changed
     it by then (its size or times)."""
     waited = time.monotonic() - read_at
     if waited < SETTLE_PAUSE:
         time.sleep(SETTLE_PAUSE - waited)
-    return identity is not None and fsio.file_identity(path) == identity
+    return identity is not None and reads.file_identity(path) == identity
 
 
 def read_settled(path: Path, read: Callable[[bytes], T], *, whole: Callable[[T], bool] | None = None,
@@ -75,8 +75,8 @@ def read_settled(path: Path, read: Callable[[bytes], T], *, whole: Callable[[T],
     error: ParseError | None = None
     last: SettledRead[T] | None = None
     while True:
-        identity = fsio.file_identity(path)  # taken first: a write during the read shows as a change
-        raw = fsio.read_bytes_capped(path)
+        identity = reads.file_identity(path)  # taken first: a write during the read shows as a change
+        raw = reads.read_bytes_capped(path)
         seen.add(raw)
         try:
             last, error = SettledRead(read(raw), raw, identity), None
@@ -118,7 +118,7 @@ def write_verified(path: Path, raw: bytes, edit: Callable[[bytes], str | None], 
         if text is None:
             return False
         fsio.crash_point(f"{name}.before_write")
-        if not fsio.atomic_write_text(path, text, precondition=partial(fsio.holds, path, raw)):
+        if not fsio.atomic_write_text(path, text, precondition=partial(reads.holds, path, raw)):
             # A random pause, growing with the attempts, so a writer saving at a steady rhythm does
             # not land inside our read-edit-write window every time; then wait for its save to end.
             time.sleep(random.uniform(0, min(0.002 * (attempt + 1), 0.05)))

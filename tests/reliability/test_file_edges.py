@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from guardkit_state.errors import FileTooLargeError, InputError, UnsafePathError, UnwritableFileError
-from guardkit_state.store import fsio
+from guardkit_state.store import fsio, reads
 from guardkit_state.taskfile.document import TaskFile, iter_task_files
 from guardkit_state.turns.lifecycle import record_turn
 
@@ -78,9 +78,9 @@ def test_write_over_the_read_cap_is_refused_before_a_temp_file_exists(tmp_path: 
     target = tmp_path / "report.json"
     target.write_text("{}")
     with pytest.raises(FileTooLargeError) as info:
-        fsio.atomic_write_bytes(target, b"x" * (fsio.MAX_FILE_BYTES + 1))
+        fsio.atomic_write_bytes(target, b"x" * (reads.MAX_FILE_BYTES + 1))
     message = str(info.value)
-    assert str(target) in message and str(fsio.MAX_FILE_BYTES + 1) in message and str(fsio.MAX_FILE_BYTES) in message
+    assert str(target) in message and str(reads.MAX_FILE_BYTES + 1) in message and str(reads.MAX_FILE_BYTES) in message
     assert target.read_text() == "{}"
     assert not _temp_files(tmp_path)
 
@@ -203,7 +203,7 @@ def test_fifo_named_like_a_task_file_never_blocks(tmp_path: Path) -> None:
         _one_error_line(result.stderr, name, "not a regular file")
     result = _cli(root, "status")
     assert result.returncode == 0, result.stderr
-    result = subprocess.run([sys.executable, "-c", "from guardkit_state.store.fsio import read_bytes_capped as r; "
+    result = subprocess.run([sys.executable, "-c", "from guardkit_state.store.reads import read_bytes_capped as r; "
                              f"r({str(fifo)!r})"], capture_output=True, text=True, timeout=CLI_TIMEOUT, check=False)
     assert result.returncode == 1 and "NotRegularFileError" in result.stderr and "not a regular file" in result.stderr
 

@@ -16,7 +16,7 @@ import pytest
 
 from guardkit_state.cli.app import run
 from guardkit_state.errors import GuardkitStateError, InputError
-from guardkit_state.store.fsio import MAX_FILE_BYTES
+from guardkit_state.store.reads import MAX_FILE_BYTES
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.turns.lifecycle import record_turn
 

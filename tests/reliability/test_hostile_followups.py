@@ -21,7 +21,7 @@ import pytest
 from guardkit_state.errors import InputError
 from guardkit_state.git.commits import commit_turn
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.store import fsio
+from guardkit_state.store import fsio, reads
 from guardkit_state.turns.checks import checked_max_turns
 
 from ..e2e_support import GUARDKIT_STATE, clean_env, git
@@ -275,7 +275,7 @@ def test_a_turn_commit_keeps_an_agents_prefixed_files_under_guardkit(git_repo: P
 
 # -- the size cap on writes ---------------------------------------------------------------------------
 def test_a_write_over_the_size_cap_says_the_cap_and_why(tmp_path: Path) -> None:
-    body = "filler line of the task body\n" * ((fsio.MAX_FILE_BYTES - 4096) // 29)
+    body = "filler line of the task body\n" * ((reads.MAX_FILE_BYTES - 4096) // 29)
     root = make_project(tmp_path / "repo", Setup(git=False), TASK_TEXT + body)
     before = (root / TASK_REL).read_bytes()
     run = _record(root, tmp_path, coach=_coach(feedback="y" * 8192))

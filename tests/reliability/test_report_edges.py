@@ -22,7 +22,7 @@ import pytest
 
 from guardkit_state.errors import FileBusyError, InputError, ParseError
 from guardkit_state.loop.run import LoopOptions
-from guardkit_state.store import fsio
+from guardkit_state.store import reads
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile, read_task_settled
 from guardkit_state.turns import stall
@@ -425,22 +425,22 @@ def test_settled_read_never_takes_an_emptied_task_file_for_the_task(tmp_path: Pa
     whole = "---\nid: TASK-X\nstatus: in_progress\n---\n# Task\n"
     path.write_text("", encoding="utf-8")  # an editor between its truncate and its write
     # It sits there through the first reads, then writes: the settled read waits for the whole file.
-    reads: list[bytes] = []
-    real = fsio.read_bytes_capped
+    seen: list[bytes] = []
+    real = reads.read_bytes_capped
 
     def slow_editor(file: Path) -> bytes:
         got = real(file)
-        reads.append(got)
-        if len(reads) == 2:
+        seen.append(got)
+        if len(seen) == 2:
             file.write_text(whole, encoding="utf-8")
         return got
 
-    monkeypatch.setattr(fsio, "read_bytes_capped", slow_editor)
+    monkeypatch.setattr(reads, "read_bytes_capped", slow_editor)
     task = read_task_settled(path, TurnStore(tmp_path / "store", "TASK-X"))
-    assert task.text == whole and reads[:2] == [b"", b""]
+    assert task.text == whole and seen[:2] == [b"", b""]
     # Empty through every pause: not a task file, said as such (nothing can be recorded into it).
     path.write_text("", encoding="utf-8")
-    monkeypatch.setattr(fsio, "read_bytes_capped", real)
+    monkeypatch.setattr(reads, "read_bytes_capped", real)
     with pytest.raises(ParseError, match="empty"):
         read_task_settled(path, TurnStore(tmp_path / "store", "TASK-X"))
 
