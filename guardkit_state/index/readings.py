@@ -24,12 +24,17 @@ from typing import Any
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.index.config_records import load_system_records
 from guardkit_state.index.records import IndexRecord
-from guardkit_state.index.task_records import feature_data, feature_record_from_data, task_data, task_feature, \
-    task_record_from_data
+from guardkit_state.index.task_records import (
+    feature_data,
+    feature_record_from_data,
+    task_data,
+    task_feature,
+    task_record_from_data,
+)
 from guardkit_state.index.turn_records import load_turn_state_dict, turn_record, turn_state_files
 from guardkit_state.model import turn_state_id
-from guardkit_state.store.reads import read_bytes_capped
 from guardkit_state.store.layout import OVERRIDES_FILE, QUALITY_GATES_FILE
+from guardkit_state.store.reads import read_bytes_capped
 from guardkit_state.taskfile.discovery import iter_task_files, loop_worktrees, own_task_files
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.turns.history import entry_turn_state

@@ -1,4 +1,4 @@
-"""The file scan's cache: every record as searched, its index, and each file's reading, in ``.guardkit/cache/search.json``.
+"""The file scan's cache: the records as searched, their index, each file's reading (``.guardkit/cache/search.json``).
 
 Reading every task file, turn and plan costs seconds on a large repository, and searches ask the
 same files again and again. The cache keeps the signature (size, mtime, ctime, inode) of every file
@@ -50,7 +50,9 @@ def search_cache_file(root: Path) -> Path:
 #: the checkout's watch then (:func:`~guardkit_state.taskfile.read_scope.generation`): a long-running
 #: process (the MCP server) searches it again without reading the cache file while no file changed,
 #: and without a stat of every file while its watch says nothing changed.
-_MEMO: dict[str, tuple[str, int | None, ScanIndex]] = {}
+#: With it, the state :mod:`.scan_update` keeps: after a change the server updates the index it
+#: holds, reading neither the cache file nor an unchanged source file.
+_MEMO: dict[str, tuple[str, int | None, ScanIndex, dict[str, Any] | bytes]] = {}
 
 
 def cached_index(root: Path, *, rebuild: bool = False) -> ScanIndex:
@@ -65,23 +67,25 @@ def cached_index(root: Path, *, rebuild: bool = False) -> ScanIndex:
     walk = source_fingerprint(root)
     fingerprint = fingerprint_text(walk)
     if known is not None and known[0] == fingerprint and not rebuild:
-        _MEMO[key] = (fingerprint, watched, known[2])
+        _MEMO[key] = (fingerprint, watched, known[2], known[3])
         return known[2]
-    cached = None if rebuild else _load(root)
+    cached = None if rebuild or known is not None else _load(root)
+    index: ScanIndex | None
+    state: dict[str, Any] | bytes | None
     if cached is not None and cached[0] == fingerprint:
-        index = cached[1]
+        index, state = cached[1], cached[2]  # the state's text, parsed only if a file changes
     else:
-        root_path = Path(key)
-        index, state = (cached[1], _state(cached[2])) if cached is not None else (None, None)
+        before = known[2:] if known is not None and not rebuild else cached[1:] if cached is not None else None
+        index, state = (before[0], _state(before[1])) if before is not None else (None, None)
         try:
-            updated = update(root_path, index if state is not None else None, state, walk)
+            updated = update(Path(key), index if state is not None else None, state, walk)
         except DamagedCache:
-            updated = update(root_path, None, None, walk)
-        index = updated.index
+            updated = update(Path(key), None, None, walk)
+        index, state = updated.index, updated.state
         if not updated.settled:
             fingerprint = _UNSETTLED  # a file changed just now: the next search looks at the files again
-        _save(root, fingerprint, index, updated.state)
-    _MEMO[key] = (fingerprint, watched, index)
+        _save(root, fingerprint, index, state)
+    _MEMO[key] = (fingerprint, watched, index, state)
     return index
 
 
@@ -168,8 +172,10 @@ def _from_bytes(data: bytes) -> tuple[str, ScanIndex, bytes] | None:
     return fingerprint, index, data[where_end + 1:state_end]
 
 
-def _state(text: bytes) -> dict[str, Any] | None:
+def _state(text: dict[str, Any] | bytes) -> dict[str, Any] | None:
     """The state line: what :mod:`.scan_update` keeps beside the index (None: it does not read back)."""
+    if isinstance(text, dict):
+        return text
     try:
         found = json.loads(text)
     except ValueError:

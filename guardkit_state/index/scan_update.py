@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,7 @@ def update(root: Path, index: ScanIndex | None, state: dict[str, Any] | None,
 
     with listing_scope():  # one listing of tasks/ and of the plans for the whole update
         readings = [_reading(source, kept.get(source.path), sig_of(source.path),
-                             lambda source=source: read_source(root, source, group))
+                             partial(read_source, root, source, group))
                     for source in source_files(root)]
         config = _reading(Source(CONFIGURATION, CONFIG_PATH), kept.get(CONFIG_PATH),
                           [sig_of(path) for path in CONFIG_FILES], lambda: read_configuration(root, groups))
