@@ -16,15 +16,13 @@ guide and one README per 20 task files, and the result says so. Timed by subproc
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from .bench_status import FLOOR_SCRIPT, _env, _run, make_repo
-from .common import cli_command, median_ms, ratio
+from .common import cli_command, median_ms, ratio, run_ms
 from .guardkit_repo import make_guardkit_repo, settle
 
 GUARDKIT_FILES = 3_334
@@ -74,29 +72,18 @@ def run_validate(*, files: int = GUARDKIT_FILES, repeat: int = 3, corpus: Path |
         ours: list[float] = []
         floor: list[float] = []
         helps: list[float] = []
-        _run_any(argv, root, env)  # warm-up: the page cache holds the files for both
+        run_ms(argv, root, env)  # warm-up: the page cache holds the files for both
         for _ in range(repeat):
             cache.unlink(missing_ok=True)
-            cold.append(_run_any(argv, root, env))
-            ours.append(_run_any(argv, root, env))
+            cold.append(run_ms(argv, root, env))
+            ours.append(run_ms(argv, root, env))
             floor.append(_run([sys.executable, "-c", FLOOR_SCRIPT, str(root / "tasks")], root, env)[0])
-            helps.append(_run_any([*cli, "--help"], root, env))
+            helps.append(run_ms([*cli, "--help"], root, env))
     row: dict[str, Any] = {**made, "validate_cold_ms": median_ms(cold), "validate_ms": median_ms(ours),
                            "floor_ms": median_ms(floor), "help_ms": median_ms(helps)}
     row["validate/floor"] = ratio(row["validate_ms"], row["floor_ms"])
     return row
 
-
-def _run_any(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
-    """Wall ms of ``argv``, exit 0 or 1 (validate exits 1 when a corpus file is invalid, as some are)."""
-    with tempfile.TemporaryFile() as sink:
-        start = time.perf_counter()
-        code = subprocess.run(argv, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT, check=False).returncode
-        elapsed = (time.perf_counter() - start) * 1000.0
-        if code not in (0, 1):
-            sink.seek(0)
-            raise RuntimeError(f"{' '.join(argv)} exited {code}: {sink.read()[-2000:]!r}")
-    return elapsed
 
 
 def table_rows(case: Any) -> list[tuple[str, ...]]:
@@ -140,13 +127,13 @@ def run_search(*, files: int = GUARDKIT_FILES, repeat: int = 3, corpus: Path | N
         warm: list[float] = []
         floor: list[float] = []
         helps: list[float] = []
-        _run_any(argv, root, env)
+        run_ms(argv, root, env)
         for _ in range(repeat):
             cache.unlink(missing_ok=True)
-            cold.append(_run_any(argv, root, env))
-            warm.append(_run_any(argv, root, env))
-            floor.append(_run_any([sys.executable, "-c", "pass"], root, env))
-            helps.append(_run_any([*cli, "--help"], root, env))
+            cold.append(run_ms(argv, root, env))
+            warm.append(run_ms(argv, root, env))
+            floor.append(run_ms([sys.executable, "-c", "pass"], root, env))
+            helps.append(run_ms([*cli, "--help"], root, env))
     row: dict[str, Any] = {"search_files": made["files"], "search_cold_ms": median_ms(cold),
                            "search_warm_ms": median_ms(warm), "python_ms": median_ms(floor),
                            "search_help_ms": median_ms(helps)}
