@@ -16,6 +16,7 @@ reading again only the files that changed.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -77,7 +78,7 @@ def combine(readings: Sequence[Reading], planned_paths: Callable[[], set[str]]) 
     chosen = _turn_files(turns)
     known = {(c.reading.facts["task"], c.reading.facts["turn"]) for c in chosen}
     chosen += _listed_turns(tasks, known)
-    chosen += _tasks(tasks, plans, planned_paths)
+    chosen += _tasks(tasks, plans, functools.cache(planned_paths))  # read once, if ever
     chosen += [Chosen(r, "feature", f"{FEATURE}:{r.facts['feature']}") for r in plans]
     return sorted(chosen, key=lambda c: c.key)
 
