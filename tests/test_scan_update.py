@@ -4,7 +4,6 @@ giving a task its feature, a loop's worktree copy)."""
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -15,8 +14,9 @@ import pytest
 
 from guardkit_state.index import FileIndex, scan_cache, scan_update
 from guardkit_state.index.readings import Source
+from guardkit_state.index.records import IndexRecord
 from guardkit_state.index.scan_cache import search_cache_file, source_fingerprint
-from guardkit_state.index.scan_index import ScanIndex, record_from_row, row_line
+from guardkit_state.index.scan_index import ScanIndex, row_line
 from guardkit_state.store import stat_cache
 from tests.guardkit_fixtures import feedback_turns, task_text
 from tests.index_helpers import keys, write_plan, write_task, write_turn
@@ -63,11 +63,19 @@ def _project(root: Path) -> Path:
     return root
 
 
-def _rows(index: ScanIndex) -> list[bytes]:
-    return [row_line(record) for record in index.records]
+def _rows(index: ScanIndex) -> tuple[object, ...]:
+    """All the index holds, by the records' order (not their positions): each record as kept and its
+    phrase, each token's and each field's records (a record left behind at a free position fails)."""
+    where, phrases, _ = index.encoded()
+    lines = phrases.split(b"\n")
+    rank = {position: at for at, position in enumerate(index.order)}
+    postings = {token: sorted((rank[position], count) for position, count in index.counts(token).items())
+                for token in where["postings"]}
+    fields = {name: sorted(rank[position] for position in index.having_field(name)) for name in where["fields"]}
+    return [(row_line(index.record(position)), lines[position]) for position in index.order], postings, fields
 
 
-def _cold(root: Path) -> list[bytes]:
+def _cold(root: Path) -> tuple[object, ...]:
     """The records a scan of every file gives, in order (no cache, nothing remembered)."""
     return _rows(scan_update.update(root, None, None, source_fingerprint(root)).index)
 
@@ -136,15 +144,15 @@ def test_update_after_one_change_answers_as_a_cold_scan(tmp_path: Path, change: 
     if not remembered:
         _next_process()
     got = {query: [(h.key, h.score) for h in FileIndex(root).search(query, limit=20)] for query in QUERIES}
-    assert _rows(scan_cache.cached_index(root)) == _cold(root) == [row_line(r) for r in _scanned(root)]
+    assert _rows(scan_cache.cached_index(root)) == _cold(root)
+    assert _rows(scan_cache.cached_index(root))[0] == [(row_line(r), _phrase(r)) for r in FileIndex(root).records()]
     _next_process()
     search_cache_file(root).unlink()
     assert got == {query: [(h.key, h.score) for h in FileIndex(root).search(query, limit=20)] for query in QUERIES}
 
 
-def _scanned(root: Path) -> list[object]:
-    """The records read from the files one by one (``FileIndex.records``), as the cache keeps them."""
-    return [record_from_row(json.loads(row_line(r))) for r in FileIndex(root).records()]
+def _phrase(record: IndexRecord) -> bytes:
+    return " ".join(record.search_text.lower().split()).encode()
 
 
 @pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
@@ -186,7 +194,8 @@ def _random_change(root: Path, rng: random.Random, n: int) -> None:
     what = rng.choice(["edit", "edit", "add_task", "add_turn", "remove", "plan", "listed"])
     if what == "edit" and tasks:
         path = rng.choice(tasks)
-        path.write_text(path.read_text().replace("\n# ", f"\n# coverage {rng.choice(['lint', 'token', 'x' * n])} "))
+        word = rng.choice(["lint", "token", "x" * n, "5\u212a kelvin", "café"])  # K: Kelvin, lower-cased "k"
+        path.write_text(path.read_text().replace("\n# ", f"\n# coverage {word} "))
         _touched(path)
     elif what == "add_task":
         task = f"TASK-UPD-{rng.randint(1, 9):03d}"
@@ -227,3 +236,15 @@ def test_random_changes_update_to_the_cold_scan(tmp_path: Path, seed: int) -> No
         assert incremental == keys(FileIndex(root).search(query, limit=50)), f"seed {seed}, step {n}: {query}"
         shutil.copy(tmp_path / "kept.json", search_cache_file(root))  # the incremental cache goes on
         _next_process()
+
+
+def test_a_record_whose_text_lower_cases_to_other_words_leaves_the_index_whole(tmp_path: Path) -> None:
+    # "5\u212a" (Kelvin) is the word "5" as written, "5k" lower-cased: its record's tokens are read
+    # from its own text, not from its phrase, when the record is replaced.
+    root = _project(tmp_path)
+    _touched(write_task(root, "TASK-UPD-009", "Cooled to 5\u212a, café", status="backlog"))
+    FileIndex(root).search("coverage")
+    _touched(write_task(root, "TASK-UPD-009", "Warmed to 9, café", status="backlog"))
+    _next_process()
+    assert _rows(scan_cache.cached_index(root)) == _cold(root)
+    assert FileIndex(root).search("warmed")[0].task_id == "TASK-UPD-009"

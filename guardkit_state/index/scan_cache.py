@@ -23,7 +23,6 @@ from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.index.scan_index import DamagedCache, ScanIndex, utf8
-from guardkit_state.index.scan_update import update
 from guardkit_state.store.fsio import atomic_write_bytes, ensure_private_dir
 from guardkit_state.store.layout import status_cache_file
 from guardkit_state.store.reads import read_bytes_capped
@@ -31,7 +30,7 @@ from guardkit_state.store.stat_cache import writes_enabled
 from guardkit_state.taskfile.read_scope import generation
 
 #: Bumped whenever a record's or the index's shape changes: an older cache is rebuilt, never misread.
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 _READ_LIMIT = 512 * 1024 * 1024
 #: The folders of a checkout whose files records come from, and the ones inside them that hold none.
 _SOURCES = ("tasks", ".guardkit")
@@ -75,6 +74,9 @@ def cached_index(root: Path, *, rebuild: bool = False) -> ScanIndex:
     if cached is not None and cached[0] == fingerprint:
         index, state = cached[1], cached[2]  # the state's text, parsed only if a file changes
     else:
+        # Imported here: a search of unchanged files reads no source file, so loads no reader.
+        from guardkit_state.index.scan_update import update
+
         before = known[2:] if known is not None and not rebuild else cached[1:] if cached is not None else None
         index, state = (before[0], _state(before[1])) if before is not None else (None, None)
         try:

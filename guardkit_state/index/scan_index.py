@@ -13,6 +13,7 @@ is (the order a scan of every file gives them), and a query takes its records in
 from __future__ import annotations
 
 import bisect
+import hashlib
 import heapq
 import json
 from collections import Counter
@@ -187,7 +188,10 @@ class ScanIndex:
             DamagedCache: its cached line does not read back (its tokens cannot be known).
         """
         record = self.record(position)
-        for token in Counter(tokens(record.search_text)):
+        assert self._lines is not None, "changed only through copy()"
+        # An ASCII text is kept only as its phrase, whose tokens are its own (see row_line).
+        text = record.search_text or self._lines[position].decode("utf-8", "surrogatepass")
+        for token in Counter(tokens(text)):
             held = self._own_counts(token)
             held.pop(position, None)
             if not held:
@@ -301,9 +305,21 @@ _SEARCHED = ("key", "kind", "group_id", "name", "summary", "fields", "source_pat
 
 def row_line(record: IndexRecord) -> bytes:
     """The searched fields of ``record`` (see :data:`_SEARCHED`) as one line of JSON: what the cache
-    keeps of it, and (hashed) what tells two records apart."""
+    keeps of it (with :func:`digest`, what tells two records apart).
+
+    Its search text is kept only when not ASCII: an ASCII text's tokens are those of its phrase
+    (lower-cased, spacing collapsed: :meth:`ScanIndex.holding_phrase`'s line), which the index
+    holds anyway; another text's may not be (``"\u212a".lower()`` is ``"k"``).
+    """
     row = [list(record.criteria) if name == "criteria" else getattr(record, name) for name in _SEARCHED]
+    if record.search_text.isascii():
+        row[-1] = ""
     return utf8(json.dumps(row, default=str))
+
+
+def digest(record: IndexRecord, line: bytes) -> str:
+    """What tells ``record`` (``line``: its :func:`row_line`) from another, its text included."""
+    return hashlib.blake2b(line + b"\0" + utf8(record.search_text), digest_size=16).hexdigest()
 
 
 def record_from_row(row: list[Any]) -> IndexRecord:

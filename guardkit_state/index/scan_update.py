@@ -20,7 +20,6 @@ a change gave with the one a scan of every file builds.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -38,7 +37,7 @@ from guardkit_state.index.readings import (
     source_files,
 )
 from guardkit_state.index.records import TURN_STATES, IndexRecord, project_groups
-from guardkit_state.index.scan_index import DamagedCache, ScanIndex, row_line
+from guardkit_state.index.scan_index import DamagedCache, ScanIndex, digest, row_line
 from guardkit_state.index.sources import Chosen, combine
 from guardkit_state.store.stat_cache import settled, signature_of
 from guardkit_state.taskfile.discovery import listing_scope
@@ -125,7 +124,7 @@ def _place(index: ScanIndex, slots: list[Any], chosen: list[Chosen], again: Call
             continue
         record = (choice.reading if choice.reading.build is not None else again(choice.reading)).record(choice.name)
         line = row_line(record)
-        slot = [path, choice.name, hashlib.blake2b(line, digest_size=16).hexdigest()]
+        slot = [path, choice.name, digest(record, line)]
         if position is not None and slots[position] == slot:  # read again, and the same record
             kept.add(position)
             order.append(position)
