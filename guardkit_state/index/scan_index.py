@@ -189,7 +189,7 @@ class ScanIndex:
         """
         record = self.record(position)
         assert self._lines is not None, "changed only through copy()"
-        # An ASCII text is kept only as its phrase, whose tokens are its own (see row_line).
+        # A text whose tokens are its phrase's is kept only as its phrase (see row_line).
         text = record.search_text or self._lines[position].decode("utf-8", "surrogatepass")
         for token in Counter(tokens(text)):
             held = self._own_counts(token)
@@ -307,12 +307,14 @@ def row_line(record: IndexRecord) -> bytes:
     """The searched fields of ``record`` (see :data:`_SEARCHED`) as one line of JSON: what the cache
     keeps of it (with :func:`digest`, what tells two records apart).
 
-    Its search text is kept only when not ASCII: an ASCII text's tokens are those of its phrase
-    (lower-cased, spacing collapsed: :meth:`ScanIndex.holding_phrase`'s line), which the index
-    holds anyway; another text's may not be (``"\u212a".lower()`` is ``"k"``).
+    Its search text is kept only when its tokens are not those of its phrase (lower-cased, spacing
+    collapsed: :meth:`ScanIndex.holding_phrase`'s line, which the index holds anyway). Tokens are
+    made of ASCII characters alone, which lower-casing keeps ASCII; they differ only where
+    lower-casing turns another character into ASCII (``"\u212a"``, the Kelvin sign, is ``"k"``).
     """
     row = [list(record.criteria) if name == "criteria" else getattr(record, name) for name in _SEARCHED]
-    if record.search_text.isascii():
+    text = record.search_text
+    if text.isascii() or text.lower().encode("ascii", "ignore") == text.encode("ascii", "ignore").lower():
         row[-1] = ""
     return utf8(json.dumps(row, default=str))
 
