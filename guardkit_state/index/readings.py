@@ -2,7 +2,7 @@
 
 The file scan and ``sync`` read the same files (:func:`source_files`): turn state files, task files
 (the checkout's, and in each loop worktree its loop's own task), feature plans, and the
-configuration. A file is read alone into a :class:`Reading`: its **facts** — what the rules across
+configuration. A file is read alone into a :class:`FileReading`: its **facts** — what the rules across
 files (:func:`guardkit_state.index.sources.combine`) need to pick the records: a turn's key, a task's
 id and copies, the turns its frontmatter lists, the tasks a plan names — and its **records**, built
 when the rules pick them (a task file's own task record, the same with the feature a plan gives it,
@@ -63,7 +63,7 @@ class Source:
 
 
 @dataclass
-class Reading:
+class FileReading:
     """What one file gave, read alone: :attr:`facts` (plain JSON, see the module), the signature it
     was read at (None: read it again next time), why it could not be read, and its records by name
     (only for a file read in this process: :meth:`record`)."""
@@ -106,31 +106,31 @@ def source_files(root: Path) -> list[Source]:
     return found
 
 
-def read_source(root: Path, source: Source, group: str) -> Reading:
+def read_source(root: Path, source: Source, group: str) -> FileReading:
     """Read the file of ``source`` (a turn, task or plan); a file that cannot be read gives no
-    facts and says why (:attr:`Reading.problem`)."""
+    facts and says why (:attr:`FileReading.problem`)."""
     reader = {TURN_FILE: _read_turn, TASK_FILE: _read_task, PLAN_FILE: _read_plan}[source.kind]
     return reader(root / source.path, source, group)
 
 
-def _read_turn(path: Path, source: Source, group: str) -> Reading:
+def _read_turn(path: Path, source: Source, group: str) -> FileReading:
     try:
         record = turn_record(load_turn_state_dict(path), group, source_path=source.path)
     except GuardkitStateError as exc:
         log.warning("skipping %s: %s", path, exc)
-        return Reading(source, {}, problem=exc, build=_none)
+        return FileReading(source, {}, problem=exc, build=_none)
     facts = {"key": record.key, "task": record.task_id or "", "turn": record.turn_number or 0}
-    return Reading(source, facts, build=lambda name: record if name == "turn" else _none(name))
+    return FileReading(source, facts, build=lambda name: record if name == "turn" else _none(name))
 
 
-def _read_task(path: Path, source: Source, group: str) -> Reading:
+def _read_task(path: Path, source: Source, group: str) -> FileReading:
     try:
         task = TaskFile.from_bytes(read_bytes_capped(path), path)
     except GuardkitStateError as exc:
         log.debug("task file not indexed: %s", exc)
-        return Reading(source, {}, problem=exc, build=_none)
+        return FileReading(source, {}, problem=exc, build=_none)
     if source.loop not in (None, task.task_id):
-        return Reading(source, {}, build=_none)  # in a loop's worktree, another task's file: not read there
+        return FileReading(source, {}, build=_none)  # in a loop's worktree, another task's file: not read there
     data = task_data(task.task_id, task.data, [(c.id, c.text) for c in task.criteria])
     entries = task.state.turns if task.state is not None else []
     facts = {"id": task.task_id, "state": task.state is not None, "feature": task_feature(data),
@@ -148,23 +148,23 @@ def _read_task(path: Path, source: Source, group: str) -> Reading:
             return turn_record(told.to_dict(), group, source_path=source.path)
         return _none(name)
 
-    return Reading(source, facts, build=build)
+    return FileReading(source, facts, build=build)
 
 
-def _read_plan(path: Path, source: Source, group: str) -> Reading:
+def _read_plan(path: Path, source: Source, group: str) -> FileReading:
     from guardkit_state.plans.plan import load_plan
 
     try:
         data = feature_data(load_plan(path))
     except GuardkitStateError as exc:
-        return Reading(source, {}, problem=exc, build=_none)
+        return FileReading(source, {}, problem=exc, build=_none)
     facts = {"feature": str(data["id"]),
              "tasks": [str(t.get("id")) for t in data.get("tasks") or [] if isinstance(t, dict)]}
-    return Reading(source, facts, build=lambda name: feature_record_from_data(data, group, source_path=source.path)
+    return FileReading(source, facts, build=lambda name: feature_record_from_data(data, group, source_path=source.path)
                    if name == "feature" else _none(name))
 
 
-def read_configuration(root: Path, groups: dict[str, str]) -> Reading:
+def read_configuration(root: Path, groups: dict[str, str]) -> FileReading:
     """The configuration's records (role constraints, gate profiles, modes: built-ins and this
     project's files): ``config:0`` ... ; none when it cannot be loaded (logged)."""
     try:
@@ -174,10 +174,10 @@ def read_configuration(root: Path, groups: dict[str, str]) -> Reading:
         records, reason = [], str(exc)
     if reason:
         log.debug("system groups: %s", reason)
-    return Reading(Source(CONFIGURATION, CONFIG_PATH), {"records": len(records)},
+    return FileReading(Source(CONFIGURATION, CONFIG_PATH), {"records": len(records)},
                    build=lambda name: records[int(name.removeprefix("config:"))])
 
 
 __all__ = ["ASSIGNED", "CONFIGURATION", "CONFIG_FILES", "CONFIG_PATH", "LISTED", "PLAN_FILE", "TASK_FILE", "TURN_FILE",
-           "Reading", "Source",
+           "FileReading", "Source",
            "read_configuration", "read_source", "source_files"]

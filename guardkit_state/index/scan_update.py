@@ -30,7 +30,7 @@ from guardkit_state.index.readings import (
     CONFIG_FILES,
     CONFIG_PATH,
     CONFIGURATION,
-    Reading,
+    FileReading,
     Source,
     read_configuration,
     read_source,
@@ -84,7 +84,7 @@ def update(root: Path, index: ScanIndex | None, state: dict[str, Any] | None,
     chosen += [Chosen(config, f"config:{i}", "") for i in range(int(config.facts.get("records", 0)))]
     fresh = {reading.source.path: reading for reading in [*readings, config] if reading.build is not None}
 
-    def again(reading: Reading) -> Reading:
+    def again(reading: FileReading) -> FileReading:
         if reading.source.path not in fresh:  # an unchanged file whose record is not in the index
             fresh[reading.source.path] = read_source(root, reading.source, group) \
                 if reading.source.kind != CONFIGURATION else read_configuration(root, groups)
@@ -97,7 +97,7 @@ def update(root: Path, index: ScanIndex | None, state: dict[str, Any] | None,
                    all(r.sig is not None for r in [*readings, config]))
 
 
-def _reading(source: Source, cached: Reading | None, sig: Any, read: Callable[[], Reading]) -> Reading:
+def _reading(source: Source, cached: FileReading | None, sig: Any, read: Callable[[], FileReading]) -> FileReading:
     """The cached reading of ``source`` while its file's signature is ``sig``, else the file read now
     (its signature kept only when it has settled)."""
     if cached is not None and cached.sig is not None and cached.sig == sig and cached.source == source:
@@ -108,7 +108,8 @@ def _reading(source: Source, cached: Reading | None, sig: Any, read: Callable[[]
     return reading
 
 
-def _place(index: ScanIndex, slots: list[Any], chosen: list[Chosen], again: Callable[[Reading], Reading]) -> None:
+def _place(index: ScanIndex, slots: list[Any], chosen: list[Chosen],
+           again: Callable[[FileReading], FileReading]) -> None:
     """Make ``index`` hold exactly the ``chosen`` records, in their order (``slots``: what each
     position holds, kept in step)."""
     at = {(slot[0], slot[1]): position for position, slot in enumerate(slots) if slot is not None}
@@ -145,7 +146,7 @@ def _place(index: ScanIndex, slots: list[Any], chosen: list[Chosen], again: Call
     index.reorder(order)
 
 
-def _kept(files: Any) -> dict[str, Reading]:
+def _kept(files: Any) -> dict[str, FileReading]:
     """The cached readings, by path (none: the cache holds none).
 
     Raises:
@@ -154,8 +155,8 @@ def _kept(files: Any) -> dict[str, Reading]:
     if files is None:
         return {}
     try:
-        return {path: Reading(Source(kind, path, loop), facts, sig) for path, (kind, loop, sig, facts) in files.items()
-                if isinstance(facts, dict)}
+        return {path: FileReading(Source(kind, path, loop), facts, sig)
+                for path, (kind, loop, sig, facts) in files.items() if isinstance(facts, dict)}
     except (AttributeError, TypeError, ValueError) as exc:
         raise DamagedCache(f"the files' readings: {exc}") from exc
 

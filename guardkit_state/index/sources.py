@@ -31,7 +31,7 @@ from guardkit_state.index.readings import (
     PLAN_FILE,
     TASK_FILE,
     TURN_FILE,
-    Reading,
+    FileReading,
     read_source,
     source_files,
 )
@@ -64,12 +64,12 @@ def load_project_records(repo_root: Path, group: str | None = None) -> ProjectRe
 class Chosen(NamedTuple):
     """A record the rules picked: the file's reading, the record's name in it, its key."""
 
-    reading: Reading
+    reading: FileReading
     name: str
     key: str
 
 
-def combine(readings: Sequence[Reading], planned_paths: Callable[[], set[str]]) -> list[Chosen]:
+def combine(readings: Sequence[FileReading], planned_paths: Callable[[], set[str]]) -> list[Chosen]:
     """The records of the checkout, sorted by key, from every file's reading (in :func:`~.readings.source_files`'
     order); ``planned_paths``: every ``file_path`` the plans name (asked only when copies of a task tie)."""
     turns = [r for r in readings if r.source.kind == TURN_FILE]
@@ -83,10 +83,10 @@ def combine(readings: Sequence[Reading], planned_paths: Callable[[], set[str]]) 
     return sorted(chosen, key=lambda c: c.key)
 
 
-def _turn_files(turns: list[Reading]) -> list[Chosen]:
+def _turn_files(turns: list[FileReading]) -> list[Chosen]:
     """One turn per (task folder, N), a loop worktree's copy winning (listed after the checkout's),
     then one per key."""
-    by_turn: dict[tuple[str, int], Reading] = {}
+    by_turn: dict[tuple[str, int], FileReading] = {}
     for reading in turns:
         folder, name = reading.source.path.rsplit("/", 2)[-2:]
         by_turn[folder, int(name.removesuffix(".json").rsplit("_", 1)[1])] = reading
@@ -94,11 +94,11 @@ def _turn_files(turns: list[Reading]) -> list[Chosen]:
     return [Chosen(r, "turn", key) for key, r in sorted(by_key.items())]
 
 
-def _listed_turns(tasks: list[Reading], known: set[tuple[str, int]]) -> list[Chosen]:
+def _listed_turns(tasks: list[FileReading], known: set[tuple[str, int]]) -> list[Chosen]:
     """The turns task files list (GuardKit's own loop keeps its per-turn JSON on the machine that
     ran it), but those a turn state file tells (``known``). Among several copies of a task, the one
     in its own loop worktree wins, else the one listing most turns."""
-    best: dict[str, tuple[bool, int, Reading]] = {}
+    best: dict[str, tuple[bool, int, FileReading]] = {}
     for reading in tasks:
         facts = reading.facts
         if not facts["state"] or not facts["turns"]:
@@ -111,11 +111,11 @@ def _listed_turns(tasks: list[Reading], known: set[tuple[str, int]]) -> list[Cho
             for i, (turn, key) in enumerate(reading.facts["turns"]) if (reading.facts["id"], turn) not in known]
 
 
-def _tasks(tasks: list[Reading], plans: list[Reading], planned_paths: Callable[[], set[str]]) -> list[Chosen]:
+def _tasks(tasks: list[FileReading], plans: list[FileReading], planned_paths: Callable[[], set[str]]) -> list[Chosen]:
     """One task record per id: the loop's own copy while it runs, else the copy the resolver's
     rules pick; with the feature of the (last) plan listing it when its own names none."""
-    copies: dict[str, dict[str, Reading]] = {}
-    in_loop: dict[str, Reading] = {}
+    copies: dict[str, dict[str, FileReading]] = {}
+    in_loop: dict[str, FileReading] = {}
     for reading in tasks:
         if reading.source.loop is None:
             copies.setdefault(reading.facts["id"], {})[reading.source.path] = reading
