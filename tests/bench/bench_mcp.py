@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .bench_first_hour import edited_task
 from .bench_status import _env, _run, make_repo
 from .common import TASK_ID, cli_command, coach_decision, make_task_repo, median_ms, player_report, ratio
 from .guardkit_repo import FEATURE_ID, make_guardkit_repo, settle
@@ -104,7 +105,7 @@ async def _search_after_a_change(root: Path, repeat: int, arguments: dict[str, A
     call after an edit of the same task file, in a server that answered before the change."""
     from mcp import Client
 
-    edited = sorted((root / "tasks" / "backlog").rglob("*.md"))[5]
+    edited = edited_task(root)
     samples: list[float] = []
     async with Client(_server(root)) as client:
         for _ in range(3):
