@@ -89,3 +89,49 @@ def test_claim_next_task_goes_on_past_a_failure_the_plan_says_does_not_stop(tmp_
     answer = claim_next_task(machine, FEATURE_ID, "origin")
     assert (answer.status, answer.wave) == ("nothing_ready", 1)
     assert answer.reason.startswith("wave 1: every task is approved"), answer.reason
+
+
+def _recorded(plan: dict[str, object]) -> dict[str, object]:
+    """What a plan records of a run, without its times and commit ids (they differ between runs)."""
+    tasks = plan["tasks"]
+    execution = plan["execution"]
+    assert isinstance(tasks, list) and isinstance(execution, dict)
+    return {"status": plan["status"], "completed_at": bool(execution.get("completed_at")),
+            "execution": {key: execution.get(key) for key in ("current_wave", "completed_waves", "tasks_completed",
+                                                              "tasks_failed", "total_turns")},
+            "tasks": {task["id"]: {"status": task["status"], "turns_completed": task.get("turns_completed"),
+                                   "result": task.get("result"), "merge_commit": bool(task.get("merge_commit")),
+                                   "started_at": bool(task.get("started_at")),
+                                   "completed_at": bool(task.get("completed_at"))} for task in tasks}}
+
+
+def test_workers_write_waves_with_nothing_to_merge_into_the_plan_as_a_local_run(tmp_path: Path) -> None:
+    # Wave 1: T1 fails (nothing merged); wave 2: T2 merged; wave 3, the last: T3 skipped (it needs T1).
+    specs = [TaskSpec(T1, approve_at=0), TaskSpec(T2), TaskSpec(T3, [T1])]
+    groups = [[T1], [T2], [T3]]
+    project = make_feature(tmp_path, specs, groups)
+    bare = make_bare(tmp_path, project.root)
+    machines = [clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in (1, 2)]
+    procs = [_worker(project, machine, "--no-stop-on-failure", "--json") for machine in machines]
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 1 and json.loads(out)["without"] == [T1, T3], out + err
+    remote = yaml.safe_load(git(bare, "show", f"{FEATURE_BRANCH}:.guardkit/features/{FEATURE_ID}.yaml"))
+    # The same feature run on one machine: its plan records the same.
+    local = make_feature(tmp_path, specs, groups, name="local")
+    local_run = subprocess.run(
+        [sys.executable, "-m", "guardkit_state", "feature-build", FEATURE_ID, "--repo", str(local.root),
+         "--player", agent_command("player.py"), "--coach", agent_command("coach.py"), "--max-turns", "1",
+         "--no-stop-on-failure"], cwd=local.root, env={**os.environ, **local.env(), "NO_COLOR": "1"},
+        capture_output=True, text=True, check=False)
+    assert local_run.returncode == 1, local_run.stdout + local_run.stderr
+    recorded = _recorded(remote)
+    assert recorded == _recorded(yaml.safe_load(local.plan_path.read_text()))
+    assert recorded["status"] == "failed"
+    # Each wave written once, by one worker (waves 1 and 3 had nothing to merge).
+    subjects = git(bare, "log", "--format=%s", FEATURE_BRANCH).splitlines()
+    assert sorted(s for s in subjects if " progress after wave " in s) == [
+        f"guardkit: {FEATURE_ID} progress after wave {n} in its plan" for n in (1, 2, 3)]
+    shown = subprocess.run([sys.executable, "-m", "guardkit_state", "show", FEATURE_ID, "--remote", "origin"],
+                           cwd=machines[1], capture_output=True, text=True, check=False)
+    assert f"wave 3  {T3}      skipped  turns 0  (dependency_failed)" in shown.stdout, shown.stdout + shown.stderr

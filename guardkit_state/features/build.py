@@ -27,7 +27,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from guardkit_state.agents.protocol import Agent
-from guardkit_state.errors import GuardkitStateError, InputError, ResumeError
+from guardkit_state.errors import GuardkitStateError, InputError
+from guardkit_state.features.feature_checkout import FeatureCheckout
 from guardkit_state.features.feature_events import (
     FeatureStarted,
     QueueStepped,
@@ -39,18 +40,18 @@ from guardkit_state.features.feature_events import (
     WaveStarted,
 )
 from guardkit_state.features.gate_verdicts import GateVerdicts
-from guardkit_state.features.merge_queue import Approved, MergeQueue, SendBack, restore_worktree
+from guardkit_state.features.merge_queue import Approved, MergeQueue, SendBack
 from guardkit_state.features.plan_report import Change, PlanReport
 from guardkit_state.features.processes import ChildEnd, LoopJob, TaskPool
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
 from guardkit_state.features.result import FeatureInterrupted, FeatureResult, TaskOutcome, resume_command
 from guardkit_state.features.send_back import write_send_back
 from guardkit_state.git.checkouts import shared_lock_path
-from guardkit_state.git.merge import MergeResult, merge_message, recover_interrupted_merge
+from guardkit_state.git.merge import MergeResult, merge_message
 from guardkit_state.git.merge_driver_setup import unregistered_note
 from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.git.worktrees import Worktree, WorktreeManager, check_base_branch
+from guardkit_state.git.worktrees import check_base_branch
 from guardkit_state.loop.command_line import build_argv
 from guardkit_state.loop.events import EventSink, LoopEvent, Note, ignore
 from guardkit_state.loop.run import LoopOptions
@@ -63,9 +64,9 @@ from guardkit_state.plans.plan_checks import check_plan_identity, check_task_bra
 from guardkit_state.plans.plan_splice import PlanUpdate
 from guardkit_state.plans.smoke_gates import SmokeRun, read_smoke_gate
 from guardkit_state.plans.waves import Waves, default_max_parallel, plan_waves
-from guardkit_state.store.fsio import check_writable, crash_point, remove_stale_temp_files
+from guardkit_state.store.fsio import check_writable, crash_point
 from guardkit_state.store.home import check_state_home
-from guardkit_state.store.layout import branch_for, log_file, worktrees_dir
+from guardkit_state.store.layout import branch_for, log_file
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.turns.checks import checked_max_turns, checked_timeout
@@ -165,9 +166,8 @@ class _FeatureRun:
 
     fgit: FeatureGit  # set by _prepare(), which every other step follows
     verdicts: GateVerdicts  # likewise
-    #: The feature worktree (merges happen there): a fresh run checks it out as its first tasks start.
-    _feature_repo: GitRepo | None = None
-    _unchecked: Worktree | None = None
+    #: The feature branch and worktree (merges happen there): a fresh run checks it out as its first tasks start.
+    checkout: FeatureCheckout
 
     def __init__(self, root: Path, git: GitRepo, plan_path: Path, plan: FeaturePlan, waves: Waves,
                  agents: tuple[Agent, Agent], options: FeatureOptions, emit: EventSink) -> None:
@@ -239,49 +239,20 @@ class _FeatureRun:
 
     def _prepare(self) -> None:
         """Fresh start or resume (checked under the lock), the feature worktree, repairs of a kill."""
-        exists = self.git.branch_exists(self.branch)
-        if self.options.resume and not exists:
-            raise ResumeError(f"{self.feature_id} has nothing to resume (no branch {self.branch}); start it with "
-                              f"'guardkit-state feature-build {self.feature_id} --player CMD --coach CMD'")
-        if not self.options.resume and exists:
-            raise ResumeError(f"{self.feature_id} has already started (branch {self.branch} exists); continue it "
-                              f"with {resume_command(self.feature_id, self.argv)}")
-        removed = remove_stale_temp_files(self.plan_path.parent)
-        if removed:
-            self.note(f"removed {len(removed)} temp file(s) an interrupted plan write left")
-        manager = WorktreeManager(self.git)
-        if self.options.resume:
-            worktree = manager.create(self.feature_id, self.options.base_branch)
-            self._feature_repo = worktree.repo()
-        else:
-            # Only the branch now: the tasks start from it, and its worktree is checked out while they
-            # do (see _feature_worktree). A run killed in between is resumed like any other.
-            worktree = self._unchecked = manager.create_branch(self.feature_id, self.options.base_branch)
-        for text in worktree.notes:
-            self.note(text)
-        if self.options.resume:
-            branches = [branch_for(task.task_id) for task in self.result.tasks]
-            if restore_worktree(self._feature_worktree(), self.branch):
-                self.note(f"the merge queue was stopped at a candidate; {worktree.path} is back on {self.branch}")
-            for text in recover_interrupted_merge(self._feature_worktree(), lambda: branches):
-                self.note(text)
+        self.checkout = FeatureCheckout.prepare(self.git, self.feature_id, resume=self.options.resume,
+                                                base_branch=self.options.base_branch, argv=self.argv,
+                                                plan_path=self.plan_path,
+                                                task_ids=[task.task_id for task in self.result.tasks], note=self.note)
         self.verdicts = GateVerdicts(self.git, self.feature_id)  # the merge queue's, read under the lock
         if not self.options.resume and self.verdicts.path.exists():
             self.verdicts.reset("a fresh start of the feature")  # an earlier run's are not this one's
-        self.result.worktree = worktree.path
-        self.fgit = FeatureGit(self.git, self.root, self.branch, worktree.path, worktrees_dir(manager.root))
-        self.emit(FeatureStarted(self.feature_id, self.branch, worktree.path, self.waves.groups,
+        self.result.worktree = path = self.checkout.path
+        self.fgit = FeatureGit(self.git, self.root, self.branch, path, self.checkout.worktrees)
+        self.emit(FeatureStarted(self.feature_id, self.branch, path, self.waves.groups,
                                  self.pool.max_parallel, self.options.resume))
 
     def _feature_worktree(self) -> GitRepo:
-        """The feature worktree, checked out on first need in a fresh run."""
-        if self._feature_repo is None:
-            assert self._unchecked is not None  # _prepare() made the branch
-            crash_point("feature.before_checkout")  # the branch exists, its tasks may run, no worktree yet
-            # Its notes were said when the branch was made (before the run wrote into the checkout).
-            self._feature_repo = WorktreeManager(self.git).check_out(self._unchecked).repo()
-        assert self._feature_repo is not None
-        return self._feature_repo
+        return self.checkout.repo()  # checked out on first need in a fresh run
 
     # -- a wave ----------------------------------------------------------------------------
     def _wave(self, number: int, task_ids: tuple[str, ...]) -> bool:

@@ -55,11 +55,15 @@ class WaveTurn:
                 and (claims.get(task) is None or stale(claims[task]))]
 
 
-def wave_turn(waves: Iterable[tuple[str, ...]], state_of: Callable[[str], TaskState]) -> WaveTurn | None:
-    """The first wave not wholly merged (or closed); None when every wave is."""
+def wave_turn(waves: Iterable[tuple[str, ...]], state_of: Callable[[str], TaskState], *,
+              written: Callable[[int, Mapping[str, TaskState]], bool] | None = None) -> WaveTurn | None:
+    """The first wave not wholly merged (or closed); None when every wave is. With ``written``, a
+    wave wholly merged or closed that it says is not written into the plan yet is that wave too
+    (mergeable: its merge step writes it; :class:`~guardkit_state.remote.wave_progress.WrittenWaves`)."""
     for number, wave in enumerate(waves, start=1):
         states = {task: state_of(task) for task in wave}
-        if not all(state.phase in ("merged", "closed") for state in states.values()):
+        if not all(state.phase in ("merged", "closed") for state in states.values()) or (
+                written is not None and not written(number, states)):
             return WaveTurn(number, tuple(wave), states)
     return None
 

@@ -61,6 +61,7 @@ from guardkit_state.remote.run_history import RunHistory
 from guardkit_state.remote.spending import RemoteSpending
 from guardkit_state.remote.turn_pushes import TurnPushes
 from guardkit_state.remote.wave_merge import WaveMerger
+from guardkit_state.remote.wave_progress import WrittenWaves
 from guardkit_state.remote.worker_records import WorkerInterrupted, WorkerOptions, WorkerResult
 from guardkit_state.store.layout import branch_for, worktrees_dir
 
@@ -119,6 +120,7 @@ class _Worker:
         # --max-cost: what the feature's tasks spent, from their branches on the remote
         self.spending = RemoteSpending(repo, self.feature, tuple(task for wave in self.waves for task in wave))
         self.going_on = GoingOn(self.plan, options.stop_on_failure)  # failures that do not stop the feature
+        self.written = WrittenWaves(repo, self.going_on)  # and the waves they leave nothing to merge in
         self.result = WorkerResult(self.feature, self.board.worker)
         self.on_note, self.on_event = on_note, on_event
         self._states: dict[str, tuple[tuple[str | None, str | None], TaskState]] = {}
@@ -219,7 +221,8 @@ class _Worker:
         # still hold): a task is claimed only when free, taken over only when its claim is stale
         # here (no push is tried, and refused, for a live claim).
         claims = self._claims
-        turn = wave_turn(self.waves, lambda task: self.going_on.state(self._state(task, remote, claims.get(task))))
+        turn = wave_turn(self.waves, lambda task: self.going_on.state(self._state(task, remote, claims.get(task))),
+                         written=self.written.at(remote.get(self.feature_branch)))
         if turn is None:
             return self._finished()
         if turn.mergeable:
