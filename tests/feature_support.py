@@ -14,7 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from guardkit_state.agents.protocol import CommandAgent
+from guardkit_state.features.build import FeatureOptions, build_feature
+from guardkit_state.loop.events import Event
 from guardkit_state.plans.plan import load_plan
 from guardkit_state.taskfile.document import TaskFile
 
@@ -255,3 +259,12 @@ def start_cli(project: FeatureProject, *extra: str, crash_at: str | None = None)
         env["GUARDKIT_STATE_CRASH_AT"] = crash_at
     return subprocess.Popen(cli_argv(project, *extra), cwd=project.root, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def build_in_process(project: FeatureProject, monkeypatch: pytest.MonkeyPatch, *,
+                     options: FeatureOptions | None = None, events: list[Event] | None = None) -> Any:
+    """``build_feature`` on ``project`` in this process, with the project's agent environment set."""
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    sink = events.append if events is not None else None
+    return build_feature(project.root, FEATURE_ID, *project.agents(), options or FeatureOptions(), on_event=sink)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -134,3 +135,89 @@ def test_a_loop_whose_player_leaves_a_server_running_goes_on(tmp_path: Path) -> 
     assert "timed out" not in said
     assert f"note: turn 1: the Player ({Path(sys.executable).name}): exited but left process group " in said
     assert _dies(int((root / ".guardkit" / "worktrees" / task / "server.pid").read_text()))
+
+
+#: A Player that starts a dev server as a daemon (double fork + ``setsid``: out of its process group and
+#: session), which writes ``server.log`` every 50 ms for two minutes; its pid goes to ``daemon.pid``.
+#: The Player writes its report once the daemon runs, and exits 0.
+DAEMONIZES = """\
+import json, os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        with open('daemon.pid.tmp', 'w') as handle:
+            handle.write(str(os.getpid()))
+        os.replace('daemon.pid.tmp', 'daemon.pid')
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            with open('server.log', 'a') as handle:
+                handle.write('tick\\n')
+            time.sleep(0.05)
+    os._exit(0)
+os.wait()
+while not os.path.exists('daemon.pid'):
+    time.sleep(0.01)
+open(os.environ['GUARDKIT_REPORT_FILE'], 'w').write(json.dumps(THE_REPORT))
+"""
+
+
+@pytest.fixture
+def reap() -> Iterator[list[Path]]:
+    """Pid files of daemons a test starts: any still alive at its end is killed (a failing run must not
+    leave one writing for two minutes)."""
+    files: list[Path] = []
+    yield files
+    for pid_file in files:
+        with contextlib.suppress(OSError, ValueError):  # only the daemon itself: it runs where it wrote the file
+            pid = int(pid_file.read_text())
+            if _alive(pid) and os.readlink(f"/proc/{pid}/cwd") == str(pid_file.parent):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_an_agents_daemon_that_left_its_session_is_found_killed_and_named(tmp_path: Path, reap: list[Path]) -> None:
+    reap.append(tmp_path / "daemon.pid")
+    (tmp_path / "agent.py").write_text(DAEMONIZES.replace("THE_REPORT", "{'done': True}"))
+    report = CommandAgent(f"{sys.executable} agent.py").run(_request(tmp_path))
+    daemon = int((tmp_path / "daemon.pid").read_text())
+    assert _dies(daemon)
+    [note] = report.pop("agent_run")["notes"]
+    assert report == {"done": True}
+    assert note == (f"exited but left process {daemon} ({sys.executable} agent.py) running outside its process group; "
+                    "killed it")
+
+
+def test_a_player_whose_daemon_keeps_writing_is_approved_by_an_honest_coach(tmp_path: Path, reap: list[Path]) -> None:
+    from .guardkit_fixtures import cli, make_repo
+
+    task = "TASK-AGT-003"
+    body = (f"---\nid: {task}\ntitle: Dev server\nstatus: in_progress\n---\n\n## Acceptance Criteria\n\n"
+            "- [ ] AC-001: it serves\n")
+    root = make_repo(tmp_path / "repo", {f"tasks/in_progress/{task}-server.md": body})
+    report = ("{'files_modified': [], 'files_created': [], 'tests_written': [], 'tests_run': True, "
+              "'tests_passed': True, 'implementation_notes': 'x', 'concerns': [], 'requirements_addressed': [], "
+              "'requirements_remaining': []}")
+    (tmp_path / "player.py").write_text(DAEMONIZES.replace("THE_REPORT", report))
+    coach = ("import json, os; open(os.environ['GUARDKIT_REPORT_FILE'], 'w').write(json.dumps({'decision': "
+             "'approve', 'rationale': 'ok', 'issues': [], 'criteria_verification': [{'criterion_id': 'AC-001', "
+             "'result': 'verified', 'notes': ''}], 'validation_results': {'tests_passed_count': 1, "
+             "'tests_failed_count': 0, 'coverage': 90.0}}))")
+    (tmp_path / "coach.py").write_text(coach)
+    run = cli(root, "feature-build", task, "--player", f"{sys.executable} {tmp_path / 'player.py'}",
+              "--coach", f"{sys.executable} {tmp_path / 'coach.py'}", "--max-turns", "2")
+    said = run.stdout + run.stderr
+    worktree = root / ".guardkit" / "worktrees" / task
+    reap.append(worktree / "daemon.pid")
+    daemon = int((worktree / "daemon.pid").read_text())
+    # Its writes stopped when the Player ended: the Coach is not blamed for them, and approves in turn 1.
+    assert run.returncode == 0, said
+    assert "Coach changed the worktree" not in said
+    assert (f"note: turn 1: the Player ({Path(sys.executable).name}): exited but left process {daemon} "
+            f"({sys.executable} {tmp_path / 'player.py'}) running outside its process group; killed it") in said
+    assert _dies(daemon)
+    # The turn commit holds the log as the Player left it; nothing wrote to it after the run.
+    committed = subprocess.run(["git", "show", f"autobuild/{task}:server.log"], cwd=root, capture_output=True,
+                               check=True).stdout
+    assert (worktree / "server.log").read_bytes() == committed

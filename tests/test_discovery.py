@@ -10,7 +10,8 @@ import pytest
 
 from guardkit_state.errors import NotRegularFileError, TaskNotFoundError
 from guardkit_state.git.checkouts import common_git_dir, shared_lock_path
-from guardkit_state.index.task_records import frontmatter_turn_records, read_task_files
+from guardkit_state.index.records import TURN_STATES
+from guardkit_state.index.sources import load_project_records
 from guardkit_state.inspect.status import repo_status
 from guardkit_state.store import layout
 from guardkit_state.store.turn_files import artifacts_dir
@@ -105,7 +106,7 @@ def test_only_a_loops_own_task_is_read_in_its_worktree(repo: Path) -> None:
     rows = {s.task_id: s for s in repo_status(repo)}
     assert (rows["TASK-A-1"].turns, rows["TASK-A-1"].in_worktree) == (2, True)
     assert (rows["TASK-A-2"].turns, rows["TASK-A-2"].in_worktree) == (1, False)
-    shown = {r.source_path for r in frontmatter_turn_records(read_task_files(repo)[0], set(), "g")}
+    shown = {r.source_path for r in load_project_records(repo).records if r.kind == TURN_STATES}
     assert shown == {".guardkit/worktrees/TASK-A-1/tasks/in_progress/TASK-A-1-real.md",
                      "tasks/backlog/sub/TASK-A-2.md"}
 

@@ -79,3 +79,25 @@ def test_a_plan_the_run_cannot_write_is_refused_before_anything_is_made(tmp_path
     assert branches == "" and not (project.root / ".guardkit" / "worktrees").exists()
     project.plan_path.chmod(0o644)
     assert run_cli(project).returncode == 0
+
+
+def test_no_stop_on_failure_ends_completed_without_the_failed_and_skipped_tasks(tmp_path: Path) -> None:
+    t1, t2, t3 = "TASK-FB-001", "TASK-FB-002", "TASK-FB-003"
+    project = make_feature(tmp_path, [TaskSpec(t1, approve_at=0), TaskSpec(t2), TaskSpec(t3, [t1])])
+    run = run_cli(project, "--max-turns", "1", "--no-stop-on-failure")
+    assert run.returncode == 1, run.stdout + run.stderr  # not 0: the failed task's work is not on the branch
+    assert f"FEAT-FB: completed without {t1}, {t3} — {t1} ended without approval (max_turns_exceeded)" in run.stdout
+    assert f"note: {t3} skipped: it needs {t1}, which ended without approval" in run.stderr
+    assert f"  {t3}  wave 2  skipped     dependency_failed   0 turn(s)" in run.stdout
+    status = subprocess.run(cli_argv(project)[:3] + ["status", "--repo", str(project.root)], capture_output=True,
+                            text=True, check=False)
+    assert "1/3 task(s) done" in status.stdout and "1 skipped (a task they need failed)" in status.stdout
+    show = subprocess.run(cli_argv(project)[:3] + ["show", "FEAT-FB", "--repo", str(project.root)],
+                          capture_output=True, text=True, check=False)
+    assert f"{t3}  skipped      0 turn(s)  0/1 verified · skipped: it needs {t1}, which ended without approval" \
+        in show.stdout
+    # Without the flag (the default, as GuardKit's) the failure stops the feature before wave 2.
+    again = make_feature(tmp_path, [TaskSpec(t1, approve_at=0), TaskSpec(t2), TaskSpec(t3, [t1])], name="again")
+    stopped = run_cli(again, "--max-turns", "1")
+    assert stopped.returncode == 1 and "FEAT-FB: stopped — " in stopped.stdout
+    assert f"  {t3}  wave 2  pending" in stopped.stdout

@@ -76,7 +76,8 @@ def test_show_feature_lists_waves_tasks_and_nothing_next(finished: FeatureProjec
     merges = read_feature_log(finished.root, FEATURE_ID).merges
     assert first["merge_commit"] == merges[0].sha
     assert data["next"] == {"wave": None, "run": [], "merge": [], "stopped_by": [],
-                            "text": f"nothing: every wave is merged into {FEATURE_BRANCH}", "command": None}
+                            "text": f"nothing: every wave is merged into {FEATURE_BRANCH}", "command": None,
+                            "skipped": []}
     assert data["totals"] == {"tasks": 3, "completed": 3, "turns": 4}
     # The plan's path names the same feature; the plain text shows the waves and the next step.
     assert cli_json(capsys, "show", ".guardkit/features/FEAT-FB.yaml", "--repo", str(finished.root)) == data

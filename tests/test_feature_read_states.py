@@ -120,3 +120,30 @@ def test_log_of_a_feature_explains_its_empty_sections_on_stdout(tmp_path: Path,
     assert f"{T1} (pending): turns from" in out and "no turns recorded" in out
     assert err == ""
     assert (project.root / PLAN_REL).is_file()
+
+
+def test_the_next_step_under_stop_on_failure_false_names_the_tasks_that_run_and_the_skipped_ones(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    t4 = "TASK-FB-004"
+    project = make_feature(tmp_path, [TaskSpec(T1, approve_at=0), TaskSpec(T2), TaskSpec(T3, [T1]), TaskSpec(t4, [T2])])
+    project.plan_path.write_text(project.plan_path.read_text() + "stop_on_failure: false\n")
+    git(project.root, "commit", "-qam", "plan: a failure does not stop the feature")
+    code, err = _finish(start_cli(project, "--max-turns", "1", crash_at="feature.between_waves"))
+    assert code != 0, err  # killed after wave 1: T1 failed, T2 merged
+    view = feature_view(project.root, FEATURE_ID)
+    # Not "wave 1/2 stops: T1 ...": the plan says a failure does not stop the feature.
+    assert (view.next.wave, view.next.run, view.next.stopped_by, view.next.skipped) == (2, (t4,), (), (T3,))
+    assert view.next.text == f"wave 2/2 skips {T3} (it needs {T1}, which ended without approval), then runs {t4}"
+    code, out, _ = cli(capsys, "show", FEATURE_ID, "--repo", str(project.root))
+    assert f"next: {view.next.text}" in out and view.next.command is not None
+
+    # And that is what --resume does: T4 runs, T3 never does, and the feature ends completed without T1, T3.
+    code, err = _finish(start_cli(project, "--resume"))
+    assert code == 1, err
+    started = {e["task"] for e in project.invocations() if e["event"] == "start"}
+    assert t4 in started and T3 not in started
+    done = feature_view(project.root, FEATURE_ID).next
+    assert (done.wave, done.run, done.skipped, done.command) == (None, (), (T3,), None)
+    assert done.text == (f"nothing left to run: the feature ends completed without {T1}, {T3} ({T1} ended without "
+                         f"approval (max_turns_exceeded): the Coach did not approve within 1 turns; {T3} skipped: it "
+                         f"needs {T1}, which ended without approval)")

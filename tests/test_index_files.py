@@ -18,7 +18,8 @@ from guardkit_state.index import FileIndex, search
 from guardkit_state.index.after_turn import index_turn_best_effort
 from guardkit_state.index.identity import sanitize_group_part
 from guardkit_state.index.records import project_group_id, resolve_group, stable_uuid
-from guardkit_state.index.turn_records import discover_turn_state_files, load_turn_state_records, turn_record
+from guardkit_state.index.sources import load_project_records
+from guardkit_state.index.turn_records import turn_record, turn_state_files
 from tests.index_helpers import keys, seed001_project, write_turn
 
 T = "TURN-FEAT-AUTH-TASK-AUTH-001-T"
@@ -56,8 +57,8 @@ def test_worktree_copy_wins_over_main_checkout(tmp_path: Path) -> None:
     write_turn(tmp_path, "FEAT-X", "TASK-X-001", 1, "feedback", player_summary="old main copy")
     newer = write_turn(tmp_path, "FEAT-X", "TASK-X-001", 1, "approved", worktree=True,
                        player_summary="worktree copy")
-    assert discover_turn_state_files(tmp_path) == {("TASK-X-001", 1): newer}
-    (record,) = load_turn_state_records(tmp_path).records
+    assert newer in turn_state_files(tmp_path)
+    (record,) = load_project_records(tmp_path).records
     assert record.fields["coach_decision"] == "approved"
 
 
@@ -65,7 +66,7 @@ def test_unreadable_turn_file_is_reported_not_fatal(tmp_path: Path) -> None:
     write_turn(tmp_path, "FEAT-X", "TASK-X-001", 1, "feedback")
     bad = tmp_path / ".guardkit" / "autobuild" / "TASK-X-001" / "turn_state_turn_2.json"
     bad.write_text("{not json")
-    loaded = load_turn_state_records(tmp_path)
+    loaded = load_project_records(tmp_path)
     assert [r.turn_number for r in loaded.records] == [1]
     assert loaded.problems[0].path == bad and loaded.problems[0].line == 1
 
@@ -185,7 +186,7 @@ def test_real_guardkit_turn_states_are_searchable(corpus_dir: Path, tmp_path: Pa
     target = tmp_path / "repo" / ".guardkit" / "autobuild"
     for task in ("TASK-HARV-002", "TASK-HARV-004"):
         writable_copy(corpus_dir / "autobuild" / task, target / task)
-    loaded = load_turn_state_records(tmp_path / "repo")
+    loaded = load_project_records(tmp_path / "repo")
     assert len(loaded.records) == 10, [str(p) for p in loaded.problems]
     # GuardKit's ids collide across tasks (TURN-FEAT-HARV-1); ours are task-scoped.
     assert len({r.key for r in loaded.records}) == 10

@@ -111,9 +111,10 @@ def test_editing_one_file_updates_exactly_that_record(project: Path) -> None:
 
 def _fact_count_fresh(project: Path, index: object) -> int:
     from guardkit_state.index.config_records import load_system_records
-    from guardkit_state.index.turn_records import load_turn_state_records
+    from guardkit_state.index.records import TURN_STATES
+    from guardkit_state.index.sources import load_project_records
 
-    turn_facts = sum(len(r.facts) for r in load_turn_state_records(project).records)
+    turn_facts = sum(len(r.facts) for r in load_project_records(project).records if r.kind == TURN_STATES)
     seeded = index.status().groups.get(group_of(project, "role_constraints"))  # type: ignore[attr-defined]
     return turn_facts + (0 if not seeded else sum(len(r.facts) for r in load_system_records(project)[0]))
 

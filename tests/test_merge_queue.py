@@ -17,12 +17,11 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from guardkit_state.errors import GitError
-from guardkit_state.features.build import FeatureOptions, build_feature
+from guardkit_state.features.build import FeatureOptions
 from guardkit_state.features.feature_events import QueueStepped, TaskSentBack
 from guardkit_state.features.gate_verdicts import GateVerdicts, candidate_key
 from guardkit_state.features.merge_queue import MergeQueue, SendBack
@@ -36,7 +35,16 @@ from guardkit_state.report.feature import build_feature_report
 from guardkit_state.report.feature_page import render_feature_report
 from guardkit_state.taskfile.document import TaskFile
 
-from .feature_support import FEATURE_ID, FeatureProject, TaskSpec, git, merged_tasks, start_cli, task_rel
+from .feature_support import (
+    FEATURE_ID,
+    FeatureProject,
+    TaskSpec,
+    build_in_process,
+    git,
+    merged_tasks,
+    start_cli,
+    task_rel,
+)
 from .queue_support import (
     T1,
     T2,
@@ -51,14 +59,6 @@ from .queue_support import (
 )
 
 
-def _run(project: FeatureProject, monkeypatch: pytest.MonkeyPatch, *, options: FeatureOptions | None = None,
-         events: list[Event] | None = None) -> Any:
-    for name, value in project.env().items():
-        monkeypatch.setenv(name, value)
-    sink = events.append if events is not None else None
-    return build_feature(project.root, FEATURE_ID, *project.agents(), options or FeatureOptions(), on_event=sink)
-
-
 def _player_turns(project: FeatureProject) -> list[tuple[str, int]]:
     return [(e["task"], e["turn"]) for e in project.invocations() if e["role"] == "player" and e["event"] == "start"]
 
@@ -70,7 +70,7 @@ def test_two_tasks_green_alone_and_red_together_the_breaker_is_sent_back_and_mer
     project = queue_feature(tmp_path, [TaskSpec(T1, shell=port(8080)),
                                        TaskSpec(T2, shell=port(8080, from_turn=2, then=8081))], [[T1, T2]], gate)
     events: list[Event] = []
-    result = _run(project, monkeypatch, events=events)
+    result = build_in_process(project, monkeypatch, events=events)
     assert result.status == "completed", result.reason
     # T1 ran once and was merged once; T2 was sent back after turn 1, fixed in turn 2, merged after it.
     assert sorted(_player_turns(project)) == [(T1, 1), (T2, 1), (T2, 2)]
@@ -131,7 +131,7 @@ def test_a_breaker_never_fixed_ends_failed_with_the_gates_output_and_the_feature
     gate = gate_script(log)
     project = queue_feature(tmp_path, [TaskSpec(T1, shell=port(8080)), TaskSpec(T2, shell=port(8080)),
                                        TaskSpec(T3, [T1, T2])], [[T1, T2], [T3]], gate)
-    result = _run(project, monkeypatch, options=FeatureOptions(max_turns=2))
+    result = build_in_process(project, monkeypatch, options=FeatureOptions(max_turns=2))
     assert (result.status, result.exit_code) == ("stopped", 1)
     outcome = result.task(T2)
     assert (outcome.status, outcome.outcome, outcome.turns) == ("failed", "max_turns_exceeded", 2)
@@ -162,7 +162,7 @@ def test_a_gate_that_times_out_on_the_candidate_sends_the_breaker_back_and_leave
     project = queue_feature(tmp_path, [TaskSpec(T1, shell=port(8080)),
                                        TaskSpec(T2, shell=port(8080, from_turn=2, then=8081))], [[T1, T2]], gate,
                             timeout=1)
-    result = _run(project, monkeypatch)
+    result = build_in_process(project, monkeypatch)
     assert result.status == "completed", result.reason
     assert merged_tasks(project.root) == [T1, T2]
     steps = recorded_steps(load_plan(project.plan_path))

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from guardkit_state.process.command import run_command, start_time, stop_orphans
+from guardkit_state.process.command import RUN_MARK, run_command, start_time, stop_orphans
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
@@ -36,10 +38,13 @@ def test_a_command_past_its_timeout_is_killed_and_says_so(tmp_path: Path) -> Non
 
 def test_a_recorded_child_names_itself_and_its_pid_file_goes_with_the_run(tmp_path: Path) -> None:
     pid_file = tmp_path / "child.json"
-    done = run_command(f"cat {pid_file}", cwd=tmp_path, shell=True, session=True, pid_file=pid_file,
-                       what="the probe")
-    recorded = json.loads(done.stdout)
-    assert recorded == {"pgid": done.pid, "start": recorded["start"], "what": "the probe"}
+    done = run_command(f"cat {pid_file}; echo $GUARDKIT_STATE_RUN", cwd=tmp_path, shell=True, session=True,
+                       pid_file=pid_file, what="the probe")
+    written, mark = done.stdout.decode().splitlines()
+    recorded = json.loads(written)
+    # The run's mark, the one in its environment: what escapes its group is found by it after a kill too.
+    assert recorded == {"pgid": done.pid, "start": recorded["start"], "what": "the probe", "mark": mark}
+    assert len(mark) == 24
     assert not pid_file.exists()
 
 
@@ -57,3 +62,62 @@ def test_stop_orphans_names_what_it_stopped_from_an_older_agent_pid_file(tmp_pat
         if sleeper.poll() is None:
             sleeper.kill()
             sleeper.wait()
+
+
+#: A daemon (double fork + setsid): its pid in ``daemon.pid``, then it sleeps; the command exits at once.
+DAEMON = ("import os, time\n"
+          "if os.fork() == 0:\n"
+          "    os.setsid()\n"
+          "    if os.fork() == 0:\n"
+          "        open('daemon.pid', 'w').write(str(os.getpid()))\n"
+          "        time.sleep(120)\n"
+          "    os._exit(0)\n"
+          "os.wait()\n"
+          "while not os.path.exists('daemon.pid'):\n"
+          "    time.sleep(0.01)\n")
+
+
+def _gone(pid: int) -> bool:
+    """True once ``pid`` is gone or a zombie (SIGKILL lands a moment later; the wait only bounds a hang)."""
+    for _ in range(600):
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _reap(pid: int) -> None:
+    """Kill the test's own daemon if it still runs (a failing run must not leave it for two minutes)."""
+    with contextlib.suppress(OSError):
+        if b"os.setsid()" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_daemon_a_timed_out_command_started_is_killed_with_it(tmp_path: Path) -> None:
+    done = run_command([sys.executable, "-c", DAEMON + "time.sleep(60)"], cwd=tmp_path, timeout=2.0, session=True)
+    daemon = int((tmp_path / "daemon.pid").read_text())
+    try:
+        assert done.timed_out
+        assert _gone(daemon)
+    finally:
+        _reap(daemon)
+
+
+def test_stop_orphans_stops_what_a_killed_runs_child_left_outside_its_group(tmp_path: Path) -> None:
+    # A run SIGKILLed after its agent daemonized: the agent's group is gone, its daemon is not.
+    pid_file = tmp_path / "player_report_1.agent.json"
+    mark = "0123456789abcdef01234567"
+    script = DAEMON + f"open({str(pid_file)!r}, 'w').write(__import__('json').dumps({{'pgid': 1, 'mark': {mark!r}}}))"
+    subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env={**os.environ, RUN_MARK: mark}, check=True)
+    daemon = int((tmp_path / "daemon.pid").read_text())
+    try:
+        [note] = stop_orphans([pid_file], by="the interrupted loop")
+        assert note.startswith(f"stopped process {daemon} ({sys.executable} -c import os, time")
+        assert note.endswith("that the agent of turn ? had left running outside its process group, left running by "
+                             "the interrupted loop")
+        assert _gone(daemon)
+    finally:
+        _reap(daemon)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state.index import FileIndex, make_filters, scan_cache
+from guardkit_state.index import FileIndex, make_filters, scan_cache, scan_index
 from guardkit_state.index.query import Filters, allowed, exact_answer, parse_query, time_of
 from guardkit_state.index.scan_cache import search_cache_file, source_fingerprint
 from guardkit_state.index.words import field_score, overlap_score
@@ -108,8 +108,8 @@ def test_a_query_reads_only_the_records_it_answers_with(tmp_path: Path, monkeypa
     FileIndex(root).search("coverage")  # the cache written
     monkeypatch.setattr(scan_cache, "_MEMO", {})  # the next process
     read: list[object] = []
-    real = scan_cache.record_from_dict
-    monkeypatch.setattr(scan_cache, "record_from_dict", lambda row: read.append(row) or real(row))
+    real = scan_index.record_from_row
+    monkeypatch.setattr(scan_index, "record_from_row", lambda row: read.append(row) or real(row))
     hits = FileIndex(root).search("coverage is low", limit=3)
     answered = len(read)
     assert (hits[0].task_id, hits[0].turn_number) == ("TASK-TOK-003", 2)
@@ -117,7 +117,7 @@ def test_a_query_reads_only_the_records_it_answers_with(tmp_path: Path, monkeypa
     # the third answer's score are read (its ties too, for their fixed order), not the 50 others.
     tied = [h for h in FileIndex(root).search("coverage is low", limit=100) if h.score >= hits[-1].score]
     assert len(hits) == 3 and answered == len(tied) < 10
-    assert len(scan_cache.cached_index(root, list)) > 40
+    assert len(scan_cache.cached_index(root)) > 40
 
 
 def test_a_phrase_of_word_fragments_is_found_as_the_scan_finds_it(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from guardkit_state.errors import AgentError, GuardkitStateError
 from guardkit_state.git.environment import clean_environment
-from guardkit_state.process.command import run_command, stop_orphans
+from guardkit_state.process.command import escaped_words, run_command, stop_orphans
 from guardkit_state.store.jsonio import load_json
 from guardkit_state.turns.turn_state import AGENT_RUN_KEY
 
@@ -191,6 +191,9 @@ def run_agent_process(command: str | list[str], request: TurnRequest, *, shell: 
                          task_id=request.task_id, turn=request.turn)
     notes = [f"exited but left process group {done.pid} running ({done.left_running}); killed it"] \
         if done.left_running else []
+    if done.escaped:  # a daemon (setsid): no signal to its group reached it; its run's mark found it
+        notes.append(f"exited but left {escaped_words(done.escaped)} running outside its process group; "
+                     f"killed {'them' if len(done.escaped) > 1 else 'it'}")
     return AgentExit(done.returncode, done.stdout, done.stderr, notes)
 
 

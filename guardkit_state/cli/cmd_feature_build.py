@@ -45,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "GUARDKIT_SCHEMA_FILE and GUARDKIT_REPORT_FILE (the Coach also GUARDKIT_PLAYER_REPORT_FILE and\n"
         "GUARDKIT_DIFF_FILE) and writes a JSON report to GUARDKIT_REPORT_FILE (docs/agents.md).\n\n"
         "Exit codes: 0 approved, 1 not approved (max turns, stall, the same agent failure twice,\n"
-        "--max-cost reached), 2 usage or configuration\n"
+        "--max-cost reached; a feature: stopped, or completed without a failed task under\n"
+        "--no-stop-on-failure), 2 usage or configuration\n"
         "error, 70 a fault of guardkit-state itself (a bug: the error names its crash log), 130\n"
         "interrupted (state saved; continue with --resume).",
     )
@@ -63,6 +64,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.add_argument("--max-cost", type=usd, metavar="USD",
                         help="stop cleanly once the agents' reported cost reaches this (per task; for a feature, "
                         "for the whole feature)")
+    stopping = parser.add_mutually_exclusive_group()
+    stopping.add_argument("--no-stop-on-failure", dest="stop_on_failure", action="store_false", default=None,
+                          help="features only: a task that ends without approval does not stop the feature; the "
+                          "tasks that need it are skipped, the others run (exit 1: completed without them)")
+    stopping.add_argument("--stop-on-failure", dest="stop_on_failure", action="store_true", default=None,
+                          help="features only: a task that ends without approval stops the feature, whatever the "
+                          "plan's stop_on_failure says (the default, where the plan says nothing)")
     parser.add_argument("--max-turns", type=turn_count, metavar="N", help="turn budget (default: the task's, else 5); "
                         "--resume beyond it is refused unless this raises it")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted loop from its files")
@@ -116,6 +124,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
 
     if getattr(args, "max_parallel", None) is not None:
         out.note("note: --max-parallel applies to features (FEAT-ID) only; a task runs one loop, so it is ignored")
+    if getattr(args, "stop_on_failure", None) is not None:
+        out.note("note: --[no-]stop-on-failure applies to features (FEAT-ID) only; a task runs one loop, so it is "
+                 "ignored")
     options = LoopOptions(max_turns=args.max_turns, resume=args.resume, use_worktree=not args.no_worktree,
                           turn_timeout=args.turn_timeout, base_branch=args.base_branch, reopen=args.reopen,
                           max_cost=args.max_cost, continue_session=args.continue_session,

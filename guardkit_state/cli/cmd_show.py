@@ -139,6 +139,8 @@ def render_feature(view: FeatureView, out: Output) -> None:
             merged = f" · merged {row.merge_commit[:10]}" if row.merge_commit else " · merged" if row.merged else ""
             conflicts = f" · conflicts: {safe(', '.join(row.conflicts))}" if row.conflicts else ""
             outcome = f" · {safe(row.outcome)}" if row.outcome and row.status not in ("completed",) else ""
+            if row.outcome == "dependency_failed":  # which failed task it needs (--no-stop-on-failure)
+                outcome = f" · {safe(row.reason)}"
             out.line(f"  {safe(row.task_id):<{width}}  {status} {row.turns:>2} turn(s)  {criteria}"
                      f"{outcome}{merged}{conflicts}")
             if row.error:

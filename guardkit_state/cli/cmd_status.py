@@ -99,6 +99,9 @@ def _feature_lines(features: list[FeatureSummary], out: Output) -> None:
         stopped = f.failed
         waves = f"wave {f.current_wave}/{f.waves}" if f.waves is not None else "waves ?"
         extra = f" · {stopped} failed/blocked" if stopped else ""
+        # Skipped and not done: not run because a task they need failed (closed ones are done).
+        not_run = f.tasks.get("completed", 0) + f.tasks.get("skipped", 0) - f.done
+        extra += f" · {not_run} skipped (a task they need failed)" if not_run > 0 else ""
         out.line(f"{name:<{width}}  {safe(f.status or '-'):<{status_width}} {f.done}/{f.total} task(s) done  "
                  f"{waves}  {f.total_turns} turn(s){extra}")
 

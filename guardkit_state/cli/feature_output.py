@@ -64,7 +64,7 @@ def _run_feature(args: argparse.Namespace, out: Output, agents: tuple[Agent, Age
                              resume=args.resume, base_branch=args.base_branch, turn_timeout=args.turn_timeout,
                              max_cost=getattr(args, "max_cost", None),
                              continue_session=bool(getattr(args, "continue_session", False)),
-                             argv=getattr(args, "argv", None))
+                             stop_on_failure=getattr(args, "stop_on_failure", None), argv=getattr(args, "argv", None))
 
     from guardkit_state.cli.live_report import run_with_progress
 
@@ -80,7 +80,7 @@ def _run_feature(args: argparse.Namespace, out: Output, agents: tuple[Agent, Age
 def render_result(result: FeatureResult, out: Output) -> None:
     """The end of a feature run (stdout): its verdict, then one line per task."""
     good = result.status == "completed"
-    verdict = out.style(result.status, "bold", "green" if good else "yellow")
+    verdict = out.style(result.verdict, "bold", "green" if good else "yellow")
     out.line(f"{result.feature_id}: {verdict} — {safe(result.reason)}")
     width = max((len(task.task_id) for task in result.tasks), default=0)
     for task in result.tasks:

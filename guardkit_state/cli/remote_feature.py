@@ -69,14 +69,17 @@ def run_remote(args: argparse.Namespace, out: Output, agents: tuple[Agent, Agent
     options = WorkerOptions(remote=args.remote, lease=args.lease, poll=args.poll, max_turns=args.max_turns,
                             turn_timeout=args.turn_timeout, max_cost=getattr(args, "max_cost", None),
                             continue_session=bool(getattr(args, "continue_session", False)),
-                            quarantine_after=args.quarantine_after)
+                            quarantine_after=args.quarantine_after,
+                            stop_on_failure=getattr(args, "stop_on_failure", None))
     result = run_worker(args.repo, args.task_id, *agents, options,
                         on_note=lambda text: None if args.json else out.note(safe(text)),
                         on_event=with_indexing(None, args.repo))
     if args.json:
         out.json(result.to_dict())
     else:
-        verdict = out.style("done" if result.done else "stopped", "bold", "green" if result.done else "yellow")
+        word = "done" if result.done else f"completed without {', '.join(result.without)}" if result.without \
+            else "stopped"
+        verdict = out.style(word, "bold", "green" if result.done else "yellow")
         out.line(f"{result.feature}: {verdict} — {safe(result.reason)}")
         out.line(f"  this worker ran: {', '.join(result.ran) or 'nothing'}; merged: "
                  f"{', '.join(result.merged) or 'nothing'}")

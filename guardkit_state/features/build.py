@@ -9,7 +9,9 @@ same time (up to ``max_parallel``), each as the task loop in a process of its ow
 task of the wave has ended, the approved ones are merged into the feature branch in plan order, so
 the result does not depend on which agent finished first. A conflict blocks that task (its branch
 and worktree kept); a task that ends without approval lets its wave finish, then the feature stops
-before the next wave.
+before the next wave, unless its failure does not stop the feature (``--no-stop-on-failure``,
+:mod:`~guardkit_state.plans.failure_rules`): then the tasks that need it are skipped, the others run,
+and the feature ends ``incomplete`` ("completed without" them).
 
 Only this process writes the plan (:func:`~guardkit_state.plans.plan_writer.modify_plan`), and
 the plan only reports: where each task stands is read from its files and git
@@ -25,7 +27,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from guardkit_state.agents.protocol import Agent
-from guardkit_state.errors import GuardkitStateError, InputError, ResumeError
+from guardkit_state.errors import GuardkitStateError, InputError
+from guardkit_state.features.feature_checkout import FeatureCheckout
 from guardkit_state.features.feature_events import (
     FeatureStarted,
     QueueStepped,
@@ -37,32 +40,33 @@ from guardkit_state.features.feature_events import (
     WaveStarted,
 )
 from guardkit_state.features.gate_verdicts import GateVerdicts
-from guardkit_state.features.merge_queue import Approved, MergeQueue, SendBack, restore_worktree
+from guardkit_state.features.merge_queue import Approved, MergeQueue, SendBack
 from guardkit_state.features.plan_report import Change, PlanReport
 from guardkit_state.features.processes import ChildEnd, LoopJob, TaskPool
 from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state
 from guardkit_state.features.result import FeatureInterrupted, FeatureResult, TaskOutcome, resume_command
 from guardkit_state.features.send_back import write_send_back
 from guardkit_state.git.checkouts import shared_lock_path
-from guardkit_state.git.merge import MergeResult, merge_message, recover_interrupted_merge
+from guardkit_state.git.merge import MergeResult, merge_message
 from guardkit_state.git.merge_driver_setup import unregistered_note
 from guardkit_state.git.names import check_loop_ids
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.git.worktrees import Worktree, WorktreeManager, check_base_branch
+from guardkit_state.git.worktrees import check_base_branch
 from guardkit_state.loop.command_line import build_argv
 from guardkit_state.loop.events import EventSink, LoopEvent, Note, ignore
 from guardkit_state.loop.run import LoopOptions
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
 from guardkit_state.plans import plan_progress as progress_values
+from guardkit_state.plans.failure_rules import skipped_by, stops_on_failure
 from guardkit_state.plans.merge_queue_log import QueueStep
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.plan_checks import check_plan_identity, check_task_branches
 from guardkit_state.plans.plan_splice import PlanUpdate
 from guardkit_state.plans.smoke_gates import SmokeRun, read_smoke_gate
 from guardkit_state.plans.waves import Waves, default_max_parallel, plan_waves
-from guardkit_state.store.fsio import check_writable, crash_point, remove_stale_temp_files
+from guardkit_state.store.fsio import check_writable, crash_point
 from guardkit_state.store.home import check_state_home
-from guardkit_state.store.layout import branch_for, log_file, worktrees_dir
+from guardkit_state.store.layout import branch_for, log_file
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.turns.checks import checked_max_turns, checked_timeout
@@ -90,6 +94,9 @@ class FeatureOptions:
         max_cost: stop once the agents of the feature's tasks have reported this many USD: checked
             before each wave, and each task loop gets what is left (tasks of one wave running in
             parallel each get all of it, so a wave can go over by what its other tasks spend).
+        stop_on_failure: False: a task that ends without approval does not stop the feature (the
+            tasks that need it are skipped); True: every such task stops it; None: as the plan says
+            (``stop_on_failure``, :mod:`~guardkit_state.plans.failure_rules`), else True.
     """
 
     max_parallel: int | None = None
@@ -99,6 +106,7 @@ class FeatureOptions:
     turn_timeout: float | None = None
     max_cost: float | None = None
     continue_session: bool = False
+    stop_on_failure: bool | None = None
     #: The command line that started the run (without the program name; the CLI passes its own):
     #: the "continue with" lines repeat it. Default: built from the agents' commands.
     argv: tuple[str, ...] | None = None
@@ -158,13 +166,12 @@ class _FeatureRun:
 
     fgit: FeatureGit  # set by _prepare(), which every other step follows
     verdicts: GateVerdicts  # likewise
-    #: The feature worktree (merges happen there): a fresh run checks it out as its first tasks start.
-    _feature_repo: GitRepo | None = None
-    _unchecked: Worktree | None = None
+    #: The feature branch and worktree (merges happen there): a fresh run checks it out as its first tasks start.
+    checkout: FeatureCheckout
 
     def __init__(self, root: Path, git: GitRepo, plan_path: Path, plan: FeaturePlan, waves: Waves,
                  agents: tuple[Agent, Agent], options: FeatureOptions, emit: EventSink) -> None:
-        self.root, self.git, self.plan_path, self.waves = root, git, plan_path, waves
+        self.root, self.git, self.plan_path, self.plan, self.waves = root, git, plan_path, plan, waves
         self.player, self.coach = agents
         self.options = options
         self.emit = emit
@@ -181,6 +188,7 @@ class _FeatureRun:
         self.gate_runs: dict[int, int] = {}  # per wave: the gate verdicts its queue took (numbered)
         self.pool = TaskPool(max_parallel, self._task_event)
         self.report = PlanReport(plan_path)  # what the run writes into its plan
+        self.passed_over: list[str] = []  # failed tasks whose failure does not stop the feature
 
     def note(self, text: str) -> None:
         self.result.notes.append(text)
@@ -222,8 +230,7 @@ class _FeatureRun:
                 break
             crash_point("feature.between_waves")
         else:
-            self.result.status = "completed"
-            self.result.reason = f"every wave merged into {self.branch}"
+            self.result.ended(self.passed_over)
         self._feature_worktree()  # a run that ran and merged no task still leaves its worktree (else: a no-op)
         completed = self.result.status == "completed"
         failed = self.gate_failed or any(o.status in ("failed", "blocked") for o in self.result.tasks)
@@ -232,57 +239,31 @@ class _FeatureRun:
 
     def _prepare(self) -> None:
         """Fresh start or resume (checked under the lock), the feature worktree, repairs of a kill."""
-        exists = self.git.branch_exists(self.branch)
-        if self.options.resume and not exists:
-            raise ResumeError(f"{self.feature_id} has nothing to resume (no branch {self.branch}); start it with "
-                              f"'guardkit-state feature-build {self.feature_id} --player CMD --coach CMD'")
-        if not self.options.resume and exists:
-            raise ResumeError(f"{self.feature_id} has already started (branch {self.branch} exists); continue it "
-                              f"with {resume_command(self.feature_id, self.argv)}")
-        removed = remove_stale_temp_files(self.plan_path.parent)
-        if removed:
-            self.note(f"removed {len(removed)} temp file(s) an interrupted plan write left")
-        manager = WorktreeManager(self.git)
-        if self.options.resume:
-            worktree = manager.create(self.feature_id, self.options.base_branch)
-            self._feature_repo = worktree.repo()
-        else:
-            # Only the branch now: the tasks start from it, and its worktree is checked out while they
-            # do (see _feature_worktree). A run killed in between is resumed like any other.
-            worktree = self._unchecked = manager.create_branch(self.feature_id, self.options.base_branch)
-        for text in worktree.notes:
-            self.note(text)
-        if self.options.resume:
-            branches = [branch_for(task.task_id) for task in self.result.tasks]
-            if restore_worktree(self._feature_worktree(), self.branch):
-                self.note(f"the merge queue was stopped at a candidate; {worktree.path} is back on {self.branch}")
-            for text in recover_interrupted_merge(self._feature_worktree(), lambda: branches):
-                self.note(text)
+        self.checkout = FeatureCheckout.prepare(self.git, self.feature_id, resume=self.options.resume,
+                                                base_branch=self.options.base_branch, argv=self.argv,
+                                                plan_path=self.plan_path,
+                                                task_ids=[task.task_id for task in self.result.tasks], note=self.note)
         self.verdicts = GateVerdicts(self.git, self.feature_id)  # the merge queue's, read under the lock
         if not self.options.resume and self.verdicts.path.exists():
             self.verdicts.reset("a fresh start of the feature")  # an earlier run's are not this one's
-        self.result.worktree = worktree.path
-        self.fgit = FeatureGit(self.git, self.root, self.branch, worktree.path, worktrees_dir(manager.root))
-        self.emit(FeatureStarted(self.feature_id, self.branch, worktree.path, self.waves.groups,
+        self.result.worktree = path = self.checkout.path
+        self.fgit = FeatureGit(self.git, self.root, self.branch, path, self.checkout.worktrees)
+        self.emit(FeatureStarted(self.feature_id, self.branch, path, self.waves.groups,
                                  self.pool.max_parallel, self.options.resume))
 
     def _feature_worktree(self) -> GitRepo:
-        """The feature worktree, checked out on first need in a fresh run."""
-        if self._feature_repo is None:
-            assert self._unchecked is not None  # _prepare() made the branch
-            crash_point("feature.before_checkout")  # the branch exists, its tasks may run, no worktree yet
-            # Its notes were said when the branch was made (before the run wrote into the checkout).
-            self._feature_repo = WorktreeManager(self.git).check_out(self._unchecked).repo()
-        assert self._feature_repo is not None
-        return self._feature_repo
+        return self.checkout.repo()  # checked out on first need in a fresh run
 
     # -- a wave ----------------------------------------------------------------------------
     def _wave(self, number: int, task_ids: tuple[str, ...]) -> bool:
         """Run the wave's unfinished tasks, merge the approved ones through the queue, run again the
         ones it sent back, until none is; False when the feature stops here."""
+        skipped = self._skip_dependents(task_ids)
         to_run = tuple(task_id for task_id in task_ids if self.states[task_id].runs)
         phases = tuple(self.states[task_id].phase for task_id in task_ids)
         self.emit(WaveStarted(number, len(self.waves), task_ids, to_run, phases))
+        for task_id in skipped:
+            self.note(f"{task_id} {self.result.task(task_id).reason}")
         self._write(lambda _plan: PlanUpdate(execution={"current_wave": number, "last_updated": utc_now()}))
         while True:
             if to_run:
@@ -448,10 +429,13 @@ class _FeatureRun:
 
     def _wave_done(self, number: int, task_ids: tuple[str, ...]) -> bool:
         left = [self.result.task(t) for t in task_ids if self.states[t].phase not in ("merged", "closed")]
-        if not left:
+        stops = [o for o in left if o.status != "failed"
+                 or stops_on_failure(self.plan, o.task_id, self.options.stop_on_failure)]
+        if not stops:  # all merged or closed, or failed without stopping the feature (what needs them is skipped)
+            self.passed_over += [o.task_id for o in left if o.task_id not in self.passed_over]
             self._write(lambda plan: progress_values.wave_completed(plan, number, now=utc_now()))
             return True
-        first = left[0]
+        first = stops[0]
         after = f"; the feature stops before wave {number + 1}" if number < len(self.waves) else ""
         if first.status == "blocked":
             why = (f"{first.task_id} is blocked: {first.reason}; its branch {branch_for(first.task_id)} and "
@@ -464,6 +448,18 @@ class _FeatureRun:
             after = ""
         self.result.reason = why + after
         return False
+
+    def _skip_dependents(self, task_ids: tuple[str, ...]) -> list[str]:
+        """The wave's tasks that need a failed task (one that did not stop the feature) are skipped."""
+        needs = skipped_by(self.passed_over, self.plan)
+        skipped = [task_id for task_id in task_ids if task_id in needs and self.states[task_id].runs]
+        for task_id in skipped:
+            self.states[task_id] = replace(self.states[task_id], phase="closed")
+            outcome = self.result.task(task_id)
+            outcome.status, outcome.outcome = "skipped", "dependency_failed"
+            outcome.reason = f"skipped: it needs {needs[task_id]}, which ended without approval"
+            self._write_task(task_id)
+        return skipped
 
     # -- interruption and the plan -----------------------------------------------------------
     def _interrupted(self) -> None:

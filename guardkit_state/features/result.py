@@ -12,8 +12,9 @@ from guardkit_state.loop.command_line import build_argv, rerun_command
 from guardkit_state.model import Fields
 
 #: How a feature run ended: every task merged, stopped before a wave (a task not approved, a
-#: merge conflict, a loop that died), or interrupted (Ctrl+C, SIGTERM, SIGHUP).
-FeatureStatus = Literal["completed", "stopped", "interrupted"]
+#: merge conflict, a loop that died), every wave run but some tasks failed or skipped (a failure
+#: that did not stop the feature: ``--no-stop-on-failure``), or interrupted (Ctrl+C, SIGTERM, SIGHUP).
+FeatureStatus = Literal["completed", "stopped", "incomplete", "interrupted"]
 
 
 @dataclass
@@ -25,8 +26,9 @@ class TaskOutcome(Fields):
         wave: its 1-based wave.
         status: the word written into the plan (GuardKit's): ``pending``, ``in_progress``,
             ``completed`` (approved and merged), ``failed`` (ended not approved), ``blocked``
-            (approved, but its branch could not be merged); or ``skipped`` (never written: the
-            task was completed or closed before the feature ran it).
+            (approved, but its branch could not be merged); or ``skipped``: the task was
+            completed or closed before the feature ran it (never written), or (outcome
+            ``dependency_failed``) it needs a task that failed without stopping the feature.
         outcome: how its loop ended: ``approved``, ``max_turns_exceeded``,
             ``unrecoverable_stall``, ``error`` (the loop could not go on), ``interrupted`` (its
             loop stopped before it ended), or None (not started).
@@ -73,7 +75,26 @@ class FeatureResult:
 
     @property
     def exit_code(self) -> int:
-        return {"completed": 0, "stopped": 1, "interrupted": 130}[self.status]
+        return {"completed": 0, "stopped": 1, "incomplete": 1, "interrupted": 130}[self.status]
+
+    @property
+    def verdict(self) -> str:
+        """The status in words: ``incomplete`` is "completed without" the tasks not merged."""
+        if self.status != "incomplete":
+            return self.status
+        return "completed without " + ", ".join(
+            t.task_id for t in self.tasks if t.status == "failed" or t.outcome == "dependency_failed")
+
+    def ended(self, passed_over: Sequence[str]) -> None:
+        """Every wave ran: ``completed``; or ``incomplete`` when tasks of ``passed_over`` failed without
+        stopping the feature (``--no-stop-on-failure``): the reason names them and the tasks skipped."""
+        self.status, self.reason = "completed", f"every wave merged into {self.branch}"
+        without = [t for t in self.tasks if t.task_id in passed_over or t.outcome == "dependency_failed"]
+        if without:
+            self.status = "incomplete"
+            self.reason = "; ".join(f"{t.task_id} ended without approval ({t.outcome}): {t.reason}"
+                                    if t.status == "failed" else f"{t.task_id} {t.reason}" for t in without)
+            self.reason += f"; every other task merged into {self.branch}"
 
     def task(self, task_id: str) -> TaskOutcome:
         """The outcome of ``task_id`` (KeyError when the feature has no such task)."""

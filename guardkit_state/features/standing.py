@@ -17,7 +17,9 @@ runner, or a run whose branches are gone, leaves only the plan: each task's ``st
 3. Otherwise the task file: closed before the feature ran it (completed, cancelled ... or approved)
    is ``skipped``, else ``pending``, with the turns its file records.
 
-Done is ``completed`` + ``skipped``; failed is ``failed`` + ``blocked``.
+Done is ``completed`` + ``skipped`` (closed before the feature ran it); failed is ``failed`` +
+``blocked``. A ``skipped`` the plan records is a task a runner did not run because a task it needs
+failed (``--no-stop-on-failure``, GuardKit's ``stop_on_failure``): shown as skipped, never done.
 """
 
 from __future__ import annotations
@@ -136,11 +138,12 @@ def plan_turns(entry: PlanTask) -> int:
 def tally(standings: Iterable[TaskStanding]) -> FeatureTally:
     """The feature's counts (pure)."""
     by_status: dict[str, int] = {}
-    turns = 0
+    turns = not_run = 0
     for standing in standings:
         by_status[standing.status] = by_status.get(standing.status, 0) + 1
         turns += standing.turns
-    return FeatureTally(sum(by_status.values()), sum(by_status.get(s, 0) for s in DONE),
+        not_run += standing.status == "skipped" and standing.source == "plan"  # (see the module)
+    return FeatureTally(sum(by_status.values()), sum(by_status.get(s, 0) for s in DONE) - not_run,
                         sum(by_status.get(s, 0) for s in FAILED), turns, by_status)
 
 

@@ -1,4 +1,4 @@
-"""Pure parsers of git's machine-readable (``-z``, custom ``--format``) output, for :mod:`gitstore`."""
+"""Pure parsers of git's machine-readable (``-z``, custom ``--format``, ``cat-file --batch``) output."""
 
 from __future__ import annotations
 
@@ -87,3 +87,34 @@ def parse_worktree_list_z(data: bytes) -> list[dict[str, str]]:
     if current:
         result.append(current)
     return result
+
+
+def parse_cat_file_batch(out: bytes, count: int) -> list[tuple[str, str, bytes] | None]:
+    """The ``count`` answers of ``git cat-file --batch``, in order: (object id, type, content) each,
+    None where git said ``<spec> missing`` (or ``ambiguous``)."""
+    answers: list[tuple[str, str, bytes] | None] = []
+    pos = 0
+    for _ in range(count):
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        pos = end + 1
+        if len(header) == 3 and header[2].isdigit():
+            size = int(header[2])
+            answers.append((header[0].decode("ascii"), header[1].decode("ascii"), out[pos:pos + size]))
+            pos += size + 1
+        else:
+            answers.append(None)
+    return answers
+
+
+def parse_tree(raw: bytes, oid_bytes: int) -> dict[str, str]:
+    """A tree object's entries as ``cat-file`` gives its content: name -> object id (hex);
+    ``oid_bytes`` is the repository's hash size (20 for SHA-1, 32 for SHA-256)."""
+    entries: dict[str, str] = {}
+    pos = 0
+    while pos < len(raw):
+        nul = raw.index(b"\0", pos)
+        _mode, _, name = raw[pos:nul].partition(b" ")
+        entries[name.decode("utf-8", "surrogateescape")] = raw[nul + 1:nul + 1 + oid_bytes].hex()
+        pos = nul + 1 + oid_bytes
+    return entries

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from guardkit_state.index.base import SearchHit
 from guardkit_state.index.query import Filters, ParsedQuery, allowed, exact_answer, parse_query, time_of
-from guardkit_state.index.records import IndexRecord, resolve_group
-from guardkit_state.index.scan_cache import DamagedCache, ScanIndex, cached_index
+from guardkit_state.index.records import IndexRecord, project_groups, resolve_group
+from guardkit_state.index.scan_cache import cached_index
+from guardkit_state.index.scan_index import DamagedCache, ScanIndex
 from guardkit_state.index.words import (
     MISSING_IDENTIFIER,
     TURN_FIELDS,
@@ -43,19 +44,12 @@ class FileIndex:
 
     def _read_records(self) -> list[IndexRecord]:
         # Imported here: a search answered from the cache reads no task file, so loads no reader.
-        from guardkit_state.index.config_records import load_system_records
+        from guardkit_state.index.readings import read_configuration
         from guardkit_state.index.sources import load_project_records
 
         records = list(load_project_records(self.repo_root).records)
-        try:
-            system, reason = load_system_records(self.repo_root)
-        except Exception as exc:
-            log.warning("configuration not searchable: %s", exc)
-            system, reason = [], str(exc)
-        if reason:
-            log.debug("system groups: %s", reason)
-        records.extend(system)
-        return records
+        config = read_configuration(self.repo_root, project_groups(self.repo_root))
+        return records + [config.record(f"config:{i}") for i in range(config.facts["records"])]
 
     def search(self, query: str, *, groups: Sequence[str] | None = None, limit: int = 10,
                filters: Filters | None = None) -> list[SearchHit]:
@@ -64,11 +58,11 @@ class FileIndex:
         wanted = {resolve_group(g, self.repo_root) for g in groups} if groups else None
         parsed = parse_query(query)
         try:
-            return rank(parsed, cached_index(self.repo_root, self._read_records), filters or Filters(), limit=limit,
+            return rank(parsed, cached_index(self.repo_root), filters or Filters(), limit=limit,
                         groups=wanted)
         except DamagedCache as exc:
             log.debug("search cache damaged, rebuilt: %s", exc)
-            index = cached_index(self.repo_root, self._read_records, rebuild=True)
+            index = cached_index(self.repo_root, rebuild=True)
             return rank(parsed, index, filters or Filters(), limit=limit, groups=wanted)
 
 
@@ -110,7 +104,7 @@ def rank(query: ParsedQuery, index: ScanIndex, filters: Filters, *, limit: int,
     # A record's fields add to its score only where a pair of query words starts with a field name.
     fielded = any(name in TURN_FIELDS or index.having_field(name) for name, _ in word_pairs(query.text))
     scored: list[tuple[float, int]] = []
-    for position in sorted(candidates):  # the records' own order: equal keys keep it (stable sorts)
+    for position in index.in_order(candidates):  # the records' own order: equal keys keep it (stable sorts)
         score = overlaps[position]
         if fielded:
             score = score + field_score(query.text, index.record(position).fields)

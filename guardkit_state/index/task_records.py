@@ -1,28 +1,19 @@
-"""Records read from task files and feature plans: tasks, the turns task files list, features.
+"""The records of task files and feature plans: a task, a feature.
 
-A task record per task id, from the copy every command reads (:mod:`guardkit_state.taskfile.resolve`;
-a loop's worktree copy of its own task wins): title, status, type and each criterion's text, with a
-fact per criterion and one placing it in its feature. A feature record per plan: its tasks (status,
-decision, turns, wave) and progress, with a fact per planned task and one for the outcome.
+A task record (of the copy every command reads: :func:`guardkit_state.index.sources.combine`):
+title, status, type and each criterion's text, with a fact per criterion and one placing it in its
+feature. A feature record per plan: its tasks (status, decision, turns, wave) and progress, with a
+fact per planned task and one for the outcome. (The turns a task file lists are turn records:
+:mod:`.turn_records`; the files are read by :mod:`.readings`.)
 """
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError, one_line
 from guardkit_state.index.records import FEATURE, TASK, Entity, Fact, IndexRecord, stable_uuid
-from guardkit_state.index.turn_records import feature_entity, task_entity, turn_record
-from guardkit_state.store.reads import read_bytes_capped
-from guardkit_state.taskfile.discovery import iter_task_files, loop_worktrees, own_task_files
-from guardkit_state.taskfile.document import TaskFile
-from guardkit_state.taskfile.resolve import Copy, choose, plan_paths
-from guardkit_state.turns.history import entry_turn_state
-
-log = logging.getLogger("guardkit_state.index")
+from guardkit_state.index.turn_records import feature_entity, task_entity
 
 #: Frontmatter keys naming when a task last changed, most telling first.
 _TASK_TIMES = ("completed", "completed_at", "updated", "updated_at", "last_updated", "created", "created_at")
@@ -47,12 +38,17 @@ def task_data(task_id: str, data: dict[str, Any], criteria: list[tuple[str, str]
     return kept
 
 
+def task_feature(data: dict[str, Any]) -> str | None:
+    """The feature of a task (``data`` as :func:`task_data` builds it), None when it names none."""
+    return str(data["feature_id"]) if data.get("feature_id") else None
+
+
 def task_record_from_data(data: dict[str, Any], group: str, *, source_path: str | None = None) -> IndexRecord:
     """The record of one task (``data`` as :func:`task_data` builds it)."""
     task_id = str(data["id"])
     title = str(data.get("title") or "")
     status = str(data.get("status") or "unknown")
-    feature = str(data["feature_id"]) if data.get("feature_id") else None
+    feature = task_feature(data)
     criteria = [(str(c.get("id")), str(c.get("text"))) for c in data.get("criteria") or [] if isinstance(c, dict)]
     kind_text = ", ".join(f"{k} {data[k]}" for k in ("task_type", "complexity", "priority") if data.get(k) is not None)
     summary = f"task {task_id}: {title} (status {status}" + (f", {kind_text}" if kind_text else "") + ")"
@@ -79,92 +75,6 @@ def task_record_from_data(data: dict[str, Any], group: str, *, source_path: str 
                        fields={"status": status, "task_id": task_id, "feature_id": feature or ""},
                        facts=facts, entities=[anchor], source_path=source_path, task_id=task_id,
                        feature_id=feature, completed_at=when, criteria=tuple(c for c, _ in criteria))
-
-
-@dataclass(frozen=True)
-class TaskCopy:
-    """A task file as read: its path shown, and the loop worktree it was found in (None: the checkout)."""
-
-    relpath: str
-    loop: str | None
-    task: TaskFile
-
-
-def read_task_files(repo_root: Path) -> tuple[list[TaskCopy], list[GuardkitStateError]]:
-    """Every task file of the checkout, and in each loop worktree that loop's own task; and those that failed.
-
-    A loop's worktree is a full checkout: only the copy of that loop's own task is read there.
-    """
-    root = Path(repo_root)
-    found: list[tuple[Path, str | None]] = [(path, None) for path in iter_task_files(root)]
-    found += [(Path(entry.path), tree.name) for tree in loop_worktrees(root)
-              for entry in own_task_files(tree.path, tree.name)]
-    copies, problems = [], []
-    for path, loop in found:
-        try:
-            task = TaskFile.from_bytes(read_bytes_capped(path), path)
-        except GuardkitStateError as exc:
-            log.debug("task file not indexed: %s", exc)
-            problems.append(exc)
-            continue
-        if loop in (None, task.task_id):
-            copies.append(TaskCopy(path.relative_to(root).as_posix(), loop, task))
-    return copies, problems
-
-
-def task_records(repo_root: Path, files: list[TaskCopy], group: str) -> list[IndexRecord]:
-    """One record per task id: the loop's own copy while it runs, else the copy the resolver's rules pick."""
-    copies: dict[str, dict[str, TaskFile]] = {}
-    in_loop: dict[str, TaskCopy] = {}
-    for copy in files:
-        if copy.loop is None:
-            copies.setdefault(copy.task.task_id, {})[copy.relpath] = copy.task
-        else:
-            in_loop[copy.task.task_id] = copy
-    planned: set[str] | None = None
-
-    def plans() -> set[str]:
-        nonlocal planned
-        planned = plan_paths(Path(repo_root)) if planned is None else planned
-        return planned
-
-    records = []
-    for task_id in sorted(copies.keys() | in_loop.keys()):
-        if task_id in in_loop:
-            relpath, task = in_loop[task_id].relpath, in_loop[task_id].task
-        else:
-            found = copies[task_id]
-            chosen, _ = choose([Copy(rel, t.state is not None) for rel, t in found.items()], plans)
-            relpath, task = chosen.relpath, found[chosen.relpath]
-        data = task_data(task_id, task.data, [(c.id, c.text) for c in task.criteria])
-        records.append(task_record_from_data(data, group, source_path=relpath))
-    return records
-
-
-def frontmatter_turn_records(files: list[TaskCopy], known: set[tuple[str, int]], group: str) -> list[IndexRecord]:
-    """Records of the turns task files list (GuardKit's own loop keeps its per-turn JSON on the machine that
-    ran it), except the ``(task id, turn)`` pairs in ``known`` (a turn state file says more).
-
-    Among several copies of a task, the one in its own loop worktree wins, else the one listing most turns.
-    """
-    chosen: dict[str, tuple[bool, int, TaskCopy]] = {}
-    for copy in files:
-        state = copy.task.state
-        if state is None or not state.turns:
-            continue
-        rank = (copy.loop is not None, len(state.turns))
-        held = chosen.get(copy.task.task_id)
-        if held is None or rank > held[:2]:
-            chosen[copy.task.task_id] = (*rank, copy)
-    records: list[IndexRecord] = []
-    for _, _, copy in chosen.values():
-        task = copy.task
-        assert task.state is not None
-        for entry in task.state.turns:
-            if (task.task_id, entry.turn) not in known:
-                told = entry_turn_state(entry, task_id=task.task_id, feature_id=task.feature_id, verified_count=None)
-                records.append(turn_record(told.to_dict(), group, source_path=copy.relpath))
-    return records
 
 
 # --------------------------------------------------------------------------- features
@@ -218,20 +128,3 @@ def feature_record_from_data(data: dict[str, Any], group: str, *, source_path: s
                        data=data, summary=one_line(progress, 200), search_text="\n".join(lines),
                        fields={"status": status, "feature_id": feature}, facts=facts, entities=[anchor],
                        source_path=source_path, feature_id=feature, completed_at=str(when) if when else None)
-
-
-def load_feature_records(repo_root: Path, group: str) -> tuple[list[IndexRecord], list[GuardkitStateError]]:
-    """One record per feature plan; unreadable plans are reported, not fatal."""
-    from guardkit_state.plans.plan import find_plans, load_plan
-
-    root = Path(repo_root)
-    records, problems = [], []
-    for path in find_plans(root):
-        try:
-            plan = load_plan(path)
-        except GuardkitStateError as exc:
-            problems.append(exc)
-            continue
-        records.append(feature_record_from_data(feature_data(plan), group,
-                                                source_path=path.relative_to(root).as_posix()))
-    return records, problems

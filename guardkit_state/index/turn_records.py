@@ -7,14 +7,13 @@ Coach's feedback, each blocker, lesson and next step, the criteria's statuses, a
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.errors import GuardkitStateError, one_line
+from guardkit_state.errors import one_line
 from guardkit_state.index.records import (
     FEATURE,
     TASK,
@@ -22,14 +21,11 @@ from guardkit_state.index.records import (
     Entity,
     Fact,
     IndexRecord,
-    project_group_id,
     stable_uuid,
 )
 from guardkit_state.model import TurnState, turn_state_id
 from guardkit_state.store.jsonio import load_record
 from guardkit_state.store.layout import STATE_DIR, WORKTREES_DIR
-
-log = logging.getLogger("guardkit_state.index")
 
 _TURN_FILE = re.compile(r"^turn_state_turn_(\d+)\.json$")
 _CRITERION_ID = re.compile(r"^\s*([A-Za-z]+-\d+)\b")
@@ -208,12 +204,6 @@ def turn_state_files(repo_root: Path, tasks: Sequence[str] | None = None) -> lis
     return found
 
 
-def discover_turn_state_files(repo_root: Path) -> dict[tuple[str, int], Path]:
-    """Every turn state file, keyed by (task dir, N): a running loop's worktree copy wins over the main
-    checkout's copy of the same turn (it is the newer truth until merged)."""
-    return {(path.parent.name, int(path.stem.rsplit("_", 1)[1])): path for path in turn_state_files(repo_root)}
-
-
 def load_turn_state_dict(path: Path) -> dict[str, Any]:
     """Read one turn state file as its canonical dict (strict JSON, validated and normalised).
 
@@ -221,31 +211,6 @@ def load_turn_state_dict(path: Path) -> dict[str, Any]:
         ParseError, SchemaError: the file is not a valid turn state.
     """
     return TurnState.from_dict(load_record("turn_state", path)).to_dict()
-
-
-@dataclass
-class LoadResult:
-    """Records built from the files, and the files that could not be read (with why)."""
-
-    records: list[IndexRecord]
-    problems: list[GuardkitStateError]
-
-
-def load_turn_state_records(repo_root: Path, *, group: str | None = None) -> LoadResult:
-    """Records for every turn state file; unreadable files are reported, not fatal."""
-    root = Path(repo_root)
-    group = group or project_group_id(root)
-    records: dict[str, IndexRecord] = {}
-    problems: list[GuardkitStateError] = []
-    for path in discover_turn_state_files(root).values():
-        try:
-            record = turn_record(load_turn_state_dict(path), group, source_path=str(path.relative_to(root)))
-        except GuardkitStateError as exc:
-            log.warning("skipping %s: %s", path, exc)
-            problems.append(exc)
-            continue
-        records[record.key] = record
-    return LoadResult(sorted(records.values(), key=lambda r: r.key), problems)
 
 
 def anchor_uuid(group: str, key: str, kind: str, task_id: str | None, feature_id: str | None) -> str:

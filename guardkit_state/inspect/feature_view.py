@@ -30,6 +30,7 @@ from guardkit_state.features.standing import (
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Fields, Outcome
+from guardkit_state.plans.failure_rules import skipped_by, stops_on_failure
 from guardkit_state.plans.guardkit_keys import AWAITING_MERGE, run_settings
 from guardkit_state.plans.merge_queue_log import QueueStep, recorded_steps
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
@@ -92,7 +93,8 @@ class FeatureTaskRow:
 
 @dataclass(frozen=True)
 class NextStep(Fields):
-    """What a run (or ``--resume``) does next: the wave, the tasks it runs or merges, or why it stops."""
+    """What a run (or ``--resume``) does next: the wave, the tasks it runs or merges, or why it stops;
+    ``skipped``: the tasks it passes over because a task they need failed without stopping the feature."""
 
     wave: int | None
     run: tuple[str, ...]
@@ -100,6 +102,7 @@ class NextStep(Fields):
     stopped_by: tuple[str, ...]
     text: str
     command: str | None
+    skipped: tuple[str, ...] = ()
 
 
 @dataclass
@@ -193,7 +196,7 @@ def _feature_view(root: Path, feature: str) -> FeatureView:
         gate = read_smoke_gate(plan)
     except GuardkitStateError as exc:
         notes.append(f"smoke gate not usable: {exc}")
-    step = next_step(plan.feature_id, waves.to_lists(), rows, started=started)
+    step = next_step(plan.feature_id, waves.to_lists(), rows, started=started, plan=plan)
     if plan.status == AWAITING_MERGE and step.wave is None:
         step = replace(step, text=f"{step.text}; the plan awaits its merge (GuardKit's /feature-complete "
                                   f"prepared {branch} for merging into your main branch)")
@@ -277,9 +280,12 @@ def _counted(location: TaskLocation) -> dict[str, int]:
     return criteria_counts(task, location.checkout).to_dict()
 
 
-def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow], *, started: bool) -> NextStep:
-    """What the next run does: the first wave not wholly merged, the tasks it runs and merges, and
-    the tasks that stop the feature there (pure)."""
+def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow], *, started: bool,
+              plan: FeaturePlan | None = None) -> NextStep:
+    """What the next run does: the first wave with a task to run or merge, those tasks, and the tasks
+    that stop the feature there (pure). With the ``plan``, a failed task its ``stop_on_failure: false``
+    lets the feature go on past is passed over, as a run without ``--[no-]stop-on-failure`` does
+    (:mod:`~guardkit_state.plans.failure_rules`): the tasks that need it are skipped and named."""
     by_id = {row.task_id: row for row in rows}
     command = resume_command(feature_id, resume=started)
     # A run reads every task it has to run before it starts anything: one it cannot read stops it there.
@@ -288,28 +294,52 @@ def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow
         return NextStep(unreadable[0].wave, (), (), tuple(r.task_id for r in unreadable),
                         "nothing can run: feature-build refuses to start while a task file cannot be read: "
                         + "; ".join(f"{r.task_id}: {r.error}" for r in unreadable), None)
+    passed: list[str] = []  # failed tasks the feature goes on without
+    skipped: dict[str, str] = {}  # task -> the failed task it needs
     for number, wave in enumerate(waves, start=1):
-        left = [by_id[t] for t in wave if by_id[t].status not in ("completed", "skipped")]
-        if not left:
-            continue
+        needs = skipped_by(passed, plan) if passed and plan is not None else {}
+        skips = {t: needs[t] for t in wave if t in needs and by_id[t].phase in ("new", "resume")}
+        skipped.update(skips)
+        left = [by_id[t] for t in wave if by_id[t].status not in ("completed", "skipped") and t not in skips]
         # A task its plan calls failed, but no run of ours holds (GuardKit's runner failed it), runs again.
         run = tuple(r.task_id for r in left if r.phase in ("new", "resume"))
         merge = tuple(r.task_id for r in left if r.status == "approved")
-        stop = tuple(r.task_id for r in left if r.status in ("failed", "blocked") and r.task_id not in run)
-        parts = []
+        ended = [r.task_id for r in left if r.status in ("failed", "blocked") and r.task_id not in run]
+        going = [t for t in ended if by_id[t].status == "failed" and plan is not None
+                 and not stops_on_failure(plan, t, None)]
+        stop = tuple(t for t in ended if t not in going)
+        passed += going
+        if not (run or merge or stop):
+            continue  # nothing left in it (the feature goes on without its failed tasks)
+        parts = [f"skips {_skips_text(skipped, by_id, number)}"] if skipped else []
         if run:
             parts.append("runs " + ", ".join(_run_text(by_id[t]) for t in run))
         if merge:
             parts.append("merges " + ", ".join(merge) + f" into {branch_for(feature_id)}")
+        if going:
+            parts.append("goes on without " + ", ".join(going) + " (ended without approval; the plan's "
+                         "stop_on_failure: false)")
         if stop:
             parts.append("stops: " + "; ".join(_stop_text(by_id[t], feature_id) for t in stop))
         return NextStep(number, run, merge, stop, f"wave {number}/{len(waves)} " + ", then ".join(parts),
-                        command if run or merge else None)
+                        command if run or merge else None, tuple(skipped))
     if not rows:
         return NextStep(None, (), (), (), "nothing: the feature has no tasks", None)
+    if passed:  # as the run ends: not completed, their work is not on the feature branch
+        without = [row.task_id for row in rows if row.task_id in passed or row.task_id in skipped]
+        why = [f"{t} ended without approval ({by_id[t].outcome}): {by_id[t].reason}" if t in passed
+               else f"{t} skipped: it needs {skipped[t]}, which ended without approval" for t in without]
+        return NextStep(None, (), (), (), f"nothing left to run: the feature ends completed without "
+                        f"{', '.join(without)} ({'; '.join(why)})", None, tuple(skipped))
     return NextStep(None, (), (), (), f"nothing: every wave is merged into {branch_for(feature_id)}"
                     if started and all(r.source == "run" or r.status == "skipped" for r in rows)
                     else "nothing: every task is done", None)
+
+
+def _skips_text(skipped: dict[str, str], by_id: dict[str, FeatureTaskRow], wave: int) -> str:
+    """The skipped tasks, each with the failed task it needs (and its wave, when not ``wave``)."""
+    return ", ".join(f"{t} ({'' if by_id[t].wave == wave else f'wave {by_id[t].wave}; '}it needs {cause}, "
+                     f"which ended without approval)" for t, cause in skipped.items())
 
 
 def _run_text(row: FeatureTaskRow) -> str:

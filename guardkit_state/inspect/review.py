@@ -20,7 +20,7 @@ from typing import Any
 from guardkit_state.errors import GitError, GuardkitStateError, TurnError
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.commits import turn_commits
-from guardkit_state.git.parse import TurnCommit
+from guardkit_state.git.parse import TurnCommit, parse_cat_file_batch
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store.layout import STATE_DIR, artifacts_dir, branch_for, worktree_path
 from guardkit_state.store.reads import read_bytes_capped
@@ -272,19 +272,8 @@ def _read_blobs(repo: GitRepo, specs: list[str]) -> list[bytes | None]:
     if not specs:
         return []
     out = repo.run("cat-file", "--batch", stdin=("\n".join(specs) + "\n").encode())[1]
-    blobs: list[bytes | None] = []
-    pos = 0
-    for _ in specs:
-        end = out.index(b"\n", pos)
-        header = out[pos:end].split()
-        pos = end + 1
-        if len(header) == 3 and header[1] == b"blob":
-            size = int(header[2])
-            blobs.append(out[pos:pos + size])
-            pos += size + 1
-        else:
-            blobs.append(None)  # "<spec> missing"
-    return blobs
+    return [found[2] if found is not None and found[1] == "blob" else None
+            for found in parse_cat_file_batch(out, len(specs))]
 
 
 def _str(value: object) -> str | None:

@@ -45,7 +45,9 @@ class RunTask(Protocol):
 def counters(outcomes: Sequence[RunTask]) -> dict[str, int]:
     """``tasks_completed``, ``tasks_failed`` and ``total_turns`` of the tasks as they stand."""
     return {
-        "tasks_completed": sum(o.status in ("completed", "skipped") for o in outcomes),
+        # (a task skipped because a task it needs failed is not done: GuardKit's closed ones are)
+        "tasks_completed": sum(o.status == "completed" or (o.status == "skipped" and o.outcome is None)
+                               for o in outcomes),
         "tasks_failed": sum(o.status in ("failed", "blocked") for o in outcomes),
         "total_turns": sum(o.turns for o in outcomes),
     }
@@ -56,7 +58,7 @@ def task_values(outcome: RunTask, plan: FeaturePlan, *, now: str) -> dict[str, A
     raw = plan.task(outcome.task_id).raw
     values: dict[str, Any] = {"status": outcome.status, "turns_completed": outcome.turns}
     if outcome.outcome not in (None, "interrupted"):
-        error = outcome.reason if outcome.status in ("failed", "blocked") else None
+        error = outcome.reason if outcome.status in ("failed", "blocked", "skipped") else None
         values["result"] = {"total_turns": outcome.turns, "final_decision": outcome.outcome, "error": error}
     if outcome.merge_commit is not None:
         values["merge_commit"] = outcome.merge_commit

@@ -8,6 +8,14 @@ the child itself; a timeout or an interruption kills its whole process group, an
 left running once its leader exited is killed and named. Without one (git) the child stays in this
 process group, so a signal to the group, a terminal's or a killed machine's, reaches it too.
 
+A process can leave its group and session (``setsid``, a daemon's double fork: a dev server an agent
+starts), and no signal to the group reaches it then. So a run in a session of its own carries a
+mark of its own in its environment (:data:`RUN_MARK`), which whatever it starts inherits; once it
+exits (or is killed), every process of this user still carrying that mark is found (Linux: each
+``/proc/PID/environ``) and killed, and named beside what its group left. Elsewhere (no ``/proc``:
+macOS, the BSDs) such a process is not found and lives on; so does one that started a program with
+an environment of its own (``env -i``), which drops the mark.
+
 A run in a session of its own outlives a SIGKILL of this process. With a ``pid_file`` the child
 records its process group there (with the kernel's start time of its leader) as its first act,
 before it runs a single instruction of its program; the next run stops it with
@@ -21,11 +29,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
@@ -36,6 +45,8 @@ from guardkit_state.store.fsio import TEMP_PREFIX
 STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
 #: How long a killed orphan's group is given to go before the next process takes its place.
 _ORPHAN_GONE = 2.0
+#: The environment variable holding a run's mark (see the module): a random value per run.
+RUN_MARK = "GUARDKIT_STATE_RUN"
 
 Command = str | Sequence[str]
 #: The signal mask a recorded child's start held back (None: nothing was held).
@@ -53,6 +64,9 @@ class Finished:
     stdout: bytes
     stderr: bytes
     left_running: str | None = None
+    #: What it left running outside its process group (it carried the run's mark): pid -> command line,
+    #: each killed.
+    escaped: Mapping[int, str] = field(default_factory=dict)
 
     @property
     def timed_out(self) -> bool:
@@ -71,20 +85,27 @@ def run_command(command: Command, *, cwd: Path | None = None, env: Mapping[str, 
     ``session``) records the child for :func:`stop_orphans`, ``what`` naming it there (``the Player
     of turn 2``); the file is removed when the run ends.
 
+    With ``session``, what it left running outside its group too (see the module): ``escaped``.
+
     Raises:
         OSError, ValueError: the program cannot be started (``FileNotFoundError``: it does not exist;
             ``ValueError``: a NUL in an argument); the caller says it in its own words.
     """
+    mark = secrets.token_hex(12) if session else None
+    if mark is not None:
+        env = {**(os.environ if env is None else env), RUN_MARK: mark}
     proc, held = _start(command, cwd=cwd, env=env, shell=shell, session=session, pid_file=pid_file, what=what,
                         stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE, stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE)
+                        stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE, mark=mark)
     try:
         _release(held)  # a stop signal that came while it started is raised here, where the child is stopped
         stdout, stderr, exited = wait_for_exit(proc, stdin, timeout, (keep_stdout, keep_stderr))
         if not exited:
             _kill(proc, session)
+            stop_marked(mark)
     except BaseException:
         _kill(proc, session)
+        stop_marked(mark)
         raise
     finally:
         if pid_file is not None:
@@ -92,7 +113,11 @@ def run_command(command: Command, *, cwd: Path | None = None, env: Mapping[str, 
                 pid_file.unlink()
     if not exited:
         return Finished(proc.pid, None, stdout, stderr)
-    return Finished(proc.pid, proc.returncode, stdout, stderr, _stop_left_running(proc.pid) if session else None)
+    left = _stop_left_running(proc.pid) if session else None
+    # Its group is killed: what still carries its mark left the group (a daemon), or is a member of it
+    # not gone yet (killed again, not named).
+    escaped = {pid: command for pid, (group, command) in stop_marked(mark).items() if group != proc.pid}
+    return Finished(proc.pid, proc.returncode, stdout, stderr, left, escaped)
 
 
 def spawn(command: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
@@ -120,7 +145,7 @@ def spawn(command: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, 
 
 def _start(command: Command, *, cwd: Path | None, env: Mapping[str, str] | None, shell: bool, session: bool,
            pid_file: Path | None, what: str, stdin: int, stdout: int | IO[bytes],
-           stderr: int) -> tuple[subprocess.Popen[bytes], Held]:
+           stderr: int, mark: str | None = None) -> tuple[subprocess.Popen[bytes], Held]:
     """The child started, and this process's signal mask before it, for :func:`_release` (None: nothing
     was held, without a pid file)."""
     if pid_file is None:
@@ -133,7 +158,7 @@ def _start(command: Command, *, cwd: Path | None, env: Mapping[str, str] | None,
     held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         proc = subprocess.Popen(command, shell=shell, cwd=cwd, env=env, start_new_session=True, stdin=stdin,
-                                stdout=stdout, stderr=stderr, preexec_fn=_announcer(pid_file, what, held))
+                                stdout=stdout, stderr=stderr, preexec_fn=_announcer(pid_file, what, held, mark))
     except BaseException:
         _release(held)
         with contextlib.suppress(OSError):
@@ -148,18 +173,20 @@ def _release(held: Held) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
-def _announcer(pid_file: Path, what: str, mask: set[int | signal.Signals]) -> Callable[[], None]:
-    """The child's first act (before exec): record its own process group.
+def _announcer(pid_file: Path, what: str, mask: set[int | signal.Signals],
+               mark: str | None = None) -> Callable[[], None]:
+    """The child's first act (before exec): record its own process group (and the run's mark).
 
     Written by the child itself, the file exists before the program runs a single instruction, so
     there is no window in which a killed parent leaves a child nobody knows about.
     """
     target = str(pid_file)
+    told = {} if mark is None else {"mark": mark}
 
     def announce() -> None:
         try:  # best effort: it only serves the clean-up, and must never stop the child starting
             pid = os.getpid()
-            data = json.dumps({"pgid": pid, "start": start_time(pid), "what": what}) + "\n"
+            data = json.dumps({"pgid": pid, "start": start_time(pid), "what": what, **told}) + "\n"
             tmp = os.path.join(os.path.dirname(target), f"{TEMP_PREFIX}{os.path.basename(target)}.{pid}")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
@@ -203,16 +230,105 @@ def stop_orphans(pid_files: Iterable[Path], *, by: str) -> list[str]:
             pgid, start = int(info["pgid"]), info.get("start")
             # An older loop's agents wrote their role and turn instead of what they were.
             what = info.get("what") or f"the {info.get('role', 'agent')} of turn {info.get('turn', '?')}"
+            mark = info.get("mark") if isinstance(info.get("mark"), str) else None
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            pgid, start, what = 0, None, ""
+            pgid, start, what, mark = 0, None, "", None
         if pgid > 0 and start is not None and start_time(pgid) == start:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGKILL)
                 notes.append(f"stopped {what} (process group {pgid}) left running by {by}")
                 _await_gone(pgid)
+        # What left its group carries the run's mark, whether or not its group is still there.
+        escaped = {pid: command for pid, (group, command) in stop_marked(mark).items() if group != pgid}
+        if escaped:
+            notes.append(f"stopped {escaped_words(escaped)} that {what} had left running outside its process "
+                         f"group, left running by {by}")
         with contextlib.suppress(OSError):
             pid_file.unlink()
     return notes
+
+
+def marked_processes(mark: str) -> dict[int, tuple[int, str]]:
+    """The live processes of this user whose environment carries the run mark ``mark``: pid -> (its
+    process group, its command line). Linux ``/proc``; elsewhere none are found."""
+    needle = f"\0{RUN_MARK}={mark}\0".encode()
+    found: dict[int, tuple[int, str]] = {}
+    uid, me = os.getuid(), os.getpid()
+    try:
+        listing = os.scandir("/proc")
+    except OSError:
+        return found
+    with listing:
+        for entry in listing:
+            if not entry.name.isdigit() or int(entry.name) == me:
+                continue
+            try:  # another user's process (or one gone meanwhile) is not ours to read, nor to stop
+                if entry.stat(follow_symlinks=False).st_uid != uid or not _carries(entry.path, needle):
+                    continue
+                fields = _stat_fields(entry.path)
+                if fields[0] != "Z":
+                    found[int(entry.name)] = (int(fields[2]), _command_line(entry.path))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+def stop_marked(mark: str | None) -> dict[int, tuple[int, str]]:
+    """Kill every process carrying the run mark ``mark`` (see :func:`marked_processes`), looking again
+    until none is left (one may fork while it is killed) or :data:`_ORPHAN_GONE` has passed; what
+    was killed, as :func:`marked_processes` gives it."""
+    killed: dict[int, tuple[int, str]] = {}
+    if mark is None:
+        return killed
+    needle = f"\0{RUN_MARK}={mark}\0".encode()
+    deadline = time.monotonic() + _ORPHAN_GONE
+    while found := marked_processes(mark):
+        for pid, seen in found.items():
+            if _kill_carrier(pid, needle):
+                killed.setdefault(pid, seen)
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.01)  # a killed process is gone a moment later
+    return killed
+
+
+def escaped_words(escaped: Mapping[int, str]) -> str:
+    """``process 4242 (cmd)`` or ``processes 4242, 4250 (cmd; cmd)``: what left a process group, in words."""
+    pids = ", ".join(str(pid) for pid in escaped)
+    return f"process{'es' if len(escaped) > 1 else ''} {pids} ({_listed(list(escaped.values()))})"
+
+
+def _carries(proc_dir: str, needle: bytes) -> bool:
+    """True when the process at ``proc_dir`` (``/proc/PID``) started with the mark ``needle`` in its
+    environment (raises OSError when it cannot be read)."""
+    with open(os.path.join(proc_dir, "environ"), "rb") as handle:
+        return needle in b"\0" + handle.read()
+
+
+def _kill_carrier(pid: int, needle: bytes) -> bool:
+    """SIGKILL ``pid`` if it still carries the mark: through a pidfd where Linux has one, so a pid reused
+    between the look and the kill is never touched."""
+    opener, sender = getattr(os, "pidfd_open", None), getattr(signal, "pidfd_send_signal", None)
+    try:
+        if opener is None or sender is None:
+            os.kill(pid, signal.SIGKILL)
+            return True
+        handle = opener(pid)
+        try:
+            if not _carries(f"/proc/{pid}", needle):
+                return False
+            sender(handle, signal.SIGKILL)
+        finally:
+            os.close(handle)
+    except OSError:
+        return False
+    return True
+
+
+def _stat_fields(proc_dir: str) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command name: state, parent, process group, ..."""
+    with open(os.path.join(proc_dir, "stat"), encoding="ascii", errors="replace") as handle:
+        return handle.read().rsplit(")", 1)[1].split()
 
 
 def _await_gone(pid: int) -> None:
@@ -220,7 +336,7 @@ def _await_gone(pid: int) -> None:
     deadline = time.monotonic() + _ORPHAN_GONE
     while time.monotonic() < deadline:
         try:
-            state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace").rsplit(")", 1)[1].split()
+            state = _stat_fields(f"/proc/{pid}")
         except (OSError, IndexError):
             return
         if not state or state[0] == "Z":
@@ -255,8 +371,7 @@ def _stop_left_running(pgid: int) -> str | None:
         os.killpg(pgid, signal.SIGKILL)
     if not left and Path("/proc").is_dir():
         return None  # only exited children not yet reaped (zombies): nothing was left running
-    shown = "; ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
-    return shown or "processes it started"
+    return _listed(left) or "processes it started"
 
 
 def group_commands(pgid: int) -> list[str]:
@@ -266,14 +381,25 @@ def group_commands(pgid: int) -> list[str]:
         if not entry.name.isdigit():
             continue
         try:
-            fields = (entry / "stat").read_text(encoding="ascii", errors="replace").rsplit(")", 1)[1].split()
+            fields = _stat_fields(str(entry))
             if int(fields[2]) != pgid or fields[0] == "Z":
                 continue
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            found.append(_command_line(str(entry)))
         except (OSError, IndexError, ValueError):
             continue
-        found.append(" ".join(a.decode("utf-8", "replace") for a in argv if a)[:120])
     return found
 
 
-__all__ = ["STOP_SIGNALS", "Finished", "group_commands", "run_command", "spawn", "start_time", "stop_orphans"]
+def _command_line(proc_dir: str) -> str:
+    """The command line of the process at ``proc_dir`` (``/proc/PID``), shortened for a note."""
+    argv = Path(proc_dir, "cmdline").read_bytes().split(b"\0")
+    return " ".join(a.decode("utf-8", "replace") for a in argv if a)[:120]
+
+
+def _listed(commands: list[str]) -> str:
+    """Up to three command lines, and how many more."""
+    return "; ".join(commands[:3]) + (f" and {len(commands) - 3} more" if len(commands) > 3 else "")
+
+
+__all__ = ["RUN_MARK", "STOP_SIGNALS", "Finished", "escaped_words", "group_commands", "marked_processes",
+           "run_command", "spawn", "start_time", "stop_marked", "stop_orphans"]

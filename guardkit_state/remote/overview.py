@@ -11,23 +11,23 @@ of their own (``refs/guardkit/kept/...``) when its branch moved under them.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from guardkit_state.errors import GuardkitStateError, InputError
+from guardkit_state.errors import InputError
 from guardkit_state.features.progress import ENDED_UNAPPROVED
 from guardkit_state.git.merge import find_task_merge
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.plans.merge_queue_log import QueueStep, recorded_steps
-from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan, parse_plan
+from guardkit_state.plans.plan import find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import KEPT_PREFIX
 from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import MERGE_CLAIM, SEEN_PREFIX, Claim, ClaimBoard
 from guardkit_state.remote.quarantine import FailedRun, quarantine_in, task_copy_at
+from guardkit_state.remote.wave_progress import plan_on_branch
 from guardkit_state.store.layout import branch_for
 from guardkit_state.turns.sent_back import pending_send_back
 
@@ -38,7 +38,7 @@ class RemoteTask:
 
     task_id: str
     wave: int
-    state: str  # merged, approved, running, failed, quarantined, waiting
+    state: str  # merged, approved, running, failed, quarantined, waiting, skipped (it needs a failed task)
     turns: int = 0
     outcome: str | None = None
     holder: str | None = None
@@ -93,23 +93,17 @@ def remote_progress(repo_root: Path | str, feature: str, remote: str) -> RemoteF
     result = RemoteFeature(plan.feature_id, remote)
     merge_claim = claims.get(MERGE_CLAIM)
     result.merger = merge_claim.worker if merge_claim is not None else None
+    merged_plan = plan_on_branch(repo, plan, feature_ref)
+    # Tasks the merger recorded as skipped: a task they need failed without stopping the feature.
+    skipped = {t.id for t in merged_plan.tasks if t.status == "skipped"} if merged_plan is not None else set()
     for number, wave in enumerate(plan_waves(plan), start=1):
         for task in wave:
             found = _task(repo, task, number, on_remote, claims.get(task), feature_ref, branches)
+            if found.state == "waiting" and task in skipped:
+                found = replace(found, state="skipped", outcome="dependency_failed")
             result.tasks.append(replace(found, kept=tuple(kept.get(task, ()))))
-    result.queue = _queue_steps(repo, plan, feature_ref)
+    result.queue = recorded_steps(merged_plan) if merged_plan is not None else []
     return result
-
-
-def _queue_steps(repo: GitRepo, plan: FeaturePlan, feature_ref: str) -> list[QueueStep]:
-    """The merge queue's steps in the plan as the remote's feature branch holds it (the merger writes them)."""
-    if plan.path is None:
-        return []
-    with contextlib.suppress(GuardkitStateError, ValueError):
-        status, raw, _ = repo.run("show", f"{feature_ref}:{plan.path.relative_to(repo.root).as_posix()}", check=False)
-        if status == 0:
-            return recorded_steps(parse_plan(raw.decode("utf-8", "replace"), path=plan.path))
-    return []
 
 
 def _task(repo: GitRepo, task: str, wave: int, on_remote: dict[str, str], claim: Claim | None,

@@ -22,6 +22,7 @@ from guardkit_state.plans.plan import find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import Claim, ClaimBoard, check_lease, utc_text
+from guardkit_state.remote.going_on import GoingOn
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.quarantine import held_back, read_quarantine
 from guardkit_state.store.layout import branch_for, worktrees_dir
@@ -54,11 +55,15 @@ class WaveTurn:
                 and (claims.get(task) is None or stale(claims[task]))]
 
 
-def wave_turn(waves: Iterable[tuple[str, ...]], state_of: Callable[[str], TaskState]) -> WaveTurn | None:
-    """The first wave not wholly merged (or closed); None when every wave is."""
+def wave_turn(waves: Iterable[tuple[str, ...]], state_of: Callable[[str], TaskState], *,
+              written: Callable[[int, Mapping[str, TaskState]], bool] | None = None) -> WaveTurn | None:
+    """The first wave not wholly merged (or closed); None when every wave is. With ``written``, a
+    wave wholly merged or closed that it says is not written into the plan yet is that wave too
+    (mergeable: its merge step writes it; :class:`~guardkit_state.remote.wave_progress.WrittenWaves`)."""
     for number, wave in enumerate(waves, start=1):
         states = {task: state_of(task) for task in wave}
-        if not all(state.phase in ("merged", "closed") for state in states.values()):
+        if not all(state.phase in ("merged", "closed") for state in states.values()) or (
+                written is not None and not written(number, states)):
             return WaveTurn(number, tuple(wave), states)
     return None
 
@@ -122,7 +127,8 @@ def claim_next_task(repo_root: Path | str, feature: str, remote: str, *, worker:
         quarantine = read_quarantine(repo, task, on_remote.get(branch_for(task)))
         return held_back(read_task_state(fgit, task), quarantine, plan.feature_id, remote)
 
-    turn = wave_turn(plan_waves(plan), state_of)
+    going_on = GoingOn(plan, None)  # a failure the plan says does not stop the feature: its dependents are skipped
+    turn = wave_turn(plan_waves(plan), lambda task: going_on.state(state_of(task)))
 
     def answer(status: str, reason: str, claim: Claim | None = None, lost: tuple[str, ...] = ()) -> ClaimAnswer:
         return ClaimAnswer(plan.feature_id, remote, board.worker, status, reason, claim,

@@ -179,8 +179,14 @@ class WaveMerger:
 
     def _push_landing(self, feature_repo: GitRepo, turn: WaveTurn, landing: Landing, expected: str | None,
                       state_of: Callable[[str], TaskState], sent: list[str], verdicts: GateVerdicts) -> WaveMerged:
-        if not landing.merged and not landing.steps:
+        # Every task merged or closed: a wave whose tasks failed or were skipped without stopping the
+        # feature (remote.wave_progress.WrittenWaves), written though nothing is merged.
+        ended = all(turn.states[task].phase in ("merged", "closed") for task in turn.tasks)
+        if not landing.merged and not landing.steps and not ended:
             return WaveMerged("worked", sent_back=sent)
+        if ended:
+            self.note(f"wave {turn.number}: nothing to merge (its tasks failed or were skipped); its progress "
+                      f"is written into the plan")
         # (Nothing landed, a task sent back: its steps alone are written, on the tip as it was.)
         complete = write_wave_progress(feature_repo, self.repo.root, self.plan, self.waves, turn,
                                        dict(landing.merged), state_of=state_of, note=self.note,

@@ -51,14 +51,17 @@ from guardkit_state.remote.alignment import CloneAlignment
 from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches, first_line
 from guardkit_state.remote.claims import CLAIMS_PREFIX, MERGE_CLAIM, Claim, ClaimBoard, claim_ref, retrying
 from guardkit_state.remote.fresh_tasks import fresh_in_look
+from guardkit_state.remote.going_on import GoingOn
 from guardkit_state.remote.holding import HeldClaims
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.own_claims import ClaimKeeper
 from guardkit_state.remote.quarantine import held_back, read_quarantine
 from guardkit_state.remote.ready import WaveTurn, wave_turn
 from guardkit_state.remote.run_history import RunHistory
+from guardkit_state.remote.spending import RemoteSpending
 from guardkit_state.remote.turn_pushes import TurnPushes
 from guardkit_state.remote.wave_merge import WaveMerger
+from guardkit_state.remote.wave_progress import WrittenWaves
 from guardkit_state.remote.worker_records import WorkerInterrupted, WorkerOptions, WorkerResult
 from guardkit_state.store.layout import branch_for, worktrees_dir
 
@@ -114,6 +117,10 @@ class _Worker:
         self.fgit = FeatureGit(repo, repo.root, self.feature_branch, worktrees_dir(repo.root) / self.feature,
                                worktrees_dir(repo.root))
         self.alignment = CloneAlignment(repo, self.branches, self.fgit, self.feature, self.feature_branch, self.note)
+        # --max-cost: what the feature's tasks spent, from their branches on the remote
+        self.spending = RemoteSpending(repo, self.feature, tuple(task for wave in self.waves for task in wave))
+        self.going_on = GoingOn(self.plan, options.stop_on_failure)  # failures that do not stop the feature
+        self.written = WrittenWaves(repo, self.going_on)  # and the waves they leave nothing to merge in
         self.result = WorkerResult(self.feature, self.board.worker)
         self.on_note, self.on_event = on_note, on_event
         self._states: dict[str, tuple[tuple[str | None, str | None], TaskState]] = {}
@@ -200,7 +207,8 @@ class _Worker:
         # One ls-remote first: while nothing moved on the remote (a waiting worker's usual look),
         # the last fetch, states and claims still hold, and no fetch is made.
         snapshot, self._first_look = self._first_look or self._remote(self._snapshot, "look"), None
-        if snapshot != self._last_snapshot and self._claim_fresh(str(snapshot)):
+        # (Under --max-cost a claim waits for a fetch: what the others spent is on their branches.)
+        if self.options.max_cost is None and snapshot != self._last_snapshot and self._claim_fresh(str(snapshot)):
             return "worked"  # a task nobody had started, claimed and run without a fetch
         if snapshot != self._last_snapshot or self._last_remote is None:
             remote = self._remote(self._sync, "fetch")
@@ -213,7 +221,8 @@ class _Worker:
         # still hold): a task is claimed only when free, taken over only when its claim is stale
         # here (no push is tried, and refused, for a live claim).
         claims = self._claims
-        turn = wave_turn(self.waves, lambda task: self._state(task, remote, claims.get(task)))
+        turn = wave_turn(self.waves, lambda task: self.going_on.state(self._state(task, remote, claims.get(task))),
+                         written=self.written.at(remote.get(self.feature_branch)))
         if turn is None:
             return self._finished()
         if turn.mergeable:
@@ -222,6 +231,10 @@ class _Worker:
             claim, stale_after=self.options.stale))
         # Each worker starts at its own place in the list: workers that look at the same moment
         # (a wave's tasks end together) mostly claim different tasks instead of losing races.
+        over = self.spending.reached(self.options.max_cost, remote) if claimable else None
+        if over is not None:  # no task is claimed once the feature's agents have spent --max-cost
+            self.result.reason = over
+            return "done"
         start = zlib.crc32(self.board.worker.encode()) % len(claimable) if claimable else 0
         for task in claimable[start:] + claimable[:start]:
             if self._try_task(task, turn.states[task], claims.get(task)):
@@ -268,6 +281,9 @@ class _Worker:
 
     def _finished(self) -> Step:
         self.result.done, self.result.reason = True, "every wave is merged into " + self.feature_branch
+        without, why = self.going_on.without(self.feature_branch)
+        if without:  # --no-stop-on-failure: every wave done, but not every task's work on the branch
+            self.result.done, self.result.without, self.result.reason = False, without, why
         self.note(self.result.reason)
         return "done"
 
@@ -362,8 +378,8 @@ class _Worker:
         fetched = self.repo.resolve(self.branches.tracking(branch))
         moved = taken_from is not None or self._remote(
             lambda: self.board.remote_sha(f"refs/heads/{branch}"), "look") != fetched
+        remote = self._remote(self._sync, "fetch") if moved else self._last_remote
         if moved:
-            self._remote(self._sync, "fetch")
             fetched = self.repo.resolve(self.branches.tracking(branch))  # what the fetch found
         pushes = TurnPushes(self.repo, self.branches, self.ledgers, self.alignment, task, self._remote,
                             functools.partial(self._claim_held, task), self.note, fetched)
@@ -401,9 +417,13 @@ class _Worker:
                 self.note(f"{task}: turn {event.turn} ({event.record.entry.decision}) pushed")
             self.on_event(event)
 
+        # The loop counts the task's own turns before each of its turns, and is told what the others spent
+        # (once each: this task's turns on the remote are its own, counted by it).
+        before = self.spending.elsewhere(task, remote) \
+            if self.options.max_cost is not None and isinstance(remote, dict) else 0.0
         options = LoopOptions(max_turns=self.options.max_turns, resume=fresh.resume, base_branch=self.feature_branch,
                               turn_timeout=self.options.turn_timeout, max_cost=self.options.max_cost,
-                              continue_session=self.options.continue_session)
+                              cost_before=before, continue_session=self.options.continue_session)
         try:
             with self.result.timed("run"):
                 run_task_loop(self.repo.root, task, self.player, self.coach, options, on_event=sink)

@@ -30,6 +30,8 @@ class WorkerOptions:
     max_cost: float | None = None
     continue_session: bool = False
     quarantine_after: int = 3
+    #: False: a failed task does not stop the feature (its dependents are skipped); None: as the plan says.
+    stop_on_failure: bool | None = None
 
     def __post_init__(self) -> None:
         check_lease(self.lease, name="--lease")
@@ -55,6 +57,9 @@ class WorkerResult:
     merged: list[str] = field(default_factory=list)
     done: bool = False
     reason: str = ""
+    #: Every wave done, but without these tasks (failed, or skipped for a failure that did not stop
+    #: the feature: ``--no-stop-on-failure``); ``done`` is then False.
+    without: list[str] = field(default_factory=list)
     #: Where its time went, in seconds, by kind: ``start`` (before its first look), ``look``
     #: (``ls-remote``), ``fetch``, ``claim`` (claims, takeovers, releases), ``push``, ``run`` (task
     #: loops, their pushes apart), ``merge`` (its pushes apart), ``merge_wait`` (waiting on another
@@ -87,7 +92,7 @@ class WorkerResult:
 
     def to_dict(self) -> dict[str, object]:
         return {"feature": self.feature, "worker": self.worker, "ran": self.ran, "taken_over": self.taken_over,
-                "merged": self.merged, "done": self.done, "reason": self.reason,
+                "merged": self.merged, "done": self.done, "without": self.without, "reason": self.reason,
                 "seconds": {kind: round(value, 3) for kind, value in sorted(self.seconds.items())}}
 
 

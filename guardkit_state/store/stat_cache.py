@@ -55,6 +55,12 @@ def signature(info: os.stat_result) -> list[int]:
     return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
 
 
+def settled(sig: list[int]) -> bool:
+    """True when the file of signature ``sig`` was last changed longer ago than :data:`RACY_NS`
+    (what was read from it may be kept under that signature)."""
+    return time.time_ns() - max(sig[1], sig[2]) >= RACY_NS
+
+
 def signature_of(path: Path | str) -> list[int] | None:
     """``path``'s signature, None when it cannot be stat'ed."""
     try:
@@ -127,7 +133,7 @@ class StatCache:
 
     def put(self, key: str, sig: list[int] | None, fact: str, value: Any) -> None:
         """Record ``fact`` = ``value`` (JSON-ready) for ``key`` at ``sig``."""
-        if sig is None or time.time_ns() - max(sig[1], sig[2]) < RACY_NS:
+        if sig is None or not settled(sig):
             return  # changed just now: a change within the same clock tick could keep its signature
         with self.lock:
             entry = self.entries.get(key)
@@ -171,4 +177,4 @@ def _load(path: Path, version: int) -> dict[str, dict[str, Any]]:
     return {key: entry for key, entry in files.items() if isinstance(entry, dict)}
 
 
-__all__ = ["RACY_NS", "StatCache", "batch", "disable_writes", "signature", "signature_of"]
+__all__ = ["RACY_NS", "StatCache", "batch", "disable_writes", "settled", "signature", "signature_of"]

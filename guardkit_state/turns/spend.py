@@ -18,22 +18,41 @@ def turn_costs(checkout: Path, task_id: str) -> list[tuple[int, float | None]]:
     """
     costs: list[tuple[int, float | None]] = []
     for path in artifacts_dir(checkout, task_id).glob("turn_state_turn_*.json"):
-        number = path.stem.rsplit("_", 1)[-1]
-        if not number.isdigit():
+        number = turn_state_number(path.name)
+        if number is None:
             continue
         try:
-            runs = json.loads(path.read_text(encoding="utf-8")).get("agent_runs") or {}
-        except (OSError, ValueError, AttributeError):
-            runs = {}
-        total: float | None = None
-        for run in runs.values() if isinstance(runs, dict) else ():
-            cost = run.get("cost_usd") if isinstance(run, dict) else None
-            # Only what an agent can have spent: a negative, NaN or infinite figure (a hand-edited
-            # file) would lower the total or make it NaN, and --max-cost would never be reached.
-            if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0:
-                total = (total or 0.0) + cost
-        costs.append((int(number), total))
+            text: str | bytes = path.read_text(encoding="utf-8")
+        except OSError:
+            text = b""
+        costs.append((number, state_cost(text)))
     return sorted(costs)
+
+
+def turn_state_number(name: str) -> int | None:
+    """The turn of a file named ``turn_state_turn_N.json``, else None."""
+    number = name.removeprefix("turn_state_turn_").removesuffix(".json")
+    return int(number) if name.startswith("turn_state_turn_") and name.endswith(".json") and number.isdigit() \
+        else None
+
+
+def state_cost(text: str | bytes) -> float | None:
+    """USD a turn's agents reported, from the text of its turn state; None where none reported one.
+
+    A turn state that cannot be read counts as unknown: spending is a limit, never a reason to fail.
+    """
+    try:
+        runs = json.loads(text).get("agent_runs") or {}
+    except (ValueError, AttributeError):
+        runs = {}
+    total: float | None = None
+    for run in runs.values() if isinstance(runs, dict) else ():
+        cost = run.get("cost_usd") if isinstance(run, dict) else None
+        # Only what an agent can have spent: a negative, NaN or infinite figure (a hand-edited
+        # file) would lower the total or make it NaN, and --max-cost would never be reached.
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0:
+            total = (total or 0.0) + cost
+    return total
 
 
 def task_spend(checkout: Path, task_id: str) -> float | None:
@@ -70,4 +89,5 @@ def feature_spend(worktrees: Path, task_ids: Iterable[str]) -> float:
     return sum(task_spend(worktrees / task_id, task_id) or 0.0 for task_id in task_ids)
 
 
-__all__ = ["feature_spend", "mean_turn_cost", "over_limit", "task_spend", "turn_costs"]
+__all__ = ["feature_spend", "mean_turn_cost", "over_limit", "state_cost", "task_spend", "turn_costs",
+           "turn_state_number"]

@@ -121,9 +121,10 @@ def _kuzu(root: Path) -> dict[str, Any]:
     from graphiti_core.nodes import EpisodeType, EpisodicNode
     from graphiti_core.utils.datetime_utils import utc_now
 
-    from guardkit_state.index.turn_records import load_turn_state_records
+    from guardkit_state.index.records import TURN_STATES
+    from guardkit_state.index.sources import load_project_records
 
-    records = load_turn_state_records(root).records
+    records = [r for r in load_project_records(root).records if r.kind == TURN_STATES]
 
     async def main() -> dict[str, Any]:
         with tempfile.TemporaryDirectory() as tmp:

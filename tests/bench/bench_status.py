@@ -30,7 +30,7 @@ from typing import Any
 
 from guardkit_state.taskfile.document import task_id_from_filename
 
-from .common import cli_command, make_task_repo, median_ms, ratio, task_text
+from .common import cli_command, make_task_repo, median_ms, ratio, run_ms, task_text
 from .guardkit_repo import FEATURE_ID, GUARDKIT_FILES, TASK_ID, make_guardkit_repo, settle
 
 DEFAULT_FILES = 10_000
@@ -194,11 +194,11 @@ def run_reads(*, corpus: Path | None, files: int = GUARDKIT_FILES, repeat: int =
         cases = {"help": [*cli, "--help"], **{name: [*cli, *words] for name, words, _ in READS}}
         for argv in cases.values():
             for _ in range(2):  # warm-up: the caches written, the files in the page cache
-                _run_status(argv, root, env)
+                run_ms(argv, root, env)
         samples: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(repeat):
             for name, argv in cases.items():
-                samples[name].append(_run_status(argv, root, env))
+                samples[name].append(run_ms(argv, root, env))
     help_ms = median_ms(samples["help"])
     rows = []
     for name, words, (limit, unit) in READS:
@@ -208,17 +208,6 @@ def run_reads(*, corpus: Path | None, files: int = GUARDKIT_FILES, repeat: int =
                      "met": (ms / help_ms <= limit) if unit == "x" else ms <= limit * 1000})
     return {**made, "repeat": repeat, "help_ms": help_ms, "reads": rows}
 
-
-def _run_status(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
-    """Wall ms of ``argv`` (exit 0 or 1: validate exits 1 when a corpus file is invalid, as some are)."""
-    with tempfile.TemporaryFile() as sink:
-        start = time.perf_counter()
-        code = subprocess.run(argv, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT, check=False).returncode
-        elapsed = (time.perf_counter() - start) * 1000.0
-        if code not in (0, 1):
-            sink.seek(0)
-            raise RuntimeError(f"{' '.join(argv)} exited {code}: {sink.read()[-2000:]!r}")
-    return elapsed
 
 
 def table_rows(case: Any) -> list[tuple[str, ...]]:

@@ -13,6 +13,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +36,18 @@ def timed_ms(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
     return (time.perf_counter() - start) * 1000.0
+
+
+def run_ms(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+    """Wall ms of the command ``argv``, exit 0 or 1 (validate exits 1 when a corpus file is invalid, as some are)."""
+    with tempfile.TemporaryFile() as sink:
+        start = time.perf_counter()
+        code = subprocess.run(argv, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT, check=False).returncode
+        elapsed = (time.perf_counter() - start) * 1000.0
+        if code not in (0, 1):
+            sink.seek(0)
+            raise RuntimeError(f"{' '.join(argv)} exited {code}: {sink.read()[-2000:]!r}")
+    return elapsed
 
 
 def ratio(a: float | None, b: float | None) -> float | None:

@@ -362,6 +362,28 @@ def test_ctrl_c_while_the_cli_starts_is_one_line_and_exit_130(tmp_path: Path, mo
     assert run.stderr == "error: interrupted\n", run.stderr
 
 
+SET_NAME_INTERRUPTED = """
+import dataclasses, sys
+
+# A Ctrl-C landing while a dataclass body of the CLI's modules runs: the interpreter calls each
+# field's __set_name__ and (Python 3.11) wraps what it raises in a RuntimeError.
+def interrupted(self, owner, name):
+    raise KeyboardInterrupt
+
+dataclasses.Field.__set_name__ = interrupted
+sys.argv = ["guardkit-state", "status"]
+from guardkit_state.cli import main
+main()
+"""
+
+
+def test_ctrl_c_inside_a_class_body_while_the_cli_starts_is_one_line_and_exit_130(tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, "-c", SET_NAME_INTERRUPTED], cwd=tmp_path, env=clean_env(),
+                         capture_output=True, text=True, timeout=WAIT, check=False)
+    assert run.returncode == 130, run.stderr
+    assert run.stderr == "error: interrupted\n", run.stderr
+
+
 def test_a_real_ctrl_c_at_start_up_never_shows_a_traceback_once_the_cli_runs(tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo", Setup(git=False))
     for i in range(24):

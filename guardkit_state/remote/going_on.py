@@ -1,0 +1,51 @@
+"""``--no-stop-on-failure`` for the workers of a feature shared through a remote.
+
+Where a failed task does not stop the feature (:mod:`~guardkit_state.plans.failure_rules`), the
+workers read it, and every task that needs it, as ``closed`` when they decide which wave's turn has
+come (:func:`~guardkit_state.remote.ready.wave_turn`): the failed task's wave is merged without it,
+its dependents are claimed by nobody, and the other tasks run on. When every wave is done the
+workers end not done (exit 1), naming the tasks the feature branch is without.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from guardkit_state.features.progress import TaskState
+from guardkit_state.plans.failure_rules import skipped_by, stops_on_failure
+from guardkit_state.plans.plan import FeaturePlan
+
+
+@dataclass
+class GoingOn:
+    """The failed tasks seen that do not stop the feature, and the tasks skipped for them."""
+
+    plan: FeaturePlan
+    flag: bool | None  # the run's --[no-]stop-on-failure
+    failed: dict[str, str] = field(default_factory=dict)  # task -> why it failed
+    skipped: dict[str, str] = field(default_factory=dict)  # task -> the failed task it needs
+
+    def state(self, state: TaskState) -> TaskState:
+        """``state`` as the waves see it: closed for a failure that does not stop the feature, and
+        for a task that needs one (the waves are read in order: a task's dependencies come first)."""
+        task = state.task_id
+        if state.phase == "failed" and not stops_on_failure(self.plan, task, self.flag):
+            self.failed[task] = state.reason
+            return replace(state, phase="closed")
+        cause = skipped_by(self.failed, self.plan).get(task) if self.failed and state.runs else None
+        if cause is None:
+            return state
+        self.skipped[task] = cause
+        return replace(state, phase="closed", outcome="dependency_failed",
+                       reason=f"skipped: it needs {cause}, which ended without approval")
+
+    def without(self, feature_branch: str) -> tuple[list[str], str]:
+        """The tasks every wave done leaves out (in plan order; none when nothing was passed over),
+        and why, in one line."""
+        names = [task.id for task in self.plan.tasks if task.id in self.failed or task.id in self.skipped]
+        parts = [f"{task}: {self.failed[task]}" if task in self.failed
+                 else f"{task} skipped: it needs {self.skipped[task]}, which ended without approval" for task in names]
+        return names, "; ".join(parts) + f"; every other task merged into {feature_branch}"
+
+
+__all__ = ["GoingOn"]
