@@ -162,6 +162,23 @@ def test_an_untouched_worktree_is_no_change_and_the_snapshot_ref_goes(git_repo: 
     assert run_git(worktree, "for-each-ref", SNAPSHOT_REFS) == ""
 
 
+def test_a_cache_a_gitignore_rule_ignores_is_left_and_every_other_new_file_goes(git_repo: Path) -> None:
+    worktree = _worktree(git_repo)
+    (worktree / ".gitignore").write_text("build/\n*.log\n.pytest_cache/\n")  # the Player's rule: its turn's
+    snapshots = WorktreeSnapshots(_repo(worktree), TASK)
+    snapshot = snapshots.take()
+    (worktree / ".pytest_cache").mkdir()
+    (worktree / ".pytest_cache" / "v").write_text("ignored cache")  # ignored, a cache: the Coach's test run
+    (worktree / "htmlcov").mkdir()
+    (worktree / "htmlcov" / "index.html").write_text("a cache no rule ignores")
+    (worktree / "run.log").write_text("ignored, no cache")
+    (worktree / "notes.md").write_text("neither")
+    restored = snapshots.restore(snapshot)
+    assert (worktree / ".pytest_cache" / "v").is_file()
+    assert not any((worktree / name).exists() for name in ("htmlcov/index.html", "run.log", "notes.md"))
+    assert restored.files == ("notes.md", "run.log")  # the caches are no change to name
+
+
 def test_a_gc_while_the_agent_runs_keeps_what_the_snapshot_holds(git_repo: Path) -> None:
     worktree = _worktree(git_repo)
     before = _state(worktree)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -164,3 +167,43 @@ def test_editing_quality_gates_yaml_changes_the_loop_verdict(git_repo: Path) -> 
     assert gates["coverage"]["passed"] is True
     assert gates["coverage"]["source"] == ".guardkit/config/quality-gates.yaml"
     assert turn.entry.decision == "approve" and result.outcome is Outcome.APPROVED
+
+
+def _counting_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A ``git`` first on PATH that logs each call (one line) and runs the real one: the log counts
+    the git processes the loop spawns, for real."""
+    real = shutil.which("git")
+    assert real is not None
+    log = tmp_path / "git-calls.log"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$1" >> {shlex.quote(str(log))}\nexec {shlex.quote(real)} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def _git_calls(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+#: At most the git processes of one loop run in a fresh worktree, one turn approved (its start, the
+#: worktree made, the turn, its commit), and of each further turn. A feature's workers run many
+#: such loops on 2 cores: each process is CPU time (issue #41's scaling). Lower them when a change
+#: spares a call; a rise needs a reason. (Before issue #41's cut: 37 and 23.)
+ONE_TURN_RUN_GIT_CALLS = 28
+FURTHER_TURN_GIT_CALLS = 16
+
+
+def test_a_loop_turn_spawns_no_more_git_processes_than_pinned(git_repo: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    one, two = _repo(git_repo), tmp_path / "second"
+    shutil.copytree(one, two, symlinks=True)
+    log = _counting_git(tmp_path, monkeypatch)
+    assert run_task_loop(one, TASK, CallableAgent(scripted_player), coach_verifying(1)).outcome is Outcome.APPROVED
+    single = _git_calls(log)
+    log.unlink()
+    result = run_task_loop(two, TASK, CallableAgent(scripted_player), coach_verifying(2))
+    assert result.outcome is Outcome.APPROVED and len(result.turns) == 2
+    further = _git_calls(log) - single
+    assert single <= ONE_TURN_RUN_GIT_CALLS and further <= FURTHER_TURN_GIT_CALLS, (single, further)

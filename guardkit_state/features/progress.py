@@ -80,7 +80,8 @@ class FeatureGit:
 
 
 def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = None,
-                    known_unmerged: bool = False, merges: Mapping[str, str] | None = None) -> TaskState:
+                    known_unmerged: bool = False, merges: Mapping[str, str] | None = None,
+                    has_branch: bool | None = None) -> TaskState:
     """Where ``task_id`` stands (see the module docstring); reads only, never writes.
 
     ``max_turns`` is the run's turn budget: a task that used up a smaller one may go on.
@@ -88,11 +89,12 @@ def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = No
     has just run, and only the caller merges), so the feature branch's history is not searched.
     ``merges``: the feature branch's merges as :func:`~guardkit_state.git.merge.task_merges` found
     them, when the caller reads several tasks (one search of its history for all).
+    ``has_branch``: whether the task's branch exists, when the caller has just read it (None: git is asked).
     """
     branch = branch_for(task_id)
     merge = (None if known_unmerged else merges.get(task_id) if merges is not None
              else find_task_merge(git.main, task_id, git.feature_branch))
-    has_branch = git.main.branch_exists(branch)
+    has_branch = git.main.branch_exists(branch) if has_branch is None else has_branch
     worktree = git.task_worktree(task_id)
     own = worktree.is_dir() or has_branch
     # Once merged, the feature branch holds the task's file too (its own branch may be pruned since).

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from guardkit_state.errors import GitError, InputError, one_line
 from guardkit_state.git import turn_ledger
 from guardkit_state.git.parse import LOG_FORMAT, TurnCommit, parse_turn_log
-from guardkit_state.git.repo import FALLBACK_EMAIL, FALLBACK_NAME
+from guardkit_state.git.repo import FALLBACK_EMAIL, FALLBACK_NAME, UNREAD, Unread
 from guardkit_state.git.runner import git_error, nothing_to_commit
 from guardkit_state.model import Fields
 from guardkit_state.store.fsio import crash_point
@@ -105,6 +105,7 @@ def commit_turn(
     managed_worktree: bool,
     force_paths: Sequence[str | Path] = (),
     trailers: Mapping[str, str] | None = None,
+    head: str | Unread | None = UNREAD,
 ) -> CommitResult:
     """Make the one commit of a completed turn; never raises for a git failure.
 
@@ -115,7 +116,8 @@ def commit_turn(
     trailers (and ``trailers``, when given). If this run of the loop already made the commit of
     this Task and Turn on HEAD (resume after a kill), nothing is committed and ``skipped`` says
     so. A commit made is recorded in the task's ledger (:mod:`guardkit_state.git.turn_ledger`). A
-    stale ``index.lock`` is removed and the commit retried once. Raises :class:`InputError` only
+    stale ``index.lock`` is removed and the commit retried once. ``head``: HEAD's commit in a managed
+    worktree as the caller just read it (:meth:`~guardkit_state.git.repo.GitRepo.head`). Raises :class:`InputError` only
     for misuse (bad id, no paths outside a worktree).
     """
     validate_task_id(task_id)
@@ -131,7 +133,7 @@ def commit_turn(
         if existing:
             return CommitResult(existing, skipped=f"turn {turn} of {task_id} is already committed as {existing[:12]}")
         sha = _commit_retrying_a_stale_lock(repo, message, None if managed_worktree else list(paths or []),
-                                            force_paths, notes)
+                                            force_paths, notes, head)
     except GitError as exc:
         log.warning("turn %s of %s not committed: %s", turn, task_id, exc)
         return CommitResult(None, error=one_line(exc), notes=tuple(notes))
@@ -152,12 +154,13 @@ def commit_turn(
 
 
 def _commit_retrying_a_stale_lock(repo: GitRepo, message: str, paths: list[str | Path] | None,
-                                  force_paths: Sequence[str | Path], notes: list[str]) -> str | None:
+                                  force_paths: Sequence[str | Path], notes: list[str],
+                                  head: str | Unread | None = UNREAD) -> str | None:
     """Commit everything (``paths`` None: a managed worktree) or exactly ``paths``; the sha, or None
     when there was nothing to commit. A lock a killed git left behind is removed, then one retry."""
     for attempt in (1, 2):
         try:
-            return (repo.commit_all(message, force=force_paths) if paths is None
+            return (repo.commit_all(message, force=force_paths, head=head) if paths is None
                     else repo.commit_paths(paths, message, force=force_paths))
         except GitError as exc:
             if attempt == 1 and ".lock': File exists" in exc.stderr:

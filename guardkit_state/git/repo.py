@@ -9,6 +9,7 @@ Every git call guardkit-state makes goes through :class:`GitRepo` (which runs gi
 from __future__ import annotations
 
 import contextlib
+import enum
 import logging
 import os
 import re
@@ -34,6 +35,16 @@ FALLBACK_EMAIL = "autobuild@localhost"
 #: worktree snapshot leaves them out alike), and guardkit-state's own temp files by exact name (see
 #: ``_own_temp_files``). User paths are never read as pathspec magic (a file named ``:(glob)*`` is just a file).
 _LITERAL = ("--literal-pathspecs",)
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+class Unread(enum.Enum):
+    """A value the caller did not read (so the callee asks git); ``None`` is a value read (no HEAD)."""
+
+    UNREAD = "unread"
+
+
+UNREAD = Unread.UNREAD
 _NEVER_COMMIT = (*(f":(exclude){path}" for path in RUNTIME_DIRS), *(f":(exclude,glob){glob}" for glob in RUNTIME_GLOBS))
 #: Under ``.guardkit/`` as anywhere else, only the exact names of our own temp files are ours: the one
 #: ``fsio.atomic_write_bytes`` gives (``.gks-tmp-<name>.<pid>.<ns>``) and the one an agent's pid
@@ -68,6 +79,7 @@ class GitRepo:
         self.git_dir = git_dir
         self.common_dir = common_dir
         self._identity_args: list[str] | None = None
+        self._empty_tree: str | None = None
 
     def __repr__(self) -> str:
         return f"GitRepo({str(self.root)!r})"
@@ -127,6 +139,22 @@ class GitRepo:
         """The commit HEAD points at; None on an unborn branch."""
         status, out, _ = self.run("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
         return out.decode().strip() if status == 0 else None
+
+    def head(self) -> tuple[str | None, str | None]:
+        """HEAD's commit (None on an unborn branch) and its branch's full ref (None when detached), in
+        one git call (two on an unborn branch)."""
+        status, out, _ = self.run("rev-parse", "HEAD", "--symbolic-full-name", "HEAD", check=False)
+        lines = out.decode("utf-8", "surrogateescape").split()
+        if status != 0 or len(lines) != 2:  # an unborn branch: no commit yet
+            _, out, _ = self.run("symbolic-ref", "-q", "HEAD", check=False)
+            return None, out.decode("utf-8", "surrogateescape").strip() or None
+        return lines[0], (lines[1] if lines[1].startswith("refs/") else None)
+
+    def empty_tree(self) -> str:
+        """The empty tree's id, written in the repository (asked of git once per instance)."""
+        if self._empty_tree is None:
+            self._empty_tree = self.text("hash-object", "-t", "tree", "-w", "--stdin")
+        return self._empty_tree
 
     def current_branch(self) -> str | None:
         """The checked-out branch's short name; None when HEAD is detached."""
@@ -210,16 +238,18 @@ class GitRepo:
                 self.run("reset", "-q", "--", *present, pre=_LITERAL)
             raise
 
-    def commit_all(self, message: str, *, force: Sequence[str | Path] = ()) -> str:
+    def commit_all(self, message: str, *, force: Sequence[str | Path] = (),
+                   head: str | Unread | None = UNREAD) -> str:
         """Commit every change in a *managed* worktree, untracked files included; return the sha.
 
         The local index data (``.guardkit/index/``) and guardkit-state's own temp files (left by
         interrupted atomic writes) are never committed; other files are, whatever their name.
-        Ignored files are not, except the exact paths in ``force``.
+        Ignored files are not, except the exact paths in ``force``. ``head``: HEAD's commit as the
+        caller read it (:meth:`head`) since the last thing that could move it, so it is not asked again.
         """
         self.run("add", "-A", "--", ".", *_NEVER_COMMIT, *self._own_temp_files())
         self._add_forced([self._relative(p) for p in force if os.path.lexists(self.root / self._relative(p))])
-        return self._commit("-m", message)
+        return self._commit("-m", message, before=head)
 
     def _own_temp_files(self) -> list[str]:
         """``:(exclude,literal)`` pathspecs for untracked temp files of ours (``.guardkit/`` included)."""
@@ -227,13 +257,14 @@ class GitRepo:
         paths = out.decode("utf-8", "surrogateescape").split("\0")
         return [f":(exclude,literal){p}" for p in paths if _ATOMIC_TEMP.fullmatch(p.rsplit("/", 1)[-1])]
 
-    def _commit(self, *args: str, literal: bool = False) -> str:
+    def _commit(self, *args: str, literal: bool = False, before: str | Unread | None = UNREAD) -> str:
         """``git commit``; the new commit's sha, checked to be HEAD on top of the HEAD before it.
 
         A post-commit hook can move HEAD again (``git reset --soft HEAD~1``): ``git commit`` still
         exits 0, and HEAD afterwards is the commit *before* the turn. That is not a commit made.
         """
-        before = self.head_sha()
+        if isinstance(before, Unread):
+            before = self.head_sha()
         try:
             self.run("commit", "-q", "--no-edit", *args,
                      pre=[*(_LITERAL if literal else ()), *self.identity_args()])
@@ -244,13 +275,20 @@ class GitRepo:
             raise GitError(f"{exc.message} — the {'/'.join(hooks)} hook rejected the commit (git hooks run as "
                            "configured; fix what it reports, or commit the turn yourself)",
                            command=exc.command, returncode=exc.returncode, stderr=exc.stderr, path=exc.path) from exc
-        after = self.head_sha()
-        if after is None or after == before or (
-                before is not None and not self.ok("merge-base", "--is-ancestor", before, after)):
+        after, parents = self._head_and_parents()
+        # On top of the HEAD before it: its parent (one git call), else (a hook that committed more) an ancestor.
+        if after is None or after == before or (before is not None and before not in parents
+                                                and not self.ok("merge-base", "--is-ancestor", before, after)):
             raise GitError("'git commit' exited 0 but HEAD is not a new commit on top of the one before it (a "
                            "post-commit hook moved it?); the turn is not committed", command=["git", "commit"],
                            path=self.root)
         return after
+
+    def _head_and_parents(self) -> tuple[str | None, tuple[str, ...]]:
+        """HEAD's commit and its parents (None and none on an unborn branch), in one git call."""
+        status, out, _ = self.run("log", "-1", "--format=%H %P", "HEAD", "--", check=False)
+        shas = out.decode("ascii", "replace").split() if status == 0 else []
+        return (shas[0], tuple(shas[1:])) if shas else (None, ())
 
     def _commit_hooks(self) -> list[str]:
         """The commit hooks that would run here (``core.hooksPath`` honoured)."""
@@ -316,7 +354,19 @@ class GitRepo:
         the current branch's ref lock; see :func:`~guardkit_state.git.stale_locks.remove_stale_locks`
         for when one is stale.
         """
-        return remove_stale_locks(self.root, self.git_dir, self.common_dir, self.current_branch(), refs=refs)
+        return remove_stale_locks(self.root, self.git_dir, self.common_dir, self._branch_of_head_file(), refs=refs)
+
+    def _branch_of_head_file(self) -> str | None:
+        """The branch HEAD names, read from its file as git reads it (no git process: a ref lock is a
+        file of the files backend, whose HEAD is this file); git is asked when the file says neither
+        a branch nor a commit."""
+        try:
+            text = (self.git_dir / "HEAD").read_text(encoding="utf-8", errors="surrogateescape").strip()
+        except OSError:
+            text = ""
+        if text.startswith("ref: refs/heads/"):
+            return text.removeprefix("ref: refs/heads/")
+        return None if _SHA.fullmatch(text) else self.current_branch()
 
 
-__all__ = ["FALLBACK_EMAIL", "FALLBACK_NAME", "GitRepo", "branches_named"]
+__all__ = ["FALLBACK_EMAIL", "FALLBACK_NAME", "UNREAD", "GitRepo", "Unread", "branches_named"]

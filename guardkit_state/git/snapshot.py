@@ -30,6 +30,7 @@ from typing import Any
 from guardkit_state.errors import GitError
 from guardkit_state.git.checkouts import repair_worktree_link
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.model import Fields
 from guardkit_state.store.layout import RUNTIME_DIRS, RUNTIME_GLOBS
 
@@ -106,6 +107,9 @@ class Restoration:
     not_restored: tuple[str, ...] = ()
     #: Other repairs made on the way (a ``.git`` link put back).
     notes: tuple[str, ...] = ()
+    #: HEAD's commit and branch ref (None: detached) as the restore left them, exactly the snapshot's;
+    #: None on an unborn branch (nothing to point HEAD back at). Read by the turn's commit, not asked again.
+    head_now: tuple[str, str | None] | None = None
 
     @property
     def changed(self) -> bool:
@@ -133,7 +137,7 @@ class WorktreeSnapshots:
         git run there would act on the repository above), said in :attr:`repairs`."""
         self.repairs = self._repair_link()
         self._clear_stale_locks()
-        head, branch = self._head()
+        head, branch = self.git.head()
         own = self._own_index()
         self._index.unlink(missing_ok=True)
         if own.is_file():
@@ -211,6 +215,14 @@ class WorktreeSnapshots:
                 watched[path] = _lstat_key(info)
         return kept, watched
 
+    def _ignored_of(self, paths: list[str], index: Path) -> set[str]:
+        """Those of ``paths`` (not in ``index``) that a ``.gitignore`` rule ignores."""
+        if not paths:
+            return set()
+        out = self.git.run("check-ignore", "-z", "--stdin", stdin=_nul_joined(paths), index_file=index,
+                           check=False)[1]  # exit 1: none of them is ignored
+        return {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}
+
     def _list_ignored(self, index: Path) -> list[str]:
         out = self.git.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *PATHSPECS,
                            index_file=index)[1]
@@ -222,32 +234,35 @@ class WorktreeSnapshots:
         changed. Raises :class:`GitError` when git cannot."""
         notes = self._repair_link()
         self._clear_stale_locks()
+        head, branch = self.git.head()
         # The agent has exited: a lock a git of its left (killed mid-write, or written by hand) would stop
         # the index or the branch being put back.
         notes += [f"removed stale git lock {lock} (left while the agent ran; no git process held it)"
-                  for lock in self.git.remove_stale_index_lock()]
-        head, branch = self._head()
+                  for lock in remove_stale_locks(self.git.root, self.git.git_dir, self.git.common_dir,
+                                                 branch.removeprefix("refs/heads/") if branch else None)]
         # The loop's index holds the snapshot exactly: what differs from it in the worktree (changed or
-        # deleted, untracked, ignored) is what changed since, stat data and git's racy-file check
-        # deciding. (`ls-files`, not `status`: status would also compare the index with HEAD, which
-        # costs as much again where many ignored files are kept, and says nothing here.)
+        # deleted, and every file it does not hold, ignored or not) is what changed since, stat data and
+        # git's racy-file check deciding: one listing. (`ls-files`, not `status`: status would also compare
+        # the index with HEAD, which costs as much again where many ignored files are kept, and says
+        # nothing here.)
         check = self.folder / "check-index"
         try:
             if self._index.is_file():
                 shutil.copy2(self._index, check)
             else:  # gone with its folder: the tree alone (no stat data, so every file's bytes are compared)
                 self.git.run("read-tree", snapshot.tree, index_file=check)
-            out = self.git.run("ls-files", "-z", "-t", "-m", "-d", "-o", "--exclude-standard", "--", *PATHSPECS,
-                               index_file=check)[1]
-            ignored = self._list_ignored(check)
+            out = self.git.run("ls-files", "-z", "-t", "-m", "-d", "-o", "--", *PATHSPECS, index_file=check)[1]
+            tagged = [(item[:1], item[2:]) for item in out.decode("utf-8", "surrogateescape").split("\0") if item]
+            # Whether a file is ignored tells only for a cache: an ignored one is left (below). Asked of
+            # those alone, so a Coach that runs no tests costs no second walk of the worktree.
+            ignored = self._ignored_of([path for tag, path in tagged if tag == "?" and is_cache(path)], check)
         finally:
             check.unlink(missing_ok=True)
-        tagged = [(item[:1], item[2:]) for item in out.decode("utf-8", "surrogateescape").split("\0") if item]
         # A file watched by lstat is never removed, even when a changed .gitignore now shows it. Caches
         # git does not ignore are put back too (a turn would commit them), but are no change to name:
         # the Coach runs the tests. Ignored ones are never committed, and are left.
-        created = [path for tag, path in tagged if tag == "?" and path.rstrip("/") not in snapshot.watched]
-        created += [path for path in ignored if not is_cache(path) and path.rstrip("/") not in snapshot.watched]
+        created = [path for tag, path in tagged
+                   if tag == "?" and path.rstrip("/") not in snapshot.watched and path not in ignored]
         put_back = sorted({path for tag, path in tagged if tag in ("C", "R")})
         for path in created:
             _remove(self.git.root / path)
@@ -259,7 +274,7 @@ class WorktreeSnapshots:
         self._restore_own_index()
         files = sorted({path.rstrip("/") for path in (*created, *put_back) if not is_cache(path)})
         return Restoration(tuple(files), moved, tuple(_changed_watched(self.git.root, snapshot.watched)),
-                           tuple(notes))
+                           tuple(notes), None if snapshot.head is None else (snapshot.head, snapshot.branch))
 
     def _check_out(self, tree: str, paths: list[str]) -> None:
         """Write ``paths`` as ``tree`` holds them (whatever stands there now: a file, a folder)."""
@@ -330,15 +345,6 @@ class WorktreeSnapshots:
 
     def _write_tree(self, index: Path) -> str:
         return self.git.run("write-tree", index_file=index)[1].decode("ascii").strip()
-
-    def _head(self) -> tuple[str | None, str | None]:
-        """HEAD's commit (None on an unborn branch) and branch (None when detached), in one git call."""
-        status, out, _ = self.git.run("rev-parse", "HEAD", "--symbolic-full-name", "HEAD", check=False)
-        lines = out.decode("utf-8", "surrogateescape").split()
-        if status != 0 or len(lines) != 2:  # an unborn branch: no commit yet
-            _, out, _ = self.git.run("symbolic-ref", "-q", "HEAD", check=False)
-            return None, out.decode("utf-8", "surrogateescape").strip() or None
-        return lines[0], (lines[1] if lines[1].startswith("refs/") else None)
 
 
 def _nul_joined(paths: list[str]) -> bytes:

@@ -23,6 +23,7 @@ from guardkit_state.agents.protocol import Agent, TurnRequest, agent_name
 from guardkit_state.config import ResolvedConfig, render_coach_prompt, render_player_role_section
 from guardkit_state.config.prompt import render_gates_section
 from guardkit_state.errors import AgentError, GitError, GuardkitStateError
+from guardkit_state.git.parse import StatusEntry
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.snapshot import Restoration, WorktreeSnapshots
 from guardkit_state.loop.briefing import (
@@ -105,6 +106,9 @@ class TurnBriefing:
     git: GitRepo | None
     #: Set (the Player's agent name) to go on with the session its previous turn's run reported.
     continue_agent: str | None = None
+    #: What the Player changed, as git said it after the Player ran (its report's files): the Coach's
+    #: diff is made of the same answer (None: the Player's report was taken from an earlier run).
+    changes: list[StatusEntry] | None = None
 
     def __post_init__(self) -> None:
         self.work = ensure_private_dir(self.lifecycle.store.work_dir)
@@ -153,7 +157,7 @@ class TurnBriefing:
     def coach_request(self, player: TurnRequest, player_summary: str) -> TurnRequest:
         """The diff, schema and prompt written (after the Player ran); the Coach's request."""
         lifecycle, n, task = self.lifecycle, self.number, self.lifecycle.task
-        diff = turn_diff(self.git, self.checkout) if self.git is not None else ""
+        diff = turn_diff(self.git, self.checkout, self.changes) if self.git is not None else ""
         diff_file = self._write(f"diff_turn_{n}.diff", diff)
         report_file = self.work / f"coach_report_{n}.json"
         schema_file = self._write(f"coach_schema_turn_{n}.json",

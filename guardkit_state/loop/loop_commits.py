@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +11,7 @@ from guardkit_state.errors import GitError, GuardkitStateError, one_line
 from guardkit_state.git import turn_ledger
 from guardkit_state.git.checkouts import repair_worktree_link
 from guardkit_state.git.commits import CommitResult, commit_turn, find_turn_commit
-from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.repo import UNREAD, GitRepo, Unread
 from guardkit_state.store.fsio import atomic_write_bytes
 from guardkit_state.store.jsonio import load_json
 from guardkit_state.turns.clock import utc_now
@@ -60,23 +60,25 @@ class TurnCommits:
         why = self.last_error or "git made no commit of it"
         return f"turn {state.turns[-1].turn}'s commit is not on {branch}: {why}"
 
-    def _repair(self) -> str | None:
+    def _repair(self, known: tuple[str, str | None] | None = None) -> tuple[str | None, str | Unread | None]:
         """Restore a managed worktree's ``.git`` link an agent removed, and refuse to commit on any
-        branch but :attr:`branch` (an agent that ran ``git switch``/``checkout --detach``); the
-        failure's words, or None."""
+        branch but :attr:`branch` (an agent that ran ``git switch``/``checkout --detach``): the
+        failure's words (or None), and HEAD's commit as read then (the commit's parent to check,
+        nothing moving HEAD in between: the agents have exited); ``known``: HEAD as the caller knows it."""
         if self.managed_worktree:
             try:
                 text = repair_worktree_link(self.git.common_dir, self.git.root)
             except GitError as exc:
-                return one_line(exc)
+                return one_line(exc), UNREAD
             if text:
                 self.note(text)
-        current = self.git.current_branch()
+        head, ref = known or self.git.head()  # one git call for both, or none
+        current = ref.removeprefix("refs/heads/") if ref is not None and ref.startswith("refs/heads/") else None
         if self.branch and current != self.branch:
             on = f"branch '{current}'" if current else "a detached HEAD"
             return (f"the checkout {self.git.root} is on {on}, not on {self.branch} (an agent switched it); "
-                    f"'git -C {self.git.root} switch {self.branch}' takes the turn's files back to it")
-        return None
+                    f"'git -C {self.git.root} switch {self.branch}' takes the turn's files back to it"), head
+        return None, head
 
     def commit_pending(self, lifecycle: TurnLifecycle) -> None:
         """Commit the last recorded turn if it has no commit: a kill between the frontmatter append
@@ -85,25 +87,28 @@ class TurnCommits:
         last = state.turns[-1] if state is not None and state.turns else None
         if last is None:
             return
-        self.last_error = self._repair()
+        self.last_error, head = self._repair()
         if self.last_error is not None or self.verified(last.turn):
             return
         own = self._turn_files(lifecycle, last.turn)
         paths = None if self.managed_worktree else [*own, str(lifecycle.task.path)]
         result = commit_turn(self.git, task_id=self.task_id, turn=last.turn, decision=last.decision,
                              mode=last.mode or "recovering_state", paths=paths,
-                             managed_worktree=self.managed_worktree, force_paths=self._forced(own))
+                             managed_worktree=self.managed_worktree, force_paths=self._forced(own), head=head)
         self.last_error = result.error
         if result.committed:
             self.note(f"committed turn {last.turn}, which was recorded but not committed before")
         elif result.error:
             self.note(f"turn {last.turn} is recorded but still not committed: {result.error}")
 
-    def commit(self, lifecycle: TurnLifecycle, record: TurnRecord, *, restored: str | None = None) -> CommitResult:
+    def commit(self, lifecycle: TurnLifecycle, record: TurnRecord, *, restored: str | None = None,
+               seen: Collection[str] = (), head: tuple[str, str | None] | None = None) -> CommitResult:
         """The commit of the turn just recorded (a git failure is said, never raised); ``restored``
-        names the recorded entry an agent changed in this turn (a ``History-Restored`` trailer)."""
+        names the recorded entry an agent changed in this turn (a ``History-Restored`` trailer); ``seen``:
+        the files ``git status`` listed changed after this turn's Player (so no ``.gitignore`` rule hides them);
+        ``head``: HEAD's commit and branch ref as the Coach's restore left them (no agent ran since)."""
         number = record.turn_state.turn_number
-        repair_error = self._repair()
+        repair_error, before = self._repair(head)
         if repair_error is not None:
             self.last_error = repair_error
             self.note(f"turn {number} recorded but not committed: {repair_error}")
@@ -113,12 +118,12 @@ class TurnCommits:
         result = commit_turn(self.git, task_id=self.task_id, turn=number, decision=record.entry.decision,
                              mode=record.turn_state.mode, paths=paths, managed_worktree=self.managed_worktree,
                              force_paths=self._forced(self._turn_files(lifecycle, number)),
-                             trailers={"History-Restored": restored} if restored else None)
+                             trailers={"History-Restored": restored} if restored else None, head=before)
         self.last_error = result.error
         if result.error:
             self.note(f"turn {number} recorded but not committed: {result.error}")
         elif result.committed and self.managed_worktree:
-            self._say_ignored_work(number, _reported_files(lifecycle, number))
+            self._say_ignored_work(number, [name for name in _reported_files(lifecycle, number) if name not in seen])
         return result
 
     def _say_ignored_work(self, number: int, listed: list[str]) -> None:

@@ -48,7 +48,7 @@ from guardkit_state.loop.loop_commits import TurnCommits
 from guardkit_state.loop.outcome import LoopInterrupted, LoopResult
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
 from guardkit_state.loop.start import Start, check_start, find_start, nothing_to_resume
-from guardkit_state.loop.worktree_watch import with_files_from_git
+from guardkit_state.loop.worktree_watch import with_files_from_git, worktree_changes
 from guardkit_state.model import Outcome, TurnMode
 from guardkit_state.store.fsio import crash_point, remove_stale_temp_files
 from guardkit_state.store.home import check_state_home
@@ -57,6 +57,8 @@ from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.store.safe_paths import resolve_inside, validate_task_id
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile, read_task_settled
+from guardkit_state.taskfile.locate import repository_at
+from guardkit_state.taskfile.read_scope import listing_scope
 from guardkit_state.turns.checks import checked_max_turns, checked_timeout, checked_usd
 from guardkit_state.turns.lifecycle import TurnLifecycle, TurnRecord
 from guardkit_state.turns.recorded_history import restore_recorded_history
@@ -164,6 +166,10 @@ class _Run:
         self.restored: str | None = None
         #: What a Coach a kill interrupted had changed, put back on --resume: its turn's error.
         self.coach_changed: str | None = None
+        #: The files git listed changed after the Player of the turn under way (none: not asked this run).
+        self.seen: frozenset[str] = frozenset()
+        #: HEAD (commit, branch ref) as the Coach's restore left it in the turn under way (None: not known).
+        self.head_now: tuple[str, str | None] | None = None
 
     def note(self, text: str) -> None:
         self.result.notes.append(text)
@@ -175,10 +181,12 @@ class _Run:
         """Every refusal first (nothing exists yet), then the run itself, logged and under the lock."""
         check_state_home(self.repo_root)  # a .guardkit file, or a symlink leaving the repository
         self.config = load_config(self.repo_root)
-        self.git = GitRepo.discover(self.repo_root)
-        found = find_start(self.repo_root, self.task_id, worktree=self.options.use_worktree and self.git is not None)
-        self._check_start(found.task, resume_point(found.task, found.store, max_turns=self.options.max_turns,
-                                                   reopen=self.options.reopen), own=found.own)
+        with listing_scope():  # reads alone, until the log: the repository found once for all of them
+            self.git = repository_at(self.repo_root)
+            found = find_start(self.repo_root, self.task_id,
+                               worktree=self.options.use_worktree and self.git is not None)
+            self._check_start(found.task, resume_point(found.task, found.store, max_turns=self.options.max_turns,
+                                                       reopen=self.options.reopen), own=found.own)
         check_loop_ids(self.repo_root, [self.task_id], git=self.git is not None)
         if self.git is not None and self.options.base_branch is not None:
             check_base_branch(self.git, self.options.base_branch)  # a usage error, before the log exists
@@ -380,6 +388,7 @@ class _Run:
         briefing = TurnBriefing(self.config, lifecycle, checkout, number, active.mode, self.options.turn_timeout,
                                 self.git, agent_name(self.player) if self.options.continue_session else None)
         runs = AgentRuns()
+        self.seen, self.head_now = frozenset(), None
         error: str | None = None
         failed_role: str | None = None
         try:
@@ -431,8 +440,10 @@ class _Run:
             self._agent_starts(number, "player")
             report = runs.run("player", self.player, player)
             if self.git is not None:  # the files the turn changed are git's to say, not the agent's
+                briefing.changes = worktree_changes(self.git, briefing.checkout)
+                self.seen = frozenset(entry.path for entry in briefing.changes)
                 # The task file is the loop's (a copy it made in a worktree is not the Player's work).
-                report = with_files_from_git(report, self.git, briefing.checkout,
+                report = with_files_from_git(report, briefing.changes,
                                              exclude=_inside(lifecycle.task.path, briefing.checkout))
             recorded = lifecycle.record_player(report)
             crash_point("loop.after_player")
@@ -449,6 +460,7 @@ class _Run:
             watch = ReadOnlyWatch(self.git, briefing.checkout, lifecycle.store.directory, self.task_id)
             report = watch.run(lambda: runs.run("coach", self.coach, coach), note=self.note, turn=number)
             watch.check(coach)
+            self.head_now = watch.restored.head_now if watch.restored is not None else None
             decision = lifecycle.record_coach(report)
             for line in describe_verdict_words(decision.extra.get(VERDICT_WORDS_KEY) or []):
                 self.note(f"turn {number}: Coach verdict {line}")
@@ -464,7 +476,8 @@ class _Run:
         return said is not None
 
     def _after_turn(self, lifecycle: TurnLifecycle, record: TurnRecord) -> None:
-        commit = self.commits.commit(lifecycle, record, restored=self.restored) if self.commits is not None else None
+        commit = self.commits.commit(lifecycle, record, restored=self.restored, seen=self.seen,
+                                     head=self.head_now) if self.commits is not None else None
         if commit is not None:
             self.result.commits.append(commit)
         self.phase = "recorded"

@@ -18,6 +18,7 @@ from guardkit_state.store.turn_files import TurnStore, artifacts_dir
 from guardkit_state.taskfile.document import TaskFile, read_task_settled
 from guardkit_state.taskfile.frontmatter import check_line_endings
 from guardkit_state.taskfile.locate import locate_task
+from guardkit_state.taskfile.read_scope import listing_scope
 from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.turns.checks import check_may_continue, check_turn_history
 from guardkit_state.turns.resume import ResumePoint
@@ -38,7 +39,15 @@ class Start:
 
 
 def find_start(repo_root: Path, task_id: str, *, worktree: bool) -> Start:
-    """Read the copy of ``task_id`` a loop would continue (``worktree``: the loop runs in one), once."""
+    """Read the copy of ``task_id`` a loop would continue (``worktree``: the loop runs in one), once.
+
+    One read, nothing written before it ends: the ``tasks/`` folders are listed, and git asked where a
+    feature run left the task (the ``autobuild/`` branches, the repository), once for all its lookups."""
+    with listing_scope():
+        return _find_start(repo_root, task_id, worktree=worktree)
+
+
+def _find_start(repo_root: Path, task_id: str, *, worktree: bool) -> Start:
     main_path = find_task(repo_root, task_id)
     location = locate_task(repo_root, task_id) if worktree else None
     own = location is not None and location.in_worktree

@@ -23,7 +23,9 @@ from guardkit_state.git.snapshot import is_cache
 OWN_DIR = ".guardkit/"
 
 
-def _changes(git: GitRepo, cwd: Path) -> list[StatusEntry]:
+def worktree_changes(git: GitRepo, cwd: Path) -> list[StatusEntry]:
+    """``git status`` of ``cwd``'s checkout, outside ``.guardkit/`` and the caches of :func:`is_cache`:
+    asked once after the Player, for its files and for the Coach's diff alike."""
     return [e for e in git.status(cwd=cwd) if not e.path.startswith(OWN_DIR) and not is_cache(e.path)]
 
 
@@ -35,25 +37,25 @@ class ChangedFiles:
     modified: list[str]
 
 
-def changed_files(git: GitRepo, cwd: Path, *, exclude: Collection[str] = ()) -> ChangedFiles:
-    """The files changed in ``cwd``'s checkout since HEAD, outside ``.guardkit/`` and ``exclude``."""
+def changed_files(changes: list[StatusEntry], *, exclude: Collection[str] = ()) -> ChangedFiles:
+    """The files of ``changes`` (:func:`worktree_changes`) changed since HEAD, ``exclude`` left out."""
     created: list[str] = []
     modified: list[str] = []
-    for entry in _changes(git, cwd):
+    for entry in changes:
         if entry.path in exclude:
             continue
         (created if entry.code.strip() in ("??", "A", "AM") else modified).append(entry.path)
     return ChangedFiles(sorted(created), sorted(modified))
 
 
-def with_files_from_git(report: dict[str, Any], git: GitRepo, cwd: Path, *,
+def with_files_from_git(report: dict[str, Any], changes: list[StatusEntry], *,
                         exclude: Collection[str] = ()) -> dict[str, Any]:
-    """A Player's report with its files as git sees them; what it claimed is kept as ``claimed_files``
-    when it differs (a report that is not an object is left for the schema to refuse). ``exclude``:
-    paths the loop itself wrote (the task file copied into a worktree)."""
+    """A Player's report with its files as git sees them (``changes``: :func:`worktree_changes`); what it
+    claimed is kept as ``claimed_files`` when it differs (a report that is not an object is left for the
+    schema to refuse). ``exclude``: paths the loop itself wrote (the task file copied into a worktree)."""
     if not isinstance(report, dict):
         return report
-    truth = changed_files(git, cwd, exclude=exclude)
+    truth = changed_files(changes, exclude=exclude)
     seen = {"files_created": truth.created, "files_modified": truth.modified}
     claimed = {"files_created": report.get("files_created"), "files_modified": report.get("files_modified")}
     out = {**report, **seen}
@@ -62,12 +64,13 @@ def with_files_from_git(report: dict[str, Any], git: GitRepo, cwd: Path, *,
     return out
 
 
-def turn_diff(git: GitRepo, cwd: Path) -> str:
-    """The worktree's changes since HEAD as one diff: tracked files, then each new file in full."""
+def turn_diff(git: GitRepo, cwd: Path, changes: list[StatusEntry] | None = None) -> str:
+    """The worktree's changes since HEAD as one diff: tracked files, then each new file in full
+    (``changes``: :func:`worktree_changes` when the Player's turn asked it already)."""
     exclude = f":(exclude){OWN_DIR}"
     status, out, _ = git.run("diff", "--no-color", "--no-ext-diff", "HEAD", "--", ".", exclude, cwd=cwd, check=False)
     parts = [out.decode("utf-8", "replace")] if status == 0 else []
-    for entry in _changes(git, cwd):
+    for entry in worktree_changes(git, cwd) if changes is None else changes:
         if entry.code.strip() == "??":
             _, new, _ = git.run("diff", "--no-color", "--no-index", "--", "/dev/null", entry.path, cwd=cwd,
                                 check=False)  # exit 1 means "differs", as it always does here
@@ -95,4 +98,4 @@ def changed_between(before: dict[str, str], after: dict[str, str]) -> list[str]:
 
 
 __all__ = ["OWN_DIR", "ChangedFiles", "changed_between", "changed_files", "is_cache", "records_fingerprint",
-           "turn_diff", "with_files_from_git"]
+           "turn_diff", "with_files_from_git", "worktree_changes"]

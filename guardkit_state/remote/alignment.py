@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from guardkit_state.features.progress import FeatureGit
-from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.repo import UNREAD, GitRepo, Unread
 from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.store.layout import WORK_DIR, artifacts_dir
@@ -62,14 +62,17 @@ class CloneAlignment:
             self.repo.run("update-ref", f"refs/heads/{self.feature_branch}", tip, local)
         self.note(f"{self.feature_branch} here ({local[:10]}) set to the remote's ({tip[:10]})")
 
-    def task(self, task: str, branch: str, remote_tip: str | None, *, taken_over: bool) -> bool:
+    def task(self, task: str, branch: str, remote_tip: str | None, *, taken_over: bool,
+             local: str | Unread | None = UNREAD) -> bool:
         """This clone's branch of ``task`` made the remote's when it does not continue it; True when
         it was. The remote is the truth: a branch apart from it holds the turns of a holder ousted
         before its push, or one behind it (a killed turn's files in the way of the fast-forward) a
         turn begun on old history; a turn pushed from either would overwrite the remote's turns.
         A branch ahead of the remote (a turn committed, not pushed) is kept, to be pushed next, but
-        under a takeover, which commits on the remote's tip: that turn is then recorded again."""
-        local = self.repo.resolve(f"refs/heads/{branch}")
+        under a takeover, which commits on the remote's tip: that turn is then recorded again.
+        ``local``: the branch's sha here as the caller has just read it (None: no branch)."""
+        if isinstance(local, Unread):
+            local = self.repo.resolve(f"refs/heads/{branch}")
         if local is None or local == remote_tip:
             return False
         worktree = self.checked_out(task, branch)

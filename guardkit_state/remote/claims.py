@@ -221,7 +221,6 @@ class ClaimBoard:
         #: Claim refs the last :meth:`read_fetched` found holding a commit that is no claim (task id ->
         #: sha): pushed by something else, never taken over, and in the way of every claim push.
         self.foreign: dict[str, str] = {}
-        self._empty_tree: str | None = None
         self._made: dict[str, Claim] = {}  # the claim commits this board made, by sha (see _own)
         #: Claim refs a dead worker of this clone held, with the nonce it kept here: taken back at once.
         self.orphans: dict[str, str] = {}
@@ -420,15 +419,13 @@ class ClaimBoard:
         raise RemoteRejectedError(f"remote {self.remote!r} refused {claim.ref}: {pushed.detail}", path=self.repo.root)
 
     def _commit(self, claim: Claim, *, parent: str | None) -> str:
-        if self._empty_tree is None:
-            self._empty_tree = self.repo.text("hash-object", "-t", "tree", "-w", "--stdin")
         lines = [f"guardkit {claim.kind} {claim.task} of {claim.feature}", ""]
         values = {"kind": claim.kind, "worker": claim.worker, "nonce": claim.nonce,
                   "lease_until": f"{claim.lease_until:.3f}", "beat": str(claim.beat), "task": claim.task,
                   "feature": claim.feature, "previous": claim.previous,
                   "lease": None if claim.lease is None else f"{claim.lease:.3f}"}
         lines += [f"{_FIELDS[key]}: {value}" for key, value in values.items() if value is not None]
-        args = ["commit-tree", self._empty_tree, "-m", "\n".join(lines)]
+        args = ["commit-tree", self.repo.empty_tree(), "-m", "\n".join(lines)]
         if parent is not None:
             args += ["-p", parent]
         _, out, _ = self.repo.run(*args, pre=self.repo.identity_args())

@@ -43,9 +43,11 @@ class RemoteLedgers:
 
     def refspec(self, task: str, branch_sha: str) -> str:
         """A forced refspec pushing the ledger of the commits on ``branch_sha`` (with the branch)."""
+        # The tip itself (a turn's commit, pushed as it is made) is on it without asking git.
         lines = [f"{e.sha} {e.turn} {e.decision} {e.mode}" for e in turn_ledger.entries(self.repo, task)
-                 if self.repo.run("merge-base", "--is-ancestor", e.sha, branch_sha, check=False)[0] == 0]
-        tree = self.repo.text("hash-object", "-t", "tree", "-w", "--stdin")
+                 if e.sha == branch_sha
+                 or self.repo.run("merge-base", "--is-ancestor", e.sha, branch_sha, check=False)[0] == 0]
+        tree = self.repo.empty_tree()
         message = f"guardkit turn ledger of {task}\n\n" + "\n".join(lines) + "\n"
         _, out, _ = self.repo.run("commit-tree", tree, "-m", message, pre=self.repo.identity_args())
         return f"+{out.decode().strip()}:{self.ref(task)}"

@@ -63,15 +63,16 @@ class TurnPushes:
     def branch(self) -> str:
         return branch_for(self.task)
 
-    def push(self) -> None:
-        """Push the task branch when it holds commits the remote's lacks.
+    def push(self, tip: str | None = None) -> None:
+        """Push the task branch when it holds commits the remote's lacks (``tip``: its sha as the loop's
+        turn commit just left it, not asked of git again).
 
         Raises:
             BranchMovedError: the claim is lost (another worker pushed), or the branch moved under
                 the turn in a way that is not merged: the turn is kept (the message names the ref).
         """
         for _ in range(MOVES):
-            local = self.repo.resolve(f"refs/heads/{self.branch}")
+            local, tip = tip or self.repo.resolve(f"refs/heads/{self.branch}"), None
             if local is None or local == self.pushed:
                 return
             try:
@@ -86,7 +87,8 @@ class TurnPushes:
         self._keep(local, self._fetch(), f"it moved {MOVES} times while this worker merged it")
 
     def _push(self, local: str) -> str:
-        return self.branches.push(self.branch, self.pushed, also=(self.ledgers.refspec(self.task, local),))
+        # ``local`` as just read: the branch is not asked again, and its ledger is of the very commit pushed.
+        return self.branches.push(self.branch, self.pushed, also=(self.ledgers.refspec(self.task, local),), sha=local)
 
     def _moved(self, local: str) -> None:
         """The branch moved on the remote under the turn (the claim still held): the remote's commits

@@ -317,8 +317,11 @@ class _Worker:
         else:
             # Read as the remote holds it: a branch of this clone apart from (or behind) the remote's
             # would tell a run the remote never saw (an ousted holder's own approval, merged instead).
-            self.alignment.task(task, branch_for(task), key[0], taken_over=False)
-            state = read_task_state(self.fgit, task, max_turns=self.options.max_turns, merges=self._merged(key[1]))
+            # The branch here read once: for its alignment and whether it exists (aligning never removes it).
+            local = self.repo.resolve(f"refs/heads/{branch_for(task)}")
+            self.alignment.task(task, branch_for(task), key[0], taken_over=False, local=local)
+            state = read_task_state(self.fgit, task, max_turns=self.options.max_turns, merges=self._merged(key[1]),
+                                    has_branch=local is not None)
             if state.runs:  # a task whose runs keep killing their workers is claimed no more
                 state = held_back(state, read_quarantine(self.repo, task, key[0]), self.feature, self.options.remote)
         self._states[task] = (key, state)
@@ -372,13 +375,14 @@ class _Worker:
         # ref, but another worker may have claimed, run and released the task since this step
         # looked (its turns pushed, even its approval): one ls-remote of the branch tells whether
         # the fetch this step made still holds it, else it is fetched and the task read again.
+        fetched = self.repo.resolve(self.branches.tracking(branch))
         moved = taken_from is not None or self._remote(
-            lambda: self.board.remote_sha(f"refs/heads/{branch}"), "look") != self.repo.resolve(
-            self.branches.tracking(branch))
+            lambda: self.board.remote_sha(f"refs/heads/{branch}"), "look") != fetched
         remote = self._remote(self._sync, "fetch") if moved else self._last_remote
+        if moved:
+            fetched = self.repo.resolve(self.branches.tracking(branch))  # what the fetch found
         pushes = TurnPushes(self.repo, self.branches, self.ledgers, self.alignment, task, self._remote,
-                            functools.partial(self._claim_held, task), self.note,
-                            self.repo.resolve(self.branches.tracking(branch)))
+                            functools.partial(self._claim_held, task), self.note, fetched)
         if self.alignment.task(task, branch, pushes.pushed, taken_over=taken_from is not None):
             moved = True
         fresh = state if not moved else read_task_state(self.fgit, task, max_turns=self.options.max_turns,
@@ -407,7 +411,9 @@ class _Worker:
                 raise ClaimLostError(f"{task}: the claim was taken over", path=self.repo.root)
             if isinstance(event, TurnRecorded):
                 pushes.turn = event.turn
-                pushes.push()  # before the next turn starts: a crash loses at most the turn it was in
+                # Before the next turn starts: a crash loses at most the turn it was in. A commit the loop
+                # just made (in the task's worktree, on its branch, checked after) is the branch's tip: not asked again.
+                pushes.push(event.commit.sha if event.commit is not None and event.commit.committed else None)
                 self.note(f"{task}: turn {event.turn} ({event.record.entry.decision}) pushed")
             self.on_event(event)
 

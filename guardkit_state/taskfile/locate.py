@@ -166,7 +166,7 @@ def _feature_copy(root: Path, home: Path, found: Resolution) -> TaskLocation | N
         return None  # the common case: no git call at all
     if not _existing_branches(root, tuple(branch_for(feature) for feature in features)):
         return None  # no feature branch here (GuardKit's own runs leave none): one git call
-    repo = scoped(("git", str(root)), partial(GitRepo.discover, root))
+    repo = repository_at(root)
     if repo is None:
         return None
     feature = feature_branch_of_task(repo, root, found.task_id)
@@ -188,6 +188,12 @@ def _feature_copy(root: Path, home: Path, found: Resolution) -> TaskLocation | N
     if _git_copy(repo, feature_branch, rel, state_only=True) is not None:
         return TaskLocation(task_id, root, found.path, False, found, "feature branch", feature_branch, feature_id)
     return None
+
+
+def repository_at(root: Path) -> GitRepo | None:
+    """The git repository of the checkout ``root`` (None without one), discovered once per
+    :func:`~guardkit_state.taskfile.read_scope.listing_scope`."""
+    return scoped(("git", os.fspath(root)), partial(GitRepo.discover, root))
 
 
 def _existing_branches(root: Path, branches: tuple[str, ...]) -> frozenset[str]:

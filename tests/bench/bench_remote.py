@@ -10,6 +10,10 @@
   nineteen). Beside the curve, where each worker's time went: its process start-up (from its
   start to its first look), looks at the remote, fetches, claims, pushes, its task loops, merges,
   waits on another worker's merge and waits with nothing to claim (``--json``'s ``seconds``).
+* **cost** — what the scaling feature costs the machine, figures a noisy neighbour does not move: the
+  git processes its workers spawn (a ``git`` first on PATH logs each) and the CPU seconds (user+sys)
+  of the workers and all they ran, for 1 and 6 workers. On two cores the 6-worker run is bound by
+  this CPU.
 * **claim+push** — what the protocol adds, on loopback ``git daemon``, each a real ``git push`` to
   the daemon: per turn, the push of its commit to the task branch (with its lease, and the task's
   turn ledger in the same atomic push); per task, its
@@ -23,6 +27,9 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -51,7 +58,8 @@ def _tasks(sleep: float) -> list[TaskSpec]:
 
 
 def _build(base: Path, name: str, workers: int, sleep: float, tasks: list[TaskSpec] | None = None,
-           spent: list[dict[str, float]] | None = None) -> float:
+           spent: list[dict[str, float]] | None = None, path: str | None = None,
+           cpu: list[float] | None = None) -> float:
     """Wall time (ms) for ``workers`` worker processes to build the feature through a fresh remote;
     each worker's seconds by kind (its ``--json`` result, and its start-up) appended to ``spent``."""
     project = make_feature(base, tasks or _tasks(sleep), name=name)
@@ -59,6 +67,9 @@ def _build(base: Path, name: str, workers: int, sleep: float, tasks: list[TaskSp
     machines = [clone(bare.as_uri(), base / f"{name}-machine-{n}") for n in range(workers)]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GUARDKIT_", "FEATURE_"))}
     env.update(project.env(), NO_COLOR="1")
+    if path is not None:
+        env["PATH"] = path
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     procs = [subprocess.Popen([sys.executable, "-m", "guardkit_state", "feature-build", FEATURE_ID, "--repo",
                                str(machine), "--player", agent_command("player.py"), "--coach",
@@ -72,6 +83,9 @@ def _build(base: Path, name: str, workers: int, sleep: float, tasks: list[TaskSp
 
     with ThreadPoolExecutor(len(procs)) as pool:  # each worker's end timed as it comes
         ends = list(pool.map(finish, procs))
+    if cpu is not None:  # every worker waited for: their CPU and their children's, git's included
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 2))
     for proc, (out, err, ended) in zip(procs, ends, strict=True):
         if proc.returncode != 0:
             raise RuntimeError(f"a worker exited {proc.returncode}: {err[-2000:]}")
@@ -132,6 +146,33 @@ def run_scaling(repeat: int = 5, sleep: float = SCALE_SLEEP, counts: tuple[int, 
     return {"tasks": independent + 1, "sleep_s": sleep, "repeat": repeat, "load": os.getloadavg(), "curve": curve}
 
 
+def run_cost(repeat: int = 2, sleep: float = SCALE_SLEEP, counts: tuple[int, ...] = (1, 6),
+             independent: int = SCALE_INDEPENDENT) -> dict[str, Any]:
+    """The scaling feature's git processes (counted by a logging ``git`` first on PATH) and CPU seconds
+    (its runs without that wrapper, which costs a shell per call), per worker count: medians."""
+    real = shutil.which("git")
+    assert real is not None
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="gks-bench-cost-") as tmp:
+        base = Path(tmp)
+        log, wrapper = base / "git-calls.log", base / "bin" / "git"
+        wrapper.parent.mkdir()
+        wrapper.write_text(f'#!/bin/sh\necho "$1" >> {shlex.quote(str(log))}\nexec {shlex.quote(real)} "$@"\n')
+        wrapper.chmod(0o755)
+        counting = f"{wrapper.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        for n in counts:
+            calls: list[int] = []
+            cpu: list[float] = []
+            for round_number in range(repeat):
+                log.unlink(missing_ok=True)
+                _build(base, f"c{round_number}w{n}", n, sleep, _scale_tasks(sleep, independent), path=counting)
+                calls.append(len(log.read_text().splitlines()))
+                _build(base, f"u{round_number}w{n}", n, sleep, _scale_tasks(sleep, independent), cpu=cpu)
+            rows.append({"workers": n, "git_processes": int(statistics.median(calls)),
+                         "cpu_s": round(statistics.median(cpu), 2), "samples": {"git": calls, "cpu_s": cpu}})
+    return {"tasks": independent + 1, "sleep_s": sleep, "repeat": repeat, "load": os.getloadavg(), "rows": rows}
+
+
 def run_claim_push(repeat: int = 15) -> dict[str, Any]:
     from guardkit_state.git.repo import GitRepo
     from guardkit_state.remote.branches import RemoteBranches
@@ -189,6 +230,7 @@ def _median(samples: list[float]) -> float:
 def run(*, quick: bool = False) -> dict[str, Any]:
     return {"workers": run_workers(repeat=1, sleep=0.2) if quick else run_workers(),
             "scaling": run_scaling(repeat=1, sleep=0.2, counts=(1, 2), independent=4) if quick else run_scaling(),
+            "cost": run_cost(repeat=1, sleep=0.2, counts=(1,), independent=2) if quick else run_cost(),
             "claim_push": run_claim_push(repeat=3) if quick else run_claim_push()}
 
 
@@ -206,6 +248,11 @@ def table_rows(case: Any) -> list[tuple[str, ...]]:
                      "(floor: 1 worker)", f"{workers['three_ms']:.0f} ms", f"{workers['one_ms']:.0f} ms",
                      f"{workers['three/one']:.2f}x", "", "", f"<= {WORKERS_TARGET:g}x", met))
     rows += _scaling_rows(case.get("scaling"))
+    cost = case.get("cost")
+    if isinstance(cost, dict):
+        rows += [(f"Feature through a remote: {cost['tasks'] - 1}+1 tasks, {row['workers']} worker(s): git processes "
+                  f"and CPU (user+sys, workers and all they ran)", f"{row['git_processes']} git, {row['cpu_s']:.1f} s",
+                  "", "", "", "", "", "-") for row in cost["rows"]]
     claim = case.get("claim_push")
     if isinstance(claim, dict):
         met = "yes" if claim["per_turn_ms"] <= TURN_OVERHEAD_TARGET_MS else "**no**"
