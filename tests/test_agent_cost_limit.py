@@ -142,3 +142,18 @@ def test_what_a_features_other_tasks_spent_counts_toward_the_limit(tmp_path: Pat
     assert result.outcome is Outcome.COST_LIMIT_REACHED and len(result.turns) == 2
     assert result.reason == (f"--max-cost: $0.0700 spent on {TASK} ($0.0300 of it by the feature's other tasks); "
                              "another turn (about $0.0200, the mean of the last 2) would pass the limit $0.08")
+
+
+def test_spend_counts_an_unreadable_turn_state_as_unknown_and_never_fails(tmp_path: Path) -> None:
+    # "Spending is a limit, never a reason to fail": not bad UTF-8, not nesting deeper than Python's
+    # parser goes, not a turn number in digits int() does not read (a superscript three).
+    from guardkit_state.store.layout import artifacts_dir
+    from guardkit_state.turns.spend import turn_costs
+
+    store = artifacts_dir(tmp_path, TASK)
+    store.mkdir(parents=True)
+    (store / "turn_state_turn_1.json").write_text(json.dumps({"agent_runs": {"player": {"cost_usd": 0.5}}}))
+    (store / "turn_state_turn_2.json").write_bytes(b'{"agent_runs": {"p": {"cost_usd": 9}}, "x": "\xff"}')
+    (store / "turn_state_turn_3.json").write_text("[" * 100_000)
+    (store / "turn_state_turn_\u00b3.json").write_text(json.dumps({"agent_runs": {"p": {"cost_usd": 7}}}))
+    assert turn_costs(tmp_path, TASK) == [(1, 0.5), (2, None), (3, None)]

@@ -22,7 +22,7 @@ def turn_costs(checkout: Path, task_id: str) -> list[tuple[int, float | None]]:
         if number is None:
             continue
         try:
-            text: str | bytes = path.read_text(encoding="utf-8")
+            text = path.read_bytes()  # (bad UTF-8 is json.loads' ValueError in state_cost: unknown)
         except OSError:
             text = b""
         costs.append((number, state_cost(text)))
@@ -32,8 +32,9 @@ def turn_costs(checkout: Path, task_id: str) -> list[tuple[int, float | None]]:
 def turn_state_number(name: str) -> int | None:
     """The turn of a file named ``turn_state_turn_N.json``, else None."""
     number = name.removeprefix("turn_state_turn_").removesuffix(".json")
-    return int(number) if name.startswith("turn_state_turn_") and name.endswith(".json") and number.isdigit() \
-        else None
+    # (ASCII digits only: str.isdigit() is true of a superscript three too, which int() refuses)
+    return int(number) if name.startswith("turn_state_turn_") and name.endswith(".json") and number.isascii() \
+        and number.isdigit() else None
 
 
 def state_cost(text: str | bytes) -> float | None:
@@ -43,7 +44,7 @@ def state_cost(text: str | bytes) -> float | None:
     """
     try:
         runs = json.loads(text).get("agent_runs") or {}
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # (bad UTF-8 or JSON; nesting deeper than the parser goes)
         runs = {}
     total: float | None = None
     for run in runs.values() if isinstance(runs, dict) else ():
