@@ -119,3 +119,27 @@ def test_spending_counts_a_hostile_turn_state_on_a_branch_as_unknown_and_never_f
     assert repo is not None
     tip = git(root, "rev-parse", "HEAD").strip()
     assert RemoteSpending(repo).spent({"TASK-FB-001": tip}) == {"TASK-FB-001": 0.5}
+
+
+def test_a_task_branch_pushed_back_by_a_person_hides_none_of_what_the_feature_branch_records(tmp_path: Path) -> None:
+    # TASK-FB-001 was merged with $0.05 of turns; a person pushes its branch again, at a commit
+    # without them (a fresh start, a force-push): what the feature branch records still counts.
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    ident = ("-c", "user.name=t", "-c", "user.email=t@t")
+    git(root, *ident, "commit", "-q", "--allow-empty", "-m", "start")
+    folder = root / ".guardkit" / "autobuild" / "TASK-FB-001"
+    folder.mkdir(parents=True)
+    for turn in (1, 2):
+        (folder / f"turn_state_turn_{turn}.json").write_text(
+            json.dumps({"agent_runs": {"player": {"cost_usd": 0.0125}, "coach": {"cost_usd": 0.0125}}}))
+    git(root, "add", "-A")
+    git(root, *ident, "commit", "-qm", "TASK-FB-001 merged")
+    feature, start = git(root, "rev-parse", "HEAD").strip(), git(root, "rev-parse", "HEAD~1").strip()
+    repo = GitRepo.discover(root)
+    assert repo is not None
+    spending = RemoteSpending(repo, FEATURE_ID, ("TASK-FB-001", "TASK-FB-002"))
+    on_remote = {FEATURE_BRANCH: feature, "autobuild/TASK-FB-001": start}
+    assert spending.of_feature(on_remote) == {"TASK-FB-001": 0.05, "TASK-FB-002": 0.0}
+    assert spending.reached(0.05, on_remote) == f"--max-cost reached: $0.0500 spent on {FEATURE_ID} (limit $0.05)"
