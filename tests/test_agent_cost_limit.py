@@ -157,3 +157,20 @@ def test_spend_counts_an_unreadable_turn_state_as_unknown_and_never_fails(tmp_pa
     (store / "turn_state_turn_3.json").write_text("[" * 100_000)
     (store / "turn_state_turn_\u00b3.json").write_text(json.dumps({"agent_runs": {"p": {"cost_usd": 7}}}))
     assert turn_costs(tmp_path, TASK) == [(1, 0.5), (2, None), (3, None)]
+
+
+def test_a_resumed_feature_counts_what_its_merged_tasks_spent_after_their_worktrees_are_pruned(
+        tmp_path: Path, fakes: Path) -> None:
+    # TASK-FB-1 spent $0.05 and was merged; `worktrees prune` removes its worktree (merged and clean):
+    # its turns are on the feature branch, and --resume still counts them.
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-1"), TaskSpec("TASK-FB-2", dependencies=["TASK-FB-1"])])
+    agents = ("--player", "claude", "--coach", "claude", "--max-cost", "0.05")
+    first = run_cli(project.root, fakes, "feature-build", FEATURE_ID, *agents)
+    assert first.returncode == 1, first.stdout + first.stderr
+    pruned = run_cli(project.root, fakes, "worktrees", "prune")
+    assert pruned.returncode == 0, pruned.stdout + pruned.stderr
+    assert not (project.root / ".guardkit" / "worktrees" / "TASK-FB-1").exists()
+    again = run_cli(project.root, fakes, "feature-build", FEATURE_ID, *agents, "--resume")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert f"--max-cost reached: $0.0500 spent on {FEATURE_ID} (limit $0.05)" in again.stdout + again.stderr
+    assert not (project.root / ".guardkit" / "worktrees" / "TASK-FB-2").exists()

@@ -85,10 +85,20 @@ def over_limit(checkout: Path, task_id: str, *, limit: float, spent_elsewhere: f
     return None
 
 
-def feature_spend(worktrees: Path, task_ids: Iterable[str]) -> float:
-    """USD the agents reported for every recorded turn of ``task_ids``, each in its own worktree."""
-    return sum(task_spend(worktrees / task_id, task_id) or 0.0 for task_id in task_ids)
+def merged_task_spend(worktrees: Path, task_id: str, merged_into: Path | None) -> float:
+    """USD the agents reported for the recorded turns of ``task_id`` in its own worktree, or in
+    ``merged_into`` (the feature's checkout: a merge brings the task's turn states there), the more
+    of the two: a merged task's worktree may be pruned since (``worktrees prune``), and what it
+    spent stays spent."""
+    own = task_spend(worktrees / task_id, task_id) or 0.0
+    return max(own, task_spend(merged_into, task_id) or 0.0) if merged_into is not None else own
 
 
-__all__ = ["feature_spend", "mean_turn_cost", "over_limit", "state_cost", "task_spend", "turn_costs",
-           "turn_state_number"]
+def feature_spend(worktrees: Path, task_ids: Iterable[str], merged_into: Path | None = None) -> float:
+    """USD the agents reported for every recorded turn of ``task_ids``, each in its own worktree (or
+    in ``merged_into``: :func:`merged_task_spend`)."""
+    return sum(merged_task_spend(worktrees, task_id, merged_into) for task_id in task_ids)
+
+
+__all__ = ["feature_spend", "mean_turn_cost", "merged_task_spend", "over_limit", "state_cost", "task_spend",
+           "turn_costs", "turn_state_number"]
