@@ -174,3 +174,27 @@ def test_a_resumed_feature_counts_what_its_merged_tasks_spent_after_their_worktr
     assert again.returncode == 1, again.stdout + again.stderr
     assert f"--max-cost reached: $0.0500 spent on {FEATURE_ID} (limit $0.05)" in again.stdout + again.stderr
     assert not (project.root / ".guardkit" / "worktrees" / "TASK-FB-2").exists()
+
+
+def test_spend_never_blocks_on_a_fifo_or_reads_a_huge_file_named_like_a_turn_state(tmp_path: Path) -> None:
+    # An agent works in the worktree the limit is read from: a FIFO there (an open of it waits for a
+    # writer forever) or a file of gigabytes must not stop the loop; each counts as unknown.
+    import os
+    import subprocess
+    import sys
+
+    from guardkit_state.store.layout import artifacts_dir
+
+    store = artifacts_dir(tmp_path, TASK)
+    store.mkdir(parents=True)
+    (store / "turn_state_turn_1.json").write_text(json.dumps({"agent_runs": {"player": {"cost_usd": 0.5}}}))
+    os.mkfifo(store / "turn_state_turn_2.json")
+    with open(store / "turn_state_turn_3.json", "w") as big:  # 64 MB of blanks before the JSON: sparse, no disk
+        big.seek(64 * 1024 * 1024)
+        big.write(json.dumps({"agent_runs": {"player": {"cost_usd": 7}}}))
+    code = ("import sys; from pathlib import Path; from guardkit_state.turns.spend import turn_costs; "
+            f"print(turn_costs(Path(sys.argv[1]), {TASK!r}))")
+    # (the timeout only ends a run that blocks: the answer is the assertion)
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, "[(1, 0.5), (2, None), (3, None)]"), done.stderr

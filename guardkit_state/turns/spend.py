@@ -7,7 +7,9 @@ import math
 from collections.abc import Iterable
 from pathlib import Path
 
+from guardkit_state.errors import GuardkitStateError
 from guardkit_state.store.layout import artifacts_dir
+from guardkit_state.store.reads import read_bytes_capped
 
 
 def turn_costs(checkout: Path, task_id: str) -> list[tuple[int, float | None]]:
@@ -21,9 +23,9 @@ def turn_costs(checkout: Path, task_id: str) -> list[tuple[int, float | None]]:
         number = turn_state_number(path.name)
         if number is None:
             continue
-        try:
-            text = path.read_bytes()  # (bad UTF-8 is json.loads' ValueError in state_cost: unknown)
-        except OSError:
+        try:  # (capped, and never an open that waits: an agent can leave a FIFO or gigabytes here)
+            text = read_bytes_capped(path)  # (bad UTF-8 is json.loads' ValueError in state_cost: unknown)
+        except (GuardkitStateError, OSError):
             text = b""
         costs.append((number, state_cost(text)))
     return sorted(costs)
