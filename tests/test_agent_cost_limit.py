@@ -142,3 +142,59 @@ def test_what_a_features_other_tasks_spent_counts_toward_the_limit(tmp_path: Pat
     assert result.outcome is Outcome.COST_LIMIT_REACHED and len(result.turns) == 2
     assert result.reason == (f"--max-cost: $0.0700 spent on {TASK} ($0.0300 of it by the feature's other tasks); "
                              "another turn (about $0.0200, the mean of the last 2) would pass the limit $0.08")
+
+
+def test_spend_counts_an_unreadable_turn_state_as_unknown_and_never_fails(tmp_path: Path) -> None:
+    # "Spending is a limit, never a reason to fail": not bad UTF-8, not nesting deeper than Python's
+    # parser goes, not a turn number in digits int() does not read (a superscript three).
+    from guardkit_state.store.layout import artifacts_dir
+    from guardkit_state.turns.spend import turn_costs
+
+    store = artifacts_dir(tmp_path, TASK)
+    store.mkdir(parents=True)
+    (store / "turn_state_turn_1.json").write_text(json.dumps({"agent_runs": {"player": {"cost_usd": 0.5}}}))
+    (store / "turn_state_turn_2.json").write_bytes(b'{"agent_runs": {"p": {"cost_usd": 9}}, "x": "\xff"}')
+    (store / "turn_state_turn_3.json").write_text("[" * 100_000)
+    (store / "turn_state_turn_\u00b3.json").write_text(json.dumps({"agent_runs": {"p": {"cost_usd": 7}}}))
+    assert turn_costs(tmp_path, TASK) == [(1, 0.5), (2, None), (3, None)]
+
+
+def test_a_resumed_feature_counts_what_its_merged_tasks_spent_after_their_worktrees_are_pruned(
+        tmp_path: Path, fakes: Path) -> None:
+    # TASK-FB-1 spent $0.05 and was merged; `worktrees prune` removes its worktree (merged and clean):
+    # its turns are on the feature branch, and --resume still counts them.
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-1"), TaskSpec("TASK-FB-2", dependencies=["TASK-FB-1"])])
+    agents = ("--player", "claude", "--coach", "claude", "--max-cost", "0.05")
+    first = run_cli(project.root, fakes, "feature-build", FEATURE_ID, *agents)
+    assert first.returncode == 1, first.stdout + first.stderr
+    pruned = run_cli(project.root, fakes, "worktrees", "prune")
+    assert pruned.returncode == 0, pruned.stdout + pruned.stderr
+    assert not (project.root / ".guardkit" / "worktrees" / "TASK-FB-1").exists()
+    again = run_cli(project.root, fakes, "feature-build", FEATURE_ID, *agents, "--resume")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert f"--max-cost reached: $0.0500 spent on {FEATURE_ID} (limit $0.05)" in again.stdout + again.stderr
+    assert not (project.root / ".guardkit" / "worktrees" / "TASK-FB-2").exists()
+
+
+def test_spend_never_blocks_on_a_fifo_or_reads_a_huge_file_named_like_a_turn_state(tmp_path: Path) -> None:
+    # An agent works in the worktree the limit is read from: a FIFO there (an open of it waits for a
+    # writer forever) or a file of gigabytes must not stop the loop; each counts as unknown.
+    import os
+    import subprocess
+    import sys
+
+    from guardkit_state.store.layout import artifacts_dir
+
+    store = artifacts_dir(tmp_path, TASK)
+    store.mkdir(parents=True)
+    (store / "turn_state_turn_1.json").write_text(json.dumps({"agent_runs": {"player": {"cost_usd": 0.5}}}))
+    os.mkfifo(store / "turn_state_turn_2.json")
+    with open(store / "turn_state_turn_3.json", "w") as big:  # 64 MB of blanks before the JSON: sparse, no disk
+        big.seek(64 * 1024 * 1024)
+        big.write(json.dumps({"agent_runs": {"player": {"cost_usd": 7}}}))
+    code = ("import sys; from pathlib import Path; from guardkit_state.turns.spend import turn_costs; "
+            f"print(turn_costs(Path(sys.argv[1]), {TASK!r}))")
+    # (the timeout only ends a run that blocks: the answer is the assertion)
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, "[(1, 0.5), (2, None), (3, None)]"), done.stderr

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.agents.protocol import CommandAgent, TurnRequest, agent_pid_file, stop_orphaned_agents
+from guardkit_state.process.command import RUN_MARK
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
@@ -48,9 +49,14 @@ def _dies(pid: int) -> bool:
     return not _alive(pid)
 
 
+#: The run mark the sleeper carries, as an agent a loop started does (see process/command.py).
+MARK = "5eed5eed5eed5eed5eed5eed"
+
+
 @pytest.fixture
 def sleeper() -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True,
+                            env={**os.environ, RUN_MARK: MARK})
     yield proc
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -69,7 +75,7 @@ def test_command_agent_removes_its_pid_file_after_the_run(tmp_path: Path) -> Non
 def test_stop_orphaned_agents_kills_a_recorded_live_group(tmp_path: Path, sleeper: subprocess.Popen[bytes]) -> None:
     pid_file = agent_pid_file(_request(tmp_path, turn=2).report_file)
     pid_file.write_text(json.dumps({"pgid": sleeper.pid, "start": _start_time(sleeper.pid), "role": "player",
-                                    "turn": 2}))
+                                    "turn": 2, "mark": MARK}))
     notes = stop_orphaned_agents(pid_file.parent)
     assert notes == [f"stopped the player of turn 2 (process group {sleeper.pid}) left running by the "
                      "interrupted loop"]
@@ -77,12 +83,17 @@ def test_stop_orphaned_agents_kills_a_recorded_live_group(tmp_path: Path, sleepe
     assert not pid_file.exists()
 
 
-@pytest.mark.parametrize("content", ["not json", '{"pgid": "x"}', "[]", None])
+@pytest.mark.parametrize("content", ["not json", '{"pgid": "x"}', "[]", None, "no mark", "another mark"])
 def test_stop_orphaned_agents_never_kills_an_unproven_process(tmp_path: Path, sleeper: subprocess.Popen[bytes],
                                                              content: str | None) -> None:
     pid_file = agent_pid_file(_request(tmp_path).report_file)
-    # None: the right pid with another start time, as when the pid was reused by a new process.
-    pid_file.write_text(content if content is not None
+    # None: the right pid with another start time, as when the pid was reused by a new process. "no mark",
+    # "another mark": the right pid and start time in a file an agent forged (it writes where the file
+    # lies) to have the loop kill a process of the user's, which carries no run's mark, or not that one.
+    right = {"pgid": sleeper.pid, "start": _start_time(sleeper.pid), "role": "player", "turn": 1}
+    forged = {"no mark": right, "another mark": {**right, "mark": "0" * 24}}
+    pid_file.write_text(json.dumps(forged[content]) if content in forged
+                        else content if content is not None
                         else json.dumps({"pgid": sleeper.pid, "start": "1", "role": "player", "turn": 1}))
     assert stop_orphaned_agents(pid_file.parent) == []
     time.sleep(0.05)  # give a wrongly sent SIGKILL time to land before checking

@@ -344,3 +344,12 @@ def test_a_stop_on_failure_that_is_no_boolean_is_refused_with_its_line(
     assert refused.value.pointer == "/stop_on_failure" or "stop_on_failure" in str(refused.value)
     assert refused.value.line == text.count("\n")
     assert not git(project.root, "branch", "--list", FEATURE_BRANCH).strip()
+
+
+def test_no_stop_on_failure_with_every_task_failed_or_skipped_says_nothing_was_merged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # "every other task merged" would claim a merge where there is none: no task is on the branch.
+    project = make_feature(tmp_path, [TaskSpec(T1, approve_at=0), TaskSpec(T2, approve_at=0), TaskSpec(T3, [T1])])
+    result = build_in_process(project, monkeypatch, options=FeatureOptions(max_turns=1, stop_on_failure=False))
+    assert (result.status, result.exit_code, merged_tasks(project.root)) == ("incomplete", 1, [])
+    assert result.reason.endswith(f"; no task merged into {FEATURE_BRANCH}"), result.reason

@@ -50,11 +50,14 @@ def test_a_recorded_child_names_itself_and_its_pid_file_goes_with_the_run(tmp_pa
 
 def test_stop_orphans_names_what_it_stopped_from_an_older_agent_pid_file(tmp_path: Path) -> None:
     # A pid file an older loop's agent wrote (role and turn, no "what") is still understood.
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    mark = "0123456789abcdef01234567"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True,
+                               env={**os.environ, RUN_MARK: mark})
     try:
         start = start_time(sleeper.pid)
         pid_file = tmp_path / "player_report_3.agent.json"
-        pid_file.write_text(json.dumps({"pgid": sleeper.pid, "start": start, "role": "player", "turn": 3}))
+        pid_file.write_text(json.dumps({"pgid": sleeper.pid, "start": start, "role": "player", "turn": 3,
+                                        "mark": mark}))
         assert stop_orphans([pid_file], by="the interrupted loop") == [
             f"stopped the player of turn 3 (process group {sleeper.pid}) left running by the interrupted loop"]
         assert sleeper.wait(timeout=10) == -signal.SIGKILL

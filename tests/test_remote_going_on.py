@@ -135,3 +135,14 @@ def test_workers_write_waves_with_nothing_to_merge_into_the_plan_as_a_local_run(
     shown = subprocess.run([sys.executable, "-m", "guardkit_state", "show", FEATURE_ID, "--remote", "origin"],
                            cwd=machines[1], capture_output=True, text=True, check=False)
     assert f"wave 3  {T3}      skipped  turns 0  (dependency_failed)" in shown.stdout, shown.stdout + shown.stderr
+
+
+def test_a_worker_with_every_task_failed_or_skipped_says_nothing_was_merged(tmp_path: Path) -> None:
+    project = make_feature(tmp_path, [TaskSpec(T1, approve_at=0), TaskSpec(T2, approve_at=0), TaskSpec(T3, [T1])])
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine-1")
+    proc = _worker(project, machine, "--no-stop-on-failure", "--json")
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 1, out + err
+    assert json.loads(out)["reason"].endswith(f"; no task merged into {FEATURE_BRANCH}"), out
+    assert _merged(bare) == []

@@ -100,3 +100,46 @@ def test_spending_reads_each_tasks_turn_states_at_the_given_tips(tmp_path: Path,
     # Whichever ran first took two turns; the other one turn, then the limit.
     assert sorted(spent.values()) == [0.0, 0.025, 0.05] and spent["TASK-FB-000"] == 0.0
     assert spending.spent(tips) == {task: spent[task] for task in tips}  # kept by tip: read once
+
+
+def test_spending_counts_a_hostile_turn_state_on_a_branch_as_unknown_and_never_fails(tmp_path: Path) -> None:
+    # A person (or an agent) pushes a task branch whose turn states no worker could have written: the
+    # limit counts them as unknown (the well-formed one still counts), and no worker dies reading them.
+    root = tmp_path / "repo"
+    folder = root / ".guardkit" / "autobuild" / "TASK-FB-001"
+    folder.mkdir(parents=True)
+    git(root, "init", "-q")
+    (folder / "turn_state_turn_1.json").write_text(json.dumps({"agent_runs": {"player": {"cost_usd": 0.5}}}))
+    (folder / "turn_state_turn_2.json").write_text("[" * 100_000)  # deeper than Python's parser goes
+    (folder / "turn_state_turn_3.json").write_bytes(b'{"agent_runs": {"p": {"cost_usd": 9}}, "x": "\xff"}')
+    (folder / "turn_state_turn_\u00b3.json").write_text(json.dumps({"agent_runs": {"p": {"cost_usd": 7}}}))
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "forged")
+    repo = GitRepo.discover(root)
+    assert repo is not None
+    tip = git(root, "rev-parse", "HEAD").strip()
+    assert RemoteSpending(repo).spent({"TASK-FB-001": tip}) == {"TASK-FB-001": 0.5}
+
+
+def test_a_task_branch_pushed_back_by_a_person_hides_none_of_what_the_feature_branch_records(tmp_path: Path) -> None:
+    # TASK-FB-001 was merged with $0.05 of turns; a person pushes its branch again, at a commit
+    # without them (a fresh start, a force-push): what the feature branch records still counts.
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    ident = ("-c", "user.name=t", "-c", "user.email=t@t")
+    git(root, *ident, "commit", "-q", "--allow-empty", "-m", "start")
+    folder = root / ".guardkit" / "autobuild" / "TASK-FB-001"
+    folder.mkdir(parents=True)
+    for turn in (1, 2):
+        (folder / f"turn_state_turn_{turn}.json").write_text(
+            json.dumps({"agent_runs": {"player": {"cost_usd": 0.0125}, "coach": {"cost_usd": 0.0125}}}))
+    git(root, "add", "-A")
+    git(root, *ident, "commit", "-qm", "TASK-FB-001 merged")
+    feature, start = git(root, "rev-parse", "HEAD").strip(), git(root, "rev-parse", "HEAD~1").strip()
+    repo = GitRepo.discover(root)
+    assert repo is not None
+    spending = RemoteSpending(repo, FEATURE_ID, ("TASK-FB-001", "TASK-FB-002"))
+    on_remote = {FEATURE_BRANCH: feature, "autobuild/TASK-FB-001": start}
+    assert spending.of_feature(on_remote) == {"TASK-FB-001": 0.05, "TASK-FB-002": 0.0}
+    assert spending.reached(0.05, on_remote) == f"--max-cost reached: $0.0500 spent on {FEATURE_ID} (limit $0.05)"

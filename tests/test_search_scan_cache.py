@@ -7,6 +7,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,6 +83,8 @@ def _damage_a_tokens_records(data: bytes) -> bytes:
     pytest.param(lambda data: data[: len(data) // 2], id="cut short"),
     pytest.param(lambda data: data.replace(b"\n", b" ", 2), id="no lines"),
     pytest.param(lambda data: b"{}", id="another shape"),
+    pytest.param(lambda data: b"[" * 100_000 + data, id="a header nested deeper than the parser goes"),
+    pytest.param(lambda data: data.replace(b"\n", b"\n" + b"[" * 100_000, 1), id="its index nested too deep"),
 ])
 def test_a_damaged_cache_is_rebuilt_not_believed(tmp_path: Path, damage: Callable[[bytes], bytes],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
@@ -89,6 +92,45 @@ def test_a_damaged_cache_is_rebuilt_not_believed(tmp_path: Path, damage: Callabl
     FileIndex(root).search("coverage")
     cache = search_cache_file(root)
     cache.write_bytes(damage(cache.read_bytes()))
+    monkeypatch.setattr(scan_cache, "_MEMO", {})  # the next process
+    assert keys(FileIndex(root).search("coverage")) == _uncached(root, "coverage") != []
+
+
+def _state_line(change: Callable[[dict[str, Any]], object]) -> Callable[[bytes], bytes]:
+    def damage(data: bytes) -> bytes:
+        head, where, state, rest = data.split(b"\n", 3)
+        found = json.loads(state)
+        change(found)
+        return b"\n".join([head, where, json.dumps(found).encode(), rest])
+    return damage
+
+
+def _every_fact(value: object) -> Callable[[dict[str, Any]], object]:
+    return lambda state: [facts.update(dict.fromkeys(facts, value)) for _, _, _, facts in state["files"].values()]
+
+
+def _config_records(value: object) -> Callable[[dict[str, Any]], object]:
+    return lambda state: state["files"][".guardkit/config"][3].update(records=value)
+
+
+@pytest.mark.parametrize("damage", [
+    pytest.param(lambda data: data.replace(b"\n", b"\n\n" + b"[" * 100_000, 2).replace(b"\n\n", b"\n", 1),
+                 id="nested deeper than the parser goes"),
+    pytest.param(_state_line(_config_records("many")), id="a count that is no number"),
+    pytest.param(_state_line(_config_records(10**12)), id="a count no file gave"),
+    pytest.param(_state_line(_config_records(-3)), id="a negative count"),
+    *(pytest.param(_state_line(_every_fact(value)), id=f"facts of {value!r}")
+      for value in ("x", 5, None, [1], {"a": 1})),
+])
+def test_a_damaged_state_of_the_files_is_rebuilt_after_a_change(tmp_path: Path, damage: Callable[[bytes], bytes],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # What each file gave (the line read only once a file changed): a cache no version wrote is
+    # built again from the files, never a crash, a hang or another answer than a scan's.
+    root = _project(tmp_path)
+    FileIndex(root).search("coverage")
+    cache = search_cache_file(root)
+    cache.write_bytes(damage(cache.read_bytes()))
+    write_turn(root, "FEAT-TOK", "TASK-TOK-004", 1, "feedback", feedback="coverage again")
     monkeypatch.setattr(scan_cache, "_MEMO", {})  # the next process
     assert keys(FileIndex(root).search("coverage")) == _uncached(root, "coverage") != []
 

@@ -71,7 +71,7 @@ from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.turns.checks import checked_max_turns, checked_timeout
 from guardkit_state.turns.clock import utc_now
-from guardkit_state.turns.spend import feature_spend, task_spend
+from guardkit_state.turns.spend import feature_spend, merged_task_spend
 
 log = logging.getLogger("guardkit_state.features.build")
 
@@ -286,7 +286,8 @@ class _FeatureRun:
                 return self._wave_done(number, task_ids)
 
     def _spent(self) -> float:
-        return feature_spend(self.fgit.worktrees, (task.task_id for task in self.result.tasks))
+        return feature_spend(self.fgit.worktrees, (task.task_id for task in self.result.tasks),
+                             self.fgit.feature_worktree)
 
     def _over_budget(self) -> bool:
         """True (the reason said) when the feature's agents have spent ``--max-cost`` already."""
@@ -303,7 +304,7 @@ class _FeatureRun:
         # The task's loop counts its own turns and is told what the others spent, once each (the limit
         # less the feature's spend would count the task's own earlier turns twice on --resume).
         before = 0.0 if self.options.max_cost is None else max(
-            self._spent() - (task_spend(self.fgit.worktrees / state.task_id, state.task_id) or 0.0), 0.0)
+            self._spent() - merged_task_spend(self.fgit.worktrees, state.task_id, self.fgit.feature_worktree), 0.0)
         options = LoopOptions(max_turns=self.options.max_turns, resume=state.resume, base_branch=self.branch,
                               turn_timeout=self.options.turn_timeout, max_cost=self.options.max_cost,
                               cost_before=before, continue_session=self.options.continue_session)

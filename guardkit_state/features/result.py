@@ -94,7 +94,9 @@ class FeatureResult:
             self.status = "incomplete"
             self.reason = "; ".join(f"{t.task_id} ended without approval ({t.outcome}): {t.reason}"
                                     if t.status == "failed" else f"{t.task_id} {t.reason}" for t in without)
-            self.reason += f"; every other task merged into {self.branch}"
+            # (with no other task, "every other task merged" would claim a merge where there is none)
+            merged = "every other" if len(without) < len(self.tasks) else "no"
+            self.reason += f"; {merged} task merged into {self.branch}"
 
     def task(self, task_id: str) -> TaskOutcome:
         """The outcome of ``task_id`` (KeyError when the feature has no such task)."""

@@ -305,5 +305,7 @@ class EmbeddedFalkor:
 
     def _stop_stale_server(self) -> None:
         """Kill a server a SIGKILLed owner left behind (only if its pid still is that process)."""
-        for text in stop_orphans([self.pid_file], by="a killed process"):
+        # (its file is written by this program alone, in the index's folder; redis-server writes its
+        # process title over its environment, so no run mark proves it: the start time does)
+        for text in stop_orphans([self.pid_file], by="a killed process", marked=False):
             log.warning("%s", text)

@@ -81,7 +81,12 @@ def cached_index(root: Path, *, rebuild: bool = False) -> ScanIndex:
         index, state = (before[0], _state(before[1])) if before is not None else (None, None)
         try:
             updated = update(Path(key), index if state is not None else None, state, walk)
-        except DamagedCache:
+        except (DamagedCache, LookupError, TypeError, ValueError, AttributeError):
+            # A cached reading of a shape no version wrote (what each file gave is plain JSON read
+            # back): built from the files. An update from nothing reads no cached part, so a fault
+            # of its own is raised again there, never hidden.
+            if index is None or state is None:
+                raise
             updated = update(Path(key), None, None, walk)
         index, state = updated.index, updated.state
         if not updated.settled:
@@ -147,7 +152,7 @@ def _from_bytes(data: bytes) -> tuple[str, ScanIndex, bytes] | None:
     end = data.find(b"\n")
     try:
         header = json.loads(data[:end] if end >= 0 else data)
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested deeper than the parser goes: no version wrote it)
         return None
     if not isinstance(header, dict) or header.get("version") != CACHE_VERSION:
         return None
@@ -161,7 +166,7 @@ def _from_bytes(data: bytes) -> tuple[str, ScanIndex, bytes] | None:
         return None
     try:
         where = json.loads(data[end + 1:where_end])
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     start = state_end + 1
     rows_at = start + length + 1
@@ -180,7 +185,7 @@ def _state(text: dict[str, Any] | bytes) -> dict[str, Any] | None:
         return text
     try:
         found = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return found if isinstance(found, dict) else None
 

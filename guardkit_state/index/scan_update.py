@@ -81,7 +81,7 @@ def update(root: Path, index: ScanIndex | None, state: dict[str, Any] | None,
         config = _reading(Source(CONFIGURATION, CONFIG_PATH), kept.get(CONFIG_PATH),
                           [sig_of(path) for path in CONFIG_FILES], lambda: read_configuration(root, groups))
         chosen = combine(readings, lambda: plan_paths(root))
-    chosen += [Chosen(config, f"config:{i}", "") for i in range(int(config.facts.get("records", 0)))]
+    chosen += [Chosen(config, f"config:{i}", "") for i in range(_config_records(config, state))]
     fresh = {reading.source.path: reading for reading in [*readings, config] if reading.build is not None}
 
     def again(reading: FileReading) -> FileReading:
@@ -106,6 +106,19 @@ def _reading(source: Source, cached: FileReading | None, sig: Any, read: Callabl
     parts = sig if source.kind == CONFIGURATION else [sig]
     reading.sig = sig if all(part is None or settled(part) for part in parts) else None
     return reading
+
+
+def _config_records(config: FileReading, state: dict[str, Any]) -> int:
+    """How many records the configuration gave.
+
+    Raises:
+        DamagedCache: its cached reading says no count it could have (a count over the positions the
+            cache holds would make millions of records of nothing).
+    """
+    count = config.facts.get("records", 0)
+    if type(count) is not int or count < 0 or (config.build is None and count > len(state.get("slots") or ())):
+        raise DamagedCache(f"the configuration's count of records: {count!r}")
+    return count
 
 
 def _place(index: ScanIndex, slots: list[Any], chosen: list[Chosen],

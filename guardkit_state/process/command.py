@@ -215,13 +215,18 @@ def start_time(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
-def stop_orphans(pid_files: Iterable[Path], *, by: str) -> list[str]:
+def stop_orphans(pid_files: Iterable[Path], *, by: str, marked: bool = True) -> list[str]:
     """Kill what a killed run left running (their pid files outlive it); one note each, naming ``by``
     (``the interrupted loop``). Every file is removed.
 
     Call it only where no live run can own these children (under the lock of what they worked on).
     A process group is killed only when its leader still has the recorded start time, so a pid
-    reused by an unrelated process is never touched (where ``/proc`` is missing nothing is killed).
+    reused by an unrelated process is never touched (where ``/proc`` is missing nothing is killed);
+    and, ``marked``, only while a process of it still carries the run's mark the file records: an
+    agent can write where its pid file lies, and a file it forged names a process of the user's,
+    which carries no run's mark (a file an older version wrote, with no mark, kills nothing). Not
+    ``marked``: a file only this program writes, for a program that rewrites its environment (a
+    server's process title over it: :func:`spawn`'s).
     """
     notes: list[str] = []
     for pid_file in pid_files:
@@ -233,7 +238,10 @@ def stop_orphans(pid_files: Iterable[Path], *, by: str) -> list[str]:
             mark = info.get("mark") if isinstance(info.get("mark"), str) else None
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pgid, start, what, mark = 0, None, "", None
-        if pgid > 0 and start is not None and start_time(pgid) == start:
+        # The file lies where the agent works, so it may be forged: a group is killed only while a process
+        # of it still carries the run's mark (none of the user's own does), not on a pid and start time alone.
+        ours = not marked or (mark is not None and any(group == pgid for group, _ in marked_processes(mark).values()))
+        if pgid > 0 and start is not None and start_time(pgid) == start and ours:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGKILL)
                 notes.append(f"stopped {what} (process group {pgid}) left running by {by}")

@@ -45,7 +45,8 @@ class GoingOn:
         names = [task.id for task in self.plan.tasks if task.id in self.failed or task.id in self.skipped]
         parts = [f"{task}: {self.failed[task]}" if task in self.failed
                  else f"{task} skipped: it needs {self.skipped[task]}, which ended without approval" for task in names]
-        return names, "; ".join(parts) + f"; every other task merged into {feature_branch}"
+        merged = "every other" if len(names) < len(self.plan.tasks) else "no"  # (none left: no merge to claim)
+        return names, "; ".join(parts) + f"; {merged} task merged into {feature_branch}"
 
 
 __all__ = ["GoingOn"]

@@ -4,7 +4,7 @@ On one machine a feature's tasks are read from their worktrees (:func:`~guardkit
 feature_spend`). A worker of ``feature-build --remote`` has in its clone only the turns it ran; the
 others' are on the task branches it fetched. Each turn commit holds the turn's state
 (``.guardkit/autobuild/TASK/turn_state_turn_N.json``, its agents' ``cost_usd``), so what a task spent
-is read from its branch's tip as fetched (the feature branch's, once a merged task's branch is gone).
+is read from its branch's tip as fetched, and from the feature branch's (a merged task's turns): the more of the two.
 
 Reading is two ``git cat-file --batch`` calls for every task whose tip moved since the last reading
 (the folders' trees, then the turn states not read before), none when none moved: a tip's spend is
@@ -43,11 +43,14 @@ class RemoteSpending:
 
     def of_feature(self, remote: Mapping[str, str]) -> dict[str, float]:
         """What each task of the feature spent, as the remote's branches (as fetched: ``remote``, ref
-        name -> sha) record it; a task whose branch is gone, as the feature branch records it (its
-        merge brought its turns)."""
+        name -> sha) record it: the more of what its branch and the feature branch record (a merge
+        brought its turns there; its branch may be gone since, or pushed again by a person at a
+        commit without them: what was spent stays spent)."""
         feature_tip = remote.get(branch_for(self.feature))
-        tips = {task: remote.get(branch_for(task)) or feature_tip for task in self.tasks}
-        return self.spent({task: tip for task, tip in tips.items() if tip})
+        on_feature = self.spent(dict.fromkeys(self.tasks, feature_tip) if feature_tip else {})
+        own = self.spent({task: tip for task in self.tasks if (tip := remote.get(branch_for(task)))})
+        return {task: max(own.get(task, 0.0), on_feature.get(task, 0.0)) for task in self.tasks
+                if task in own or task in on_feature}
 
     def reached(self, limit: float | None, remote: Mapping[str, str]) -> str | None:
         """Why no task may be claimed under ``--max-cost limit``, in the words one machine uses; or None."""

@@ -7,7 +7,9 @@ import math
 from collections.abc import Iterable
 from pathlib import Path
 
+from guardkit_state.errors import GuardkitStateError
 from guardkit_state.store.layout import artifacts_dir
+from guardkit_state.store.reads import read_bytes_capped
 
 
 def turn_costs(checkout: Path, task_id: str) -> list[tuple[int, float | None]]:
@@ -21,9 +23,9 @@ def turn_costs(checkout: Path, task_id: str) -> list[tuple[int, float | None]]:
         number = turn_state_number(path.name)
         if number is None:
             continue
-        try:
-            text: str | bytes = path.read_text(encoding="utf-8")
-        except OSError:
+        try:  # (capped, and never an open that waits: an agent can leave a FIFO or gigabytes here)
+            text = read_bytes_capped(path)  # (bad UTF-8 is json.loads' ValueError in state_cost: unknown)
+        except (GuardkitStateError, OSError):
             text = b""
         costs.append((number, state_cost(text)))
     return sorted(costs)
@@ -32,8 +34,9 @@ def turn_costs(checkout: Path, task_id: str) -> list[tuple[int, float | None]]:
 def turn_state_number(name: str) -> int | None:
     """The turn of a file named ``turn_state_turn_N.json``, else None."""
     number = name.removeprefix("turn_state_turn_").removesuffix(".json")
-    return int(number) if name.startswith("turn_state_turn_") and name.endswith(".json") and number.isdigit() \
-        else None
+    # (ASCII digits only: str.isdigit() is true of a superscript three too, which int() refuses)
+    return int(number) if name.startswith("turn_state_turn_") and name.endswith(".json") and number.isascii() \
+        and number.isdigit() else None
 
 
 def state_cost(text: str | bytes) -> float | None:
@@ -43,7 +46,7 @@ def state_cost(text: str | bytes) -> float | None:
     """
     try:
         runs = json.loads(text).get("agent_runs") or {}
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # (bad UTF-8 or JSON; nesting deeper than the parser goes)
         runs = {}
     total: float | None = None
     for run in runs.values() if isinstance(runs, dict) else ():
@@ -84,10 +87,20 @@ def over_limit(checkout: Path, task_id: str, *, limit: float, spent_elsewhere: f
     return None
 
 
-def feature_spend(worktrees: Path, task_ids: Iterable[str]) -> float:
-    """USD the agents reported for every recorded turn of ``task_ids``, each in its own worktree."""
-    return sum(task_spend(worktrees / task_id, task_id) or 0.0 for task_id in task_ids)
+def merged_task_spend(worktrees: Path, task_id: str, merged_into: Path | None) -> float:
+    """USD the agents reported for the recorded turns of ``task_id`` in its own worktree, or in
+    ``merged_into`` (the feature's checkout: a merge brings the task's turn states there), the more
+    of the two: a merged task's worktree may be pruned since (``worktrees prune``), and what it
+    spent stays spent."""
+    own = task_spend(worktrees / task_id, task_id) or 0.0
+    return max(own, task_spend(merged_into, task_id) or 0.0) if merged_into is not None else own
 
 
-__all__ = ["feature_spend", "mean_turn_cost", "over_limit", "state_cost", "task_spend", "turn_costs",
-           "turn_state_number"]
+def feature_spend(worktrees: Path, task_ids: Iterable[str], merged_into: Path | None = None) -> float:
+    """USD the agents reported for every recorded turn of ``task_ids``, each in its own worktree (or
+    in ``merged_into``: :func:`merged_task_spend`)."""
+    return sum(merged_task_spend(worktrees, task_id, merged_into) for task_id in task_ids)
+
+
+__all__ = ["feature_spend", "mean_turn_cost", "merged_task_spend", "over_limit", "state_cost", "task_spend",
+           "turn_costs", "turn_state_number"]
