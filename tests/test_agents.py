@@ -123,24 +123,34 @@ def test_an_agent_is_waited_for_not_the_child_holding_its_output(tmp_path: Path)
     assert "time.sleep(300)" in note
 
 
-def test_a_loop_whose_player_leaves_a_server_running_goes_on(tmp_path: Path) -> None:
+_PLAYER_REPORT = ("{'files_modified': [], 'files_created': [], 'tests_written': [], 'tests_run': True, "
+                  "'tests_passed': True, 'implementation_notes': 'x', 'concerns': [], 'requirements_addressed': [], "
+                  "'requirements_remaining': []}")
+_APPROVING_COACH = ("import json, os; open(os.environ['GUARDKIT_REPORT_FILE'], 'w').write(json.dumps({'decision': "
+                    "'approve', 'rationale': 'ok', 'issues': [], 'criteria_verification': [{'criterion_id': "
+                    "'AC-001', 'result': 'verified', 'notes': ''}], 'validation_results': {'tests_passed_count': 1, "
+                    "'tests_failed_count': 0, 'coverage': 90.0}}))")
+
+
+def _one_task_run(tmp_path: Path, task: str, title: str, player: str, *options: str
+                  ) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """A one-criterion task run by ``feature-build`` with ``player`` (its report put at THE_REPORT) and an
+    approving Coach, both Python scripts."""
     from .guardkit_fixtures import cli, make_repo
 
-    task = "TASK-AGT-002"
-    body = (f"---\nid: {task}\ntitle: Server\nstatus: in_progress\n---\n\n## Acceptance Criteria\n\n"
+    body = (f"---\nid: {task}\ntitle: {title}\nstatus: in_progress\n---\n\n## Acceptance Criteria\n\n"
             "- [ ] AC-001: it serves\n")
     root = make_repo(tmp_path / "repo", {f"tasks/in_progress/{task}-server.md": body})
-    report = ("{'files_modified': [], 'files_created': [], 'tests_written': [], 'tests_run': True, "
-              "'tests_passed': True, 'implementation_notes': 'x', 'concerns': [], 'requirements_addressed': [], "
-              "'requirements_remaining': []}")
-    (tmp_path / "player.py").write_text(LEAVES_A_SERVER.replace("{'done': True}", report))
-    coach = ("import json, os; open(os.environ['GUARDKIT_REPORT_FILE'], 'w').write(json.dumps({'decision': "
-             "'approve', 'rationale': 'ok', 'issues': [], 'criteria_verification': [{'criterion_id': 'AC-001', "
-             "'result': 'verified', 'notes': ''}], 'validation_results': {'tests_passed_count': 1, "
-             "'tests_failed_count': 0, 'coverage': 90.0}}))")
-    (tmp_path / "coach.py").write_text(coach)
-    run = cli(root, "feature-build", task, "--player", f"{sys.executable} {tmp_path / 'player.py'}",
-              "--coach", f"{sys.executable} {tmp_path / 'coach.py'}", "--turn-timeout", "30")
+    (tmp_path / "player.py").write_text(player.replace("THE_REPORT", _PLAYER_REPORT))
+    (tmp_path / "coach.py").write_text(_APPROVING_COACH)
+    return root, cli(root, "feature-build", task, "--player", f"{sys.executable} {tmp_path / 'player.py'}",
+                     "--coach", f"{sys.executable} {tmp_path / 'coach.py'}", *options)
+
+
+def test_a_loop_whose_player_leaves_a_server_running_goes_on(tmp_path: Path) -> None:
+    task = "TASK-AGT-002"
+    root, run = _one_task_run(tmp_path, task, "Server", LEAVES_A_SERVER.replace("{'done': True}", "THE_REPORT"),
+                              "--turn-timeout", "30")
     said = run.stdout + run.stderr
     assert run.returncode == 0, said
     assert "timed out" not in said
@@ -201,23 +211,8 @@ def test_an_agents_daemon_that_left_its_session_is_found_killed_and_named(tmp_pa
 
 
 def test_a_player_whose_daemon_keeps_writing_is_approved_by_an_honest_coach(tmp_path: Path, reap: list[Path]) -> None:
-    from .guardkit_fixtures import cli, make_repo
-
     task = "TASK-AGT-003"
-    body = (f"---\nid: {task}\ntitle: Dev server\nstatus: in_progress\n---\n\n## Acceptance Criteria\n\n"
-            "- [ ] AC-001: it serves\n")
-    root = make_repo(tmp_path / "repo", {f"tasks/in_progress/{task}-server.md": body})
-    report = ("{'files_modified': [], 'files_created': [], 'tests_written': [], 'tests_run': True, "
-              "'tests_passed': True, 'implementation_notes': 'x', 'concerns': [], 'requirements_addressed': [], "
-              "'requirements_remaining': []}")
-    (tmp_path / "player.py").write_text(DAEMONIZES.replace("THE_REPORT", report))
-    coach = ("import json, os; open(os.environ['GUARDKIT_REPORT_FILE'], 'w').write(json.dumps({'decision': "
-             "'approve', 'rationale': 'ok', 'issues': [], 'criteria_verification': [{'criterion_id': 'AC-001', "
-             "'result': 'verified', 'notes': ''}], 'validation_results': {'tests_passed_count': 1, "
-             "'tests_failed_count': 0, 'coverage': 90.0}}))")
-    (tmp_path / "coach.py").write_text(coach)
-    run = cli(root, "feature-build", task, "--player", f"{sys.executable} {tmp_path / 'player.py'}",
-              "--coach", f"{sys.executable} {tmp_path / 'coach.py'}", "--max-turns", "2")
+    root, run = _one_task_run(tmp_path, task, "Dev server", DAEMONIZES, "--max-turns", "2")
     said = run.stdout + run.stderr
     worktree = root / ".guardkit" / "worktrees" / task
     reap.append(worktree / "daemon.pid")
