@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -14,6 +15,21 @@ from .skip_account import pytest_sessionfinish, pytest_unconfigure  # noqa: F401
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CORPUS = REPO_ROOT.parent / "shared" / "corpus" / "guardkit"
+
+
+def sigint_as_a_terminal_gives_it() -> None:
+    """Give SIGINT back its default (KeyboardInterrupt) when this process started with it ignored.
+
+    A shell without job control starts a background command (``pytest ... &``) with SIGINT ignored,
+    and an ignored signal is inherited through exec: every worker a test starts would then ignore
+    the Ctrl-C the test sends it (Python keeps an inherited SIG_IGN) and never stop. A Python
+    handler here is reset to SIG_DFL in each child, so its children get SIGINT as a terminal gives it.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+sigint_as_a_terminal_gives_it()  # at import: in the run's process and in each xdist worker alike
 
 
 @pytest.fixture(autouse=True)
