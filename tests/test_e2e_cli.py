@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shlex
 import signal
+import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,8 +28,10 @@ from .e2e_support import (
     REFERENCE_HISTORY,
     TASK_ID,
     TASK_REL,
+    Background,
     Project,
     Run,
+    clean_env,
     git,
     group_alive,
     wait_until,
@@ -385,6 +388,23 @@ def test_interrupt_during_an_agent_saves_state_and_resume_completes(project: Pro
     resume = project.cli(*pasted[1:])  # pasted as it is
     assert_finished_like_uninterrupted(project, resume)
     assert project.counts() == expected_calls(**{f"{role}_2": 2})
+
+
+def test_a_run_started_under_nohup_outlives_a_hangup(project: Project) -> None:
+    # `nohup guardkit-state feature-build ... &` over SSH: the session drops (SIGHUP to the group)
+    # while turn 2's Player works; the run asked to outlive the terminal, so it goes on to approval.
+    slow = {"E2E_SLOW_ROLE": "player", "E2E_SLOW_TURN": "2", "E2E_SLOW_SECONDS": "2"}
+    out_path, err_path = project.logdir / "nohup.out", project.logdir / "nohup.err"
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        proc = subprocess.Popen(["nohup", str(GUARDKIT_STATE), *project.build_args()], cwd=project.root,
+                                env=clean_env(**slow), stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    run = Background(proc, project.build_args(), out_path, err_path)
+    project.started.append(run)
+    wait_until(lambda: project.has_event("waiting", "player", 2), proc=proc, what="turn 2's Player")
+    run.signal(signal.SIGHUP)
+    assert_finished_like_uninterrupted(project, run.finish())
+    assert project.counts() == ONE_RUN
 
 
 # -- refusals -------------------------------------------------------------------------------------

@@ -67,6 +67,23 @@ def _resume_and_check(project: FeatureProject) -> None:
     assert state.execution["tasks_completed"] == 3 and state.plan_status == "completed"
 
 
+def test_a_feature_run_started_under_nohup_outlives_a_hangup(tmp_path: Path) -> None:
+    # `nohup guardkit-state feature-build FEAT &` and the SSH session drops while wave 1's Players
+    # work: the hangup reaches the run's group, and the run and its task loops go on to the end.
+    project = make_feature(tmp_path, [TaskSpec(T1, sleep=2), TaskSpec(T2, sleep=2), TaskSpec(T3, [T1, T2])],
+                           [[T1, T2], [T3]])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUARDKIT_", "FEATURE_"))}
+    env.update(project.env(), NO_COLOR="1")
+    proc = subprocess.Popen(["nohup", *cli_argv(project)], cwd=project.root, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    _wait_until(_both_players_running(project), proc, "both Players to start")
+    os.killpg(proc.pid, signal.SIGHUP)
+    _, err = proc.communicate(timeout=WAIT)
+    assert proc.returncode == 0, err
+    assert merged_tasks(project.root) == [T1, T2, T3]
+    assert read_state(project).plan_status == "completed"
+
+
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
 def test_an_interruption_stops_every_loop_and_resume_completes(tmp_path: Path, how: str) -> None:
     project = _slow_project(tmp_path)
