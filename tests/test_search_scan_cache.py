@@ -77,6 +77,19 @@ def _damage_a_tokens_records(data: bytes) -> bytes:
     return b"\n".join([head, json.dumps(found).encode(), rest])
 
 
+def _search_after_damage(tmp_path: Path, damage: Callable[[bytes], bytes], monkeypatch: pytest.MonkeyPatch, *,
+                         then: Callable[[Path], object] = lambda root: None) -> None:
+    """Search, damage the cache file it wrote, ``then`` change the files, and search as the next process
+    would: the answer is a scan's."""
+    root = _project(tmp_path)
+    FileIndex(root).search("coverage")
+    cache = search_cache_file(root)
+    cache.write_bytes(damage(cache.read_bytes()))
+    then(root)
+    monkeypatch.setattr(scan_cache, "_MEMO", {})  # the next process
+    assert keys(FileIndex(root).search("coverage")) == _uncached(root, "coverage") != []
+
+
 @pytest.mark.parametrize("damage", [
     pytest.param(_damage_record_line, id="a record line"),
     pytest.param(_damage_a_tokens_records, id="a token's records"),
@@ -88,12 +101,7 @@ def _damage_a_tokens_records(data: bytes) -> bytes:
 ])
 def test_a_damaged_cache_is_rebuilt_not_believed(tmp_path: Path, damage: Callable[[bytes], bytes],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    root = _project(tmp_path)
-    FileIndex(root).search("coverage")
-    cache = search_cache_file(root)
-    cache.write_bytes(damage(cache.read_bytes()))
-    monkeypatch.setattr(scan_cache, "_MEMO", {})  # the next process
-    assert keys(FileIndex(root).search("coverage")) == _uncached(root, "coverage") != []
+    _search_after_damage(tmp_path, damage, monkeypatch)
 
 
 def _state_line(change: Callable[[dict[str, Any]], object]) -> Callable[[bytes], bytes]:
@@ -126,13 +134,8 @@ def test_a_damaged_state_of_the_files_is_rebuilt_after_a_change(tmp_path: Path, 
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     # What each file gave (the line read only once a file changed): a cache no version wrote is
     # built again from the files, never a crash, a hang or another answer than a scan's.
-    root = _project(tmp_path)
-    FileIndex(root).search("coverage")
-    cache = search_cache_file(root)
-    cache.write_bytes(damage(cache.read_bytes()))
-    write_turn(root, "FEAT-TOK", "TASK-TOK-004", 1, "feedback", feedback="coverage again")
-    monkeypatch.setattr(scan_cache, "_MEMO", {})  # the next process
-    assert keys(FileIndex(root).search("coverage")) == _uncached(root, "coverage") != []
+    _search_after_damage(tmp_path, damage, monkeypatch, then=lambda root: write_turn(
+        root, "FEAT-TOK", "TASK-TOK-004", 1, "feedback", feedback="coverage again"))
 
 
 def test_a_relative_repository_path_reads_the_same_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
