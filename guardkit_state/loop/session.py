@@ -22,11 +22,12 @@ def interrupts_as_exceptions() -> Iterator[None]:
     def handler(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
-    signums = [signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
+    signums = [signal.SIGTERM]
+    hangup = getattr(signal, "SIGHUP", None)
     # A SIGHUP the run was started ignoring (``nohup guardkit-state ... &``, a worker left running
     # over SSH) stays ignored: the person asked for the run to outlive the terminal.
-    signums = [signum for signum in signums if signum != getattr(signal, "SIGHUP", None)
-               or signal.getsignal(signum) != signal.SIG_IGN]
+    if hangup is not None and signal.getsignal(hangup) != signal.SIG_IGN:
+        signums.append(hangup)
     try:
         previous = {signum: signal.signal(signum, handler) for signum in signums}
     except ValueError:  # not the main thread: leave signals alone
