@@ -18,9 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from guardkit_state.errors import RemoteUnreachableError
 from guardkit_state.git import turn_ledger
-from guardkit_state.remote.branches import REFS_TIMEOUT, RefRecord, fetch_refs, first_line, list_refs
+from guardkit_state.remote.branches import RefRecord, list_refs
 from guardkit_state.store.safe_paths import validate_task_id
 
 if TYPE_CHECKING:
@@ -60,14 +59,6 @@ class RemoteLedgers:
         """What a fetch of the feature's ledgers asks (to join a fetch of the branches)."""
         return f"+{LEDGERS_PREFIX}/{self.feature}/*:{self.seen}/*"
 
-    def fetch_and_import(self) -> int:
-        """Fetch the feature's ledgers and add the entries this clone lacks; how many were added."""
-        status, err = fetch_refs(self.repo, self.remote, self.fetch_refspec(), timeout=REFS_TIMEOUT)
-        if status != 0:
-            raise RemoteUnreachableError(f"cannot fetch ledgers from {self.remote!r}: {first_line(err)[:200]}",
-                                         path=self.repo.root)
-        return self.import_fetched()
-
     def import_fetched(self, listing: list[RefRecord] | None = None) -> int:
         """Add the entries of the ledgers fetched last that this clone lacks; how many were added
         (from ``listing`` when the refs were listed already: :func:`list_refs`)."""
@@ -77,11 +68,22 @@ class RemoteLedgers:
                 continue
             task = name.rsplit("/", 1)[-1]
             known = {(e.sha, e.turn) for e in turn_ledger.entries(self.repo, task)}
-            for sha, turn, decision, mode in _ENTRY.findall(message):
-                if (sha, int(turn)) not in known:
-                    turn_ledger.record(self.repo, task, turn_ledger.ProvenTurnCommit(sha, int(turn), decision, mode))
+            for entry in _entries(message):
+                if (entry.sha, entry.turn) not in known:
+                    turn_ledger.record(self.repo, task, entry)
                     added += 1
         return added
+
+    def fetched(self, task: str, listing: list[RefRecord]) -> list[turn_ledger.ProvenTurnCommit]:
+        """The entries of ``task``'s ledger as the fetch that listed ``listing`` brought it, by turn."""
+        ref = f"{self.seen}/{task}"
+        message = next((message for name, _, message in listing if name == ref), "")
+        return sorted(_entries(message), key=lambda entry: entry.turn)
+
+
+def _entries(message: str) -> list[turn_ledger.ProvenTurnCommit]:
+    return [turn_ledger.ProvenTurnCommit(sha, int(turn), decision, mode)
+            for sha, turn, decision, mode in _ENTRY.findall(message)]
 
 
 __all__ = ["LEDGERS_PREFIX", "RemoteLedgers"]

@@ -53,6 +53,7 @@ from guardkit_state.remote.claims import CLAIMS_PREFIX, MERGE_CLAIM, Claim, Clai
 from guardkit_state.remote.fresh_tasks import fresh_in_look
 from guardkit_state.remote.going_on import GoingOn
 from guardkit_state.remote.holding import HeldClaims
+from guardkit_state.remote.known_states import approved_in_ledger, only_running_moved
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.own_claims import ClaimKeeper
 from guardkit_state.remote.quarantine import held_back, read_quarantine
@@ -210,6 +211,10 @@ class _Worker:
         # (Under --max-cost a claim waits for a fetch: what the others spent is on their branches.)
         if self.options.max_cost is None and snapshot != self._last_snapshot and self._claim_fresh(str(snapshot)):
             return "worked"  # a task nobody had started, claimed and run without a fetch
+        # (Under --max-cost a fetch brings what the running tasks spent.)
+        if (snapshot != self._last_snapshot and self.options.max_cost is None and isinstance(self._last_snapshot, str)
+                and only_running_moved(self._last_snapshot, str(snapshot), self._claims, self._running_elsewhere)):
+            self._last_snapshot = snapshot  # turns pushed by tasks running elsewhere: nothing to read
         if snapshot != self._last_snapshot or self._last_remote is None:
             remote = self._remote(self._sync, "fetch")
             assert isinstance(remote, dict)
@@ -221,7 +226,8 @@ class _Worker:
         # still hold): a task is claimed only when free, taken over only when its claim is stale
         # here (no push is tried, and refused, for a live claim).
         claims = self._claims
-        turn = wave_turn(self.waves, lambda task: self.going_on.state(self._state(task, remote, claims.get(task))),
+        turn = wave_turn(self.waves, lambda task: self.going_on.state(self._state(task, remote, claims.get(task),
+                                                                                  ledger=True)),
                          written=self.written.at(remote.get(self.feature_branch)))
         if turn is None:
             return self._finished()
@@ -297,20 +303,28 @@ class _Worker:
                                          path=self.repo.root)
         return out.decode("utf-8", "replace")
 
-    def _state(self, task: str, remote: dict[str, str], claim: Claim | None = None) -> TaskState:
+    def _state(self, task: str, remote: dict[str, str], claim: Claim | None = None, *,
+               ledger: bool = False) -> TaskState:
         """Where ``task`` stands; read again only when its branch or the feature branch moved (a
         waiting worker looks often, and each reading is several git calls).
 
         A task under another worker's live ``claim`` is running there: it is neither claimable nor
         approved yet, whatever its branch says between two turns, so its files are not read (each
-        turn it pushes moves its branch); they are once the claim is released or goes stale."""
-        if (claim is not None and claim.worker != self.board.worker
-                and not self.board.is_stale(claim, stale_after=self.options.stale)):
+        turn it pushes moves its branch); they are once the claim is released or goes stale.
+        With ``ledger``, a task another worker approved is known from its turn ledger alone
+        (:func:`~guardkit_state.remote.known_states.approved_in_ledger`), its files unread; not one
+        that ran here (its worktree's copy is read)."""
+        if claim is not None and self._running_elsewhere(claim):
             return TaskState(task, "resume", reason=f"running on {claim.worker}", resume=True)
         key = (remote.get(branch_for(task)), remote.get(self.feature_branch))
         cached = self._states.get(task)
         if cached is not None and cached[0] == key:
             return cached[1]
+        if ledger and not self.fgit.task_worktree(task).is_dir():
+            known = approved_in_ledger(task, self.ledgers.fetched(task, self.branches.listing), key[0],
+                                       self._merged(key[1]).get(task))
+            if known is not None:
+                return known
         if (cached is not None and cached[0][0] == key[0] and cached[1].phase in ("approved", "merged")
                 and task in self._merged(key[1])):
             state = replace(cached[1], phase="merged")  # its branch stood still; a merge took it in
@@ -326,6 +340,9 @@ class _Worker:
                 state = held_back(state, read_quarantine(self.repo, task, key[0]), self.feature, self.options.remote)
         self._states[task] = (key, state)
         return state
+
+    def _running_elsewhere(self, claim: Claim) -> bool:
+        return claim.worker != self.board.worker and not self.board.is_stale(claim, stale_after=self.options.stale)
 
     def _wait(self, why: str, *, merging: bool = False) -> None:
         """Say why this worker waits (once), and set how long until it looks again."""
@@ -468,7 +485,16 @@ class _Worker:
             return self._merge_held(turn)
 
     def _merge_held(self, turn: WaveTurn) -> Step:
-        """Merge the wave through the merge queue (:mod:`~guardkit_state.remote.wave_merge`), under the claim."""
+        """Merge the wave through the merge queue (:mod:`~guardkit_state.remote.wave_merge`), under the claim,
+        once its tasks' files say what their ledgers said: every task approved (else look again)."""
+        remote = self._last_remote or {}
+        read = wave_turn(self.waves, lambda task: self.going_on.state(self._state(task, remote,
+                                                                                 self._claims.get(task))),
+                         written=self.written.at(remote.get(self.feature_branch)))
+        if read is None or read.number != turn.number or not read.mergeable:
+            self.note(f"wave {turn.number}: not every task of it is approved in its files; looking again")
+            return "worked"
+        turn = read
         merger = WaveMerger(self.repo, self.branches, self.ledgers, self.plan, self.waves, self._remote, self.note,
                             self.options.max_turns)
         done = merger.merge(turn, lambda task: self._state(task, self._last_remote or {}))

@@ -1,0 +1,87 @@
+"""``remote/worker.py``: what a worker reads and fetches while the others run and approve tasks.
+
+Each test counts the git commands the worker processes run (a logging ``git`` first on PATH: the
+working directory and the first two words of each call), on real clones of one bare remote.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.feature_support import FEATURE_ID, TaskSpec, git, make_feature
+from tests.remote_support import clone, make_bare
+from tests.test_remote_feature import DEPENDENT, INDEPENDENT, worker
+
+
+@pytest.fixture
+def git_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The log every git call is written to from now on, by the tests' processes and the workers."""
+    real = shutil.which("git")
+    assert real is not None
+    log, wrapper = tmp_path / "git-calls.log", tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$PWD $1 $2" >> {shlex.quote(str(log))}\nexec {shlex.quote(real)} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def _finish(procs: list[subprocess.Popen[str]]) -> None:
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, out + err
+
+
+def test_the_tasks_other_workers_approved_are_known_from_their_ledgers_not_read(
+        tmp_path: Path, git_calls: Path) -> None:
+    # Every worker used to read each task the others approved (its task file shown from its branch,
+    # its commits checked) to learn that nothing was left to run: 12-20 such reads for three
+    # workers on seven tasks. Their turn ledgers, fetched with the branches, say it; only the
+    # merger of each wave reads the tasks it merges, once.
+    tasks = [*INDEPENDENT, DEPENDENT]
+    project = make_feature(tmp_path, tasks)
+    bare = make_bare(tmp_path, project.root)
+    machines = [clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in range(1, 4)]
+    git_calls.unlink()
+    _finish([worker(project, machine) for machine in machines])
+    reads = [line for line in git_calls.read_text().splitlines()
+             if re.search(r" show autobuild/TASK-FB-\d+:", line)]
+    assert 0 < len(reads) <= len(tasks), "\n".join(reads)
+
+
+def test_a_waiting_worker_does_not_fetch_the_turns_of_a_task_running_elsewhere(
+        tmp_path: Path, git_calls: Path) -> None:
+    # One task of three turns runs on the first worker; the second has nothing to claim and looks
+    # at the remote every 0.1 s. It used to fetch after each turn the first one pushed; a task
+    # under a live claim is not read, so it fetches once while the claim holds (its first look).
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", sleep=0.6, approve_at=3)])
+    bare = make_bare(tmp_path, project.root)
+    claim = f"refs/guardkit/claims/{FEATURE_ID}/TASK-FB-001"
+    first, second = (clone(bare.as_uri(), tmp_path / name) for name in ("first", "second"))
+    # The wrapper notes, beside each fetch of the second worker, whether the task's claim is held.
+    wrapper = git_calls.parent / "bin" / "git"
+    real = shlex.quote(str(shutil.which("git", path=os.environ["PATH"].split(os.pathsep, 1)[1])))
+    wrapper.write_text(f'#!/bin/sh\nif [ "$1" = fetch ] && [ "$PWD" = {shlex.quote(str(second))} ]; then\n'
+                       f'  echo "fetch $({real} --git-dir={shlex.quote(str(bare))} for-each-ref {claim})" '
+                       f'>> {shlex.quote(str(git_calls))}\nfi\nexec {real} "$@"\n')
+    git_calls.unlink()
+    running = worker(project, first)
+    deadline = time.monotonic() + 60
+    while not git(bare, "for-each-ref", claim):
+        assert time.monotonic() < deadline and running.poll() is None, "the first worker never claimed the task"
+        time.sleep(0.05)
+    waiting = worker(project, second)
+    _finish([running, waiting])
+    turns = git(bare, "rev-list", "--count", "--grep=^autobuild(TASK-FB-001): turn", "autobuild/TASK-FB-001")
+    assert turns.strip() == "3"
+    fetches = [line for line in git_calls.read_text().splitlines() if line.startswith("fetch")]
+    while_running = [line for line in fetches if claim in line]
+    assert len(fetches) >= 2 and len(while_running) == 1, fetches
