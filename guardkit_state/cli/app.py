@@ -167,21 +167,6 @@ class _FileWarnings(logging.Handler):
                       "never written to until fixed): 'guardkit-state validate tasks' lists them")
 
 
-def _warn_on_stderr(name: str, out: Output, args: argparse.Namespace) -> _FileWarnings:
-    """The warnings of logger ``name`` on stderr, as :class:`_FileWarnings` shows them (``--json``
-    keeps stdout clean).
-
-    The caller removes the handler when the command ends: an in-process run (tests, the MCP server)
-    must not leave a handler writing to a stream that is closed later.
-    """
-    logger = logging.getLogger(name)
-    for old in [h for h in logger.handlers if isinstance(h, _FileWarnings)]:
-        logger.removeHandler(old)
-    handler = _FileWarnings(out, args)
-    logger.addHandler(handler)
-    return handler
-
-
 def _subject(args: argparse.Namespace) -> str | None:
     """The task a command is about (its ``TASK-ID``), None for a feature or none."""
     ref = vars(args).get("task_id")
@@ -209,7 +194,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     resolve_repo(args)
     out = Output.for_args(args)
     logging.getLogger("guardkit_state").addHandler(logging.NullHandler())
-    warnings = _warn_on_stderr("guardkit_state.taskfile.duplicates", out, args)
+    # The warnings about task files on stderr, as _FileWarnings shows them (--json keeps stdout clean);
+    # removed when the command ends: an in-process run (tests, the MCP server) must not leave a handler
+    # writing to a stream that is closed later.
+    warnings = _FileWarnings(out, args)
+    file_log = logging.getLogger("guardkit_state.taskfile.duplicates")
+    file_log.addHandler(warnings)
     try:
         if args.command not in READ_COMMANDS:
             return int(args.handler(args, out))
@@ -234,7 +224,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         out.error(f"unexpected {type(exc).__name__}: {exc} (a bug in guardkit-state; {where})")
         return ExitCode.INTERNAL
     finally:
-        logging.getLogger("guardkit_state.taskfile.duplicates").removeHandler(warnings)
+        file_log.removeHandler(warnings)
         warnings.finish()
 
 
