@@ -115,10 +115,6 @@ class Output:
         else:
             render(value, self)
 
-    def json_line(self, data: Any) -> None:
-        """``data`` as one compact JSON line, escaped like :meth:`json`."""
-        self.stdout.write(_json_text(data) + "\n")
-
     def note(self, text: str) -> None:
         """Progress and remarks: stderr, so stdout stays clean for pipes and ``--json``."""
         self.stderr.write(_ALWAYS_ESCAPED.sub(_escape, text) + "\n")
@@ -131,6 +127,6 @@ class Output:
         self.stderr.write(f"{prefix} {flat}\n")
 
     def error_from(self, exc: GuardkitStateError) -> None:
-        if self.json_mode:
-            self.json_line(exc.to_dict())
+        if self.json_mode:  # one compact line, escaped like json()
+            self.stdout.write(_json_text(exc.to_dict()) + "\n")
         self.error(str(exc))
