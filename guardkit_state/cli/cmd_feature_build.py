@@ -122,11 +122,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.cli.live_report import run_with_progress
     from guardkit_state.loop.run import LoopOptions, run_task_loop
 
-    if getattr(args, "max_parallel", None) is not None:
-        out.note("note: --max-parallel applies to features (FEAT-ID) only; a task runs one loop, so it is ignored")
-    if getattr(args, "stop_on_failure", None) is not None:
-        out.note("note: --[no-]stop-on-failure applies to features (FEAT-ID) only; a task runs one loop, so it is "
-                 "ignored")
+    for name, flag in (("max_parallel", "--max-parallel"), ("stop_on_failure", "--[no-]stop-on-failure")):
+        if getattr(args, name) is not None:
+            out.note(f"note: {flag} applies to features (FEAT-ID) only; a task runs one loop, so it is ignored")
     options = LoopOptions(max_turns=args.max_turns, resume=args.resume, use_worktree=not args.no_worktree,
                           turn_timeout=args.turn_timeout, base_branch=args.base_branch, reopen=args.reopen,
                           max_cost=args.max_cost, continue_session=args.continue_session,
