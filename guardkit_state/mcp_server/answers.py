@@ -10,11 +10,10 @@ the same validation, refusals and "already recorded" answers.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -170,13 +169,17 @@ def record(root: Path, ref: str, *, player: dict[str, Any] | None = None, coach:
         UnsafePathError: a report file outside the repository (after symlinks).
         AlreadyRecordedError: the reports name a recorded turn but differ from its reports.
     """
+    from guardkit_state.taskfile.resolve import pinned, resolve_task
     from guardkit_state.turns.lifecycle import record_turn
 
     player_data, player_path = _report(root, "player", player, player_file)
     coach_data, coach_path = _report(root, "coach", coach, coach_file)
-    with _pinned(root, ref) as task_id:
+    # The task resolved once, its copy pinned for the whole call, as the CLI pins a command's task:
+    # every lookup of the id during the call gets that file.
+    found = resolve_task(root, ref)
+    with pinned(found):
         try:
-            done = record_turn(root, task_id, player_data, coach_data, mode=mode, max_turns=max_turns,
+            done = record_turn(root, found.task_id, player_data, coach_data, mode=mode, max_turns=max_turns,
                                player_path=player_path, coach_path=coach_path, reopen=reopen)
         except AlreadyRecordedError as exc:
             if not exc.identical:
@@ -263,17 +266,6 @@ def _report(root: Path, name: str, given: dict[str, Any] | None,
     if not path.is_file():
         raise InputError(f"{name}_file {file}: no such file")
     return load_json(path), path
-
-
-@contextlib.contextmanager
-def _pinned(root: Path, ref: str) -> Iterator[str]:
-    """``ref`` (an id or a task file's path) resolved once, its copy pinned for the whole call,
-    as the CLI pins a command's task (every lookup of the id during the call gets that file)."""
-    from guardkit_state.taskfile.resolve import pinned, resolve_task
-
-    found = resolve_task(root, ref)
-    with pinned(found):
-        yield found.task_id
 
 
 __all__ = ["claim_next_task", "context", "criteria", "error_line", "feature", "names_feature", "record",
