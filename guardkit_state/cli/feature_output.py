@@ -70,10 +70,7 @@ def _run_feature(args: argparse.Namespace, out: Output, agents: tuple[Agent, Age
 
     result = run_with_progress(args, out, lambda sink: build_feature(args.repo, args.task_id, *agents, options,
                                                                       on_event=sink), feature=True)
-    if args.json:
-        out.json(result.to_dict())
-    else:
-        render_result(result, out)
+    out.result(result, render_result)
     return ExitCode(result.exit_code)
 
 
