@@ -8,9 +8,9 @@ from the loop's own :class:`~guardkit_state.loop.run.LoopInterrupted`.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from guardkit_state.cli.cmd_report import add_report_option
 from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option, add_repo_option, seconds, turn_count, usd
 from guardkit_state.cli.output import Output, safe
@@ -87,7 +87,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "loops run at once (default: the plan's recommended_parallel, capped by the CPUs); "
                         "ignored, with a note, for a task")
     add_remote_options(parser)
-    add_report_option(parser)
+    parser.add_argument("--report", type=Path, metavar="FILE",
+                        help="rewrite this HTML report (see 'guardkit-state report') when each turn starts and "
+                        "ends, atomically: a browser tab left open on it shows progress on reload")
     add_json_option(parser, "print the result as JSON at the end")
     parser.set_defaults(handler=run)
 
