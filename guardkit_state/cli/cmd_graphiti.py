@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from guardkit_state.cli.cmd_search import EMBEDDER_HELP, add_search_arguments, run_search
+from guardkit_state.cli.cmd_search import add_index_options, add_search_arguments, run_search
 from guardkit_state.cli.exit_codes import ExitCode
-from guardkit_state.cli.options import add_json_option, add_repo_option, help_of
+from guardkit_state.cli.options import help_of
 from guardkit_state.cli.output import Output, safe
 
 if TYPE_CHECKING:
@@ -43,10 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             add_search_arguments(action)
             action.set_defaults(handler=run_search, backend="graphiti")
         else:
-            add_repo_option(action)
-            action.add_argument("--uri", default=None, help="Graphiti server URI (or GUARDKIT_GRAPHITI_URI)")
-            action.add_argument("--embedder", default=None, metavar="E", help=EMBEDDER_HELP)
-            add_json_option(action)
+            add_index_options(action)
         if name == "status":
             action.add_argument("--verbose", action="store_true", help="list every group with its count")
         if name in ("prune", "sync"):

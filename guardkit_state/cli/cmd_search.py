@@ -13,10 +13,6 @@ from guardkit_state.cli.output import Output, safe
 if TYPE_CHECKING:
     from guardkit_state.index.base import SearchResult
 
-EMBEDDER_HELP = ("embedder: hashing, minilm, or openai:MODEL@URL (an OpenAI-compatible endpoint); default: "
-                 "the one the index was built with")
-
-
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser(
         "search",
@@ -49,9 +45,15 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--since", metavar="WHEN", help="only records from then on: a date, a date-time, or a span "
                         "back from now (24h, 7d, 2w)")
     parser.add_argument("--limit", type=int, default=10, metavar="N", help="at most N results (default 10)")
+    add_index_options(parser)
+
+
+def add_index_options(parser: argparse.ArgumentParser) -> None:
+    """The options every command reading the index ends with (``search``, each ``graphiti`` action)."""
     add_repo_option(parser)
     parser.add_argument("--uri", default=None, help="Graphiti server URI (or GUARDKIT_GRAPHITI_URI)")
-    parser.add_argument("--embedder", default=None, metavar="E", help=EMBEDDER_HELP)
+    parser.add_argument("--embedder", default=None, metavar="E", help="embedder: hashing, minilm, or openai:MODEL@URL "
+                        "(an OpenAI-compatible endpoint); default: the one the index was built with")
     add_json_option(parser)
 
 
