@@ -12,7 +12,7 @@ from typing import Any
 
 from guardkit_state import __version__
 from guardkit_state.cli.exit_codes import ExitCode
-from guardkit_state.cli.options import resolve_repo
+from guardkit_state.cli.options import help_of, resolve_repo
 from guardkit_state.cli.output import Output, colour_enabled, safe
 from guardkit_state.errors import (
     AlreadyRecordedError,
@@ -111,6 +111,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"guardkit-state {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for unexpected errors")
+    parser.set_defaults(handler=help_of(parser))  # no command: the help, exit 2
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in (command,) if command in COMMAND_MODULES else COMMAND_MODULES:
         importlib.import_module(f".cmd_{name.replace('-', '_')}", __package__).register(sub)
@@ -188,9 +189,6 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # The words as typed: a "continue with" line repeats them (with --resume), quoted for the shell.
     args.argv = tuple(sys.argv[1:] if argv is None else argv)
-    if not getattr(args, "handler", None):
-        parser.print_help()
-        return ExitCode.USAGE
     resolve_repo(args)
     out = Output.for_args(args)
     logging.getLogger("guardkit_state").addHandler(logging.NullHandler())
