@@ -129,8 +129,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
             out.note(f"note: {flag} applies to features (FEAT-ID) only; a task runs one loop, so it is ignored")
     options = LoopOptions(max_turns=args.max_turns, resume=args.resume, use_worktree=not args.no_worktree,
                           turn_timeout=args.turn_timeout, base_branch=args.base_branch, reopen=args.reopen,
-                          max_cost=args.max_cost, continue_session=args.continue_session,
-                          argv=getattr(args, "argv", None))
+                          max_cost=args.max_cost, continue_session=args.continue_session, argv=args.argv)
 
     result = run_with_progress(args, out, lambda sink: run_task_loop(args.repo, args.task_id, *agents, options,
                                                                       on_event=sink), feature=False)
