@@ -12,30 +12,21 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from guardkit_state.errors import AlreadyRecordedError, FileTooLargeError, GuardkitStateError, InputError
+from guardkit_state.errors import AlreadyRecordedError, FileTooLargeError, GuardkitStateError, InputError, safe
 from guardkit_state.store.layout import names_feature
 
 if TYPE_CHECKING:
     from guardkit_state.index.searching import Backend
 
 
-#: What the CLI's error line shows as escapes (``safe`` in cli/output.py, which this layer may not
-#: import): C0 controls but tab and newline, DEL and C1, bidi controls, invisible separators.
-_ESCAPED = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
-                      "\u2028\u2029\ufeff]")
-
-
 def error_line(exc: GuardkitStateError | str) -> str:
     """The one line the CLI prints for ``exc`` (without colour): a tool error's text. A value echoed
     in it (a path holding a newline or an escape sequence) is escaped as the CLI escapes it."""
-    text = _ESCAPED.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) <= 0xFF
-                        else f"\\u{ord(m.group()):04x}", str(exc))
-    return "error: " + text.replace("\n", "\\n")
+    return "error: " + safe(exc).replace("\n", "\\n")
 
 
 #: What a read answered, by question, with the generation of the repository's watch when it was
