@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option, add_repo_option, seconds, turn_count, usd
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.cli.remote_feature import add_remote_options
 from guardkit_state.errors import InputError
-
-if TYPE_CHECKING:
-    from guardkit_state.agents.protocol import Agent
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -94,15 +90,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser.set_defaults(handler=run)
 
 
-def agents_named(args: argparse.Namespace) -> tuple[Agent, Agent]:
-    """The Player and the Coach ``--player``/``--coach`` name, checked before anything is written: an
-    agent that cannot run is a usage error, not two failed turns on a branch of their own."""
-    from guardkit_state.agents import agent_for
-
-    return (agent_for(args.player, args.repo, option="--player"),
-            agent_for(args.coach, args.repo, option="--coach"))
-
-
 def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.cli.feature_output import run_feature
     from guardkit_state.store.layout import names_feature
@@ -114,7 +101,11 @@ def run(args: argparse.Namespace, out: Output) -> int:
     missing = [flag for flag in ("--player", "--coach") if getattr(args, flag[2:]) is None]
     if missing:
         raise InputError(f"the following arguments are required: {', '.join(missing)}")
-    agents = agents_named(args)
+    from guardkit_state.agents import agent_for
+
+    # Checked before anything is written: an agent that cannot run is a usage error, not two failed
+    # turns on a branch of their own.
+    agents = (agent_for(args.player, args.repo, option="--player"), agent_for(args.coach, args.repo, option="--coach"))
     if args.remote is not None:  # this machine's worker on a feature shared through a git remote
         from guardkit_state.cli.remote_feature import run_remote
 
