@@ -190,7 +190,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     # The words as typed: a "continue with" line repeats them (with --resume), quoted for the shell.
     args.argv = tuple(sys.argv[1:] if argv is None else argv)
     resolve_repo(args)
-    out = Output.for_args(args)
+    out = Output(sys.stdout, sys.stderr, colour_enabled(sys.stdout), bool(getattr(args, "json", False)))
     logging.getLogger("guardkit_state").addHandler(logging.NullHandler())
     # The warnings about task files on stderr, as _FileWarnings shows them (--json keeps stdout clean);
     # removed when the command ends: an in-process run (tests, the MCP server) must not leave a handler

@@ -10,11 +10,9 @@ fits long agent text on one line for human output; ``--json`` always keeps it wh
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
@@ -64,10 +62,6 @@ class Output:
     stderr: TextIO
     colour: bool
     json_mode: bool = False
-
-    @classmethod
-    def for_args(cls, args: argparse.Namespace) -> Output:
-        return cls(sys.stdout, sys.stderr, colour_enabled(sys.stdout), bool(getattr(args, "json", False)))
 
     def style(self, text: str, *names: str) -> str:
         if not self.colour or not names:
