@@ -70,11 +70,11 @@ def status(root: Path) -> dict[str, Any]:
                                              "features": [f.to_dict() for f in feature_status(root)]})
 
 
-def show(root: Path, ref: str) -> dict[str, Any]:
+def show(root: Path, task_id: str) -> dict[str, Any]:
     """One task's loop: status, turns (decision and feedback of each), criteria, stall, and the
     resume point (which turn comes next and how). Given a FEAT-ID, the feature's waves instead.
     The JSON of `guardkit-state show TASK-ID --json`."""
-    return feature(root, ref) if names_feature(ref) else _task_shown(root, ref)
+    return feature(root, task_id) if names_feature(task_id) else _task_shown(root, task_id)
 
 
 def _task_shown(root: Path, ref: str) -> dict[str, Any]:
@@ -83,37 +83,37 @@ def _task_shown(root: Path, ref: str) -> dict[str, Any]:
     return _kept(root, ("show", ref), lambda: task_view(root, ref).to_dict())
 
 
-def feature(root: Path, ref: str) -> dict[str, Any]:
+def feature(root: Path, feature_id: str) -> dict[str, Any]:
     """A feature's waves × tasks from its plan, the files and git: each task's status, turns,
     criteria and merge, the totals, and what runs next. The JSON of `show FEAT-ID --json`."""
     from guardkit_state.inspect.feature_view import feature_view
 
-    return _kept(root, ("feature", ref), lambda: feature_view(root, ref).to_dict())
+    return _kept(root, ("feature", feature_id), lambda: feature_view(root, feature_id).to_dict())
 
 
-def context(root: Path, ref: str, turn: int | None = None) -> dict[str, Any]:
+def context(root: Path, task_id: str, turn: int | None = None) -> dict[str, Any]:
     """The continuation context the Player of turn `turn` (default: the next) starts from: the
     previous turn's summary and feedback and the cumulative criteria, in markdown ("context").
     Read it before working a turn. The JSON of `guardkit-state context TASK-ID --json`."""
     from guardkit_state.inspect.task_view import continuation_context
 
-    return _kept(root, ("context", ref, turn), lambda: continuation_context(root, ref, turn).to_dict())
+    return _kept(root, ("context", task_id, turn), lambda: continuation_context(root, task_id, turn).to_dict())
 
 
-def criteria(root: Path, ref: str) -> dict[str, Any]:
+def criteria(root: Path, task_id: str) -> dict[str, Any]:
     """The criteria ledger after the last recorded turn: each acceptance criterion's status
     (verified, rejected, pending), the turn that set it, and whether only an approval implies
     it; with the counts and any stall. Verified criteria stay verified in later turns."""
-    shown = _task_shown(root, ref)
+    shown = _task_shown(root, task_id)
     return {key: shown[key] for key in ("task_id", "status", "criteria", "criteria_counts", "stall", "copy")}
 
 
-def turn_reports(root: Path, ref: str, turn: int | None = None) -> dict[str, Any]:
+def turn_reports(root: Path, task_id: str, turn: int | None = None) -> dict[str, Any]:
     """What recorded turn `turn` (default: the last) left: the Player's report, the Coach's
     decision and the assembled turn state (blockers, tests, coverage, gates, what next)."""
     from guardkit_state.inspect.turn_reports import turn_reports as read_reports
 
-    return _kept(root, ("turn_reports", ref, turn), lambda: read_reports(root, ref, turn).to_dict())
+    return _kept(root, ("turn_reports", task_id, turn), lambda: read_reports(root, task_id, turn).to_dict())
 
 
 def task_file(root: Path, ref: str) -> str:
@@ -142,7 +142,7 @@ def search(root: Path, query: str, *, groups: Sequence[str] | None = None, task:
     return result.to_dict() | {"query": query}
 
 
-def record(root: Path, ref: str, *, player: dict[str, Any] | None = None, coach: dict[str, Any] | None = None,
+def record(root: Path, task_id: str, *, player: dict[str, Any] | None = None, coach: dict[str, Any] | None = None,
            player_file: str | None = None, coach_file: str | None = None, mode: str | None = None,
            max_turns: int | None = None, reopen: bool = False) -> dict[str, Any]:
     """Record the next turn from the Player's report and the Coach's decision (each inline or
@@ -167,7 +167,7 @@ def record(root: Path, ref: str, *, player: dict[str, Any] | None = None, coach:
     coach_data, coach_path = _report(root, "coach", coach, coach_file)
     # The task resolved once, its copy pinned for the whole call, as the CLI pins a command's task:
     # every lookup of the id during the call gets that file.
-    found = resolve_task(root, ref)
+    found = resolve_task(root, task_id)
     with pinned(found):
         try:
             done = record_turn(root, found.task_id, player_data, coach_data, mode=mode, max_turns=max_turns,
