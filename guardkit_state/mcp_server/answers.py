@@ -249,8 +249,7 @@ def _report(root: Path, name: str, given: dict[str, Any] | None,
                                     expected=f"at most {MAX_FILE_BYTES} bytes")
         checked: dict[str, Any] = parse_json(text, path=f"the {name} report")
         return checked, None
-    path = Path(file or "")
-    path = path if path.is_absolute() else root / path
+    path = root / (file or "")  # an absolute path stays itself
     # The agent names a file of the repository it was given: one outside it (by '..', an absolute
     # path or a symlink) would be copied into the turn's records and served back by turn_reports.
     resolve_inside(root, path)
