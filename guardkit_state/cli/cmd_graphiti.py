@@ -13,6 +13,7 @@ from guardkit_state.cli.output import Output, safe
 if TYPE_CHECKING:
     from guardkit_state.index.base import IndexStatus, SyncReport
 
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser(
         "graphiti",
@@ -38,12 +39,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action = actions.add_parser(name, help=text, description=text,
                                     epilog=f"Example:\n  guardkit-state graphiti {name}"
                                     + (' "turn TASK-AUTH-001"' if name == "search" else ""))
-        action.set_defaults(handler=run)
         if name == "search":
             add_search_arguments(action)
             action.set_defaults(handler=run_search, backend="graphiti")
         else:
             add_index_options(action)
+            action.set_defaults(handler=run)
         if name == "status":
             action.add_argument("--verbose", action="store_true", help="list every group with its count")
         if name in ("prune", "sync"):
