@@ -13,6 +13,7 @@ from guardkit_state.cli.output import Output, safe
 if TYPE_CHECKING:
     from guardkit_state.index.base import SearchResult
 
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser(
         "search",
