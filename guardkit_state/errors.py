@@ -41,6 +41,7 @@ had one) and what to do about it (``fix``). ``str(error)`` renders one line in t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,29 @@ def shorten(value: object, limit: int = SHOWN_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text)} chars)"
+
+
+#: Never shown raw, in an output line, JSON or a page: DEL and the C1 controls (U+009B is a CSI to some
+#: terminals, U+0085 a line break); the bidirectional controls, embeddings and overrides (U+202A-U+202E),
+#: isolates (U+2066-U+2069) and the invisible direction marks (U+200E, U+200F, U+061C), which display a
+#: text in another order than it has (the "trojan source" trick); the line and paragraph separators
+#: (U+2028, U+2029: a line break to many viewers) and the byte-order mark (U+FEFF: invisible, it splits a
+#: word or hides a prefix).
+UNSEEN = "\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u2028\u2029\ufeff"
+#: What :func:`safe` escapes: the C0 controls but tab and line feed, and :data:`UNSEEN`.
+_CONTROL = re.compile(f"[\\x00-\\x08\\x0b-\\x1f{UNSEEN}]")
+
+
+def safe(text: object) -> str:
+    """Untrusted text made harmless to show (a terminal, a tool's error line, a page): control
+    characters become ``\\xNN``, bidi and invisible ones ``\\uNNNN`` (tabs and newlines are kept)."""
+    return _CONTROL.sub(escape_char, str(text))
+
+
+def escape_char(match: re.Match[str]) -> str:
+    """One character :func:`safe` escapes, as its escape."""
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 class GuardkitStateError(Exception):

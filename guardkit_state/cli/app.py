@@ -12,7 +12,7 @@ from typing import Any
 
 from guardkit_state import __version__
 from guardkit_state.cli.exit_codes import ExitCode
-from guardkit_state.cli.options import resolve_repo
+from guardkit_state.cli.options import help_of, resolve_repo
 from guardkit_state.cli.output import Output, colour_enabled, safe
 from guardkit_state.errors import (
     AlreadyRecordedError,
@@ -111,6 +111,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"guardkit-state {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for unexpected errors")
+    parser.set_defaults(handler=help_of(parser))  # no command: the help, exit 2
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in (command,) if command in COMMAND_MODULES else COMMAND_MODULES:
         importlib.import_module(f".cmd_{name.replace('-', '_')}", __package__).register(sub)
@@ -167,21 +168,6 @@ class _FileWarnings(logging.Handler):
                       "never written to until fixed): 'guardkit-state validate tasks' lists them")
 
 
-def _warn_on_stderr(name: str, out: Output, args: argparse.Namespace) -> _FileWarnings:
-    """The warnings of logger ``name`` on stderr, as :class:`_FileWarnings` shows them (``--json``
-    keeps stdout clean).
-
-    The caller removes the handler when the command ends: an in-process run (tests, the MCP server)
-    must not leave a handler writing to a stream that is closed later.
-    """
-    logger = logging.getLogger(name)
-    for old in [h for h in logger.handlers if isinstance(h, _FileWarnings)]:
-        logger.removeHandler(old)
-    handler = _FileWarnings(out, args)
-    logger.addHandler(handler)
-    return handler
-
-
 def _subject(args: argparse.Namespace) -> str | None:
     """The task a command is about (its ``TASK-ID``), None for a feature or none."""
     ref = vars(args).get("task_id")
@@ -203,13 +189,15 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # The words as typed: a "continue with" line repeats them (with --resume), quoted for the shell.
     args.argv = tuple(sys.argv[1:] if argv is None else argv)
-    if not getattr(args, "handler", None):
-        parser.print_help()
-        return ExitCode.USAGE
     resolve_repo(args)
-    out = Output.for_args(args)
+    out = Output(sys.stdout, sys.stderr, colour_enabled(sys.stdout), bool(getattr(args, "json", False)))
     logging.getLogger("guardkit_state").addHandler(logging.NullHandler())
-    warnings = _warn_on_stderr("guardkit_state.taskfile.duplicates", out, args)
+    # The warnings about task files on stderr, as _FileWarnings shows them (--json keeps stdout clean);
+    # removed when the command ends: an in-process run (tests, the MCP server) must not leave a handler
+    # writing to a stream that is closed later.
+    warnings = _FileWarnings(out, args)
+    file_log = logging.getLogger("guardkit_state.taskfile.duplicates")
+    file_log.addHandler(warnings)
     try:
         if args.command not in READ_COMMANDS:
             return int(args.handler(args, out))
@@ -234,7 +222,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         out.error(f"unexpected {type(exc).__name__}: {exc} (a bug in guardkit-state; {where})")
         return ExitCode.INTERNAL
     finally:
-        logging.getLogger("guardkit_state.taskfile.duplicates").removeHandler(warnings)
+        file_log.removeHandler(warnings)
         warnings.finish()
 
 

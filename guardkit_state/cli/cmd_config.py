@@ -59,12 +59,9 @@ def show_config(args: argparse.Namespace, out: Output) -> int:
     out.line(out.style("Configuration files", "bold"))
     out.line(f"  quality gates:    {gates_file or f'none ({QUALITY_GATES_FILE} absent: built-in profiles)'}")
     out.line(f"  entity overrides: {overrides_file or f'none ({OVERRIDES_FILE} absent)'}")
-    if args.section in (None, "gates"):
-        _show_gates(config, out)
-    if args.section in (None, "roles"):
-        _show_roles(config, out)
-    if args.section in (None, "modes"):
-        _show_modes(config, out)
+    for section, show in zip(SECTIONS, (_show_gates, _show_roles, _show_modes), strict=True):
+        if args.section in (None, section):
+            show(config, out)
     return ExitCode.OK
 
 

@@ -33,10 +33,6 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if context.location.source != "main":
         # The copy is not the main checkout's (a loop's worktree, a feature's copy): said, on stderr.
         out.note(f"note: {safe(context.location.note)}")
-    out.result(context, lambda shown, _: out.stdout.write(safe_markdown(shown.text)))
+    out.result(context, lambda shown, _: out.stdout.write(safe(shown.text)))  # safe() keeps its newlines
     return ExitCode.OK
 
-
-def safe_markdown(text: str) -> str:
-    """Context text with control characters neutralised, line by line (newlines kept)."""
-    return "\n".join(safe(line) for line in text.split("\n"))

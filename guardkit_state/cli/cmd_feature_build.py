@@ -8,17 +8,13 @@ from the loop's own :class:`~guardkit_state.loop.run.LoopInterrupted`.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-from guardkit_state.cli.cmd_report import add_report_option
 from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import add_json_option, add_repo_option, seconds, turn_count, usd
 from guardkit_state.cli.output import Output, safe
 from guardkit_state.cli.remote_feature import add_remote_options
 from guardkit_state.errors import InputError
-
-if TYPE_CHECKING:
-    from guardkit_state.agents.protocol import Agent
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -87,18 +83,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "loops run at once (default: the plan's recommended_parallel, capped by the CPUs); "
                         "ignored, with a note, for a task")
     add_remote_options(parser)
-    add_report_option(parser)
+    parser.add_argument("--report", type=Path, metavar="FILE",
+                        help="rewrite this HTML report (see 'guardkit-state report') when each turn starts and "
+                        "ends, atomically: a browser tab left open on it shows progress on reload")
     add_json_option(parser, "print the result as JSON at the end")
     parser.set_defaults(handler=run)
-
-
-def agents_named(args: argparse.Namespace) -> tuple[Agent, Agent]:
-    """The Player and the Coach ``--player``/``--coach`` name, checked before anything is written: an
-    agent that cannot run is a usage error, not two failed turns on a branch of their own."""
-    from guardkit_state.agents import agent_for
-
-    return (agent_for(args.player, args.repo, option="--player"),
-            agent_for(args.coach, args.repo, option="--coach"))
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -112,7 +101,11 @@ def run(args: argparse.Namespace, out: Output) -> int:
     missing = [flag for flag in ("--player", "--coach") if getattr(args, flag[2:]) is None]
     if missing:
         raise InputError(f"the following arguments are required: {', '.join(missing)}")
-    agents = agents_named(args)
+    from guardkit_state.agents import agent_for
+
+    # Checked before anything is written: an agent that cannot run is a usage error, not two failed
+    # turns on a branch of their own.
+    agents = (agent_for(args.player, args.repo, option="--player"), agent_for(args.coach, args.repo, option="--coach"))
     if args.remote is not None:  # this machine's worker on a feature shared through a git remote
         from guardkit_state.cli.remote_feature import run_remote
 
@@ -122,15 +115,12 @@ def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.cli.live_report import run_with_progress
     from guardkit_state.loop.run import LoopOptions, run_task_loop
 
-    if getattr(args, "max_parallel", None) is not None:
-        out.note("note: --max-parallel applies to features (FEAT-ID) only; a task runs one loop, so it is ignored")
-    if getattr(args, "stop_on_failure", None) is not None:
-        out.note("note: --[no-]stop-on-failure applies to features (FEAT-ID) only; a task runs one loop, so it is "
-                 "ignored")
+    for name, flag in (("max_parallel", "--max-parallel"), ("stop_on_failure", "--[no-]stop-on-failure")):
+        if getattr(args, name) is not None:
+            out.note(f"note: {flag} applies to features (FEAT-ID) only; a task runs one loop, so it is ignored")
     options = LoopOptions(max_turns=args.max_turns, resume=args.resume, use_worktree=not args.no_worktree,
                           turn_timeout=args.turn_timeout, base_branch=args.base_branch, reopen=args.reopen,
-                          max_cost=args.max_cost, continue_session=args.continue_session,
-                          argv=getattr(args, "argv", None))
+                          max_cost=args.max_cost, continue_session=args.continue_session, argv=args.argv)
 
     result = run_with_progress(args, out, lambda sink: run_task_loop(args.repo, args.task_id, *agents, options,
                                                                       on_event=sink), feature=False)

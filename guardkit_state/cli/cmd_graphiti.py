@@ -5,15 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from guardkit_state.cli.cmd_search import EMBEDDER_HELP
+from guardkit_state.cli.cmd_search import add_index_options, add_search_arguments, run_search
 from guardkit_state.cli.exit_codes import ExitCode
-from guardkit_state.cli.options import add_json_option, add_repo_option, help_of
+from guardkit_state.cli.options import help_of
 from guardkit_state.cli.output import Output, safe
 
 if TYPE_CHECKING:
     from guardkit_state.index.base import IndexStatus, SyncReport
-
-SUBCOMMANDS = ("seed", "sync", "rebuild", "status", "prune", "search")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -37,19 +35,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "prune": "apply retention (50 turns per feature, 200 per project) to the index",
         "search": "search the Graphiti index",
     }
-    for name in SUBCOMMANDS:
-        action = actions.add_parser(name, help=helps[name], description=helps[name],
+    for name, text in helps.items():
+        action = actions.add_parser(name, help=text, description=text,
                                     epilog=f"Example:\n  guardkit-state graphiti {name}"
                                     + (' "turn TASK-AUTH-001"' if name == "search" else ""))
         if name == "search":
-            from guardkit_state.cli.cmd_search import add_search_arguments
-
             add_search_arguments(action)
+            action.set_defaults(handler=run_search, backend="graphiti")
         else:
-            add_repo_option(action)
-            action.add_argument("--uri", default=None, help="Graphiti server URI (or GUARDKIT_GRAPHITI_URI)")
-            action.add_argument("--embedder", default=None, metavar="E", help=EMBEDDER_HELP)
-            add_json_option(action)
+            add_index_options(action)
+            action.set_defaults(handler=run)
         if name == "status":
             action.add_argument("--verbose", action="store_true", help="list every group with its count")
         if name in ("prune", "sync"):
@@ -57,7 +52,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         if name == "sync":
             action.add_argument("--full", action="store_true",
                                 help="compare with every stored record, not with the local manifest")
-        action.set_defaults(handler=run)
     parser.set_defaults(handler=help_of(parser))
 
 
@@ -65,10 +59,6 @@ def run(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.index import graphiti_status, project_group_id, update_graphiti
 
     command = args.graphiti_command
-    if command == "search":
-        from guardkit_state.cli.cmd_search import run_search
-
-        return run_search(args, out, backend="graphiti")
     if command == "status":
         status = graphiti_status(args.repo, uri=args.uri, embedder=args.embedder)
         group = project_group_id(args.repo)

@@ -40,17 +40,13 @@ def show_log(args: argparse.Namespace, out: Output) -> int:
     from guardkit_state.store.layout import names_feature
 
     if names_feature(args.task_id):
-        return show_feature_log(args, out)
+        from guardkit_state.inspect.feature_log import read_feature_log
+
+        out.result(read_feature_log(args.repo, args.task_id), render_feature_log)
+        return ExitCode.OK
     from guardkit_state.inspect.review import read_turn_log  # git and YAML load only when the command runs
 
     out.result(read_turn_log(args.repo, args.task_id), render_turns)
-    return ExitCode.OK
-
-
-def show_feature_log(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.inspect.feature_log import read_feature_log
-
-    out.result(read_feature_log(args.repo, args.task_id), render_feature_log)
     return ExitCode.OK
 
 

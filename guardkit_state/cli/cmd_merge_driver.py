@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +59,9 @@ def run_merge_driver(args: argparse.Namespace, out: Output) -> int:
     with open(ours, "wb") as handle:  # git's own temporary file, read back by git when we exit
         handle.write(result.text.encode("utf-8", "surrogateescape"))
     for note in result.notes:
-        print(f"guardkit-state merge-driver: {safe(note)}", file=sys.stderr)
+        out.note(f"guardkit-state merge-driver: {safe(note)}")
     for conflict in result.conflicts:
-        print(f"guardkit-state merge-driver: {safe(path)}: conflict: {safe(conflict)}", file=sys.stderr)
+        out.note(f"guardkit-state merge-driver: {safe(path)}: conflict: {safe(conflict)}")
     return ExitCode.OK if result.clean else ExitCode.FAILED
 
 

@@ -11,7 +11,6 @@ from guardkit_state.cli.options import add_json_option, add_repo_option, turn_co
 from guardkit_state.cli.output import Output, one_line, safe
 
 if TYPE_CHECKING:
-    from guardkit_state.errors import AlreadyRecordedError
     from guardkit_state.turns.lifecycle import TurnRecord
 
 # Library imports happen inside ``run``: ``guardkit-state --help`` must stay fast.
@@ -66,17 +65,11 @@ def run(args: argparse.Namespace, out: Output) -> int:
     except AlreadyRecordedError as exc:
         if not exc.identical:
             raise
-        return _already_recorded(exc, args, out)
+        # A retried record (the very reports of that turn) is done already: exit 0.
+        out.result({"task_id": exc.task_id, "turn": exc.turn, "already_recorded": True, "message": exc.message},
+                   lambda done, _: out.line(safe(done["message"])))
+        return ExitCode.OK
     out.result(record, render)
-    return ExitCode.OK
-
-
-def _already_recorded(exc: AlreadyRecordedError, args: argparse.Namespace, out: Output) -> int:
-    """A retried ``record`` (the very reports of that turn) is done already: exit 0."""
-    if args.json:
-        out.json({"task_id": exc.task_id, "turn": exc.turn, "already_recorded": True, "message": exc.message})
-    else:
-        out.line(safe(exc.message))
     return ExitCode.OK
 
 

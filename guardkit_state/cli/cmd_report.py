@@ -40,12 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    from guardkit_state.report import write_report
+    from guardkit_state.report import write_feature_report, write_report
     from guardkit_state.store.layout import names_feature
 
     if names_feature(args.task_id):
-        from guardkit_state.report import write_feature_report
-
         out.result(write_feature_report(args.repo, args.task_id, args.output), _wrote_feature)
         return 0
     out.result(write_report(args.repo, args.task_id, args.output), _wrote)
@@ -63,9 +61,3 @@ def _wrote_feature(result: FeatureReportResult, out: Output) -> None:
     out.line(f"wrote {safe(result.path)} ({result.bytes // 1024 + 1} KiB): {len(report.tasks)} task(s) in "
              f"{len(report.waves)} wave(s){': ' + statuses if statuses else ''}")
 
-
-def add_report_option(parser: argparse.ArgumentParser) -> None:
-    """``--report FILE`` for ``feature-build``: the page is rewritten as the loop goes."""
-    parser.add_argument("--report", type=Path, metavar="FILE",
-                        help="rewrite this HTML report (see 'guardkit-state report') when each turn starts and "
-                        "ends, atomically: a browser tab left open on it shows progress on reload")

@@ -12,10 +12,6 @@ from guardkit_state.cli.output import Output, safe
 
 if TYPE_CHECKING:
     from guardkit_state.index.base import SearchResult
-    from guardkit_state.index.searching import Backend
-
-EMBEDDER_HELP = ("embedder: hashing, minilm, or openai:MODEL@URL (an OpenAI-compatible endpoint); default: "
-                 "the one the index was built with")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -35,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     add_search_arguments(parser)
     parser.add_argument("--backend", choices=("auto", "files", "graphiti"), default="auto",
                         help="force a backend (default: auto)")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run_search)
 
 
 def add_search_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,21 +46,24 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--since", metavar="WHEN", help="only records from then on: a date, a date-time, or a span "
                         "back from now (24h, 7d, 2w)")
     parser.add_argument("--limit", type=int, default=10, metavar="N", help="at most N results (default 10)")
+    add_index_options(parser)
+
+
+def add_index_options(parser: argparse.ArgumentParser) -> None:
+    """The options every command reading the index ends with (``search``, each ``graphiti`` action)."""
     add_repo_option(parser)
     parser.add_argument("--uri", default=None, help="Graphiti server URI (or GUARDKIT_GRAPHITI_URI)")
-    parser.add_argument("--embedder", default=None, metavar="E", help=EMBEDDER_HELP)
+    parser.add_argument("--embedder", default=None, metavar="E", help="embedder: hashing, minilm, or openai:MODEL@URL "
+                        "(an OpenAI-compatible endpoint); default: the one the index was built with")
     add_json_option(parser)
 
 
-def run(args: argparse.Namespace, out: Output) -> int:
-    return run_search(args, out, backend=args.backend)
-
-
-def run_search(args: argparse.Namespace, out: Output, *, backend: Backend) -> int:
+def run_search(args: argparse.Namespace, out: Output) -> int:
+    """``search``, and ``graphiti search`` (whose ``backend`` is "graphiti")."""
     from guardkit_state.index import make_filters, search
 
     filters = make_filters(task=args.task, feature=args.feature, decision=args.decision, since=args.since)
-    result = search(args.repo, args.query, groups=args.group, limit=max(1, args.limit), backend=backend,
+    result = search(args.repo, args.query, groups=args.group, limit=max(1, args.limit), backend=args.backend,
                     uri=args.uri, embedder=args.embedder, filters=filters)
     render(result, args.query, out)
     return ExitCode.OK

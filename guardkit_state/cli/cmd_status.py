@@ -96,9 +96,8 @@ def _feature_lines(features: list[FeatureSummary], out: Output) -> None:
         if f.error:
             out.line(f"{name:<{width}}  {out.style('unreadable', 'red')}  {safe(f.error)}")
             continue
-        stopped = f.failed
         waves = f"wave {f.current_wave}/{f.waves}" if f.waves is not None else "waves ?"
-        extra = f" · {stopped} failed/blocked" if stopped else ""
+        extra = f" · {f.failed} failed/blocked" if f.failed else ""
         # Skipped and not done: not run because a task they need failed (closed ones are done).
         not_run = f.tasks.get("completed", 0) + f.tasks.get("skipped", 0) - f.done
         extra += f" · {not_run} skipped (a task they need failed)" if not_run > 0 else ""

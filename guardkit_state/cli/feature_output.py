@@ -35,7 +35,7 @@ def run_feature(args: argparse.Namespace, out: Output, agents: tuple[Agent, Agen
     except KeyboardInterrupt as stop:
         # Stopped outside the run (its modules loading, its plan and tasks being checked, its lock
         # awaited): whether --resume can continue is for the files to say, i.e. the feature branch.
-        raise _not_started(args.repo, args.task_id, getattr(args, "argv", None)) from stop
+        raise _not_started(args.repo, args.task_id, args.argv) from stop
 
 
 def _not_started(repo: Path | str, ref: str, argv: tuple[str, ...] | None) -> FeatureNotStarted:
@@ -60,20 +60,16 @@ def _run_feature(args: argparse.Namespace, out: Output, agents: tuple[Agent, Age
         if getattr(args, name, None):
             raise InputError(f"{flag} applies to one task's loop; a feature's tasks always run in worktrees "
                              "of their own")
-    options = FeatureOptions(max_parallel=getattr(args, "max_parallel", None), max_turns=args.max_turns,
-                             resume=args.resume, base_branch=args.base_branch, turn_timeout=args.turn_timeout,
-                             max_cost=getattr(args, "max_cost", None),
-                             continue_session=bool(getattr(args, "continue_session", False)),
-                             stop_on_failure=getattr(args, "stop_on_failure", None), argv=getattr(args, "argv", None))
+    options = FeatureOptions(max_parallel=args.max_parallel, max_turns=args.max_turns, resume=args.resume,
+                             base_branch=args.base_branch, turn_timeout=args.turn_timeout, max_cost=args.max_cost,
+                             continue_session=args.continue_session, stop_on_failure=args.stop_on_failure,
+                             argv=args.argv)
 
     from guardkit_state.cli.live_report import run_with_progress
 
     result = run_with_progress(args, out, lambda sink: build_feature(args.repo, args.task_id, *agents, options,
                                                                       on_event=sink), feature=True)
-    if args.json:
-        out.json(result.to_dict())
-    else:
-        render_result(result, out)
+    out.result(result, render_result)
     return ExitCode(result.exit_code)
 
 

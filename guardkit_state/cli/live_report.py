@@ -76,8 +76,7 @@ class ReportEvents:
             self.refresh()
 
     def refresh(self) -> None:
-        if self.path is None:
-            return
+        """The page rewritten (its callers write it only where there is a ``path``)."""
         try:
             self.write(dict(self.running))
         except (GuardkitStateError, OSError) as exc:

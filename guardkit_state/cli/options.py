@@ -59,7 +59,8 @@ def add_json_option(parser: argparse.ArgumentParser, help: str = "machine-readab
 
 
 def help_of(parser: argparse.ArgumentParser) -> Any:
-    """The handler of a command run without its action (``config``): its help, exit 2 (usage)."""
+    """The handler of a command run without its action (``config``), or of no command at all: its help,
+    exit 2 (usage)."""
     def show(args: argparse.Namespace, out: Any) -> int:
         parser.print_help()
         return ExitCode.USAGE
@@ -81,9 +82,8 @@ def resolve_repo(args: argparse.Namespace) -> None:
     """
     if "repo" in vars(args) and args.repo is None:
         args.repo = find_repo_root(Path.cwd())
-    handler = getattr(args, "handler", None)
-    if handler is not None and isinstance(vars(args).get("task_id"), str):
-        args.handler = functools.partial(_with_task_resolved, handler)
+    if isinstance(vars(args).get("task_id"), str):
+        args.handler = functools.partial(_with_task_resolved, args.handler)
 
 
 def _with_task_resolved(handler: Any, args: argparse.Namespace, out: Any) -> Any:

@@ -10,30 +10,19 @@ fits long agent text on one line for human output; ``--json`` always keeps it wh
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
-from guardkit_state.errors import GuardkitStateError
+from guardkit_state.errors import UNSEEN, GuardkitStateError, escape_char
+from guardkit_state.errors import safe as safe  # re-exported: every command shows untrusted text through it
 from guardkit_state.model import json_ready
 
-#: Bidirectional formatting controls: embeddings and overrides (U+202A-U+202E), isolates
-#: (U+2066-U+2069), and the invisible direction marks (U+200E, U+200F, U+061C).
-_BIDI = "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
-#: Invisible characters that still act on a terminal or a text: the line and paragraph separators
-#: (U+2028, U+2029: a line break to many viewers, hidden inside one JSON string) and the byte-order
-#: mark / zero-width no-break space (U+FEFF: invisible, it splits a word or hides a prefix).
-_INVISIBLE = "\u2028\u2029\ufeff"
-#: Escaped in JSON and every output line: DEL and the C1 controls (json leaves them raw; U+009B is a
-#: CSI to some terminals, U+0085 a line break), bidi controls and the invisible characters above.
-#: None is ever part of our own styling.
-_ALWAYS_ESCAPED = re.compile(f"[\\x7f-\\x9f{_BIDI}{_INVISIBLE}]")
-_CONTROL = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f{_BIDI}{_INVISIBLE}]")
+#: Escaped in JSON and every output line too (json leaves them raw). None is ever part of our own styling.
+_ALWAYS_ESCAPED = re.compile(f"[{UNSEEN}]")
 _LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
 #: How much agent text (feedback, a summary) one line of human output shows.
 ONE_LINE_CHARS = 200
@@ -42,17 +31,6 @@ _V = TypeVar("_V")
 
 STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "blue": "34", "cyan": "36"}
 DECISION_STYLE = {"approve": "green", "feedback": "yellow", "reject": "red", "error": "red"}
-
-
-def safe(text: object) -> str:
-    """Render untrusted text harmless for a terminal: control characters become ``\\xNN``, bidi
-    controls ``\\uNNNN`` (tabs and newlines are kept)."""
-    return _CONTROL.sub(_escape, str(text))
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def one_line(text: object, limit: int = ONE_LINE_CHARS) -> str:
@@ -85,10 +63,6 @@ class Output:
     colour: bool
     json_mode: bool = False
 
-    @classmethod
-    def for_args(cls, args: argparse.Namespace) -> Output:
-        return cls(sys.stdout, sys.stderr, colour_enabled(sys.stdout), bool(getattr(args, "json", False)))
-
     def style(self, text: str, *names: str) -> str:
         if not self.colour or not names:
             return text
@@ -102,7 +76,7 @@ class Output:
     def line(self, text: str = "") -> None:
         # Callers make agent text safe(); DEL, C1, bidi and invisible characters are caught here too,
         # for any value a command forgot (this layer adds no ESC of its own to mask, so only those are).
-        self.stdout.write(_ALWAYS_ESCAPED.sub(_escape, text) + "\n")
+        self.stdout.write(_ALWAYS_ESCAPED.sub(escape_char, text) + "\n")
 
     def json(self, data: Any) -> None:
         self.stdout.write(_json_text(data, indent=2) + "\n")
@@ -115,13 +89,9 @@ class Output:
         else:
             render(value, self)
 
-    def json_line(self, data: Any) -> None:
-        """``data`` as one compact JSON line, escaped like :meth:`json`."""
-        self.stdout.write(_json_text(data) + "\n")
-
     def note(self, text: str) -> None:
         """Progress and remarks: stderr, so stdout stays clean for pipes and ``--json``."""
-        self.stderr.write(_ALWAYS_ESCAPED.sub(_escape, text) + "\n")
+        self.stderr.write(_ALWAYS_ESCAPED.sub(escape_char, text) + "\n")
         self.stderr.flush()
 
     def error(self, text: str) -> None:
@@ -131,6 +101,6 @@ class Output:
         self.stderr.write(f"{prefix} {flat}\n")
 
     def error_from(self, exc: GuardkitStateError) -> None:
-        if self.json_mode:
-            self.json_line(exc.to_dict())
+        if self.json_mode:  # one compact line, escaped like json()
+            self.stdout.write(_json_text(exc.to_dict()) + "\n")
         self.error(str(exc))

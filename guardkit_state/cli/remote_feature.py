@@ -67,10 +67,9 @@ def run_remote(args: argparse.Namespace, out: Output, agents: tuple[Agent, Agent
     if args.verbose:
         log_on_stderr(out)
     options = WorkerOptions(remote=args.remote, lease=args.lease, poll=args.poll, max_turns=args.max_turns,
-                            turn_timeout=args.turn_timeout, max_cost=getattr(args, "max_cost", None),
-                            continue_session=bool(getattr(args, "continue_session", False)),
-                            quarantine_after=args.quarantine_after,
-                            stop_on_failure=getattr(args, "stop_on_failure", None))
+                            turn_timeout=args.turn_timeout, max_cost=args.max_cost,
+                            continue_session=args.continue_session, quarantine_after=args.quarantine_after,
+                            stop_on_failure=args.stop_on_failure)
     result = run_worker(args.repo, args.task_id, *agents, options,
                         on_note=lambda text: None if args.json else out.note(safe(text)),
                         on_event=with_indexing(None, args.repo))

@@ -10,33 +10,23 @@ the same validation, refusals and "already recorded" answers.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from guardkit_state.errors import AlreadyRecordedError, FileTooLargeError, GuardkitStateError, InputError
+from guardkit_state.errors import AlreadyRecordedError, FileTooLargeError, GuardkitStateError, InputError, safe
 from guardkit_state.store.layout import names_feature
 
 if TYPE_CHECKING:
     from guardkit_state.index.searching import Backend
 
 
-#: What the CLI's error line shows as escapes (``safe`` in cli/output.py, which this layer may not
-#: import): C0 controls but tab and newline, DEL and C1, bidi controls, invisible separators.
-_ESCAPED = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
-                      "\u2028\u2029\ufeff]")
-
-
 def error_line(exc: GuardkitStateError | str) -> str:
     """The one line the CLI prints for ``exc`` (without colour): a tool error's text. A value echoed
     in it (a path holding a newline or an escape sequence) is escaped as the CLI escapes it."""
-    text = _ESCAPED.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) <= 0xFF
-                        else f"\\u{ord(m.group()):04x}", str(exc))
-    return "error: " + text.replace("\n", "\\n")
+    return "error: " + safe(exc).replace("\n", "\\n")
 
 
 #: What a read answered, by question, with the generation of the repository's watch when it was
@@ -80,11 +70,11 @@ def status(root: Path) -> dict[str, Any]:
                                              "features": [f.to_dict() for f in feature_status(root)]})
 
 
-def show(root: Path, ref: str) -> dict[str, Any]:
+def show(root: Path, task_id: str) -> dict[str, Any]:
     """One task's loop: status, turns (decision and feedback of each), criteria, stall, and the
     resume point (which turn comes next and how). Given a FEAT-ID, the feature's waves instead.
     The JSON of `guardkit-state show TASK-ID --json`."""
-    return feature(root, ref) if names_feature(ref) else _task_shown(root, ref)
+    return feature(root, task_id) if names_feature(task_id) else _task_shown(root, task_id)
 
 
 def _task_shown(root: Path, ref: str) -> dict[str, Any]:
@@ -93,37 +83,37 @@ def _task_shown(root: Path, ref: str) -> dict[str, Any]:
     return _kept(root, ("show", ref), lambda: task_view(root, ref).to_dict())
 
 
-def feature(root: Path, ref: str) -> dict[str, Any]:
+def feature(root: Path, feature_id: str) -> dict[str, Any]:
     """A feature's waves × tasks from its plan, the files and git: each task's status, turns,
     criteria and merge, the totals, and what runs next. The JSON of `show FEAT-ID --json`."""
     from guardkit_state.inspect.feature_view import feature_view
 
-    return _kept(root, ("feature", ref), lambda: feature_view(root, ref).to_dict())
+    return _kept(root, ("feature", feature_id), lambda: feature_view(root, feature_id).to_dict())
 
 
-def context(root: Path, ref: str, turn: int | None = None) -> dict[str, Any]:
+def context(root: Path, task_id: str, turn: int | None = None) -> dict[str, Any]:
     """The continuation context the Player of turn `turn` (default: the next) starts from: the
     previous turn's summary and feedback and the cumulative criteria, in markdown ("context").
     Read it before working a turn. The JSON of `guardkit-state context TASK-ID --json`."""
     from guardkit_state.inspect.task_view import continuation_context
 
-    return _kept(root, ("context", ref, turn), lambda: continuation_context(root, ref, turn).to_dict())
+    return _kept(root, ("context", task_id, turn), lambda: continuation_context(root, task_id, turn).to_dict())
 
 
-def criteria(root: Path, ref: str) -> dict[str, Any]:
+def criteria(root: Path, task_id: str) -> dict[str, Any]:
     """The criteria ledger after the last recorded turn: each acceptance criterion's status
     (verified, rejected, pending), the turn that set it, and whether only an approval implies
     it; with the counts and any stall. Verified criteria stay verified in later turns."""
-    shown = _task_shown(root, ref)
+    shown = _task_shown(root, task_id)
     return {key: shown[key] for key in ("task_id", "status", "criteria", "criteria_counts", "stall", "copy")}
 
 
-def turn_reports(root: Path, ref: str, turn: int | None = None) -> dict[str, Any]:
+def turn_reports(root: Path, task_id: str, turn: int | None = None) -> dict[str, Any]:
     """What recorded turn `turn` (default: the last) left: the Player's report, the Coach's
     decision and the assembled turn state (blockers, tests, coverage, gates, what next)."""
     from guardkit_state.inspect.turn_reports import turn_reports as read_reports
 
-    return _kept(root, ("turn_reports", ref, turn), lambda: read_reports(root, ref, turn).to_dict())
+    return _kept(root, ("turn_reports", task_id, turn), lambda: read_reports(root, task_id, turn).to_dict())
 
 
 def task_file(root: Path, ref: str) -> str:
@@ -152,7 +142,7 @@ def search(root: Path, query: str, *, groups: Sequence[str] | None = None, task:
     return result.to_dict() | {"query": query}
 
 
-def record(root: Path, ref: str, *, player: dict[str, Any] | None = None, coach: dict[str, Any] | None = None,
+def record(root: Path, task_id: str, *, player: dict[str, Any] | None = None, coach: dict[str, Any] | None = None,
            player_file: str | None = None, coach_file: str | None = None, mode: str | None = None,
            max_turns: int | None = None, reopen: bool = False) -> dict[str, Any]:
     """Record the next turn from the Player's report and the Coach's decision (each inline or
@@ -170,13 +160,17 @@ def record(root: Path, ref: str, *, player: dict[str, Any] | None = None, coach:
         UnsafePathError: a report file outside the repository (after symlinks).
         AlreadyRecordedError: the reports name a recorded turn but differ from its reports.
     """
+    from guardkit_state.taskfile.resolve import pinned, resolve_task
     from guardkit_state.turns.lifecycle import record_turn
 
     player_data, player_path = _report(root, "player", player, player_file)
     coach_data, coach_path = _report(root, "coach", coach, coach_file)
-    with _pinned(root, ref) as task_id:
+    # The task resolved once, its copy pinned for the whole call, as the CLI pins a command's task:
+    # every lookup of the id during the call gets that file.
+    found = resolve_task(root, task_id)
+    with pinned(found):
         try:
-            done = record_turn(root, task_id, player_data, coach_data, mode=mode, max_turns=max_turns,
+            done = record_turn(root, found.task_id, player_data, coach_data, mode=mode, max_turns=max_turns,
                                player_path=player_path, coach_path=coach_path, reopen=reopen)
         except AlreadyRecordedError as exc:
             if not exc.identical:
@@ -255,25 +249,13 @@ def _report(root: Path, name: str, given: dict[str, Any] | None,
                                     expected=f"at most {MAX_FILE_BYTES} bytes")
         checked: dict[str, Any] = parse_json(text, path=f"the {name} report")
         return checked, None
-    path = Path(file or "")
-    path = path if path.is_absolute() else root / path
+    path = root / (file or "")  # an absolute path stays itself
     # The agent names a file of the repository it was given: one outside it (by '..', an absolute
     # path or a symlink) would be copied into the turn's records and served back by turn_reports.
     resolve_inside(root, path)
     if not path.is_file():
         raise InputError(f"{name}_file {file}: no such file")
     return load_json(path), path
-
-
-@contextlib.contextmanager
-def _pinned(root: Path, ref: str) -> Iterator[str]:
-    """``ref`` (an id or a task file's path) resolved once, its copy pinned for the whole call,
-    as the CLI pins a command's task (every lookup of the id during the call gets that file)."""
-    from guardkit_state.taskfile.resolve import pinned, resolve_task
-
-    found = resolve_task(root, ref)
-    with pinned(found):
-        yield found.task_id
 
 
 __all__ = ["claim_next_task", "context", "criteria", "error_line", "feature", "names_feature", "record",

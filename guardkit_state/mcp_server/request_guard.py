@@ -28,8 +28,12 @@ log = logging.getLogger("guardkit_state.mcp_server")
 def refusal(exc: Exception) -> SessionMessage | None:
     """The error answer to a request line the SDK could not read (``exc``, its reader's error);
     None when the line names no request (a notification, or no ``id`` can be read)."""
-    line = _raw_line(exc)
-    if line is None:
+    if not isinstance(exc, ValidationError):
+        return None
+    errors = exc.errors()
+    # The line the SDK's reader was given, as its validation error keeps it.
+    line: Any = next((error.get("input") for error in errors if error.get("loc") == ()), None)
+    if not isinstance(line, str):
         return None
     try:
         envelope = top_level(line)
@@ -43,23 +47,10 @@ def refusal(exc: Exception) -> SessionMessage | None:
     except ParseError as read:
         code, reason = PARSE_ERROR, read.message
     else:
-        code, reason = INVALID_REQUEST, _first_error(exc)
+        code, reason = INVALID_REQUEST, str(errors[0].get("msg"))  # errors holds the line's error at least
     log.warning("request %r cannot be read (%s): answered with an error", ident, reason)
     return SessionMessage(JSONRPCError(jsonrpc="2.0", id=ident, error=ErrorData(
         code=code, message=f"error: the request cannot be read: {reason}")))
-
-
-def _raw_line(exc: Exception) -> str | None:
-    """The line the SDK's reader was given, as its validation error keeps it."""
-    if not isinstance(exc, ValidationError):
-        return None
-    found: Any = next((error.get("input") for error in exc.errors() if error.get("loc") == ()), None)
-    return found if isinstance(found, str) else None
-
-
-def _first_error(exc: Exception) -> str:
-    errors = exc.errors() if isinstance(exc, ValidationError) else []
-    return str(errors[0].get("msg")) if errors else str(exc)
 
 
 class AnsweringReader:

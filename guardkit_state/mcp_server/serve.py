@@ -85,7 +85,7 @@ def _arg(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> 
 class Tool:
     """One tool: the :mod:`~guardkit_state.mcp_server.answers` function it is (its docstring is the
     description), what it may touch, and its arguments as the SDK publishes them. The function is
-    called with the repository, the required arguments in order, and the optional ones by name."""
+    called with the repository and the arguments by name (its parameters are named as they are)."""
 
     name: str
     answer: Callable[..., dict[str, Any]]
@@ -144,7 +144,6 @@ def _tool_function(tool: Tool, root: Path, writing: threading.Lock) -> Callable[
     text is the CLI's one line and whose structured content is the CLI's ``--json`` error; anything
     else is the CLI's "unexpected" line, its traceback logged on stderr. (A ToolError raised instead
     would reach the agent behind the SDK's "Error executing tool NAME: " prefix.)"""
-    required = [arg.name for arg in tool.arguments if arg.default is inspect.Parameter.empty]
     # A read's answer is made into the tool's result here (its JSON text compact: the same JSON in fewer
     # bytes and an agent's tokens, the answer as the structured content), once per answer: an answer
     # kept unchanged (answers._kept) is sent again without being serialised and checked again, which
@@ -152,12 +151,11 @@ def _tool_function(tool: Tool, root: Path, writing: threading.Lock) -> Callable[
     last: list[tuple[object, CallToolResult]] = []
 
     def call(**arguments: Any) -> Any:
-        given = [arguments.pop(name) for name in required]
         scope: contextlib.AbstractContextManager[Any] = listing_scope() if tool.access == "read" \
             else writing if tool.access == "write" else contextlib.nullcontext()
         try:
             with scope:
-                answer = tool.answer(root, *given, **arguments)
+                answer = tool.answer(root, **arguments)
             if tool.access != "read":
                 return answer
             if last and last[0][0] is answer:

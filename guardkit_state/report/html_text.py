@@ -14,6 +14,8 @@ import html
 import re
 from datetime import datetime
 
+from guardkit_state.errors import safe
+
 #: CSI (``ESC [ ... final``), OSC (``ESC ] ... BEL`` or ``ESC \\``), and the two-byte ESC sequences;
 #: the 8-bit CSI (U+009B) too.
 _ANSI = re.compile(
@@ -23,23 +25,15 @@ _ANSI = re.compile(
     r"|\x1b[@-Z\\-_]"
     r"|\x9b[0-?]*[ -/]*[@-~]"
 )
-#: Left after the sequences are gone: C0 (but tab and line feed), DEL, C1, bidi controls
-#: (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C), line/paragraph separators, BOM.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u2028\u2029\ufeff]")
 #: How much of one text field the page shows; the files keep the whole text.
 FIELD_CHARS = 8000
-
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def clean(text: object) -> str:
     """``text`` without ANSI sequences, its other control characters shown as escapes."""
     value = "" if text is None else str(text)
     value = value.replace("\r\n", "\n")
-    return _CONTROL.sub(_visible, _ANSI.sub("", value))
+    return safe(_ANSI.sub("", value))  # what is left after the sequences: as escapes
 
 
 def clip(text: str, limit: int = FIELD_CHARS) -> str:
