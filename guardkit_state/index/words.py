@@ -14,7 +14,7 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from itertools import pairwise
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*")
@@ -61,29 +61,15 @@ def is_identifier(term: str) -> bool:
     return "_" in term and any(ch.isdigit() for ch in term)
 
 
-def may_hold(terms: Iterable[str], lowered: str) -> bool:
-    """False when no term can be one of the tokens of the lower-cased text ``lowered`` (a token has
-    every ``_``-part of it in the text); True says only "perhaps"."""
-    return any(all(part in lowered for part in _parts(term)) for term in terms)
-
-
-@functools.lru_cache(maxsize=4096)
-def _parts(term: str) -> tuple[str, ...]:
-    return tuple(term.split("_"))
-
-
-def overlap_score(terms: Iterable[str], document: str, *, doc_counts: Mapping[str, int] | None = None) -> float:
+def overlap_score(terms: Iterable[str], document: str) -> float:
     """Relevance of ``document`` to query ``terms``: weighted term presence, identifiers first.
 
     Each query term found in the document adds ``1 + log(1 + count)``; an identifier-like term
     adds 4 more, and a missing identifier subtracts 6 (a query naming ``TASK-A-1`` is about that
-    task). Deterministic and cheap: the file scan's whole ranking rule.
+    task). Deterministic and cheap: the file scan's whole ranking rule (the scan sums it through
+    its index: :func:`guardkit_state.index.files.rank`).
     """
-    terms = list(terms)
-    if doc_counts is None and not may_hold(terms, document.lower()):
-        # No term can be there: skip the tokenising (most of a scan's time), score them as absent.
-        return -MISSING_IDENTIFIER * sum(is_identifier(term) for term in terms)
-    counts: Mapping[str, int] = doc_counts if doc_counts is not None else Counter(tokens(document))
+    counts = Counter(tokens(document))
     score = 0.0
     for term in terms:
         found = counts.get(term, 0)
