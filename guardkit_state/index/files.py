@@ -36,13 +36,9 @@ class FileIndex:
 
     def __init__(self, repo_root: Path) -> None:
         self.repo_root = Path(repo_root)
-        #: False: the scan's cache is read, never written (a read-only MCP server writes nothing).
 
-    def records(self, groups: Sequence[str] | None = None) -> list[IndexRecord]:
-        """Every record the files define, optionally only those of ``groups``."""
-        return _in_groups(self._read_records(), groups, self.repo_root)
-
-    def _read_records(self) -> list[IndexRecord]:
+    def records(self) -> list[IndexRecord]:
+        """Every record the files define, read from every file (no cache)."""
         # Imported here: a search answered from the cache reads no task file, so loads no reader.
         from guardkit_state.index.readings import read_configuration
         from guardkit_state.index.sources import load_project_records
@@ -64,13 +60,6 @@ class FileIndex:
             log.debug("search cache damaged, rebuilt: %s", exc)
             index = cached_index(self.repo_root, rebuild=True)
             return rank(parsed, index, filters or Filters(), limit=limit, groups=wanted)
-
-
-def _in_groups(records: list[IndexRecord], groups: Sequence[str] | None, root: Path) -> list[IndexRecord]:
-    if not groups:
-        return records
-    wanted = {resolve_group(g, root) for g in groups}
-    return [r for r in records if r.group_id in wanted]
 
 
 def rank(query: ParsedQuery, index: ScanIndex, filters: Filters, *, limit: int,
