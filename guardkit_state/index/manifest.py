@@ -27,6 +27,7 @@ from guardkit_state.store.layout import (
     QUALITY_GATES_FILE,
     index_dir,
 )
+from guardkit_state.store.stat_cache import signature_of
 
 MANIFEST_VERSION = 1
 Signature = list[int]
@@ -152,21 +153,13 @@ def common_terms(records: Iterable[IndexRecord]) -> list[str]:
 # --------------------------------------------------------------------------- file signatures
 
 
-def signature(path: str) -> Signature | None:
-    """(size, mtime, ctime, inode): an in-place edit, an atomic replace or a touch all change it."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-
-
 def source_signatures(repo_root: Path, paths: Iterable[str]) -> dict[str, Signature]:
-    """Signatures of ``paths`` (relative to ``repo_root``); files that vanished are left out."""
+    """Signatures of ``paths`` (relative to ``repo_root``: :func:`~guardkit_state.store.stat_cache.signature`,
+    which an in-place edit, an atomic replace or a touch all change); files that vanished are left out."""
     root = str(repo_root)
     found: dict[str, Signature] = {}
     for rel in paths:
-        sig = signature(os.path.join(root, rel))
+        sig = signature_of(os.path.join(root, rel))
         if sig is not None:
             found[rel] = sig
     return found
