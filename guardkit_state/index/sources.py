@@ -48,9 +48,6 @@ class ProjectRecords:
     records: list[IndexRecord]
     problems: list[GuardkitStateError] = field(default_factory=list)
 
-    def turns(self) -> list[IndexRecord]:
-        return [r for r in self.records if r.turn_number is not None]
-
 
 def load_project_records(repo_root: Path, group: str | None = None) -> ProjectRecords:
     """Turn, task and feature records of the checkout at ``repo_root``, sorted by key."""
