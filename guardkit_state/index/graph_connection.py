@@ -37,7 +37,7 @@ os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
 
 try:
     from graphiti_core import Graphiti
-    from graphiti_core.driver.driver import GraphDriver, GraphProvider
+    from graphiti_core.driver.driver import GraphDriver
     from graphiti_core.nodes import EpisodicNode
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     from guardkit_state.extras import missing_extra_error
@@ -130,7 +130,7 @@ async def drop_graph(driver: Any, group: str) -> None:
     await driver.execute_query("MATCH (n) WHERE n.group_id = $group_id DETACH DELETE n", group_id=group)
 
 
-async def create_graph(driver: Any, group: str, embedder: str, dimension: int) -> GraphMeta:
+async def create_graph(driver: Any, group: str, embedder: str, dimension: int) -> None:
     """A fresh graph for ``group``: indexes, then the metadata node as node 0.
 
     Raises:
@@ -145,7 +145,6 @@ async def create_graph(driver: Any, group: str, embedder: str, dimension: int) -
     if is_falkor(driver) and node_id != 0:
         raise IndexBackendError(f"index graph {group} was not empty when created (metadata node {node_id})",
                                 fix="run 'guardkit-state graphiti rebuild'")
-    return GraphMeta(SCHEMA_VERSION, embedder, dimension, node_id if is_falkor(driver) else None)
 
 
 class GraphConnection:
@@ -279,9 +278,9 @@ class GraphConnection:
         """The driver for ``group``, its indexes built (on FalkorDB every group is its own graph)."""
         cache: dict[str, GraphDriver] = driver.__dict__.setdefault("_gks_groups", {})
         if group not in cache:
-            gdriver = driver.clone(database=group) if driver.provider == GraphProvider.FALKORDB else driver
+            gdriver = driver.clone(database=group) if is_falkor(driver) else driver
             await _settle_init(gdriver, self.location)
-            if gdriver.provider == GraphProvider.FALKORDB:
+            if is_falkor(gdriver):
                 common = self.manifest.common_terms if self.manifest and group == self.project_group else []
                 gdriver.search_interface = FastFalkorSearch(common=frozenset(common), vector_label=ANCHOR_LABEL)
             cache[group] = gdriver
