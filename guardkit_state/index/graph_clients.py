@@ -29,7 +29,6 @@ import os
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from graphiti_core import Graphiti
@@ -360,19 +359,6 @@ def sim_min_score(embedder_kind: str) -> float:
     return (1.0 + MIN_COSINE.get(embedder_kind, DEFAULT_MIN_COSINE)) / 2.0
 
 
-@dataclass
-class Channels:
-    """Record keys, best first, as each of graphiti's searches ranked them."""
-
-    edges: list[str] = field(default_factory=list)
-    nodes: list[str] = field(default_factory=list)
-    episodes: list[str] = field(default_factory=list)
-
-    def fused(self) -> dict[str, float]:
-        return reciprocal_rank_fusion([(WEIGHTS["edges"], self.edges), (WEIGHTS["nodes"], self.nodes),
-                                       (WEIGHTS["episodes"], self.episodes)])
-
-
 def search_config(candidates: int, min_score: float) -> SearchConfig:
     """Hybrid retrieval (BM25 + vectors, fused by graphiti's RRF) over facts, entities and episodes."""
     hybrid_nodes = [NodeSearchMethod.bm25, NodeSearchMethod.cosine_similarity]
@@ -385,9 +371,10 @@ def search_config(candidates: int, min_score: float) -> SearchConfig:
         limit=candidates)
 
 
-async def semantic_channels(graphiti: Graphiti, group: str, query: str, *, anchors: Sequence[str] | None,
-                            candidates: int, embedder_kind: str) -> Channels:
-    """Run graphiti's hybrid search in ``group`` and map every hit to its record's key.
+async def semantic_scores(graphiti: Graphiti, group: str, query: str, *, anchors: Sequence[str] | None,
+                          candidates: int, embedder_kind: str) -> dict[str, float]:
+    """Run graphiti's hybrid search in ``group``, map every hit to its record's key, and fuse the
+    record keys each of its searches ranked (facts, entities, episodes) by :data:`WEIGHTS`.
 
     ``anchors``: when given, only facts starting at these entities are searched.
     """
@@ -395,9 +382,9 @@ async def semantic_channels(graphiti: Graphiti, group: str, query: str, *, ancho
     results = await graphiti.search_(index_text(query), config=search_config(candidates, sim_min_score(embedder_kind)),
                                      group_ids=[group],
                                      search_filter=filters)
-    return Channels(edges=_keys(e.attributes for e in results.edges),
-                    nodes=_keys(n.attributes for n in results.nodes),
-                    episodes=[ep.name for ep in results.episodes])
+    return reciprocal_rank_fusion([(WEIGHTS["edges"], _keys(e.attributes for e in results.edges)),
+                                   (WEIGHTS["nodes"], _keys(n.attributes for n in results.nodes)),
+                                   (WEIGHTS["episodes"], [ep.name for ep in results.episodes])])
 
 
 def _keys(attributes: Any) -> list[str]:

@@ -44,7 +44,7 @@ from graphiti_core.utils.datetime_utils import utc_now
 from guardkit_state.errors import GuardkitStateError, IndexBackendError
 from guardkit_state.index.base import IndexStatus, SearchHit, SyncReport
 from guardkit_state.index.config_records import load_system_records
-from guardkit_state.index.graph_clients import ANCHOR_LABEL, semantic_channels
+from guardkit_state.index.graph_clients import ANCHOR_LABEL, semantic_scores
 from guardkit_state.index.graph_connection import (
     GraphConnection,
     drop_graph,
@@ -249,10 +249,9 @@ def search_index(index: GraphConnection, query_text: str, *, groups: Sequence[st
             scoped = pool if group == index.project_group else None
             anchors = [anchor_uuid(group, k, m.kind, m.task, m.feature) for k, m in scoped] if scoped is not None \
                 else None
-            channels = await semantic_channels(index.graphiti(gdriver), group, query.content_text, anchors=anchors,
-                                               candidates=max(MIN_CANDIDATES, limit * 3),
-                                               embedder_kind=index.embedder_spec().kind)
-            fused = channels.fused()
+            fused = await semantic_scores(index.graphiti(gdriver), group, query.content_text, anchors=anchors,
+                                          candidates=max(MIN_CANDIDATES, limit * 3),
+                                          embedder_kind=index.embedder_spec().kind)
             if query.kind_hint and manifest is not None and group == index.project_group:
                 fused = _prefer_kind(fused, query.kind_hint, manifest.records)
             keep = {k for k, _ in scoped} if scoped is not None else None
