@@ -10,14 +10,17 @@ the answer is the constrained records in their natural order.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from guardkit_state.errors import InputError
-from guardkit_state.index.records import FEATURE, TASK, TURN_STATES
+from guardkit_state.index.records import FEATURE, TASK, TURN_STATES, IndexRecord
 from guardkit_state.index.words import STOPWORDS, field_pairs, query_terms, tokens
+
+if TYPE_CHECKING:
+    from guardkit_state.index.manifest import RecordMeta
 
 # Identifiers are GuardKit's upper-case ids; a task id has a digit ("task-work" is a word, not an id).
 _TASK_ID = re.compile(r"\b(TASK-(?=[A-Z0-9.-]*\d)[A-Z0-9]+(?:[-.][A-Z0-9]+)*)\b")
@@ -34,28 +37,9 @@ _KIND_ORDER = {FEATURE: 0, TASK: 1, TURN_STATES: 2}
 _SKIP = STOPWORDS | _STRUCTURAL
 
 
-class Facets(Protocol):
-    """What a filter reads of a record: an :class:`IndexRecord`, or the manifest's note of one."""
-
-    @property
-    def kind(self) -> str: ...
-    @property
-    def task_id(self) -> str | None: ...
-    @property
-    def feature_id(self) -> str | None: ...
-    @property
-    def turn_number(self) -> int | None: ...
-    @property
-    def completed_at(self) -> str | None: ...
-    @property
-    def decision(self) -> str | None: ...
-    @property
-    def criteria(self) -> Sequence[str]: ...
-    @property
-    def fields(self) -> Mapping[str, str]: ...
-
-
-F = TypeVar("F", bound=Facets)
+#: What a filter reads: a record, or the manifest's note of one (its facets, without reading the index).
+Facets: TypeAlias = "IndexRecord | RecordMeta"
+F = TypeVar("F", IndexRecord, "RecordMeta")
 
 
 @dataclass(frozen=True)
