@@ -57,8 +57,6 @@ from guardkit_state.index.manifest import (
     Manifest,
     RecordMeta,
     common_terms,
-    config_source_paths,
-    project_source_paths,
     save_manifest,
     source_signatures,
 )
@@ -73,6 +71,7 @@ from guardkit_state.index.query import (
     reciprocal_rank_fusion,
     time_of,
 )
+from guardkit_state.index.readings import CONFIG_FILES, source_paths
 from guardkit_state.index.records import SYSTEM_GROUPS, Entity, IndexRecord, project_groups, resolve_group, stable_uuid
 from guardkit_state.index.retention import retained
 from guardkit_state.index.sources import load_project_records, record_from_content
@@ -360,7 +359,7 @@ class GraphitiIndex(GraphConnection):
     def sync(self, *, dry_run: bool = False, full: bool = False) -> SyncReport:
         """Converge the project's turns, tasks and features with the files (retention applied)."""
         self._claim_identity()
-        sources = source_signatures(self.repo_root, project_source_paths(self.repo_root))
+        sources = source_signatures(self.repo_root, source_paths(self.repo_root))
         loaded = load_project_records(self.repo_root, self.project_group)
         report = SyncReport(dry_run=dry_run, problems=[str(p) for p in loaded.problems])
         keep, dropped = retained(loaded.records, self.repo_root)
@@ -467,10 +466,10 @@ class GraphitiIndex(GraphConnection):
                             seeded=seeded or bool(old and old.seeded),
                             common_terms=common if common is not None else list(old.common_terms) if old else [])
         if sources is not None:
-            config = {p: s for p, s in manifest.sources.items() if p in config_source_paths()}
+            config = {p: s for p, s in manifest.sources.items() if p in CONFIG_FILES}
             manifest.sources = sources | config
         if seeded:
-            manifest.sources |= source_signatures(self.repo_root, config_source_paths())
+            manifest.sources |= source_signatures(self.repo_root, CONFIG_FILES)
         save_manifest(self.repo_root, manifest)
         self.manifest = manifest
 

@@ -22,11 +22,7 @@ from guardkit_state.index.graph_server import redact
 from guardkit_state.index.records import FEATURE, TASK, IndexRecord
 from guardkit_state.index.turn_records import turn_state_files
 from guardkit_state.store.fsio import atomic_write_text
-from guardkit_state.store.layout import (
-    OVERRIDES_FILE,
-    QUALITY_GATES_FILE,
-    index_dir,
-)
+from guardkit_state.store.layout import index_dir
 from guardkit_state.store.stat_cache import signature_of
 
 MANIFEST_VERSION = 1
@@ -165,24 +161,6 @@ def source_signatures(repo_root: Path, paths: Iterable[str]) -> dict[str, Signat
     return found
 
 
-def project_source_paths(repo_root: Path) -> list[str]:
-    """Every file the project group's records can come from: turn files, task files, plans."""
-    from guardkit_state.plans.plan import find_plans
-    from guardkit_state.taskfile.discovery import iter_task_files, loop_worktrees, own_task_files
-
-    root = Path(repo_root)
-    paths = {os.path.relpath(path, root) for path in turn_state_files(root)}
-    paths |= {p.relative_to(root).as_posix() for p in iter_task_files(root)}
-    for tree in loop_worktrees(root):
-        paths |= {os.path.relpath(entry.path, root) for entry in own_task_files(tree.path, tree.name)}
-    paths |= {p.relative_to(root).as_posix() for p in find_plans(root)}
-    return sorted(paths)
-
-
-def config_source_paths() -> list[str]:
-    return [QUALITY_GATES_FILE.as_posix(), OVERRIDES_FILE.as_posix()]
-
-
 # --------------------------------------------------------------------------- freshness
 
 
@@ -209,8 +187,11 @@ def freshness(repo_root: Path, manifest: Manifest, tasks: set[str] | None = None
     """Compare the files in scope (every file, or those of ``tasks``) with the manifest."""
     root = Path(repo_root)
     if tasks is None:
-        current = source_signatures(root, project_source_paths(root))
-        known = {p: s for p, s in manifest.sources.items() if p not in config_source_paths()}
+        # Imported here: a check of a few tasks loads no reader.
+        from guardkit_state.index.readings import CONFIG_FILES, source_paths
+
+        current = source_signatures(root, source_paths(root))
+        known = {p: s for p, s in manifest.sources.items() if p not in CONFIG_FILES}
     else:
         wanted = {t.upper() for t in tasks}
         in_scope = {m.path for m in manifest.records.values()
