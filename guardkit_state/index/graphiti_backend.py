@@ -189,12 +189,11 @@ async def apply_changes(gdriver: Any, group: str, desired: list[IndexRecord], re
             report.added.append(record.key)
             to_write.append(record)
     gone = [uuid for uuid in held if uuid not in want]
-    if dry_run or not (to_write or gone):  # a dry run read ``stored``; otherwise nothing is gone
-        report.removed.extend(sorted(stored[u].name for u in gone if stored is not None and u in stored))
-        return
-    if stored is None:  # the manifest named them: read just their stored content, to delete what they owned
+    if stored is None:  # the manifest named them (a dry run reads them all): read the content of those to delete
         stored = {ep.uuid: ep for ep in await EpisodicNode.get_by_uuids(gdriver, stale + gone)} if stale or gone else {}
     report.removed.extend(sorted(stored[u].name for u in gone if u in stored))
+    if dry_run or not (to_write or gone):
+        return
     keep = set().union(*(r.owned_uuids() for r in to_write)) if to_write else set()
     await delete_records(gdriver, group, [stored[u] for u in stale if u in stored], keep=keep)
     await delete_records(gdriver, group, [stored[u] for u in gone if u in stored])
