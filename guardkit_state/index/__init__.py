@@ -111,12 +111,7 @@ def update_graphiti(repo_root: Path, action: IndexAction, *, uri: str | None = N
         EmbedderMismatchError: ``embedder`` differs from the index's own (except for ``rebuild``).
     """
     with open_graphiti(repo_root, uri=uri, embedder=embedder, recover=action == "rebuild") as index:
-        if action == "seed":
-            report: SyncReport = index.seed()
-        elif action == "sync":
-            report = index.sync(dry_run=dry_run, full=full)
-        elif action == "rebuild":
-            report = index.rebuild()
-        else:
-            report = index.prune(dry_run=dry_run)
+        run = {"seed": index.seed, "sync": lambda: index.sync(dry_run=dry_run, full=full), "rebuild": index.rebuild,
+               "prune": lambda: index.prune(dry_run=dry_run)}
+        report: SyncReport = run[action]()
     return report
