@@ -14,7 +14,7 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -128,7 +128,7 @@ def save_manifest(repo_root: Path, manifest: Manifest) -> None:
 COMMON_SHARE = 0.25
 
 
-def common_terms(records: Iterable[IndexRecord]) -> list[str]:
+def common_terms(records: Sequence[IndexRecord]) -> list[str]:
     """Tokens found in more than :data:`COMMON_SHARE` of ``records`` (``tests``, ``turn``, ``coach``).
 
     Fulltext searches leave them out when the query has rarer words: BM25 gives them almost no
@@ -138,11 +138,8 @@ def common_terms(records: Iterable[IndexRecord]) -> list[str]:
 
     from guardkit_state.index.words import tokens
 
-    counts: Counter[str] = Counter()
-    total = 0
-    for record in records:
-        total += 1
-        counts.update(set(tokens(record.search_text)))
+    counts = Counter(token for record in records for token in set(tokens(record.search_text)))
+    total = len(records)
     return sorted(t for t, n in counts.items() if total >= 20 and n > total * COMMON_SHARE)
 
 
