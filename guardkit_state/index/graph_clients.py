@@ -218,9 +218,7 @@ class OverlapCrossEncoder(CrossEncoderClient):
 
     async def rank(self, query: str, passages: list[str]) -> list[tuple[str, float]]:
         terms = query_terms(query)
-        scored = [(p, overlap_score(terms, p)) for p in passages]
-        scored.sort(key=lambda item: item[1], reverse=True)
-        return scored
+        return sorted(((p, overlap_score(terms, p)) for p in passages), key=lambda item: item[1], reverse=True)
 
 
 def make_embedder(spec: EmbedderSpec) -> EmbedderClient:
