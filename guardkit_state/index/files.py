@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import logging
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from guardkit_state.index.base import SearchHit
@@ -52,14 +53,12 @@ class FileIndex:
         """Records matching ``query``, best first (read from the scan's cache while no file changed:
         :mod:`.scan_cache`)."""
         wanted = {resolve_group(g, self.repo_root) for g in groups} if groups else None
-        parsed = parse_query(query)
+        answer = partial(rank, parse_query(query), filters=filters or Filters(), limit=limit, groups=wanted)
         try:
-            return rank(parsed, cached_index(self.repo_root), filters or Filters(), limit=limit,
-                        groups=wanted)
+            return answer(cached_index(self.repo_root))
         except DamagedCache as exc:
             log.debug("search cache damaged, rebuilt: %s", exc)
-            index = cached_index(self.repo_root, rebuild=True)
-            return rank(parsed, index, filters or Filters(), limit=limit, groups=wanted)
+            return answer(cached_index(self.repo_root, rebuild=True))
 
 
 def rank(query: ParsedQuery, index: ScanIndex, filters: Filters, *, limit: int,
