@@ -349,6 +349,50 @@ class GraphConnection:
         self.created.add(group)
         return gdriver
 
+    def status(self) -> IndexStatus:
+        """Counts per group, the embedder, and how the project group compares with the files."""
+        groups = list(self.groups.values())
+
+        async def work(driver: Any) -> tuple[dict[str, int], int, int, dict[str, str], Any]:
+            counts: dict[str, int] = {}
+            entities = facts = 0
+            contents: dict[str, str] = {}
+            project_meta = None
+            for group in groups:
+                gdriver = await self.group_driver(driver, group)
+                meta = await read_meta(gdriver, group)
+                if group == self.project_group:
+                    project_meta = meta
+                if meta is None:
+                    counts[group] = 0
+                    continue
+                episodes = await list_episodes(gdriver, group)
+                counts[group] = len(episodes)
+                if group == self.project_group:
+                    contents = {uuid: ep.content for uuid, ep in episodes.items()}
+                entities += await _count(gdriver, "MATCH (n:Entity) WHERE n.group_id = $group_id "
+                                         "RETURN count(n) AS c", group)
+                facts += await _count(gdriver, "MATCH ()-[e:RELATES_TO]->() WHERE e.group_id = $group_id "
+                                      "RETURN count(e) AS c", group)
+            return counts, entities, facts, contents, project_meta
+
+        counts, entities, facts, contents, meta = self._run(work)
+        loaded = load_project_records(self.repo_root, self.project_group)
+        keep, dropped = retained(loaded.records, self.repo_root)
+        want = {r.uuid: r for r in keep}
+        notes = [f"{len(dropped)} turn state(s) kept out of the index by retention"] if dropped else []
+        if meta is not None and not meta.current:
+            notes.append("the index was built by an older version: 'guardkit-state graphiti sync' rebuilds it")
+        manifest = self.manifest
+        return IndexStatus(
+            backend="graphiti (FalkorDB server)" if self.uri else "graphiti (embedded FalkorDB)",
+            location=self.location, groups=counts, entities=entities, facts=facts, files=len(loaded.records),
+            stale=sum(1 for u, r in want.items() if u in contents and contents[u] != r.content),
+            missing=sum(1 for u in want if u not in contents), extra=sum(1 for u in contents if u not in want),
+            notes=notes, embedder=meta.embedder if meta is not None else None,
+            dimension=meta.dimension if meta is not None else None,
+            synced_at=manifest.synced_at if manifest is not None else None)
+
 
 #: Graphs whose indexes this process already built (index location, graph name): each command
 #: opens a new connection per operation, and re-issuing ~20 index statements each time costs more
@@ -373,51 +417,6 @@ async def list_episodes(driver: Any, group: str) -> dict[str, EpisodicNode]:
     """Every episode of ``group``, by uuid."""
     episodes = await EpisodicNode.get_by_group_ids(driver, [group])
     return {episode.uuid: episode for episode in episodes}
-
-
-def index_status(index: GraphConnection) -> IndexStatus:
-    """Counts per group, the embedder, and how the project group compares with the files."""
-    groups = list(index.groups.values())
-
-    async def work(driver: Any) -> tuple[dict[str, int], int, int, dict[str, str], Any]:
-        counts: dict[str, int] = {}
-        entities = facts = 0
-        contents: dict[str, str] = {}
-        project_meta = None
-        for group in groups:
-            gdriver = await index.group_driver(driver, group)
-            meta = await read_meta(gdriver, group)
-            if group == index.project_group:
-                project_meta = meta
-            if meta is None:
-                counts[group] = 0
-                continue
-            episodes = await list_episodes(gdriver, group)
-            counts[group] = len(episodes)
-            if group == index.project_group:
-                contents = {uuid: ep.content for uuid, ep in episodes.items()}
-            entities += await _count(gdriver, "MATCH (n:Entity) WHERE n.group_id = $group_id RETURN count(n) AS c",
-                                     group)
-            facts += await _count(gdriver, "MATCH ()-[e:RELATES_TO]->() WHERE e.group_id = $group_id "
-                                  "RETURN count(e) AS c", group)
-        return counts, entities, facts, contents, project_meta
-
-    counts, entities, facts, contents, meta = index._run(work)
-    loaded = load_project_records(index.repo_root, index.project_group)
-    keep, dropped = retained(loaded.records, index.repo_root)
-    want = {r.uuid: r for r in keep}
-    notes = [f"{len(dropped)} turn state(s) kept out of the index by retention"] if dropped else []
-    if meta is not None and not meta.current:
-        notes.append("the index was built by an older version: 'guardkit-state graphiti sync' rebuilds it")
-    manifest = index.manifest
-    return IndexStatus(
-        backend="graphiti (FalkorDB server)" if index.uri else "graphiti (embedded FalkorDB)", location=index.location,
-        groups=counts, entities=entities, facts=facts, files=len(loaded.records),
-        stale=sum(1 for u, r in want.items() if u in contents and contents[u] != r.content),
-        missing=sum(1 for u in want if u not in contents), extra=sum(1 for u in contents if u not in want),
-        notes=notes, embedder=meta.embedder if meta is not None else None,
-        dimension=meta.dimension if meta is not None else None,
-        synced_at=manifest.synced_at if manifest is not None else None)
 
 
 async def _count(driver: Any, cypher: str, group: str) -> int:

@@ -42,13 +42,12 @@ from graphiti_core.utils.bulk_utils import add_nodes_and_edges_bulk
 from graphiti_core.utils.datetime_utils import utc_now
 
 from guardkit_state.errors import GuardkitStateError, IndexBackendError
-from guardkit_state.index.base import IndexStatus, SearchHit, SyncReport
+from guardkit_state.index.base import SearchHit, SyncReport
 from guardkit_state.index.config_records import load_system_records
 from guardkit_state.index.graph_clients import ANCHOR_LABEL, semantic_scores
 from guardkit_state.index.graph_connection import (
     GraphConnection,
     drop_graph,
-    index_status,
     is_falkor,
     list_episodes,
     read_meta,
@@ -476,7 +475,3 @@ class GraphitiIndex(GraphConnection):
                filters: Filters | None = None) -> list[SearchHit]:
         """Records matching ``query`` (and ``filters``), best first (see the module)."""
         return search_index(self, query, groups=groups, limit=limit, filters=filters or Filters())
-
-    def status(self) -> IndexStatus:
-        """Counts per group, and how the project group compares with the files."""
-        return index_status(self)
