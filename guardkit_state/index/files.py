@@ -66,7 +66,7 @@ def rank(query: ParsedQuery, index: ScanIndex, filters: Filters, *, limit: int,
     """The file scan's ranking: constrain (identifiers, filters, ``groups``), then score the content words.
 
     A query with no content words answers the constrained records in their natural order (see
-    :func:`.query.natural_order`); otherwise records scoring above zero, best first. With recency
+    :func:`.query.exact_answer`); otherwise records scoring above zero, best first. With recency
     asked, the matches come newest first.
 
     Only the records that can score above zero are scored (:func:`_candidates`): the index says

@@ -208,23 +208,19 @@ def matches_query(record: Facets, query: ParsedQuery) -> bool:
     return all(record.fields.get(name, "").lower() == value for name, value in query.fields)
 
 
-def natural_order(records: Iterable[tuple[str, F]], *, newest_first: bool = False) -> list[tuple[str, F]]:
-    """``(key, record)`` pairs: features, then tasks, then turns oldest first (or all newest first)."""
-    if newest_first:
-        return sorted(records, key=lambda kr: (time_of(kr[1]), kr[1].turn_number or 0, kr[0]), reverse=True)
-    return sorted(records, key=lambda kr: (_KIND_ORDER.get(kr[1].kind, 3), kr[1].task_id or "",
-                                           kr[1].turn_number or 0, kr[0]))
-
-
 def exact_answer(pool: Iterable[tuple[str, F]], query: ParsedQuery) -> list[tuple[str, F]]:
-    """The answer to a query with no content words: the records it names, in their natural order.
+    """The answer to a query with no content words: the ``(key, record)`` pairs it names, in their
+    natural order: features, then tasks, then turns oldest first (with recency, all newest first).
 
     A bare identifier (``TASK-X``, ``FEAT-X``) asks for its history: its turns when it has any.
     """
     records = list(pool)
     if query.kinds is None and not query.content_terms:
         records = [kr for kr in records if kr[1].kind == TURN_STATES] or records
-    return natural_order(records, newest_first=query.recency)
+    if query.recency:
+        return sorted(records, key=lambda kr: (time_of(kr[1]), kr[1].turn_number or 0, kr[0]), reverse=True)
+    return sorted(records, key=lambda kr: (_KIND_ORDER.get(kr[1].kind, 3), kr[1].task_id or "",
+                                           kr[1].turn_number or 0, kr[0]))
 
 
 def reciprocal_rank_fusion(rankings: Sequence[tuple[float, Sequence[str]]], *, k: float = 20.0) -> dict[str, float]:
