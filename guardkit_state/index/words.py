@@ -45,11 +45,7 @@ def index_text(text: str) -> str:
 
 def query_terms(query: str) -> list[str]:
     """Distinct meaningful tokens of a query, in order."""
-    seen: dict[str, None] = {}
-    for token in tokens(query):
-        if token not in STOPWORDS:
-            seen.setdefault(token, None)
-    return list(seen)
+    return list(dict.fromkeys(token for token in tokens(query) if token not in STOPWORDS))
 
 
 @functools.lru_cache(maxsize=4096)
