@@ -149,13 +149,8 @@ def common_terms(records: Sequence[IndexRecord]) -> list[str]:
 def source_signatures(repo_root: Path, paths: Iterable[str]) -> dict[str, Signature]:
     """Signatures of ``paths`` (relative to ``repo_root``: :func:`~guardkit_state.store.stat_cache.signature`,
     which an in-place edit, an atomic replace or a touch all change); files that vanished are left out."""
-    root = str(repo_root)
-    found: dict[str, Signature] = {}
-    for rel in paths:
-        sig = signature_of(os.path.join(root, rel))
-        if sig is not None:
-            found[rel] = sig
-    return found
+    signed = {rel: signature_of(os.path.join(repo_root, rel)) for rel in paths}
+    return {rel: sig for rel, sig in signed.items() if sig is not None}
 
 
 # --------------------------------------------------------------------------- freshness
@@ -197,12 +192,6 @@ def freshness(repo_root: Path, manifest: Manifest, tasks: set[str] | None = None
         in_scope |= {m.path for m in manifest.records.values() if m.kind == FEATURE and m.path}
         current = source_signatures(root, in_scope)
         known = {p: s for p, s in manifest.sources.items() if p in in_scope}
-    result = Freshness()
-    for path, sig in current.items():
-        old = known.get(path)
-        if old is None:
-            result.added.append(path)
-        elif old != sig:
-            result.changed.append(path)
-    result.removed = sorted(set(known) - set(current))
-    return result
+    return Freshness(changed=[path for path, sig in current.items() if known.get(path) not in (None, sig)],
+                     added=[path for path in current if known.get(path) is None],
+                     removed=sorted(set(known) - set(current)))
