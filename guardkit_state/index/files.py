@@ -139,12 +139,8 @@ def _candidates(query: ParsedQuery, index: ScanIndex, counts: dict[str, dict[int
     """The records that can score above zero: those holding a query term (the only way the word
     overlap is positive), the phrase (its bonus), or a field a ``name value`` pair of the query
     names (the only way :func:`.words.field_score` is positive)."""
-    found = set(holding)
-    for positions in counts.values():
-        found.update(positions)
-    for name, _ in word_pairs(query.text):
-        found.update(index.having_field(name))
-    return found
+    found = set(holding).union(*counts.values())
+    return found.union(*(index.having_field(name) for name, _ in word_pairs(query.text)))
 
 
 #: Added to a record whose text holds the query's words exactly as written (more than any overlap).
