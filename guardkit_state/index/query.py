@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from guardkit_state.errors import InputError
 from guardkit_state.index.records import FEATURE, TASK, TURN_STATES, IndexRecord
-from guardkit_state.index.words import STOPWORDS, field_pairs, query_terms, tokens
+from guardkit_state.index.words import STOPWORDS, TURN_FIELDS, query_terms, tokens, word_pairs
 
 if TYPE_CHECKING:
     from guardkit_state.index.manifest import RecordMeta
@@ -104,7 +104,7 @@ def parse_query(text: str) -> ParsedQuery:
     for pattern in (_TURN_ID, _TASK_ID, _FEATURE_ID, _CRITERION_ID):
         plain = pattern.sub(" ", plain)
     words = set(tokens(plain))  # the words besides identifiers ("task" in TASK-X is no word of its own)
-    fields = field_pairs(text)
+    fields = [(name, value) for name, value in word_pairs(text) if name in TURN_FIELDS]  # a turn field named
     features = [f.upper() for f in _FEATURE_ID.findall(text)]
     criteria = [c.upper() for c in _CRITERION_ID.findall(text)]
     named = {t for ident in (*tasks, *features, *criteria) for t in tokens(ident)}

@@ -97,11 +97,6 @@ def word_pairs(query: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairwise(m.group().lower() for m in _WORD.finditer(query)))
 
 
-def field_pairs(query: str) -> list[tuple[str, str]]:
-    """``name value`` pairs of the query that name a turn field (``coach_decision rejected``)."""
-    return [(name, value) for name, value in word_pairs(query) if name in TURN_FIELDS]
-
-
 def field_score(query: str, fields: dict[str, str]) -> float:
     """Bonus for ``name value`` pairs in the query that name a record field exactly.
 
