@@ -398,7 +398,6 @@ class GraphitiIndex(GraphConnection):
 
     def rebuild(self) -> SyncReport:
         """Drop every group this checkout owns and rebuild them from the files (switching embedder if asked)."""
-        self._claim_identity()
         self._spec = self.asked or self.embedder_spec()
 
         async def drop(driver: GraphDriver) -> None:
