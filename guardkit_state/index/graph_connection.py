@@ -220,8 +220,7 @@ class GraphConnection:
                 raise
             self.notes.append(f"the snapshot could not be loaded ({exc.message}); moved aside to {moved.name}")
             self.manifest = None
-            server = EmbeddedFalkor(index_dir(self.repo_root) / FALKOR_DIR)
-            server.start()
+            server.start()  # (a failed start left it stopped and without its socket folder: it starts afresh)
         return server
 
     def __exit__(self, *exc_info: object) -> None:
