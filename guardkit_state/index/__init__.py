@@ -69,10 +69,7 @@ def open_graphiti(repo_root: Path, *, uri: str | None = None, embedder: str | No
     Raises:
         MissingExtraError: the graphiti extra is not installed.
     """
-    from guardkit_state.index.configured import require_graphiti
-    from guardkit_state.index.graphiti_backend import GraphitiIndex
-
-    require_graphiti()
+    from guardkit_state.index.graphiti_backend import GraphitiIndex  # raises MissingExtraError itself
 
     return GraphitiIndex(repo_root, uri=uri, embedder=embedder, lock_wait=lock_wait, recover=recover)
 
