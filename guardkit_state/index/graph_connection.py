@@ -123,8 +123,7 @@ async def read_meta(driver: Any, group: str) -> GraphMeta | None:
 async def drop_graph(driver: Any, group: str) -> None:
     """Delete everything of ``group``: its whole graph on FalkorDB (indexes too), its nodes on Neo4j."""
     if is_falkor(driver):
-        names = await driver.client.list_graphs()
-        if group in [n.decode() if isinstance(n, bytes) else str(n) for n in names]:
+        if group in await driver.client.list_graphs():  # names as text: FalkorDB decodes every response
             await driver.client.select_graph(group).delete()
         return
     await driver.execute_query("MATCH (n) WHERE n.group_id = $group_id DETACH DELETE n", group_id=group)
