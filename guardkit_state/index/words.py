@@ -103,12 +103,9 @@ def field_score(query: str, fields: dict[str, str]) -> float:
     ``"coach_decision rejected"`` (or ``coach_decision=rejected``) adds 6 to records whose
     ``coach_decision`` is ``rejected`` and takes 6 from those where it is something else.
     """
-    pairs = word_pairs(query)
-    if not pairs:
-        return 0.0
     lowered = {k.lower(): str(v).lower() for k, v in fields.items()}
     score = 0.0
-    for name, value in pairs:
+    for name, value in word_pairs(query):
         if name in lowered:
             score += 6.0 if lowered[name] == value else -6.0
         elif name in TURN_FIELDS:  # a turn field named, and this record has no such field
