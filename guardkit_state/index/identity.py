@@ -73,8 +73,7 @@ def root_commit(root: Path) -> str:
         status, out, _ = execute(root, ["git", "rev-list", "--max-parents=0", "HEAD"], timeout=10)
     except GitError:
         return ""
-    commits = sorted(out.decode("ascii", "replace").split()) if status == 0 else []
-    return commits[0] if commits else ""
+    return min(out.decode("ascii", "replace").split(), default="") if status == 0 else ""
 
 
 def _read_cache(root: Path) -> str | None:
