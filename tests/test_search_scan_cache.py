@@ -162,7 +162,7 @@ def test_a_query_reads_only_the_records_it_answers_with(tmp_path: Path, monkeypa
     # the third answer's score are read (its ties too, for their fixed order), not the 50 others.
     tied = [h for h in FileIndex(root).search("coverage is low", limit=100) if h.score >= hits[-1].score]
     assert len(hits) == 3 and answered == len(tied) < 10
-    assert len(scan_cache.cached_index(root)) > 40
+    assert len(scan_cache.cached_index(root).order) > 40
 
 
 def test_a_phrase_of_word_fragments_is_found_as_the_scan_finds_it(tmp_path: Path) -> None:

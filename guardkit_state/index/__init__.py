@@ -69,10 +69,7 @@ def open_graphiti(repo_root: Path, *, uri: str | None = None, embedder: str | No
     Raises:
         MissingExtraError: the graphiti extra is not installed.
     """
-    from guardkit_state.index.configured import require_graphiti
-    from guardkit_state.index.graphiti_backend import GraphitiIndex
-
-    require_graphiti()
+    from guardkit_state.index.graphiti_backend import GraphitiIndex  # raises MissingExtraError itself
 
     return GraphitiIndex(repo_root, uri=uri, embedder=embedder, lock_wait=lock_wait, recover=recover)
 
@@ -111,12 +108,7 @@ def update_graphiti(repo_root: Path, action: IndexAction, *, uri: str | None = N
         EmbedderMismatchError: ``embedder`` differs from the index's own (except for ``rebuild``).
     """
     with open_graphiti(repo_root, uri=uri, embedder=embedder, recover=action == "rebuild") as index:
-        if action == "seed":
-            report: SyncReport = index.seed()
-        elif action == "sync":
-            report = index.sync(dry_run=dry_run, full=full)
-        elif action == "rebuild":
-            report = index.rebuild()
-        else:
-            report = index.prune(dry_run=dry_run)
+        run = {"seed": index.seed, "sync": lambda: index.sync(dry_run=dry_run, full=full), "rebuild": index.rebuild,
+               "prune": lambda: index.prune(dry_run=dry_run)}
+        report: SyncReport = run[action]()
     return report

@@ -26,13 +26,9 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from guardkit_state.loop.events import Event, EventSink, TurnRecorded
 from guardkit_state.process.command import spawn
-
-if TYPE_CHECKING:
-    from guardkit_state.turns.lifecycle import TurnRecord
 
 log = logging.getLogger("guardkit_state.index")
 
@@ -52,16 +48,13 @@ def with_indexing(on_event: EventSink | None, repo_root: Path) -> EventSink:
         if on_event is not None:
             on_event(event)
         if isinstance(event, TurnRecorded):
-            _index_recorded(repo_root, event.record)
+            state = event.record.turn_state
+            path = next((p for p in event.record.written if p.name.startswith("turn_state_turn_")), None)
+            started = time.monotonic()
+            outcome = index_turn_best_effort(repo_root, path)
+            log.info("index turn %d of %s: %s (%.2fs)", state.turn_number, state.task_id, outcome,
+                     time.monotonic() - started)
     return sink
-
-
-def _index_recorded(repo_root: Path, record: TurnRecord) -> None:
-    state = record.turn_state
-    path = next((p for p in record.written if p.name.startswith("turn_state_turn_")), None)
-    started = time.monotonic()
-    outcome = index_turn_best_effort(repo_root, path)
-    log.info("index turn %d of %s: %s (%.2fs)", state.turn_number, state.task_id, outcome, time.monotonic() - started)
 
 
 def index_turn_best_effort(repo_root: Path, turn_state_path: Path | None = None, *, budget_seconds: float = 0.0) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import logging
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from guardkit_state.index.base import SearchHit
@@ -36,13 +37,9 @@ class FileIndex:
 
     def __init__(self, repo_root: Path) -> None:
         self.repo_root = Path(repo_root)
-        #: False: the scan's cache is read, never written (a read-only MCP server writes nothing).
 
-    def records(self, groups: Sequence[str] | None = None) -> list[IndexRecord]:
-        """Every record the files define, optionally only those of ``groups``."""
-        return _in_groups(self._read_records(), groups, self.repo_root)
-
-    def _read_records(self) -> list[IndexRecord]:
+    def records(self) -> list[IndexRecord]:
+        """Every record the files define, read from every file (no cache)."""
         # Imported here: a search answered from the cache reads no task file, so loads no reader.
         from guardkit_state.index.readings import read_configuration
         from guardkit_state.index.sources import load_project_records
@@ -56,21 +53,12 @@ class FileIndex:
         """Records matching ``query``, best first (read from the scan's cache while no file changed:
         :mod:`.scan_cache`)."""
         wanted = {resolve_group(g, self.repo_root) for g in groups} if groups else None
-        parsed = parse_query(query)
+        answer = partial(rank, parse_query(query), filters=filters or Filters(), limit=limit, groups=wanted)
         try:
-            return rank(parsed, cached_index(self.repo_root), filters or Filters(), limit=limit,
-                        groups=wanted)
+            return answer(cached_index(self.repo_root))
         except DamagedCache as exc:
             log.debug("search cache damaged, rebuilt: %s", exc)
-            index = cached_index(self.repo_root, rebuild=True)
-            return rank(parsed, index, filters or Filters(), limit=limit, groups=wanted)
-
-
-def _in_groups(records: list[IndexRecord], groups: Sequence[str] | None, root: Path) -> list[IndexRecord]:
-    if not groups:
-        return records
-    wanted = {resolve_group(g, root) for g in groups}
-    return [r for r in records if r.group_id in wanted]
+            return answer(cached_index(self.repo_root, rebuild=True))
 
 
 def rank(query: ParsedQuery, index: ScanIndex, filters: Filters, *, limit: int,
@@ -78,7 +66,7 @@ def rank(query: ParsedQuery, index: ScanIndex, filters: Filters, *, limit: int,
     """The file scan's ranking: constrain (identifiers, filters, ``groups``), then score the content words.
 
     A query with no content words answers the constrained records in their natural order (see
-    :func:`.query.natural_order`); otherwise records scoring above zero, best first. With recency
+    :func:`.query.exact_answer`); otherwise records scoring above zero, best first. With recency
     asked, the matches come newest first.
 
     Only the records that can score above zero are scored (:func:`_candidates`): the index says
@@ -151,12 +139,8 @@ def _candidates(query: ParsedQuery, index: ScanIndex, counts: dict[str, dict[int
     """The records that can score above zero: those holding a query term (the only way the word
     overlap is positive), the phrase (its bonus), or a field a ``name value`` pair of the query
     names (the only way :func:`.words.field_score` is positive)."""
-    found = set(holding)
-    for positions in counts.values():
-        found.update(positions)
-    for name, _ in word_pairs(query.text):
-        found.update(index.having_field(name))
-    return found
+    found = set(holding).union(*counts.values())
+    return found.union(*(index.having_field(name) for name, _ in word_pairs(query.text)))
 
 
 #: Added to a record whose text holds the query's words exactly as written (more than any overlap).

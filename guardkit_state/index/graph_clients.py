@@ -29,7 +29,6 @@ import os
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from graphiti_core import Graphiti
@@ -62,11 +61,11 @@ from graphiti_core.search.search_utils import fulltext_query
 
 from guardkit_state.errors import IndexBackendError, MissingExtraError
 from guardkit_state.extras import install_command
-from guardkit_state.index.embedder_spec import HASHING, MINILM, OPENAI, EmbedderSpec
+from guardkit_state.index.embedder_spec import HASHING, KNOWN_DIMENSIONS, MINILM, OPENAI, EmbedderSpec
 from guardkit_state.index.query import reciprocal_rank_fusion
 from guardkit_state.index.words import index_text, overlap_score, query_terms, tokens
 
-HASH_DIM = 128
+HASH_DIM = KNOWN_DIMENSIONS[HASHING]
 #: The weight of a word's character trigrams next to the word itself.
 _TRIGRAM_WEIGHT = 0.5
 #: Texts per request to an embeddings endpoint, and how long one request may take.
@@ -74,22 +73,22 @@ _BATCH = 64
 _HTTP_TIMEOUT = 30.0
 
 
-def _bucket(feature: str, dim: int) -> tuple[int, float]:
+def _bucket(feature: str) -> tuple[int, float]:
     digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest[:4], "little") % dim, 1.0 if digest[4] & 1 else -1.0
+    return int.from_bytes(digest[:4], "little") % HASH_DIM, 1.0 if digest[4] & 1 else -1.0
 
 
-def hash_vector(text: str, dim: int = HASH_DIM) -> list[float]:
+def hash_vector(text: str) -> list[float]:
     """Signed feature hashing of ``text``'s words and their trigrams, L2-normalised (no text: unit first axis)."""
-    vec = [0.0] * dim
+    vec = [0.0] * HASH_DIM
     for token in tokens(text):
-        index, sign = _bucket(f"w:{token}", dim)
+        index, sign = _bucket(f"w:{token}")
         vec[index] += sign
         if "_" in token or len(token) < 4:
             continue  # compounds' parts are tokens of their own; short words have no useful trigrams
         padded = f"<{token}>"
         for i in range(len(padded) - 2):
-            index, sign = _bucket(f"g:{padded[i:i + 3]}", dim)
+            index, sign = _bucket(f"g:{padded[i:i + 3]}")
             vec[index] += sign * _TRIGRAM_WEIGHT
     norm = math.sqrt(sum(v * v for v in vec))
     if norm == 0.0:
@@ -107,14 +106,11 @@ class HashingEmbedder(EmbedderClient):
 
     name = HASHING
 
-    def __init__(self, dim: int = HASH_DIM) -> None:
-        self.dim = dim
-
     async def create(self, input_data: str | list[str] | Iterable[int] | Iterable[Iterable[int]]) -> list[float]:
-        return hash_vector(_text_of(input_data), self.dim)
+        return hash_vector(_text_of(input_data))
 
     async def create_batch(self, input_data_list: list[str]) -> list[list[float]]:
-        return [hash_vector(text, self.dim) for text in input_data_list]
+        return [hash_vector(text) for text in input_data_list]
 
 
 class _ThreadedEmbedder(EmbedderClient):
@@ -137,8 +133,8 @@ class OpenAICompatibleEmbedder(_ThreadedEmbedder):
         IndexBackendError: the endpoint is unreachable, slow, or answers something unexpected.
     """
 
-    def __init__(self, model: str, url: str, *, timeout: float = _HTTP_TIMEOUT) -> None:
-        self.model, self.url, self.timeout = model, url.rstrip("/"), timeout
+    def __init__(self, model: str, url: str) -> None:
+        self.model, self.url = model, url.rstrip("/")
         self.api_key = os.environ.get("GUARDKIT_EMBEDDINGS_API_KEY") or os.environ.get("OPENAI_API_KEY")
 
     def _post(self, texts: list[str]) -> list[list[float]]:
@@ -148,7 +144,7 @@ class OpenAICompatibleEmbedder(_ThreadedEmbedder):
             headers["Authorization"] = f"Bearer {self.api_key}"
         request = urllib.request.Request(f"{self.url}/embeddings", data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with urllib.request.urlopen(request, timeout=_HTTP_TIMEOUT) as response:
                 payload = json.loads(response.read())
             rows = sorted(payload["data"], key=lambda row: int(row.get("index", 0)))
             vectors = [[float(v) for v in row["embedding"]] for row in rows]
@@ -222,9 +218,7 @@ class OverlapCrossEncoder(CrossEncoderClient):
 
     async def rank(self, query: str, passages: list[str]) -> list[tuple[str, float]]:
         terms = query_terms(query)
-        scored = [(p, overlap_score(terms, p)) for p in passages]
-        scored.sort(key=lambda item: item[1], reverse=True)
-        return scored
+        return sorted(((p, overlap_score(terms, p)) for p in passages), key=lambda item: item[1], reverse=True)
 
 
 def make_embedder(spec: EmbedderSpec) -> EmbedderClient:
@@ -363,19 +357,6 @@ def sim_min_score(embedder_kind: str) -> float:
     return (1.0 + MIN_COSINE.get(embedder_kind, DEFAULT_MIN_COSINE)) / 2.0
 
 
-@dataclass
-class Channels:
-    """Record keys, best first, as each of graphiti's searches ranked them."""
-
-    edges: list[str] = field(default_factory=list)
-    nodes: list[str] = field(default_factory=list)
-    episodes: list[str] = field(default_factory=list)
-
-    def fused(self) -> dict[str, float]:
-        return reciprocal_rank_fusion([(WEIGHTS["edges"], self.edges), (WEIGHTS["nodes"], self.nodes),
-                                       (WEIGHTS["episodes"], self.episodes)])
-
-
 def search_config(candidates: int, min_score: float) -> SearchConfig:
     """Hybrid retrieval (BM25 + vectors, fused by graphiti's RRF) over facts, entities and episodes."""
     hybrid_nodes = [NodeSearchMethod.bm25, NodeSearchMethod.cosine_similarity]
@@ -388,9 +369,10 @@ def search_config(candidates: int, min_score: float) -> SearchConfig:
         limit=candidates)
 
 
-async def semantic_channels(graphiti: Graphiti, group: str, query: str, *, anchors: Sequence[str] | None,
-                            candidates: int, embedder_kind: str) -> Channels:
-    """Run graphiti's hybrid search in ``group`` and map every hit to its record's key.
+async def semantic_scores(graphiti: Graphiti, group: str, query: str, *, anchors: Sequence[str] | None,
+                          candidates: int, embedder_kind: str) -> dict[str, float]:
+    """Run graphiti's hybrid search in ``group``, map every hit to its record's key, and fuse the
+    record keys each of its searches ranked (facts, entities, episodes) by :data:`WEIGHTS`.
 
     ``anchors``: when given, only facts starting at these entities are searched.
     """
@@ -398,9 +380,9 @@ async def semantic_channels(graphiti: Graphiti, group: str, query: str, *, ancho
     results = await graphiti.search_(index_text(query), config=search_config(candidates, sim_min_score(embedder_kind)),
                                      group_ids=[group],
                                      search_filter=filters)
-    return Channels(edges=_keys(e.attributes for e in results.edges),
-                    nodes=_keys(n.attributes for n in results.nodes),
-                    episodes=[ep.name for ep in results.episodes])
+    return reciprocal_rank_fusion([(WEIGHTS["edges"], _keys(e.attributes for e in results.edges)),
+                                   (WEIGHTS["nodes"], _keys(n.attributes for n in results.nodes)),
+                                   (WEIGHTS["episodes"], [ep.name for ep in results.episodes])])
 
 
 def _keys(attributes: Any) -> list[str]:

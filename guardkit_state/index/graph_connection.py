@@ -37,7 +37,7 @@ os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")
 
 try:
     from graphiti_core import Graphiti
-    from graphiti_core.driver.driver import GraphDriver, GraphProvider
+    from graphiti_core.driver.driver import GraphDriver
     from graphiti_core.nodes import EpisodicNode
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     from guardkit_state.extras import missing_extra_error
@@ -123,14 +123,13 @@ async def read_meta(driver: Any, group: str) -> GraphMeta | None:
 async def drop_graph(driver: Any, group: str) -> None:
     """Delete everything of ``group``: its whole graph on FalkorDB (indexes too), its nodes on Neo4j."""
     if is_falkor(driver):
-        names = await driver.client.list_graphs()
-        if group in [n.decode() if isinstance(n, bytes) else str(n) for n in names]:
+        if group in await driver.client.list_graphs():  # names as text: FalkorDB decodes every response
             await driver.client.select_graph(group).delete()
         return
     await driver.execute_query("MATCH (n) WHERE n.group_id = $group_id DETACH DELETE n", group_id=group)
 
 
-async def create_graph(driver: Any, group: str, embedder: str, dimension: int) -> GraphMeta:
+async def create_graph(driver: Any, group: str, embedder: str, dimension: int) -> None:
     """A fresh graph for ``group``: indexes, then the metadata node as node 0.
 
     Raises:
@@ -145,7 +144,6 @@ async def create_graph(driver: Any, group: str, embedder: str, dimension: int) -
     if is_falkor(driver) and node_id != 0:
         raise IndexBackendError(f"index graph {group} was not empty when created (metadata node {node_id})",
                                 fix="run 'guardkit-state graphiti rebuild'")
-    return GraphMeta(SCHEMA_VERSION, embedder, dimension, node_id if is_falkor(driver) else None)
 
 
 class GraphConnection:
@@ -221,8 +219,7 @@ class GraphConnection:
                 raise
             self.notes.append(f"the snapshot could not be loaded ({exc.message}); moved aside to {moved.name}")
             self.manifest = None
-            server = EmbeddedFalkor(index_dir(self.repo_root) / FALKOR_DIR)
-            server.start()
+            server.start()  # (a failed start left it stopped and without its socket folder: it starts afresh)
         return server
 
     def __exit__(self, *exc_info: object) -> None:
@@ -279,9 +276,9 @@ class GraphConnection:
         """The driver for ``group``, its indexes built (on FalkorDB every group is its own graph)."""
         cache: dict[str, GraphDriver] = driver.__dict__.setdefault("_gks_groups", {})
         if group not in cache:
-            gdriver = driver.clone(database=group) if driver.provider == GraphProvider.FALKORDB else driver
+            gdriver = driver.clone(database=group) if is_falkor(driver) else driver
             await _settle_init(gdriver, self.location)
-            if gdriver.provider == GraphProvider.FALKORDB:
+            if is_falkor(gdriver):
                 common = self.manifest.common_terms if self.manifest and group == self.project_group else []
                 gdriver.search_interface = FastFalkorSearch(common=frozenset(common), vector_label=ANCHOR_LABEL)
             cache[group] = gdriver
@@ -350,6 +347,50 @@ class GraphConnection:
         self.created.add(group)
         return gdriver
 
+    def status(self) -> IndexStatus:
+        """Counts per group, the embedder, and how the project group compares with the files."""
+        groups = list(self.groups.values())
+
+        async def work(driver: Any) -> tuple[dict[str, int], int, int, dict[str, str], Any]:
+            counts: dict[str, int] = {}
+            entities = facts = 0
+            contents: dict[str, str] = {}
+            project_meta = None
+            for group in groups:
+                gdriver = await self.group_driver(driver, group)
+                meta = await read_meta(gdriver, group)
+                if group == self.project_group:
+                    project_meta = meta
+                if meta is None:
+                    counts[group] = 0
+                    continue
+                episodes = await list_episodes(gdriver, group)
+                counts[group] = len(episodes)
+                if group == self.project_group:
+                    contents = {uuid: ep.content for uuid, ep in episodes.items()}
+                entities += await _count(gdriver, "MATCH (n:Entity) WHERE n.group_id = $group_id "
+                                         "RETURN count(n) AS c", group)
+                facts += await _count(gdriver, "MATCH ()-[e:RELATES_TO]->() WHERE e.group_id = $group_id "
+                                      "RETURN count(e) AS c", group)
+            return counts, entities, facts, contents, project_meta
+
+        counts, entities, facts, contents, meta = self._run(work)
+        loaded = load_project_records(self.repo_root, self.project_group)
+        keep, dropped = retained(loaded.records, self.repo_root)
+        want = {r.uuid: r for r in keep}
+        notes = [f"{len(dropped)} turn state(s) kept out of the index by retention"] if dropped else []
+        if meta is not None and not meta.current:
+            notes.append("the index was built by an older version: 'guardkit-state graphiti sync' rebuilds it")
+        manifest = self.manifest
+        return IndexStatus(
+            backend="graphiti (FalkorDB server)" if self.uri else "graphiti (embedded FalkorDB)",
+            location=self.location, groups=counts, entities=entities, facts=facts, files=len(loaded.records),
+            stale=sum(1 for u, r in want.items() if u in contents and contents[u] != r.content),
+            missing=sum(1 for u in want if u not in contents), extra=sum(1 for u in contents if u not in want),
+            notes=notes, embedder=meta.embedder if meta is not None else None,
+            dimension=meta.dimension if meta is not None else None,
+            synced_at=manifest.synced_at if manifest is not None else None)
+
 
 #: Graphs whose indexes this process already built (index location, graph name): each command
 #: opens a new connection per operation, and re-issuing ~20 index statements each time costs more
@@ -374,51 +415,6 @@ async def list_episodes(driver: Any, group: str) -> dict[str, EpisodicNode]:
     """Every episode of ``group``, by uuid."""
     episodes = await EpisodicNode.get_by_group_ids(driver, [group])
     return {episode.uuid: episode for episode in episodes}
-
-
-def index_status(index: GraphConnection) -> IndexStatus:
-    """Counts per group, the embedder, and how the project group compares with the files."""
-    groups = list(index.groups.values())
-
-    async def work(driver: Any) -> tuple[dict[str, int], int, int, dict[str, str], Any]:
-        counts: dict[str, int] = {}
-        entities = facts = 0
-        contents: dict[str, str] = {}
-        project_meta = None
-        for group in groups:
-            gdriver = await index.group_driver(driver, group)
-            meta = await read_meta(gdriver, group)
-            if group == index.project_group:
-                project_meta = meta
-            if meta is None:
-                counts[group] = 0
-                continue
-            episodes = await list_episodes(gdriver, group)
-            counts[group] = len(episodes)
-            if group == index.project_group:
-                contents = {uuid: ep.content for uuid, ep in episodes.items()}
-            entities += await _count(gdriver, "MATCH (n:Entity) WHERE n.group_id = $group_id RETURN count(n) AS c",
-                                     group)
-            facts += await _count(gdriver, "MATCH ()-[e:RELATES_TO]->() WHERE e.group_id = $group_id "
-                                  "RETURN count(e) AS c", group)
-        return counts, entities, facts, contents, project_meta
-
-    counts, entities, facts, contents, meta = index._run(work)
-    loaded = load_project_records(index.repo_root, index.project_group)
-    keep, dropped = retained(loaded.records, index.repo_root)
-    want = {r.uuid: r for r in keep}
-    notes = [f"{len(dropped)} turn state(s) kept out of the index by retention"] if dropped else []
-    if meta is not None and not meta.current:
-        notes.append("the index was built by an older version: 'guardkit-state graphiti sync' rebuilds it")
-    manifest = index.manifest
-    return IndexStatus(
-        backend="graphiti (FalkorDB server)" if index.uri else "graphiti (embedded FalkorDB)", location=index.location,
-        groups=counts, entities=entities, facts=facts, files=len(loaded.records),
-        stale=sum(1 for u, r in want.items() if u in contents and contents[u] != r.content),
-        missing=sum(1 for u in want if u not in contents), extra=sum(1 for u in contents if u not in want),
-        notes=notes, embedder=meta.embedder if meta is not None else None,
-        dimension=meta.dimension if meta is not None else None,
-        synced_at=manifest.synced_at if manifest is not None else None)
 
 
 async def _count(driver: Any, cypher: str, group: str) -> int:

@@ -41,7 +41,6 @@ URI_ENV = "GUARDKIT_GRAPHITI_URI"
 CONNECT_TIMEOUT = 3.0
 FALKOR_SCHEMES = ("falkor", "falkordb", "redis")
 NEO4J_SCHEMES = ("bolt", "neo4j", "bolt+s", "neo4j+s")
-_DEFAULT_PORTS = {"falkor": 6379, "falkordb": 6379, "redis": 6379}
 
 
 def configured_uri(uri: str | None) -> str | None:
@@ -69,7 +68,7 @@ def parse_uri(uri: str) -> ServerAddress:
     if scheme not in FALKOR_SCHEMES + NEO4J_SCHEMES:
         raise IndexBackendError(f"unsupported index URI scheme {parsed.scheme!r}",
                                 expected="falkor://host:port, redis://host:port, bolt://host:port or neo4j://host:port")
-    port = parsed.port or _DEFAULT_PORTS.get(scheme, 7687)
+    port = parsed.port or (6379 if scheme in FALKOR_SCHEMES else 7687)  # redis's port, else bolt's
     return ServerAddress(scheme, parsed.hostname or "localhost", port,
                          urllib.parse.unquote(parsed.username) if parsed.username else None,
                          urllib.parse.unquote(parsed.password) if parsed.password else None)

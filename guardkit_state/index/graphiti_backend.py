@@ -42,13 +42,12 @@ from graphiti_core.utils.bulk_utils import add_nodes_and_edges_bulk
 from graphiti_core.utils.datetime_utils import utc_now
 
 from guardkit_state.errors import GuardkitStateError, IndexBackendError
-from guardkit_state.index.base import IndexStatus, SearchHit, SyncReport
+from guardkit_state.index.base import SearchHit, SyncReport
 from guardkit_state.index.config_records import load_system_records
-from guardkit_state.index.graph_clients import ANCHOR_LABEL, semantic_channels
+from guardkit_state.index.graph_clients import ANCHOR_LABEL, semantic_scores
 from guardkit_state.index.graph_connection import (
     GraphConnection,
     drop_graph,
-    index_status,
     is_falkor,
     list_episodes,
     read_meta,
@@ -57,8 +56,6 @@ from guardkit_state.index.manifest import (
     Manifest,
     RecordMeta,
     common_terms,
-    config_source_paths,
-    project_source_paths,
     save_manifest,
     source_signatures,
 )
@@ -73,6 +70,7 @@ from guardkit_state.index.query import (
     reciprocal_rank_fusion,
     time_of,
 )
+from guardkit_state.index.readings import CONFIG_FILES, source_paths
 from guardkit_state.index.records import SYSTEM_GROUPS, Entity, IndexRecord, project_groups, resolve_group, stable_uuid
 from guardkit_state.index.retention import retained
 from guardkit_state.index.sources import load_project_records, record_from_content
@@ -190,12 +188,11 @@ async def apply_changes(gdriver: Any, group: str, desired: list[IndexRecord], re
             report.added.append(record.key)
             to_write.append(record)
     gone = [uuid for uuid in held if uuid not in want]
-    if dry_run or not (to_write or gone):  # a dry run read ``stored``; otherwise nothing is gone
-        report.removed.extend(sorted(stored[u].name for u in gone if stored is not None and u in stored))
-        return
-    if stored is None:  # the manifest named them: read just their stored content, to delete what they owned
+    if stored is None:  # the manifest named them (a dry run reads them all): read the content of those to delete
         stored = {ep.uuid: ep for ep in await EpisodicNode.get_by_uuids(gdriver, stale + gone)} if stale or gone else {}
     report.removed.extend(sorted(stored[u].name for u in gone if u in stored))
+    if dry_run or not (to_write or gone):
+        return
     keep = set().union(*(r.owned_uuids() for r in to_write)) if to_write else set()
     await delete_records(gdriver, group, [stored[u] for u in stale if u in stored], keep=keep)
     await delete_records(gdriver, group, [stored[u] for u in gone if u in stored])
@@ -249,10 +246,9 @@ def search_index(index: GraphConnection, query_text: str, *, groups: Sequence[st
             scoped = pool if group == index.project_group else None
             anchors = [anchor_uuid(group, k, m.kind, m.task, m.feature) for k, m in scoped] if scoped is not None \
                 else None
-            channels = await semantic_channels(index.graphiti(gdriver), group, query.content_text, anchors=anchors,
-                                               candidates=max(MIN_CANDIDATES, limit * 3),
-                                               embedder_kind=index.embedder_spec().kind)
-            fused = channels.fused()
+            fused = await semantic_scores(index.graphiti(gdriver), group, query.content_text, anchors=anchors,
+                                          candidates=max(MIN_CANDIDATES, limit * 3),
+                                          embedder_kind=index.embedder_spec().kind)
             if query.kind_hint and manifest is not None and group == index.project_group:
                 fused = _prefer_kind(fused, query.kind_hint, manifest.records)
             keep = {k for k, _ in scoped} if scoped is not None else None
@@ -361,7 +357,7 @@ class GraphitiIndex(GraphConnection):
     def sync(self, *, dry_run: bool = False, full: bool = False) -> SyncReport:
         """Converge the project's turns, tasks and features with the files (retention applied)."""
         self._claim_identity()
-        sources = source_signatures(self.repo_root, project_source_paths(self.repo_root))
+        sources = source_signatures(self.repo_root, source_paths(self.repo_root))
         loaded = load_project_records(self.repo_root, self.project_group)
         report = SyncReport(dry_run=dry_run, problems=[str(p) for p in loaded.problems])
         keep, dropped = retained(loaded.records, self.repo_root)
@@ -402,7 +398,6 @@ class GraphitiIndex(GraphConnection):
 
     def rebuild(self) -> SyncReport:
         """Drop every group this checkout owns and rebuild them from the files (switching embedder if asked)."""
-        self._claim_identity()
         self._spec = self.asked or self.embedder_spec()
 
         async def drop(driver: GraphDriver) -> None:
@@ -468,10 +463,10 @@ class GraphitiIndex(GraphConnection):
                             seeded=seeded or bool(old and old.seeded),
                             common_terms=common if common is not None else list(old.common_terms) if old else [])
         if sources is not None:
-            config = {p: s for p, s in manifest.sources.items() if p in config_source_paths()}
+            config = {p: s for p, s in manifest.sources.items() if p in CONFIG_FILES}
             manifest.sources = sources | config
         if seeded:
-            manifest.sources |= source_signatures(self.repo_root, config_source_paths())
+            manifest.sources |= source_signatures(self.repo_root, CONFIG_FILES)
         save_manifest(self.repo_root, manifest)
         self.manifest = manifest
 
@@ -479,7 +474,3 @@ class GraphitiIndex(GraphConnection):
                filters: Filters | None = None) -> list[SearchHit]:
         """Records matching ``query`` (and ``filters``), best first (see the module)."""
         return search_index(self, query, groups=groups, limit=limit, filters=filters or Filters())
-
-    def status(self) -> IndexStatus:
-        """Counts per group, and how the project group compares with the files."""
-        return index_status(self)

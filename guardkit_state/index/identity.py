@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from guardkit_state.errors import GitError
@@ -37,17 +36,6 @@ def sanitize_group_part(name: str) -> str:
     return cleaned or "project"
 
 
-@dataclass(frozen=True)
-class ProjectIdentity:
-    """The project part of this checkout's group names, and what it was derived from."""
-
-    project: str
-    checkout: Path
-    root_commit: str
-    #: ``derived`` (root commit + path) or ``pinned`` (``GUARDKIT_INDEX_PROJECT``).
-    source: str = "derived"
-
-
 def checkout_root(repo_root: Path) -> Path:
     """The main checkout of ``repo_root`` (a loop worktree under ``.guardkit/worktrees`` maps to it)."""
     root = Path(repo_root).resolve()
@@ -57,23 +45,24 @@ def checkout_root(repo_root: Path) -> Path:
     return root
 
 
-def project_identity(repo_root: Path, *, create: bool = False) -> ProjectIdentity:
-    """This checkout's project name; ``create`` (writers only) keeps it in the identity cache."""
+def project_identity(repo_root: Path, *, create: bool = False) -> str:
+    """This checkout's project name, pinned (``GUARDKIT_INDEX_PROJECT``) or derived (root commit +
+    path); ``create`` (writers only) keeps the derivation in the identity cache."""
     root = checkout_root(repo_root)
     pinned = os.environ.get(PROJECT_ENV, "").strip()
     if pinned:
-        return ProjectIdentity(sanitize_group_part(pinned), root, "", "pinned")
+        return sanitize_group_part(pinned)
     cached = _read_cache(root)
     commit = cached if cached is not None else root_commit(root)
     digest = hashlib.sha256(f"{commit}\0{root}".encode()).hexdigest()[:_ID_LENGTH]
-    identity = ProjectIdentity(f"{sanitize_group_part(root.name)}_{digest}", root, commit)
+    project = f"{sanitize_group_part(root.name)}_{digest}"
     if create and cached is None:
         with contextlib.suppress(OSError):
             path = index_dir(root) / IDENTITY_FILE
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(path, json.dumps({"path": str(root), "root_commit": commit,
-                                                "project": identity.project}, indent=2) + "\n")
-    return identity
+                                                "project": project}, indent=2) + "\n")
+    return project
 
 
 def root_commit(root: Path) -> str:
@@ -84,8 +73,7 @@ def root_commit(root: Path) -> str:
         status, out, _ = execute(root, ["git", "rev-list", "--max-parents=0", "HEAD"], timeout=10)
     except GitError:
         return ""
-    commits = sorted(out.decode("ascii", "replace").split()) if status == 0 else []
-    return commits[0] if commits else ""
+    return min(out.decode("ascii", "replace").split(), default="") if status == 0 else ""
 
 
 def _read_cache(root: Path) -> str | None:

@@ -14,7 +14,7 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -22,11 +22,8 @@ from guardkit_state.index.graph_server import redact
 from guardkit_state.index.records import FEATURE, TASK, IndexRecord
 from guardkit_state.index.turn_records import turn_state_files
 from guardkit_state.store.fsio import atomic_write_text
-from guardkit_state.store.layout import (
-    OVERRIDES_FILE,
-    QUALITY_GATES_FILE,
-    index_dir,
-)
+from guardkit_state.store.layout import index_dir
+from guardkit_state.store.stat_cache import signature_of
 
 MANIFEST_VERSION = 1
 Signature = list[int]
@@ -131,7 +128,7 @@ def save_manifest(repo_root: Path, manifest: Manifest) -> None:
 COMMON_SHARE = 0.25
 
 
-def common_terms(records: Iterable[IndexRecord]) -> list[str]:
+def common_terms(records: Sequence[IndexRecord]) -> list[str]:
     """Tokens found in more than :data:`COMMON_SHARE` of ``records`` (``tests``, ``turn``, ``coach``).
 
     Fulltext searches leave them out when the query has rarer words: BM25 gives them almost no
@@ -141,53 +138,19 @@ def common_terms(records: Iterable[IndexRecord]) -> list[str]:
 
     from guardkit_state.index.words import tokens
 
-    counts: Counter[str] = Counter()
-    total = 0
-    for record in records:
-        total += 1
-        counts.update(set(tokens(record.search_text)))
+    counts = Counter(token for record in records for token in set(tokens(record.search_text)))
+    total = len(records)
     return sorted(t for t, n in counts.items() if total >= 20 and n > total * COMMON_SHARE)
 
 
 # --------------------------------------------------------------------------- file signatures
 
 
-def signature(path: str) -> Signature | None:
-    """(size, mtime, ctime, inode): an in-place edit, an atomic replace or a touch all change it."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-
-
 def source_signatures(repo_root: Path, paths: Iterable[str]) -> dict[str, Signature]:
-    """Signatures of ``paths`` (relative to ``repo_root``); files that vanished are left out."""
-    root = str(repo_root)
-    found: dict[str, Signature] = {}
-    for rel in paths:
-        sig = signature(os.path.join(root, rel))
-        if sig is not None:
-            found[rel] = sig
-    return found
-
-
-def project_source_paths(repo_root: Path) -> list[str]:
-    """Every file the project group's records can come from: turn files, task files, plans."""
-    from guardkit_state.plans.plan import find_plans
-    from guardkit_state.taskfile.discovery import iter_task_files, loop_worktrees, own_task_files
-
-    root = Path(repo_root)
-    paths = {os.path.relpath(path, root) for path in turn_state_files(root)}
-    paths |= {p.relative_to(root).as_posix() for p in iter_task_files(root)}
-    for tree in loop_worktrees(root):
-        paths |= {os.path.relpath(entry.path, root) for entry in own_task_files(tree.path, tree.name)}
-    paths |= {p.relative_to(root).as_posix() for p in find_plans(root)}
-    return sorted(paths)
-
-
-def config_source_paths() -> list[str]:
-    return [QUALITY_GATES_FILE.as_posix(), OVERRIDES_FILE.as_posix()]
+    """Signatures of ``paths`` (relative to ``repo_root``: :func:`~guardkit_state.store.stat_cache.signature`,
+    which an in-place edit, an atomic replace or a touch all change); files that vanished are left out."""
+    signed = {rel: signature_of(os.path.join(repo_root, rel)) for rel in paths}
+    return {rel: sig for rel, sig in signed.items() if sig is not None}
 
 
 # --------------------------------------------------------------------------- freshness
@@ -216,8 +179,11 @@ def freshness(repo_root: Path, manifest: Manifest, tasks: set[str] | None = None
     """Compare the files in scope (every file, or those of ``tasks``) with the manifest."""
     root = Path(repo_root)
     if tasks is None:
-        current = source_signatures(root, project_source_paths(root))
-        known = {p: s for p, s in manifest.sources.items() if p not in config_source_paths()}
+        # Imported here: a check of a few tasks loads no reader.
+        from guardkit_state.index.readings import CONFIG_FILES, source_paths
+
+        current = source_signatures(root, source_paths(root))
+        known = {p: s for p, s in manifest.sources.items() if p not in CONFIG_FILES}
     else:
         wanted = {t.upper() for t in tasks}
         in_scope = {m.path for m in manifest.records.values()
@@ -226,12 +192,6 @@ def freshness(repo_root: Path, manifest: Manifest, tasks: set[str] | None = None
         in_scope |= {m.path for m in manifest.records.values() if m.kind == FEATURE and m.path}
         current = source_signatures(root, in_scope)
         known = {p: s for p, s in manifest.sources.items() if p in in_scope}
-    result = Freshness()
-    for path, sig in current.items():
-        old = known.get(path)
-        if old is None:
-            result.added.append(path)
-        elif old != sig:
-            result.changed.append(path)
-    result.removed = sorted(set(known) - set(current))
-    return result
+    return Freshness(changed=[path for path, sig in current.items() if known.get(path) not in (None, sig)],
+                     added=[path for path in current if known.get(path) is None],
+                     removed=sorted(set(known) - set(current)))

@@ -10,14 +10,17 @@ the answer is the constrained records in their natural order.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from guardkit_state.errors import InputError
-from guardkit_state.index.records import FEATURE, TASK, TURN_STATES
-from guardkit_state.index.words import STOPWORDS, field_pairs, query_terms, tokens
+from guardkit_state.index.records import FEATURE, TASK, TURN_STATES, IndexRecord
+from guardkit_state.index.words import STOPWORDS, TURN_FIELDS, query_terms, tokens, word_pairs
+
+if TYPE_CHECKING:
+    from guardkit_state.index.manifest import RecordMeta
 
 # Identifiers are GuardKit's upper-case ids; a task id has a digit ("task-work" is a word, not an id).
 _TASK_ID = re.compile(r"\b(TASK-(?=[A-Z0-9.-]*\d)[A-Z0-9]+(?:[-.][A-Z0-9]+)*)\b")
@@ -34,28 +37,9 @@ _KIND_ORDER = {FEATURE: 0, TASK: 1, TURN_STATES: 2}
 _SKIP = STOPWORDS | _STRUCTURAL
 
 
-class Facets(Protocol):
-    """What a filter reads of a record: an :class:`IndexRecord`, or the manifest's note of one."""
-
-    @property
-    def kind(self) -> str: ...
-    @property
-    def task_id(self) -> str | None: ...
-    @property
-    def feature_id(self) -> str | None: ...
-    @property
-    def turn_number(self) -> int | None: ...
-    @property
-    def completed_at(self) -> str | None: ...
-    @property
-    def decision(self) -> str | None: ...
-    @property
-    def criteria(self) -> Sequence[str]: ...
-    @property
-    def fields(self) -> Mapping[str, str]: ...
-
-
-F = TypeVar("F", bound=Facets)
+#: What a filter reads: a record, or the manifest's note of one (its facets, without reading the index).
+Facets: TypeAlias = "IndexRecord | RecordMeta"
+F = TypeVar("F", IndexRecord, "RecordMeta")
 
 
 @dataclass(frozen=True)
@@ -120,7 +104,7 @@ def parse_query(text: str) -> ParsedQuery:
     for pattern in (_TURN_ID, _TASK_ID, _FEATURE_ID, _CRITERION_ID):
         plain = pattern.sub(" ", plain)
     words = set(tokens(plain))  # the words besides identifiers ("task" in TASK-X is no word of its own)
-    fields = field_pairs(text)
+    fields = [(name, value) for name, value in word_pairs(text) if name in TURN_FIELDS]  # a turn field named
     features = [f.upper() for f in _FEATURE_ID.findall(text)]
     criteria = [c.upper() for c in _CRITERION_ID.findall(text)]
     named = {t for ident in (*tasks, *features, *criteria) for t in tokens(ident)}
@@ -224,23 +208,19 @@ def matches_query(record: Facets, query: ParsedQuery) -> bool:
     return all(record.fields.get(name, "").lower() == value for name, value in query.fields)
 
 
-def natural_order(records: Iterable[tuple[str, F]], *, newest_first: bool = False) -> list[tuple[str, F]]:
-    """``(key, record)`` pairs: features, then tasks, then turns oldest first (or all newest first)."""
-    if newest_first:
-        return sorted(records, key=lambda kr: (time_of(kr[1]), kr[1].turn_number or 0, kr[0]), reverse=True)
-    return sorted(records, key=lambda kr: (_KIND_ORDER.get(kr[1].kind, 3), kr[1].task_id or "",
-                                           kr[1].turn_number or 0, kr[0]))
-
-
 def exact_answer(pool: Iterable[tuple[str, F]], query: ParsedQuery) -> list[tuple[str, F]]:
-    """The answer to a query with no content words: the records it names, in their natural order.
+    """The answer to a query with no content words: the ``(key, record)`` pairs it names, in their
+    natural order: features, then tasks, then turns oldest first (with recency, all newest first).
 
     A bare identifier (``TASK-X``, ``FEAT-X``) asks for its history: its turns when it has any.
     """
     records = list(pool)
     if query.kinds is None and not query.content_terms:
         records = [kr for kr in records if kr[1].kind == TURN_STATES] or records
-    return natural_order(records, newest_first=query.recency)
+    if query.recency:
+        return sorted(records, key=lambda kr: (time_of(kr[1]), kr[1].turn_number or 0, kr[0]), reverse=True)
+    return sorted(records, key=lambda kr: (_KIND_ORDER.get(kr[1].kind, 3), kr[1].task_id or "",
+                                           kr[1].turn_number or 0, kr[0]))
 
 
 def reciprocal_rank_fusion(rankings: Sequence[tuple[float, Sequence[str]]], *, k: float = 20.0) -> dict[str, float]:

@@ -106,6 +106,11 @@ def source_files(root: Path) -> list[Source]:
     return found
 
 
+def source_paths(root: Path) -> list[str]:
+    """The paths :func:`source_files` lists, sorted (what ``sync`` signs, for the index's staleness)."""
+    return sorted({source.path for source in source_files(root)})
+
+
 def read_source(root: Path, source: Source, group: str) -> FileReading:
     """Read the file of ``source`` (a turn, task or plan); a file that cannot be read gives no
     facts and says why (:attr:`FileReading.problem`)."""
@@ -180,4 +185,4 @@ def read_configuration(root: Path, groups: dict[str, str]) -> FileReading:
 
 __all__ = ["ASSIGNED", "CONFIGURATION", "CONFIG_FILES", "CONFIG_PATH", "LISTED", "PLAN_FILE", "TASK_FILE", "TURN_FILE",
            "FileReading", "Source",
-           "read_configuration", "read_source", "source_files"]
+           "read_configuration", "read_source", "source_files", "source_paths"]

@@ -52,12 +52,12 @@ def logical_group(group: str) -> str:
 
 def project_group_id(repo_root: Path) -> str:
     """``{project}__turn_states`` for the checkout at ``repo_root`` (a read: nothing is written)."""
-    return f"{project_identity(repo_root).project}__{TURN_STATES}"
+    return f"{project_identity(repo_root)}__{TURN_STATES}"
 
 
 def project_groups(repo_root: Path, *, create: bool = False) -> dict[str, str]:
     """Logical group name -> this checkout's group id; ``create`` stores the identity (writers)."""
-    project = project_identity(repo_root, create=create).project
+    project = project_identity(repo_root, create=create)
     return {logical: f"{project}__{logical}" for logical in LOGICAL_GROUPS}
 
 

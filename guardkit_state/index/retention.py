@@ -108,8 +108,6 @@ def task_statuses(repo_root: Path) -> dict[str, str]:
     """
     tasks_dir = Path(repo_root) / "tasks"
     statuses: dict[str, str] = {}
-    if not tasks_dir.is_dir():
-        return statuses
     for path in sorted(tasks_dir.glob("*/**/*.md")):
         status = path.relative_to(tasks_dir).parts[0]
         for task_id in _candidate_ids(path.stem):

@@ -26,7 +26,7 @@ from guardkit_state.index.scan_index import DamagedCache, ScanIndex, utf8
 from guardkit_state.store.fsio import atomic_write_bytes, ensure_private_dir
 from guardkit_state.store.layout import status_cache_file
 from guardkit_state.store.reads import read_bytes_capped
-from guardkit_state.store.stat_cache import writes_enabled
+from guardkit_state.store.stat_cache import signature, writes_enabled
 from guardkit_state.taskfile.read_scope import generation
 
 #: Bumped whenever a record's or the index's shape changes: an older cache is rebuilt, never misread.
@@ -115,8 +115,7 @@ def source_fingerprint(root: Path) -> dict[str, list[int]]:
         for folder in _SOURCES:
             for entry in _walk(checkout / folder):
                 with contextlib.suppress(OSError):
-                    stat = entry.stat()
-                    found[entry.path[prefix:]] = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+                    found[entry.path[prefix:]] = signature(entry.stat())
     return found
 
 

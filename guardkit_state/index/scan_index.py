@@ -71,9 +71,6 @@ class ScanIndex:
         empty._lines = []
         return empty
 
-    def __len__(self) -> int:
-        return sum(row is not None for row in self._rows)
-
     @property
     def positions(self) -> int:
         """How many positions there are, free ones included."""

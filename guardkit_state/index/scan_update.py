@@ -127,24 +127,22 @@ def _place(index: ScanIndex, slots: list[Any], chosen: list[Chosen],
     position holds, kept in step)."""
     at = {(slot[0], slot[1]): position for position, slot in enumerate(slots) if slot is not None}
     order: list[int] = []
-    kept: set[int] = set()
     new: list[tuple[int, IndexRecord, bytes, list[str]]] = []
     for choice in chosen:
         path = choice.reading.source.path
         position = at.get((path, choice.name))
         if position is not None and choice.reading.build is None:  # indexed, from a file that did not change
-            kept.add(position)
             order.append(position)
             continue
         record = (choice.reading if choice.reading.build is not None else again(choice.reading)).record(choice.name)
         line = row_line(record)
         slot = [path, choice.name, digest(record, line)]
         if position is not None and slots[position] == slot:  # read again, and the same record
-            kept.add(position)
             order.append(position)
             continue
         new.append((len(order), record, line, slot))
-        order.append(-1)
+        order.append(-1)  # its position is known once placed
+    kept = set(order)  # the positions kept (and -1, which no slot has)
     for position, slot in enumerate(slots):
         if slot is not None and position not in kept:
             index.remove(position)

@@ -21,7 +21,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from guardkit_state.errors import GuardkitStateError, ParseError
 from guardkit_state.index.config_records import system_record
@@ -47,9 +47,6 @@ class ProjectRecords:
 
     records: list[IndexRecord]
     problems: list[GuardkitStateError] = field(default_factory=list)
-
-    def turns(self) -> list[IndexRecord]:
-        return [r for r in self.records if r.turn_number is not None]
 
 
 def load_project_records(repo_root: Path, group: str | None = None) -> ProjectRecords:
@@ -148,11 +145,10 @@ def record_from_content(group: str, name: str, content: str) -> IndexRecord:
         raise ParseError(f"index episode {name!r} holds invalid JSON", pointer="$") from exc
     if not isinstance(envelope, dict) or not isinstance(envelope.get("data"), dict):
         raise ParseError(f"index episode {name!r} is not a record envelope", pointer="$")
-    kind, data = str(envelope.get("kind")), envelope["data"]
-    if kind == TURN_STATES:
-        return turn_record(data, group)
-    if kind == TASK:
-        return task_record_from_data(data, group)
-    if kind == FEATURE:
-        return feature_record_from_data(data, group)
-    return system_record(group, name, data)
+    build = _BUILDERS.get(str(envelope.get("kind")))
+    return build(envelope["data"], group) if build is not None else system_record(group, name, envelope["data"])
+
+
+#: How a record of each kind is built from its data (any other kind is a configuration entity).
+_BUILDERS: dict[str, Callable[[dict[str, Any], str], IndexRecord]] = {
+    TURN_STATES: turn_record, TASK: task_record_from_data, FEATURE: feature_record_from_data}

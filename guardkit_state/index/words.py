@@ -14,7 +14,7 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from itertools import pairwise
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)*")
@@ -45,11 +45,7 @@ def index_text(text: str) -> str:
 
 def query_terms(query: str) -> list[str]:
     """Distinct meaningful tokens of a query, in order."""
-    seen: dict[str, None] = {}
-    for token in tokens(query):
-        if token not in STOPWORDS:
-            seen.setdefault(token, None)
-    return list(seen)
+    return list(dict.fromkeys(token for token in tokens(query) if token not in STOPWORDS))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -61,29 +57,15 @@ def is_identifier(term: str) -> bool:
     return "_" in term and any(ch.isdigit() for ch in term)
 
 
-def may_hold(terms: Iterable[str], lowered: str) -> bool:
-    """False when no term can be one of the tokens of the lower-cased text ``lowered`` (a token has
-    every ``_``-part of it in the text); True says only "perhaps"."""
-    return any(all(part in lowered for part in _parts(term)) for term in terms)
-
-
-@functools.lru_cache(maxsize=4096)
-def _parts(term: str) -> tuple[str, ...]:
-    return tuple(term.split("_"))
-
-
-def overlap_score(terms: Iterable[str], document: str, *, doc_counts: Mapping[str, int] | None = None) -> float:
+def overlap_score(terms: Iterable[str], document: str) -> float:
     """Relevance of ``document`` to query ``terms``: weighted term presence, identifiers first.
 
     Each query term found in the document adds ``1 + log(1 + count)``; an identifier-like term
     adds 4 more, and a missing identifier subtracts 6 (a query naming ``TASK-A-1`` is about that
-    task). Deterministic and cheap: the file scan's whole ranking rule.
+    task). Deterministic and cheap: the file scan's whole ranking rule (the scan sums it through
+    its index: :func:`guardkit_state.index.files.rank`).
     """
-    terms = list(terms)
-    if doc_counts is None and not may_hold(terms, document.lower()):
-        # No term can be there: skip the tokenising (most of a scan's time), score them as absent.
-        return -MISSING_IDENTIFIER * sum(is_identifier(term) for term in terms)
-    counts: Mapping[str, int] = doc_counts if doc_counts is not None else Counter(tokens(document))
+    counts = Counter(tokens(document))
     score = 0.0
     for term in terms:
         found = counts.get(term, 0)
@@ -115,23 +97,15 @@ def word_pairs(query: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairwise(m.group().lower() for m in _WORD.finditer(query)))
 
 
-def field_pairs(query: str) -> list[tuple[str, str]]:
-    """``name value`` pairs of the query that name a turn field (``coach_decision rejected``)."""
-    return [(name, value) for name, value in word_pairs(query) if name in TURN_FIELDS]
-
-
 def field_score(query: str, fields: dict[str, str]) -> float:
     """Bonus for ``name value`` pairs in the query that name a record field exactly.
 
     ``"coach_decision rejected"`` (or ``coach_decision=rejected``) adds 6 to records whose
     ``coach_decision`` is ``rejected`` and takes 6 from those where it is something else.
     """
-    pairs = word_pairs(query)
-    if not pairs:
-        return 0.0
     lowered = {k.lower(): str(v).lower() for k, v in fields.items()}
     score = 0.0
-    for name, value in pairs:
+    for name, value in word_pairs(query):
         if name in lowered:
             score += 6.0 if lowered[name] == value else -6.0
         elif name in TURN_FIELDS:  # a turn field named, and this record has no such field
