@@ -48,6 +48,7 @@ from guardkit_state.yamltext.render import (
     render_yaml,
     same,
 )
+from guardkit_state.yamltext.strict_yaml import walk_nodes
 
 _INLINE_STYLES = (None, "", "'", '"')  # "" is plain for the C loader, None for the Python one
 #: YAML's document-end line: text added after it would start a second document.
@@ -403,23 +404,13 @@ def comments_in(fm: str, entry: Entry, lo: int, hi: int) -> list[tuple[int, str]
     block scalar's header line is outside it: a comment may follow ``|``).
     """
     spans: list[tuple[int, int]] = [(entry.key_pos, max(entry.key_pos, entry.colon))]
-    stack: list[yaml.Node] = [entry.value] if entry.value is not None else []
-    seen: set[int] = set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in walk_nodes(entry.value) if entry.value is not None else ():
         if isinstance(node, yaml.ScalarNode):
             start = node.start_mark.index
             if node.style in ("|", ">"):
                 newline = fm.find("\n", start, node.end_mark.index)
                 start = node.end_mark.index if newline < 0 else newline + 1
             spans.append((start, node.end_mark.index))
-        elif isinstance(node, yaml.MappingNode):
-            stack.extend(part for pair in node.value for part in pair)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
     found: list[tuple[int, str]] = []
     pos = fm.find("#", lo, hi)
     while pos >= 0:

@@ -10,6 +10,7 @@ numbering when the YAML is a fragment of a larger file, as frontmatter is).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -168,7 +169,12 @@ def _construct(loader: Any, node: yaml.Node, may_merge: bool) -> Any:
 
 
 def _merging_mappings(root: yaml.Node) -> list[tuple[yaml.MappingNode, list[tuple[yaml.Node, yaml.Node]]]]:
-    found: list[tuple[yaml.MappingNode, list[tuple[yaml.Node, yaml.Node]]]] = []
+    return [(node, list(node.value)) for node in walk_nodes(root)
+            if isinstance(node, yaml.MappingNode) and any(key.tag == MERGE_TAG for key, _ in node.value)]
+
+
+def walk_nodes(root: yaml.Node) -> Iterator[yaml.Node]:
+    """Every node of the tree under ``root`` once (a node an alias reaches again is not repeated)."""
     seen: set[int] = set()
     stack = [root]
     while stack:
@@ -176,13 +182,11 @@ def _merging_mappings(root: yaml.Node) -> list[tuple[yaml.MappingNode, list[tupl
         if id(node) in seen:
             continue
         seen.add(id(node))
+        yield node
         if isinstance(node, yaml.MappingNode):
-            if any(key.tag == MERGE_TAG for key, _ in node.value):
-                found.append((node, list(node.value)))
             stack.extend(child for pair in node.value for child in pair)
         elif isinstance(node, yaml.SequenceNode):
             stack.extend(node.value)
-    return found
 
 
 def _check_alias_expansion(
