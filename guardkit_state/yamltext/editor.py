@@ -61,24 +61,16 @@ _FLOW_SAFE = re.compile(r"[A-Za-z0-9_.\-/']+\Z")
 Path_ = tuple[Any, ...]  # the keys and indexes that lead to a value
 
 
-class Refusal(Exception):
+class Refusal(LayoutError):
     """A change the text's layout cannot take without losing bytes; ``at`` is the offset it is about.
 
     Each writer raises it as its own typed error (``FrontmatterError``, ``FeaturePlanError``).
     """
 
-    def __init__(self, message: str, at: int) -> None:
-        super().__init__(message)
-        self.at = at
 
-
-class _Wide(Exception):
+class _Wide(LayoutError):
     """A value cannot be edited in place (or, raised by a rewrite or for a ``narrow`` path, not at
     all): the value that catches it is rewritten whole instead, with this as the reason."""
-
-    def __init__(self, message: str, at: int) -> None:
-        super().__init__(message)
-        self.at = at
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ _STR_TAG = "tag:yaml.org,2002:str"
 
 
 class LayoutError(Exception):
-    """A mapping whose keys cannot each be given a line of their own (an alias used as a key ...)."""
+    """A layout that cannot take what is asked of it: here, a mapping whose keys cannot each be given
+    a line of their own (an alias used as a key ...)."""
 
     def __init__(self, message: str, at: int = 0) -> None:
         super().__init__(message)
