@@ -14,6 +14,7 @@ mappings, which they keep: keys this package does not know (``smoke_gates``,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -275,12 +276,8 @@ def parse_plan(text: str, *, path: Path | str | None = None, parsed: ParsedYaml 
     if check:
         check_plan_data(data, node=parsed.node, path=path)
     assert isinstance(data, dict)  # the schema requires an object
-    tasks = [PlanTask(entry["id"], index, entry, node_line(parsed.node, ("tasks", index)))
-             for index, entry in enumerate(data["tasks"])]
-    execution = data.get("execution")
-    feature_id = data["id"]
-    return FeaturePlan(path, feature_id, data, tasks,
-                       PlanExecution(execution) if isinstance(execution, dict) else None, text, parsed)
+    lines = [node_line(parsed.node, ("tasks", index)) for index in range(len(data["tasks"]))]
+    return _viewed(path, data, lines, text, parsed)
 
 
 def load_plan(path: Path | str) -> FeaturePlan:
@@ -316,13 +313,17 @@ def plan_of(read: PlanRead) -> FeaturePlan:
             raise
         mark_checked(read)
     assert isinstance(data, dict) and read.text is not None  # the schema requires an object
-    lines = read.lines
+    return _viewed(read.path, data, read.lines, read.text, read.strict() if read.parsed_here else None)
+
+
+def _viewed(path: Path | None, data: dict[str, Any], lines: Sequence[int | None], text: str,
+            parsed: ParsedYaml | None) -> FeaturePlan:
+    """The views over a checked plan's ``data`` (``lines``: each ``tasks`` entry's file line)."""
     tasks = [PlanTask(entry["id"], index, entry, lines[index] if index < len(lines) else None)
              for index, entry in enumerate(data["tasks"])]
     execution = data.get("execution")
-    return FeaturePlan(read.path, data["id"], data, tasks,
-                       PlanExecution(execution) if isinstance(execution, dict) else None, read.text,
-                       read.strict() if read.parsed_here else None)
+    return FeaturePlan(path, data["id"], data, tasks,
+                       PlanExecution(execution) if isinstance(execution, dict) else None, text, parsed)
 
 
 # --------------------------------------------------------------------------- finding plans
