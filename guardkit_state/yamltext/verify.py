@@ -13,7 +13,6 @@ enough to trust without a review.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from itertools import zip_longest
@@ -22,6 +21,7 @@ from typing import Any, Protocol, TypeVar
 
 from guardkit_state.errors import GuardkitStateError, WriteVerificationError
 from guardkit_state.yamltext.positions import Edits, line_of
+from guardkit_state.yamltext.render import same
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ABSENT = object()
@@ -100,11 +100,7 @@ def first_difference(expected: Any, actual: Any, pointer: str = "$") -> str | No
             if found is not None:
                 return found
         return None
-    if isinstance(expected, float):
-        if math.isnan(expected) or math.isnan(actual):
-            return None if math.isnan(expected) and math.isnan(actual) else pointer
-        return None if expected == actual and math.copysign(1, expected) == math.copysign(1, actual) else pointer
-    return None if expected == actual else pointer
+    return None if same(expected, actual) else pointer  # a scalar: NaN is itself, -0.0 is not 0.0
 
 
 def _child(pointer: str, key: Any) -> str:
