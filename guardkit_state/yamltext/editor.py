@@ -39,6 +39,7 @@ from guardkit_state.yamltext.positions import (
     entries_of,
     last_block_scalar,
     line_start,
+    skip_blanks,
     top_level_entries,
 )
 from guardkit_state.yamltext.render import (
@@ -366,7 +367,7 @@ def _replacement(fm: str, entry: Entry, value: Any, nl: str) -> tuple[int, int, 
             start = node.start_mark.index + len(anchor)
             if start >= node.end_mark.index:  # an empty value: ``key:`` or ``key: &a``
                 return start, start, " " + scalar
-            return _skip_blanks(fm, start), node.end_mark.index, scalar
+            return skip_blanks(fm, start), node.end_mark.index, scalar
     return entry.start, entry.end, render_value(value, entry.key_text(fm), anchor, entry.indent, nl,
                                                 _comment_after(fm, entry))
 
@@ -381,7 +382,7 @@ def _comment_after(fm: str, entry: Entry) -> str:
     if isinstance(node, yaml.ScalarNode) or getattr(node, "flow_style", False):
         after = min(node.end_mark.index, entry.line_end)
     else:  # a block collection starts on the next line; only an anchor may sit on the key's line
-        after = _skip_blanks(fm, entry.colon + 1) + len(entry.anchor(fm))
+        after = skip_blanks(fm, entry.colon + 1) + len(entry.anchor(fm))
     tail = fm[after : entry.line_end].rstrip("\r\n")
     body = tail.lstrip(" \t")
     if not body.startswith("#"):
@@ -421,9 +422,3 @@ def _item_start(text: str, item: yaml.Node) -> int:
         back -= 1
     at = back if back >= 0 and text[back] == "-" else pos
     return text.rfind("\n", 0, at) + 1
-
-
-def _skip_blanks(fm: str, pos: int) -> int:
-    while fm[pos : pos + 1] in (" ", "\t"):
-        pos += 1
-    return pos

@@ -96,9 +96,7 @@ class Entry:
         pos = self.value.start_mark.index
         anchor = self.anchor(fm)
         if anchor:
-            pos += len(anchor)
-            while fm[pos : pos + 1] in (" ", "\t"):
-                pos += 1
+            pos = skip_blanks(fm, pos + len(anchor))
         return fm[pos : pos + 1] == "!"
 
 
@@ -175,9 +173,15 @@ def by_key(entries: list[Entry]) -> dict[str, Entry]:
 
 def _colon_after(fm: str, pos: int) -> int:
     """Offset of the ``:`` following a key that ends at ``pos`` on the same line, else -1."""
+    pos = skip_blanks(fm, pos)
+    return pos if fm[pos : pos + 1] == ":" else -1
+
+
+def skip_blanks(fm: str, pos: int) -> int:
+    """The first offset from ``pos`` on that is no space or tab."""
     while fm[pos : pos + 1] in (" ", "\t"):
         pos += 1
-    return pos if fm[pos : pos + 1] == ":" else -1
+    return pos
 
 
 def _line_end_at(fm: str, pos: int, stop: int) -> int:
