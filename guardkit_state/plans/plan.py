@@ -92,10 +92,6 @@ class PlanTask:
         return _text(self.raw.get("status"))
 
     @property
-    def complexity(self) -> int | None:
-        return _whole(self.raw.get("complexity"))
-
-    @property
     def result(self) -> dict[str, Any] | str | None:
         """GuardKit's outcome mapping (``total_turns``, ``final_decision``, ``error`` ...); older
         plans wrote a word (``passed``)."""
@@ -118,10 +114,6 @@ class PlanTask:
     @property
     def turns_completed(self) -> int | None:
         return _whole(self.raw.get("turns_completed"))
-
-    @property
-    def current_turn(self) -> int | None:
-        return _whole(self.raw.get("current_turn"))
 
     @property
     def started_at(self) -> str | None:
@@ -164,10 +156,6 @@ class PlanExecution:
     @property
     def started_at(self) -> str | None:
         return _text(self.raw.get("started_at"))
-
-    @property
-    def completed_at(self) -> str | None:
-        return _text(self.raw.get("completed_at"))
 
     @property
     def last_updated(self) -> str | None:
