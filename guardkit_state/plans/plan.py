@@ -30,7 +30,6 @@ from guardkit_state.store import layout, safe_paths
 from guardkit_state.taskfile.plan_reads import (
     PLAN_PREFIX,
     PLAN_SUFFIX,
-    PlanRead,
     mark_checked,
     plan_files,
     read_plan,
@@ -270,22 +269,14 @@ def parse_plan(text: str, *, path: Path | str | None = None, parsed: ParsedYaml 
 
 def load_plan(path: Path | str) -> FeaturePlan:
     """Read and check the plan file ``path`` (capped read, strict UTF-8), parsed once per change of
-    the file (:mod:`guardkit_state.taskfile.plan_reads`).
+    the file (:mod:`guardkit_state.taskfile.plan_reads`), checked as :func:`parse_plan` checks a
+    text (the schema once per change of the file).
 
     Raises:
         FileTooLargeError, NotRegularFileError, ParseError, DuplicateKeyError, SchemaError,
         GuardkitStateError (the file cannot be read).
     """
-    return plan_of(read_plan(Path(path)))
-
-
-def plan_of(read: PlanRead) -> FeaturePlan:
-    """The plan ``read`` holds, checked as :func:`parse_plan` checks a text (the schema once per
-    change of the file).
-
-    Raises:
-        ParseError, DuplicateKeyError, SchemaError: as :func:`parse_plan`.
-    """
+    read = read_plan(Path(path))
     if read.error is not None:
         raise read.error
     if read.duplicates:
@@ -365,5 +356,5 @@ def find_plan(repo_root: Path | str, ref: str) -> Path:
 
 __all__ = [
     "PLAN_GLOB", "PLAN_PREFIX", "PLAN_SUFFIX", "FeatureNotFoundError", "FeaturePlan", "FeaturePlanError",
-    "PlanExecution", "PlanTask", "find_plan", "find_plans", "load_plan", "parse_plan", "plan_file", "plan_of",
+    "PlanExecution", "PlanTask", "find_plan", "find_plans", "load_plan", "parse_plan", "plan_file",
 ]
