@@ -23,11 +23,7 @@ from guardkit_state.model import AutobuildState, Criterion
 from guardkit_state.store import reads
 from guardkit_state.store.legacy import whole_number
 from guardkit_state.store.turn_files import TurnStore
-
-# Criteria are read by their own module and files found by discovery.py; importing them from here
-# keeps working.
-from guardkit_state.taskfile.criteria_text import extract_criteria as extract_criteria
-from guardkit_state.taskfile.discovery import iter_task_files as iter_task_files
+from guardkit_state.taskfile.criteria_text import extract_criteria
 from guardkit_state.taskfile.discovery import task_id_from_filename
 from guardkit_state.taskfile.frontmatter import STATE_KEY, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
 from guardkit_state.yamltext.yaml_writer import read_settled, recall, remember, unchanged, write_verified
@@ -393,8 +389,5 @@ def _str_or_none(value: Any) -> str | None:
 
 __all__ = [
     "TaskFile",
-    "extract_criteria",
-    "iter_task_files",
     "read_task_settled",
-    "task_id_from_filename",
 ]
