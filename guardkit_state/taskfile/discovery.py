@@ -72,12 +72,11 @@ class _Listing:
 
     def named(self, task_id: str) -> list[str]:
         """The paths of the files named for ``task_id`` (``<id>.md``, ``<id>-<slug>.md``), in walk order."""
-        exact, prefix = f"{task_id}.md", f"{task_id}-"
         found = []
         for name, position in self.by_name[bisect.bisect_left(self.by_name, (task_id,)):]:
             if not name.startswith(task_id):
                 break
-            if name == exact or name.startswith(prefix):
+            if named_for(name, task_id):
                 found.append(position)
         return [self.entries[position].path for position in sorted(found)]
 
@@ -121,9 +120,8 @@ def ids_in_other_case(root: Path | str, task_id: str) -> list[str]:
     """The ids of the files under ``root/tasks`` named for ``task_id`` in another case
     (``task-cr-007`` -> ``TASK-CR-007``), as their names spell them; sorted."""
     folded = task_id.casefold()
-    exact, prefix = f"{folded}.md", f"{folded}-"
     found = {entry.name[:len(task_id)] for entry in _listing(Path(root)).entries
-             if (name := entry.name.casefold()) == exact or name.startswith(prefix)}
+             if named_for(entry.name.casefold(), folded)}
     return sorted(found - {task_id})
 
 
