@@ -30,8 +30,8 @@ from guardkit_state.store import layout, safe_paths
 from guardkit_state.taskfile.plan_reads import (
     PLAN_PREFIX,
     PLAN_SUFFIX,
+    find_plans,
     mark_checked,
-    plan_files,
     read_plan,
 )
 from guardkit_state.taskfile.resolve import close_ids
@@ -306,11 +306,6 @@ def _viewed(path: Path | None, data: dict[str, Any], lines: Sequence[int | None]
 
 
 # --------------------------------------------------------------------------- finding plans
-
-
-def find_plans(repo_root: Path | str) -> list[Path]:
-    """Every ``.guardkit/features/FEAT-*.yaml`` of the checkout ``repo_root``, sorted by name."""
-    return plan_files(repo_root)
 
 
 def plan_file(repo_root: Path | str, feature_id: str) -> Path:
