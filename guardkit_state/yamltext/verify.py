@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from itertools import zip_longest
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -34,18 +35,13 @@ class Reading(Protocol):
     def data(self) -> Any: ...
 
 
-def _pieces(reading: Any) -> tuple[str, str, str]:
-    pieces: tuple[str, str, str] = reading.pieces
-    return pieces
-
-
 R = TypeVar("R", bound=Reading)
 T = TypeVar("T")
 
 
 def verify_write(new_text: str, parse: Callable[[str], R], intent: Any, *, pieces: tuple[str, str, str],
                  old: str = "", edits: Edits | None = None, path: Path | str | None, line_offset: int = 0,
-                 aliased: bool = False, cut: Callable[[R], tuple[str, str, str]] = _pieces) -> R:
+                 aliased: bool = False, cut: Callable[[R], tuple[str, str, str]] = attrgetter("pieces")) -> R:
     """The strict reading of ``new_text`` once it is shown to be exactly what was meant.
 
     Args:
