@@ -36,7 +36,6 @@ class Reading(Protocol):
 
 
 R = TypeVar("R", bound=Reading)
-T = TypeVar("T")
 
 
 def verify_write(new_text: str, parse: Callable[[str], R], intent: Any, *, pieces: tuple[str, str, str],
@@ -56,7 +55,11 @@ def verify_write(new_text: str, parse: Callable[[str], R], intent: Any, *, piece
     Raises:
         WriteVerificationError: the new text does not parse, or differs from the intent.
     """
-    new = read_back(new_text, parse, path)
+    try:
+        new = parse(new_text)
+    except GuardkitStateError as exc:  # our own edit broke it: nothing is written
+        raise WriteVerificationError(f"the new text does not parse ({exc.message}); nothing was written",
+                                     path=path, line=exc.line) from exc
     head, yaml_text, tail = cut(new)
     if tail != pieces[2]:
         raise WriteVerificationError("the update would change the markdown body after the closing '---'; "
@@ -124,16 +127,3 @@ def check_edits(old: str, new: str, edits: Edits, path: Path | str | None, line_
     if problem is not None:
         raise WriteVerificationError(f"the splice would change {problem}; nothing was written", path=path,
                                      line=line_of(old, at, line_offset))
-
-
-def read_back(new_text: str, parse: Callable[[str], T], path: Path | str | None) -> T:
-    """``parse(new_text)``: the strict reading of a text about to be written.
-
-    Raises:
-        WriteVerificationError: the text does not parse (our own edit broke it: nothing is written).
-    """
-    try:
-        return parse(new_text)
-    except GuardkitStateError as exc:
-        raise WriteVerificationError(f"the new text does not parse ({exc.message}); nothing was written",
-                                     path=path, line=exc.line) from exc
