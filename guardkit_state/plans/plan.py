@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import (
     FeatureNotFoundError,
-    FeaturePlanError,
     ParseError,
     SchemaError,
     TaskNotFoundError,
@@ -350,6 +349,6 @@ def find_plan(repo_root: Path | str, ref: str) -> Path:
 
 
 __all__ = [
-    "PLAN_GLOB", "PLAN_PREFIX", "PLAN_SUFFIX", "FeatureNotFoundError", "FeaturePlan", "FeaturePlanError",
+    "PLAN_GLOB", "PLAN_PREFIX", "PLAN_SUFFIX", "FeatureNotFoundError", "FeaturePlan",
     "PlanExecution", "PlanTask", "find_plan", "find_plans", "load_plan", "parse_plan", "plan_file",
 ]
