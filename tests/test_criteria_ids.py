@@ -13,7 +13,7 @@ import pytest
 
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.model import text_hash
-from guardkit_state.taskfile.document import extract_criteria
+from guardkit_state.taskfile.criteria_text import extract_criteria
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
 
 from .guardkit_fixtures import HEADING_BODY, LABELLED_BODY, cli, cli_json, make_repo, snapshot, task_text

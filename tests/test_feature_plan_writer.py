@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.errors import (
+    FeaturePlanError,
     LockedError,
     SchemaError,
     TaskNotFoundError,
     WriteVerificationError,
 )
-from guardkit_state.plans.plan import FeaturePlan, FeaturePlanError, load_plan, parse_plan
+from guardkit_state.plans.plan import FeaturePlan, load_plan, parse_plan
 from guardkit_state.plans.plan_splice import PlanUpdate, apply_plan_update, splice_plan
 from guardkit_state.plans.plan_writer import modify_plan, plan_lock, plan_lock_file, update_plan
 from guardkit_state.yamltext.strict_yaml import parse_yaml

@@ -18,12 +18,9 @@ from guardkit_state.errors import (
     TaskNotFoundError,
 )
 from guardkit_state.model import Criterion
-from guardkit_state.taskfile.document import (
-    TaskFile,
-    extract_criteria,
-    iter_task_files,
-    task_id_from_filename,
-)
+from guardkit_state.taskfile.criteria_text import extract_criteria
+from guardkit_state.taskfile.discovery import iter_task_files, task_id_from_filename
+from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
 from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.taskfile.splice import StateUpdate

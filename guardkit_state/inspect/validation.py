@@ -409,7 +409,7 @@ def _check_stamps(parsed: Any, result: FileResult) -> None:
     refuse at load (a home off its list, a toolchain stamp naming no test) is a warning."""
     data = parsed.data
     found: list[tuple[PathParts, Stamp | None]] = [
-        (("verifier",), read_stamp(data.get("verifier"), data.get("test_ref"), data.get("test_paths")))]
+        (("verifier",), read_stamp(data.get("verifier"), data.get("test_ref")))]
     listed = data.get("acceptance_criteria")
     for index, item in enumerate(listed if isinstance(listed, list) else []):
         if isinstance(item, dict) and "verifier" in item:

@@ -39,9 +39,7 @@ def stops_on_failure(plan: FeaturePlan, task_id: str, flag: bool | None) -> bool
 def skipped_by(failed: Iterable[str], plan: FeaturePlan) -> dict[str, str]:
     """The tasks that cannot run because a task of ``failed`` did not end approved: each dependent
     (directly or through others), with the failed task it waits on; in plan order."""
-    blocked = dict.fromkeys(failed, "")
-    for root in list(blocked):
-        blocked[root] = root
+    blocked = {root: root for root in failed}  # each failed task blocks by itself
     changed = True
     while changed:  # a dependent's dependents too, whatever order the plan lists them in
         changed = False

@@ -36,32 +36,16 @@ class Stamp:
 
     verifier: str
     test_ref: str | None = None
-    test_paths: tuple[str, ...] = ()
-
-    def describe(self) -> str:
-        text = self.verifier
-        if self.test_ref:
-            text += f" ({self.test_ref})"
-        return text
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"verifier": self.verifier}
-        if self.test_ref:
-            data["test_ref"] = self.test_ref
-        if self.test_paths:
-            data["test_paths"] = list(self.test_paths)
-        return data
 
 
-def read_stamp(value: Any, test_ref: Any = None, test_paths: Any = None) -> Stamp | None:
-    """A stamp as GuardKit writes one: a bare home, or a mapping with ``verifier`` (``test_ref`` and
-    ``test_paths`` beside it, or given for a task's frontmatter keys); None when there is none."""
+def read_stamp(value: Any, test_ref: Any = None) -> Stamp | None:
+    """A stamp as GuardKit writes one: a bare home, or a mapping with ``verifier`` (``test_ref``
+    beside it, or given for a task's frontmatter keys); None when there is none."""
     if isinstance(value, Mapping):
-        value, test_ref, test_paths = value.get("verifier"), value.get("test_ref"), value.get("test_paths")
+        value, test_ref = value.get("verifier"), value.get("test_ref")
     if not isinstance(value, str) or not value.strip():
         return None
-    paths = tuple(str(p) for p in test_paths) if isinstance(test_paths, list) else ()
-    return Stamp(value.strip(), test_ref.strip() if isinstance(test_ref, str) and test_ref.strip() else None, paths)
+    return Stamp(value.strip(), test_ref.strip() if isinstance(test_ref, str) and test_ref.strip() else None)
 
 
 def stamp_problem(stamp: Stamp) -> str | None:

@@ -14,13 +14,13 @@ mappings, which they keep: keys this package does not know (``smoke_gates``,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import (
     FeatureNotFoundError,
-    FeaturePlanError,
     ParseError,
     SchemaError,
     TaskNotFoundError,
@@ -29,9 +29,8 @@ from guardkit_state.store import layout, safe_paths
 from guardkit_state.taskfile.plan_reads import (
     PLAN_PREFIX,
     PLAN_SUFFIX,
-    PlanRead,
+    find_plans,
     mark_checked,
-    plan_files,
     read_plan,
 )
 from guardkit_state.taskfile.resolve import close_ids
@@ -91,10 +90,6 @@ class PlanTask:
         return _text(self.raw.get("status"))
 
     @property
-    def complexity(self) -> int | None:
-        return _whole(self.raw.get("complexity"))
-
-    @property
     def result(self) -> dict[str, Any] | str | None:
         """GuardKit's outcome mapping (``total_turns``, ``final_decision``, ``error`` ...); older
         plans wrote a word (``passed``)."""
@@ -117,10 +112,6 @@ class PlanTask:
     @property
     def turns_completed(self) -> int | None:
         return _whole(self.raw.get("turns_completed"))
-
-    @property
-    def current_turn(self) -> int | None:
-        return _whole(self.raw.get("current_turn"))
 
     @property
     def started_at(self) -> str | None:
@@ -163,10 +154,6 @@ class PlanExecution:
     @property
     def started_at(self) -> str | None:
         return _text(self.raw.get("started_at"))
-
-    @property
-    def completed_at(self) -> str | None:
-        return _text(self.raw.get("completed_at"))
 
     @property
     def last_updated(self) -> str | None:
@@ -275,32 +262,20 @@ def parse_plan(text: str, *, path: Path | str | None = None, parsed: ParsedYaml 
     if check:
         check_plan_data(data, node=parsed.node, path=path)
     assert isinstance(data, dict)  # the schema requires an object
-    tasks = [PlanTask(entry["id"], index, entry, node_line(parsed.node, ("tasks", index)))
-             for index, entry in enumerate(data["tasks"])]
-    execution = data.get("execution")
-    feature_id = data["id"]
-    return FeaturePlan(path, feature_id, data, tasks,
-                       PlanExecution(execution) if isinstance(execution, dict) else None, text, parsed)
+    lines = [node_line(parsed.node, ("tasks", index)) for index in range(len(data["tasks"]))]
+    return _viewed(path, data, lines, text, parsed)
 
 
 def load_plan(path: Path | str) -> FeaturePlan:
     """Read and check the plan file ``path`` (capped read, strict UTF-8), parsed once per change of
-    the file (:mod:`guardkit_state.taskfile.plan_reads`).
+    the file (:mod:`guardkit_state.taskfile.plan_reads`), checked as :func:`parse_plan` checks a
+    text (the schema once per change of the file).
 
     Raises:
         FileTooLargeError, NotRegularFileError, ParseError, DuplicateKeyError, SchemaError,
         GuardkitStateError (the file cannot be read).
     """
-    return plan_of(read_plan(Path(path)))
-
-
-def plan_of(read: PlanRead) -> FeaturePlan:
-    """The plan ``read`` holds, checked as :func:`parse_plan` checks a text (the schema once per
-    change of the file).
-
-    Raises:
-        ParseError, DuplicateKeyError, SchemaError: as :func:`parse_plan`.
-    """
+    read = read_plan(Path(path))
     if read.error is not None:
         raise read.error
     if read.duplicates:
@@ -316,21 +291,20 @@ def plan_of(read: PlanRead) -> FeaturePlan:
             raise
         mark_checked(read)
     assert isinstance(data, dict) and read.text is not None  # the schema requires an object
-    lines = read.lines
+    return _viewed(read.path, data, read.lines, read.text, read.strict() if read.parsed_here else None)
+
+
+def _viewed(path: Path | None, data: dict[str, Any], lines: Sequence[int | None], text: str,
+            parsed: ParsedYaml | None) -> FeaturePlan:
+    """The views over a checked plan's ``data`` (``lines``: each ``tasks`` entry's file line)."""
     tasks = [PlanTask(entry["id"], index, entry, lines[index] if index < len(lines) else None)
              for index, entry in enumerate(data["tasks"])]
     execution = data.get("execution")
-    return FeaturePlan(read.path, data["id"], data, tasks,
-                       PlanExecution(execution) if isinstance(execution, dict) else None, read.text,
-                       read.strict() if read.parsed_here else None)
+    return FeaturePlan(path, data["id"], data, tasks,
+                       PlanExecution(execution) if isinstance(execution, dict) else None, text, parsed)
 
 
 # --------------------------------------------------------------------------- finding plans
-
-
-def find_plans(repo_root: Path | str) -> list[Path]:
-    """Every ``.guardkit/features/FEAT-*.yaml`` of the checkout ``repo_root``, sorted by name."""
-    return plan_files(repo_root)
 
 
 def plan_file(repo_root: Path | str, feature_id: str) -> Path:
@@ -375,6 +349,6 @@ def find_plan(repo_root: Path | str, ref: str) -> Path:
 
 
 __all__ = [
-    "PLAN_GLOB", "PLAN_PREFIX", "PLAN_SUFFIX", "FeatureNotFoundError", "FeaturePlan", "FeaturePlanError",
-    "PlanExecution", "PlanTask", "find_plan", "find_plans", "load_plan", "parse_plan", "plan_file", "plan_of",
+    "PLAN_GLOB", "PLAN_PREFIX", "PLAN_SUFFIX", "FeatureNotFoundError", "FeaturePlan",
+    "PlanExecution", "PlanTask", "find_plan", "find_plans", "load_plan", "parse_plan", "plan_file",
 ]

@@ -120,7 +120,7 @@ def read_smoke_gate(plan: FeaturePlan) -> SmokeGate | None:
     if not isinstance(command, str) or not command.strip():
         raise _bad(plan, ".command", "a shell command", command)
     return SmokeGate(_after_waves(plan, raw.get("after_wave")), command,
-                     _whole(plan, raw, "expected_exit", DEFAULT_EXPECTED_EXIT),
+                     _expected_exit(plan, raw.get("expected_exit")),
                      _seconds(plan, raw.get("timeout")), raw.get("exit5_is_hard_fail") is True)
 
 
@@ -133,12 +133,11 @@ def _after_waves(plan: FeaturePlan, value: Any) -> frozenset[int] | None:
     return frozenset(values)
 
 
-def _whole(plan: FeaturePlan, raw: dict[str, Any], key: str, default: int) -> int:
-    value = raw.get(key, default)
+def _expected_exit(plan: FeaturePlan, value: Any) -> int:
     if value is None:
-        return default
+        return DEFAULT_EXPECTED_EXIT
     if not isinstance(value, int) or isinstance(value, bool):
-        raise _bad(plan, f".{key}", "a whole number", value)
+        raise _bad(plan, ".expected_exit", "a whole number", value)
     return value
 
 

@@ -113,32 +113,23 @@ def _numbered(items: list[tuple[str | None, str, bool]]) -> list[Criterion]:
 
 
 def _criteria_section(body: str) -> list[str]:
-    """The lines of the first acceptance-criteria section (level 2 preferred, else level 3)."""
-    lines = body.splitlines()
+    """The lines of the first acceptance-criteria section (level 2 preferred, else level 3), with
+    its fenced code blocked out (:func:`_without_fences`)."""
+    lines = _without_fences(body.splitlines())
     for wanted in ("##", "###"):
-        in_fence = False
         for index, line in enumerate(lines):
-            if _FENCE.match(line):
-                in_fence = not in_fence
-                continue
-            heading = None if in_fence else _AC_HEADING.match(line)
+            heading = _AC_HEADING.match(line)
             if heading and heading.group(1) == wanted:
                 return _until_next_heading(lines, index + 1, len(wanted))
     return []
 
 
 def _until_next_heading(lines: list[str], start: int, level: int) -> list[str]:
-    out: list[str] = []
-    in_fence = False
-    for line in lines[start:]:
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        elif not in_fence:
-            heading = _ANY_HEADING.match(line)
-            if heading and len(heading.group(1)) <= level:
-                break
-        out.append(line)
-    return out
+    for end in range(start, len(lines)):
+        heading = _ANY_HEADING.match(lines[end])
+        if heading and len(heading.group(1)) <= level:
+            return lines[start:end]
+    return lines[start:]
 
 
 def _without_fences(lines: list[str]) -> list[str]:
@@ -153,13 +144,12 @@ def _without_fences(lines: list[str]) -> list[str]:
     return out
 
 
-def _section_items(section: list[str]) -> list[_Item]:
+def _section_items(lines: list[str]) -> list[_Item]:
     """The section's criteria in order: ``### AC-...`` headings, then the items outside them.
 
     The lines under an ``AC-...`` heading (up to the next heading) describe that criterion: its
     bullets are details, not criteria of their own.
     """
-    lines = _without_fences(section)
     headings: list[_Item] = []
     rest = list(lines)
     index = 0

@@ -25,7 +25,6 @@ import bisect
 import logging
 import os
 import re
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -69,16 +68,15 @@ class _Listing:
     by_name: tuple[tuple[str, int], ...] = ()
     #: Every folder walked, with its signature taken before it was listed; empty when this
     #: listing may not be reused (see :func:`_listing`).
-    folders: tuple[tuple[str, tuple[int, int, int, int]], ...] = ()
+    folders: tuple[tuple[str, list[int]], ...] = ()
 
     def named(self, task_id: str) -> list[str]:
         """The paths of the files named for ``task_id`` (``<id>.md``, ``<id>-<slug>.md``), in walk order."""
-        exact, prefix = f"{task_id}.md", f"{task_id}-"
         found = []
         for name, position in self.by_name[bisect.bisect_left(self.by_name, (task_id,)):]:
             if not name.startswith(task_id):
                 break
-            if name == exact or name.startswith(prefix):
+            if named_for(name, task_id):
                 found.append(position)
         return [self.entries[position].path for position in sorted(found)]
 
@@ -99,18 +97,17 @@ def _listing(root: Path) -> _Listing:
     def walk() -> _Listing:
         key = os.fspath(root)
         last = _LAST.get(key)
-        if last is not None and last.folders and all(_folder_signature(f) == sig for f, sig in last.folders):
+        if last is not None and last.folders and all(stat_cache.signature_of(f) == sig for f, sig in last.folders):
             return last
         special: list[Path] = []
-        folders: list[tuple[str, tuple[int, int, int, int]]] = []
+        folders: list[tuple[str, list[int]]] = []
         kept = task_cache(root, LISTING_CACHE)
         entries = tuple(walk_markdown(root, root / TASKS_DIR, special, folders, kept=kept))
         if kept is not None:  # the folders since removed go
             prefix = len(os.fspath(root)) + 1
             kept.retain(folder[prefix:] for folder, _ in folders)
         by_name = tuple(sorted((entry.name, position) for position, entry in enumerate(entries)))
-        settled = time.time_ns() - stat_cache.RACY_NS
-        reusable = not special and all(sig[0] < settled and sig[1] < settled for _, sig in folders) \
+        reusable = not special and all(stat_cache.settled(sig) for _, sig in folders) \
             and not any(entry.is_symlink() for entry in entries)
         listing = _Listing(entries, tuple(special), by_name, tuple(folders) if reusable else ())
         _LAST[key] = listing
@@ -119,21 +116,12 @@ def _listing(root: Path) -> _Listing:
     return scoped(("tasks", os.fspath(root)), walk)
 
 
-def _folder_signature(folder: str) -> tuple[int, int, int, int] | None:
-    try:
-        info = os.stat(folder)
-    except OSError:
-        return None
-    return info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_size
-
-
 def ids_in_other_case(root: Path | str, task_id: str) -> list[str]:
     """The ids of the files under ``root/tasks`` named for ``task_id`` in another case
     (``task-cr-007`` -> ``TASK-CR-007``), as their names spell them; sorted."""
     folded = task_id.casefold()
-    exact, prefix = f"{folded}.md", f"{folded}-"
     found = {entry.name[:len(task_id)] for entry in _listing(Path(root)).entries
-             if (name := entry.name.casefold()) == exact or name.startswith(prefix)}
+             if named_for(entry.name.casefold(), folded)}
     return sorted(found - {task_id})
 
 
@@ -171,13 +159,14 @@ class KeptEntry(NamedTuple):
 
 
 def walk_markdown(root: Path | str, top: Path | str, special: list[Path] | None = None,
-                  walked: list[tuple[str, tuple[int, int, int, int]]] | None = None, *,
+                  walked: list[tuple[str, list[int]]] | None = None, *,
                   kept: StatCache | None = None) -> Iterator[TaskEntry]:
     """Every readable ``*.md`` file below ``top`` (inside checkout ``root``), by the rules above.
 
     Yields scandir entries (no Path objects: a walk of 10,000 files costs ~0.1 s less this way).
     A FIFO, socket or device is added to ``special`` when given, so a caller can name it; each
-    folder listed to ``walked``, with its signature taken just before (mtime, ctime, inode, size).
+    folder listed to ``walked``, with its signature taken just before
+    (:func:`~guardkit_state.store.stat_cache.signature`).
 
     ``kept``: a cache of what each folder held (``.guardkit/cache/listing.json``), used for a folder
     while its signature is the one it was listed at (a file added, removed or renamed in it changes
@@ -188,10 +177,9 @@ def walk_markdown(root: Path | str, top: Path | str, special: list[Path] | None 
     stack = [str(top)]
     while stack:
         folder = stack.pop()
-        info = _stat(folder) if walked is not None or kept is not None else None
-        if info is not None and walked is not None:
-            walked.append((folder, (info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_size)))
-        sig = stat_cache.signature(info) if info is not None and kept is not None else None
+        sig = stat_cache.signature_of(folder) if walked is not None or kept is not None else None
+        if sig is not None and walked is not None:
+            walked.append((folder, sig))
         known = kept.entry(folder[base:], sig) if kept is not None and sig is not None else None
         if known is not None and "md" in known and "dirs" in known:
             for name in known["md"]:
@@ -215,13 +203,6 @@ def walk_markdown(root: Path | str, top: Path | str, special: list[Path] | None 
             kept.put(folder[base:], sig, "md", files)
             kept.put(folder[base:], sig, "dirs", [entry.name for entry in folders])
         stack.extend(entry.path for entry in reversed(folders))
-
-
-def _stat(folder: str) -> os.stat_result | None:
-    try:
-        return os.stat(folder)
-    except OSError:
-        return None
 
 
 def _readable(root: Path | str, entry: os.DirEntry[str], special: list[Path] | None) -> bool:

@@ -23,11 +23,7 @@ from guardkit_state.model import AutobuildState, Criterion
 from guardkit_state.store import reads
 from guardkit_state.store.legacy import whole_number
 from guardkit_state.store.turn_files import TurnStore
-
-# Criteria are read by their own module and files found by discovery.py; importing them from here
-# keeps working.
-from guardkit_state.taskfile.criteria_text import extract_criteria as extract_criteria
-from guardkit_state.taskfile.discovery import iter_task_files as iter_task_files
+from guardkit_state.taskfile.criteria_text import extract_criteria
 from guardkit_state.taskfile.discovery import task_id_from_filename
 from guardkit_state.taskfile.frontmatter import STATE_KEY, FrontmatterSplit, ParsedFrontmatter, parse_frontmatter
 from guardkit_state.yamltext.yaml_writer import read_settled, recall, remember, unchanged, write_verified
@@ -153,18 +149,14 @@ class TaskFile:
     def has_frontmatter(self) -> bool:
         return self.split.has_frontmatter
 
-    def unchanged(self) -> bool:
-        """True when the file is still the one this text was read from, a settle pause or more after
-        the read (an editor saving it in place at the read would have changed it by then)."""
-        return unchanged(self.path, self._identity, self._read_at)
-
     def confirmed(self, store: TurnStore) -> TaskFile:
-        """This object when the file is still the one read, a settle pause later, and reads whole
-        (:meth:`looks_half_saved`); else the file read again, settled (:func:`read_task_settled`).
+        """This object when the file is still the one read, a settle pause later (an editor saving it
+        in place at the read would have changed it by then), and reads whole (:meth:`looks_half_saved`);
+        else the file read again, settled (:func:`read_task_settled`).
 
         A file seen changed is remembered as contended: see :meth:`apply`.
         """
-        if self.unchanged() and not self.looks_half_saved(store):
+        if unchanged(self.path, self._identity, self._read_at) and not self.looks_half_saved(store):
             return self
         task = read_task_settled(self.path, store)
         if task._raw != self._raw:
@@ -353,7 +345,7 @@ def read_task_settled(path: Path, store: TurnStore | None = None, *, confirm: bo
     after each settle pause (under a second in all). A file that stays unparsable is what it is (a
     busy-file error where its bytes kept changing); one that stays behind the store is returned (a
     turn a stale save really dropped is then rolled forward). ``confirm=False`` takes the first whole
-    reading without waiting for the settle pause: the caller confirms it later (:meth:`TaskFile.unchanged`).
+    reading without waiting for the settle pause: the caller confirms it later (:meth:`TaskFile.confirmed`).
     """
     def whole(task: TaskFile) -> bool:
         return store is None or not task.looks_half_saved(store)
@@ -397,8 +389,5 @@ def _str_or_none(value: Any) -> str | None:
 
 __all__ = [
     "TaskFile",
-    "extract_criteria",
-    "iter_task_files",
     "read_task_settled",
-    "task_id_from_filename",
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from guardkit_state.errors import DuplicateKeyError, FrontmatterError, SchemaError
+from guardkit_state.errors import FrontmatterError, SchemaError
 from guardkit_state.model import LEGACY_STATE_KEY as LEGACY_STATE_KEY  # the state block's keys
 from guardkit_state.model import STATE_KEY as STATE_KEY
 from guardkit_state.model import STATE_KEYS as STATE_KEYS
@@ -221,9 +221,7 @@ def parse_frontmatter(text: str, *, path: Path | str | None = None, keep_last: b
         from guardkit_state.yamltext.strict_yaml import parse_yaml
 
         parsed = parse_yaml(split.yaml_text, path=path, line_offset=split.line_offset, keep_last=keep_last)
-    except DuplicateKeyError:
-        raise
-    except FrontmatterError as exc:
+    except FrontmatterError as exc:  # (a DuplicateKeyError is no FrontmatterError: it passes as it is)
         raise _with_closing_hint(exc, split) from exc
     if parsed.data is None:
         return ParsedFrontmatter({}, split, parsed.node)

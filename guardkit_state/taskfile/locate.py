@@ -164,7 +164,7 @@ def _feature_copy(root: Path, home: Path, found: Resolution) -> TaskLocation | N
     features = features_of_task(root, found.task_id)
     if not features:
         return None  # the common case: no git call at all
-    if not _existing_branches(root, tuple(branch_for(feature) for feature in features)):
+    if not autobuild_branches_at(root) & {branch_for(feature) for feature in features}:
         return None  # no feature branch here (GuardKit's own runs leave none): one git call
     repo = repository_at(root)
     if repo is None:
@@ -194,12 +194,6 @@ def repository_at(root: Path) -> GitRepo | None:
     """The git repository of the checkout ``root`` (None without one), discovered once per
     :func:`~guardkit_state.taskfile.read_scope.listing_scope`."""
     return scoped(("git", os.fspath(root)), partial(GitRepo.discover, root))
-
-
-def _existing_branches(root: Path, branches: tuple[str, ...]) -> frozenset[str]:
-    """Which of ``branches`` exist in the repository at ``root`` (the ``autobuild/`` branches listed
-    once per listing scope; none outside git)."""
-    return autobuild_branches_at(root) & frozenset(branches)
 
 
 def autobuild_branches_at(root: Path) -> frozenset[str]:

@@ -189,7 +189,7 @@ def _cache_of(path: Path) -> tuple[StatCache | None, str | None]:
     return StatCache.of(root, CACHE_NAME, CACHE_VERSION), f"{layout.FEATURES_DIR.as_posix()}/{path.name}"
 
 
-def plan_files(checkout: Path | str) -> list[Path]:
+def find_plans(checkout: Path | str) -> list[Path]:
     """Every ``.guardkit/features/FEAT-*.yaml`` of ``checkout`` (regular files), sorted by name."""
     directory = layout.features_dir(checkout)
     try:
@@ -204,7 +204,7 @@ def plan_files(checkout: Path | str) -> list[Path]:
 def read_plans(checkout: Path | str) -> tuple[PlanRead, ...]:
     """Every plan of ``checkout``, by file name; one that cannot be read is left out (a broken
     plan must not stop a task from being found: ``validate`` and ``show FEAT-X`` name it)."""
-    paths = plan_files(checkout)
+    paths = find_plans(checkout)
     found = []
     for path in paths:
         try:
@@ -217,5 +217,5 @@ def read_plans(checkout: Path | str) -> tuple[PlanRead, ...]:
     return tuple(found)
 
 
-__all__ = ["CACHE_NAME", "PLAN_PREFIX", "PLAN_SUFFIX", "PlanListing", "PlanRead", "mark_checked",
-           "plan_files", "read_plan", "read_plans"]
+__all__ = ["CACHE_NAME", "PLAN_PREFIX", "PLAN_SUFFIX", "PlanListing", "PlanRead", "find_plans", "mark_checked",
+           "read_plan", "read_plans"]

@@ -163,12 +163,7 @@ def holds_state(path: Path, checkout: Path | None = None) -> bool:
     """
     if checkout is None:
         return _holds_state(path)
-    try:
-        key = relative_key(path, checkout)
-    except ValueError:
-        return _holds_state(path)
-    return remembered(path, checkout, "state", partial(_holds_state, path), key=key, cheap=True)
-
+    return remembered(path, checkout, "state", partial(_holds_state, path), cheap=True)
 
 
 def _holds_state(path: Path) -> bool:

@@ -39,6 +39,7 @@ from guardkit_state.yamltext.positions import (
     entries_of,
     last_block_scalar,
     line_start,
+    skip_blanks,
     top_level_entries,
 )
 from guardkit_state.yamltext.render import (
@@ -48,6 +49,7 @@ from guardkit_state.yamltext.render import (
     render_yaml,
     same,
 )
+from guardkit_state.yamltext.strict_yaml import walk_nodes
 
 _INLINE_STYLES = (None, "", "'", '"')  # "" is plain for the C loader, None for the Python one
 #: YAML's document-end line: text added after it would start a second document.
@@ -60,24 +62,16 @@ _FLOW_SAFE = re.compile(r"[A-Za-z0-9_.\-/']+\Z")
 Path_ = tuple[Any, ...]  # the keys and indexes that lead to a value
 
 
-class Refusal(Exception):
+class Refusal(LayoutError):
     """A change the text's layout cannot take without losing bytes; ``at`` is the offset it is about.
 
     Each writer raises it as its own typed error (``FrontmatterError``, ``FeaturePlanError``).
     """
 
-    def __init__(self, message: str, at: int) -> None:
-        super().__init__(message)
-        self.at = at
 
-
-class _Wide(Exception):
+class _Wide(LayoutError):
     """A value cannot be edited in place (or, raised by a rewrite or for a ``narrow`` path, not at
     all): the value that catches it is rewritten whole instead, with this as the reason."""
-
-    def __init__(self, message: str, at: int) -> None:
-        super().__init__(message)
-        self.at = at
 
 
 @dataclass(frozen=True)
@@ -373,7 +367,7 @@ def _replacement(fm: str, entry: Entry, value: Any, nl: str) -> tuple[int, int, 
             start = node.start_mark.index + len(anchor)
             if start >= node.end_mark.index:  # an empty value: ``key:`` or ``key: &a``
                 return start, start, " " + scalar
-            return _skip_blanks(fm, start), node.end_mark.index, scalar
+            return skip_blanks(fm, start), node.end_mark.index, scalar
     return entry.start, entry.end, render_value(value, entry.key_text(fm), anchor, entry.indent, nl,
                                                 _comment_after(fm, entry))
 
@@ -388,7 +382,7 @@ def _comment_after(fm: str, entry: Entry) -> str:
     if isinstance(node, yaml.ScalarNode) or getattr(node, "flow_style", False):
         after = min(node.end_mark.index, entry.line_end)
     else:  # a block collection starts on the next line; only an anchor may sit on the key's line
-        after = _skip_blanks(fm, entry.colon + 1) + len(entry.anchor(fm))
+        after = skip_blanks(fm, entry.colon + 1) + len(entry.anchor(fm))
     tail = fm[after : entry.line_end].rstrip("\r\n")
     body = tail.lstrip(" \t")
     if not body.startswith("#"):
@@ -403,23 +397,13 @@ def comments_in(fm: str, entry: Entry, lo: int, hi: int) -> list[tuple[int, str]
     block scalar's header line is outside it: a comment may follow ``|``).
     """
     spans: list[tuple[int, int]] = [(entry.key_pos, max(entry.key_pos, entry.colon))]
-    stack: list[yaml.Node] = [entry.value] if entry.value is not None else []
-    seen: set[int] = set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in walk_nodes(entry.value) if entry.value is not None else ():
         if isinstance(node, yaml.ScalarNode):
             start = node.start_mark.index
             if node.style in ("|", ">"):
                 newline = fm.find("\n", start, node.end_mark.index)
                 start = node.end_mark.index if newline < 0 else newline + 1
             spans.append((start, node.end_mark.index))
-        elif isinstance(node, yaml.MappingNode):
-            stack.extend(part for pair in node.value for part in pair)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
     found: list[tuple[int, str]] = []
     pos = fm.find("#", lo, hi)
     while pos >= 0:
@@ -438,9 +422,3 @@ def _item_start(text: str, item: yaml.Node) -> int:
         back -= 1
     at = back if back >= 0 and text[back] == "-" else pos
     return text.rfind("\n", 0, at) + 1
-
-
-def _skip_blanks(fm: str, pos: int) -> int:
-    while fm[pos : pos + 1] in (" ", "\t"):
-        pos += 1
-    return pos

@@ -20,7 +20,8 @@ _STR_TAG = "tag:yaml.org,2002:str"
 
 
 class LayoutError(Exception):
-    """A mapping whose keys cannot each be given a line of their own (an alias used as a key ...)."""
+    """A layout that cannot take what is asked of it: here, a mapping whose keys cannot each be given
+    a line of their own (an alias used as a key ...)."""
 
     def __init__(self, message: str, at: int = 0) -> None:
         super().__init__(message)
@@ -95,9 +96,7 @@ class Entry:
         pos = self.value.start_mark.index
         anchor = self.anchor(fm)
         if anchor:
-            pos += len(anchor)
-            while fm[pos : pos + 1] in (" ", "\t"):
-                pos += 1
+            pos = skip_blanks(fm, pos + len(anchor))
         return fm[pos : pos + 1] == "!"
 
 
@@ -174,9 +173,15 @@ def by_key(entries: list[Entry]) -> dict[str, Entry]:
 
 def _colon_after(fm: str, pos: int) -> int:
     """Offset of the ``:`` following a key that ends at ``pos`` on the same line, else -1."""
+    pos = skip_blanks(fm, pos)
+    return pos if fm[pos : pos + 1] == ":" else -1
+
+
+def skip_blanks(fm: str, pos: int) -> int:
+    """The first offset from ``pos`` on that is no space or tab."""
     while fm[pos : pos + 1] in (" ", "\t"):
         pos += 1
-    return pos if fm[pos : pos + 1] == ":" else -1
+    return pos
 
 
 def _line_end_at(fm: str, pos: int, stop: int) -> int:

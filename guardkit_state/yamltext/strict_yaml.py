@@ -10,6 +10,7 @@ numbering when the YAML is a fragment of a larger file, as frontmatter is).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -38,7 +39,9 @@ class StrictLoader(_BaseLoader):  # type: ignore[misc]
     }
 
     #: Set by :func:`parse_yaml` with ``keep_last``: duplicate keys are listed here, not refused.
-    duplicates: list[_DuplicateKey] | None = None
+    duplicates: list[DuplicateKey] | None = None
+    #: Set by :func:`parse_yaml`: added to the lines of the keys found repeated.
+    line_offset = 0
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
@@ -52,22 +55,18 @@ class StrictLoader(_BaseLoader):  # type: ignore[misc]
                 raise yaml.constructor.ConstructorError(
                     None, None, "found an unhashable mapping key", key_node.start_mark
                 ) from None
-            line = key_node.start_mark.line + 1
+            line = key_node.start_mark.line + 1 + self.line_offset
             if key in seen:
                 if self.duplicates is None:
-                    raise _DuplicateKey(key, seen[key], line)
-                self.duplicates.append(_DuplicateKey(key, seen[key], line))  # PyYAML keeps the last
+                    raise _DuplicateKey(DuplicateKey(key, seen[key], line))
+                self.duplicates.append(DuplicateKey(key, seen[key], line))  # PyYAML keeps the last
             else:
                 seen[key] = line
         return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
 
 class _DuplicateKey(Exception):
-    def __init__(self, key: Any, first_line: int, line: int) -> None:
-        super().__init__(key)
-        self.key = key
-        self.first_line = first_line
-        self.line = line
+    """A key a mapping repeats, refused (its :class:`DuplicateKey` is the argument)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +112,7 @@ def parse_yaml(
         ParseError: (``error_type``) invalid YAML, an object-constructing tag, or an alias bomb.
     """
     loader = StrictLoader(text)
+    loader.line_offset = line_offset
     if keep_last:
         loader.duplicates = []
     try:
@@ -123,12 +123,13 @@ def parse_yaml(
         # says whether some node is reached twice (the splice then explains an alias it changes).
         aliased = _check_alias_expansion(node, path, line_offset, error_type)
         data = _construct(loader, node, "<<" in text)
-        return ParsedYaml(data, node, aliased, _found(loader, line_offset))
-    except _DuplicateKey as dup:
+        return ParsedYaml(data, node, aliased, tuple(loader.duplicates or ()))
+    except _DuplicateKey as exc:
+        dup: DuplicateKey = exc.args[0]
         raise DuplicateKeyError(
-            f"duplicate key {dup.key!r} (first defined on line {dup.first_line + line_offset})",
+            f"duplicate key {dup.key!r} (first defined on line {dup.first_line})",
             path=path,
-            line=dup.line + line_offset,
+            line=dup.line,
             expected="each key once per mapping",
         ) from None
     except yaml.MarkedYAMLError as exc:
@@ -148,11 +149,6 @@ def parse_yaml(
         loader.dispose()
 
 
-def _found(loader: StrictLoader, line_offset: int) -> tuple[DuplicateKey, ...]:
-    return tuple(DuplicateKey(d.key, d.first_line + line_offset, d.line + line_offset)
-                 for d in loader.duplicates or ())
-
-
 def _construct(loader: Any, node: yaml.Node, may_merge: bool) -> Any:
     """Construct ``node``'s data, leaving the node tree as parsed.
 
@@ -168,7 +164,12 @@ def _construct(loader: Any, node: yaml.Node, may_merge: bool) -> Any:
 
 
 def _merging_mappings(root: yaml.Node) -> list[tuple[yaml.MappingNode, list[tuple[yaml.Node, yaml.Node]]]]:
-    found: list[tuple[yaml.MappingNode, list[tuple[yaml.Node, yaml.Node]]]] = []
+    return [(node, list(node.value)) for node in walk_nodes(root)
+            if isinstance(node, yaml.MappingNode) and any(key.tag == MERGE_TAG for key, _ in node.value)]
+
+
+def walk_nodes(root: yaml.Node) -> Iterator[yaml.Node]:
+    """Every node of the tree under ``root`` once (a node an alias reaches again is not repeated)."""
     seen: set[int] = set()
     stack = [root]
     while stack:
@@ -176,13 +177,11 @@ def _merging_mappings(root: yaml.Node) -> list[tuple[yaml.MappingNode, list[tupl
         if id(node) in seen:
             continue
         seen.add(id(node))
+        yield node
         if isinstance(node, yaml.MappingNode):
-            if any(key.tag == MERGE_TAG for key, _ in node.value):
-                found.append((node, list(node.value)))
             stack.extend(child for pair in node.value for child in pair)
         elif isinstance(node, yaml.SequenceNode):
             stack.extend(node.value)
-    return found
 
 
 def _check_alias_expansion(

@@ -13,15 +13,16 @@ enough to trust without a review.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from itertools import zip_longest
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from guardkit_state.errors import GuardkitStateError, WriteVerificationError
 from guardkit_state.yamltext.positions import Edits, line_of
+from guardkit_state.yamltext.render import same
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ABSENT = object()
@@ -34,18 +35,12 @@ class Reading(Protocol):
     def data(self) -> Any: ...
 
 
-def _pieces(reading: Any) -> tuple[str, str, str]:
-    pieces: tuple[str, str, str] = reading.pieces
-    return pieces
-
-
 R = TypeVar("R", bound=Reading)
-T = TypeVar("T")
 
 
 def verify_write(new_text: str, parse: Callable[[str], R], intent: Any, *, pieces: tuple[str, str, str],
                  old: str = "", edits: Edits | None = None, path: Path | str | None, line_offset: int = 0,
-                 aliased: bool = False, cut: Callable[[R], tuple[str, str, str]] = _pieces) -> R:
+                 aliased: bool = False, cut: Callable[[R], tuple[str, str, str]] = attrgetter("pieces")) -> R:
     """The strict reading of ``new_text`` once it is shown to be exactly what was meant.
 
     Args:
@@ -60,7 +55,11 @@ def verify_write(new_text: str, parse: Callable[[str], R], intent: Any, *, piece
     Raises:
         WriteVerificationError: the new text does not parse, or differs from the intent.
     """
-    new = read_back(new_text, parse, path)
+    try:
+        new = parse(new_text)
+    except GuardkitStateError as exc:  # our own edit broke it: nothing is written
+        raise WriteVerificationError(f"the new text does not parse ({exc.message}); nothing was written",
+                                     path=path, line=exc.line) from exc
     head, yaml_text, tail = cut(new)
     if tail != pieces[2]:
         raise WriteVerificationError("the update would change the markdown body after the closing '---'; "
@@ -100,11 +99,7 @@ def first_difference(expected: Any, actual: Any, pointer: str = "$") -> str | No
             if found is not None:
                 return found
         return None
-    if isinstance(expected, float):
-        if math.isnan(expected) or math.isnan(actual):
-            return None if math.isnan(expected) and math.isnan(actual) else pointer
-        return None if expected == actual and math.copysign(1, expected) == math.copysign(1, actual) else pointer
-    return None if expected == actual else pointer
+    return None if same(expected, actual) else pointer  # a scalar: NaN is itself, -0.0 is not 0.0
 
 
 def _child(pointer: str, key: Any) -> str:
@@ -132,16 +127,3 @@ def check_edits(old: str, new: str, edits: Edits, path: Path | str | None, line_
     if problem is not None:
         raise WriteVerificationError(f"the splice would change {problem}; nothing was written", path=path,
                                      line=line_of(old, at, line_offset))
-
-
-def read_back(new_text: str, parse: Callable[[str], T], path: Path | str | None) -> T:
-    """``parse(new_text)``: the strict reading of a text about to be written.
-
-    Raises:
-        WriteVerificationError: the text does not parse (our own edit broke it: nothing is written).
-    """
-    try:
-        return parse(new_text)
-    except GuardkitStateError as exc:
-        raise WriteVerificationError(f"the new text does not parse ({exc.message}); nothing was written",
-                                     path=path, line=exc.line) from exc

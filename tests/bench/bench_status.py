@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.taskfile.document import task_id_from_filename
+from guardkit_state.taskfile.discovery import task_id_from_filename
 
 from .common import cli_command, make_task_repo, median_ms, ratio, run_ms, task_text
 from .guardkit_repo import FEATURE_ID, GUARDKIT_FILES, TASK_ID, make_guardkit_repo, settle

@@ -61,7 +61,7 @@ def _with_id(raw: bytes, old_id: str, new_id: str) -> bytes:
 
 
 def _old_id(path: Path) -> str:
-    from guardkit_state.taskfile.document import task_id_from_filename
+    from guardkit_state.taskfile.discovery import task_id_from_filename
 
     return task_id_from_filename(path.name)
 

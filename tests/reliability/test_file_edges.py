@@ -20,7 +20,8 @@ import pytest
 
 from guardkit_state.errors import FileTooLargeError, InputError, UnsafePathError, UnwritableFileError
 from guardkit_state.store import fsio, reads
-from guardkit_state.taskfile.document import TaskFile, iter_task_files
+from guardkit_state.taskfile.discovery import iter_task_files
+from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.turns.lifecycle import record_turn
 
 TASK_ID = "TASK-EDGE-001"

@@ -261,7 +261,7 @@ def test_hostile_real_unparseable_corpus_files(corpus_dir: Path, tmp_path: Path,
         target.parent.mkdir(parents=True)
         target.write_bytes(source.read_bytes())
         task_id = TaskFile.__module__ and source.name.split("-")[0]
-        from guardkit_state.taskfile.document import task_id_from_filename
+        from guardkit_state.taskfile.discovery import task_id_from_filename
 
         task_id = task_id_from_filename(source.name)
         code, _out, err = _cli(capsys, "show", task_id, "--repo", str(root))
