@@ -67,16 +67,9 @@ class TurnLog:
                 "turns": [e.to_dict() for e in self.entries]}
 
 
-def turn_log(repo_root: str | Path, task_id: str) -> list[TurnLogEntry]:
-    """The turns of ``task_id``, oldest first: sha, decision, mode, date, criteria delta.
-
-    See :func:`read_turn_log` for the variant that also says where the turns came from.
-    """
-    return read_turn_log(repo_root, task_id).entries
-
-
 def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
-    """:func:`turn_log` with its source (``autobuild/TASK`` branch, current branch, or files) and notes.
+    """The turns of ``task_id``, oldest first (sha, decision, mode, date, criteria delta), with their
+    source (``autobuild/TASK`` branch, current branch, or files) and notes.
 
     ``task_id`` may be the path of a task file. Raises :class:`TaskNotFoundError` when the task has
     neither a file nor any recorded turn.
