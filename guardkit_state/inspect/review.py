@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.commits import turn_commits
 from guardkit_state.git.parse import TurnCommit, parse_cat_file_batch
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.model import Fields
 from guardkit_state.store.layout import STATE_DIR, artifacts_dir, branch_for, worktree_path
 from guardkit_state.store.reads import read_bytes_capped
 from guardkit_state.store.safe_paths import validate_task_id
@@ -35,7 +36,7 @@ _TURN_STATE = re.compile(r"^turn_state_turn_(\d+)\.json$")
 
 
 @dataclass(frozen=True)
-class TurnLogEntry:
+class TurnLogEntry(Fields):
     """One turn of a task as the log shows it."""
 
     turn: int
@@ -46,11 +47,6 @@ class TurnLogEntry:
     verified_count: int | None
     delta: tuple[str, ...] = ()
     subject: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["delta"] = list(self.delta)
-        return data
 
 
 @dataclass
