@@ -21,7 +21,7 @@ import logging
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -247,15 +247,14 @@ def duplicate_ids(results: list[FileResult]) -> list[DuplicateId]:
     """
     found: list[DuplicateId] = []
     groups: dict[tuple[Path, str], list[FileResult]] = {}
-    repos: dict[Path, tuple[Path, Path] | None] = {}  # folder as given -> (its repository, the folder resolved)
+    roots: dict[Path, Path | None] = {}  # folder as given -> its repository
     for result in results:
         if result.kind != TASK_KIND or not TASK_FILE_NAME.match(result.path.name):
             continue
         folder = result.path.parent
-        repo = repos[folder] if folder in repos else repos.setdefault(folder, _repo_of(folder))
-        if repo is None:
+        root = roots[folder] if folder in roots else roots.setdefault(folder, _repo_of(folder))
+        if root is None:
             continue
-        root, _ = repo
         task_id = result.task_id or declared_id(result.path) or task_id_from_filename(result.path.name)
         groups.setdefault((root, task_id), []).append(result)
     for root in {root for root, _ in groups}:
@@ -263,31 +262,23 @@ def duplicate_ids(results: list[FileResult]) -> list[DuplicateId]:
     for (root, task_id), group in groups.items():
         if len(group) < 2:
             continue
-        mine = {_relative(root, r.path): r for r in group}
+        mine = {r.path.resolve().relative_to(root).as_posix() for r in group}
         try:
             every = {p.relative_to(root).as_posix() for p in task_copies(root, task_id)}
         except GuardkitStateError:
             every = set()
-        copies = sorted(every | set(mine))
+        copies = sorted(every | mine)
         states = [Copy(rel, holds_state(root / rel, root)) for rel in copies]
         winner, reason = choose(states, functools.partial(plan_paths, root))
         found.append(DuplicateId(task_id, tuple(copies), winner.relpath, reason))
     return found
 
 
-def _repo_of(folder: Path) -> tuple[Path, Path] | None:
+def _repo_of(folder: Path) -> Path | None:
     """The repository a task file in ``folder`` belongs to (the folder holding the ``tasks/`` it is
-    under), and ``folder`` resolved; None outside one."""
+    under, ``folder`` resolved); None outside one."""
     real = folder.resolve()
-    root = next((parent.parent for parent in (real, *real.parents) if parent.name == TASKS_DIR), None)
-    return None if root is None else (root, real)
-
-
-
-
-
-def _relative(root: Path, path: Path) -> str:
-    return path.resolve().relative_to(root).as_posix()
+    return next((parent.parent for parent in (real, *real.parents) if parent.name == TASKS_DIR), None)
 
 
 def validate_file(path: Path, kind: str | None = None) -> FileResult:
@@ -307,8 +298,8 @@ def validate_file(path: Path, kind: str | None = None) -> FileResult:
 
     def check() -> dict[str, Any]:
         result = _validated(path, kind)
-        known: dict[str, Any] = {"problems": [_row(f) for f in result.problems],
-                                 "warnings": [_row(f) for f in result.warnings]}
+        known: dict[str, Any] = {"problems": [list(astuple(f)) for f in result.problems],
+                                 "warnings": [list(astuple(f)) for f in result.warnings]}
         if kind == TASK_KIND:
             known["id"] = declared_id(path) or task_id_from_filename(path.name)
         return known
@@ -317,10 +308,6 @@ def validate_file(path: Path, kind: str | None = None) -> FileResult:
                        cache=CACHE_NAME)
     return FileResult(path, kind, [Finding(*row) for row in known["problems"]],
                       [Finding(*row) for row in known["warnings"]], known.get("id"))
-
-
-def _row(finding: Finding) -> list[Any]:
-    return [finding.message, finding.line, finding.pointer]
 
 
 @functools.lru_cache(maxsize=4096)
