@@ -38,7 +38,7 @@ def build_task_report(repo: Path | str, task: str, *, running_turn: int | None =
     outcome = state.extra.get("outcome") if state is not None else None
     return TaskReport(
         task_id=read.location.task_id, title=read.task.title or "", status=read.task.status or "—",
-        path=_shown_path(read.location.task_path, Path(repo)),
+        path=shown_path(read.location.task_path, Path(repo)),
         max_turns=state.max_turns if state is not None else None,
         outcome=None if outcome is None else str(outcome), turns=views,
         criteria=matrix.rows(read.task.criteria, [t.ledger for t in read.turns]),
@@ -73,8 +73,9 @@ def _when(value: object) -> datetime | None:
         return None
 
 
-def _shown_path(path: Path, repo: Path) -> str:
-    """The task file relative to the repository (a page attached to a pull request names no home folder)."""
+def shown_path(path: Path, repo: Path) -> str:
+    """A file (the task file, the plan) relative to the repository (a page attached to a pull request
+    names no home folder)."""
     try:
         return str(path.resolve().relative_to(repo.resolve()))
     except (ValueError, OSError):

@@ -21,7 +21,7 @@ from guardkit_state.errors import GuardkitStateError
 from guardkit_state.features.standing import FeatureTally
 from guardkit_state.inspect.feature_view import FeatureTaskRow, feature_view, task_copy
 from guardkit_state.plans.merge_queue_log import QueueStep
-from guardkit_state.report.collect import build_task_report
+from guardkit_state.report.collect import build_task_report, shown_path
 from guardkit_state.report.task_report import TaskReport
 from guardkit_state.taskfile.discovery import listing_scope
 
@@ -115,7 +115,7 @@ def _feature_report(root: Path, feature: str, running: Mapping[str, int | None],
     tasks = [_task(root, task_copy(root, view, row), row, running) for row in view.tasks]
     next_step = "loops are running; this page is rewritten after every turn" if running else view.next.text
     return FeatureReport(
-        feature_id=view.feature_id, name=view.name or "", plan_path=_shown(view.plan_path, root),
+        feature_id=view.feature_id, name=view.name or "", plan_path=shown_path(view.plan_path, root),
         branch=view.branch, plan_status=view.plan_status or "—", waves=view.waves, tasks=tasks,
         next_step=next_step, notes=list(view.notes),
         generated_at=generated_at or datetime.now().astimezone().isoformat(timespec="seconds"), tally=view.tally,
@@ -146,13 +146,6 @@ def _task(root: Path, copy: str, row: FeatureTaskRow, running: Mapping[str, int 
         # The loop's event lags behind its files: that turn is recorded already, not running.
         task.running_turn = None
     return task
-
-
-def _shown(path: Path, root: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(root))
-    except (ValueError, OSError):
-        return str(path)
 
 
 __all__ = ["TASK_STATUSES", "FeatureReport", "FeatureTask", "build_feature_report"]
