@@ -48,7 +48,7 @@ from guardkit_state.turns.resume import resume_point
 
 
 @dataclass(frozen=True)
-class FeatureTaskRow:
+class FeatureTaskRow(Fields):
     """One task of the feature as its files say.
 
     ``status``: ``pending``, ``in_progress`` (started, not ended), ``approved`` (not merged yet),
@@ -73,22 +73,18 @@ class FeatureTaskRow:
     plan_status: str | None
     #: Why its task file could not be read (None when it could): a run refuses to start then.
     error: str | None = None
+    #: Which reading decided ``status`` (:mod:`guardkit_state.features.standing`): ``run``, ``plan``, ``task_file``.
+    source: str = "run"
     #: Where its loop stands inside a turn, when an interruption left one half done (the task's
     #: resume point: ``rerun_coach``, ``complete_from_reports``, ``rerun_turn``), and that step in words.
     resume_action: str | None = None
     resume_text: str | None = None
-    #: Which reading decided ``status`` (:mod:`guardkit_state.features.standing`): ``run``, ``plan``, ``task_file``.
-    source: str = "run"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "wave": self.wave, "name": self.name, "status": self.status,
-                "phase": self.phase, "turns": self.turns, "decisions": list(self.decisions),
-                "outcome": self.outcome, "reason": self.reason, "merged": self.merged,
-                "merge_commit": self.merge_commit, "conflicts": list(self.conflicts),
-                "criteria": self.criteria.to_dict() if self.criteria is not None else None,
-                "copy": self.copy, "plan_status": self.plan_status, "error": self.error, "source": self.source,
-                "resume": {"action": self.resume_action, "text": self.resume_text}
-                if self.resume_action is not None else None}
+        """Its fields, the resume point's two as one ``resume`` (None when its loop is not mid-turn)."""
+        data = super().to_dict()
+        action, text = data.pop("resume_action"), data.pop("resume_text")
+        return data | {"resume": {"action": action, "text": text} if action is not None else None}
 
 
 @dataclass(frozen=True)
@@ -141,19 +137,16 @@ class FeatureView:
         return tally(TaskStanding(r.task_id, r.status, r.turns, r.source, TaskState(r.task_id, "new"))
                      for r in self.tasks)
 
-    @property
-    def totals(self) -> dict[str, int]:
-        counts = self.tally
-        return {"tasks": counts.tasks, **counts.by_status, "turns": counts.turns}
-
     def to_dict(self) -> dict[str, Any]:
+        counts = self.tally
         return {
             "feature_id": self.feature_id, "name": self.name, "plan": str(self.plan_path),
             "plan_status": self.plan_status, "branch": self.branch, "started": self.started,
             "worktree": str(self.worktree) if self.worktree else None, "wave_source": self.wave_source,
             "waves": [{"number": n, "tasks": [row.to_dict() for row in self.wave(n)]}
                       for n in range(1, len(self.waves) + 1)],
-            "totals": self.totals, "tally": self.tally.to_dict(), "next": self.next.to_dict(),
+            "totals": {"tasks": counts.tasks, **counts.by_status, "turns": counts.turns}, "tally": counts.to_dict(),
+            "next": self.next.to_dict(),
             "last_updated": self.last_updated,
             "notes": self.notes,
             "smoke_gate": {"description": self.smoke_gate.describe(), "command": self.smoke_gate.command}
@@ -221,8 +214,8 @@ def _row(root: Path, plan: FeaturePlan, standing: TaskStanding, wave: int) -> Fe
     copy = _read_copy(root, task_id, resumes=state.runs, turns=state.turns)
     return FeatureTaskRow(task_id, wave, entry.name, standing.status, state.phase, standing.turns, state.decisions,
                           outcome, reason, state.phase == "merged", state.merge_commit, conflicts,
-                          copy.counts, copy.where, entry.status, copy.error, copy.resume_action, copy.resume_text,
-                          standing.source)
+                          copy.counts, copy.where, entry.status, copy.error, standing.source, copy.resume_action,
+                          copy.resume_text)
 
 
 @dataclass(frozen=True)
