@@ -87,7 +87,7 @@ def _row(index: int, task: FeatureTask) -> str:
     target = anchor(index, task.task_id)
     name = f"<br><span class=\"dim\">{esc(task.name, 200)}</span>" if task.name else ""
     cells = {
-        "status": f"<span class=\"badge st-{_status_token(task.status)}\">{esc(task.status, 40)}</span>"
+        "status": _status_badge(task.status)
                   + (f" <span class=\"dim\">turn {task.running_turn}</span>" if task.running_turn else ""),
         "turns": str(task.turns),
         "outcome": esc(task.outcome, 80) if task.outcome else "<span class=\"dim\">—</span>",
@@ -120,8 +120,7 @@ def _chips(target: str, task: FeatureTask) -> str:
 def _section(index: int, task: FeatureTask) -> str:
     target = anchor(index, task.task_id)
     title = esc(task.report.title) if task.report is not None else ""
-    about = [f"wave {task.wave}", f"<span class=\"badge st-{_status_token(task.status)}\">{esc(task.status, 40)}"
-             "</span>"]
+    about = [f"wave {task.wave}", _status_badge(task.status)]
     if task.reason:
         about.append(esc(task.reason, 600))
     parts = [f"<section class=\"task\" id=\"{target}\" data-task=\"{esc(task.task_id, 200)}\">\n",
@@ -135,9 +134,9 @@ def _section(index: int, task: FeatureTask) -> str:
     return "".join(parts)
 
 
-def _status_token(status: str) -> str:
-    """A class-name token from the grid's closed vocabulary (anything else becomes ``other``)."""
-    return status if status in TASK_STATUSES else "other"
+def _status_badge(status: str) -> str:
+    """A task's status as a badge, its class from the grid's closed vocabulary (:data:`TASK_STATUSES`)."""
+    return f"<span class=\"badge st-{token(status, TASK_STATUSES)}\">{esc(status, 40)}</span>"
 
 
 __all__ = ["COLUMNS", "anchor", "render_feature_report"]
