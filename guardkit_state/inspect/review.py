@@ -77,7 +77,7 @@ def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
     if repo is None:
         on_disk = _states_from_files(_state_dir_on_disk(root, task_id))
         result = TurnLog(task_id, "files", notes=["not a git repository (or no git): turns read from files only"])
-        result.entries = _entries(task_id, [], on_disk)
+        result.entries = _entries([], on_disk)
         return _known(root, result)
     rev, source = _log_rev(repo, task_id)
     commits = _oldest_first_unique(turn_commits(repo, task_id, rev=rev))
@@ -93,7 +93,7 @@ def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
     if uncommitted:
         result.notes.append("turn(s) " + ", ".join(map(str, sorted(uncommitted))) + " have files but no commit")
         states.update(uncommitted)
-    result.entries = _entries(task_id, commits, states)
+    result.entries = _entries(commits, states)
     return _known(root, result)
 
 
@@ -195,7 +195,7 @@ def _oldest_first_unique(commits: list[TurnCommit]) -> list[TurnCommit]:
     return [by_turn[t] for t in sorted(by_turn)]
 
 
-def _entries(task_id: str, commits: list[TurnCommit], states: dict[int, dict[str, Any]]) -> list[TurnLogEntry]:
+def _entries(commits: list[TurnCommit], states: dict[int, dict[str, Any]]) -> list[TurnLogEntry]:
     by_turn = {c.turn: c for c in commits}
     entries: list[TurnLogEntry] = []
     previous: dict[str, str] = {}
