@@ -189,9 +189,7 @@ def _log_rev(repo: GitRepo, task_id: str) -> tuple[str, str]:
 
 def _oldest_first_unique(commits: list[TurnCommit]) -> list[TurnCommit]:
     """Newest-first commits -> one per turn (the newest), ordered by turn."""
-    by_turn: dict[int, TurnCommit] = {}
-    for commit in commits:
-        by_turn.setdefault(commit.turn, commit)
+    by_turn = {commit.turn: commit for commit in reversed(commits)}  # a turn's newest is put last, and stays
     return [by_turn[t] for t in sorted(by_turn)]
 
 
