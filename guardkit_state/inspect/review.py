@@ -121,9 +121,7 @@ def turn_diff(repo_root: str | Path, task_id: str, turn: int, *, stat: bool = Fa
             find_task(repo_root, task_id)  # an unknown task is said as such, not as a missing turn
         raise TurnError(f"no commit of turn {turn} for {task_id} on {source}", task_id=task_id, turn=turn,
                         fix=f"'guardkit-state log {task_id}' lists the turns that were committed")
-    args = ["show", "--no-color", "--no-ext-diff", "--format=medium"]
-    args.append("--stat" if stat else "--patch")
-    args += [commit.sha, "--"]
+    args = ["show", "--no-color", "--no-ext-diff", "--format=medium", "--stat" if stat else "--patch", commit.sha, "--"]
     if state_only:
         args += state_pathspecs(task_id)
     return repo.run(*args)[1].decode("utf-8", "replace")
