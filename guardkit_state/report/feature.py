@@ -34,17 +34,11 @@ TASK_STATUSES = ("pending", "running", "in_progress", "approved", "completed", "
 class FeatureTask:
     """One task of the feature: a cell row of the grid, and its section below it."""
 
-    task_id: str
-    wave: int
-    name: str
+    #: The task as ``show FEAT-X`` reads it: id, wave, name, turns, outcome, merge, the paths whose merge
+    #: conflict keeps it off the feature branch (``conflicts``), why it stands where it does (``reason``).
+    row: FeatureTaskRow
+    #: ``show``'s status, or ``running`` while its loop runs.
     status: str
-    turns: int
-    outcome: str | None
-    merged: bool
-    merge_commit: str | None = None
-    #: The paths whose merge conflict keeps an approved task off the feature branch.
-    blocked_paths: list[str] = field(default_factory=list)
-    reason: str = ""
     #: The turn its loop is running now (None: not running, or between two turns).
     running_turn: int | None = None
     #: The task's own report; None when its files could not be read (``error`` says why).
@@ -52,9 +46,10 @@ class FeatureTask:
     error: str | None = None
 
     def summary(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "wave": self.wave, "status": self.status, "turns": self.turns,
-                "outcome": self.outcome, "merged": self.merged, "merge_commit": self.merge_commit,
-                "blocked_paths": list(self.blocked_paths), "error": self.error,
+        row = self.row
+        return {"task_id": row.task_id, "wave": row.wave, "status": self.status, "turns": row.turns,
+                "outcome": row.outcome, "merged": row.merged, "merge_commit": row.merge_commit,
+                "blocked_paths": list(row.conflicts), "error": self.error,
                 "cost_usd": self.report.cost_usd if self.report is not None else None}
 
 
@@ -82,7 +77,7 @@ class FeatureReport:
     queue_steps: list[str] = field(default_factory=list)
 
     def task(self, task_id: str) -> FeatureTask:
-        return next(t for t in self.tasks if t.task_id == task_id)
+        return next(t for t in self.tasks if t.row.task_id == task_id)
 
     def status_counts(self) -> dict[str, int]:
         """How many tasks have each status, in the order the statuses first appear."""
@@ -91,7 +86,7 @@ class FeatureReport:
     def summary(self) -> dict[str, Any]:
         """The report's counts, for ``--json`` and tools."""
         return {"feature_id": self.feature_id, "waves": len(self.waves), "tasks": [t.summary() for t in self.tasks],
-                "task_statuses": self.status_counts(), "turns": sum(t.turns for t in self.tasks),
+                "task_statuses": self.status_counts(), "turns": sum(t.row.turns for t in self.tasks),
                 "notes": list(self.notes), "totals": self.tally.to_dict() if self.tally is not None else None}
 
 
@@ -132,10 +127,7 @@ def _queue_line(step: QueueStep) -> str:
 
 
 def _task(root: Path, copy: str, row: FeatureTaskRow, running: Mapping[str, int | None]) -> FeatureTask:
-    task = FeatureTask(task_id=row.task_id, wave=row.wave, name=row.name or "",
-                       status="running" if row.task_id in running else row.status, turns=row.turns,
-                       outcome=row.outcome, merged=row.merged, merge_commit=row.merge_commit,
-                       blocked_paths=list(row.conflicts), reason=row.reason, running_turn=running.get(row.task_id))
+    task = FeatureTask(row, "running" if row.task_id in running else row.status, running.get(row.task_id))
     try:
         task.report = build_task_report(root, copy, running_turn=task.running_turn,
                                         generated_at="")
