@@ -20,7 +20,7 @@ import functools
 import logging
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -373,21 +373,20 @@ def _check_task(path: Path, result: FileResult) -> None:
     block = parsed.data.get(key) if key else None
     if key is not None and block is not None:
 
-        def line_of(parts: PathParts) -> int | None:
-            return parsed.line_of(key, *parts)
+        def at(message: str, parts: PathParts) -> Finding:
+            """``message`` about the block's ``parts``, on the file line they sit on."""
+            return Finding(message, parsed.line_of(key, *parts), format_pointer((key, *parts)))
 
         try:
             record = validate_with_warnings("autobuild_state", block, path=path)
         except SchemaError as exc:
             for pointer, text in exc.problems or [(exc.pointer or "$", exc.message)]:
-                parts = parse_pointer(pointer)
-                result.problems.append(Finding(text, line_of(parts), format_pointer((key, *parts))))
+                result.problems.append(at(text, parse_pointer(pointer)))
             return
         for warning in record.warnings:
             pointer, _, message = warning.partition(": ")
-            parts = parse_pointer(pointer)
-            result.warnings.append(Finding(message, line_of(parts), format_pointer((key, *parts))))
-        _check_turn_sequence(record.data, key, line_of, result)
+            result.warnings.append(at(message, parse_pointer(pointer)))
+        _check_turn_sequence(record.data, at, result)
     TaskFile.from_bytes(raw, path, warn=False, parsed=parsed)  # the store's own read: anything else it refuses
 
 
@@ -411,25 +410,19 @@ def _check_stamps(parsed: Any, result: FileResult) -> None:
                                            format_pointer(parts)))
 
 
-def _check_turn_sequence(state: dict[str, Any], key: str, line_of: Any, result: FileResult) -> None:
+def _check_turn_sequence(state: dict[str, Any], at: Callable[[str, PathParts], Finding],
+                         result: FileResult) -> None:
     """Turns must be numbered 1..n in order: resume starts at ``len(turns) + 1``."""
     turns = state.get("turns") or []
     for index, entry in enumerate(turns):
         if entry["turn"] != index + 1:
-            parts: PathParts = ("turns", index, "turn")
-            result.problems.append(Finding(
-                f"turn {entry['turn']} is item {index + 1} of turns (expected turn {index + 1}:"
-                " turns are numbered 1, 2, 3 ... in order)",
-                line_of(parts), format_pointer((key, *parts)),
-            ))
+            result.problems.append(at(f"turn {entry['turn']} is item {index + 1} of turns (expected turn {index + 1}:"
+                                      " turns are numbered 1, 2, 3 ... in order)", ("turns", index, "turn")))
             break
     current = state.get("current_turn")
     if isinstance(current, int) and current < len(turns):
-        parts = ("current_turn",)
-        result.warnings.append(Finding(
-            f"current_turn {current} is behind the {len(turns)} recorded turns",
-            line_of(parts), format_pointer((key, *parts)),
-        ))
+        result.warnings.append(at(f"current_turn {current} is behind the {len(turns)} recorded turns",
+                                  ("current_turn",)))
 
 
 def _warning(text: str) -> Finding:
