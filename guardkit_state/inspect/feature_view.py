@@ -189,7 +189,7 @@ def _feature_view(root: Path, feature: str) -> FeatureView:
         gate = read_smoke_gate(plan)
     except GuardkitStateError as exc:
         notes.append(f"smoke gate not usable: {exc}")
-    step = next_step(plan.feature_id, waves.to_lists(), rows, started=started, plan=plan)
+    step = next_step(plan, waves.to_lists(), rows, started=started)
     if plan.status == AWAITING_MERGE and step.wave is None:
         step = replace(step, text=f"{step.text}; the plan awaits its merge (GuardKit's /feature-complete "
                                   f"prepared {branch} for merging into your main branch)")
@@ -273,12 +273,12 @@ def _counted(location: TaskLocation) -> dict[str, int]:
     return criteria_counts(task, location.checkout).to_dict()
 
 
-def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow], *, started: bool,
-              plan: FeaturePlan | None = None) -> NextStep:
-    """What the next run does: the first wave with a task to run or merge, those tasks, and the tasks
-    that stop the feature there (pure). With the ``plan``, a failed task its ``stop_on_failure: false``
-    lets the feature go on past is passed over, as a run without ``--[no-]stop-on-failure`` does
+def next_step(plan: FeaturePlan, waves: list[list[str]], rows: list[FeatureTaskRow], *, started: bool) -> NextStep:
+    """What the next run of ``plan`` does: the first wave with a task to run or merge, those tasks, and the
+    tasks that stop the feature there (pure). A failed task its ``stop_on_failure: false`` lets the
+    feature go on past is passed over, as a run without ``--[no-]stop-on-failure`` does
     (:mod:`~guardkit_state.plans.failure_rules`): the tasks that need it are skipped and named."""
+    feature_id = plan.feature_id
     by_id = {row.task_id: row for row in rows}
     command = resume_command(feature_id, resume=started)
     # A run reads every task it has to run before it starts anything: one it cannot read stops it there.
@@ -290,7 +290,7 @@ def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow
     passed: list[str] = []  # failed tasks the feature goes on without
     skipped: dict[str, str] = {}  # task -> the failed task it needs
     for number, wave in enumerate(waves, start=1):
-        needs = skipped_by(passed, plan) if passed and plan is not None else {}
+        needs = skipped_by(passed, plan) if passed else {}
         skips = {t: needs[t] for t in wave if t in needs and by_id[t].phase in ("new", "resume")}
         skipped.update(skips)
         left = [by_id[t] for t in wave if by_id[t].status not in ("completed", "skipped") and t not in skips]
@@ -298,8 +298,7 @@ def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow
         run = tuple(r.task_id for r in left if r.phase in ("new", "resume"))
         merge = tuple(r.task_id for r in left if r.status == "approved")
         ended = [r.task_id for r in left if r.status in ("failed", "blocked") and r.task_id not in run]
-        going = [t for t in ended if by_id[t].status == "failed" and plan is not None
-                 and not stops_on_failure(plan, t, None)]
+        going = [t for t in ended if by_id[t].status == "failed" and not stops_on_failure(plan, t, None)]
         stop = tuple(t for t in ended if t not in going)
         passed += going
         if not (run or merge or stop):
