@@ -13,6 +13,7 @@ import copy
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -167,13 +168,7 @@ class _Checkout:
         """One summary per id, from the copy the resolver's rules choose."""
         self.names.sort()
         picked: dict[str, TaskSummary] = {}
-        plans: set[str] | None = None
-
-        def planned() -> set[str]:
-            nonlocal plans
-            plans = plan_paths(self.root) if plans is None else plans
-            return plans
-
+        planned = partial(plan_paths, self.root)  # read once per status: it runs in a listing_scope
         for task_id, rows in self.rows.items():
             if only is not None and task_id != only:
                 continue
