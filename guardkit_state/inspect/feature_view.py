@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.features.progress import TaskState
 from guardkit_state.features.result import resume_command
 from guardkit_state.features.standing import (
     FeatureTally,
@@ -116,6 +115,8 @@ class FeatureView:
     waves: list[list[str]]
     tasks: list[FeatureTaskRow]
     next: NextStep
+    #: The feature's counts from its tasks' standings, as ``status``, ``log`` and ``report`` give them.
+    tally: FeatureTally
     last_updated: str | None = None
     notes: list[str] = field(default_factory=list)
     #: The plan's smoke gate (GuardKit's ``smoke_gates``) and the runs of it the plan records.
@@ -130,12 +131,6 @@ class FeatureView:
     def wave(self, number: int) -> list[FeatureTaskRow]:
         """The rows of wave ``number`` (1-based), in plan order."""
         return [row for row in self.tasks if row.wave == number]
-
-    @property
-    def tally(self) -> FeatureTally:
-        """The feature's counts, as ``status``, ``log`` and ``report`` give them."""
-        return tally(TaskStanding(r.task_id, r.status, r.turns, r.source, TaskState(r.task_id, "new"))
-                     for r in self.tasks)
 
     def to_dict(self) -> dict[str, Any]:
         counts = self.tally
@@ -180,8 +175,8 @@ def _feature_view(root: Path, feature: str) -> FeatureView:
     fgit = feature_git(root, git, plan.feature_id)
     if git is None:
         notes.append("not a git repository (or no git): tasks read from the main checkout only")
-    rows = [_row(root, plan, standing, waves.wave_of(standing.task_id))
-            for standing in read_standings(root, plan, fgit)]
+    standings = read_standings(root, plan, fgit)
+    rows = [_row(root, plan, standing, waves.wave_of(standing.task_id)) for standing in standings]
     worktree = worktrees_dir(home) / plan.feature_id
     execution = plan.execution
     gate = None
@@ -195,8 +190,8 @@ def _feature_view(root: Path, feature: str) -> FeatureView:
                                   f"prepared {branch} for merging into your main branch)")
     return FeatureView(plan.feature_id, plan.name, plan_path, plan.status, branch, started,
                        worktree if worktree.is_dir() else None, waves.source, waves.to_lists(), rows, step,
-                       execution.last_updated if execution is not None else None, notes, gate, recorded_runs(plan),
-                       recorded_steps(plan), run_settings(plan.data))
+                       tally(standings), execution.last_updated if execution is not None else None, notes, gate,
+                       recorded_runs(plan), recorded_steps(plan), run_settings(plan.data))
 
 
 def _row(root: Path, plan: FeaturePlan, standing: TaskStanding, wave: int) -> FeatureTaskRow:
