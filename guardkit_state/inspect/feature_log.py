@@ -109,9 +109,7 @@ def _feature_log(root: Path, feature: str) -> FeatureLog:
         try:
             result.tasks.append(read_turn_log(root, task.id))
         except GuardkitStateError as exc:
-            log = TurnLog(task.id, "none")
-            log.notes.append(str(exc))
-            result.tasks.append(log)
+            result.tasks.append(TurnLog(task.id, "none", notes=[str(exc)]))
     return result
 
 
