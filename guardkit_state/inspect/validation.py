@@ -328,18 +328,13 @@ def _validated(path: Path, kind: str) -> FileResult:
             _check_plan(path, result)
         else:
             _check_turn_report(path, kind, result)
-    except SchemaError as exc:
-        if exc.problems:
-            result.problems.extend(Finding(text, exc.line, pointer) for pointer, text in exc.problems)
-        else:
-            result.problems.append(_finding(exc))
     except GuardkitStateError as exc:
-        result.problems.append(_finding(exc))
+        listed = exc.problems if isinstance(exc, SchemaError) else []  # a schema's every problem, at its pointer
+        if listed:
+            result.problems.extend(Finding(text, exc.line, pointer) for pointer, text in listed)
+        else:
+            result.problems.append(Finding(exc.described(), exc.line, exc.pointer))
     return result
-
-
-def _finding(exc: GuardkitStateError) -> Finding:
-    return Finding(exc.described(), exc.line, exc.pointer)
 
 
 def _check_plan(path: Path, result: FileResult) -> None:
