@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.features.standing import FeatureTally
-from guardkit_state.inspect.feature_view import FeatureTaskRow, feature_view, task_copy
+from guardkit_state.inspect.feature_view import FeatureTaskRow, FeatureView, feature_view, task_copy
 from guardkit_state.plans.merge_queue_log import QueueStep
 from guardkit_state.report.collect import build_task_report, shown_path
 from guardkit_state.report.task_report import TaskReport
@@ -57,19 +56,14 @@ class FeatureTask:
 class FeatureReport:
     """Everything a feature's page shows."""
 
-    feature_id: str
-    name: str
+    #: The feature as ``show FEAT-X`` reads it: id, name, branch, plan status, waves, notes, and its
+    #: counts (``tally``) as ``status``, ``show`` and ``log`` give them.
+    view: FeatureView
     plan_path: str
-    branch: str
-    plan_status: str
-    waves: list[list[str]]
     tasks: list[FeatureTask]
     #: What a run (or ``--resume``) does next, as ``show`` says it.
     next_step: str = ""
-    notes: list[str] = field(default_factory=list)
     generated_at: str = ""
-    #: The feature's counts, as ``status``, ``show`` and ``log`` give them (None: not read yet).
-    tally: FeatureTally | None = None
     #: The plan's smoke gate in words, and one line per recorded run of it.
     smoke_gate: str | None = None
     smoke_runs: list[str] = field(default_factory=list)
@@ -85,9 +79,10 @@ class FeatureReport:
 
     def summary(self) -> dict[str, Any]:
         """The report's counts, for ``--json`` and tools."""
-        return {"feature_id": self.feature_id, "waves": len(self.waves), "tasks": [t.summary() for t in self.tasks],
+        view = self.view
+        return {"feature_id": view.feature_id, "waves": len(view.waves), "tasks": [t.summary() for t in self.tasks],
                 "task_statuses": self.status_counts(), "turns": sum(t.row.turns for t in self.tasks),
-                "notes": list(self.notes), "totals": self.tally.to_dict() if self.tally is not None else None}
+                "notes": list(view.notes), "totals": view.tally.to_dict()}
 
 
 def build_feature_report(repo: Path | str, feature: str, *, running: Mapping[str, int | None] | None = None,
@@ -110,10 +105,8 @@ def _feature_report(root: Path, feature: str, running: Mapping[str, int | None],
     tasks = [_task(root, task_copy(root, view, row), row, running) for row in view.tasks]
     next_step = "loops are running; this page is rewritten after every turn" if running else view.next.text
     return FeatureReport(
-        feature_id=view.feature_id, name=view.name or "", plan_path=shown_path(view.plan_path, root),
-        branch=view.branch, plan_status=view.plan_status or "—", waves=view.waves, tasks=tasks,
-        next_step=next_step, notes=list(view.notes),
-        generated_at=generated_at or datetime.now().astimezone().isoformat(timespec="seconds"), tally=view.tally,
+        view=view, plan_path=shown_path(view.plan_path, root), tasks=tasks, next_step=next_step,
+        generated_at=generated_at or datetime.now().astimezone().isoformat(timespec="seconds"),
         smoke_gate=view.smoke_gate.describe() if view.smoke_gate is not None else None,
         smoke_runs=[run.describe() + (f": {run.output[-300:]}" if run.halts and run.output else "")
                     for run in view.smoke_runs],

@@ -30,7 +30,8 @@ def anchor(index: int, task_id: str) -> str:
 
 def render_feature_report(report: FeatureReport) -> str:
     """The whole page for ``report``."""
-    title = f"{report.feature_id} — {one_line(report.name, 120)}" if report.name else report.feature_id
+    view = report.view
+    title = f"{view.feature_id} — {one_line(view.name, 120)}" if view.name else view.feature_id
     sections = "".join(_section(index, task) for index, task in enumerate(report.tasks))
     body = "".join([
         _header(report), "<main>\n", _grid(report), sections, "</main>\n",
@@ -41,21 +42,21 @@ def render_feature_report(report: FeatureReport) -> str:
 
 
 def _header(report: FeatureReport) -> str:
+    view = report.view
     told = ", ".join(f"{n} {esc(status)}" for status, n in report.status_counts().items())
-    facts = [f"plan status <b>{esc(report.plan_status)}</b>",
-             *([f"<b>{esc(report.tally.describe())}</b>"] if report.tally is not None else []),
-             f"{len(report.tasks)} task(s) in {len(report.waves)} wave(s)" + (f": {told}" if told else ""),
+    facts = [f"plan status <b>{esc(view.plan_status or '—')}</b>", f"<b>{esc(view.tally.describe())}</b>",
+             f"{len(report.tasks)} task(s) in {len(view.waves)} wave(s)" + (f": {told}" if told else ""),
              f"{sum(t.row.turns for t in report.tasks)} turn(s)",
-             f"branch <code>{esc(report.branch)}</code>"]
+             f"branch <code>{esc(view.branch)}</code>"]
     costs = [t.report.cost_usd for t in report.tasks if t.report is not None and t.report.cost_usd is not None]
     if costs:
         facts.append(f"agents' cost <b>${sum(costs):.4f}</b>")
-    parts = [f"<header>\n<h1><span class=\"mono\">{esc(report.feature_id)}</span> {esc(report.name)}</h1>\n",
+    parts = [f"<header>\n<h1><span class=\"mono\">{esc(view.feature_id)}</span> {esc(view.name)}</h1>\n",
              f"<p class=\"facts\">{' · '.join(facts)}</p>\n"]
     if report.next_step:
         parts.append(f"<p class=\"next\">next: {esc(report.next_step, 2000)}</p>\n")
-    if report.notes:
-        parts.append("<ul class=\"notes\">" + "".join(f"<li>{esc(n, 600)}</li>" for n in report.notes) + "</ul>\n")
+    if view.notes:
+        parts.append("<ul class=\"notes\">" + "".join(f"<li>{esc(n, 600)}</li>" for n in view.notes) + "</ul>\n")
     if report.smoke_gate is not None or report.smoke_runs:
         gate = f"smoke gate {esc(report.smoke_gate, 600)}" if report.smoke_gate is not None else "smoke gate"
         parts.append(f"<p class=\"facts\">{gate}</p>\n<ul class=\"notes\">"
@@ -72,7 +73,7 @@ def _grid(report: FeatureReport) -> str:
     index = {task.row.task_id: i for i, task in enumerate(report.tasks)}
     head = "".join(f"<th scope=\"col\">{label}</th>" for _, label in COLUMNS)
     bodies: list[str] = []
-    for number, wave in enumerate(report.waves, start=1):
+    for number, wave in enumerate(report.view.waves, start=1):
         tasks = [report.tasks[index[t]] for t in wave if t in index]
         rows = "".join(_row(index[task.row.task_id], task) for task in tasks)
         bodies.append(f"<tbody class=\"wave\" data-wave=\"{number}\"><tr class=\"wave-head\"><th colspan=\""
