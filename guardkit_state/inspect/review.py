@@ -76,9 +76,8 @@ def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
     repo = scoped(("git repo", os.fspath(root)), partial(GitRepo.discover, root))
     if repo is None:
         on_disk = _states_from_files(_state_dir_on_disk(root, task_id))
-        result = TurnLog(task_id, "files", notes=["not a git repository (or no git): turns read from files only"])
-        result.entries = _entries([], on_disk)
-        return _known(root, result)
+        return _known(root, TurnLog(task_id, "files", _entries([], on_disk),
+                                    ["not a git repository (or no git): turns read from files only"]))
     rev, source = _log_rev(repo, task_id)
     commits = _oldest_first_unique(turn_commits(repo, task_id, rev=rev))
     blobs = _read_blobs(repo, [f"{c.sha}:{_state_path(task_id, c.turn)}" for c in commits])
@@ -86,15 +85,14 @@ def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
     for commit, blob in zip(commits, blobs, strict=True):
         if blob is not None:
             states[commit.turn] = _parse_state(blob, commit.turn)
-    result = TurnLog(task_id, source)
+    notes: list[str] = []
     # Turns written but not (yet) committed: from the loop's worktree, else this checkout.
     disk = _states_from_files(_state_dir_on_disk(repo.root, task_id))
     uncommitted = {t: s for t, s in disk.items() if t not in {c.turn for c in commits}}
     if uncommitted:
-        result.notes.append("turn(s) " + ", ".join(map(str, sorted(uncommitted))) + " have files but no commit")
+        notes.append("turn(s) " + ", ".join(map(str, sorted(uncommitted))) + " have files but no commit")
         states.update(uncommitted)
-    result.entries = _entries(commits, states)
-    return _known(root, result)
+    return _known(root, TurnLog(task_id, source, _entries(commits, states), notes))
 
 
 def turn_diff(repo_root: str | Path, task_id: str, turn: int, *, stat: bool = False,
