@@ -231,12 +231,9 @@ def validate_paths(paths: Iterable[Path]) -> ValidationReport:
         InputError: a path does not exist, or a named file is of no known kind (nothing checked).
     """
     files = list(iter_files(paths))
-    report = ValidationReport()
     with listing_scope():  # tasks/ listed, and the plans' file paths read, once for every id
-        for path, kind in files:
-            report.results.append(validate_file(path, kind))
-        report.duplicates = duplicate_ids(report.results)
-    return report
+        results = [validate_file(path, kind) for path, kind in files]
+        return ValidationReport(results, duplicate_ids(results))
 
 
 def duplicate_ids(results: list[FileResult]) -> list[DuplicateId]:
