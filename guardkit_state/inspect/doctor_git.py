@@ -161,14 +161,11 @@ def _lfs(repo: GitRepo) -> list[Check]:
 
 
 def _stale_worktrees(repo: GitRepo) -> list[Check]:
-    found = []
-    for record in worktree_records(repo):
-        if "prunable" in record or not Path(record["worktree"]).exists():
-            found.append(Check("worktrees", "worktrees", WARNING,
-                               f"git still lists the worktree {record['worktree']}, whose folder is gone"
-                               + (f" (branch {record['branch'].removeprefix('refs/heads/')})"
-                                  if record.get("branch") else ""),
-                               "git worktree prune (or 'guardkit-state worktrees prune' for a loop's)"))
+    found = [Check("worktrees", "worktrees", WARNING,
+                   f"git still lists the worktree {record['worktree']}, whose folder is gone"
+                   + (f" (branch {record['branch'].removeprefix('refs/heads/')})" if record.get("branch") else ""),
+                   "git worktree prune (or 'guardkit-state worktrees prune' for a loop's)")
+             for record in worktree_records(repo) if "prunable" in record or not Path(record["worktree"]).exists()]
     return found or [Check("worktrees", "worktrees", OK, "no stale worktrees")]
 
 
