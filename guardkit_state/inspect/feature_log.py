@@ -94,7 +94,7 @@ def read_feature_log(repo_root: Path | str, feature: str) -> FeatureLog:
 
 def _feature_log(root: Path, feature: str) -> FeatureLog:
     plan = load_plan(find_plan(root, feature))
-    result = FeatureLog(plan.feature_id, branch_for(plan.feature_id))
+    result = FeatureLog(plan.feature_id, branch_for(plan.feature_id), queue=recorded_steps(plan))
     repo = GitRepo.discover(root)
     exists = repo is not None and result.branch in autobuild_branches(repo)  # the read's one listing
     result.standings = read_standings(root, plan, feature_git(root, repo, plan.feature_id), counts_only=True)
@@ -104,7 +104,6 @@ def _feature_log(root: Path, feature: str) -> FeatureLog:
         result.notes.append(f"{plan.feature_id}: {branch_note(result.branch, exists, result.tally)}")
     else:
         result.merges = feature_merges(repo, result.branch, plan.feature_id)
-    result.queue = recorded_steps(plan)
     for task in plan.tasks:
         try:
             result.tasks.append(read_turn_log(root, task.id))
