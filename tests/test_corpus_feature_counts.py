@@ -39,7 +39,7 @@ def _counts_agree(root: Path) -> int:
         got = (summary.total, summary.done, summary.failed, summary.total_turns, summary.tasks)
         assert got == (counts.tasks, counts.done, counts.failed, counts.turns, counts.by_status), summary.feature_id
         assert read_feature_log(root, summary.feature_id).tally == counts, summary.feature_id
-        assert build_feature_report(root, summary.feature_id, generated_at="-").tally == counts, summary.feature_id
+        assert build_feature_report(root, summary.feature_id, generated_at="-").view.tally == counts, summary.feature_id
     return len(summaries)
 
 

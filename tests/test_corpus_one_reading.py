@@ -41,7 +41,7 @@ def test_every_plan_gives_the_same_counts_in_every_view(guardkit_repo: Path) -> 
         got = (summary.total, summary.done, summary.failed, summary.total_turns, summary.tasks)
         assert got == (counts.tasks, counts.done, counts.failed, counts.turns, counts.by_status), summary.feature_id
         assert read_feature_log(guardkit_repo, summary.feature_id).tally == counts, summary.feature_id
-        assert build_feature_report(guardkit_repo, summary.feature_id, generated_at="-").tally == counts
+        assert build_feature_report(guardkit_repo, summary.feature_id, generated_at="-").view.tally == counts
 
 
 @pytest.mark.parametrize("feature", CLOSED_BY_HAND)

@@ -114,7 +114,7 @@ def test_a_guardkit_run_reads_as_its_plan_says_in_every_view(guardkit_feature: P
     log = read_feature_log(guardkit_feature, "FEAT-GK")
     assert log.tally == counts and [s.status for s in log.standings] == [r.status for r in view.tasks]
     report = build_feature_report(guardkit_feature, "FEAT-GK", generated_at="now")
-    assert report.tally == counts and [t.status for t in report.tasks] == [r.status for r in view.tasks]
+    assert report.view.tally == counts and [t.status for t in report.tasks] == [r.status for r in view.tasks]
 
 
 def test_a_pending_status_beside_a_result_reads_as_the_result(tmp_path: Path) -> None:

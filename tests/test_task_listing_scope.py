@@ -81,7 +81,7 @@ def test_show_feature_lists_the_tasks_folder_once(repo: Path, tasks_listings: Co
 
 def test_report_feature_lists_the_tasks_folder_once(repo: Path, tasks_listings: Counter[str]) -> None:
     report = build_feature_report(repo, "FEAT-LS")
-    assert [task.task_id for task in report.tasks] == TASKS
+    assert [task.row.task_id for task in report.tasks] == TASKS
     assert all(task.error is None for task in report.tasks)
     assert tasks_listings[str(repo / "tasks")] == 1
 

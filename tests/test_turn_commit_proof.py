@@ -18,7 +18,7 @@ import pytest
 from guardkit_state.features.build import FeatureOptions, build_feature
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager
-from guardkit_state.inspect.review import turn_log
+from guardkit_state.inspect.review import read_turn_log
 from guardkit_state.loop.run import LoopOptions, run_task_loop
 
 from .feature_support import (
@@ -108,7 +108,7 @@ def test_a_commit_msg_footer_after_the_trailers_does_not_hide_the_turn_commit(
     merges = git(project.root, "log", "--first-parent", "--merges", "--format=%B", FEATURE_BRANCH)
     assert f"Guardkit-Task: {T1}" in merges and "Reviewed-by: the hook" in merges
     assert f"src/{T1}.txt" in _tree(project.root, FEATURE_BRANCH)
-    logged = turn_log(project.root, T1)  # `log` lists the turn although git's trailer parser sees none
+    logged = read_turn_log(project.root, T1).entries  # `log` lists the turn although git's trailer parser sees none
     assert [(e.turn, e.decision) for e in logged] == [(1, "approve")]
     assert logged[0].sha == git(project.root, "rev-parse", f"autobuild/{T1}").strip()
     again = _task(project, monkeypatch, resume=True)

@@ -12,7 +12,7 @@ import pytest
 
 from guardkit_state.cli.app import run
 from guardkit_state.errors import GitError, InvalidTaskIdError, TurnError
-from guardkit_state.inspect.review import criteria_delta, read_turn_log, turn_diff, turn_log
+from guardkit_state.inspect.review import criteria_delta, read_turn_log, turn_diff
 
 from .conftest import run_git
 from .gitloop import TASK_FILE, TASK_ID, make_project, run_loop, trailer_turns, write_turn
@@ -46,7 +46,7 @@ def test_loop_makes_exactly_three_turn_commits_with_trailers(looped: Path) -> No
 
 
 def test_turn_log_lists_turns_with_sha_decision_mode_and_criteria_delta(looped: Path) -> None:
-    entries = turn_log(looped, TASK_ID)
+    entries = read_turn_log(looped, TASK_ID).entries
     shas = run_git(looped, "rev-list", "--reverse", f"main..autobuild/{TASK_ID}").split()
     assert [e.turn for e in entries] == [1, 2, 3]
     assert [e.sha for e in entries] == shas
@@ -127,7 +127,7 @@ def test_without_git_log_reads_files_and_diff_says_git_is_needed(tmp_path: Path)
 
 def test_invalid_task_id_is_refused(looped: Path) -> None:
     with pytest.raises(InvalidTaskIdError):
-        turn_log(looped, "../etc")
+        read_turn_log(looped, "../etc")
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from guardkit_state.cli.app import run
 from guardkit_state.errors import GitError, InputError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager
-from guardkit_state.inspect.review import turn_log
+from guardkit_state.inspect.review import read_turn_log
 
 from .conftest import run_git
 from .gitloop import TASK_ID, make_project, run_loop, run_turn, trailer_turns
@@ -110,7 +110,7 @@ def test_base_branch_that_moved_is_reported_and_nothing_is_rewritten(project: Pa
     assert again.path == wt.path
     assert run_turn(again.path, 3).committed
     assert run_git(project, "rev-parse", f"{BRANCH}~1").strip() == tip
-    assert [e.turn for e in turn_log(project, TASK_ID)] == [1, 2, 3]
+    assert [e.turn for e in read_turn_log(project, TASK_ID).entries] == [1, 2, 3]
 
 
 def test_worktree_deleted_by_hand_is_pruned_and_recreated_from_branch(project: Path) -> None:
@@ -183,7 +183,7 @@ def test_prune_removes_merged_worktree_and_branch(project: Path) -> None:
     done = manager.prune()
     assert [i.task_id for i in done.removed] == [TASK_ID]
     assert not wt.path.exists() and not GitRepo.discover(project).branch_exists(BRANCH)  # type: ignore[union-attr]
-    assert [e.turn for e in turn_log(project, TASK_ID)] == [1, 2, 3]  # history lives on in main
+    assert [e.turn for e in read_turn_log(project, TASK_ID).entries] == [1, 2, 3]  # history lives on in main
     assert _status(project) == ""
 
 

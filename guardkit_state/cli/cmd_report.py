@@ -59,5 +59,5 @@ def _wrote_feature(result: FeatureReportResult, out: Output) -> None:
     report = result.report
     statuses = ", ".join(f"{n} {safe(status)}" for status, n in report.status_counts().items())
     out.line(f"wrote {safe(result.path)} ({result.bytes // 1024 + 1} KiB): {len(report.tasks)} task(s) in "
-             f"{len(report.waves)} wave(s){': ' + statuses if statuses else ''}")
+             f"{len(report.view.waves)} wave(s){': ' + statuses if statuses else ''}")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,8 +67,7 @@ TRACKED_FOLDERS: tuple[IgnoreRule, ...] = (
 _GIT_VERSION = re.compile(r"git version (\d+(?:\.\d+)+)")
 
 
-def run_doctor(repo_dir: Path, *, agents: Sequence[str] = (), remote: str | None = None,
-               environ: Mapping[str, str] | None = None, home: Path | None = None) -> DoctorReport:
+def run_doctor(repo_dir: Path, *, agents: Sequence[str] = (), remote: str | None = None) -> DoctorReport:
     """Check this machine and the repository at ``repo_dir`` for a loop.
 
     ``agents`` are the ``--player`` / ``--coach`` values a loop will use: a preset among them that is
@@ -82,7 +81,7 @@ def run_doctor(repo_dir: Path, *, agents: Sequence[str] = (), remote: str | None
     if repo is not None:
         report.repo = repo.root
         _layout(checks, repo)
-    _agents(checks, repo.root if repo is not None else Path(repo_dir), agents, environ, home)
+    _agents(checks, repo.root if repo is not None else Path(repo_dir), agents)
     _extras(checks)
     if repo is not None:
         checks.extend(git_checks(repo))
@@ -157,8 +156,7 @@ def _layout(checks: list[Check], repo: GitRepo) -> None:
                             "plans tracked (for the folders that exist)"))
 
 
-def _agents(checks: list[Check], root: Path, wanted: Sequence[str], environ: Mapping[str, str] | None,
-            home: Path | None) -> None:
+def _agents(checks: list[Check], root: Path, wanted: Sequence[str]) -> None:
     try:
         presets = load_presets(root)
     except GuardkitStateError as exc:
@@ -175,7 +173,7 @@ def _agents(checks: list[Check], root: Path, wanted: Sequence[str], environ: Map
                                 "PATH" if needed else None))
             continue
         version = status.version or "version unknown"
-        answer = sign_in(preset.program, status.path, environ=environ, home=home)
+        answer = sign_in(preset.program, status.path)
         if answer.state == SIGNED_OUT:
             checks.append(Check("agents", f"agent {name}", PROBLEM if needed else WARNING,
                                 f"{status.path} ({version}): {answer.detail}", answer.fix))

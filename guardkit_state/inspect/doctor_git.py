@@ -54,24 +54,20 @@ def rehearse(repo: GitRepo) -> list[Check]:
     # SIGTERM or SIGHUP (a closed terminal, a CI job's timeout) stops the rehearsal like Ctrl-C: its
     # worktree is removed below, never left registered in the user's repository.
     with interrupts_as_exceptions():
-        return _rehearse_in(repo, head, scratch, path)
-
-
-def _rehearse_in(repo: GitRepo, head: str, scratch: Path, path: Path) -> list[Check]:
-    try:
-        status, _, err = repo.run("worktree", "add", "-q", "--detach", str(path), head, check=False)
-        if status != 0:
-            return [_checkout_problem(repo, err)]
-        work = GitRepo.discover(path)
-        if work is None:
-            return [Check("commits", "worktree", PROBLEM, f"git made no usable worktree at {path}",
-                          "run 'git worktree add' by hand to see why")]
-        return _commit_and_merge(work, head)
-    finally:
-        status, _, _ = repo.run("worktree", "remove", "--force", str(path), check=False)
-        shutil.rmtree(scratch, ignore_errors=True)
-        if status != 0:
-            repo.run("worktree", "prune", check=False)  # only ours can point at a folder just removed
+        try:
+            status, _, err = repo.run("worktree", "add", "-q", "--detach", str(path), head, check=False)
+            if status != 0:
+                return [_checkout_problem(repo, err)]
+            work = GitRepo.discover(path)
+            if work is None:
+                return [Check("commits", "worktree", PROBLEM, f"git made no usable worktree at {path}",
+                              "run 'git worktree add' by hand to see why")]
+            return _commit_and_merge(work, head)
+        finally:
+            status, _, _ = repo.run("worktree", "remove", "--force", str(path), check=False)
+            shutil.rmtree(scratch, ignore_errors=True)
+            if status != 0:
+                repo.run("worktree", "prune", check=False)  # only ours can point at a folder just removed
 
 
 def _commit_and_merge(work: GitRepo, head: str) -> list[Check]:
@@ -165,14 +161,11 @@ def _lfs(repo: GitRepo) -> list[Check]:
 
 
 def _stale_worktrees(repo: GitRepo) -> list[Check]:
-    found = []
-    for record in worktree_records(repo):
-        if "prunable" in record or not Path(record["worktree"]).exists():
-            found.append(Check("worktrees", "worktrees", WARNING,
-                               f"git still lists the worktree {record['worktree']}, whose folder is gone"
-                               + (f" (branch {record['branch'].removeprefix('refs/heads/')})"
-                                  if record.get("branch") else ""),
-                               "git worktree prune (or 'guardkit-state worktrees prune' for a loop's)"))
+    found = [Check("worktrees", "worktrees", WARNING,
+                   f"git still lists the worktree {record['worktree']}, whose folder is gone"
+                   + (f" (branch {record['branch'].removeprefix('refs/heads/')})" if record.get("branch") else ""),
+                   "git worktree prune (or 'guardkit-state worktrees prune' for a loop's)")
+             for record in worktree_records(repo) if "prunable" in record or not Path(record["worktree"]).exists()]
     return found or [Check("worktrees", "worktrees", OK, "no stale worktrees")]
 
 

@@ -26,7 +26,7 @@ from guardkit_state.features.standing import (
 from guardkit_state.git.merge import TRAILER_FEATURE, TRAILER_TASK, TRAILER_WAVE
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.inspect.review import TurnLog, read_turn_log
-from guardkit_state.model import Fields
+from guardkit_state.model import Fields, json_ready
 from guardkit_state.plans.merge_queue_log import QueueStep, recorded_steps
 from guardkit_state.plans.plan import find_plan, load_plan
 from guardkit_state.store.layout import branch_for
@@ -77,13 +77,9 @@ class FeatureLog:
         standing = {s.task_id: s for s in self.standings}
         return {"feature_id": self.feature_id, "branch": self.branch, "notes": self.notes,
                 "totals": self.tally.to_dict(), "merges": [m.to_dict() for m in self.merges],
-                "tasks": [{**log.to_dict(), "merge": _merge_dict(self.merge_of(log.task_id)),
+                "tasks": [{**log.to_dict(), "merge": json_ready(self.merge_of(log.task_id)),
                            "status": standing[log.task_id].status if log.task_id in standing else None}
                           for log in self.tasks], "merge_queue": [step.to_dict() for step in self.queue]}
-
-
-def _merge_dict(merge: FeatureMerge | None) -> dict[str, Any] | None:
-    return merge.to_dict() if merge is not None else None
 
 
 def read_feature_log(repo_root: Path | str, feature: str) -> FeatureLog:
@@ -98,7 +94,7 @@ def read_feature_log(repo_root: Path | str, feature: str) -> FeatureLog:
 
 def _feature_log(root: Path, feature: str) -> FeatureLog:
     plan = load_plan(find_plan(root, feature))
-    result = FeatureLog(plan.feature_id, branch_for(plan.feature_id))
+    result = FeatureLog(plan.feature_id, branch_for(plan.feature_id), queue=recorded_steps(plan))
     repo = GitRepo.discover(root)
     exists = repo is not None and result.branch in autobuild_branches(repo)  # the read's one listing
     result.standings = read_standings(root, plan, feature_git(root, repo, plan.feature_id), counts_only=True)
@@ -108,14 +104,11 @@ def _feature_log(root: Path, feature: str) -> FeatureLog:
         result.notes.append(f"{plan.feature_id}: {branch_note(result.branch, exists, result.tally)}")
     else:
         result.merges = feature_merges(repo, result.branch, plan.feature_id)
-    result.queue = recorded_steps(plan)
     for task in plan.tasks:
         try:
             result.tasks.append(read_turn_log(root, task.id))
         except GuardkitStateError as exc:
-            log = TurnLog(task.id, "none")
-            log.notes.append(str(exc))
-            result.tasks.append(log)
+            result.tasks.append(TurnLog(task.id, "none", notes=[str(exc)]))
     return result
 
 

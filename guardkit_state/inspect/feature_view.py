@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.features.progress import TaskState
 from guardkit_state.features.result import resume_command
 from guardkit_state.features.standing import (
     FeatureTally,
@@ -48,7 +47,7 @@ from guardkit_state.turns.resume import resume_point
 
 
 @dataclass(frozen=True)
-class FeatureTaskRow:
+class FeatureTaskRow(Fields):
     """One task of the feature as its files say.
 
     ``status``: ``pending``, ``in_progress`` (started, not ended), ``approved`` (not merged yet),
@@ -73,22 +72,18 @@ class FeatureTaskRow:
     plan_status: str | None
     #: Why its task file could not be read (None when it could): a run refuses to start then.
     error: str | None = None
+    #: Which reading decided ``status`` (:mod:`guardkit_state.features.standing`): ``run``, ``plan``, ``task_file``.
+    source: str = "run"
     #: Where its loop stands inside a turn, when an interruption left one half done (the task's
     #: resume point: ``rerun_coach``, ``complete_from_reports``, ``rerun_turn``), and that step in words.
     resume_action: str | None = None
     resume_text: str | None = None
-    #: Which reading decided ``status`` (:mod:`guardkit_state.features.standing`): ``run``, ``plan``, ``task_file``.
-    source: str = "run"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "wave": self.wave, "name": self.name, "status": self.status,
-                "phase": self.phase, "turns": self.turns, "decisions": list(self.decisions),
-                "outcome": self.outcome, "reason": self.reason, "merged": self.merged,
-                "merge_commit": self.merge_commit, "conflicts": list(self.conflicts),
-                "criteria": self.criteria.to_dict() if self.criteria is not None else None,
-                "copy": self.copy, "plan_status": self.plan_status, "error": self.error, "source": self.source,
-                "resume": {"action": self.resume_action, "text": self.resume_text}
-                if self.resume_action is not None else None}
+        """Its fields, the resume point's two as one ``resume`` (None when its loop is not mid-turn)."""
+        data = super().to_dict()
+        action, text = data.pop("resume_action"), data.pop("resume_text")
+        return data | {"resume": {"action": action, "text": text} if action is not None else None}
 
 
 @dataclass(frozen=True)
@@ -120,6 +115,8 @@ class FeatureView:
     waves: list[list[str]]
     tasks: list[FeatureTaskRow]
     next: NextStep
+    #: The feature's counts from its tasks' standings, as ``status``, ``log`` and ``report`` give them.
+    tally: FeatureTally
     last_updated: str | None = None
     notes: list[str] = field(default_factory=list)
     #: The plan's smoke gate (GuardKit's ``smoke_gates``) and the runs of it the plan records.
@@ -135,25 +132,16 @@ class FeatureView:
         """The rows of wave ``number`` (1-based), in plan order."""
         return [row for row in self.tasks if row.wave == number]
 
-    @property
-    def tally(self) -> FeatureTally:
-        """The feature's counts, as ``status``, ``log`` and ``report`` give them."""
-        return tally(TaskStanding(r.task_id, r.status, r.turns, r.source, TaskState(r.task_id, "new"))
-                     for r in self.tasks)
-
-    @property
-    def totals(self) -> dict[str, int]:
-        counts = self.tally
-        return {"tasks": counts.tasks, **counts.by_status, "turns": counts.turns}
-
     def to_dict(self) -> dict[str, Any]:
+        counts = self.tally
         return {
             "feature_id": self.feature_id, "name": self.name, "plan": str(self.plan_path),
             "plan_status": self.plan_status, "branch": self.branch, "started": self.started,
             "worktree": str(self.worktree) if self.worktree else None, "wave_source": self.wave_source,
             "waves": [{"number": n, "tasks": [row.to_dict() for row in self.wave(n)]}
                       for n in range(1, len(self.waves) + 1)],
-            "totals": self.totals, "tally": self.tally.to_dict(), "next": self.next.to_dict(),
+            "totals": {"tasks": counts.tasks, **counts.by_status, "turns": counts.turns}, "tally": counts.to_dict(),
+            "next": self.next.to_dict(),
             "last_updated": self.last_updated,
             "notes": self.notes,
             "smoke_gate": {"description": self.smoke_gate.describe(), "command": self.smoke_gate.command}
@@ -187,8 +175,8 @@ def _feature_view(root: Path, feature: str) -> FeatureView:
     fgit = feature_git(root, git, plan.feature_id)
     if git is None:
         notes.append("not a git repository (or no git): tasks read from the main checkout only")
-    rows = [_row(root, plan, standing, waves.wave_of(standing.task_id))
-            for standing in read_standings(root, plan, fgit)]
+    standings = read_standings(root, plan, fgit)
+    rows = [_row(root, plan, standing, waves.wave_of(standing.task_id)) for standing in standings]
     worktree = worktrees_dir(home) / plan.feature_id
     execution = plan.execution
     gate = None
@@ -196,14 +184,14 @@ def _feature_view(root: Path, feature: str) -> FeatureView:
         gate = read_smoke_gate(plan)
     except GuardkitStateError as exc:
         notes.append(f"smoke gate not usable: {exc}")
-    step = next_step(plan.feature_id, waves.to_lists(), rows, started=started, plan=plan)
+    step = next_step(plan, waves.to_lists(), rows, started=started)
     if plan.status == AWAITING_MERGE and step.wave is None:
         step = replace(step, text=f"{step.text}; the plan awaits its merge (GuardKit's /feature-complete "
                                   f"prepared {branch} for merging into your main branch)")
     return FeatureView(plan.feature_id, plan.name, plan_path, plan.status, branch, started,
                        worktree if worktree.is_dir() else None, waves.source, waves.to_lists(), rows, step,
-                       execution.last_updated if execution is not None else None, notes, gate, recorded_runs(plan),
-                       recorded_steps(plan), run_settings(plan.data))
+                       tally(standings), execution.last_updated if execution is not None else None, notes, gate,
+                       recorded_runs(plan), recorded_steps(plan), run_settings(plan.data))
 
 
 def _row(root: Path, plan: FeaturePlan, standing: TaskStanding, wave: int) -> FeatureTaskRow:
@@ -221,8 +209,8 @@ def _row(root: Path, plan: FeaturePlan, standing: TaskStanding, wave: int) -> Fe
     copy = _read_copy(root, task_id, resumes=state.runs, turns=state.turns)
     return FeatureTaskRow(task_id, wave, entry.name, standing.status, state.phase, standing.turns, state.decisions,
                           outcome, reason, state.phase == "merged", state.merge_commit, conflicts,
-                          copy.counts, copy.where, entry.status, copy.error, copy.resume_action, copy.resume_text,
-                          standing.source)
+                          copy.counts, copy.where, entry.status, copy.error, standing.source, copy.resume_action,
+                          copy.resume_text)
 
 
 @dataclass(frozen=True)
@@ -280,12 +268,12 @@ def _counted(location: TaskLocation) -> dict[str, int]:
     return criteria_counts(task, location.checkout).to_dict()
 
 
-def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow], *, started: bool,
-              plan: FeaturePlan | None = None) -> NextStep:
-    """What the next run does: the first wave with a task to run or merge, those tasks, and the tasks
-    that stop the feature there (pure). With the ``plan``, a failed task its ``stop_on_failure: false``
-    lets the feature go on past is passed over, as a run without ``--[no-]stop-on-failure`` does
+def next_step(plan: FeaturePlan, waves: list[list[str]], rows: list[FeatureTaskRow], *, started: bool) -> NextStep:
+    """What the next run of ``plan`` does: the first wave with a task to run or merge, those tasks, and the
+    tasks that stop the feature there (pure). A failed task its ``stop_on_failure: false`` lets the
+    feature go on past is passed over, as a run without ``--[no-]stop-on-failure`` does
     (:mod:`~guardkit_state.plans.failure_rules`): the tasks that need it are skipped and named."""
+    feature_id = plan.feature_id
     by_id = {row.task_id: row for row in rows}
     command = resume_command(feature_id, resume=started)
     # A run reads every task it has to run before it starts anything: one it cannot read stops it there.
@@ -297,7 +285,7 @@ def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow
     passed: list[str] = []  # failed tasks the feature goes on without
     skipped: dict[str, str] = {}  # task -> the failed task it needs
     for number, wave in enumerate(waves, start=1):
-        needs = skipped_by(passed, plan) if passed and plan is not None else {}
+        needs = skipped_by(passed, plan) if passed else {}
         skips = {t: needs[t] for t in wave if t in needs and by_id[t].phase in ("new", "resume")}
         skipped.update(skips)
         left = [by_id[t] for t in wave if by_id[t].status not in ("completed", "skipped") and t not in skips]
@@ -305,8 +293,7 @@ def next_step(feature_id: str, waves: list[list[str]], rows: list[FeatureTaskRow
         run = tuple(r.task_id for r in left if r.phase in ("new", "resume"))
         merge = tuple(r.task_id for r in left if r.status == "approved")
         ended = [r.task_id for r in left if r.status in ("failed", "blocked") and r.task_id not in run]
-        going = [t for t in ended if by_id[t].status == "failed" and plan is not None
-                 and not stops_on_failure(plan, t, None)]
+        going = [t for t in ended if by_id[t].status == "failed" and not stops_on_failure(plan, t, None)]
         stop = tuple(t for t in ended if t not in going)
         passed += going
         if not (run or merge or stop):

@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.commits import turn_commits
 from guardkit_state.git.parse import TurnCommit, parse_cat_file_batch
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.model import Fields
 from guardkit_state.store.layout import STATE_DIR, artifacts_dir, branch_for, worktree_path
 from guardkit_state.store.reads import read_bytes_capped
 from guardkit_state.store.safe_paths import validate_task_id
@@ -35,7 +36,7 @@ _TURN_STATE = re.compile(r"^turn_state_turn_(\d+)\.json$")
 
 
 @dataclass(frozen=True)
-class TurnLogEntry:
+class TurnLogEntry(Fields):
     """One turn of a task as the log shows it."""
 
     turn: int
@@ -46,11 +47,6 @@ class TurnLogEntry:
     verified_count: int | None
     delta: tuple[str, ...] = ()
     subject: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["delta"] = list(self.delta)
-        return data
 
 
 @dataclass
@@ -67,16 +63,9 @@ class TurnLog:
                 "turns": [e.to_dict() for e in self.entries]}
 
 
-def turn_log(repo_root: str | Path, task_id: str) -> list[TurnLogEntry]:
-    """The turns of ``task_id``, oldest first: sha, decision, mode, date, criteria delta.
-
-    See :func:`read_turn_log` for the variant that also says where the turns came from.
-    """
-    return read_turn_log(repo_root, task_id).entries
-
-
 def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
-    """:func:`turn_log` with its source (``autobuild/TASK`` branch, current branch, or files) and notes.
+    """The turns of ``task_id``, oldest first (sha, decision, mode, date, criteria delta), with their
+    source (``autobuild/TASK`` branch, current branch, or files) and notes.
 
     ``task_id`` may be the path of a task file. Raises :class:`TaskNotFoundError` when the task has
     neither a file nor any recorded turn.
@@ -87,9 +76,8 @@ def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
     repo = scoped(("git repo", os.fspath(root)), partial(GitRepo.discover, root))
     if repo is None:
         on_disk = _states_from_files(_state_dir_on_disk(root, task_id))
-        result = TurnLog(task_id, "files", notes=["not a git repository (or no git): turns read from files only"])
-        result.entries = _entries(task_id, [], on_disk)
-        return _known(root, result)
+        return _known(root, TurnLog(task_id, "files", _entries([], on_disk),
+                                    ["not a git repository (or no git): turns read from files only"]))
     rev, source = _log_rev(repo, task_id)
     commits = _oldest_first_unique(turn_commits(repo, task_id, rev=rev))
     blobs = _read_blobs(repo, [f"{c.sha}:{_state_path(task_id, c.turn)}" for c in commits])
@@ -97,15 +85,14 @@ def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
     for commit, blob in zip(commits, blobs, strict=True):
         if blob is not None:
             states[commit.turn] = _parse_state(blob, commit.turn)
-    result = TurnLog(task_id, source)
+    notes: list[str] = []
     # Turns written but not (yet) committed: from the loop's worktree, else this checkout.
     disk = _states_from_files(_state_dir_on_disk(repo.root, task_id))
     uncommitted = {t: s for t, s in disk.items() if t not in {c.turn for c in commits}}
     if uncommitted:
-        result.notes.append("turn(s) " + ", ".join(map(str, sorted(uncommitted))) + " have files but no commit")
+        notes.append("turn(s) " + ", ".join(map(str, sorted(uncommitted))) + " have files but no commit")
         states.update(uncommitted)
-    result.entries = _entries(task_id, commits, states)
-    return _known(root, result)
+    return _known(root, TurnLog(task_id, source, _entries(commits, states), notes))
 
 
 def turn_diff(repo_root: str | Path, task_id: str, turn: int, *, stat: bool = False,
@@ -132,9 +119,7 @@ def turn_diff(repo_root: str | Path, task_id: str, turn: int, *, stat: bool = Fa
             find_task(repo_root, task_id)  # an unknown task is said as such, not as a missing turn
         raise TurnError(f"no commit of turn {turn} for {task_id} on {source}", task_id=task_id, turn=turn,
                         fix=f"'guardkit-state log {task_id}' lists the turns that were committed")
-    args = ["show", "--no-color", "--no-ext-diff", "--format=medium"]
-    args.append("--stat" if stat else "--patch")
-    args += [commit.sha, "--"]
+    args = ["show", "--no-color", "--no-ext-diff", "--format=medium", "--stat" if stat else "--patch", commit.sha, "--"]
     if state_only:
         args += state_pathspecs(task_id)
     return repo.run(*args)[1].decode("utf-8", "replace")
@@ -200,13 +185,11 @@ def _log_rev(repo: GitRepo, task_id: str) -> tuple[str, str]:
 
 def _oldest_first_unique(commits: list[TurnCommit]) -> list[TurnCommit]:
     """Newest-first commits -> one per turn (the newest), ordered by turn."""
-    by_turn: dict[int, TurnCommit] = {}
-    for commit in commits:
-        by_turn.setdefault(commit.turn, commit)
+    by_turn = {commit.turn: commit for commit in reversed(commits)}  # a turn's newest is put last, and stays
     return [by_turn[t] for t in sorted(by_turn)]
 
 
-def _entries(task_id: str, commits: list[TurnCommit], states: dict[int, dict[str, Any]]) -> list[TurnLogEntry]:
+def _entries(commits: list[TurnCommit], states: dict[int, dict[str, Any]]) -> list[TurnLogEntry]:
     by_turn = {c.turn: c for c in commits}
     entries: list[TurnLogEntry] = []
     previous: dict[str, str] = {}

@@ -12,12 +12,14 @@ import bisect
 import copy
 import os
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import FileTooLargeError, GuardkitStateError
 from guardkit_state.git.checkouts import worktrees_home
+from guardkit_state.model import Fields
 from guardkit_state.store.layout import features_dir, tasks_dir
 from guardkit_state.store.reads import read_bytes_capped
 from guardkit_state.store.stat_cache import signature
@@ -166,13 +168,7 @@ class _Checkout:
         """One summary per id, from the copy the resolver's rules choose."""
         self.names.sort()
         picked: dict[str, TaskSummary] = {}
-        plans: set[str] | None = None
-
-        def planned() -> set[str]:
-            nonlocal plans
-            plans = plan_paths(self.root) if plans is None else plans
-            return plans
-
+        planned = partial(plan_paths, self.root)  # read once per status: it runs in a listing_scope
         for task_id, rows in self.rows.items():
             if only is not None and task_id != only:
                 continue
@@ -256,7 +252,7 @@ def _task_files(root: str) -> Iterator[tuple[TaskEntry, str, str, str | None]]:
 
 
 @dataclass
-class FeatureSummary:
+class FeatureSummary(Fields):
     """One feature plan's progress, as the plan reports it (``show FEAT-ID`` reads the files and git).
 
     ``tasks`` counts the tasks by where they stand, ``done``, ``failed`` (failed or blocked) and
@@ -278,9 +274,6 @@ class FeatureSummary:
     error: str | None = None
     done: int = 0
     failed: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def feature_status(repo_root: Path | str) -> list[FeatureSummary]:

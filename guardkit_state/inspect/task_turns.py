@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.inspect.review import turn_log
+from guardkit_state.inspect.review import read_turn_log
 from guardkit_state.model import CoachDecision, Criterion, PlayerReport, TurnEntry, TurnState
 from guardkit_state.store.turn_files import EVIDENCE_PATTERN, TurnStore
 from guardkit_state.taskfile.document import TaskFile
@@ -170,7 +170,7 @@ def _name(store: TurnStore, kind: str, number: int) -> str:
 def _commits(repo: Path, task_id: str, notes: list[str]) -> dict[int, str]:
     """Turn number -> commit sha, from the turn commits (none outside git, or when git fails)."""
     try:
-        entries = turn_log(repo, task_id)
+        entries = read_turn_log(repo, task_id).entries
     except (GuardkitStateError, OSError) as exc:
         notes.append(f"turn commits not shown: {exc}")
         return {}

@@ -20,8 +20,8 @@ import functools
 import logging
 import os
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -231,12 +231,9 @@ def validate_paths(paths: Iterable[Path]) -> ValidationReport:
         InputError: a path does not exist, or a named file is of no known kind (nothing checked).
     """
     files = list(iter_files(paths))
-    report = ValidationReport()
     with listing_scope():  # tasks/ listed, and the plans' file paths read, once for every id
-        for path, kind in files:
-            report.results.append(validate_file(path, kind))
-        report.duplicates = duplicate_ids(report.results)
-    return report
+        results = [validate_file(path, kind) for path, kind in files]
+        return ValidationReport(results, duplicate_ids(results))
 
 
 def duplicate_ids(results: list[FileResult]) -> list[DuplicateId]:
@@ -247,15 +244,14 @@ def duplicate_ids(results: list[FileResult]) -> list[DuplicateId]:
     """
     found: list[DuplicateId] = []
     groups: dict[tuple[Path, str], list[FileResult]] = {}
-    repos: dict[Path, tuple[Path, Path] | None] = {}  # folder as given -> (its repository, the folder resolved)
+    roots: dict[Path, Path | None] = {}  # folder as given -> its repository
     for result in results:
         if result.kind != TASK_KIND or not TASK_FILE_NAME.match(result.path.name):
             continue
         folder = result.path.parent
-        repo = repos[folder] if folder in repos else repos.setdefault(folder, _repo_of(folder))
-        if repo is None:
+        root = roots[folder] if folder in roots else roots.setdefault(folder, _repo_of(folder))
+        if root is None:
             continue
-        root, _ = repo
         task_id = result.task_id or declared_id(result.path) or task_id_from_filename(result.path.name)
         groups.setdefault((root, task_id), []).append(result)
     for root in {root for root, _ in groups}:
@@ -263,31 +259,23 @@ def duplicate_ids(results: list[FileResult]) -> list[DuplicateId]:
     for (root, task_id), group in groups.items():
         if len(group) < 2:
             continue
-        mine = {_relative(root, r.path): r for r in group}
+        mine = {r.path.resolve().relative_to(root).as_posix() for r in group}
         try:
             every = {p.relative_to(root).as_posix() for p in task_copies(root, task_id)}
         except GuardkitStateError:
             every = set()
-        copies = sorted(every | set(mine))
+        copies = sorted(every | mine)
         states = [Copy(rel, holds_state(root / rel, root)) for rel in copies]
         winner, reason = choose(states, functools.partial(plan_paths, root))
         found.append(DuplicateId(task_id, tuple(copies), winner.relpath, reason))
     return found
 
 
-def _repo_of(folder: Path) -> tuple[Path, Path] | None:
+def _repo_of(folder: Path) -> Path | None:
     """The repository a task file in ``folder`` belongs to (the folder holding the ``tasks/`` it is
-    under), and ``folder`` resolved; None outside one."""
+    under, ``folder`` resolved); None outside one."""
     real = folder.resolve()
-    root = next((parent.parent for parent in (real, *real.parents) if parent.name == TASKS_DIR), None)
-    return None if root is None else (root, real)
-
-
-
-
-
-def _relative(root: Path, path: Path) -> str:
-    return path.resolve().relative_to(root).as_posix()
+    return next((parent.parent for parent in (real, *real.parents) if parent.name == TASKS_DIR), None)
 
 
 def validate_file(path: Path, kind: str | None = None) -> FileResult:
@@ -307,8 +295,8 @@ def validate_file(path: Path, kind: str | None = None) -> FileResult:
 
     def check() -> dict[str, Any]:
         result = _validated(path, kind)
-        known: dict[str, Any] = {"problems": [_row(f) for f in result.problems],
-                                 "warnings": [_row(f) for f in result.warnings]}
+        known: dict[str, Any] = {"problems": [list(astuple(f)) for f in result.problems],
+                                 "warnings": [list(astuple(f)) for f in result.warnings]}
         if kind == TASK_KIND:
             known["id"] = declared_id(path) or task_id_from_filename(path.name)
         return known
@@ -317,10 +305,6 @@ def validate_file(path: Path, kind: str | None = None) -> FileResult:
                        cache=CACHE_NAME)
     return FileResult(path, kind, [Finding(*row) for row in known["problems"]],
                       [Finding(*row) for row in known["warnings"]], known.get("id"))
-
-
-def _row(finding: Finding) -> list[Any]:
-    return [finding.message, finding.line, finding.pointer]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -341,18 +325,13 @@ def _validated(path: Path, kind: str) -> FileResult:
             _check_plan(path, result)
         else:
             _check_turn_report(path, kind, result)
-    except SchemaError as exc:
-        if exc.problems:
-            result.problems.extend(Finding(text, exc.line, pointer) for pointer, text in exc.problems)
-        else:
-            result.problems.append(_finding(exc))
     except GuardkitStateError as exc:
-        result.problems.append(_finding(exc))
+        listed = exc.problems if isinstance(exc, SchemaError) else []  # a schema's every problem, at its pointer
+        if listed:
+            result.problems.extend(Finding(text, exc.line, pointer) for pointer, text in listed)
+        else:
+            result.problems.append(Finding(exc.described(), exc.line, exc.pointer))
     return result
-
-
-def _finding(exc: GuardkitStateError) -> Finding:
-    return Finding(exc.described(), exc.line, exc.pointer)
 
 
 def _check_plan(path: Path, result: FileResult) -> None:
@@ -386,21 +365,20 @@ def _check_task(path: Path, result: FileResult) -> None:
     block = parsed.data.get(key) if key else None
     if key is not None and block is not None:
 
-        def line_of(parts: PathParts) -> int | None:
-            return parsed.line_of(key, *parts)
+        def at(message: str, parts: PathParts) -> Finding:
+            """``message`` about the block's ``parts``, on the file line they sit on."""
+            return Finding(message, parsed.line_of(key, *parts), format_pointer((key, *parts)))
 
         try:
             record = validate_with_warnings("autobuild_state", block, path=path)
         except SchemaError as exc:
             for pointer, text in exc.problems or [(exc.pointer or "$", exc.message)]:
-                parts = parse_pointer(pointer)
-                result.problems.append(Finding(text, line_of(parts), format_pointer((key, *parts))))
+                result.problems.append(at(text, parse_pointer(pointer)))
             return
         for warning in record.warnings:
             pointer, _, message = warning.partition(": ")
-            parts = parse_pointer(pointer)
-            result.warnings.append(Finding(message, line_of(parts), format_pointer((key, *parts))))
-        _check_turn_sequence(record.data, key, line_of, result)
+            result.warnings.append(at(message, parse_pointer(pointer)))
+        _check_turn_sequence(record.data, at, result)
     TaskFile.from_bytes(raw, path, warn=False, parsed=parsed)  # the store's own read: anything else it refuses
 
 
@@ -424,25 +402,19 @@ def _check_stamps(parsed: Any, result: FileResult) -> None:
                                            format_pointer(parts)))
 
 
-def _check_turn_sequence(state: dict[str, Any], key: str, line_of: Any, result: FileResult) -> None:
+def _check_turn_sequence(state: dict[str, Any], at: Callable[[str, PathParts], Finding],
+                         result: FileResult) -> None:
     """Turns must be numbered 1..n in order: resume starts at ``len(turns) + 1``."""
     turns = state.get("turns") or []
     for index, entry in enumerate(turns):
         if entry["turn"] != index + 1:
-            parts: PathParts = ("turns", index, "turn")
-            result.problems.append(Finding(
-                f"turn {entry['turn']} is item {index + 1} of turns (expected turn {index + 1}:"
-                " turns are numbered 1, 2, 3 ... in order)",
-                line_of(parts), format_pointer((key, *parts)),
-            ))
+            result.problems.append(at(f"turn {entry['turn']} is item {index + 1} of turns (expected turn {index + 1}:"
+                                      " turns are numbered 1, 2, 3 ... in order)", ("turns", index, "turn")))
             break
     current = state.get("current_turn")
     if isinstance(current, int) and current < len(turns):
-        parts = ("current_turn",)
-        result.warnings.append(Finding(
-            f"current_turn {current} is behind the {len(turns)} recorded turns",
-            line_of(parts), format_pointer((key, *parts)),
-        ))
+        result.warnings.append(at(f"current_turn {current} is behind the {len(turns)} recorded turns",
+                                  ("current_turn",)))
 
 
 def _warning(text: str) -> Finding:

@@ -11,7 +11,7 @@ from guardkit_state.errors import InputError
 from guardkit_state.inspect.task_turns import task_turns
 from guardkit_state.model import TurnEntry
 from guardkit_state.report import matrix
-from guardkit_state.report.columns import turn_view
+from guardkit_state.report.columns import seconds_between, turn_view
 from guardkit_state.report.task_report import TaskReport, TurnColumn
 
 _FEATURE_ID = re.compile(r"^FEAT-[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -38,7 +38,7 @@ def build_task_report(repo: Path | str, task: str, *, running_turn: int | None =
     outcome = state.extra.get("outcome") if state is not None else None
     return TaskReport(
         task_id=read.location.task_id, title=read.task.title or "", status=read.task.status or "—",
-        path=_shown_path(read.location.task_path, Path(repo)),
+        path=shown_path(read.location.task_path, Path(repo)),
         max_turns=state.max_turns if state is not None else None,
         outcome=None if outcome is None else str(outcome), turns=views,
         criteria=matrix.rows(read.task.criteria, [t.ledger for t in read.turns]),
@@ -54,27 +54,19 @@ def _from_guardkit_history(views: list[TurnColumn], entries: list[TurnEntry], la
     last one until the block's ``last_updated``). Its mode is GuardKit's own default: ``fresh_start``
     for turn 1, ``continuing_work`` after (what the stall window and the context read too).
     """
-    starts = [_when(entry.timestamp) for entry in entries] + [_when(last_updated)]
+    starts = [entry.timestamp for entry in entries] + [last_updated]
     for index, view in enumerate(views):
         if view.source != "frontmatter":
             continue
         if view.mode == "—":
             view.mode = "fresh_start" if view.number == 1 else "continuing_work"
-        begin, end = starts[index], starts[index + 1]
-        if view.duration_seconds is None and begin is not None and end is not None \
-                and (begin.tzinfo is None) == (end.tzinfo is None) and end > begin:
-            view.duration_seconds = (end - begin).total_seconds()
+        if view.duration_seconds is None:
+            view.duration_seconds = seconds_between(starts[index], starts[index + 1])
 
 
-def _when(value: object) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(value)) if value else None
-    except ValueError:
-        return None
-
-
-def _shown_path(path: Path, repo: Path) -> str:
-    """The task file relative to the repository (a page attached to a pull request names no home folder)."""
+def shown_path(path: Path, repo: Path) -> str:
+    """A file (the task file, the plan) relative to the repository (a page attached to a pull request
+    names no home folder)."""
     try:
         return str(path.resolve().relative_to(repo.resolve()))
     except (ValueError, OSError):

@@ -78,9 +78,14 @@ def _duration(state: TurnState | None) -> float | None:
         return None
     if isinstance(state.duration_seconds, (int, float)) and not isinstance(state.duration_seconds, bool):
         return float(state.duration_seconds)
+    return seconds_between(state.started_at, state.completed_at)
+
+
+def seconds_between(start: object, end: object) -> float | None:
+    """The seconds from ``start`` to ``end`` (ISO times, as written); None unless both are times of one
+    kind (with or without a zone) and ``end`` is later."""
     try:
-        start, end = datetime.fromisoformat(str(state.started_at)), datetime.fromisoformat(str(state.completed_at))
-        seconds = (end - start).total_seconds()
+        seconds = (datetime.fromisoformat(str(end)) - datetime.fromisoformat(str(start))).total_seconds()
     except (TypeError, ValueError):
         return None
     return seconds if seconds > 0 else None

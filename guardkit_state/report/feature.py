@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.features.standing import FeatureTally
-from guardkit_state.inspect.feature_view import FeatureTaskRow, feature_view, task_copy
+from guardkit_state.inspect.feature_view import FeatureTaskRow, FeatureView, feature_view, task_copy
 from guardkit_state.plans.merge_queue_log import QueueStep
-from guardkit_state.report.collect import build_task_report
+from guardkit_state.report.collect import build_task_report, shown_path
 from guardkit_state.report.task_report import TaskReport
 from guardkit_state.taskfile.discovery import listing_scope
 
@@ -34,17 +33,11 @@ TASK_STATUSES = ("pending", "running", "in_progress", "approved", "completed", "
 class FeatureTask:
     """One task of the feature: a cell row of the grid, and its section below it."""
 
-    task_id: str
-    wave: int
-    name: str
+    #: The task as ``show FEAT-X`` reads it: id, wave, name, turns, outcome, merge, the paths whose merge
+    #: conflict keeps it off the feature branch (``conflicts``), why it stands where it does (``reason``).
+    row: FeatureTaskRow
+    #: ``show``'s status, or ``running`` while its loop runs.
     status: str
-    turns: int
-    outcome: str | None
-    merged: bool
-    merge_commit: str | None = None
-    #: The paths whose merge conflict keeps an approved task off the feature branch.
-    blocked_paths: list[str] = field(default_factory=list)
-    reason: str = ""
     #: The turn its loop is running now (None: not running, or between two turns).
     running_turn: int | None = None
     #: The task's own report; None when its files could not be read (``error`` says why).
@@ -52,9 +45,10 @@ class FeatureTask:
     error: str | None = None
 
     def summary(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "wave": self.wave, "status": self.status, "turns": self.turns,
-                "outcome": self.outcome, "merged": self.merged, "merge_commit": self.merge_commit,
-                "blocked_paths": list(self.blocked_paths), "error": self.error,
+        row = self.row
+        return {"task_id": row.task_id, "wave": row.wave, "status": self.status, "turns": row.turns,
+                "outcome": row.outcome, "merged": row.merged, "merge_commit": row.merge_commit,
+                "blocked_paths": list(row.conflicts), "error": self.error,
                 "cost_usd": self.report.cost_usd if self.report is not None else None}
 
 
@@ -62,19 +56,14 @@ class FeatureTask:
 class FeatureReport:
     """Everything a feature's page shows."""
 
-    feature_id: str
-    name: str
+    #: The feature as ``show FEAT-X`` reads it: id, name, branch, plan status, waves, notes, and its
+    #: counts (``tally``) as ``status``, ``show`` and ``log`` give them.
+    view: FeatureView
     plan_path: str
-    branch: str
-    plan_status: str
-    waves: list[list[str]]
     tasks: list[FeatureTask]
     #: What a run (or ``--resume``) does next, as ``show`` says it.
     next_step: str = ""
-    notes: list[str] = field(default_factory=list)
     generated_at: str = ""
-    #: The feature's counts, as ``status``, ``show`` and ``log`` give them (None: not read yet).
-    tally: FeatureTally | None = None
     #: The plan's smoke gate in words, and one line per recorded run of it.
     smoke_gate: str | None = None
     smoke_runs: list[str] = field(default_factory=list)
@@ -82,7 +71,7 @@ class FeatureReport:
     queue_steps: list[str] = field(default_factory=list)
 
     def task(self, task_id: str) -> FeatureTask:
-        return next(t for t in self.tasks if t.task_id == task_id)
+        return next(t for t in self.tasks if t.row.task_id == task_id)
 
     def status_counts(self) -> dict[str, int]:
         """How many tasks have each status, in the order the statuses first appear."""
@@ -90,9 +79,10 @@ class FeatureReport:
 
     def summary(self) -> dict[str, Any]:
         """The report's counts, for ``--json`` and tools."""
-        return {"feature_id": self.feature_id, "waves": len(self.waves), "tasks": [t.summary() for t in self.tasks],
-                "task_statuses": self.status_counts(), "turns": sum(t.turns for t in self.tasks),
-                "notes": list(self.notes), "totals": self.tally.to_dict() if self.tally is not None else None}
+        view = self.view
+        return {"feature_id": view.feature_id, "waves": len(view.waves), "tasks": [t.summary() for t in self.tasks],
+                "task_statuses": self.status_counts(), "turns": sum(t.row.turns for t in self.tasks),
+                "notes": list(view.notes), "totals": view.tally.to_dict()}
 
 
 def build_feature_report(repo: Path | str, feature: str, *, running: Mapping[str, int | None] | None = None,
@@ -115,10 +105,8 @@ def _feature_report(root: Path, feature: str, running: Mapping[str, int | None],
     tasks = [_task(root, task_copy(root, view, row), row, running) for row in view.tasks]
     next_step = "loops are running; this page is rewritten after every turn" if running else view.next.text
     return FeatureReport(
-        feature_id=view.feature_id, name=view.name or "", plan_path=_shown(view.plan_path, root),
-        branch=view.branch, plan_status=view.plan_status or "—", waves=view.waves, tasks=tasks,
-        next_step=next_step, notes=list(view.notes),
-        generated_at=generated_at or datetime.now().astimezone().isoformat(timespec="seconds"), tally=view.tally,
+        view=view, plan_path=shown_path(view.plan_path, root), tasks=tasks, next_step=next_step,
+        generated_at=generated_at or datetime.now().astimezone().isoformat(timespec="seconds"),
         smoke_gate=view.smoke_gate.describe() if view.smoke_gate is not None else None,
         smoke_runs=[run.describe() + (f": {run.output[-300:]}" if run.halts and run.output else "")
                     for run in view.smoke_runs],
@@ -132,10 +120,7 @@ def _queue_line(step: QueueStep) -> str:
 
 
 def _task(root: Path, copy: str, row: FeatureTaskRow, running: Mapping[str, int | None]) -> FeatureTask:
-    task = FeatureTask(task_id=row.task_id, wave=row.wave, name=row.name or "",
-                       status="running" if row.task_id in running else row.status, turns=row.turns,
-                       outcome=row.outcome, merged=row.merged, merge_commit=row.merge_commit,
-                       blocked_paths=list(row.conflicts), reason=row.reason, running_turn=running.get(row.task_id))
+    task = FeatureTask(row, "running" if row.task_id in running else row.status, running.get(row.task_id))
     try:
         task.report = build_task_report(root, copy, running_turn=task.running_turn,
                                         generated_at="")
@@ -146,13 +131,6 @@ def _task(root: Path, copy: str, row: FeatureTaskRow, running: Mapping[str, int 
         # The loop's event lags behind its files: that turn is recorded already, not running.
         task.running_turn = None
     return task
-
-
-def _shown(path: Path, root: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(root))
-    except (ValueError, OSError):
-        return str(path)
 
 
 __all__ = ["TASK_STATUSES", "FeatureReport", "FeatureTask", "build_feature_report"]

@@ -30,7 +30,8 @@ def anchor(index: int, task_id: str) -> str:
 
 def render_feature_report(report: FeatureReport) -> str:
     """The whole page for ``report``."""
-    title = f"{report.feature_id} — {one_line(report.name, 120)}" if report.name else report.feature_id
+    view = report.view
+    title = f"{view.feature_id} — {one_line(view.name, 120)}" if view.name else view.feature_id
     sections = "".join(_section(index, task) for index, task in enumerate(report.tasks))
     body = "".join([
         _header(report), "<main>\n", _grid(report), sections, "</main>\n",
@@ -41,21 +42,21 @@ def render_feature_report(report: FeatureReport) -> str:
 
 
 def _header(report: FeatureReport) -> str:
+    view = report.view
     told = ", ".join(f"{n} {esc(status)}" for status, n in report.status_counts().items())
-    facts = [f"plan status <b>{esc(report.plan_status)}</b>",
-             *([f"<b>{esc(report.tally.describe())}</b>"] if report.tally is not None else []),
-             f"{len(report.tasks)} task(s) in {len(report.waves)} wave(s)" + (f": {told}" if told else ""),
-             f"{sum(t.turns for t in report.tasks)} turn(s)",
-             f"branch <code>{esc(report.branch)}</code>"]
+    facts = [f"plan status <b>{esc(view.plan_status or '—')}</b>", f"<b>{esc(view.tally.describe())}</b>",
+             f"{len(report.tasks)} task(s) in {len(view.waves)} wave(s)" + (f": {told}" if told else ""),
+             f"{sum(t.row.turns for t in report.tasks)} turn(s)",
+             f"branch <code>{esc(view.branch)}</code>"]
     costs = [t.report.cost_usd for t in report.tasks if t.report is not None and t.report.cost_usd is not None]
     if costs:
         facts.append(f"agents' cost <b>${sum(costs):.4f}</b>")
-    parts = [f"<header>\n<h1><span class=\"mono\">{esc(report.feature_id)}</span> {esc(report.name)}</h1>\n",
+    parts = [f"<header>\n<h1><span class=\"mono\">{esc(view.feature_id)}</span> {esc(view.name)}</h1>\n",
              f"<p class=\"facts\">{' · '.join(facts)}</p>\n"]
     if report.next_step:
         parts.append(f"<p class=\"next\">next: {esc(report.next_step, 2000)}</p>\n")
-    if report.notes:
-        parts.append("<ul class=\"notes\">" + "".join(f"<li>{esc(n, 600)}</li>" for n in report.notes) + "</ul>\n")
+    if view.notes:
+        parts.append("<ul class=\"notes\">" + "".join(f"<li>{esc(n, 600)}</li>" for n in view.notes) + "</ul>\n")
     if report.smoke_gate is not None or report.smoke_runs:
         gate = f"smoke gate {esc(report.smoke_gate, 600)}" if report.smoke_gate is not None else "smoke gate"
         parts.append(f"<p class=\"facts\">{gate}</p>\n<ul class=\"notes\">"
@@ -69,12 +70,12 @@ def _header(report: FeatureReport) -> str:
 
 
 def _grid(report: FeatureReport) -> str:
-    index = {task.task_id: i for i, task in enumerate(report.tasks)}
+    index = {task.row.task_id: i for i, task in enumerate(report.tasks)}
     head = "".join(f"<th scope=\"col\">{label}</th>" for _, label in COLUMNS)
     bodies: list[str] = []
-    for number, wave in enumerate(report.waves, start=1):
+    for number, wave in enumerate(report.view.waves, start=1):
         tasks = [report.tasks[index[t]] for t in wave if t in index]
-        rows = "".join(_row(index[task.task_id], task) for task in tasks)
+        rows = "".join(_row(index[task.row.task_id], task) for task in tasks)
         bodies.append(f"<tbody class=\"wave\" data-wave=\"{number}\"><tr class=\"wave-head\"><th colspan=\""
                       f"{len(COLUMNS) + 1}\" scope=\"rowgroup\">Wave {number} · {len(tasks)} task(s)</th></tr>\n"
                       f"{rows}</tbody>\n")
@@ -84,22 +85,23 @@ def _grid(report: FeatureReport) -> str:
 
 
 def _row(index: int, task: FeatureTask) -> str:
-    target = anchor(index, task.task_id)
-    name = f"<br><span class=\"dim\">{esc(task.name, 200)}</span>" if task.name else ""
+    row = task.row
+    target = anchor(index, row.task_id)
+    name = f"<br><span class=\"dim\">{esc(row.name, 200)}</span>" if row.name else ""
     cells = {
-        "status": f"<span class=\"badge st-{_status_token(task.status)}\">{esc(task.status, 40)}</span>"
+        "status": _status_badge(task.status)
                   + (f" <span class=\"dim\">turn {task.running_turn}</span>" if task.running_turn else ""),
-        "turns": str(task.turns),
-        "outcome": esc(task.outcome, 80) if task.outcome else "<span class=\"dim\">—</span>",
-        "merged": (f"yes <code>{esc(task.merge_commit[:10])}</code>" if task.merge_commit else "yes")
-                  if task.merged else "no",
-        "blocked": "<br>".join(f"<code>{esc(p, 400)}</code>" for p in task.blocked_paths[:20])
+        "turns": str(row.turns),
+        "outcome": esc(row.outcome, 80) if row.outcome else "<span class=\"dim\">—</span>",
+        "merged": (f"yes <code>{esc(row.merge_commit[:10])}</code>" if row.merge_commit else "yes")
+                  if row.merged else "no",
+        "blocked": "<br>".join(f"<code>{esc(p, 400)}</code>" for p in row.conflicts[:20])
                    or "<span class=\"dim\">—</span>",
         "timeline": _chips(target, task),
     }
     tds = "".join(f"<td data-field=\"{field}\" class=\"{field}\">{cells[field]}</td>" for field, _ in COLUMNS)
-    return (f"<tr data-task=\"{esc(task.task_id, 200)}\" data-wave=\"{task.wave}\"><th scope=\"row\">"
-            f"<a href=\"#{target}\" class=\"mono\">{esc(task.task_id, 200)}</a>{name}</th>{tds}</tr>\n")
+    return (f"<tr data-task=\"{esc(row.task_id, 200)}\" data-wave=\"{row.wave}\"><th scope=\"row\">"
+            f"<a href=\"#{target}\" class=\"mono\">{esc(row.task_id, 200)}</a>{name}</th>{tds}</tr>\n")
 
 
 def _chips(target: str, task: FeatureTask) -> str:
@@ -118,14 +120,14 @@ def _chips(target: str, task: FeatureTask) -> str:
 
 
 def _section(index: int, task: FeatureTask) -> str:
-    target = anchor(index, task.task_id)
+    row = task.row
+    target = anchor(index, row.task_id)
     title = esc(task.report.title) if task.report is not None else ""
-    about = [f"wave {task.wave}", f"<span class=\"badge st-{_status_token(task.status)}\">{esc(task.status, 40)}"
-             "</span>"]
-    if task.reason:
-        about.append(esc(task.reason, 600))
-    parts = [f"<section class=\"task\" id=\"{target}\" data-task=\"{esc(task.task_id, 200)}\">\n",
-             f"<h2><span class=\"mono\">{esc(task.task_id, 200)}</span> {title}</h2>\n",
+    about = [f"wave {row.wave}", _status_badge(task.status)]
+    if row.reason:
+        about.append(esc(row.reason, 600))
+    parts = [f"<section class=\"task\" id=\"{target}\" data-task=\"{esc(row.task_id, 200)}\">\n",
+             f"<h2><span class=\"mono\">{esc(row.task_id, 200)}</span> {title}</h2>\n",
              f"<p class=\"dim\">{' · '.join(about)} · <a href=\"#grid\">back to the grid</a></p>\n"]
     if task.report is None:
         parts.append(f"<ul class=\"notes\"><li>its files could not be read: {esc(task.error or '', 600)}</li></ul>\n")
@@ -135,9 +137,9 @@ def _section(index: int, task: FeatureTask) -> str:
     return "".join(parts)
 
 
-def _status_token(status: str) -> str:
-    """A class-name token from the grid's closed vocabulary (anything else becomes ``other``)."""
-    return status if status in TASK_STATUSES else "other"
+def _status_badge(status: str) -> str:
+    """A task's status as a badge, its class from the grid's closed vocabulary (:data:`TASK_STATUSES`)."""
+    return f"<span class=\"badge st-{token(status, TASK_STATUSES)}\">{esc(status, 40)}</span>"
 
 
 __all__ = ["COLUMNS", "anchor", "render_feature_report"]

@@ -7,7 +7,7 @@ text or reach the network. Every value from the files goes through :func:`esc`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from guardkit_state.inspect.agent_costs import describe_run
 from guardkit_state.report.html_text import duration, esc, number, one_line, when
@@ -18,6 +18,8 @@ CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri '
        "form-action 'none'")
 SYMBOLS = {"verified": "✓", "implied": "✓", "rejected": "✗", "pending": "○"}
 NOTHING = "<p class=\"dim\">nothing recorded</p>"
+#: The words of a turn (Coach decisions, Player outcomes) a class name is made of.
+TURN_WORDS = ("approve", "feedback", "reject", "error", "implemented", "failed", "blocked", "unknown")
 LABELS = {"verified": "verified", "implied": "implied by approval", "rejected": "rejected", "pending": "pending"}
 
 
@@ -206,7 +208,6 @@ def _cell(row: MatrixRow, cell: Cell, turn: int) -> str:
             f"{'fell back' if cell.regression else LABELS[cell.status].split(' ')[0]}</td>")
 
 
-def token(value: str) -> str:
-    """A class-name token from a closed vocabulary (anything else becomes ``other``)."""
-    known = ("approve", "feedback", "reject", "error", "implemented", "failed", "blocked", "unknown")
+def token(value: str, known: Collection[str] = TURN_WORDS) -> str:
+    """A class-name token from the closed vocabulary ``known`` (anything else becomes ``other``)."""
     return value if value in known else "other"

@@ -5,7 +5,7 @@ These records hold raw (unescaped) text; the page escapes every value as it draw
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from guardkit_state.turns.ledger import CriteriaCounts
@@ -130,6 +130,3 @@ class TaskReport:
     def final_statuses(self) -> dict[str, CellStatus]:
         """Each criterion's cell after the last turn (``pending`` when no turn was recorded)."""
         return {row.id: row.cells[-1].status if row.cells else "pending" for row in self.criteria}
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"counts": self.counts.to_dict()}

@@ -65,7 +65,7 @@ def write_feature_report(repo: Path | str, feature: str, output: Path | str | No
     Raises FeatureNotFoundError, ParseError or SchemaError when the plan cannot be read (nothing is written).
     """
     report = build_feature_report(repo, feature, running=running)
-    return _write(repo, report.feature_id, output, report, render_feature_report(report))
+    return _write(repo, report.view.feature_id, output, report, render_feature_report(report))
 
 
 def _write(repo: Path | str, name: str, output: Path | str | None, report: R, page: str) -> ReportResult[R]:
