@@ -328,6 +328,8 @@ class _Worker:
         if (cached is not None and cached[0][0] == key[0] and cached[1].phase in ("approved", "merged")
                 and task in self._merged(key[1])):
             state = replace(cached[1], phase="merged")  # its branch stood still; a merge took it in
+        elif key[0] is None and self._never_run_here(task, key[1]):
+            state = self._unstarted(task)  # no branch, worktree or merge of it: what a reading answers then
         else:
             # Read as the remote holds it: a branch of this clone apart from (or behind) the remote's
             # would tell a run the remote never saw (an ousted holder's own approval, merged instead).
@@ -340,6 +342,13 @@ class _Worker:
                 state = held_back(state, read_quarantine(self.repo, task, key[0]), self.feature, self.options.remote)
         self._states[task] = (key, state)
         return state
+
+    def _never_run_here(self, task: str, feature_sha: str | None) -> bool:
+        """No branch of ``task`` in this clone as the last fetch listed its refs (only a run here
+        makes one since, and a run leaves its worktree), no worktree, no merge of it."""
+        branch = f"refs/heads/{branch_for(task)}"
+        return (not self.fgit.task_worktree(task).is_dir() and task not in self._merged(feature_sha)
+                and not any(name == branch for name, _, _ in self.branches.listing))
 
     def _running_elsewhere(self, claim: Claim) -> bool:
         return claim.worker != self.board.worker and not self.board.is_stale(claim, stale_after=self.options.stale)
