@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -58,3 +59,20 @@ def test_a_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
     finally:
         os.close(write_end)
     assert (proc.returncode, proc.stderr) == (0, b"")
+
+
+def test_in_process_runs_leave_no_handler_on_the_librarys_log(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # Tests and scripts call run() many times in one process: each run added a NullHandler, and
+    # --verbose's handler stayed, writing the next runs' log to the stderr of a run long gone.
+    make_task_repo(tmp_path)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    library = logging.getLogger("guardkit_state")
+    before = list(library.handlers)
+    for _ in range(3):
+        run(["feature-build", "TASK-AUTH-001", "--repo", str(tmp_path), "--no-worktree", "--player", "exit 3",
+             "--coach", "exit 3", "--max-turns", "1", "-v"])
+    capsys.readouterr()
+    added = [handler for handler in library.handlers if handler not in before]
+    assert all(isinstance(handler, logging.NullHandler) for handler in added), added
+    assert sum(isinstance(handler, logging.NullHandler) for handler in library.handlers) == 1

@@ -12,7 +12,7 @@ from typing import Any
 
 from guardkit_state import __version__
 from guardkit_state.cli.exit_codes import ExitCode
-from guardkit_state.cli.options import help_of, resolve_repo
+from guardkit_state.cli.options import VERBOSE_HANDLER, help_of, resolve_repo
 from guardkit_state.cli.output import Output, colour_enabled, safe
 from guardkit_state.errors import (
     AlreadyRecordedError,
@@ -191,7 +191,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     args.argv = tuple(sys.argv[1:] if argv is None else argv)
     resolve_repo(args)
     out = Output(sys.stdout, sys.stderr, colour_enabled(sys.stdout), bool(getattr(args, "json", False)))
-    logging.getLogger("guardkit_state").addHandler(logging.NullHandler())
+    library_log = logging.getLogger("guardkit_state")
+    if not any(isinstance(handler, logging.NullHandler) for handler in library_log.handlers):
+        library_log.addHandler(logging.NullHandler())  # once: in-process runs (tests, scripts) repeat run()
     # The warnings about task files on stderr, as _FileWarnings shows them (--json keeps stdout clean);
     # removed when the command ends: an in-process run (tests, the MCP server) must not leave a handler
     # writing to a stream that is closed later.
@@ -224,6 +226,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     finally:
         file_log.removeHandler(warnings)
         warnings.finish()
+        for handler in [h for h in library_log.handlers if h.get_name() == VERBOSE_HANDLER]:
+            library_log.removeHandler(handler)  # --verbose's, writing to this run's stderr
 
 
 def exit_code_for(error: GuardkitStateError, command: str | None = None) -> ExitCode:

@@ -70,8 +70,13 @@ def help_of(parser: argparse.ArgumentParser) -> Any:
 def log_on_stderr(out: Any) -> None:
     """``--verbose``: the library's log on stderr too, as ``  log: ...`` lines under the progress."""
     handler = logging.StreamHandler(out.stderr)
+    handler.set_name(VERBOSE_HANDLER)  # removed when the command ends (cli.app.run)
     handler.setFormatter(logging.Formatter("  log: %(message)s"))
     logging.getLogger("guardkit_state").addHandler(handler)
+
+
+#: The name of the handler :func:`log_on_stderr` adds.
+VERBOSE_HANDLER = "guardkit-state --verbose"
 
 
 def resolve_repo(args: argparse.Namespace) -> None:
