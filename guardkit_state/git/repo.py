@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Self
 
 from guardkit_state.errors import GitError, UnsafePathError
-from guardkit_state.git.parse import StatusEntry, parse_status_z
+from guardkit_state.git.parse import StatusEntry, parse_cat_file_batch, parse_status_z
 from guardkit_state.git.runner import execute, git_error, nothing_to_commit
 from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.store.fsio import TEMP_NAME, TEMP_PREFIX
@@ -170,6 +170,14 @@ class GitRepo:
         """The commit sha ``rev`` names, or None."""
         status, out, _ = self.run("rev-parse", "-q", "--verify", f"{rev}^{{commit}}", check=False)
         return out.decode().strip() if status == 0 else None
+
+    def objects(self, specs: Sequence[str]) -> list[tuple[str, str, bytes] | None]:
+        """The objects ``specs`` name (``rev:path``, shas) by one ``git cat-file --batch``: (object id,
+        type, content) each, None where missing."""
+        if not specs:
+            return []
+        out = self.run("cat-file", "--batch", stdin=("\n".join(specs) + "\n").encode())[1]
+        return parse_cat_file_batch(out, len(specs))
 
     def upstream_of(self, branch: str) -> str | None:
         """The local branch ``branch`` tracks (its recorded base), or None."""

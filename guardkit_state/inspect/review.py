@@ -20,7 +20,7 @@ from typing import Any
 from guardkit_state.errors import GitError, GuardkitStateError, TurnError
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.commits import turn_commits
-from guardkit_state.git.parse import TurnCommit, parse_cat_file_batch
+from guardkit_state.git.parse import TurnCommit
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Fields
 from guardkit_state.store.layout import STATE_DIR, artifacts_dir, branch_for, worktree_path
@@ -80,7 +80,8 @@ def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
                                     ["not a git repository (or no git): turns read from files only"]))
     rev, source = _log_rev(repo, task_id)
     commits = _oldest_first_unique(turn_commits(repo, task_id, rev=rev))
-    blobs = _read_blobs(repo, [f"{c.sha}:{_state_path(task_id, c.turn)}" for c in commits])
+    blobs = [found[2] if found is not None and found[1] == "blob" else None
+             for found in repo.objects([f"{c.sha}:{_state_path(task_id, c.turn)}" for c in commits])]
     states: dict[int, dict[str, Any]] = {}
     for commit, blob in zip(commits, blobs, strict=True):
         if blob is not None:
@@ -248,15 +249,6 @@ def _parse_state(blob: bytes, turn: int) -> dict[str, Any]:
         log.warning("turn_state_turn_%d.json is not valid JSON; shown without criteria", turn)
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def _read_blobs(repo: GitRepo, specs: list[str]) -> list[bytes | None]:
-    """Read many ``rev:path`` blobs with one ``git cat-file --batch`` (None where missing)."""
-    if not specs:
-        return []
-    out = repo.run("cat-file", "--batch", stdin=("\n".join(specs) + "\n").encode())[1]
-    return [found[2] if found is not None and found[1] == "blob" else None
-            for found in parse_cat_file_batch(out, len(specs))]
 
 
 def _str(value: object) -> str | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from guardkit_state.git.parse import parse_cat_file_batch, parse_tree
+from guardkit_state.git.parse import parse_tree
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store.layout import STATE_DIR, branch_for
 from guardkit_state.turns.spend import state_cost, turn_state_number
@@ -66,22 +66,16 @@ class RemoteSpending:
         return max(sum(spent.values()) - spent.get(task, 0.0), 0.0)
 
     def _read(self, wanted: list[tuple[str, str]]) -> None:
-        folders = self._batch([f"{tip}:{STATE_DIR.as_posix()}/{task}" for task, tip in wanted])
+        folders = self.repo.objects([f"{tip}:{STATE_DIR.as_posix()}/{task}" for task, tip in wanted])
         states: dict[tuple[str, str], list[str]] = {}
         for (task, tip), found in zip(wanted, folders, strict=True):
             entries = parse_tree(found[2], len(found[0]) // 2) if found is not None and found[1] == "tree" else {}
             states[(task, tip)] = [oid for name, oid in entries.items() if turn_state_number(name) is not None]
         unread = sorted({oid for oids in states.values() for oid in oids} - self._blobs.keys())
-        for oid, found in zip(unread, self._batch(unread), strict=True):
+        for oid, found in zip(unread, self.repo.objects(unread), strict=True):
             self._blobs[oid] = state_cost(found[2]) if found is not None and found[1] == "blob" else None
         for key, oids in states.items():
             self._at[key] = sum(self._blobs[oid] or 0.0 for oid in oids)
-
-    def _batch(self, specs: list[str]) -> list[tuple[str, str, bytes] | None]:
-        if not specs:
-            return []
-        out = self.repo.run("cat-file", "--batch", stdin=("\n".join(specs) + "\n").encode())[1]
-        return parse_cat_file_batch(out, len(specs))
 
 
 __all__ = ["RemoteSpending"]
