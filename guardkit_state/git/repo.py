@@ -298,10 +298,14 @@ class GitRepo:
         shas = out.decode("ascii", "replace").split() if status == 0 else []
         return (shas[0], tuple(shas[1:])) if shas else (None, ())
 
-    def _commit_hooks(self) -> list[str]:
-        """The commit hooks that would run here (``core.hooksPath`` honoured)."""
+    def hooks_dir(self) -> Path:
+        """Where git looks for this repository's hooks (``core.hooksPath`` honoured)."""
         hooks = Path(self.text("rev-parse", "--git-path", "hooks"))
-        hooks = hooks if hooks.is_absolute() else self.root / hooks
+        return hooks if hooks.is_absolute() else self.root / hooks
+
+    def _commit_hooks(self) -> list[str]:
+        """The commit hooks that would run here."""
+        hooks = self.hooks_dir()
         return [n for n in ("pre-commit", "prepare-commit-msg", "commit-msg")
                 if (hooks / n).is_file() and os.access(hooks / n, os.X_OK)]
 

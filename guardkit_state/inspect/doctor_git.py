@@ -99,7 +99,7 @@ def _checkout_problem(repo: GitRepo, stderr: str) -> Check:
         said = _hook_output(stderr) or line
         return Check("commits", "post-checkout hook", PROBLEM,
                      f"the post-checkout hook failed on a loop's worktree checkout: {said}",
-                     f"make the hook pass in a new worktree ({_hooks_dir(repo)}; git runs it on 'git worktree add')")
+                     f"make the hook pass in a new worktree ({repo.hooks_dir()}; git runs it on 'git worktree add')")
     return Check("commits", "worktree", PROBLEM, f"a loop's worktree cannot be checked out: {line}",
                  "run 'git worktree add --detach /tmp/x HEAD' to see git's whole answer")
 
@@ -119,7 +119,7 @@ def _commit_problem(work: GitRepo, exc: GitError) -> Check:
         said = _hook_output(exc.stderr) or line
         return Check("commits", f"{hooks[0]} hook", PROBLEM,
                      f"the {'/'.join(hooks)} hook refused a turn commit: {said}",
-                     f"make the hook pass on the loop's commits (it runs on every turn: {_hooks_dir(work)}), or "
+                     f"make the hook pass on the loop's commits (it runs on every turn: {work.hooks_dir()}), or "
                      "fix what it reports")
     return Check("commits", "turn commit", PROBLEM, f"a turn commit failed: {line}",
                  "run 'git commit' in a scratch checkout to see git's whole answer")
@@ -136,7 +136,7 @@ def _merge_problem(work: GitRepo, error: str) -> Check:
     if hooks:
         return Check("commits", f"{hooks[0]} hook", PROBLEM,
                      f"the {'/'.join(hooks)} hook refused a feature merge: {error}",
-                     f"make the hook pass on the loop's merges too ({_hooks_dir(work)}; a merge's message is "
+                     f"make the hook pass on the loop's merges too ({work.hooks_dir()}; a merge's message is "
                      "'Merge autobuild/TASK-ID into autobuild/FEAT-ID' with Guardkit-Feature/Guardkit-Task trailers)")
     return Check("commits", "merge", PROBLEM, f"a feature merge failed: {error}",
                  "run 'git merge --no-ff' of a branch by hand to see git's whole answer")
@@ -236,14 +236,9 @@ def _merge_driver(repo: GitRepo) -> list[Check]:
 
 
 def _hooks(repo: GitRepo) -> list[str]:
-    directory = _hooks_dir(repo)
+    directory = repo.hooks_dir()
     return sorted(p.name for p in directory.iterdir() if p.is_file() and not p.name.endswith(".sample")
                   and p.stat().st_mode & 0o111) if directory.is_dir() else []
-
-
-def _hooks_dir(repo: GitRepo) -> Path:
-    hooks = Path(repo.text("rev-parse", "--git-path", "hooks"))
-    return hooks if hooks.is_absolute() else repo.root / hooks
 
 
 def _config(repo: GitRepo, key: str) -> str | None:
