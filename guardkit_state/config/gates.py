@@ -54,9 +54,6 @@ TASK_TYPE_ALIASES: Mapping[str, str] = {
     "scaffold": "scaffolding",
 }
 
-#: Gate names, in the order results are returned.
-GATE_NAMES = ("tests", "coverage", "arch_review")
-
 #: Profile fields that hold a threshold or a switch (each carries its own source).
 PROFILE_FIELDS = (
     "arch_review_required",
@@ -151,11 +148,6 @@ class GateLookup:
     requested_complexity: object
     complexity: int
     warnings: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"requested_task_type": self.requested_task_type, "task_type": self.task_type,
-                "requested_complexity": self.requested_complexity, "complexity": self.complexity,
-                "warnings": list(self.warnings), "profile": self.profile.to_dict()}
 
 
 def normalise_task_type(
@@ -257,7 +249,7 @@ def check_gates(
     coverage: float | None = None,
     arch_score: float | None = None,
 ) -> list[GateResult]:
-    """Judge one turn's measurements against ``profile``: one result per gate, in :data:`GATE_NAMES` order.
+    """Judge one turn's measurements against ``profile``: one result per gate (tests, coverage, arch_review).
 
     Args:
         profile: from :meth:`ResolvedConfig.gate_profile`.

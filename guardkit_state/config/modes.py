@@ -21,9 +21,6 @@ from guardkit_state.store.layout import WORKTREES_DIR, branch_for
 
 CEREMONY_ORDER = ("minimal", "standard", "full")
 
-#: Spellings of mode names seen in real files (``implementation_mode: task-work``).
-MODE_ALIASES: Mapping[str, str] = {"task-work": "task_work", "taskwork": "task_work", "auto-build": "autobuild"}
-
 
 @dataclass(frozen=True)
 class ImplementationMode:
@@ -163,9 +160,3 @@ def suggest_mode(
         reason += (f"; also in the range of {', '.join(others)} — {best.mode}'s range is centred nearest to "
                    f"{level}" + (" (a tie goes to less ceremony)" if tied else ""))
     return ModeAdvice(best, level, others, reason, tuple(notes))
-
-
-def normalise_mode_name(name: str) -> str:
-    """``task-work`` -> ``task_work``; unknown names come back lower-cased."""
-    key = name.strip().lower()
-    return MODE_ALIASES.get(key, key)

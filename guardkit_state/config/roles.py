@@ -18,7 +18,6 @@ from guardkit_state.model import Fields
 
 log = logging.getLogger("guardkit_state.config.roles")
 
-ROLES = ("player", "coach")
 RULE_KINDS = ("must_do", "must_not_do", "ask_before", "escalate_when")
 
 
@@ -48,9 +47,6 @@ class RoleConstraints:
     def texts(self, kind: str) -> list[str]:
         """The texts of one list (``kind`` is one of :data:`RULE_KINDS`)."""
         return [rule.text for rule in self._rules(kind)]
-
-    def is_empty(self) -> bool:
-        return not any(self._rules(kind) for kind in RULE_KINDS)
 
     def extended(self, kind: str, texts: Iterable[str], source: str) -> RoleConstraints:
         """A copy with ``texts`` appended to list ``kind``; exact repeats of existing rules are skipped."""
