@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from guardkit_state.config.gates import BUILT_IN, MAX_COMPLEXITY, MIN_COMPLEXITY
+from guardkit_state.model import Fields
 from guardkit_state.store.layout import WORKTREES_DIR, branch_for
 
 CEREMONY_ORDER = ("minimal", "standard", "full")
 
 
 @dataclass(frozen=True)
-class ImplementationMode:
+class ImplementationMode(Fields):
     """One way of doing a task (an index entity, see docs/index.md)."""
 
     mode: str
@@ -46,14 +47,7 @@ class ImplementationMode:
         return low <= complexity <= high
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode, "id": self.entity_id, "invocation_method": self.invocation_method,
-            "result_location_pattern": self.result_location_pattern,
-            "state_recovery_strategy": self.state_recovery_strategy,
-            "when_to_use": list(self.when_to_use), "pitfalls": list(self.pitfalls),
-            "complexity_range": list(self.complexity_range), "ceremony_level": self.ceremony_level,
-            "source": self.source,
-        }
+        return {"mode": self.mode, "id": self.entity_id, **super().to_dict()}  # its fields, the id second
 
 
 #: The three default modes (docs/index.md).
