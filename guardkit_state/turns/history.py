@@ -144,16 +144,12 @@ class TaskHistory:
         """Signals of the turns before ``upto`` (at most a window's worth)."""
         signals: list[TurnSignal] = []
         for number in range(max(1, upto - NO_CHANGE_WINDOW + 1), upto):
-            signal = self._signal(number)
-            if signal is None:
+            state = self.turn_state(number)
+            if state is None:
                 signals = []  # a gap breaks the window
-                continue
-            signals.append(signal)
+            else:
+                signals.append(turn_signal(state))
         return signals
-
-    def _signal(self, number: int) -> TurnSignal | None:
-        state = self.turn_state(number)
-        return None if state is None else turn_signal(state)
 
     def stall(self) -> Stall | None:
         """The stall the recorded turns show, if any."""
