@@ -226,9 +226,8 @@ def _prepare(path: Path, size: int, limit: int | None, *,
 def _check_folder(target: Path) -> None:
     """The new file is renamed into ``target``'s folder: that folder must take it too."""
     folder = target.parent
-    try:
-        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
-    except OSError:
+    read_only = _read_only_fs(folder)
+    if read_only is None:
         return  # a folder that is not there: the write itself says so, with the path
     if read_only:
         raise UnwritableFileError(f"{folder} is on a read-only file system; nothing was written", path=target,
@@ -344,11 +343,12 @@ def _new_file_gid(directory: Path) -> int:
     return info.st_gid if info.st_mode & stat.S_ISGID else os.getegid()
 
 
-def _read_only_fs(directory: Path) -> bool:
+def _read_only_fs(directory: Path) -> bool | None:
+    """Whether ``directory`` is on a read-only file system (None: it cannot be looked at)."""
     try:
         return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
     except OSError:
-        return False
+        return None
 
 
 # --------------------------------------------------------------------------- temp files
