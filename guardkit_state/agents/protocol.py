@@ -61,11 +61,8 @@ class TurnRequest:
             "GUARDKIT_CONTEXT_FILE": str(self.context_file),
             "GUARDKIT_REPORT_FILE": str(self.report_file),
         }
-        if self.prompt_file is not None:
-            env["GUARDKIT_PROMPT_FILE"] = str(self.prompt_file)
-        if self.player_report_file is not None:
-            env["GUARDKIT_PLAYER_REPORT_FILE"] = str(self.player_report_file)
-        for name, path in (("CRITERIA", self.criteria_file), ("SCHEMA", self.schema_file), ("DIFF", self.diff_file)):
+        for name, path in (("PROMPT", self.prompt_file), ("PLAYER_REPORT", self.player_report_file),
+                           ("CRITERIA", self.criteria_file), ("SCHEMA", self.schema_file), ("DIFF", self.diff_file)):
             if path is not None:
                 env[f"GUARDKIT_{name}_FILE"] = str(path)
         if self.session_id:
