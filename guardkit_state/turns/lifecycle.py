@@ -353,7 +353,7 @@ def _check(lifecycle: TurnLifecycle, incoming: IncomingTurn, *, reopen: bool,
     """
     _refuse_recorded(lifecycle, incoming)
     check_turn_history(lifecycle.task)
-    number = _next_number(lifecycle, incoming)
+    number = lifecycle.recorded_turns + 1 + _follows_completable(lifecycle, incoming)
     reports = incoming.checked(lifecycle.task, lifecycle.store, number)
     check_may_continue(lifecycle.task, number, reopen=reopen, max_turns=max_turns)
     check_task_writable(lifecycle.task)
@@ -378,10 +378,6 @@ def _follows_completable(lifecycle: TurnLifecycle, incoming: IncomingTurn) -> bo
         return False
     pending = _completable(lifecycle)
     return pending is not None and named == pending + 1
-
-
-def _next_number(lifecycle: TurnLifecycle, incoming: IncomingTurn) -> int:
-    return lifecycle.recorded_turns + 1 + _follows_completable(lifecycle, incoming)
 
 
 def _refuse_recorded(lifecycle: TurnLifecycle, incoming: IncomingTurn) -> None:
