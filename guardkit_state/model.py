@@ -422,7 +422,7 @@ STATE_KEYS = (STATE_KEY, LEGACY_STATE_KEY)
 
 
 @dataclass
-class TurnEntry:
+class TurnEntry(_Record):
     """One item of ``autobuild_state.turns`` in the task frontmatter: a readable summary."""
 
     turn: int
@@ -437,6 +437,8 @@ class TurnEntry:
 
     _KNOWN = ("turn", "decision", "feedback", "timestamp", "player_summary", "player_success",
               "coach_success", "mode")
+    _VERSIONED = False
+    _WHEN_SET = ("mode",)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TurnEntry:
@@ -445,18 +447,8 @@ class TurnEntry:
                    **{name: data.get(name) for name in cls._KNOWN[2:]})
 
     def to_dict(self) -> dict[str, Any]:
-        """Key order follows GuardKit's own entries, then ours, so files stay familiar."""
-        out: dict[str, Any] = {"turn": self.turn}
-        if self.mode is not None:
-            out["mode"] = self.mode
-        out["decision"] = self.decision
-        out["feedback"] = self.feedback
-        out["timestamp"] = self.timestamp
-        out["player_summary"] = self.player_summary
-        out["player_success"] = self.player_success
-        out["coach_success"] = self.coach_success
-        out.update(self.extra)
-        return out
+        """Key order follows GuardKit's own entries (``mode``, when set, second), then ours, so files stay familiar."""
+        return {"turn": self.turn, **({"mode": self.mode} if self.mode is not None else {}), **super().to_dict()}
 
 
 @dataclass
