@@ -209,7 +209,7 @@ def ignored_ids_note(task_id: str, ignored: Sequence[str], known: Iterable[str] 
             "those verdicts are kept in the Coach's report but not counted")
 
 
-def criteria_lines(criteria: Iterable[Criterion], statuses: Mapping[str, str], *, indent: str = "  ",
+def criteria_lines(criteria: Iterable[Criterion], statuses: Mapping[str, str], *,
                    implied: Collection[str] = ()) -> list[str]:
     """``  ✓ AC-001: text: verified`` lines (the format GuardKit's prompts use), task order, then unknown ids.
 
@@ -225,10 +225,10 @@ def criteria_lines(criteria: Iterable[Criterion], statuses: Mapping[str, str], *
     for criterion in criteria:
         status = statuses.get(criterion.id, "pending")
         listed.add(criterion.id)
-        lines.append(f"{indent}{ICONS.get(status, '○')} {criterion.id}: {criterion.text}: {word(criterion.id, status)}")
+        lines.append(f"  {ICONS.get(status, '○')} {criterion.id}: {criterion.text}: {word(criterion.id, status)}")
     for cid, status in statuses.items():
         if cid not in listed:
-            lines.append(f"{indent}{ICONS.get(status, '○')} {cid}: {word(cid, status)}")
+            lines.append(f"  {ICONS.get(status, '○')} {cid}: {word(cid, status)}")
     return lines
 
 

@@ -87,13 +87,13 @@ class TurnLifecycle(TurnView):
 
     # -- writing ---------------------------------------------------------------------------
     @contextlib.contextmanager
-    def locked(self, *, wait: float = 0.0) -> Iterator[TurnLifecycle]:
+    def locked(self) -> Iterator[TurnLifecycle]:
         """Hold the task's lock (one writer per task, across worktrees).
 
         Under it the view of the task file is confirmed — settled, never half-saved, else read
         again (:meth:`TaskFile.confirmed`) — and temp files a killed writer left in the store are removed.
         """
-        with exclusive_lock(shared_lock_path(self.root, self.task_id), wait=wait, holder=self.task_id):
+        with exclusive_lock(shared_lock_path(self.root, self.task_id), holder=self.task_id):
             # The view held is kept when the file is unchanged a settle pause after it was read (and
             # does not look half-saved): an editor saving it in place at that read would have changed it.
             self.task = self.task.confirmed(self.store)
