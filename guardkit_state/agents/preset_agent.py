@@ -61,8 +61,6 @@ class PresetAgent:
     def run(self, request: TurnRequest) -> dict[str, Any]:
         """The report, its ``agent_run`` the run as the envelope tells it (an :class:`AgentError`
         carries it when the run failed)."""
-        with contextlib.suppress(FileNotFoundError):
-            request.report_file.unlink()  # a stale report from an interrupted run must not count
         prompt = request.prompt_file.read_text(encoding="utf-8") if request.prompt_file else ""
         log_file = request.report_file.with_name(f"{request.role}_agent_log_{request.turn}.jsonl")
         with contextlib.suppress(FileNotFoundError):

@@ -119,8 +119,6 @@ class CommandAgent:
 
     def run(self, request: TurnRequest) -> dict[str, Any]:
         role = request.role.capitalize()
-        with contextlib.suppress(FileNotFoundError):
-            request.report_file.unlink()  # a stale report from an interrupted run must not count
         done = run_agent_process(self.command, request, shell=True)
         run = {"agent": agent_name(self), "notes": done.notes} if done.notes else None
         try:
@@ -170,6 +168,8 @@ def run_agent_process(command: str | list[str], request: TurnRequest, *, shell: 
     process tree is killed) or the program cannot be started (``status 127``, as a shell would say).
     """
     role = request.role.capitalize()
+    with contextlib.suppress(FileNotFoundError):
+        request.report_file.unlink()  # a stale report from an interrupted run must not count
     try:
         done = run_command(command, cwd=request.workdir, env=agent_environment(request), stdin=stdin,
                            timeout=request.timeout, shell=shell, session=True, keep_stderr=STDERR_KEPT,
