@@ -61,10 +61,11 @@ class CriteriaCounts:
         return text
 
 
-def _implied(old: Mapping[str, Any]) -> bool:
-    if old.get("implied_by_approval") is not None:
-        return bool(old.get("implied_by_approval"))
-    return old.get("status") == "verified" and old.get("notes") == APPROVAL_NOTE
+def _carried(cid: str, old: Mapping[str, Any], text_hash: str | None) -> LedgerEntry:
+    """``cid``'s entry as an earlier turn left it (implied by an approval: as it says, else by its note)."""
+    status, notes, implied = old.get("status", "pending"), old.get("notes", ""), old.get("implied_by_approval")
+    implied = bool(implied) if implied is not None else old.get("status") == "verified" and notes == APPROVAL_NOTE
+    return LedgerEntry(cid, status, old.get("set_by_turn"), text_hash, notes, implied)
 
 
 @dataclass(frozen=True)
@@ -93,22 +94,17 @@ class CriteriaLedger:
         known = frozenset(criterion.id for criterion in criteria) or None
         previous = previous or {}
         entries: list[LedgerEntry] = []
-        seen: set[str] = set()
         for criterion in criteria:
-            seen.add(criterion.id)
             old = previous.get(criterion.id)
             entry = LedgerEntry(criterion.id, "pending", None, criterion.text_hash)
             if old:
                 if old.get("text_hash") in (None, criterion.text_hash):
-                    entry = LedgerEntry(criterion.id, old.get("status", "pending"), old.get("set_by_turn"),
-                                        criterion.text_hash, old.get("notes", ""), _implied(old))
+                    entry = _carried(criterion.id, old, criterion.text_hash)
                 else:
                     entry.notes = "criterion text changed; judged again"
             entries.append(entry)
-        for cid, old in previous.items():
-            if cid not in seen and known is None:
-                entries.append(LedgerEntry(cid, old.get("status", "pending"), old.get("set_by_turn"),
-                                           old.get("text_hash"), old.get("notes", ""), _implied(old)))
+        if known is None:  # no criteria of its own: every id judged earlier is kept
+            entries += [_carried(cid, old, old.get("text_hash")) for cid, old in previous.items()]
         return cls(tuple(entries), known)
 
     def ignored_ids(self, coach: CoachDecision) -> list[str]:
