@@ -15,7 +15,7 @@ stays in the Coach's report file but never enters the ledger, else a Coach could
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from guardkit_state.model import CoachDecision, Criterion, LedgerEntry
@@ -47,8 +47,7 @@ class CriteriaCounts:
         return self.verified + self.implied_by_approval + self.rejected + self.pending
 
     def to_dict(self) -> dict[str, int]:
-        return {"verified": self.verified, "implied_by_approval": self.implied_by_approval,
-                "rejected": self.rejected, "pending": self.pending, "total": self.total}
+        return {**asdict(self), "total": self.total}
 
     def describe(self, noun: str = "") -> str:
         """``3/7 verified · 4 implied by approval`` (rejected ones named too, when there are any);
