@@ -93,6 +93,48 @@ class Fields:
         return {f.name: json_ready(getattr(self, f.name)) for f in fields(self)}
 
 
+class _Record(Fields):
+    """A record the store reads and writes: its fields in their order (a versioned one after its
+    ``schema_version``), then ``extra``, the keys producers added, written back as they came.
+
+    A field of ``_WHEN_SET`` is written only when it is not None, one of ``_WHEN_ANY`` only when it is
+    not empty: files written before such a field existed read back byte for byte.
+    """
+
+    extra: dict[str, Any]
+    _VERSIONED: ClassVar[bool] = True
+    _WHEN_SET: ClassVar[tuple[str, ...]] = ()
+    _WHEN_ANY: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def _keys(cls) -> tuple[tuple[str, ...], frozenset[str]]:
+        """The record's fields but ``extra``, and the keys of its JSON they hold (worked out once per class)."""
+        keys = cls.__dict__.get("_KEYS")
+        if keys is None:
+            names = tuple(f.name for f in fields(cls) if f.name != "extra")
+            keys = (names, frozenset({*names, "schema_version"} if cls._VERSIONED else names))
+            setattr(cls, "_KEYS", keys)  # noqa: B010 - a class attribute of this class, not a base's
+        return keys
+
+    @classmethod
+    def _extra(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        """The keys of ``data`` that are none of the record's own (its ``extra``)."""
+        return _pop_known(data, cls._keys()[1])
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"schema_version": SCHEMA_VERSION} if self._VERSIONED else {}
+        when_set, when_any = self._WHEN_SET, self._WHEN_ANY
+        for name in self._keys()[0]:
+            value = getattr(self, name)
+            if (value is None and name in when_set) or (not value and name in when_any):
+                continue
+            if isinstance(value, list):  # lists and mappings copied; records in a list by their own view
+                value = [item.to_dict() if isinstance(item, _Record) else item for item in value]
+            out[name] = dict(value) if isinstance(value, dict) else value
+        out.update(self.extra)
+        return out
+
+
 @dataclass(frozen=True)
 class Criterion:
     """One acceptance criterion of a task: its id (``AC-1``, ``AC-001``) and its text."""
@@ -113,7 +155,7 @@ class Criterion:
 
 
 @dataclass
-class CompletionPromise:
+class CompletionPromise(_Record):
     criterion_id: str
     criterion_text: str = ""
     status: Literal["complete", "partial", "incomplete"] = "incomplete"
@@ -122,7 +164,9 @@ class CompletionPromise:
     implementation_files: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    _KNOWN = frozenset(("criterion_id", "criterion_text", "status", "evidence", "test_file", "implementation_files"))
+    _VERSIONED = False
+    _WHEN_SET = ("test_file",)
+    _WHEN_ANY = ("implementation_files",)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CompletionPromise:
@@ -133,22 +177,12 @@ class CompletionPromise:
             evidence=data.get("evidence") or "",
             test_file=data.get("test_file"),
             implementation_files=list(data.get("implementation_files") or []),
-            extra=_pop_known(data, cls._KNOWN),
+            extra=cls._extra(data),
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"criterion_id": self.criterion_id, "criterion_text": self.criterion_text,
-                               "status": self.status, "evidence": self.evidence}
-        if self.test_file is not None:
-            out["test_file"] = self.test_file
-        if self.implementation_files:
-            out["implementation_files"] = list(self.implementation_files)
-        out.update(self.extra)
-        return out
 
 
 @dataclass
-class PlayerReport:
+class PlayerReport(_Record):
     """The Player's report for one turn (``player_turn_N.json``)."""
 
     task_id: str
@@ -175,8 +209,8 @@ class PlayerReport:
     _LISTS = ("files_modified", "files_created", "tests_written", "concerns",
               "requirements_addressed", "requirements_remaining", "lessons", "blockers")
     _SCALARS = ("summary", "test_output_summary", "tests_passed_count", "tests_failed_count", "coverage")
-    _KNOWN = frozenset(("schema_version", "task_id", "turn", "tests_run", "tests_passed", "implementation_notes",
-                        "completion_promises", *_LISTS, *_SCALARS))
+    _WHEN_SET = ("completion_promises", *_SCALARS)
+    _WHEN_ANY = ("lessons", "blockers")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PlayerReport:
@@ -188,30 +222,10 @@ class PlayerReport:
             tests_passed=bool(data.get("tests_passed", False)),
             implementation_notes=data.get("implementation_notes") or "",
             completion_promises=None if promises is None else [CompletionPromise.from_dict(p) for p in promises],
-            extra=_pop_known(data, cls._KNOWN),
+            extra=cls._extra(data),
             **{name: list(data.get(name) or []) for name in cls._LISTS},  # type: ignore[arg-type]
             **{name: data.get(name) for name in cls._SCALARS},  # type: ignore[arg-type]
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "task_id": self.task_id, "turn": self.turn}
-        for name in ("files_modified", "files_created", "tests_written"):
-            out[name] = list(getattr(self, name))
-        out["tests_run"] = self.tests_run
-        out["tests_passed"] = self.tests_passed
-        out["implementation_notes"] = self.implementation_notes
-        for name in ("concerns", "requirements_addressed", "requirements_remaining"):
-            out[name] = list(getattr(self, name))
-        if self.completion_promises is not None:
-            out["completion_promises"] = [p.to_dict() for p in self.completion_promises]
-        for name in self._SCALARS:
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
-        for name in ("lessons", "blockers"):
-            if getattr(self, name):
-                out[name] = list(getattr(self, name))
-        out.update(self.extra)
-        return out
 
     @property
     def headline(self) -> str:
@@ -231,23 +245,21 @@ class PlayerReport:
 
 
 @dataclass
-class CriterionVerification:
+class CriterionVerification(_Record):
     criterion_id: str
     result: Literal["verified", "rejected"]
     notes: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
+    _VERSIONED = False
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CriterionVerification:
-        return cls(data["criterion_id"], data["result"], data.get("notes") or "",
-                   _pop_known(data, ("criterion_id", "result", "notes")))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"criterion_id": self.criterion_id, "result": self.result, "notes": self.notes, **self.extra}
+        return cls(data["criterion_id"], data["result"], data.get("notes") or "", cls._extra(data))
 
 
 @dataclass
-class CoachDecision:
+class CoachDecision(_Record):
     """The Coach's decision for one turn (``coach_turn_N.json``)."""
 
     task_id: str
@@ -262,8 +274,8 @@ class CoachDecision:
     lessons: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    _KNOWN = frozenset(("schema_version", "task_id", "turn", "decision", "issues", "criteria_verification",
-                        "validation_results", "rationale", "feedback", "what_to_try_next", "lessons"))
+    _WHEN_SET = ("feedback", "what_to_try_next")
+    _WHEN_ANY = ("lessons",)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CoachDecision:
@@ -278,23 +290,8 @@ class CoachDecision:
             feedback=data.get("feedback"),
             what_to_try_next=data.get("what_to_try_next"),
             lessons=list(data.get("lessons") or []),
-            extra=_pop_known(data, cls._KNOWN),
+            extra=cls._extra(data),
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION, "task_id": self.task_id, "turn": self.turn,
-            "decision": self.decision, "issues": list(self.issues),
-            "criteria_verification": [c.to_dict() for c in self.criteria_verification],
-            "validation_results": dict(self.validation_results), "rationale": self.rationale,
-        }
-        for name in ("feedback", "what_to_try_next"):
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
-        if self.lessons:
-            out["lessons"] = list(self.lessons)
-        out.update(self.extra)
-        return out
 
     @property
     def feedback_text(self) -> str | None:
@@ -343,7 +340,7 @@ class GateResult(Fields):
 
 
 @dataclass
-class TurnState:
+class TurnState(_Record):
     """The assembled state of one finished turn, ``turn_state_turn_N.json`` (``docs/file-formats.md``)."""
 
     id: str
@@ -387,20 +384,12 @@ class TurnState:
     gate_override: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    #: Written only when set, so turn states of earlier versions read back byte for byte.
-    _OPTIONAL = ("coach_issues", "criteria_notes", "agent_runs", "failed_role", "verdict_words", "gate_override")
-
-    _FIELDS = ("id", "feature_id", "task_id", "turn_number", "mode", "player_summary", "player_decision",
-               "coach_decision", "coach_feedback", "blockers_found", "progress_summary",
-               "acceptance_criteria_status", "criteria_provenance", "files_modified", "tests_passed",
-               "tests_failed", "coverage", "arch_score", "started_at", "completed_at", "duration_seconds",
-               "lessons_from_turn", "what_to_try_next", "feedback_signature", "verified_count",
-               "gate_results", "error")
+    _WHEN_ANY = ("coach_issues", "criteria_notes", "agent_runs", "failed_role", "verdict_words", "gate_override")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TurnState:
         # Nothing mutable is shared with ``data``: it may be a record the store keeps (TurnStore.peek).
-        known = {name: data[name] for name in cls._FIELDS if name in data}
+        known = {name: data[name] for name in cls._keys()[0] if name in data and name not in cls._WHEN_ANY}
         for name in ("blockers_found", "files_modified", "lessons_from_turn"):
             known[name] = list(known.get(name) or [])
         known["gate_results"] = [_copied(g) for g in known.get("gate_results") or []]
@@ -408,22 +397,11 @@ class TurnState:
         known["criteria_provenance"] = {k: _copied(v) for k, v in (known.get("criteria_provenance") or {}).items()}
         known.setdefault("progress_summary", "")
         known["verified_count"] = int(known.get("verified_count") or 0)
-        for name in cls._OPTIONAL:
+        for name in cls._WHEN_ANY:
             if data.get(name) is not None:
                 known[name] = _copied(data[name])
-        extra = _pop_known(data, (*cls._FIELDS, *cls._OPTIONAL, "schema_version"))
+        extra = cls._extra(data)
         return cls(**known, extra=copy.deepcopy(extra) if extra else extra)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
-        for name in self._FIELDS:
-            out[name] = getattr(self, name)
-        for name in self._OPTIONAL:
-            value = getattr(self, name)
-            if value:
-                out[name] = value
-        out.update(self.extra)
-        return out
 
 
 def turn_state_id(feature_id: str | None, task_id: str, turn: int) -> str:
@@ -444,7 +422,7 @@ STATE_KEYS = (STATE_KEY, LEGACY_STATE_KEY)
 
 
 @dataclass
-class TurnEntry:
+class TurnEntry(_Record):
     """One item of ``autobuild_state.turns`` in the task frontmatter: a readable summary."""
 
     turn: int
@@ -459,6 +437,8 @@ class TurnEntry:
 
     _KNOWN = ("turn", "decision", "feedback", "timestamp", "player_summary", "player_success",
               "coach_success", "mode")
+    _VERSIONED = False
+    _WHEN_SET = ("mode",)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TurnEntry:
@@ -467,18 +447,8 @@ class TurnEntry:
                    **{name: data.get(name) for name in cls._KNOWN[2:]})
 
     def to_dict(self) -> dict[str, Any]:
-        """Key order follows GuardKit's own entries, then ours, so files stay familiar."""
-        out: dict[str, Any] = {"turn": self.turn}
-        if self.mode is not None:
-            out["mode"] = self.mode
-        out["decision"] = self.decision
-        out["feedback"] = self.feedback
-        out["timestamp"] = self.timestamp
-        out["player_summary"] = self.player_summary
-        out["player_success"] = self.player_success
-        out["coach_success"] = self.coach_success
-        out.update(self.extra)
-        return out
+        """Key order follows GuardKit's own entries (``mode``, when set, second), then ours, so files stay familiar."""
+        return {"turn": self.turn, **({"mode": self.mode} if self.mode is not None else {}), **super().to_dict()}
 
 
 @dataclass

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from guardkit_state.config import BUILTIN_MODES, ImplementationMode, default_config, suggest_mode
-from guardkit_state.config.modes import normalise_mode_name
 
 
 def test_builtin_modes_equal_seed_table() -> None:
@@ -72,10 +71,3 @@ def test_advice_to_dict_is_marked_advisory() -> None:
     data = advice.to_dict()
     assert data["advisory"] is True
     assert (data["suggested_mode"], data["alternatives"]) == ("task_work", ["autobuild"])
-
-
-@pytest.mark.parametrize(
-    ("raw", "name"), [("task-work", "task_work"), ("Direct", "direct"), ("autobuild", "autobuild")]
-)
-def test_normalise_mode_name(raw: str, name: str) -> None:
-    assert normalise_mode_name(raw) == name

@@ -44,25 +44,14 @@ class PresetAgent:
                   "schema_file": str(request.schema_file or ""), "report_file": str(request.report_file),
                   "workdir": str(request.workdir), "log_file": str(log_file),
                   "session_id": request.session_id or ""}
-        argv: list[str] = []
-        for word in self.preset.command:
-            if word == "{role_args}":
-                argv.extend(self.preset.role_args.get(request.role, ()))
-            elif word == "{schema_args}":
-                if request.schema_file is not None:
-                    argv.extend(self.preset.schema_args)
-            elif word == "{continue_args}":
-                if request.session_id:
-                    argv.extend(self.preset.continue_args)
-            else:
-                argv.append(word)
-        return [_fill(word, values) for word in argv]
+        lists = {"{role_args}": self.preset.role_args.get(request.role, ()),  # words that stand for a list
+                 "{schema_args}": self.preset.schema_args if request.schema_file is not None else (),
+                 "{continue_args}": self.preset.continue_args if request.session_id else ()}
+        return [_fill(part, values) for word in self.preset.command for part in lists.get(word, (word,))]
 
     def run(self, request: TurnRequest) -> dict[str, Any]:
         """The report, its ``agent_run`` the run as the envelope tells it (an :class:`AgentError`
         carries it when the run failed)."""
-        with contextlib.suppress(FileNotFoundError):
-            request.report_file.unlink()  # a stale report from an interrupted run must not count
         prompt = request.prompt_file.read_text(encoding="utf-8") if request.prompt_file else ""
         log_file = request.report_file.with_name(f"{request.role}_agent_log_{request.turn}.jsonl")
         with contextlib.suppress(FileNotFoundError):

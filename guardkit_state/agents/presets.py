@@ -214,13 +214,13 @@ class PresetStatus:
                 "found": self.path is not None, "path": self.path, "version": self.version, "source": self.source}
 
 
-def preset_status(preset: AgentPreset, *, timeout: float = 10.0) -> PresetStatus:
+def preset_status(preset: AgentPreset) -> PresetStatus:
     """Where the preset's program is on PATH and what version it says it is (None when unknown)."""
     found = shutil.which(preset.program)
     version: str | None = None
     if found is not None and preset.version:
         with contextlib.suppress(OSError, ValueError):
-            done = run_command([found, *preset.version[1:]], timeout=timeout, session=True)
+            done = run_command([found, *preset.version[1:]], timeout=10.0, session=True)
             lines = (done.stdout.strip() or done.stderr.strip()).decode("utf-8", "replace").splitlines()
             version = lines[0].strip() if lines and done.returncode == 0 else None
     return PresetStatus(preset.name, preset.description, preset.program, found, version, preset.source)

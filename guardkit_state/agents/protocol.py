@@ -61,11 +61,8 @@ class TurnRequest:
             "GUARDKIT_CONTEXT_FILE": str(self.context_file),
             "GUARDKIT_REPORT_FILE": str(self.report_file),
         }
-        if self.prompt_file is not None:
-            env["GUARDKIT_PROMPT_FILE"] = str(self.prompt_file)
-        if self.player_report_file is not None:
-            env["GUARDKIT_PLAYER_REPORT_FILE"] = str(self.player_report_file)
-        for name, path in (("CRITERIA", self.criteria_file), ("SCHEMA", self.schema_file), ("DIFF", self.diff_file)):
+        for name, path in (("PROMPT", self.prompt_file), ("PLAYER_REPORT", self.player_report_file),
+                           ("CRITERIA", self.criteria_file), ("SCHEMA", self.schema_file), ("DIFF", self.diff_file)):
             if path is not None:
                 env[f"GUARDKIT_{name}_FILE"] = str(path)
         if self.session_id:
@@ -122,8 +119,6 @@ class CommandAgent:
 
     def run(self, request: TurnRequest) -> dict[str, Any]:
         role = request.role.capitalize()
-        with contextlib.suppress(FileNotFoundError):
-            request.report_file.unlink()  # a stale report from an interrupted run must not count
         done = run_agent_process(self.command, request, shell=True)
         run = {"agent": agent_name(self), "notes": done.notes} if done.notes else None
         try:
@@ -173,6 +168,8 @@ def run_agent_process(command: str | list[str], request: TurnRequest, *, shell: 
     process tree is killed) or the program cannot be started (``status 127``, as a shell would say).
     """
     role = request.role.capitalize()
+    with contextlib.suppress(FileNotFoundError):
+        request.report_file.unlink()  # a stale report from an interrupted run must not count
     try:
         done = run_command(command, cwd=request.workdir, env=agent_environment(request), stdin=stdin,
                            timeout=request.timeout, shell=shell, session=True, keep_stderr=STDERR_KEPT,

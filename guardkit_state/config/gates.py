@@ -54,9 +54,6 @@ TASK_TYPE_ALIASES: Mapping[str, str] = {
     "scaffold": "scaffolding",
 }
 
-#: Gate names, in the order results are returned.
-GATE_NAMES = ("tests", "coverage", "arch_review")
-
 #: Profile fields that hold a threshold or a switch (each carries its own source).
 PROFILE_FIELDS = (
     "arch_review_required",
@@ -151,11 +148,6 @@ class GateLookup:
     requested_complexity: object
     complexity: int
     warnings: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"requested_task_type": self.requested_task_type, "task_type": self.task_type,
-                "requested_complexity": self.requested_complexity, "complexity": self.complexity,
-                "warnings": list(self.warnings), "profile": self.profile.to_dict()}
 
 
 def normalise_task_type(
@@ -257,7 +249,7 @@ def check_gates(
     coverage: float | None = None,
     arch_score: float | None = None,
 ) -> list[GateResult]:
-    """Judge one turn's measurements against ``profile``: one result per gate, in :data:`GATE_NAMES` order.
+    """Judge one turn's measurements against ``profile``: one result per gate (tests, coverage, arch_review).
 
     Args:
         profile: from :meth:`ResolvedConfig.gate_profile`.
@@ -283,8 +275,10 @@ def check_gates(
             raise ValueError(f"{name} {count!r} is negative")
     return [
         _tests_gate(profile, tests_run, tests_passed, tests_failed),
-        _coverage_gate(profile, coverage),
-        _arch_gate(profile, arch_score),
+        _threshold_gate(profile, "coverage", profile.coverage_required, coverage,
+                        round(profile.coverage_threshold * 100, 4)),
+        _threshold_gate(profile, "arch_review", profile.arch_review_required, arch_score,
+                        profile.arch_review_threshold),
     ]
 
 
@@ -320,23 +314,13 @@ def _tests_gate(profile: GateProfile, tests_run: bool | None, tests_passed: int 
     return GateResult("tests", None, None, threshold, source)
 
 
-def _coverage_gate(profile: GateProfile, coverage: float | None) -> GateResult:
-    threshold = round(profile.coverage_threshold * 100, 4)
-    source = profile.source_of("coverage_threshold")
-    if not profile.coverage_required:
-        return GateResult("coverage", True, coverage, None, profile.source_of("coverage_required"),
-                          required=False)
-    if coverage is None:
-        return GateResult("coverage", None, None, threshold, source)
-    return GateResult("coverage", coverage >= threshold, coverage, threshold, source)
-
-
-def _arch_gate(profile: GateProfile, arch_score: float | None) -> GateResult:
-    source = profile.source_of("arch_review_threshold")
-    if not profile.arch_review_required:
-        return GateResult("arch_review", True, arch_score, None, profile.source_of("arch_review_required"),
-                          required=False)
-    threshold = profile.arch_review_threshold
-    if arch_score is None:
-        return GateResult("arch_review", None, None, threshold, source)
-    return GateResult("arch_review", arch_score >= threshold, arch_score, threshold, source)
+def _threshold_gate(profile: GateProfile, gate: str, required: bool, measured: float | None,
+                    threshold: float) -> GateResult:
+    """The coverage or arch_review gate: the measure at or above ``threshold`` (in its unit); the
+    sources are the profile's ``<gate>_required`` and ``<gate>_threshold``."""
+    if not required:
+        return GateResult(gate, True, measured, None, profile.source_of(f"{gate}_required"), required=False)
+    source = profile.source_of(f"{gate}_threshold")
+    if measured is None:
+        return GateResult(gate, None, None, threshold, source)
+    return GateResult(gate, measured >= threshold, measured, threshold, source)

@@ -17,16 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from guardkit_state.config.gates import BUILT_IN, MAX_COMPLEXITY, MIN_COMPLEXITY
+from guardkit_state.model import Fields
 from guardkit_state.store.layout import WORKTREES_DIR, branch_for
 
 CEREMONY_ORDER = ("minimal", "standard", "full")
 
-#: Spellings of mode names seen in real files (``implementation_mode: task-work``).
-MODE_ALIASES: Mapping[str, str] = {"task-work": "task_work", "taskwork": "task_work", "auto-build": "autobuild"}
-
 
 @dataclass(frozen=True)
-class ImplementationMode:
+class ImplementationMode(Fields):
     """One way of doing a task (an index entity, see docs/index.md)."""
 
     mode: str
@@ -49,14 +47,7 @@ class ImplementationMode:
         return low <= complexity <= high
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode, "id": self.entity_id, "invocation_method": self.invocation_method,
-            "result_location_pattern": self.result_location_pattern,
-            "state_recovery_strategy": self.state_recovery_strategy,
-            "when_to_use": list(self.when_to_use), "pitfalls": list(self.pitfalls),
-            "complexity_range": list(self.complexity_range), "ceremony_level": self.ceremony_level,
-            "source": self.source,
-        }
+        return {"mode": self.mode, "id": self.entity_id, **super().to_dict()}  # its fields, the id second
 
 
 #: The three default modes (docs/index.md).
@@ -163,9 +154,3 @@ def suggest_mode(
         reason += (f"; also in the range of {', '.join(others)} — {best.mode}'s range is centred nearest to "
                    f"{level}" + (" (a tie goes to less ceremony)" if tied else ""))
     return ModeAdvice(best, level, others, reason, tuple(notes))
-
-
-def normalise_mode_name(name: str) -> str:
-    """``task-work`` -> ``task_work``; unknown names come back lower-cased."""
-    key = name.strip().lower()
-    return MODE_ALIASES.get(key, key)

@@ -48,14 +48,10 @@ def render_gates_section(profile: GateProfile, *, task_type: str, complexity: in
     if requested_task_type and requested_task_type.strip().lower() != task_type:
         shown = f"{task_type} (task_type: {one_line(requested_task_type)})"
     lines = ["## Quality Gates for This Task", f"Task type: {shown} | Complexity: {complexity}"]
-    if profile.arch_review_required:
-        lines.append(f"Architecture review: required (threshold: {profile.arch_review_threshold})")
-    else:
-        lines.append("Architecture review: not required")
-    if profile.coverage_required:
-        lines.append(f"Coverage: required (threshold: {_percent(profile.coverage_threshold)})")
-    else:
-        lines.append("Coverage: not required")
+    for gate, required, threshold in (
+            ("Architecture review", profile.arch_review_required, profile.arch_review_threshold),
+            ("Coverage", profile.coverage_required, _percent(profile.coverage_threshold))):
+        lines.append(f"{gate}: required (threshold: {threshold})" if required else f"{gate}: not required")
     if profile.tests_required:
         lines.append("Tests: required, must pass" if profile.tests_must_pass else "Tests: required")
     else:

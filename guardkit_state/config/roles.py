@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from guardkit_state.config.gates import BUILT_IN
@@ -18,7 +18,6 @@ from guardkit_state.model import Fields
 
 log = logging.getLogger("guardkit_state.config.roles")
 
-ROLES = ("player", "coach")
 RULE_KINDS = ("must_do", "must_not_do", "ask_before", "escalate_when")
 
 
@@ -49,9 +48,6 @@ class RoleConstraints:
         """The texts of one list (``kind`` is one of :data:`RULE_KINDS`)."""
         return [rule.text for rule in self._rules(kind)]
 
-    def is_empty(self) -> bool:
-        return not any(self._rules(kind) for kind in RULE_KINDS)
-
     def extended(self, kind: str, texts: Iterable[str], source: str) -> RoleConstraints:
         """A copy with ``texts`` appended to list ``kind``; exact repeats of existing rules are skipped."""
         current = list(self._rules(kind))
@@ -62,7 +58,8 @@ class RoleConstraints:
                 continue
             seen.add(text)
             current.append(Rule(text, source))
-        return _replace(self, kind, tuple(current))
+        change: dict[str, Any] = {kind: tuple(current)}
+        return replace(self, **change)
 
     def to_dict(self) -> dict[str, Any]:
         return {"role": self.role, "id": self.entity_id,
@@ -73,12 +70,6 @@ class RoleConstraints:
             raise KeyError(f"unknown constraint list {kind!r} (expected one of {', '.join(RULE_KINDS)})")
         rules: tuple[Rule, ...] = getattr(self, kind)
         return rules
-
-
-def _replace(constraints: RoleConstraints, kind: str, rules: tuple[Rule, ...]) -> RoleConstraints:
-    values = {k: getattr(constraints, k) for k in RULE_KINDS}
-    values[kind] = rules
-    return RoleConstraints(constraints.role, **values)
 
 
 def _builtin(role: str, **lists: list[str]) -> RoleConstraints:

@@ -170,11 +170,10 @@ def _discard(tmp: str) -> None:
         os.unlink(tmp)
 
 
-def atomic_write_text(path: Path, text: str, *, mode: int | None = None,
-                      precondition: Callable[[], bool] | None = None,
+def atomic_write_text(path: Path, text: str, *, precondition: Callable[[], bool] | None = None,
                       limit: int | None = MAX_FILE_BYTES) -> bool:
     """:func:`atomic_write_bytes` for UTF-8 text (newlines are written exactly as given)."""
-    return atomic_write_bytes(path, text.encode("utf-8"), mode=mode, precondition=precondition, limit=limit)
+    return atomic_write_bytes(path, text.encode("utf-8"), precondition=precondition, limit=limit)
 
 
 def append_line(path: Path, line: str) -> None:
@@ -226,9 +225,8 @@ def _prepare(path: Path, size: int, limit: int | None, *,
 def _check_folder(target: Path) -> None:
     """The new file is renamed into ``target``'s folder: that folder must take it too."""
     folder = target.parent
-    try:
-        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
-    except OSError:
+    read_only = _read_only_fs(folder)
+    if read_only is None:
         return  # a folder that is not there: the write itself says so, with the path
     if read_only:
         raise UnwritableFileError(f"{folder} is on a read-only file system; nothing was written", path=target,
@@ -344,11 +342,12 @@ def _new_file_gid(directory: Path) -> int:
     return info.st_gid if info.st_mode & stat.S_ISGID else os.getegid()
 
 
-def _read_only_fs(directory: Path) -> bool:
+def _read_only_fs(directory: Path) -> bool | None:
+    """Whether ``directory`` is on a read-only file system (None: it cannot be looked at)."""
     try:
         return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
     except OSError:
-        return False
+        return None
 
 
 # --------------------------------------------------------------------------- temp files
@@ -359,11 +358,11 @@ def _read_only_fs(directory: Path) -> bool:
 STALE_TEMP_SECONDS = 10 * 60
 
 
-def remove_stale_temp_files(directory: Path, *, max_age: float = STALE_TEMP_SECONDS) -> list[Path]:
+def remove_stale_temp_files(directory: Path) -> list[Path]:
     """Delete temp files killed writers left in ``directory``; returns what was removed.
 
     Safe while others write there (at the start of ``record`` as of the loop): only a temp file
-    whose writer (the pid in its name) is gone, or older than ``max_age`` seconds, is removed;
+    whose writer (the pid in its name) is gone, or older than :data:`STALE_TEMP_SECONDS`, is removed;
     a live writer's, this process's included, never is.
     """
     removed: list[Path] = []
@@ -374,14 +373,14 @@ def remove_stale_temp_files(directory: Path, *, max_age: float = STALE_TEMP_SECO
     now = time.time()
     for entry in entries:
         # Only names in the exact form this module writes: a user's ``.gks-tmp-notes.md`` is theirs.
-        if _writer_pid(entry.name) is not None and _is_stale(entry, now, max_age):
+        if _writer_pid(entry.name) is not None and _is_stale(entry, now):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))
     return removed
 
 
-def _is_stale(entry: os.DirEntry[str], now: float, max_age: float) -> bool:
+def _is_stale(entry: os.DirEntry[str], now: float) -> bool:
     try:
         info = entry.stat(follow_symlinks=False)
     except FileNotFoundError:
@@ -391,7 +390,7 @@ def _is_stale(entry: os.DirEntry[str], now: float, max_age: float) -> bool:
     pid = _writer_pid(entry.name)
     if pid is None or pid == os.getpid():
         return False
-    return now - info.st_mtime > max_age or not _pid_alive(pid)
+    return now - info.st_mtime > STALE_TEMP_SECONDS or not _pid_alive(pid)
 
 
 def _writer_pid(name: str) -> int | None:

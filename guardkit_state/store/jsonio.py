@@ -151,16 +151,16 @@ def _locate_duplicate(text: str) -> tuple[int, int] | None:
     return None
 
 
-def parse_json(text: str, *, path: Path | str | None = None, max_depth: int = MAX_DEPTH) -> Any:
+def parse_json(text: str, *, path: Path | str | None = None) -> Any:
     """Parse JSON text strictly.
 
     Raises:
-        ParseError: invalid JSON, a duplicate key, NaN/Infinity, nesting deeper than ``max_depth``,
+        ParseError: invalid JSON, a duplicate key, NaN/Infinity, nesting deeper than :data:`MAX_DEPTH`,
             or a number too long to convert; the error names ``path``, the line and the column.
     """
     if text.startswith("\ufeff"):
         text = text[1:]  # a UTF-8 byte-order mark is harmless; json.loads would refuse it
-    check_depth(text, path, max_depth)
+    check_depth(text, path)
     overflowed: list[str] = []
 
     def parse_float(literal: str) -> float:
@@ -272,7 +272,7 @@ def _unstorable(message: str, parts: tuple[str | int, ...], path: Path | str | N
     return SchemaError(message, path=path, pointer=format_pointer(parts), expected=_STORABLE)
 
 
-def load_json(path: Path, *, limit: int = MAX_FILE_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+def load_json(path: Path, *, limit: int = MAX_FILE_BYTES) -> Any:
     """Read a JSON file strictly: size cap, UTF-8, no duplicate keys, no NaN, bounded nesting.
 
     Raises:
@@ -282,7 +282,7 @@ def load_json(path: Path, *, limit: int = MAX_FILE_BYTES, max_depth: int = MAX_D
     """
     path = Path(path)
     data = read_bytes_capped(path, limit=limit)
-    return parse_json(decode_utf8(data, path), path=path, max_depth=max_depth)
+    return parse_json(decode_utf8(data, path), path=path)
 
 
 def dump_json(data: Any) -> str:

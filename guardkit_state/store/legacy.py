@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from guardkit_state.store.json_paths import PathParts, format_pointer
@@ -36,17 +35,7 @@ _PLAYER_LISTS = ("files_modified", "files_created", "tests_written", "concerns",
 _TURN_STATE_LISTS = ("blockers_found", "files_modified", "lessons_from_turn", "gate_results")
 
 
-@dataclass
-class _Notes:
-    """Collects warnings while a record is normalised."""
-
-    warnings: list[str] = field(default_factory=list)
-
-    def warn(self, parts: PathParts, text: str) -> None:
-        self.warnings.append(f"{format_pointer(parts)}: {text}")
-
-
-def _rename(obj: dict[str, Any], old: str, new: str, where: PathParts, notes: _Notes) -> None:
+def _rename(obj: dict[str, Any], old: str, new: str, where: PathParts, notes: list[str]) -> None:
     """Move the legacy key ``old`` to ``new``; when both are present and differ, keep both."""
     if old not in obj:
         return
@@ -55,7 +44,7 @@ def _rename(obj: dict[str, Any], old: str, new: str, where: PathParts, notes: _N
     elif obj[new] == obj[old]:
         del obj[old]
     else:
-        notes.warn(where + (old,), f"legacy key {old!r} ignored: {new!r} is also present")
+        notes.append(f"{format_pointer(where + (old,))}: legacy key {old!r} ignored: {new!r} is also present")
 
 
 def _mapped(value: Any, table: dict[str, str]) -> Any:
@@ -65,14 +54,14 @@ def _mapped(value: Any, table: dict[str, str]) -> Any:
     return value
 
 
-def _null_lists_to_empty(obj: dict[str, Any], names: tuple[str, ...]) -> None:
+def _nulls_to_empty(obj: dict[str, Any], names: tuple[str, ...], empty: Callable[[], Any] = list) -> None:
     for name in names:
         if name in obj and obj[name] is None:
-            obj[name] = []
+            obj[name] = empty()
 
 
-def _normalise_player(data: dict[str, Any], notes: _Notes) -> None:
-    _null_lists_to_empty(data, _PLAYER_LISTS)
+def _normalise_player(data: dict[str, Any], notes: list[str]) -> None:
+    _nulls_to_empty(data, _PLAYER_LISTS)
     promises = data.get("completion_promises", ())
     if promises is None:
         del data["completion_promises"]  # the model reads absent and null alike
@@ -89,7 +78,7 @@ def _normalise_player(data: dict[str, Any], notes: _Notes) -> None:
                 promise["implementation_files"] = []
 
 
-def _normalise_coach(data: dict[str, Any], notes: _Notes) -> None:
+def _normalise_coach(data: dict[str, Any], notes: list[str]) -> None:
     if "verdict" in data and "decision" not in data:
         # The v4 Coach shape: {verdict: approve|reject, findings: [...]}.
         data["decision"] = data.pop("verdict")
@@ -97,15 +86,12 @@ def _normalise_coach(data: dict[str, Any], notes: _Notes) -> None:
             data["issues"] = data.pop("findings")
     if "decision" in data:
         data["decision"] = _mapped(data["decision"], _COACH_DECISION)
-    issues = data.get("issues", ())
-    if issues is None:
-        data["issues"] = []
-    elif isinstance(issues, list):
+    _nulls_to_empty(data, ("issues", "criteria_verification"))
+    issues = data.get("issues")
+    if isinstance(issues, list):
         data["issues"] = [{"description": item} if isinstance(item, str) else item for item in issues]
-    checks = data.get("criteria_verification", ())
-    if checks is None:
-        data["criteria_verification"] = []
-    elif isinstance(checks, list):
+    checks = data.get("criteria_verification")
+    if isinstance(checks, list):
         for i, check in enumerate(checks):
             if not isinstance(check, dict):
                 continue
@@ -120,10 +106,10 @@ def _normalise_coach(data: dict[str, Any], notes: _Notes) -> None:
             elif result is None or isinstance(result, str):
                 # Only an explicit "verified" counts; anything else must not pass as verified.
                 check["result"] = "rejected"
-                notes.warn(where + ("result",), f"{json.dumps(result)} read as \"rejected\"")
+                notes.append(f"{format_pointer(where + ('result',))}: {json.dumps(result)} read as \"rejected\"")
 
 
-def _normalise_turn_state(data: dict[str, Any], notes: _Notes) -> None:
+def _normalise_turn_state(data: dict[str, Any], notes: list[str]) -> None:
     _rename(data, "turn", "turn_number", (), notes)
     for name, default in (("feature_id", None), ("player_summary", ""), ("coach_feedback", None)):
         data.setdefault(name, default)
@@ -133,10 +119,8 @@ def _normalise_turn_state(data: dict[str, Any], notes: _Notes) -> None:
         data["player_decision"] = _mapped(data["player_decision"], _TURN_STATE_PLAYER)
     if "coach_decision" in data:
         data["coach_decision"] = _mapped(data["coach_decision"], _TURN_STATE_COACH)
-    _null_lists_to_empty(data, _TURN_STATE_LISTS)
-    for name in ("acceptance_criteria_status", "criteria_provenance"):
-        if name in data and data[name] is None:
-            data[name] = {}
+    _nulls_to_empty(data, _TURN_STATE_LISTS)
+    _nulls_to_empty(data, ("acceptance_criteria_status", "criteria_provenance"), dict)
     statuses = data.get("acceptance_criteria_status")
     if isinstance(statuses, dict):
         data["acceptance_criteria_status"] = {k: _mapped(v, _CRITERION_STATUS) for k, v in statuses.items()}
@@ -165,7 +149,7 @@ def _numbers(obj: dict[str, Any], names: tuple[str, ...]) -> None:
             obj[name] = whole_number(obj[name])
 
 
-def _normalise_autobuild_state(data: dict[str, Any], notes: _Notes) -> None:
+def _normalise_autobuild_state(data: dict[str, Any], notes: list[str]) -> None:
     # An empty collection is nothing recorded yet, whatever its brackets (`turns: {}`, `criteria: []`).
     for name, empty in (("turns", []), ("criteria", {})):
         if name in data and not data[name]:
@@ -178,7 +162,7 @@ def _normalise_autobuild_state(data: dict[str, Any], notes: _Notes) -> None:
             _numbers(entry, ("turn",))
 
 
-_NORMALISERS: dict[str, Callable[[dict[str, Any], _Notes], None]] = {
+_NORMALISERS: dict[str, Callable[[dict[str, Any], list[str]], None]] = {
     "player_turn": _normalise_player,
     "coach_turn": _normalise_coach,
     "turn_state": _normalise_turn_state,
@@ -193,7 +177,7 @@ def normalise(kind: str, data: Any, *, owned: bool = False, plain: bool = False)
     lossy readings such as a criterion ``result`` of ``"unverified"`` read as ``"rejected"``.
     Anything that is not a known alias is left for the schema to judge. ``plain``: ``data`` is plain JSON.
     """
-    notes = _Notes()
+    notes: list[str] = []  # the warnings, each "$.path: text"
     # Data the caller owns (just parsed, shared with nobody) is normalised in place; plain JSON is
     # copied by a C-speed round trip (a deepcopy costs ~10x more), which also makes subclasses plain.
     if owned:
@@ -205,7 +189,7 @@ def normalise(kind: str, data: Any, *, owned: bool = False, plain: bool = False)
     normaliser = _NORMALISERS.get(kind)
     if normaliser is not None and isinstance(out, dict):
         normaliser(out, notes)
-    return out, notes.warnings
+    return out, notes
 
 
 __all__ = ["normalise", "whole_number"]

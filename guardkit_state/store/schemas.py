@@ -236,13 +236,11 @@ def _is_plain_json(data: Any) -> bool:
     return True
 
 
-def is_valid_fast(kind: str, data: Any) -> bool:
-    """True when jsonschema-rs accepts ``data`` (plain JSON only); False means "ask jsonschema"."""
-    return _is_plain_json(data) and _fast_verdict(kind, data)
-
-
-def _fast_verdict(kind: str, data: Any) -> bool:
-    """jsonschema-rs's "valid" for data already known to be plain JSON."""
+def is_valid_fast(kind: str, data: Any, *, plain: bool | None = None) -> bool:
+    """True when jsonschema-rs accepts ``data`` (plain JSON only: ``plain`` says whether it is, when the
+    caller knows); False means "ask jsonschema"."""
+    if not (_is_plain_json(data) if plain is None else plain):
+        return False
     fast = fast_validator(kind)
     if fast is None:
         return False
@@ -252,9 +250,10 @@ def _fast_verdict(kind: str, data: Any) -> bool:
         return False
 
 
-def problems_of(kind: str, data: Any) -> list[Problem]:
-    """Every schema violation of ``data`` as a ``kind`` record, sorted by JSON path."""
-    if is_valid_fast(kind, data):
+def problems_of(kind: str, data: Any, *, plain: bool | None = None) -> list[Problem]:
+    """Every schema violation of ``data`` as a ``kind`` record, sorted by JSON path (``plain``: as
+    :func:`is_valid_fast` takes it)."""
+    if is_valid_fast(kind, data, plain=plain):
         return []
     found = {(sort_key(p.parts), p.text): p for p in map(_problem, validator(kind).iter_errors(data))}
     return [found[key] for key in sorted(found)]
@@ -322,7 +321,7 @@ def validate_with_warnings(kind: str, data: Any, *, path: str | Path | None = No
     check_version(kind, data, path=path)
     plain = _is_plain_json(data) if plain is None else plain
     canonical, warnings = normalise(kind, data, plain=plain)
-    problems = [] if plain and _fast_verdict(kind, canonical) else problems_of(kind, canonical)
+    problems = problems_of(kind, canonical, plain=plain)
     if problems:
         _raise_problems(kind, data, problems, path)
     return ValidatedRecord(canonical, warnings)

@@ -151,12 +151,25 @@ class TurnStore:
             schemas.check_record(kind, data, path=path)
         try:
             text = dump_json(data)
-            text.encode("utf-8")
+            encoded = text.encode("utf-8")
         except (SchemaError, UnicodeEncodeError):
             # Found cheaply, named precisely: the walk says which value and where.
             check_storable(data, path=path)
             raise
-        return self._put(kind, path, text, canonical=canonical)
+        self._cache.pop(path, None)
+        try:
+            written = atomic_write_stat(path, encoded)
+        except GuardkitStateError:
+            # The folder is there from the first turn on: it is looked for only when a write fails.
+            if os.path.isdir(self.directory):
+                raise
+            self.directory.mkdir(parents=True, exist_ok=True)
+            written = atomic_write_stat(path, encoded)
+        assert written is not None  # None only when a precondition says no, and there is none
+        # What read() would return for these bytes (already checked): the next turn reads it.
+        self._cache[path] = (identity_of(written), text if canonical else
+                             json.dumps(schemas.normalise(kind, json.loads(text), owned=True)[0], ensure_ascii=False))
+        return path
 
     def _refuse_recorded(self, kind: str, turn: int, recorded_turns: int) -> None:
         if turn <= recorded_turns:
@@ -165,23 +178,6 @@ class TurnStore:
                 path=self.path(kind, turn), task_id=self.task_id, turn=turn,
                 expected=f"turn {recorded_turns + 1}",
             )
-
-    def _put(self, kind: str, path: Path, text: str, *, canonical: bool) -> Path:
-        self._cache.pop(path, None)
-        data = text.encode("utf-8")
-        try:
-            written = atomic_write_stat(path, data)
-        except GuardkitStateError:
-            # The folder is there from the first turn on: it is looked for only when a write fails.
-            if os.path.isdir(self.directory):
-                raise
-            self.directory.mkdir(parents=True, exist_ok=True)
-            written = atomic_write_stat(path, data)
-        assert written is not None  # None only when a precondition says no, and there is none
-        # What read() would return for these bytes (already checked): the next turn reads it.
-        self._cache[path] = (identity_of(written), text if canonical else
-                             json.dumps(schemas.normalise(kind, json.loads(text), owned=True)[0], ensure_ascii=False))
-        return path
 
     def read(self, kind: str, turn: int) -> dict[str, Any] | None:
         """The validated, normalised record, or ``None`` when the file does not exist.

@@ -23,35 +23,34 @@ DEFAULT_MAX_TURNS = 5
 _TURNS_KEY = re.compile(r"^[ \t]+turns:", re.M)
 
 
-def checked_max_turns(value: object, *, name: str = "max_turns") -> int | None:
+def checked_max_turns(value: object) -> int | None:
     """``value`` when it is a whole number of turns (1 or more) or None; :class:`InputError` otherwise."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         shown = f"a boolean ({'true' if value else 'false'})" if isinstance(value, bool) else repr(value)
-        raise InputError(f"{name} is {shown}; expected a positive whole number", expected="an integer of at least 1")
+        raise InputError(f"max_turns is {shown}; expected a positive whole number", expected="an integer of at least 1")
     return value
 
 
-def checked_timeout(value: object, *, name: str = "turn_timeout") -> float | None:
+def checked_timeout(value: object) -> float | None:
     """``value`` when it is a finite number of seconds above 0 or None; :class:`InputError` otherwise."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise InputError(f"{name} must be a finite number of seconds above 0, not {value!r}",
-                         expected="a number of seconds such as 600")
-    return float(value)
+    return _amount(value, "turn_timeout", "number of seconds", "a number of seconds such as 600")
 
 
 def checked_usd(value: object, *, name: str, zero: bool = False) -> float | None:
     """``value`` when it is a finite amount of USD above 0, or None; with ``zero``, an amount of 0 or
     more (None refused). :class:`InputError` otherwise."""
+    return _amount(value, name, "amount of USD", "an amount such as 2.50", zero=zero)
+
+
+def _amount(value: object, name: str, what: str, expected: str, *, zero: bool = False) -> float | None:
     if value is None and not zero:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 \
             or (value == 0 and not zero):
-        raise InputError(f"{name} must be a finite amount of USD {'0 or more' if zero else 'above 0'}, not {value!r}",
-                         expected="an amount such as 2.50")
+        raise InputError(f"{name} must be a finite {what} {'0 or more' if zero else 'above 0'}, not {value!r}",
+                         expected=expected)
     return float(value)
 
 

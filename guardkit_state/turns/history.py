@@ -113,14 +113,11 @@ class TaskHistory:
             entry = next((t for t in turns if t.turn == number), None)
         if entry is None:
             return None
-        return entry_turn_state(entry, task_id=self.task.task_id, feature_id=self.task.feature_id,
-                                verified_count=self._frontmatter_verified_count())
-
-    def _frontmatter_verified_count(self) -> int | None:
-        """The count a frontmatter-only turn may assume: 0 while nothing was ever verified, else
-        unknown (the frontmatter map holds only the latest statuses, not each turn's)."""
+        # The count a frontmatter-only turn may assume: 0 while nothing was ever verified, else
+        # unknown (the frontmatter map holds only the latest statuses, not each turn's).
         statuses = self.task.state.criteria.values() if self.task.state else ()
-        return None if "verified" in statuses else 0
+        return entry_turn_state(entry, task_id=self.task.task_id, feature_id=self.task.feature_id,
+                                verified_count=None if "verified" in statuses else 0)
 
     def ledger_before(self, turn: int) -> CriteriaLedger:
         """The cumulative criteria ledger as turn ``turn`` starts."""
@@ -144,16 +141,12 @@ class TaskHistory:
         """Signals of the turns before ``upto`` (at most a window's worth)."""
         signals: list[TurnSignal] = []
         for number in range(max(1, upto - NO_CHANGE_WINDOW + 1), upto):
-            signal = self._signal(number)
-            if signal is None:
+            state = self.turn_state(number)
+            if state is None:
                 signals = []  # a gap breaks the window
-                continue
-            signals.append(signal)
+            else:
+                signals.append(turn_signal(state))
         return signals
-
-    def _signal(self, number: int) -> TurnSignal | None:
-        state = self.turn_state(number)
-        return None if state is None else turn_signal(state)
 
     def stall(self) -> Stall | None:
         """The stall the recorded turns show, if any."""

@@ -15,7 +15,7 @@ stays in the Coach's report file but never enters the ledger, else a Coach could
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from guardkit_state.model import CoachDecision, Criterion, LedgerEntry
@@ -47,8 +47,7 @@ class CriteriaCounts:
         return self.verified + self.implied_by_approval + self.rejected + self.pending
 
     def to_dict(self) -> dict[str, int]:
-        return {"verified": self.verified, "implied_by_approval": self.implied_by_approval,
-                "rejected": self.rejected, "pending": self.pending, "total": self.total}
+        return {**asdict(self), "total": self.total}
 
     def describe(self, noun: str = "") -> str:
         """``3/7 verified · 4 implied by approval`` (rejected ones named too, when there are any);
@@ -61,10 +60,11 @@ class CriteriaCounts:
         return text
 
 
-def _implied(old: Mapping[str, Any]) -> bool:
-    if old.get("implied_by_approval") is not None:
-        return bool(old.get("implied_by_approval"))
-    return old.get("status") == "verified" and old.get("notes") == APPROVAL_NOTE
+def _carried(cid: str, old: Mapping[str, Any], text_hash: str | None) -> LedgerEntry:
+    """``cid``'s entry as an earlier turn left it (implied by an approval: as it says, else by its note)."""
+    status, notes, implied = old.get("status", "pending"), old.get("notes", ""), old.get("implied_by_approval")
+    implied = bool(implied) if implied is not None else old.get("status") == "verified" and notes == APPROVAL_NOTE
+    return LedgerEntry(cid, status, old.get("set_by_turn"), text_hash, notes, implied)
 
 
 @dataclass(frozen=True)
@@ -93,22 +93,17 @@ class CriteriaLedger:
         known = frozenset(criterion.id for criterion in criteria) or None
         previous = previous or {}
         entries: list[LedgerEntry] = []
-        seen: set[str] = set()
         for criterion in criteria:
-            seen.add(criterion.id)
             old = previous.get(criterion.id)
             entry = LedgerEntry(criterion.id, "pending", None, criterion.text_hash)
             if old:
                 if old.get("text_hash") in (None, criterion.text_hash):
-                    entry = LedgerEntry(criterion.id, old.get("status", "pending"), old.get("set_by_turn"),
-                                        criterion.text_hash, old.get("notes", ""), _implied(old))
+                    entry = _carried(criterion.id, old, criterion.text_hash)
                 else:
                     entry.notes = "criterion text changed; judged again"
             entries.append(entry)
-        for cid, old in previous.items():
-            if cid not in seen and known is None:
-                entries.append(LedgerEntry(cid, old.get("status", "pending"), old.get("set_by_turn"),
-                                           old.get("text_hash"), old.get("notes", ""), _implied(old)))
+        if known is None:  # no criteria of its own: every id judged earlier is kept
+            entries += [_carried(cid, old, old.get("text_hash")) for cid, old in previous.items()]
         return cls(tuple(entries), known)
 
     def ignored_ids(self, coach: CoachDecision) -> list[str]:
@@ -209,7 +204,7 @@ def ignored_ids_note(task_id: str, ignored: Sequence[str], known: Iterable[str] 
             "those verdicts are kept in the Coach's report but not counted")
 
 
-def criteria_lines(criteria: Iterable[Criterion], statuses: Mapping[str, str], *, indent: str = "  ",
+def criteria_lines(criteria: Iterable[Criterion], statuses: Mapping[str, str], *,
                    implied: Collection[str] = ()) -> list[str]:
     """``  ✓ AC-001: text: verified`` lines (the format GuardKit's prompts use), task order, then unknown ids.
 
@@ -225,10 +220,10 @@ def criteria_lines(criteria: Iterable[Criterion], statuses: Mapping[str, str], *
     for criterion in criteria:
         status = statuses.get(criterion.id, "pending")
         listed.add(criterion.id)
-        lines.append(f"{indent}{ICONS.get(status, '○')} {criterion.id}: {criterion.text}: {word(criterion.id, status)}")
+        lines.append(f"  {ICONS.get(status, '○')} {criterion.id}: {criterion.text}: {word(criterion.id, status)}")
     for cid, status in statuses.items():
         if cid not in listed:
-            lines.append(f"{indent}{ICONS.get(status, '○')} {cid}: {word(cid, status)}")
+            lines.append(f"  {ICONS.get(status, '○')} {cid}: {word(cid, status)}")
     return lines
 
 

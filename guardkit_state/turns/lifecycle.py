@@ -87,13 +87,13 @@ class TurnLifecycle(TurnView):
 
     # -- writing ---------------------------------------------------------------------------
     @contextlib.contextmanager
-    def locked(self, *, wait: float = 0.0) -> Iterator[TurnLifecycle]:
+    def locked(self) -> Iterator[TurnLifecycle]:
         """Hold the task's lock (one writer per task, across worktrees).
 
         Under it the view of the task file is confirmed — settled, never half-saved, else read
         again (:meth:`TaskFile.confirmed`) — and temp files a killed writer left in the store are removed.
         """
-        with exclusive_lock(shared_lock_path(self.root, self.task_id), wait=wait, holder=self.task_id):
+        with exclusive_lock(shared_lock_path(self.root, self.task_id), holder=self.task_id):
             # The view held is kept when the file is unchanged a settle pause after it was read (and
             # does not look half-saved): an editor saving it in place at that read would have changed it.
             self.task = self.task.confirmed(self.store)
@@ -353,7 +353,7 @@ def _check(lifecycle: TurnLifecycle, incoming: IncomingTurn, *, reopen: bool,
     """
     _refuse_recorded(lifecycle, incoming)
     check_turn_history(lifecycle.task)
-    number = _next_number(lifecycle, incoming)
+    number = lifecycle.recorded_turns + 1 + _follows_completable(lifecycle, incoming)
     reports = incoming.checked(lifecycle.task, lifecycle.store, number)
     check_may_continue(lifecycle.task, number, reopen=reopen, max_turns=max_turns)
     check_task_writable(lifecycle.task)
@@ -378,10 +378,6 @@ def _follows_completable(lifecycle: TurnLifecycle, incoming: IncomingTurn) -> bo
         return False
     pending = _completable(lifecycle)
     return pending is not None and named == pending + 1
-
-
-def _next_number(lifecycle: TurnLifecycle, incoming: IncomingTurn) -> int:
-    return lifecycle.recorded_turns + 1 + _follows_completable(lifecycle, incoming)
 
 
 def _refuse_recorded(lifecycle: TurnLifecycle, incoming: IncomingTurn) -> None:

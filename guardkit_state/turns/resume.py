@@ -8,11 +8,11 @@ calling an agent; only the Player's → re-run only the Coach; otherwise re-run 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.model import TurnMode
+from guardkit_state.model import Fields, TurnMode
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.turns.checks import closed_reason, turn_budget
@@ -25,7 +25,7 @@ _RUNS_AGENTS = ("start", "run_turn", "rerun_coach", "rerun_turn")
 
 
 @dataclass
-class ResumePoint:
+class ResumePoint(Fields):
     """The next step of a task's loop."""
 
     task_id: str
@@ -61,10 +61,7 @@ class ResumePoint:
         return what
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["mode"] = self.mode.value
-        out["description"] = self.describe()
-        return out
+        return {**super().to_dict(), "description": self.describe()}
 
 
 def resume_point(task: TaskFile, store: TurnStore, *, max_turns: int | None = None,

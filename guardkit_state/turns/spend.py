@@ -64,26 +64,21 @@ def task_spend(checkout: Path, task_id: str) -> float | None:
     return sum(known) if known else None
 
 
-def mean_turn_cost(checkout: Path, task_id: str, *, last: int = 3) -> tuple[float, int] | None:
-    """The mean cost of the last ``last`` turns of ``task_id`` that reported one, and how many that is."""
-    known = [cost for _, cost in turn_costs(checkout, task_id) if cost is not None][-last:]
-    return (sum(known) / len(known), len(known)) if known else None
-
-
 def over_limit(checkout: Path, task_id: str, *, limit: float, spent_elsewhere: float = 0.0) -> str | None:
     """Why the next turn of ``task_id`` must not start under ``--max-cost limit``, in one line; or None.
 
     What the task's recorded turns cost, plus ``spent_elsewhere`` (a feature's other tasks), reaches
-    the limit, or would pass it with another turn at the mean cost of the last ones.
+    the limit, or would pass it with another turn at the mean cost of the last three that reported one.
     """
-    spent = (task_spend(checkout, task_id) or 0.0) + spent_elsewhere
+    known = [cost for _, cost in turn_costs(checkout, task_id) if cost is not None]  # the turn states read once
+    spent = sum(known) + spent_elsewhere
     where = task_id + (f" (${spent_elsewhere:.4f} of it by the feature's other tasks)" if spent_elsewhere else "")
     if spent >= limit:
         return f"--max-cost reached: ${spent:.4f} spent on {where} (limit ${limit:g})"
-    mean = mean_turn_cost(checkout, task_id)
-    if mean is not None and spent + mean[0] > limit:
-        return (f"--max-cost: ${spent:.4f} spent on {where}; another turn (about ${mean[0]:.4f}, the mean of the "
-                f"last {mean[1]}) would pass the limit ${limit:g}")
+    last = known[-3:]
+    if last and spent + (mean := sum(last) / len(last)) > limit:
+        return (f"--max-cost: ${spent:.4f} spent on {where}; another turn (about ${mean:.4f}, the mean of the "
+                f"last {len(last)}) would pass the limit ${limit:g}")
     return None
 
 
@@ -102,5 +97,5 @@ def feature_spend(worktrees: Path, task_ids: Iterable[str], merged_into: Path | 
     return sum(merged_task_spend(worktrees, task_id, merged_into) for task_id in task_ids)
 
 
-__all__ = ["feature_spend", "mean_turn_cost", "merged_task_spend", "over_limit", "state_cost", "task_spend",
+__all__ = ["feature_spend", "merged_task_spend", "over_limit", "state_cost", "task_spend",
            "turn_costs", "turn_state_number"]

@@ -261,12 +261,7 @@ def _what_next(coach: CoachDecision | None, coach_decision: str, ledger: Criteri
 
 def _files(player: PlayerReport | None) -> list[str]:
     """The files the Player created, then those it modified, each once."""
-    files: list[str] = []
-    if player:
-        for name in [*player.files_created, *player.files_modified]:
-            if name not in files:
-                files.append(name)
-    return files
+    return list(dict.fromkeys([*player.files_created, *player.files_modified])) if player else []
 
 
 __all__ = ["AGENT_RUN_KEY", "GATE_OVERRIDE_KEY", "TurnInputs", "TurnRun", "apply_gate_verdict",

@@ -31,10 +31,6 @@ SYNONYMS = {
 VERDICT_WORDS_KEY = "verdict_words"
 
 
-def _word(value: str) -> str:
-    return value.strip().lower().replace("-", "_").replace(" ", "_")
-
-
 def read_verdict_words(data: dict[str, Any], *, path: Path | None = None, task_id: str | None = None,
                        turn: int | None = None) -> dict[str, Any]:
     """``data`` (a Coach report as an agent wrote it) with every criterion result a schema word.
@@ -52,7 +48,7 @@ def read_verdict_words(data: dict[str, Any], *, path: Path | None = None, task_i
             out_checks.append(check)
             continue
         written = check["result"]
-        word = _word(written) if isinstance(written, str) else None
+        word = written.strip().lower().replace("-", "_").replace(" ", "_") if isinstance(written, str) else None
         if word in VERDICTS:
             out_checks.append(check if written == word else {**check, "result": word})
             continue
