@@ -502,9 +502,10 @@ class _Worker:
             # Looks since the last fetch skipped turns of tasks running elsewhere (only_running_moved);
             # a claim gone stale since makes its task mergeable, and the branch merged is the remote's
             # as it is now (a commit pushed onto it then, by a person, is merged with it).
+            # (The next step fetches again: this fetch is newer than the last look, and holds this claim.)
             fetched = self._remote(self._sync, "fetch")
             assert isinstance(fetched, dict)
-            self._last_remote, self._fetched_look = fetched, self._last_snapshot
+            self._last_remote, self._last_snapshot, self._fetched_look = fetched, None, None
         remote = self._last_remote or {}
         read = wave_turn(self.waves, lambda task: self.going_on.state(self._state(task, remote,
                                                                                  self._claims.get(task))),
