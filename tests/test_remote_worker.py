@@ -119,18 +119,18 @@ def test_a_commit_pushed_onto_an_approved_task_while_fetches_were_skipped_is_mer
     # holds, the person's commit with it, never the approval its last fetch brought.
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
     bare, mine, theirs = _two_machines(tmp_path, project)
-    _run_elsewhere(project, theirs, "TASK-FB-001", release=False, lease=4)
-    waiting = worker(project, mine, "--lease", "4")
+    _run_elsewhere(project, theirs, "TASK-FB-001", release=False, lease=6)
+    person = clone(bare.as_uri(), tmp_path / "person")  # the fix made first: pushed at once when its turn comes
+    git(person, "checkout", "-q", "-b", "fix", "origin/autobuild/TASK-FB-001")
+    (person / "src" / "person.txt").write_text("a fix made by hand\n")
+    git(person, "add", "src/person.txt")
+    git(person, "commit", "-qm", "a fix made by hand")
+    waiting = worker(project, mine, "--lease", "6")
     seen = f"refs/guardkit/seen/origin/ledgers/{FEATURE_ID}/TASK-FB-001"
     deadline = time.monotonic() + 60
     while not git(mine, "for-each-ref", seen):
         assert time.monotonic() < deadline and waiting.poll() is None, "the worker never fetched the approval"
         time.sleep(0.02)
-    person = clone(bare.as_uri(), tmp_path / "person")
-    git(person, "checkout", "-q", "-b", "fix", "origin/autobuild/TASK-FB-001")
-    (person / "src" / "person.txt").write_text("a fix made by hand\n")
-    git(person, "add", "src/person.txt")
-    git(person, "commit", "-qm", "a fix made by hand")
     git(person, "push", "-q", "origin", "fix:autobuild/TASK-FB-001")
     out, err = waiting.communicate(timeout=300)
     assert waiting.returncode == 0, out + err
