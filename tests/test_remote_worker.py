@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.feature_support import FEATURE_ID, TaskSpec, git, make_feature
+from tests.feature_support import FEATURE_BRANCH, FEATURE_ID, TaskSpec, git, make_feature
 from tests.remote_support import clone, make_bare
-from tests.test_remote_feature import DEPENDENT, INDEPENDENT, worker
+from tests.test_remote_feature import DEPENDENT, INDEPENDENT, _run_elsewhere, _two_machines, worker
 
 
 @pytest.fixture
@@ -109,3 +109,30 @@ def test_a_ledger_saying_approved_over_files_that_do_not_is_read_before_any_merg
         "TASK-FB-001"]
     log = git(bare, "log", "--format=%s", "autobuild/FEAT-FB")
     assert "turn 1 approve" in git(bare, "log", "--format=%s", "autobuild/TASK-FB-001") and "TASK-FB-001" in log
+
+
+def test_a_commit_pushed_onto_an_approved_task_while_fetches_were_skipped_is_merged(tmp_path: Path) -> None:
+    # The task's holder pushed its approval and died with its claim on the remote. A waiting worker
+    # fetched that approval; then a person pushed a fix onto the task's branch while the dead
+    # holder's claim still looked live, so the worker skipped that fetch (only a task running
+    # elsewhere moved). Once the claim is stale the worker merges the task: the branch the remote
+    # holds, the person's commit with it, never the approval its last fetch brought.
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare, mine, theirs = _two_machines(tmp_path, project)
+    _run_elsewhere(project, theirs, "TASK-FB-001", release=False, lease=6)
+    person = clone(bare.as_uri(), tmp_path / "person")  # the fix made first: pushed at once when its turn comes
+    git(person, "checkout", "-q", "-b", "fix", "origin/autobuild/TASK-FB-001")
+    (person / "src" / "person.txt").write_text("a fix made by hand\n")
+    git(person, "add", "src/person.txt")
+    git(person, "commit", "-qm", "a fix made by hand")
+    waiting = worker(project, mine, "--lease", "6")
+    seen = f"refs/guardkit/seen/origin/ledgers/{FEATURE_ID}/TASK-FB-001"
+    deadline = time.monotonic() + 60
+    while not git(mine, "for-each-ref", seen):
+        assert time.monotonic() < deadline and waiting.poll() is None, "the worker never fetched the approval"
+        time.sleep(0.02)
+    git(person, "push", "-q", "origin", "fix:autobuild/TASK-FB-001")
+    out, err = waiting.communicate(timeout=300)
+    assert waiting.returncode == 0, out + err
+    assert "TASK-FB-001" in git(bare, "log", "--format=%B", FEATURE_BRANCH)
+    assert git(bare, "show", f"{FEATURE_BRANCH}:src/person.txt") == "a fix made by hand\n"

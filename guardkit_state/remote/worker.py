@@ -127,6 +127,7 @@ class _Worker:
         self._states: dict[str, tuple[tuple[str | None, str | None], TaskState]] = {}
         self._last_snapshot: object = None
         self._last_remote: dict[str, str] | None = None
+        self._fetched_look: object = None  # the look the last fetch was made at (_last_snapshot: the last look)
         self._claims: dict[str, Claim] = {}
         self._merges_at: tuple[str | None, dict[str, str]] = (None, {})
         self._said = ""
@@ -218,7 +219,8 @@ class _Worker:
         if snapshot != self._last_snapshot or self._last_remote is None:
             remote = self._remote(self._sync, "fetch")
             assert isinstance(remote, dict)
-            self._last_snapshot, self._last_remote = snapshot, remote
+            self._last_snapshot = self._fetched_look = snapshot
+            self._last_remote = remote
         remote = self._last_remote
         if self._all_merged(remote.get(self.feature_branch)):
             return self._finished()
@@ -496,6 +498,14 @@ class _Worker:
     def _merge_held(self, turn: WaveTurn) -> Step:
         """Merge the wave through the merge queue (:mod:`~guardkit_state.remote.wave_merge`), under the claim,
         once its tasks' files say what their ledgers said: every task approved (else look again)."""
+        if self._fetched_look != self._last_snapshot:
+            # Looks since the last fetch skipped turns of tasks running elsewhere (only_running_moved);
+            # a claim gone stale since makes its task mergeable, and the branch merged is the remote's
+            # as it is now (a commit pushed onto it then, by a person, is merged with it).
+            # (The next step fetches again: this fetch is newer than the last look, and holds this claim.)
+            fetched = self._remote(self._sync, "fetch")
+            assert isinstance(fetched, dict)
+            self._last_remote, self._last_snapshot, self._fetched_look = fetched, None, None
         remote = self._last_remote or {}
         read = wave_turn(self.waves, lambda task: self.going_on.state(self._state(task, remote,
                                                                                  self._claims.get(task))),
