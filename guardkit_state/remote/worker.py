@@ -516,7 +516,8 @@ class _Worker:
         turn = read
         merger = WaveMerger(self.repo, self.branches, self.ledgers, self.plan, self.waves, self._remote, self.note,
                             self.options.max_turns)
-        done = merger.merge(turn, lambda task: self._state(task, self._last_remote or {}))
+        # (The plan's progress names every task: the wave's as just read, the others' from their ledgers.)
+        done = merger.merge(turn, lambda task: self._state(task, self._last_remote or {}, ledger=True))
         for task in done.sent_back:
             self._states.pop(task, None)  # its branch moved: read it again
         if done.step == "done":
