@@ -76,6 +76,18 @@ def test_mcp_without_the_extra_in_a_uv_tool_install_names_uv_tool_install(no_mcp
     assert done.stderr.endswith(f"install it with: uv tool install --force --editable {spec}\n")
 
 
+@pytest.mark.parametrize("action", ["status", "sync"])
+def test_graphiti_without_the_extra_names_the_install_command_not_a_bug(tmp_path: Path, action: str) -> None:
+    # graphiti_backend imports graphiti_core before the module that turns its absence into the
+    # MissingExtraError: open_graphiti asks first, as search --backend graphiti does.
+    venv = environment_without(tmp_path, "graphiti_core")
+    done = run_in(venv, "graphiti", action, "--repo", str(tmp_path), cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.startswith("error: the Graphiti index needs the graphiti extra (graphiti-core is not "
+                                  f"installed); install it with: {venv / 'bin' / 'python'} -m pip install "
+                                  "graphiti-core=="), done.stderr
+
+
 def test_a_make_install_marker_naming_a_folder_without_makefile_falls_back_to_pip(tmp_path: Path) -> None:
     prefix = tmp_path / "env"
     prefix.mkdir()

@@ -69,7 +69,12 @@ def open_graphiti(repo_root: Path, *, uri: str | None = None, embedder: str | No
     Raises:
         MissingExtraError: the graphiti extra is not installed.
     """
-    from guardkit_state.index.graphiti_backend import GraphitiIndex  # raises MissingExtraError itself
+    from guardkit_state.index.configured import require_graphiti
+
+    # Asked first: graphiti_backend imports graphiti_core before graph_connection, whose guard would
+    # turn its absence into the MissingExtraError (a bare ModuleNotFoundError is an "unexpected" crash).
+    require_graphiti()
+    from guardkit_state.index.graphiti_backend import GraphitiIndex
 
     return GraphitiIndex(repo_root, uri=uri, embedder=embedder, lock_wait=lock_wait, recover=recover)
 
