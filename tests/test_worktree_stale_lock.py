@@ -55,3 +55,38 @@ def test_a_lock_a_running_git_may_hold_is_kept_and_the_error_raised(git_repo: Pa
         assert lock.exists()
     finally:
         running.communicate(b"", timeout=30)
+
+
+def test_a_ref_lock_held_by_a_git_in_another_worktree_is_not_taken_as_stale(git_repo: Path,
+                                                                             tmp_path: Path) -> None:
+    # A feature's loops run side by side, each in its worktree, and each moves its own snapshot ref
+    # (refs/guardkit/snapshots/TASK) in the shared git directory. One loop, clearing the locks its
+    # agent may have left, took the other loop's live lock: that loop's update-ref failed with
+    # "couldn't set 'refs/guardkit/snapshots/...'" and its task ended in an error (seen in CI).
+    from guardkit_state.git.stale_locks import remove_stale_locks
+
+    project = make_project(git_repo)
+    run_git(project, "worktree", "add", "-q", "-b", "one", str(tmp_path / "one"))
+    run_git(project, "worktree", "add", "-q", "-b", "two", str(tmp_path / "two"))
+    head = run_git(project, "rev-parse", "HEAD").strip()
+    holder = subprocess.Popen(["git", "update-ref", "--stdin"], cwd=tmp_path / "one", stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdin is not None and holder.stdout is not None
+    try:
+        holder.stdin.write(f"start\nupdate refs/guardkit/snapshots/ONE {head}\nprepare\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "start: ok"
+        assert holder.stdout.readline().strip() == "prepare: ok"  # the ref's lock is held now
+        lock = project / ".git" / "refs" / "guardkit" / "snapshots" / "ONE.lock"
+        assert lock.exists()
+        two = GitRepo.discover(tmp_path / "two")
+        assert two is not None
+        assert remove_stale_locks(two.root, two.git_dir, two.common_dir, "two") == []
+        assert lock.exists()
+        holder.stdin.write("commit\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "commit: ok"
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert run_git(project, "rev-parse", "refs/guardkit/snapshots/ONE").strip() == head

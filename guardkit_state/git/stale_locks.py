@@ -83,11 +83,16 @@ def remove_named_stale_lock(root: Path, common_dir: Path, stderr: str, *, min_ag
 
 
 def live_git_process_in(root: Path, common_dir: Path) -> bool:
-    """True when a running git process has its cwd inside ``root`` or ``common_dir`` (Linux /proc)."""
+    """True when a running git process has its cwd inside ``root``, ``common_dir`` or any worktree
+    of the repository (Linux /proc).
+
+    The refs and ``packed-refs`` live in ``common_dir``, shared by every worktree: a git moving a
+    ref from another worktree holds its lock too (a feature's parallel loops each move their own
+    snapshot ref), and a lock taken from under it fails that git ("couldn't set" the ref)."""
     proc = Path("/proc")
     if not (proc / "self").exists():
         return False
-    roots = [os.path.realpath(root), os.path.realpath(common_dir)]
+    roots = [os.path.realpath(path) for path in (root, common_dir, *_worktree_roots(common_dir))]
     for entry in proc.iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
@@ -101,3 +106,13 @@ def live_git_process_in(root: Path, common_dir: Path) -> bool:
         if any(cwd == r or cwd.startswith(r + os.sep) for r in roots):
             return True
     return False
+
+
+def _worktree_roots(common_dir: Path) -> list[Path]:
+    """The repository's checkouts: the main one (above a ``.git`` folder) and each linked worktree
+    (``worktrees/*/gitdir`` names its ``.git`` file)."""
+    roots = [common_dir.parent] if common_dir.name == ".git" else []
+    for pointer in (common_dir / "worktrees").glob("*/gitdir"):
+        with contextlib.suppress(OSError):
+            roots.append(Path(pointer.read_text("utf-8", "replace").strip()).parent)
+    return roots
