@@ -124,3 +124,21 @@ def test_a_killed_run_leaves_no_loop_or_agent_running(tmp_path: Path) -> None:
         kill_agents(project.invocations())
     _make_fast(project)
     _resume_and_check(project)
+
+
+def test_a_feature_run_whose_output_reader_went_away_finishes_its_work(tmp_path: Path) -> None:
+    # `feature-build FEAT 2>&1 | head -2`: the reader closes the pipe after two lines. The next
+    # progress line met the closed pipe, the loops stopped mid-turn, and the command exited 0 with
+    # nothing built. What it says now goes nowhere; the feature is built, and the exit says so.
+    project = make_feature(tmp_path, [TaskSpec(T1, sleep=0.3), TaskSpec(T2, sleep=0.3), TaskSpec(T3, [T1, T2])],
+                           [[T1, T2], [T3]])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUARDKIT_", "FEATURE_"))}
+    env.update(project.env(), NO_COLOR="1")
+    proc = subprocess.Popen(cli_argv(project), cwd=project.root, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # the reader goes away
+    assert proc.wait(timeout=WAIT) == 0
+    assert merged_tasks(project.root) == [T1, T2, T3]
+    assert read_state(project).plan_status == "completed"

@@ -10,6 +10,7 @@ fits long agent text on one line for human output; ``--json`` always keeps it wh
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -76,10 +77,10 @@ class Output:
     def line(self, text: str = "") -> None:
         # Callers make agent text safe(); DEL, C1, bidi and invisible characters are caught here too,
         # for any value a command forgot (this layer adds no ESC of its own to mask, so only those are).
-        self.stdout.write(_ALWAYS_ESCAPED.sub(escape_char, text) + "\n")
+        self._emit(self.stdout, _ALWAYS_ESCAPED.sub(escape_char, text) + "\n")
 
     def json(self, data: Any) -> None:
-        self.stdout.write(_json_text(data, indent=2) + "\n")
+        self._emit(self.stdout, _json_text(data, indent=2) + "\n")
 
     def result(self, value: _V, render: Callable[[_V, Output], object]) -> None:
         """What a command found, shown: its JSON with ``--json`` (records by their ``to_dict()``),
@@ -91,16 +92,28 @@ class Output:
 
     def note(self, text: str) -> None:
         """Progress and remarks: stderr, so stdout stays clean for pipes and ``--json``."""
-        self.stderr.write(_ALWAYS_ESCAPED.sub(escape_char, text) + "\n")
-        self.stderr.flush()
+        self._emit(self.stderr, _ALWAYS_ESCAPED.sub(escape_char, text) + "\n", flush=True)
 
     def error(self, text: str) -> None:
         prefix = "\x1b[31merror:\x1b[0m" if colour_enabled(self.stderr) else "error:"
         # One line, always: a value echoed in an error (a criterion id holding a newline) is escaped.
         flat = safe(text).replace("\r", "\\r").replace("\n", "\\n")
-        self.stderr.write(f"{prefix} {flat}\n")
+        self._emit(self.stderr, f"{prefix} {flat}\n")
+
+    @staticmethod
+    def _emit(stream: TextIO, text: str, *, flush: bool = False) -> None:
+        """Write ``text`` to ``stream``. Once its reader has gone (``2>&1 | head``), what the command
+        says there goes nowhere and the command goes on: a feature run's progress lines must not
+        stop its work (it stopped mid-turn, and the command exited 0 with nothing built)."""
+        try:
+            stream.write(text)
+            if flush:
+                stream.flush()
+        except BrokenPipeError:
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
     def error_from(self, exc: GuardkitStateError) -> None:
         if self.json_mode:  # one compact line, escaped like json()
-            self.stdout.write(_json_text(exc.to_dict()) + "\n")
+            self._emit(self.stdout, _json_text(exc.to_dict()) + "\n")
         self.error(str(exc))
