@@ -1,0 +1,69 @@
+"""``remote/known_states.py``: what a waiting worker decides without reading a task or fetching."""
+
+from __future__ import annotations
+
+import pytest
+
+from guardkit_state.git.turn_ledger import ProvenTurnCommit
+from guardkit_state.remote.claims import Claim
+from guardkit_state.remote.known_states import approved_in_ledger, only_running_moved
+
+A, B, C = "a" * 40, "b" * 40, "c" * 40
+CLAIMS = "refs/guardkit/claims/FEAT-X"
+
+
+def turn(sha: str, number: int, decision: str) -> ProvenTurnCommit:
+    return ProvenTurnCommit(sha, number, decision, "fresh_start")
+
+
+@pytest.mark.parametrize(("turns", "tip", "expected"), [
+    ([turn(A, 1, "feedback"), turn(B, 2, "approve")], B, ("approved", 2)),
+    ([turn(A, 1, "approve")], B, None),  # the branch moved past its last turn (a person, a send-back)
+    ([turn(A, 1, "feedback")], A, None),  # not approved
+    ([], A, None),  # no ledger
+    ([turn(A, 1, "approve")], None, None),  # no branch on the remote
+])
+def test_approved_in_ledger_only_for_an_approval_at_the_tip(
+        turns: list[ProvenTurnCommit], tip: str | None, expected: tuple[str, int] | None) -> None:
+    state = approved_in_ledger("TASK-1", turns, tip, None)
+    assert (state.phase, state.turns) == expected if state is not None else expected is None
+
+
+def test_a_merged_approval_is_merged_with_its_merge_commit() -> None:
+    state = approved_in_ledger("TASK-1", [turn(A, 1, "approve")], A, C)
+    assert state is not None and (state.phase, state.merge_commit, state.runs) == ("merged", C, False)
+
+
+def claim(task: str, worker: str = "w2") -> Claim:
+    return Claim("FEAT-X", task, "d" * 40, worker, "n", 1e12, 1)
+
+
+def look(refs: dict[str, str]) -> str:
+    """``ls-remote``'s lines for ``refs`` (ref -> sha)."""
+    return "".join(f"{sha}\t{ref}\n" for ref, sha in refs.items())
+
+
+TASK_1, TASK_2, FEATURE = "refs/heads/autobuild/TASK-1", "refs/heads/autobuild/TASK-2", "refs/heads/autobuild/FEAT-X"
+BEFORE = {TASK_1: A, f"{CLAIMS}/TASK-1": C, FEATURE: A}
+
+
+@pytest.mark.parametrize(("changes", "expected"), [
+    ({TASK_1: B}, True),  # a turn of the running task
+    ({}, True),
+    ({FEATURE: B}, False),  # the feature branch moved (a merge)
+    ({f"{CLAIMS}/TASK-1": B}, False),  # its claim changed (renewed, taken over)
+    ({TASK_2: B}, False),  # a task under no claim
+])
+def test_only_running_moved(changes: dict[str, str], expected: bool) -> None:
+    claims = {"TASK-1": claim("TASK-1")}
+    assert only_running_moved(look(BEFORE), look({**BEFORE, **changes}), claims, lambda c: True) is expected
+
+
+def test_a_claim_not_running_elsewhere_makes_any_move_worth_a_fetch() -> None:
+    moved = look({**BEFORE, TASK_1: B})
+    assert not only_running_moved(look(BEFORE), moved, {"TASK-1": claim("TASK-1")}, lambda c: False)
+
+
+def test_a_released_claim_is_worth_a_fetch() -> None:
+    released = {k: v for k, v in BEFORE.items() if "claims" not in k}
+    assert not only_running_moved(look(BEFORE), look(released), {"TASK-1": claim("TASK-1")}, lambda c: True)
