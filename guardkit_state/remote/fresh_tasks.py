@@ -43,10 +43,7 @@ def fresh_tasks(refs: Mapping[str, str], waves: Waves, merged: Mapping[str, str]
         for task in wave:
             if task in merged:
                 continue
-            branch = branch_for(task)
-            started = (f"refs/heads/{branch}" in refs or branch in local_branches
-                       or (worktrees / task).exists())
-            if started:
+            if f"refs/heads/{branch_for(task)}" in refs or started_here(task, local_branches, worktrees):
                 open_wave = True  # started: running, approved or failed, which only a reading tells
                 continue
             state = unstarted(task)
@@ -60,6 +57,16 @@ def fresh_tasks(refs: Mapping[str, str], waves: Waves, merged: Mapping[str, str]
     return []
 
 
+def started_here(task: str, local_branches: set[str], worktrees: Path) -> bool:
+    """Whether this clone holds a run of ``task``: its branch (as last listed) or its worktree."""
+    return branch_for(task) in local_branches or (worktrees / task).exists()
+
+
+def branches_here(listing: list[RefRecord]) -> set[str]:
+    """The clone's own branches in a :func:`~guardkit_state.remote.branches.list_refs` listing."""
+    return {name.removeprefix("refs/heads/") for name, _, _ in listing if name.startswith("refs/heads/")}
+
+
 def fresh_in_look(look: str, *, feature_branch: str, fetched_tip: str | None,
                   merged: Callable[[str], Mapping[str, str]], waves: Waves, claims_prefix: str, worktrees: Path,
                   listing: list[RefRecord], unstarted: Callable[[str], TaskState]) -> list[str]:
@@ -69,8 +76,7 @@ def fresh_in_look(look: str, *, feature_branch: str, fetched_tip: str | None,
     tip = refs.get(f"refs/heads/{feature_branch}")
     if tip is None or tip != fetched_tip:
         return []
-    local = {name.removeprefix("refs/heads/") for name, _, _ in listing if name.startswith("refs/heads/")}
-    return fresh_tasks(refs, waves, merged(tip), claims_prefix, worktrees, local, unstarted)
+    return fresh_tasks(refs, waves, merged(tip), claims_prefix, worktrees, branches_here(listing), unstarted)
 
 
-__all__ = ["fresh_in_look", "fresh_tasks", "listed_refs"]
+__all__ = ["branches_here", "fresh_in_look", "fresh_tasks", "listed_refs", "started_here"]

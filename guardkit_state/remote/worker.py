@@ -50,7 +50,7 @@ from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import CloneAlignment
 from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches, first_line
 from guardkit_state.remote.claims import CLAIMS_PREFIX, MERGE_CLAIM, Claim, ClaimBoard, claim_ref, retrying
-from guardkit_state.remote.fresh_tasks import fresh_in_look
+from guardkit_state.remote.fresh_tasks import branches_here, fresh_in_look, started_here
 from guardkit_state.remote.going_on import GoingOn
 from guardkit_state.remote.holding import HeldClaims
 from guardkit_state.remote.known_states import approved_in_ledger, only_running_moved
@@ -348,9 +348,8 @@ class _Worker:
     def _never_run_here(self, task: str, feature_sha: str | None) -> bool:
         """No branch of ``task`` in this clone as the last fetch listed its refs (only a run here
         makes one since, and a run leaves its worktree), no worktree, no merge of it."""
-        branch = f"refs/heads/{branch_for(task)}"
-        return (not self.fgit.task_worktree(task).is_dir() and task not in self._merged(feature_sha)
-                and not any(name == branch for name, _, _ in self.branches.listing))
+        return (task not in self._merged(feature_sha)
+                and not started_here(task, branches_here(self.branches.listing), self.fgit.worktrees))
 
     def _running_elsewhere(self, claim: Claim) -> bool:
         return claim.worker != self.board.worker and not self.board.is_stale(claim, stale_after=self.options.stale)
