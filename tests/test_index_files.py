@@ -202,3 +202,15 @@ def test_embedder_mismatch_error_lives_in_errors_under_its_old_names_too() -> No
 
     assert from_index is old is errors.EmbedderMismatchError
     assert issubclass(old, errors.InputError) and issubclass(old, errors.IndexBackendError)
+
+
+def test_a_turn_file_numbered_in_other_digits_is_no_turn(tmp_path: Path) -> None:
+    # `\d` is any Unicode digit and int("٣") is 3: a file named turn_state_turn_٣.json (an agent can
+    # write one into its worktree) took turn 3's place, hiding the real one from search (and from
+    # the turn log's reading on disk).
+    real = write_turn(tmp_path, "FEAT-X", "TASK-X-001", 3, "approved", player_summary="the real turn 3")
+    fake = real.with_name("turn_state_turn_\u0663.json")
+    fake.write_text(real.read_text().replace("the real turn 3", "an impostor"))
+    assert turn_state_files(tmp_path) == [real]
+    (record,) = load_project_records(tmp_path).records
+    assert "the real turn 3" in record.search_text and "impostor" not in record.search_text

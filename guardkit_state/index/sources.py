@@ -39,6 +39,7 @@ from guardkit_state.index.records import FEATURE, TASK, TURN_STATES, IndexRecord
 from guardkit_state.index.task_records import feature_record_from_data, task_record_from_data
 from guardkit_state.index.turn_records import turn_record
 from guardkit_state.taskfile.resolve import Copy, choose, plan_paths
+from guardkit_state.turns.spend import turn_state_number
 
 
 @dataclass
@@ -86,7 +87,9 @@ def _turn_files(turns: list[FileReading]) -> list[Chosen]:
     by_turn: dict[tuple[str, int], FileReading] = {}
     for reading in turns:
         folder, name = reading.source.path.rsplit("/", 2)[-2:]
-        by_turn[folder, int(name.removesuffix(".json").rsplit("_", 1)[1])] = reading
+        number = turn_state_number(name)
+        if number is not None:  # (the listing kept only these names)
+            by_turn[folder, number] = reading
     by_key = {r.facts["key"]: r for r in by_turn.values() if r.facts}
     return [Chosen(r, "turn", key) for key, r in sorted(by_key.items())]
 

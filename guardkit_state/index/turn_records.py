@@ -26,8 +26,8 @@ from guardkit_state.index.records import (
 from guardkit_state.model import TurnState, turn_state_id
 from guardkit_state.store.jsonio import load_record
 from guardkit_state.store.layout import STATE_DIR, WORKTREES_DIR
+from guardkit_state.turns.spend import turn_state_number
 
-_TURN_FILE = re.compile(r"^turn_state_turn_(\d+)\.json$")
 _CRITERION_ID = re.compile(r"^\s*([A-Za-z]+-\d+)\b")
 
 
@@ -199,8 +199,8 @@ def turn_state_files(repo_root: Path, tasks: Sequence[str] | None = None) -> lis
     for home in homes:
         state = home / STATE_DIR
         for folder in [state / task for task in tasks] if tasks is not None else sorted(state.glob("*")):
-            found += sorted(p for p in folder.glob("turn_state_turn_*.json") if _TURN_FILE.match(p.name)
-                            and p.is_file())
+            found += sorted(p for p in folder.glob("turn_state_turn_*.json")
+                            if turn_state_number(p.name) is not None and p.is_file())
     return found
 
 

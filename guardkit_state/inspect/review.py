@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -29,10 +28,10 @@ from guardkit_state.store.safe_paths import validate_task_id
 from guardkit_state.taskfile.locate import autobuild_branches_at, feature_branch_of_task
 from guardkit_state.taskfile.read_scope import scoped
 from guardkit_state.taskfile.resolve import find_task, resolve_task
+from guardkit_state.turns.spend import turn_state_number
 
 log = logging.getLogger("guardkit_state.inspect.review")
 
-_TURN_STATE = re.compile(r"^turn_state_turn_(\d+)\.json$")
 
 
 @dataclass(frozen=True)
@@ -232,9 +231,8 @@ def _states_from_files(directory: Path) -> dict[int, dict[str, Any]]:
     if not directory.is_dir():
         return states
     for entry in directory.iterdir():
-        match = _TURN_STATE.match(entry.name)
-        if match:
-            turn = int(match.group(1))
+        turn = turn_state_number(entry.name)
+        if turn is not None:
             try:
                 states[turn] = _parse_state(read_bytes_capped(entry), turn)
             except Exception as exc:

@@ -52,7 +52,7 @@ CACHE_NAME = "validate"
 TASK_KIND = "task"
 PLAN_KIND = "feature_plan"
 _PLAN_FILE = re.compile(r"^FEAT-[A-Za-z0-9][A-Za-z0-9_.-]*\.ya?ml$")
-_TURN_FILE = re.compile(r"^(player_turn|coach_turn|turn_state_turn)_(\d+)\.json$")
+_TURN_FILE = re.compile(r"^(player_turn|coach_turn|turn_state_turn)_(\d+)\.json$", re.ASCII)  # not "٣"
 _KIND_OF_STEM = {"player_turn": "player_turn", "coach_turn": "coach_turn", "turn_state_turn": "turn_state"}
 _TURN_KEY = {"player_turn": "turn", "coach_turn": "turn", "turn_state": "turn_number"}
 #: Directories never walked into (version control and tool caches hold no task state).
