@@ -148,3 +148,25 @@ def test_the_interrupted_code_main_uses_is_the_table_s() -> None:
     from guardkit_state.cli.exit_codes import ExitCode
 
     assert cli._EXIT_INTERRUPTED == ExitCode.INTERRUPTED
+
+
+def test_a_ctrl_c_wrapped_by_a_lazy_import_is_an_interruption_not_a_crash(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # Python 3.11 wraps what a descriptor's __set_name__ raises in a RuntimeError: a Ctrl-C landing
+    # in a class body of a module a command imports as it goes (the index, the live report) came out
+    # as exit 70, "a bug in guardkit-state", with a crash log.
+    from guardkit_state.cli import main
+    from guardkit_state.inspect import status
+
+    (tmp_path / "tasks").mkdir()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("Error calling __set_name__") from KeyboardInterrupt()
+
+    monkeypatch.setattr(status, "repo_status", interrupted)
+    with pytest.raises(SystemExit) as stopped:
+        main(["status", "--repo", str(tmp_path)])
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err == "error: interrupted\n"
+    assert not (tmp_path / "cache").exists()  # no crash log

@@ -215,7 +215,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         out.error_from(exc)
         return exit_code_for(exc, args.command)
     except Exception as exc:  # the one place unexpected errors are shown
-        if args.debug:
+        # (A Ctrl-C landing in a module a command imports as it goes arrives wrapped in a RuntimeError
+        # when a class body was running: cli.main says "interrupted", exit 130, as for any Ctrl-C.)
+        if args.debug or isinstance(exc.__cause__, KeyboardInterrupt):
             raise
         from guardkit_state.cli.crash_log import write_crash_log
 
