@@ -146,3 +146,20 @@ def test_a_worker_with_every_task_failed_or_skipped_says_nothing_was_merged(tmp_
     assert proc.returncode == 1, out + err
     assert json.loads(out)["reason"].endswith(f"; no task merged into {FEATURE_BRANCH}"), out
     assert _merged(bare) == []
+
+
+def test_a_failure_that_runs_again_no_longer_holds_back_its_dependents(tmp_path: Path) -> None:
+    # A worker keeps looking while a person releases a quarantined task (or resumes it with more
+    # turns): the task it read as failed runs again. It stayed failed in the worker's books, so its
+    # dependents were claimed by nobody and the end named it among what the feature is without.
+    from guardkit_state.features.progress import TaskState
+    from guardkit_state.plans.plan import find_plan, load_plan
+    from guardkit_state.remote.going_on import GoingOn
+
+    project = make_feature(tmp_path, [TaskSpec(T1), TaskSpec(T2, [T1])])
+    going_on = GoingOn(load_plan(find_plan(project.root, FEATURE_ID)), False)
+    assert going_on.state(TaskState(T1, "failed", 1, reason="agent crashed")).phase == "closed"
+    assert going_on.state(TaskState(T2, "new")).phase == "closed"  # skipped: it needs T1
+    assert going_on.state(TaskState(T1, "resume", 1, resume=True)).phase == "resume"  # released
+    assert going_on.state(TaskState(T2, "new")).phase == "new"
+    assert going_on.without(FEATURE_BRANCH)[0] == []

@@ -29,6 +29,10 @@ class GoingOn:
         """``state`` as the waves see it: closed for a failure that does not stop the feature, and
         for a task that needs one (the waves are read in order: a task's dependencies come first)."""
         task = state.task_id
+        # As it stands now: a failure released (``--release``) or resumed with more turns elsewhere no
+        # longer holds back its dependents, nor is it named among what the feature is without.
+        self.failed.pop(task, None)
+        self.skipped.pop(task, None)
         if state.phase == "failed" and not stops_on_failure(self.plan, task, self.flag):
             self.failed[task] = state.reason
             return replace(state, phase="closed")
