@@ -143,3 +143,26 @@ def test_a_task_branch_pushed_back_by_a_person_hides_none_of_what_the_feature_br
     on_remote = {FEATURE_BRANCH: feature, "autobuild/TASK-FB-001": start}
     assert spending.of_feature(on_remote) == {"TASK-FB-001": 0.05, "TASK-FB-002": 0.0}
     assert spending.reached(0.05, on_remote) == f"--max-cost reached: $0.0500 spent on {FEATURE_ID} (limit $0.05)"
+
+
+def test_spending_never_reads_a_turn_state_over_the_cap_on_a_branch(tmp_path: Path) -> None:
+    # A local reading refuses a turn state over MAX_FILE_BYTES; one on a task branch was read whole by
+    # every worker (git cat-file holding it all in memory). Its size is asked first now: unknown.
+    from guardkit_state.store.reads import MAX_FILE_BYTES
+
+    root = tmp_path / "repo"
+    folder = root / ".guardkit" / "autobuild" / "TASK-FB-001"
+    folder.mkdir(parents=True)
+    git(root, "init", "-q")
+    (folder / "turn_state_turn_1.json").write_text(json.dumps({"agent_runs": {"player": {"cost_usd": 0.5}}}))
+    huge = json.dumps({"agent_runs": {"player": {"cost_usd": 9}}, "pad": "x" * MAX_FILE_BYTES})
+    (folder / "turn_state_turn_2.json").write_text(huge)
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "forged")
+    repo = GitRepo.discover(root)
+    assert repo is not None
+    tip = git(root, "rev-parse", "HEAD").strip()
+    assert RemoteSpending(repo).spent({"TASK-FB-001": tip}) == {"TASK-FB-001": 0.5}
+    found = repo.objects([f"{tip}:.guardkit/autobuild/TASK-FB-001/turn_state_turn_2.json", f"{tip}:missing",
+                          f"{tip}:.guardkit/autobuild/TASK-FB-001/turn_state_turn_1.json"], max_bytes=MAX_FILE_BYTES)
+    assert found[0] is None and found[1] is None and found[2] is not None and found[2][1] == "blob"

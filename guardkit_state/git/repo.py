@@ -171,9 +171,17 @@ class GitRepo:
         status, out, _ = self.run("rev-parse", "-q", "--verify", f"{rev}^{{commit}}", check=False)
         return out.decode().strip() if status == 0 else None
 
-    def objects(self, specs: Sequence[str]) -> list[tuple[str, str, bytes] | None]:
+    def objects(self, specs: Sequence[str], *, max_bytes: int | None = None) -> list[tuple[str, str, bytes] | None]:
         """The objects ``specs`` name (``rev:path``, shas) by one ``git cat-file --batch``: (object id,
-        type, content) each, None where missing."""
+        type, content) each, None where missing, or (with ``max_bytes``) larger than that: their sizes
+        are asked first (``--batch-check``), so a blob of gigabytes an agent committed is never read."""
+        if max_bytes is not None and specs:
+            out = self.run("cat-file", "--batch-check", stdin=("\n".join(specs) + "\n").encode())[1]
+            sizes = [line.split() for line in out.decode("utf-8", "replace").splitlines()]
+            small = [spec for spec, size in zip(specs, sizes, strict=True)
+                     if len(size) == 3 and size[2].isdigit() and int(size[2]) <= max_bytes]
+            found = dict(zip(small, self.objects(small), strict=True))
+            return [found.get(spec) for spec in specs]
         if not specs:
             return []
         out = self.run("cat-file", "--batch", stdin=("\n".join(specs) + "\n").encode())[1]
