@@ -102,22 +102,29 @@ def test_spending_reads_each_tasks_turn_states_at_the_given_tips(tmp_path: Path,
     assert spending.spent(tips) == {task: spent[task] for task in tips}  # kept by tip: read once
 
 
-def test_spending_counts_a_hostile_turn_state_on_a_branch_as_unknown_and_never_fails(tmp_path: Path) -> None:
-    # A person (or an agent) pushes a task branch whose turn states no worker could have written: the
-    # limit counts them as unknown (the well-formed one still counts), and no worker dies reading them.
+def _branch_holding(tmp_path: Path, turn_states: dict[str, bytes]) -> tuple[GitRepo, str]:
+    """A repository whose commit holds these turn states of TASK-FB-001 (file name -> bytes): its tip."""
     root = tmp_path / "repo"
     folder = root / ".guardkit" / "autobuild" / "TASK-FB-001"
     folder.mkdir(parents=True)
     git(root, "init", "-q")
-    (folder / "turn_state_turn_1.json").write_text(json.dumps({"agent_runs": {"player": {"cost_usd": 0.5}}}))
-    (folder / "turn_state_turn_2.json").write_text("[" * 100_000)  # deeper than Python's parser goes
-    (folder / "turn_state_turn_3.json").write_bytes(b'{"agent_runs": {"p": {"cost_usd": 9}}, "x": "\xff"}')
-    (folder / "turn_state_turn_\u00b3.json").write_text(json.dumps({"agent_runs": {"p": {"cost_usd": 7}}}))
+    for name, data in turn_states.items():
+        (folder / name).write_bytes(data)
     git(root, "add", "-A")
     git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "forged")
     repo = GitRepo.discover(root)
     assert repo is not None
-    tip = git(root, "rev-parse", "HEAD").strip()
+    return repo, git(root, "rev-parse", "HEAD").strip()
+
+
+def test_spending_counts_a_hostile_turn_state_on_a_branch_as_unknown_and_never_fails(tmp_path: Path) -> None:
+    # A person (or an agent) pushes a task branch whose turn states no worker could have written: the
+    # limit counts them as unknown (the well-formed one still counts), and no worker dies reading them.
+    repo, tip = _branch_holding(tmp_path, {
+        "turn_state_turn_1.json": json.dumps({"agent_runs": {"player": {"cost_usd": 0.5}}}).encode(),
+        "turn_state_turn_2.json": b"[" * 100_000,  # deeper than Python's parser goes
+        "turn_state_turn_3.json": b'{"agent_runs": {"p": {"cost_usd": 9}}, "x": "\xff"}',
+        "turn_state_turn_\u00b3.json": json.dumps({"agent_runs": {"p": {"cost_usd": 7}}}).encode()})
     assert RemoteSpending(repo).spent({"TASK-FB-001": tip}) == {"TASK-FB-001": 0.5}
 
 
@@ -150,18 +157,10 @@ def test_spending_never_reads_a_turn_state_over_the_cap_on_a_branch(tmp_path: Pa
     # every worker (git cat-file holding it all in memory). Its size is asked first now: unknown.
     from guardkit_state.store.reads import MAX_FILE_BYTES
 
-    root = tmp_path / "repo"
-    folder = root / ".guardkit" / "autobuild" / "TASK-FB-001"
-    folder.mkdir(parents=True)
-    git(root, "init", "-q")
-    (folder / "turn_state_turn_1.json").write_text(json.dumps({"agent_runs": {"player": {"cost_usd": 0.5}}}))
     huge = json.dumps({"agent_runs": {"player": {"cost_usd": 9}}, "pad": "x" * MAX_FILE_BYTES})
-    (folder / "turn_state_turn_2.json").write_text(huge)
-    git(root, "add", "-A")
-    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "forged")
-    repo = GitRepo.discover(root)
-    assert repo is not None
-    tip = git(root, "rev-parse", "HEAD").strip()
+    repo, tip = _branch_holding(tmp_path, {
+        "turn_state_turn_1.json": json.dumps({"agent_runs": {"player": {"cost_usd": 0.5}}}).encode(),
+        "turn_state_turn_2.json": huge.encode()})
     assert RemoteSpending(repo).spent({"TASK-FB-001": tip}) == {"TASK-FB-001": 0.5}
     found = repo.objects([f"{tip}:.guardkit/autobuild/TASK-FB-001/turn_state_turn_2.json", f"{tip}:missing",
                           f"{tip}:.guardkit/autobuild/TASK-FB-001/turn_state_turn_1.json"], max_bytes=MAX_FILE_BYTES)
