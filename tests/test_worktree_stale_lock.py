@@ -90,3 +90,19 @@ def test_a_ref_lock_held_by_a_git_in_another_worktree_is_not_taken_as_stale(git_
         holder.stdin.close()
         holder.wait(timeout=30)
     assert run_git(project, "rev-parse", "refs/guardkit/snapshots/ONE").strip() == head
+
+
+def test_a_packed_refs_lock_a_killed_ref_deletion_left_is_removed(git_repo: Path) -> None:
+    # A loop killed while git deleted its snapshot ref (update-ref -d locks packed-refs too) left
+    # packed-refs.lock: on resume every ref deletion failed on it ("Unable to create
+    # '.git/packed-refs.lock': File exists"), seen once in the crash campaign.
+    from guardkit_state.git.stale_locks import remove_stale_locks
+
+    project = make_project(git_repo)
+    repo = GitRepo.discover(project)
+    assert repo is not None
+    lock = repo.common_dir / "packed-refs.lock"
+    lock.write_text("")
+    assert remove_stale_locks(repo.root, repo.git_dir, repo.common_dir, None) == [lock]
+    run_git(project, "update-ref", "refs/guardkit/snapshots/X", "HEAD")
+    run_git(project, "update-ref", "-d", "refs/guardkit/snapshots/X")  # no lock in its way

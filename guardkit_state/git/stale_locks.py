@@ -22,13 +22,15 @@ STALE_LOCK_SECONDS = 300.0
 def remove_stale_locks(root: Path, git_dir: Path, common_dir: Path, branch: str | None, *,
                        refs: tuple[str, ...] = ()) -> list[Path]:
     """Remove ``index.lock``/``HEAD.lock`` of ``git_dir`` (and the locks of its ``refs``, such as a
-    merge's ``MERGE_HEAD``), ``branch``'s ref lock and the locks of the refs this package keeps
+    merge's ``MERGE_HEAD``), ``packed-refs.lock``, ``branch``'s ref lock and the locks of the refs this package keeps
     (``refs/guardkit/...``: snapshots, kept turns, claims) if stale.
 
     A lock is stale when no live git process works in ``root`` or ``common_dir`` (checked through
     /proc); without /proc, when it is older than :data:`STALE_LOCK_SECONDS`. Returns what was removed.
     """
-    candidates = [git_dir / f"{name}.lock" for name in ("index", "HEAD", *refs)]
+    # (packed-refs.lock: a git killed deleting a ref, a snapshot dropped, holds it; every later
+    # update-ref -d then fails on it.)
+    candidates = [git_dir / f"{name}.lock" for name in ("index", "HEAD", *refs)] + [common_dir / "packed-refs.lock"]
     if branch:
         candidates.append(common_dir / "refs" / "heads" / f"{branch}.lock")
     own_refs = common_dir / "refs" / "guardkit"
