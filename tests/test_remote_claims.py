@@ -85,6 +85,18 @@ def test_many_workers_racing_one_claim_leave_exactly_one_holder(remote: Remote) 
     assert (seen.worker, seen.sha, seen.kind) == (won[0].worker, won[0].sha, "claim")
 
 
+def test_a_lost_race_lists_the_tasks_claimed_meanwhile(remote: Remote) -> None:
+    # Workers that look at one moment tend to lose races to each other in turn; the loser's one
+    # ls-remote (what tells a lost race from a refusal) lists all the feature's claims, so its next
+    # try skips every task another worker claimed meanwhile.
+    one, two = remote.machine("w1"), remote.machine("w2")
+    for task in (TASK, "TASK-R-002", "TASK-R-003"):
+        assert one.claim(FEAT, task, lease=30) is not None
+    assert two.claim(FEAT, TASK, lease=30) is None
+    assert two.taken == {TASK, "TASK-R-002", "TASK-R-003"}
+    assert two.claim(FEAT, "TASK-R-004", lease=30) is not None and two.taken == {TASK, "TASK-R-002", "TASK-R-003"}
+
+
 def test_renewal_moves_the_ref_and_a_released_claim_can_be_claimed_again(remote: Remote) -> None:
     one, two = remote.machine("w1"), remote.machine("w2")
     held = one.claim(FEAT, TASK, lease=30)

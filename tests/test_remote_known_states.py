@@ -6,7 +6,7 @@ import pytest
 
 from guardkit_state.git.turn_ledger import ProvenTurnCommit
 from guardkit_state.remote.claims import Claim
-from guardkit_state.remote.known_states import approved_in_ledger, only_running_moved
+from guardkit_state.remote.known_states import approved_in_ledger, what_moved
 
 A, B, C = "a" * 40, "b" * 40, "c" * 40
 CLAIMS = "refs/guardkit/claims/FEAT-X"
@@ -47,23 +47,44 @@ TASK_1, TASK_2, FEATURE = "refs/heads/autobuild/TASK-1", "refs/heads/autobuild/T
 BEFORE = {TASK_1: A, f"{CLAIMS}/TASK-1": C, FEATURE: A}
 
 
+def moved(before: dict[str, str], after: dict[str, str], running: bool = True,
+          fetched: dict[str, str] | None = None) -> str | None:
+    """What :func:`what_moved` says of two looks, TASK-1 running under its claim (as fetched)."""
+    return what_moved(look(BEFORE if fetched is None else fetched), look(before), look(after),
+                      {"TASK-1": claim("TASK-1")}, lambda c: running, CLAIMS)
+
+
 @pytest.mark.parametrize(("changes", "expected"), [
-    ({TASK_1: B}, True),  # a turn of the running task
-    ({}, True),
-    ({FEATURE: B}, False),  # the feature branch moved (a merge)
-    ({f"{CLAIMS}/TASK-1": B}, False),  # its claim changed (renewed, taken over)
-    ({TASK_2: B}, False),  # a task under no claim
+    ({TASK_1: B}, "running"),  # a turn of the running task
+    ({}, "running"),
+    ({FEATURE: B}, None),  # the feature branch moved (a merge)
+    ({f"{CLAIMS}/TASK-1": B}, None),  # its claim changed (renewed, taken over)
+    ({TASK_2: B}, None),  # a task under no claim
+    ({f"{CLAIMS}/TASK-2": B}, "claimed"),  # a task claimed since the fetch
+    ({f"{CLAIMS}/TASK-2": B, TASK_2: C}, "claimed"),  # ... and its first turn pushed
+    ({f"{CLAIMS}/MERGE-WAVES": B, TASK_1: B}, "claimed"),  # a merge claimed
 ])
-def test_only_running_moved(changes: dict[str, str], expected: bool) -> None:
-    claims = {"TASK-1": claim("TASK-1")}
-    assert only_running_moved(look(BEFORE), look({**BEFORE, **changes}), claims, lambda c: True) is expected
+def test_what_moved(changes: dict[str, str], expected: str | None) -> None:
+    assert moved(BEFORE, {**BEFORE, **changes}) == expected
 
 
 def test_a_claim_not_running_elsewhere_makes_any_move_worth_a_fetch() -> None:
-    moved = look({**BEFORE, TASK_1: B})
-    assert not only_running_moved(look(BEFORE), moved, {"TASK-1": claim("TASK-1")}, lambda c: False)
+    assert moved(BEFORE, {**BEFORE, TASK_1: B}, running=False) is None
 
 
 def test_a_released_claim_is_worth_a_fetch() -> None:
     released = {k: v for k, v in BEFORE.items() if "claims" not in k}
-    assert not only_running_moved(look(BEFORE), look(released), {"TASK-1": claim("TASK-1")}, lambda c: True)
+    assert moved(BEFORE, released) is None
+
+
+def test_a_claim_made_since_the_fetch_is_worth_a_fetch_once_it_changes_or_goes() -> None:
+    claimed = {**BEFORE, f"{CLAIMS}/TASK-2": B, TASK_2: C}
+    assert moved(claimed, {**claimed, TASK_2: A}) == "running"  # its next turn: it still runs
+    assert moved(claimed, {**claimed, f"{CLAIMS}/TASK-2": C}) is None  # renewed or taken over
+    assert moved(claimed, {k: v for k, v in claimed.items() if k != f"{CLAIMS}/TASK-2"}) is None  # released
+
+
+def test_a_claim_the_fetch_saw_is_not_new_when_it_comes_back() -> None:
+    # Gone at the look before, back now: a claim the fetch read, released and made again meanwhile.
+    fetched = {**BEFORE, f"{CLAIMS}/TASK-2": B}
+    assert moved(BEFORE, {**BEFORE, f"{CLAIMS}/TASK-2": C}, fetched=fetched) is None

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from guardkit_state.git.repo import GitRepo
+from guardkit_state.remote.claims import ClaimBoard
 from tests.feature_support import FEATURE_BRANCH, FEATURE_ID, TaskSpec, git, make_feature
 from tests.remote_support import clone, make_bare
 from tests.test_remote_feature import DEPENDENT, INDEPENDENT, _run_elsewhere, _two_machines, worker
@@ -136,3 +138,44 @@ def test_a_commit_pushed_onto_an_approved_task_while_fetches_were_skipped_is_mer
     assert waiting.returncode == 0, out + err
     assert "TASK-FB-001" in git(bare, "log", "--format=%B", FEATURE_BRANCH)
     assert git(bare, "show", f"{FEATURE_BRANCH}:src/person.txt") == "a fix made by hand\n"
+
+
+def test_a_waiting_worker_does_not_fetch_for_a_claim_made_meanwhile(tmp_path: Path, git_calls: Path) -> None:
+    # The first worker runs TASK-FB-001 (three turns); the second has nothing to claim and waits.
+    # Meanwhile a third worker claims TASK-FB-002 (of the next wave). A new claim only takes work
+    # away from a waiting worker: the second fetches once while TASK-FB-001's claim holds, as
+    # before. (It used to fetch for every claim it saw appear: at a wave's end, all the waiting
+    # workers fetched for the merge claim, then for the next task's.)
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", sleep=0.6, approve_at=3),
+                                      TaskSpec("TASK-FB-002", dependencies=["TASK-FB-001"])])
+    bare = make_bare(tmp_path, project.root)
+    claim = f"refs/guardkit/claims/{FEATURE_ID}/TASK-FB-001"
+    first, second, third = (clone(bare.as_uri(), tmp_path / name) for name in ("first", "second", "third"))
+    wrapper = git_calls.parent / "bin" / "git"
+    real = shlex.quote(str(shutil.which("git", path=os.environ["PATH"].split(os.pathsep, 1)[1])))
+    wrapper.write_text(f'#!/bin/sh\nif [ "$1" = fetch ] && [ "$PWD" = {shlex.quote(str(second))} ]; then\n'
+                       f'  echo "fetch $({real} --git-dir={shlex.quote(str(bare))} for-each-ref {claim})" '
+                       f'>> {shlex.quote(str(git_calls))}\nfi\nexec {real} "$@"\n')
+    git_calls.unlink()
+    running = worker(project, first)
+    deadline = time.monotonic() + 60
+    while not git(bare, "for-each-ref", claim):
+        assert time.monotonic() < deadline and running.poll() is None, "the first worker never claimed the task"
+        time.sleep(0.05)
+    waiting = worker(project, second)
+    while not git_calls.exists():
+        assert time.monotonic() < deadline and waiting.poll() is None, "the second worker never fetched"
+        time.sleep(0.05)
+    repo = GitRepo.discover(third)
+    assert repo is not None
+    board = ClaimBoard(repo, "origin", "third")
+    held = board.claim(FEATURE_ID, "TASK-FB-002", 120)
+    assert held is not None and git(bare, "for-each-ref", claim), "TASK-FB-001 ended before the claim was made"
+    while "Guardkit-Task: TASK-FB-001" not in git(bare, "log", "--format=%B", FEATURE_BRANCH):
+        assert time.monotonic() < deadline + 60, "TASK-FB-001 was never merged"
+        time.sleep(0.05)
+    assert board.release(held)  # the third worker lets TASK-FB-002 go: the others run it
+    _finish([running, waiting])
+    fetches = [line for line in git_calls.read_text().splitlines() if line.startswith("fetch")]
+    while_running = [line for line in fetches if claim in line]
+    assert len(fetches) >= 2 and len(while_running) == 1, fetches

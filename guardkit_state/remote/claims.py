@@ -222,6 +222,8 @@ class ClaimBoard:
         #: sha): pushed by something else, never taken over, and in the way of every claim push.
         self.foreign: dict[str, str] = {}
         self._made: dict[str, Claim] = {}  # the claim commits this board made, by sha (see _own)
+        #: Tasks the last failed claim found claimed on the remote (see :meth:`_listed_claims`).
+        self.taken: set[str] = set()
         #: Claim refs a dead worker of this clone held, with the nonce it kept here: taken back at once.
         self.orphans: dict[str, str] = {}
         #: Told every claim commit this board makes, before its push (to keep its nonce in the clone).
@@ -252,7 +254,8 @@ class ClaimBoard:
             # The remote updated the ref from "absent" in one ref transaction: a concurrent claimant's
             # update would have failed it, so no ls-remote is needed to know it is ours.
             return replace(mine, sha=sha)
-        there = self.remote_sha(ref)  # what tells a lost race from a refusal
+        # What tells a lost race from a refusal; the feature's other claims listed by the same call.
+        there = self._listed_claims(feature).get(ref)
         if there == sha:
             return replace(mine, sha=sha)
         own = self._own(feature, task, there)
@@ -379,15 +382,26 @@ class ClaimBoard:
 
     def remote_sha(self, ref: str) -> str | None:
         """The ref's sha on the remote now (``ls-remote``), None when absent."""
-        status, out, err = self.repo.run("ls-remote", "--refs", self.remote, ref, check=False, timeout=REFS_TIMEOUT)
+        return self._listed(ref).get(ref)
+
+    def _listed_claims(self, feature: str) -> dict[str, str]:
+        """The feature's claim refs on the remote now (ref -> sha); the tasks they claim kept in
+        :attr:`taken`: a worker that lost a race for a task tries next one nobody claimed meanwhile
+        (workers that look at one moment lose races to each other in turn otherwise)."""
+        listed = self._listed(f"{CLAIMS_PREFIX}/{feature}/*")
+        self.taken = {ref.rsplit("/", 1)[-1] for ref in listed}
+        return listed
+
+    def _listed(self, pattern: str) -> dict[str, str]:
+        status, out, err = self.repo.run("ls-remote", "--refs", self.remote, pattern, check=False, timeout=REFS_TIMEOUT)
         if status != 0:
             raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {first_line(err)}",
                                          path=self.repo.root)
+        listed: dict[str, str] = {}
         for line in out.decode("utf-8", "replace").splitlines():
             sha, _, name = line.partition("\t")
-            if name == ref:
-                return sha
-        return None
+            listed[name] = sha
+        return listed
 
     def _own(self, feature: str, task: str, sha: str | None) -> Claim | None:
         """The claim commit ``sha`` when this board made it (pushed, its answer lost); None for any

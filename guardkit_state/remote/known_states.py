@@ -10,7 +10,11 @@ spent, on the CPUs the running tasks share. Two things are known without them:
   with the branches and pushed with each turn in one atomic push by the worker that ran it, ends
   with an approval at the tip of its branch (:func:`approved_in_ledger`);
 * a look that found only turns pushed by tasks running elsewhere: those tasks are not read while
-  their claims hold, so no fetch would change what the worker decides (:func:`only_running_moved`).
+  their claims hold, so no fetch would change what the worker decides (:func:`what_moved`);
+* a look that found claims made since the last fetch (and the turns their holders push): a worker
+  that was waiting still has nothing to do, since a new claim only takes work away. At a wave's end
+  the waiting workers all looked at once and all fetched for the merge claim, then for the next
+  task's claim, on the CPUs the merger and that task need (:func:`what_moved`).
 
 Only what to do next is decided from these; the merger reads every task's files before it merges.
 """
@@ -18,12 +22,16 @@ Only what to do next is decided from these; the merger reads every task's files 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
 
 from guardkit_state.features.progress import TaskState
 from guardkit_state.git.turn_ledger import ProvenTurnCommit
 from guardkit_state.remote.claims import Claim
 from guardkit_state.remote.fresh_tasks import listed_refs
 from guardkit_state.store.layout import BRANCH_PREFIX
+
+#: See :func:`what_moved`.
+Moved = Literal["running", "claimed"]
 
 
 def approved_in_ledger(task: str, turns: Sequence[ProvenTurnCommit], tip: str | None,
@@ -40,19 +48,32 @@ def approved_in_ledger(task: str, turns: Sequence[ProvenTurnCommit], tip: str | 
     return TaskState(task, "approved", last, decisions, "approved", f"approved by the Coach in turn {last}")
 
 
-def only_running_moved(before: str, look: str, claims: Mapping[str, Claim],
-                       running_elsewhere: Callable[[Claim], bool]) -> bool:
-    """Whether all that moved between two ``ls-remote`` looks is the branches of tasks whose
-    ``claims`` (as last fetched) are ``running_elsewhere``, those claims unchanged."""
-    then, now = listed_refs(before), listed_refs(look)
+def what_moved(fetched: str, before: str, look: str, claims: Mapping[str, Claim],
+               running_elsewhere: Callable[[Claim], bool], claims_prefix: str) -> Moved | None:
+    """What moved between two ``ls-remote`` looks, ``before`` and ``look``, when no fetch is needed
+    to know it; None when one is. ``running``: only the branches of tasks whose ``claims`` (as the
+    fetch at the look ``fetched`` brought them) are ``running_elsewhere``, those claims unchanged.
+    ``claimed``: besides those, claims (``claims_prefix``/task) made since the look ``fetched``, never
+    changed or gone since, and the branches of their tasks."""
+    base, then, now = listed_refs(fetched), listed_refs(before), listed_refs(look)
+    moved: Moved = "running"
     for ref in then.keys() | now.keys():
         if then.get(ref) == now.get(ref):
             continue
+        if ref.startswith(f"{claims_prefix}/"):
+            if ref in then or ref not in now or ref in base:  # changed or gone: renewed, taken over, released
+                return None
+            moved = "claimed"
+            continue
         branch = ref.removeprefix("refs/heads/")
-        claim = claims.get(branch.removeprefix(BRANCH_PREFIX)) if branch.startswith(BRANCH_PREFIX) else None
+        task = branch.removeprefix(BRANCH_PREFIX) if branch.startswith(BRANCH_PREFIX) else None
+        claim_ref = f"{claims_prefix}/{task}"
+        if task is not None and claim_ref in now and claim_ref not in base:
+            continue  # a turn pushed under a claim made since the fetch
+        claim = claims.get(task) if task is not None else None
         if claim is None or not running_elsewhere(claim) or then.get(claim.ref) != now.get(claim.ref):
-            return False
-    return True
+            return None
+    return moved
 
 
-__all__ = ["approved_in_ledger", "only_running_moved"]
+__all__ = ["Moved", "approved_in_ledger", "what_moved"]

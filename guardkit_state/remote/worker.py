@@ -50,10 +50,10 @@ from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import CloneAlignment
 from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches, first_line
 from guardkit_state.remote.claims import CLAIMS_PREFIX, MERGE_CLAIM, Claim, ClaimBoard, claim_ref, retrying
-from guardkit_state.remote.fresh_tasks import branches_here, fresh_in_look, started_here
+from guardkit_state.remote.fresh_tasks import branches_here, fresh_in_look, listed_refs, started_here
 from guardkit_state.remote.going_on import GoingOn
 from guardkit_state.remote.holding import HeldClaims
-from guardkit_state.remote.known_states import approved_in_ledger, only_running_moved
+from guardkit_state.remote.known_states import Moved, approved_in_ledger, what_moved
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.own_claims import ClaimKeeper
 from guardkit_state.remote.quarantine import held_back, read_quarantine
@@ -134,6 +134,12 @@ class _Worker:
         self._pause = options.poll
         self._first_look: object = None
         self._merging_since: float | None = None
+        self._fetched_at = 0.0  # when the last fetch was made (time.monotonic)
+        self._wave = 0  # the wave the last step decided on
+        # Why this worker waits while looks since the last fetch found claims made meanwhile (what_moved):
+        # (why, merging), decided without a fetch; None when the last fetch decided.
+        self._deferred: tuple[str, bool] | None = None
+        self._why: tuple[str, bool] | None = None  # why the last step waited (None: it did not wait)
         # A never-run task as the main checkout's copy says (read once a run: this worker never writes it).
         self._unstarted = functools.cache(functools.partial(unstarted_state, repo.root))
 
@@ -161,7 +167,7 @@ class _Worker:
                                 with self.result.timed("merge_wait" if self._merging_since else "wait"):
                                     time.sleep(self._pause)
                             else:
-                                self._merging_since = None
+                                self._merging_since = self._deferred = self._why = None
                     except KeyboardInterrupt:
                         raise WorkerInterrupted(self.feature, self._release_all()) from None
             finally:
@@ -212,15 +218,22 @@ class _Worker:
         # (Under --max-cost a claim waits for a fetch: what the others spent is on their branches.)
         if self.options.max_cost is None and snapshot != self._last_snapshot and self._claim_fresh(str(snapshot)):
             return "worked"  # a task nobody had started, claimed and run without a fetch
-        # (Under --max-cost a fetch brings what the running tasks spent.)
-        if (snapshot != self._last_snapshot and self.options.max_cost is None and isinstance(self._last_snapshot, str)
-                and only_running_moved(self._last_snapshot, str(snapshot), self._claims, self._running_elsewhere)):
+        moved = self._moved(str(snapshot)) if snapshot != self._last_snapshot else None
+        if self._deferred is not None and not self._waiting():
+            # Claims this worker has not read are getting old: read them (a fetch).
+            self._deferred, self._last_snapshot, moved = None, None, None
+        if moved == "running" or (moved == "claimed" and self._waiting()):
             self._last_snapshot = snapshot  # turns pushed by tasks running elsewhere: nothing to read
+            if moved == "claimed":  # and this worker waited: it waits still (a claim only takes work away)
+                self._deferred = self._merge_started(str(snapshot)) or self._deferred or self._why
+        if self._deferred is not None and snapshot == self._last_snapshot:
+            self._wait(*self._deferred)
+            return "wait"
         if snapshot != self._last_snapshot or self._last_remote is None:
             remote = self._remote(self._sync, "fetch")
             assert isinstance(remote, dict)
             self._last_snapshot = self._fetched_look = snapshot
-            self._last_remote = remote
+            self._last_remote, self._fetched_at, self._deferred = remote, time.monotonic(), None
         remote = self._last_remote
         if self._all_merged(remote.get(self.feature_branch)):
             return self._finished()
@@ -233,6 +246,7 @@ class _Worker:
                          written=self.written.at(remote.get(self.feature_branch)))
         if turn is None:
             return self._finished()
+        self._wave = turn.number
         if turn.mergeable:
             return self._merge_wave(turn, claims.get(MERGE_CLAIM))
         claimable = turn.claimable(claims, stale=lambda claim: self.board.is_stale(
@@ -244,8 +258,10 @@ class _Worker:
             self.result.reason = over
             return "done"
         start = zlib.crc32(self.board.worker.encode()) % len(claimable) if claimable else 0
+        self.board.taken = set()  # (what a lost race finds claimed: tried no more, unless a stale claim's)
         for task in claimable[start:] + claimable[:start]:
-            if self._try_task(task, turn.states[task], claims.get(task)):
+            if (task not in self.board.taken or task in claims) and self._try_task(task, turn.states[task],
+                                                                                   claims.get(task)):
                 return "worked"
         ended = turn.failed
         if ended:  # the wave's other tasks ran (or run elsewhere); the next wave cannot start
@@ -263,7 +279,30 @@ class _Worker:
                               claims_prefix=f"{CLAIMS_PREFIX}/{self.feature}",
                               worktrees=self.fgit.worktrees, listing=self.branches.listing, unstarted=self._unstarted)
         start = zlib.crc32(self.board.worker.encode()) % len(fresh) if fresh else 0
-        return any(self._try_task(task, self._unstarted(task), None) for task in fresh[start:] + fresh[:start])
+        self.board.taken = set()  # (what a lost race finds claimed: tried no more)
+        return any(self._try_task(task, self._unstarted(task), None) for task in fresh[start:] + fresh[:start]
+                   if task not in self.board.taken)
+
+    def _moved(self, look: str) -> Moved | None:
+        """What moved since the last look, when no fetch is needed to know it (:func:`what_moved`)."""
+        if self.options.max_cost is not None or not isinstance(self._last_snapshot, str):
+            return None  # (under --max-cost a fetch brings what the running tasks spent)
+        return what_moved(str(self._fetched_look), self._last_snapshot, look, self._claims, self._running_elsewhere,
+                          f"{CLAIMS_PREFIX}/{self.feature}")
+
+    def _merge_started(self, look: str) -> tuple[str, bool] | None:
+        """Why this worker waits when ``look`` found a merge claim the last fetch did not: another
+        worker merges the wave this worker found mergeable."""
+        merge = claim_ref(self.feature, MERGE_CLAIM)
+        if merge in listed_refs(look) and merge not in listed_refs(str(self._fetched_look)):
+            return f"wave {self._wave}: another worker is merging it", True
+        return None
+
+    def _waiting(self) -> bool:
+        """Whether this worker waited at its last step, since a fetch no longer than a quarter of the
+        time a claim takes to go stale ago: no claim it has not read is that old (a holder that died
+        at once is found out by the next fetch, long before its claim can be taken over)."""
+        return self._why is not None and time.monotonic() - self._fetched_at < self.options.stale / 4
 
     def _foreign_claim(self, wave: int, task: str) -> str:
         """Why ``task`` (or the merge) waits on a claim ref holding a commit that is no claim, and
@@ -354,8 +393,9 @@ class _Worker:
     def _running_elsewhere(self, claim: Claim) -> bool:
         return claim.worker != self.board.worker and not self.board.is_stale(claim, stale_after=self.options.stale)
 
-    def _wait(self, why: str, *, merging: bool = False) -> None:
+    def _wait(self, why: str, merging: bool = False) -> None:
         """Say why this worker waits (once), and set how long until it looks again."""
+        self._why = (why, merging)
         self._pause = self.options.poll
         if not merging:
             self._merging_since = None
