@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
 from pathlib import Path
+
+import pytest
 
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.remote.branches import RemoteBranches
@@ -36,3 +41,37 @@ def test_a_fetch_is_not_stopped_for_good_by_a_ref_lock_a_killed_fetch_left(git_r
     seen = machine / ".git" / "refs" / "guardkit" / "seen" / "origin" / "claims" / "FEAT-X"
     (seen / "TASK-X-001.lock").write_text("")
     ClaimBoard(repo, "origin", "w").read("FEAT-X")  # the claims' own fetch too (a commit that is no claim)
+
+
+def test_sync_moves_the_branches_behind_the_remote_in_one_git_call(
+        git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fetch after a round of six workers brings a dozen branches new to this clone: set in one
+    # update-ref transaction. A branch ahead of the remote's (a turn not pushed yet) is left alone.
+    bare = make_bare(tmp_path, git_repo)
+    base = run_git(git_repo, "rev-parse", "main").strip()
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    run_git(machine, "branch", "autobuild/TASK-X-001", base)  # behind the remote's once it moves
+    run_git(machine, "checkout", "-q", "-b", "autobuild/TASK-X-002", base)
+    (machine / "ahead.txt").write_text("a turn not pushed yet\n")
+    run_git(machine, "add", "ahead.txt")
+    run_git(machine, "commit", "-qm", "ahead")
+    ahead = run_git(machine, "rev-parse", "HEAD").strip()
+    run_git(machine, "checkout", "-q", "main")
+    run_git(git_repo, "commit", "-q", "--allow-empty", "-m", "a turn pushed elsewhere")
+    moved = run_git(git_repo, "rev-parse", "HEAD").strip()
+    refspecs = [f"{moved}:refs/heads/autobuild/TASK-X-{n:03d}" for n in range(1, 13)]
+    run_git(git_repo, "push", "-q", str(bare), *refspecs)
+    real = shutil.which("git")
+    assert real is not None
+    log, wrapper = tmp_path / "git-calls.log", tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$1 $2" >> {shlex.quote(str(log))}\nexec {shlex.quote(real)} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    RemoteBranches(repo, "origin").sync()
+    heads = {name: sha for sha, name in (line.split() for line in run_git(
+        machine, "for-each-ref", "--format=%(objectname) %(refname:short)", "refs/heads/autobuild/").splitlines())}
+    assert heads == {f"autobuild/TASK-X-{n:03d}": ahead if n == 2 else moved for n in range(1, 13)}
+    assert [line for line in log.read_text().splitlines() if line.startswith("update-ref")] == ["update-ref --stdin"]

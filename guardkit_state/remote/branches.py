@@ -138,6 +138,7 @@ class RemoteBranches:
         locals_ = {name.removeprefix("refs/heads/"): sha for name, sha, _ in self.listing
                    if name.startswith("refs/heads/")}
         checked_out: dict[str, str] | None = None
+        moves: list[tuple[str, str, str | None]] = []  # (ref, new sha, old sha: None for a new branch)
         for branch, sha in remote.items():
             local = locals_.get(branch)
             if local == sha:
@@ -148,13 +149,24 @@ class RemoteBranches:
                 checked_out = self.checked_out()
             where = checked_out.get(branch)
             if where is None:
-                self.repo.run("update-ref", f"refs/heads/{branch}", sha, *([local] if local else []))
+                moves.append((f"refs/heads/{branch}", sha, local))
             elif self._is_worktree(Path(where)):
                 # Left as is when the worktree has files in the way (an interrupted turn): its loop resumes there.
                 self.repo.run("merge", "--ff-only", "--quiet", sha, cwd=Path(where), check=False)
             # (A folder git still lists that is no worktree any more, its .git removed, is left alone:
             # git run there would find this clone's own checkout and move the user's branch.)
+        self._move_branches(moves)
         return remote
+
+    def _move_branches(self, moves: list[tuple[str, str, str | None]]) -> None:
+        """Each ``(ref, sha, old)`` set to ``sha`` where it is still ``old``: one ``update-ref --stdin``
+        for all (a fetch after a round of six workers brings a dozen new branches). Should one have
+        moved meanwhile, that transaction changes nothing and each is set alone, as it would be."""
+        lines = "".join(f"update {ref} {sha}{'' if old is None else ' ' + old}\n" for ref, sha, old in moves)
+        if len(moves) > 1 and self.repo.run("update-ref", "--stdin", stdin=lines.encode(), check=False)[0] == 0:
+            return
+        for ref, sha, old in moves:
+            self.repo.run("update-ref", ref, sha, *([old] if old else []))
 
     def push(self, branch: str, expected: str | None, *, also: tuple[str, ...] = (), sha: str | None = None) -> str:
         """Push local ``branch`` (or the commit ``sha``, the branch left where it is) onto the remote's,
