@@ -10,6 +10,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -17,10 +18,17 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.remote.claims import ClaimBoard
-from tests.feature_support import FEATURE_BRANCH, FEATURE_ID, TaskSpec, git, make_feature
+from guardkit_state.remote.claims import ClaimBoard, claim_ref
+from tests.feature_support import FEATURE_BRANCH, FEATURE_ID, FeatureProject, TaskSpec, git, make_feature
 from tests.remote_support import clone, make_bare
-from tests.test_remote_feature import DEPENDENT, INDEPENDENT, _run_elsewhere, _two_machines, worker
+from tests.test_remote_feature import (
+    DEPENDENT,
+    INDEPENDENT,
+    _run_elsewhere,
+    _two_machines,
+    merged_order,
+    worker,
+)
 
 
 @pytest.fixture
@@ -179,3 +187,121 @@ def test_a_waiting_worker_does_not_fetch_for_a_claim_made_meanwhile(tmp_path: Pa
     fetches = [line for line in git_calls.read_text().splitlines() if line.startswith("fetch")]
     while_running = [line for line in fetches if claim in line]
     assert len(fetches) >= 2 and len(while_running) == 1, fetches
+
+
+def _hook(git_calls: Path, machine: Path, bare: Path, *stages: tuple[str, dict[str, str], list[str]]) -> Path:
+    """``machine``'s worker meets the remote changing under it: at each stage ``(command, made,
+    gone)`` in turn, the first git call of it there starting with ``command`` finds the claim refs
+    ``made`` (ref -> sha) on the remote, and those named in ``gone`` deleted at once after it. The
+    marker file the last stage leaves."""
+    real = shlex.quote(str(shutil.which("git", path=os.environ["PATH"].split(os.pathsep, 1)[1])))
+    to_remote = f"{real} --git-dir={shlex.quote(str(bare))}"
+    script, marker = f'#!/bin/sh\nif [ "$PWD" = {shlex.quote(str(machine))} ]; then\n', Path()
+    for n, (command, made, gone) in enumerate(stages):
+        marker = git_calls.parent / f"stage-{n}"
+        then = "".join(f"      {to_remote} update-ref {ref} {sha}\n" for ref, sha in made.items())
+        after = "".join(f"      {to_remote} update-ref -d {ref}\n" for ref in gone)
+        script += (f'  {"if" if n == 0 else "elif"} [ ! -e {shlex.quote(str(marker))} ]; then\n'
+                   f'    case "$*" in {shlex.quote(command)}*)\n      touch {shlex.quote(str(marker))}\n{then}'
+                   f'      {real} "$@"\n      status=$?\n{after}      exit $status;;\n    esac\n')
+    wrapper = git_calls.parent / "bin" / "git"
+    wrapper.write_text(script + f'  fi\nfi\nexec {real} "$@"\n')
+    return marker
+
+
+def _made_elsewhere(machine: Path, bare: Path, *tasks: str) -> dict[str, str]:
+    """Claims of ``tasks`` by a worker "elsewhere" (600 s leases, never renewed), their commits on
+    the remote but their refs not (see :func:`_hook`): ref -> sha."""
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    board = ClaimBoard(repo, "origin", "elsewhere")
+    made = {}
+    for task in tasks:
+        held = board.claim(FEATURE_ID, task, 600)
+        assert held is not None
+        made[held.ref] = held.sha
+        git(bare, "update-ref", "-d", held.ref)
+    return made
+
+
+def _ends(proc: subprocess.Popen[str], seconds: float = 60) -> str:
+    """The worker's output once it exits 0; stopped (its process group) if it has not within ``seconds``."""
+    try:
+        out, err = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"the worker never ended:\n{out}{err}") from None
+    assert proc.returncode == 0, out + err
+    return out + err
+
+
+def test_a_claim_its_fetch_read_and_that_was_released_before_its_next_look_is_not_waited_on(
+        tmp_path: Path, git_calls: Path) -> None:
+    # Another worker claimed the task between this worker's look and its fetch (the fetch reads the
+    # claim, the look did not list it), and let it go before any turn was pushed (stopped by Ctrl-C).
+    # The remote then looks as it did at the look before the fetch: the worker used to take that for
+    # "nothing moved" and wait on the claim it read, live for its 600 s lease; after that its
+    # takeover found no claim, and it waited on, for good.
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare, mine, theirs = _two_machines(tmp_path, project)
+    made = _made_elsewhere(theirs, bare, "TASK-FB-001")
+    marker = _hook(git_calls, mine, bare, ("fetch", made, list(made)))
+    out = _ends(worker(project, mine))
+    assert marker.exists() and "claimed by a live worker" in out, out
+    assert "Guardkit-Task: TASK-FB-001" in git(bare, "log", "--format=%B", FEATURE_BRANCH)
+
+
+def _until_approved(bare: Path, task: str, proc: subprocess.Popen[str], seconds: float = 60) -> None:
+    """Until ``task``'s approval is on the remote; the worker stopped (its process group) if not within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while "approve" not in git(bare, "log", "--format=%s", f"autobuild/{task}"):
+        if time.monotonic() > deadline or proc.poll() is not None:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            raise AssertionError(f"{task} was never run to its approval:\n{out}{err}")
+        time.sleep(0.05)
+
+
+def _one_of_two_claimed_elsewhere(tmp_path: Path) -> tuple[FeatureProject, Path, Path, dict[str, str]]:
+    """A feature of two tasks of one wave, TASK-FB-002 run elsewhere for one turn and released (its
+    branch on the remote: only a reading tells whether it is done); its remote, this machine, and
+    claims of both by a dead worker (:func:`_made_elsewhere`)."""
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001"), TaskSpec("TASK-FB-002", approve_at=2)])
+    bare, mine, theirs = _two_machines(tmp_path, project)
+    _run_elsewhere(project, theirs, "TASK-FB-002", "--max-turns", "1")
+    return project, bare, mine, _made_elsewhere(theirs, bare, "TASK-FB-001", "TASK-FB-002")
+
+
+def test_a_claim_its_fetch_read_that_goes_while_a_new_one_stays_is_not_waited_on(
+        tmp_path: Path, git_calls: Path) -> None:
+    # Both tasks were claimed between the worker's look and its fetch; TASK-FB-002's claim went again
+    # at once. The next look finds TASK-FB-001's claim, made since the look the fetch was made at:
+    # the worker, waiting, used to keep waiting without a fetch (a new claim only takes work away)
+    # for a quarter of the stale time (75 s of a 600 s lease), TASK-FB-002 free all along.
+    project, bare, mine, made = _one_of_two_claimed_elsewhere(tmp_path)
+    second = claim_ref(FEATURE_ID, "TASK-FB-002")
+    _hook(git_calls, mine, bare, ("fetch", made, [second]))
+    proc = worker(project, mine, "--lease", "600", "--max-turns", "5")
+    _until_approved(bare, "TASK-FB-002", proc)
+    git(bare, "update-ref", "-d", claim_ref(FEATURE_ID, "TASK-FB-001"))  # its dead holder's claim cleared by hand
+    _ends(proc)
+    assert merged_order(bare) == ["TASK-FB-001", "TASK-FB-002"]
+
+
+def test_a_claim_a_lost_race_found_that_goes_while_a_new_one_stays_is_not_waited_on(
+        tmp_path: Path, git_calls: Path) -> None:
+    # The worker's claim of one task loses a race; its ls-remote finds both tasks claimed, so the
+    # worker tries no other, and waits. TASK-FB-002's claim goes again at once: the next look finds
+    # only TASK-FB-001's claim, made since the worker's fetch, and the worker used to keep waiting
+    # without a fetch for a quarter of the stale time, TASK-FB-002 free all along.
+    project, bare, mine, made = _one_of_two_claimed_elsewhere(tmp_path)
+    second = claim_ref(FEATURE_ID, "TASK-FB-002")
+    marker = _hook(git_calls, mine, bare, ("push", made, []), ("ls-remote --refs", {}, [second]))
+    proc = worker(project, mine, "--lease", "600", "--max-turns", "5")
+    _until_approved(bare, "TASK-FB-002", proc)
+    assert marker.exists()
+    git(bare, "update-ref", "-d", claim_ref(FEATURE_ID, "TASK-FB-001"))
+    _ends(proc)
+    assert merged_order(bare) == ["TASK-FB-001", "TASK-FB-002"]

@@ -224,6 +224,9 @@ class ClaimBoard:
         self._made: dict[str, Claim] = {}  # the claim commits this board made, by sha (see _own)
         #: Tasks the last failed claim found claimed on the remote (see :meth:`_listed_claims`).
         self.taken: set[str] = set()
+        #: The claim refs every failed claim found on the remote since the owner last emptied this
+        #: (ref -> sha): what a worker that waits then decided on, beside the claims it fetched.
+        self.raced: dict[str, str] = {}
         #: Claim refs a dead worker of this clone held, with the nonce it kept here: taken back at once.
         self.orphans: dict[str, str] = {}
         #: Told every claim commit this board makes, before its push (to keep its nonce in the clone).
@@ -390,6 +393,7 @@ class ClaimBoard:
         (workers that look at one moment lose races to each other in turn otherwise)."""
         listed = self._listed(f"{CLAIMS_PREFIX}/{feature}/*")
         self.taken = {ref.rsplit("/", 1)[-1] for ref in listed}
+        self.raced.update(listed)
         return listed
 
     def _listed(self, pattern: str) -> dict[str, str]:

@@ -190,6 +190,7 @@ class _Worker:
                                     listed=(self.ledgers.seen, self.board.seen_prefix(self.feature)))
         self.ledgers.import_fetched(self.branches.listing)
         self._claims = self.board.read_fetched(self.feature, self.branches.listing)
+        self.board.raced = {}  # (read by this fetch)
         self.alignment.feature(remote.get(self.feature_branch))
         return remote
 
@@ -215,6 +216,8 @@ class _Worker:
         # One ls-remote first: while nothing moved on the remote (a waiting worker's usual look),
         # the last fetch, states and claims still hold, and no fetch is made.
         snapshot, self._first_look = self._first_look or self._remote(self._snapshot, "look"), None
+        if self._claims_moved(str(snapshot)):  # what this worker decided on no longer holds: a fetch
+            self._last_snapshot = self._deferred = None
         # (Under --max-cost a claim waits for a fetch: what the others spent is on their branches.)
         if self.options.max_cost is None and snapshot != self._last_snapshot and self._claim_fresh(str(snapshot)):
             return "worked"  # a task nobody had started, claimed and run without a fetch
@@ -282,6 +285,18 @@ class _Worker:
         self.board.taken = set()  # (what a lost race finds claimed: tried no more)
         return any(self._try_task(task, self._unstarted(task), None) for task in fresh[start:] + fresh[:start]
                    if task not in self.board.taken)
+
+    def _claims_moved(self, look: str) -> bool:
+        """Whether a claim this worker knows of, and may have decided on, is gone from ``look`` or
+        moved: one its last fetch read or a lost race found since. Such a claim can be made after a
+        look and gone before the next (its holder stopped before its first push), which then lists
+        what the look before it did: no move, no fetch, and the worker waited on the claim it read
+        (for good: a takeover finds it gone). A claim it has not read is looked at by :meth:`_moved`."""
+        refs, prefix = listed_refs(look), f"{CLAIMS_PREFIX}/{self.feature}"
+        known = {f"{prefix}/{task}": sha for task, sha in self.board.foreign.items()}
+        known |= {claim.ref: claim.sha for claim in self._claims.values()}
+        known |= self.board.raced
+        return any(refs.get(ref) != sha for ref, sha in known.items())
 
     def _moved(self, look: str) -> Moved | None:
         """What moved since the last look, when no fetch is needed to know it (:func:`what_moved`)."""
