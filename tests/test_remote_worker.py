@@ -6,6 +6,7 @@ working directory and the first two words of each call), on real clones of one b
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -209,15 +210,15 @@ def _hook(git_calls: Path, machine: Path, bare: Path, *stages: tuple[str, dict[s
     return marker
 
 
-def _made_elsewhere(machine: Path, bare: Path, *tasks: str) -> dict[str, str]:
-    """Claims of ``tasks`` by a worker "elsewhere" (600 s leases, never renewed), their commits on
-    the remote but their refs not (see :func:`_hook`): ref -> sha."""
+def _made_elsewhere(machine: Path, bare: Path, *tasks: str, lease: float = 600) -> dict[str, str]:
+    """Claims of ``tasks`` by a worker "elsewhere" (never renewed: it died), their commits on the
+    remote but their refs not (see :func:`_hook`): ref -> sha."""
     repo = GitRepo.discover(machine)
     assert repo is not None
     board = ClaimBoard(repo, "origin", "elsewhere")
     made = {}
     for task in tasks:
-        held = board.claim(FEATURE_ID, task, 600)
+        held = board.claim(FEATURE_ID, task, lease)
         assert held is not None
         made[held.ref] = held.sha
         git(bare, "update-ref", "-d", held.ref)
@@ -304,4 +305,48 @@ def test_a_claim_a_lost_race_found_that_goes_while_a_new_one_stays_is_not_waited
     assert marker.exists()
     git(bare, "update-ref", "-d", claim_ref(FEATURE_ID, "TASK-FB-001"))
     _ends(proc)
+    assert merged_order(bare) == ["TASK-FB-001", "TASK-FB-002"]
+
+
+def test_claims_made_since_the_fetch_by_a_worker_that_died_at_once_are_taken_over_after_their_lease(
+        tmp_path: Path, git_calls: Path) -> None:
+    # TASK-FB-002 was claimed between the worker's look and its fetch, TASK-FB-001 as the worker
+    # tried to claim it (its race lost), both by a worker that died at once (2 s leases, never
+    # renewed). Claims made since a waiting worker's fetch are not fetched for at once; they are
+    # read, and taken over once they stood still for their lease.
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001"), TaskSpec("TASK-FB-002")])
+    bare, mine, theirs = _two_machines(tmp_path, project)
+    made = _made_elsewhere(theirs, bare, "TASK-FB-001", "TASK-FB-002", lease=2)
+    first, second = (claim_ref(FEATURE_ID, task) for task in ("TASK-FB-001", "TASK-FB-002"))
+    marker = _hook(git_calls, mine, bare, ("fetch", {second: made[second]}, []), ("push", {first: made[first]}, []))
+    out = _ends(worker(project, mine, "--lease", "2"))
+    assert marker.exists() and out.count("took over the claim of elsewhere") == 2, out
+    assert sorted(merged_order(bare)) == ["TASK-FB-001", "TASK-FB-002"]
+
+
+def test_a_merge_claim_a_lost_race_found_that_goes_without_a_merge_is_not_waited_on(
+        tmp_path: Path, git_calls: Path) -> None:
+    # TASK-FB-001 was approved elsewhere; this worker's merge claim loses a race to a merger that
+    # lets it go at once, merging nothing, as a claim of TASK-FB-002 (of the next wave, by a dead
+    # claimant) appears. The worker used to take the merge for under way and wait on it without a
+    # fetch (a new claim only takes work away) for a quarter of the stale time, the wave unmerged.
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001"), TaskSpec("TASK-FB-002", dependencies=["TASK-FB-001"])])
+    bare, mine, theirs = _two_machines(tmp_path, project)
+    _run_elsewhere(project, theirs, "TASK-FB-001")
+    made = _made_elsewhere(theirs, bare, "MERGE-WAVES", "TASK-FB-002")
+    merge, second = (claim_ref(FEATURE_ID, task) for task in ("MERGE-WAVES", "TASK-FB-002"))
+    marker = _hook(git_calls, mine, bare, ("push", made, []), ("ls-remote --refs", {}, [merge]))
+    proc = worker(project, mine, "--lease", "600")
+    deadline = time.monotonic() + 60
+    while "Guardkit-Task: TASK-FB-001" not in git(bare, "log", "--format=%B", FEATURE_BRANCH):
+        if time.monotonic() > deadline or proc.poll() is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            raise AssertionError(f"wave 1 was never merged:\n{out}{err}")
+        time.sleep(0.05)
+    assert marker.exists()
+    git(bare, "update-ref", "-d", second)  # the dead claimant's claim cleared by hand
+    out = _ends(proc)
+    assert "another worker is merging it" in out
     assert merged_order(bare) == ["TASK-FB-001", "TASK-FB-002"]
