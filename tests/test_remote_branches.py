@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from guardkit_state.errors import GitError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import ClaimBoard
@@ -75,3 +76,37 @@ def test_sync_moves_the_branches_behind_the_remote_in_one_git_call(
         machine, "for-each-ref", "--format=%(objectname) %(refname:short)", "refs/heads/autobuild/").splitlines())}
     assert heads == {f"autobuild/TASK-X-{n:03d}": ahead if n == 2 else moved for n in range(1, 13)}
     assert [line for line in log.read_text().splitlines() if line.startswith("update-ref")] == ["update-ref --stdin"]
+
+
+def test_a_branch_moved_here_between_the_listing_and_the_update_is_never_set_over(
+        git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Three branches behind the remote's are set in one update-ref transaction, each where it was
+    # listed; one moved meanwhile (a commit made in this clone by another process), so the
+    # transaction changes nothing and each is set alone: the moved one is refused, as it was before
+    # the transaction, and kept where it moved.
+    bare = make_bare(tmp_path, git_repo)
+    base = run_git(git_repo, "rev-parse", "main").strip()
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    for n in (1, 2, 3):
+        run_git(machine, "branch", f"autobuild/TASK-X-00{n}", base)
+    run_git(machine, "commit", "-q", "--allow-empty", "-m", "a turn made here meanwhile")
+    here = run_git(machine, "rev-parse", "HEAD").strip()
+    run_git(git_repo, "commit", "-q", "--allow-empty", "-m", "a turn pushed elsewhere")
+    moved = run_git(git_repo, "rev-parse", "HEAD").strip()
+    run_git(git_repo, "push", "-q", str(bare), *(f"{moved}:refs/heads/autobuild/TASK-X-00{n}" for n in (1, 2, 3)))
+    real = shutil.which("git")
+    assert real is not None
+    wrapper, marker = tmp_path / "bin" / "git", tmp_path / "moved"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nif [ "$1 $2" = "update-ref --stdin" ] && [ ! -e {marker} ]; then\n'
+                       f'  touch {marker}\n  {shlex.quote(real)} update-ref refs/heads/autobuild/TASK-X-002 {here}\n'
+                       f'fi\nexec {shlex.quote(real)} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    with pytest.raises(GitError, match="update-ref refs/heads/autobuild/TASK-X-002"):
+        RemoteBranches(repo, "origin").sync()
+    assert marker.exists()
+    assert run_git(machine, "rev-parse", "autobuild/TASK-X-002").strip() == here
+    assert run_git(machine, "rev-parse", "autobuild/TASK-X-001").strip() == moved
