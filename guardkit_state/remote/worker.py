@@ -292,9 +292,10 @@ class _Worker:
         look and gone before the next (its holder stopped before its first push), which then lists
         what the look before it did: no move, no fetch, and the worker waited on the claim it read
         (for good: a takeover finds it gone). A claim it has not read is looked at by :meth:`_moved`."""
-        refs, prefix = listed_refs(look), f"{CLAIMS_PREFIX}/{self.feature}"
-        known = {f"{prefix}/{task}": sha for task, sha in self.board.foreign.items()}
-        known |= {claim.ref: claim.sha for claim in self._claims.values()}
+        refs, seen = listed_refs(look), self.board.seen_prefix(self.feature)
+        # (The claim refs the fetch brought, by their names on the remote: those holding no claim commit too.)
+        known = {f"{CLAIMS_PREFIX}/{self.feature}{name[len(seen):]}": sha for name, sha, _ in self.branches.listing
+                 if name.startswith(f"{seen}/")}
         known |= self.board.raced
         return any(refs.get(ref) != sha for ref, sha in known.items())
 
