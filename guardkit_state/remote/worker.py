@@ -317,8 +317,11 @@ class _Worker:
     def _waiting(self) -> bool:
         """Whether this worker waited at its last step, since a fetch no longer than a quarter of the
         time a claim takes to go stale ago: no claim it has not read is that old (a holder that died
-        at once is found out by the next fetch, long before its claim can be taken over)."""
-        return self._why is not None and time.monotonic() - self._fetched_at < self.options.stale / 4
+        at once is found out by the next fetch, long before its claim can be taken over), and no
+        claim it has read is stale by now (the step decides again: a takeover is not put off)."""
+        return (self._why is not None and time.monotonic() - self._fetched_at < self.options.stale / 4
+                and not any(claim.worker != self.board.worker and not self._running_elsewhere(claim)
+                            for claim in self._claims.values()))
 
     def _foreign_claim(self, wave: int, task: str) -> str:
         """Why ``task`` (or the merge) waits on a claim ref holding a commit that is no claim, and
