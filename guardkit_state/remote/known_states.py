@@ -4,7 +4,7 @@ A worker of ``feature-build --remote`` with nothing to claim looks at the remote
 (:mod:`~guardkit_state.remote.worker`). Reading a task means a ``git show`` of its task file on its
 branch, a parse, and checks of its commits (about six git calls), and a fetch costs the most of any
 call; with six workers on a wave, those readings and fetches were most of what the waiting workers
-spent, on the CPUs the running tasks share. Two things are known without them:
+spent, on the CPUs the running tasks share. Three things are known without them:
 
 * a task another worker approved: its turn ledger (:mod:`~guardkit_state.remote.ledgers`), fetched
   with the branches and pushed with each turn in one atomic push by the worker that ran it, ends
@@ -12,9 +12,8 @@ spent, on the CPUs the running tasks share. Two things are known without them:
 * a look that found only turns pushed by tasks running elsewhere: those tasks are not read while
   their claims hold, so no fetch would change what the worker decides (:func:`what_moved`);
 * a look that found claims made since the last fetch (and the turns their holders push): a worker
-  that was waiting still has nothing to do, since a new claim only takes work away. At a wave's end
-  the waiting workers all looked at once and all fetched for the merge claim, then for the next
-  task's claim, on the CPUs the merger and that task need (:func:`what_moved`).
+  that was waiting still has nothing to do, since a new claim only takes work away
+  (:func:`what_moved`; what the worker does with it: :mod:`~guardkit_state.remote.looks`).
 
 Only what to do next is decided from these; the merger reads every task's files before it merges.
 """

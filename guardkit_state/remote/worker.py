@@ -50,11 +50,12 @@ from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import CloneAlignment
 from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches, first_line
 from guardkit_state.remote.claims import CLAIMS_PREFIX, MERGE_CLAIM, Claim, ClaimBoard, claim_ref, retrying
-from guardkit_state.remote.fresh_tasks import branches_here, fresh_in_look, listed_refs, started_here
+from guardkit_state.remote.fresh_tasks import branches_here, fresh_in_look, started_here
 from guardkit_state.remote.going_on import GoingOn
 from guardkit_state.remote.holding import HeldClaims
-from guardkit_state.remote.known_states import Moved, approved_in_ledger, what_moved
+from guardkit_state.remote.known_states import approved_in_ledger
 from guardkit_state.remote.ledgers import RemoteLedgers
+from guardkit_state.remote.looks import Looks
 from guardkit_state.remote.own_claims import ClaimKeeper
 from guardkit_state.remote.quarantine import held_back, read_quarantine
 from guardkit_state.remote.ready import WaveTurn, wave_turn
@@ -125,21 +126,15 @@ class _Worker:
         self.result = WorkerResult(self.feature, self.board.worker)
         self.on_note, self.on_event = on_note, on_event
         self._states: dict[str, tuple[tuple[str | None, str | None], TaskState]] = {}
-        self._last_snapshot: object = None
+        self.looks = Looks(self.feature, options.stale)
         self._last_remote: dict[str, str] | None = None
-        self._fetched_look: object = None  # the look the last fetch was made at (_last_snapshot: the last look)
         self._claims: dict[str, Claim] = {}
         self._merges_at: tuple[str | None, dict[str, str]] = (None, {})
         self._said = ""
         self._pause = options.poll
         self._first_look: object = None
         self._merging_since: float | None = None
-        self._fetched_at = 0.0  # when the last fetch was made (time.monotonic)
         self._wave = 0  # the wave the last step decided on
-        # Why this worker waits while looks since the last fetch found claims made meanwhile (what_moved):
-        # (why, merging), decided without a fetch; None when the last fetch decided.
-        self._deferred: tuple[str, bool] | None = None
-        self._why: tuple[str, bool] | None = None  # why the last step waited (None: it did not wait)
         # A never-run task as the main checkout's copy says (read once a run: this worker never writes it).
         self._unstarted = functools.cache(functools.partial(unstarted_state, repo.root))
 
@@ -167,7 +162,7 @@ class _Worker:
                                 with self.result.timed("merge_wait" if self._merging_since else "wait"):
                                     time.sleep(self._pause)
                             else:
-                                self._merging_since = self._deferred = self._why = None
+                                self._merging_since = self.looks.deferred = self.looks.waited = None
                     except KeyboardInterrupt:
                         raise WorkerInterrupted(self.feature, self._release_all()) from None
             finally:
@@ -215,28 +210,22 @@ class _Worker:
         a task or merged a wave, ``wait`` when there was nothing for it to do."""
         # One ls-remote first: while nothing moved on the remote (a waiting worker's usual look),
         # the last fetch, states and claims still hold, and no fetch is made.
-        snapshot, self._first_look = self._first_look or self._remote(self._snapshot, "look"), None
-        if self._claims_moved(str(snapshot)):  # what this worker decided on no longer holds: a fetch
-            self._last_snapshot = self._deferred = None
+        look = self._first_look or self._remote(self._snapshot, "look")
+        snapshot, self._first_look = str(look), None
+        self.looks.read_claims_moved(snapshot, self._read_claims())  # (what was decided on no longer holds: a fetch)
         # (Under --max-cost a claim waits for a fetch: what the others spent is on their branches.)
-        if self.options.max_cost is None and snapshot != self._last_snapshot and self._claim_fresh(str(snapshot)):
+        if self.options.max_cost is None and snapshot != self.looks.last and self._claim_fresh(snapshot):
             return "worked"  # a task nobody had started, claimed and run without a fetch
-        moved = self._moved(str(snapshot)) if snapshot != self._last_snapshot else None
-        if self._deferred is not None and not self._waiting():
-            # Claims this worker has not read are getting old: read them (a fetch).
-            self._deferred, self._last_snapshot, moved = None, None, None
-        if moved == "running" or (moved == "claimed" and self._waiting()):
-            self._last_snapshot = snapshot  # turns pushed by tasks running elsewhere: nothing to read
-            if moved == "claimed":  # and this worker waited: it waits still (a claim only takes work away)
-                self._deferred = self._merge_started(str(snapshot)) or self._deferred or self._why
-        if self._deferred is not None and snapshot == self._last_snapshot:
-            self._wait(*self._deferred)
+        decision = self.looks.decide(snapshot, self._claims, self._running_elsewhere, wave=self._wave,
+                                     stale_read=self._stale_read(), no_shortcut=self.options.max_cost is not None)
+        if decision == "wait" and self.looks.deferred is not None:
+            self._wait(*self.looks.deferred)
             return "wait"
-        if snapshot != self._last_snapshot or self._last_remote is None:
+        if decision == "fetch" or self._last_remote is None:
             remote = self._remote(self._sync, "fetch")
             assert isinstance(remote, dict)
-            self._last_snapshot = self._fetched_look = snapshot
-            self._last_remote, self._fetched_at, self._deferred = remote, time.monotonic(), None
+            self.looks.made_fetch(snapshot)
+            self._last_remote = remote
         remote = self._last_remote
         if self._all_merged(remote.get(self.feature_branch)):
             return self._finished()
@@ -286,42 +275,18 @@ class _Worker:
         return any(self._try_task(task, self._unstarted(task), None) for task in fresh[start:] + fresh[:start]
                    if task not in self.board.taken)
 
-    def _claims_moved(self, look: str) -> bool:
-        """Whether a claim this worker knows of, and may have decided on, is gone from ``look`` or
-        moved: one its last fetch read or a lost race found since. Such a claim can be made after a
-        look and gone before the next (its holder stopped before its first push), which then lists
-        what the look before it did: no move, no fetch, and the worker waited on the claim it read
-        (for good: a takeover finds it gone). A claim it has not read is looked at by :meth:`_moved`."""
-        refs, seen = listed_refs(look), self.board.seen_prefix(self.feature)
-        # (The claim refs the fetch brought, by their names on the remote: those holding no claim commit too.)
-        known = {f"{CLAIMS_PREFIX}/{self.feature}{name[len(seen):]}": sha for name, sha, _ in self.branches.listing
-                 if name.startswith(f"{seen}/")}
-        known |= self.board.raced
-        return any(refs.get(ref) != sha for ref, sha in known.items())
+    def _read_claims(self) -> dict[str, str]:
+        """The claim refs this worker read, as the remote names them (ref -> sha): those its last
+        fetch brought (holding a claim commit or not), and those a lost race found since."""
+        seen = self.board.seen_prefix(self.feature)
+        read = {f"{self.looks.claims_prefix}{name[len(seen):]}": sha for name, sha, _ in self.branches.listing
+                if name.startswith(f"{seen}/")}
+        return read | self.board.raced
 
-    def _moved(self, look: str) -> Moved | None:
-        """What moved since the last look, when no fetch is needed to know it (:func:`what_moved`)."""
-        if self.options.max_cost is not None or not isinstance(self._last_snapshot, str):
-            return None  # (under --max-cost a fetch brings what the running tasks spent)
-        return what_moved(str(self._fetched_look), self._last_snapshot, look, self._claims, self._running_elsewhere,
-                          f"{CLAIMS_PREFIX}/{self.feature}")
-
-    def _merge_started(self, look: str) -> tuple[str, bool] | None:
-        """Why this worker waits when ``look`` found a merge claim the last fetch did not: another
-        worker merges the wave this worker found mergeable."""
-        merge = claim_ref(self.feature, MERGE_CLAIM)
-        if merge in listed_refs(look) and merge not in listed_refs(str(self._fetched_look)):
-            return f"wave {self._wave}: another worker is merging it", True
-        return None
-
-    def _waiting(self) -> bool:
-        """Whether this worker waited at its last step, since a fetch no longer than a quarter of the
-        time a claim takes to go stale ago: no claim it has not read is that old (a holder that died
-        at once is found out by the next fetch, long before its claim can be taken over), and no
-        claim it has read is stale by now (the step decides again: a takeover is not put off)."""
-        return (self._why is not None and time.monotonic() - self._fetched_at < self.options.stale / 4
-                and not any(claim.worker != self.board.worker and not self._running_elsewhere(claim)
-                            for claim in self._claims.values()))
+    def _stale_read(self) -> bool:
+        """Whether a claim of another worker this worker read is stale by now."""
+        return any(claim.worker != self.board.worker and not self._running_elsewhere(claim)
+                   for claim in self._claims.values())
 
     def _foreign_claim(self, wave: int, task: str) -> str:
         """Why ``task`` (or the merge) waits on a claim ref holding a commit that is no claim, and
@@ -414,7 +379,7 @@ class _Worker:
 
     def _wait(self, why: str, merging: bool = False) -> None:
         """Say why this worker waits (once), and set how long until it looks again."""
-        self._why = (why, merging)
+        self.looks.waited = (why, merging)
         self._pause = self.options.poll
         if not merging:
             self._merging_since = None
@@ -556,14 +521,15 @@ class _Worker:
     def _merge_held(self, turn: WaveTurn) -> Step:
         """Merge the wave through the merge queue (:mod:`~guardkit_state.remote.wave_merge`), under the claim,
         once its tasks' files say what their ledgers said: every task approved (else look again)."""
-        if self._fetched_look != self._last_snapshot:
+        if self.looks.fetched != self.looks.last:
             # Looks since the last fetch skipped turns of tasks running elsewhere (only_running_moved);
             # a claim gone stale since makes its task mergeable, and the branch merged is the remote's
             # as it is now (a commit pushed onto it then, by a person, is merged with it).
             # (The next step fetches again: this fetch is newer than the last look, and holds this claim.)
             fetched = self._remote(self._sync, "fetch")
             assert isinstance(fetched, dict)
-            self._last_remote, self._last_snapshot, self._fetched_look = fetched, None, None
+            self._last_remote = fetched
+            self.looks.forget()
         remote = self._last_remote or {}
         read = wave_turn(self.waves, lambda task: self.going_on.state(self._state(task, remote,
                                                                                  self._claims.get(task))),
