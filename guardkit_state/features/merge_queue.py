@@ -135,12 +135,15 @@ class MergeQueue:
 
     # -- without a gate ----------------------------------------------------------------------
     def _merge_directly(self, tasks: Sequence[Approved]) -> Landing:
+        # HEAD read once: then it is each merge's commit, or (a merge blocked: aborted) where it was.
+        head = self.repo.head_sha()
         for task in tasks:
             crash_point("feature.before_merge")
-            merged = merge_branch(self.repo, branch_for(task.task_id), self.message(task))
+            merged = merge_branch(self.repo, branch_for(task.task_id), self.message(task), head=head)
             crash_point("feature.after_merge")
-            self._took(task, merged)
-        self.landing.tip = self.repo.head_sha()
+            if self._took(task, merged):
+                head = merged.sha
+        self.landing.tip = head
         return self.landing
 
     def _took(self, task: Approved, merged: MergeResult) -> bool:
@@ -208,7 +211,7 @@ class MergeQueue:
         self._checkout(base)
         chain: list[Link] = []
         for task in pending:
-            merged = merge_branch(self.repo, branch_for(task.task_id), self.message(task))
+            merged = merge_branch(self.repo, branch_for(task.task_id), self.message(task), head=self._head)
             crash_point("queue.after_merge")  # a candidate half built, the worktree detached
             if merged.merged and merged.sha is not None:
                 chain.append((task, merged.sha))
