@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.git.commits import find_turn_commit
-from guardkit_state.git.merge import find_task_merge, is_ancestor
+from guardkit_state.git.merge import find_task_merge, is_ancestor, unmerged_tip
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Outcome
 from guardkit_state.store.layout import artifacts_dir, branch_for
@@ -108,11 +108,15 @@ def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = No
     sent_back = pending_send_back(copy.state) if copy is not None else None
     approved = sent_back is None and (outcome == Outcome.APPROVED.value or decisions[-1:] == ("approve",))
     if approved:
-        if find_turn_commit(git.main, task_id, turns, rev=branch) is None:
+        # Usually its branch is not merged yet: one git call then says so and gives its tip, which is
+        # the approved turn's commit when its ledger says so (no merge-base asked for either). Else
+        # (merged by hand, a commit on top, a branch unknown) each is asked as it always was.
+        tip = None if known_unmerged else unmerged_tip(git.main, branch, git.feature_branch)
+        if find_turn_commit(git.main, task_id, turns, rev=branch, tip=tip) is None:
             # Approved in its files but killed before that turn's commit: the loop commits it.
             return TaskState(task_id, "resume", turns, decisions, "approved", "approval not committed yet", None, True)
         # (A branch just run holds its approved turn's commit, which no merge has taken yet.)
-        if not known_unmerged and is_ancestor(git.main, branch, git.feature_branch):
+        if tip is None and not known_unmerged and is_ancestor(git.main, branch, git.feature_branch):
             return TaskState(task_id, "merged", turns, decisions, "approved", "merged into the feature branch")
         return TaskState(task_id, "approved", turns, decisions, "approved", f"approved by the Coach in turn {turns}")
     more_turns = outcome == Outcome.MAX_TURNS_EXCEEDED.value and max_turns is not None and max_turns > turns

@@ -84,6 +84,21 @@ def is_ancestor(repo: GitRepo, commit: str, of: str) -> bool:
     raise git_error(["git", "merge-base", "--is-ancestor", commit, of], status, stderr, repo.root)
 
 
+def unmerged_tip(repo: GitRepo, branch: str, into: str) -> str | None:
+    """The tip of the local ``branch`` when ``into`` does not reach it (what :func:`is_ancestor` of
+    the two answers False for), in one git call; None when it does, or either is unknown."""
+    ref = f"refs/heads/{branch}"
+    status, out, _ = repo.run("for-each-ref", "--format=%(refname)%00%(objectname)", f"--no-merged={into}", ref,
+                              check=False)
+    if status != 0:
+        return None
+    for line in out.decode("utf-8", "surrogateescape").splitlines():
+        name, _, sha = line.partition("\0")
+        if name == ref:  # (the pattern matches refs below it too)
+            return sha
+    return None
+
+
 def find_task_merge(repo: GitRepo, task_id: str, rev: str) -> str | None:
     """The newest merge commit on ``rev``'s first-parent line whose message has the line
     ``Guardkit-Task: task_id``.
@@ -267,4 +282,5 @@ __all__ = [
     "recover_interrupted_merge",
     "task_merges",
     "unmerged_paths",
+    "unmerged_tip",
 ]

@@ -1,0 +1,92 @@
+"""``features/progress.py``: where an approved task stands, read from its files and git, asking git
+as little as the usual case allows (one call: its branch not merged yet, its tip the approved turn's
+commit) and as much as before everywhere else. A real feature run stopped before its merge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from guardkit_state.features.progress import FeatureGit, read_task_state
+from guardkit_state.features.standing import feature_git
+from guardkit_state.git import turn_ledger
+from guardkit_state.git.repo import GitRepo
+
+from .feature_support import FeatureProject, TaskSpec, git, make_feature, start_cli
+
+T1 = "TASK-FB-001"
+BRANCH = f"autobuild/{T1}"
+
+
+@pytest.fixture
+def approved(tmp_path: Path) -> FeatureProject:
+    """A feature whose one task is approved and committed, its run killed before the merge."""
+    project = make_feature(tmp_path, [TaskSpec(T1)])
+    proc = start_cli(project, crash_at="feature.before_merge")
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0, err
+    return project
+
+
+def _fgit(project: FeatureProject) -> FeatureGit:
+    found = feature_git(project.root, GitRepo.discover(project.root), "FEAT-FB")
+    assert found is not None
+    return found
+
+
+def _counted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """Every git call made from now on, by its arguments (the real git runs)."""
+    calls: list[tuple[str, ...]] = []
+    real = GitRepo.run
+
+    def counting(self: GitRepo, *args: str, **kwargs: Any) -> tuple[int, bytes, str]:
+        calls.append(args)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(GitRepo, "run", counting)
+    return calls
+
+
+def test_read_task_state_of_an_approved_unmerged_task_asks_git_once(approved: FeatureProject,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    fgit = _fgit(approved)
+    calls = _counted(monkeypatch)
+    state = read_task_state(fgit, T1, merges={}, has_branch=True)
+    assert (state.phase, state.turns, state.reason) == ("approved", 1, "approved by the Coach in turn 1")
+    # Its branch listed as not merged, with its tip: the ledger's commit of turn 1 (no merge-base).
+    assert [call[0] for call in calls] == ["for-each-ref"], calls
+
+
+def test_read_task_state_of_a_task_branch_merged_by_hand_is_merged(approved: FeatureProject) -> None:
+    fgit = _fgit(approved)
+    git(approved.feature_worktree, "merge", "--no-ff", "-q", "-m", "merged by hand", BRANCH)
+    state = read_task_state(fgit, T1, merges={}, has_branch=True)
+    assert (state.phase, state.reason, state.merge_commit) == ("merged", "merged into the feature branch", None)
+
+
+def test_read_task_state_with_a_forged_ledger_runs_the_task_again(approved: FeatureProject) -> None:
+    # The ledger names a commit its branch does not hold for the approved turn: not a turn this loop
+    # committed there, so the approval is not committed yet (its loop runs again to commit it).
+    fgit = _fgit(approved)
+    forged = git(approved.root, "commit-tree", git(approved.root, "hash-object", "-t", "tree", "/dev/null").strip(),
+                 "-m", f"autobuild({T1}): turn 1 approve").strip()
+    path = turn_ledger.ledger_path(fgit.main, T1)
+    path.write_text("".join(f"{forged} {rest}\n" for _, rest in
+                            (line.split(" ", 1) for line in path.read_text().splitlines() if line[:4] != "run ")))
+    state = read_task_state(fgit, T1, merges={}, has_branch=True)
+    assert (state.phase, state.reason, state.resume) == ("resume", "approval not committed yet", True)
+
+
+def test_read_task_state_of_an_approved_branch_with_a_commit_on_top_is_approved(approved: FeatureProject) -> None:
+    # Its tip is no longer the approved turn's commit: whether that commit is on the branch is asked.
+    fgit = _fgit(approved)
+    worktree = approved.task_worktree(T1)
+    (worktree / "extra.txt").write_text("a person's commit\n")
+    git(worktree, "add", "extra.txt")
+    git(worktree, "commit", "-q", "-m", "on top")
+    assert read_task_state(fgit, T1, merges={}, has_branch=True).phase == "approved"
+    assert read_task_state(fgit, T1, known_unmerged=True).phase == "approved"
+    git(approved.feature_worktree, "merge", "--no-ff", "-q", "-m", "merged by hand", BRANCH)
+    assert read_task_state(fgit, T1, merges={}, has_branch=True).phase == "merged"
