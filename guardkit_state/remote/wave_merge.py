@@ -27,7 +27,7 @@ from guardkit_state.features.progress import TaskState
 from guardkit_state.features.send_back import write_send_back
 from guardkit_state.git.merge import merge_message
 from guardkit_state.git.merge_driver_setup import unregistered_note
-from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.repo import UNREAD, GitRepo
 from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.git.worktrees import WorktreeManager
 from guardkit_state.plans.merge_queue_log import recorded_steps
@@ -112,7 +112,8 @@ class WaveMerger:
         # clone's, and nothing else here moves it while this worker holds the merge claim.
         landing = queue.land([Approved(task, tips.get(f"refs/heads/{branch_for(task)}")
                                        or self.repo.text("rev-parse", f"refs/heads/{branch_for(task)}"),
-                                       turn.states[task].turns) for task in approved])
+                                       turn.states[task].turns) for task in approved],
+                             head=UNREAD if expected is None else expected)  # (just reset there)
         pushed = self._push_send_backs(turn, sent)
         if pushed is not None:
             return pushed
