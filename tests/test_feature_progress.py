@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from guardkit_state.features.progress import FeatureGit, read_task_state
+from guardkit_state.features.progress import FeatureGit, files_read_ahead, read_task_state
 from guardkit_state.features.standing import feature_git
 from guardkit_state.git import turn_ledger
 from guardkit_state.git.repo import GitRepo
 
-from .feature_support import FeatureProject, TaskSpec, git, make_feature, start_cli
+from .feature_support import FeatureProject, TaskSpec, git, make_feature, start_cli, task_rel, task_text
 
 T1 = "TASK-FB-001"
 BRANCH = f"autobuild/{T1}"
@@ -90,3 +90,48 @@ def test_read_task_state_of_an_approved_branch_with_a_commit_on_top_is_approved(
     assert read_task_state(fgit, T1, known_unmerged=True).phase == "approved"
     git(approved.feature_worktree, "merge", "--no-ff", "-q", "-m", "merged by hand", BRANCH)
     assert read_task_state(fgit, T1, merges={}, has_branch=True).phase == "merged"
+
+
+def _elsewhere(project: FeatureProject) -> FeatureGit:
+    """The task as a clone that did not run it reads it: from its branch (no worktree here)."""
+    git(project.root, "worktree", "remove", "--force", str(project.task_worktree(T1)))
+    return _fgit(project)
+
+
+def test_read_task_state_finds_a_file_read_ahead_and_asks_git_once(approved: FeatureProject,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    fgit = _elsewhere(approved)
+    tip = git(approved.root, "rev-parse", BRANCH).strip()
+    unread = read_task_state(fgit, T1, merges={}, has_branch=True)
+    calls = _counted(monkeypatch)
+    with files_read_ahead(fgit, {T1: tip}):
+        assert [call[0] for call in calls] == ["cat-file"]
+        calls.clear()
+        state = read_task_state(fgit, T1, merges={}, has_branch=True)
+    assert state == unread and state.phase == "approved"
+    assert [call[0] for call in calls] == ["for-each-ref"], calls  # its file not shown again
+    assert fgit.ahead == {}  # forgotten on leaving
+
+
+def test_read_task_state_of_a_branch_moved_since_it_was_read_ahead_reads_it_again(approved: FeatureProject) -> None:
+    # Read ahead at its approved commit; then its file changes on top (the Coach's approval taken back):
+    # the reading is of the branch as it is now.
+    fgit = _elsewhere(approved)
+    tip = git(approved.root, "rev-parse", BRANCH).strip()
+    again = approved.task_worktree(T1).parent / "again"
+    with files_read_ahead(fgit, {T1: tip}):
+        git(approved.root, "worktree", "add", "-q", str(again), BRANCH)
+        (again / task_rel(T1)).write_text(task_text(T1))  # no state block: no turn, nothing approved
+        git(again, "commit", "-q", "-am", "the state block gone")
+        git(approved.root, "worktree", "remove", "--force", str(again))
+        assert read_task_state(fgit, T1, merges={}, has_branch=True).phase == "resume"
+
+
+def test_read_task_state_with_a_forged_ledger_read_ahead_runs_the_task_again(approved: FeatureProject) -> None:
+    fgit = _elsewhere(approved)
+    tip = git(approved.root, "rev-parse", BRANCH).strip()
+    path = turn_ledger.ledger_path(fgit.main, T1)
+    path.write_text(path.read_text().replace(tip, "f" * 40))  # a commit the branch does not hold
+    with files_read_ahead(fgit, {T1: tip}):
+        state = read_task_state(fgit, T1, merges={}, has_branch=True)
+    assert (state.phase, state.reason) == ("resume", "approval not committed yet")

@@ -38,7 +38,7 @@ from guardkit_state.errors import (
     RemoteError,
     RemoteUnreachableError,
 )
-from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state, unstarted_state
+from guardkit_state.features.progress import FeatureGit, TaskState, files_read_ahead, read_task_state, unstarted_state
 from guardkit_state.git.merge import task_merges
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration
 from guardkit_state.git.repo import GitRepo
@@ -506,9 +506,14 @@ class _Worker:
             assert isinstance(fetched, dict)
             self._last_remote, self._last_snapshot, self._fetched_look = fetched, None, None
         remote = self._last_remote or {}
-        read = wave_turn(self.waves, lambda task: self.going_on.state(self._state(task, remote,
-                                                                                 self._claims.get(task))),
-                         written=self.written.at(remote.get(self.feature_branch)))
+        # The files of the wave's tasks that ran elsewhere, as the remote's branches hold them, read in one
+        # git call for the readings below (each still reads its own where its branch here is elsewhere).
+        tips = {task: remote[branch_for(task)] for task in turn.tasks
+                if branch_for(task) in remote and not self.fgit.task_worktree(task).is_dir()}
+        with files_read_ahead(self.fgit, tips):
+            read = wave_turn(self.waves, lambda task: self.going_on.state(self._state(task, remote,
+                                                                                     self._claims.get(task))),
+                             written=self.written.at(remote.get(self.feature_branch)))
         if read is None or read.number != turn.number or not read.mergeable:
             self.note(f"wave {turn.number}: not every task of it is approved in its files; looking again")
             return "worked"
