@@ -108,8 +108,8 @@ class WaveMerger:
         queue = MergeQueue(feature_repo, self.feature_branch, turn.number, gate, verdicts, message=message,
                            send_back=send_back, on_step=lambda step: self.note(step.describe()),
                            runs_before=self._runs_before(feature_repo, turn.number), note=self.note)
-        # Each tip as the listing above read it: a push (above) moves the remote's branch, never this
-        # clone's, and nothing else here moves it while this worker holds the merge claim.
+        # Each tip as the listing above read it (what a rev-parse here would say: the pushes above move
+        # the remote's branches and their tracking refs, never a branch here; an approved task runs nowhere).
         landing = queue.land([Approved(task, tips.get(f"refs/heads/{branch_for(task)}")
                                        or self.repo.text("rev-parse", f"refs/heads/{branch_for(task)}"),
                                        turn.states[task].turns) for task in approved],
