@@ -138,3 +138,22 @@ def test_a_commit_pushed_onto_an_approved_task_while_fetches_were_skipped_is_mer
     assert waiting.returncode == 0, out + err
     assert "TASK-FB-001" in git(bare, "log", "--format=%B", FEATURE_BRANCH)
     assert git(bare, "show", f"{FEATURE_BRANCH}:src/person.txt") == "a fix made by hand\n"
+
+
+def test_a_wave_merge_asks_git_once_a_task_beside_its_merge(tmp_path: Path, git_calls: Path) -> None:
+    # One worker runs and merges the feature (six tasks, then one). What the merge used to ask git
+    # for each task beside its `git merge` and the merge commit's sha: the branch's tip (the listing
+    # of task branches holds it) and whether it is in HEAD already (git merge answers that itself);
+    # and for the wave, the plan's `add` before its commit (one `commit --include` does both).
+    tasks = [*INDEPENDENT, DEPENDENT]
+    project = make_feature(tmp_path, tasks)
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    git_calls.unlink()
+    _finish([worker(project, machine)])
+    calls = git_calls.read_text().splitlines()
+    feature = f"{machine / '.guardkit' / 'worktrees' / FEATURE_ID} "
+    in_feature = [line.removeprefix(feature) for line in calls if line.startswith(feature)]
+    assert in_feature.count("merge --no-ff") == len(tasks)
+    assert [line for line in in_feature if line.startswith(("merge-base", "add"))] == []
+    assert [line for line in calls if re.search(r" rev-parse refs/heads/autobuild/TASK", line)] == []
