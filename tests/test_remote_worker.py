@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from guardkit_state.git.merge import merge_message
 from tests.feature_support import FEATURE_BRANCH, FEATURE_ID, TaskSpec, git, make_feature
 from tests.remote_support import clone, make_bare
 from tests.test_remote_feature import DEPENDENT, INDEPENDENT, _run_elsewhere, _two_machines, worker
@@ -157,3 +158,24 @@ def test_a_wave_merge_asks_git_once_a_task_beside_its_merge(tmp_path: Path, git_
     assert in_feature.count("merge --no-ff") == len(tasks)
     assert [line for line in in_feature if line.startswith(("merge-base", "add"))] == []
     assert [line for line in calls if re.search(r" rev-parse refs/heads/autobuild/TASK", line)] == []
+
+
+def test_the_merger_of_a_wave_reads_the_earlier_waves_tasks_from_their_ledgers(
+        tmp_path: Path, git_calls: Path) -> None:
+    # Wave 1 was run and merged on another machine; this worker runs wave 2 and merges it. Before
+    # merging, it reads the files of wave 2's tasks (a ledger may be forged); wave 1's are merged, as
+    # the feature branch's merges and their ledgers say, and their files are not read again.
+    first, second = "TASK-FB-001", "TASK-FB-002"
+    project = make_feature(tmp_path, [TaskSpec(first), TaskSpec(second, dependencies=[first])])
+    _, mine, theirs = _two_machines(tmp_path, project)
+    _run_elsewhere(project, theirs, first)
+    git(theirs, "checkout", "-q", "-B", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
+    git(theirs, "merge", "--no-ff", "-q", "-m", merge_message(FEATURE_ID, first, branch=f"autobuild/{first}",
+                                                              target=FEATURE_BRANCH, wave=1), f"autobuild/{first}")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    git_calls.unlink()
+    _finish([worker(project, mine)])
+    calls = [line for line in git_calls.read_text().splitlines() if line.startswith(f"{mine} ")]
+    assert [line for line in calls if f" show autobuild/{first}:" in line] == []
+    assert [line for line in calls if line.endswith(" cat-file --batch")] == []  # wave 2's task ran here
+    assert second in git(mine, "log", "-1", "--format=%B", f"origin/{FEATURE_BRANCH}~1")

@@ -510,10 +510,13 @@ class _Worker:
         # git call for the readings below (each still reads its own where its branch here is elsewhere).
         tips = {task: remote[branch_for(task)] for task in turn.tasks
                 if branch_for(task) in remote and not self.fgit.task_worktree(task).is_dir()}
+        # The wave's tasks are read from their files; the earlier waves' as a look reads them (from their
+        # ledgers, merged as the feature branch's merges say: one of them not merged makes its own wave
+        # the one merged first, and this one is looked at again).
         with files_read_ahead(self.fgit, tips):
-            read = wave_turn(self.waves, lambda task: self.going_on.state(self._state(task, remote,
-                                                                                     self._claims.get(task))),
-                             written=self.written.at(remote.get(self.feature_branch)))
+            read = wave_turn(self.waves, lambda task: self.going_on.state(self._state(
+                task, remote, self._claims.get(task), ledger=task not in turn.tasks)),
+                written=self.written.at(remote.get(self.feature_branch)))
         if read is None or read.number != turn.number or not read.mergeable:
             self.note(f"wave {turn.number}: not every task of it is approved in its files; looking again")
             return "worked"
