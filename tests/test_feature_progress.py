@@ -5,7 +5,6 @@ commit) and as much as before everywhere else. A real feature run stopped before
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,7 +13,7 @@ from guardkit_state.features.standing import feature_git
 from guardkit_state.git import turn_ledger
 from guardkit_state.git.repo import GitRepo
 
-from .feature_support import FeatureProject, TaskSpec, git, make_feature, start_cli, task_rel, task_text
+from .feature_support import FeatureProject, TaskSpec, count_git_runs, git, make_feature, start_cli, task_rel, task_text
 
 T1 = "TASK-FB-001"
 BRANCH = f"autobuild/{T1}"
@@ -36,23 +35,10 @@ def _fgit(project: FeatureProject) -> FeatureGit:
     return found
 
 
-def _counted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
-    """Every git call made from now on, by its arguments (the real git runs)."""
-    calls: list[tuple[str, ...]] = []
-    real = GitRepo.run
-
-    def counting(self: GitRepo, *args: str, **kwargs: Any) -> tuple[int, bytes, str]:
-        calls.append(args)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(GitRepo, "run", counting)
-    return calls
-
-
 def test_read_task_state_of_an_approved_unmerged_task_asks_git_once(approved: FeatureProject,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     fgit = _fgit(approved)
-    calls = _counted(monkeypatch)
+    calls = count_git_runs(monkeypatch)
     state = read_task_state(fgit, T1, merges={}, has_branch=True)
     assert (state.phase, state.turns, state.reason) == ("approved", 1, "approved by the Coach in turn 1")
     # Its branch listed as not merged, with its tip: the ledger's commit of turn 1 (no merge-base).
@@ -103,7 +89,7 @@ def test_read_task_state_finds_a_file_read_ahead_and_asks_git_once(approved: Fea
     fgit = _elsewhere(approved)
     tip = git(approved.root, "rev-parse", BRANCH).strip()
     unread = read_task_state(fgit, T1, merges={}, has_branch=True)
-    calls = _counted(monkeypatch)
+    calls = count_git_runs(monkeypatch)
     with files_read_ahead(fgit, {T1: tip}):
         assert [call[0] for call in calls] == ["cat-file"]
         calls.clear()

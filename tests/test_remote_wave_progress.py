@@ -4,7 +4,6 @@ in one git call, and as before where that call commits nothing. Real repository 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,7 +14,7 @@ from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.ready import WaveTurn
 from guardkit_state.remote.wave_progress import write_wave_progress
 
-from .feature_support import FEATURE_BRANCH, PLAN_REL, FeatureProject, TaskSpec, git, make_feature
+from .feature_support import FEATURE_BRANCH, PLAN_REL, FeatureProject, TaskSpec, count_git_runs, git, make_feature
 
 T1, T2 = "TASK-FB-001", "TASK-FB-002"
 MESSAGE = "guardkit: FEAT-FB progress after wave 1 in its plan"
@@ -40,21 +39,9 @@ def _write(project: FeatureProject) -> bool:
                                state_of=states.__getitem__, note=lambda text: None)
 
 
-def _counted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
-    calls: list[tuple[str, ...]] = []
-    real = GitRepo.run
-
-    def counting(self: GitRepo, *args: str, **kwargs: Any) -> tuple[int, bytes, str]:
-        calls.append(args)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(GitRepo, "run", counting)
-    return calls
-
-
 def test_write_wave_progress_commits_the_plan_in_one_git_call(project: FeatureProject,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = _counted(monkeypatch)
+    calls = count_git_runs(monkeypatch)
     assert _write(project) is True
     assert [call[0] for call in calls if call[0] != "config"] == ["commit"], calls
     worktree = project.feature_worktree
