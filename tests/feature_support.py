@@ -18,6 +18,7 @@ import pytest
 
 from guardkit_state.agents.protocol import CommandAgent
 from guardkit_state.features.build import FeatureOptions, build_feature
+from guardkit_state.git.repo import GitRepo
 from guardkit_state.loop.events import Event
 from guardkit_state.plans.plan import load_plan
 from guardkit_state.taskfile.document import TaskFile
@@ -268,3 +269,18 @@ def build_in_process(project: FeatureProject, monkeypatch: pytest.MonkeyPatch, *
         monkeypatch.setenv(name, value)
     sink = events.append if events is not None else None
     return build_feature(project.root, FEATURE_ID, *project.agents(), options or FeatureOptions(), on_event=sink)
+
+
+def count_git_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """Every git call this process makes through :class:`GitRepo` from now on, by its arguments (the
+    real git runs)."""
+    calls: list[tuple[str, ...]] = []
+    real = GitRepo.run
+
+    def counting(self: GitRepo, *args: str, **kwargs: Any) -> tuple[int, bytes, str]:
+        calls.append(args)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(GitRepo, "run", counting)
+    return calls
+

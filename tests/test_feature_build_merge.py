@@ -62,6 +62,37 @@ def test_a_merge_carries_trailers_and_is_found_again(git_repo: Path) -> None:
     assert again.already and again.sha == second.sha  # never merged twice
 
 
+def test_merge_branch_with_head_given_asks_git_nothing_before_merging_and_still_merges_once(
+        git_repo: Path) -> None:
+    # The caller's HEAD (what it checked out or merged last) replaces the "already in HEAD?" question
+    # asked before each merge: git merge answers it ("Already up to date": no commit, HEAD unmoved).
+    repo = _repo(git_repo)
+    head = repo.head_sha()
+    first = merge_branch(repo, "task-a", _message("TASK-A"), head=head)
+    assert first.merged and not first.already and first.sha != head
+    again = merge_branch(repo, "task-a", _message("TASK-A"), head=first.sha)
+    assert again.already and again.sha == first.sha == repo.head_sha()  # never merged twice
+    # A branch of another name at a commit HEAD holds is already in HEAD too.
+    run_git(git_repo, "branch", "task-a-old", "task-a")
+    inside = merge_branch(repo, "task-a-old", _message("TASK-A"), head=first.sha)
+    assert inside.already and inside.sha == first.sha
+    assert run_git(git_repo, "rev-list", "--count", "--merges", "HEAD").strip() == "1"
+    # An unknown branch is an error, as before; a conflict is still aborted and reported.
+    with pytest.raises(GitError):
+        merge_branch(repo, "no-such-branch", _message("TASK-X"), head=first.sha)
+    assert merge_branch(repo, "task-c", _message("TASK-C"), head=first.sha).merged
+    clash = merge_branch(repo, "task-d", _message("TASK-D"), head=repo.head_sha())
+    assert clash.conflicts == ("shared.txt",) and not merge_in_progress(repo)
+
+
+def test_merge_branch_of_an_unknown_branch_onto_an_unborn_head_is_a_refusal(tmp_path: Path) -> None:
+    run_git(tmp_path, "init", "-q")
+    repo = GitRepo.discover(tmp_path)
+    assert repo is not None
+    refused = merge_branch(repo, "no-such-branch", _message("TASK-X"), head=None)
+    assert not refused.merged and refused.error is not None and "no-such-branch" in refused.error
+
+
 def test_every_merge_is_found_in_one_look_as_find_task_merge_finds_each(git_repo: Path) -> None:
     repo = _repo(git_repo)
     first = merge_branch(repo, "task-a", _message("TASK-A"))

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from guardkit_state.git.merge import merge_message
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.remote.claims import ClaimBoard, claim_ref
 from tests.feature_support import FEATURE_BRANCH, FEATURE_ID, FeatureProject, TaskSpec, git, make_feature
@@ -56,16 +57,18 @@ def test_the_tasks_other_workers_approved_are_known_from_their_ledgers_not_read(
     # Every worker used to read each task the others approved (its task file shown from its branch,
     # its commits checked) to learn that nothing was left to run: 12-20 such reads for three
     # workers on seven tasks. Their turn ledgers, fetched with the branches, say it; only the
-    # merger of each wave reads the tasks it merges, once.
+    # merger of each wave reads the tasks it merges, once: those that ran elsewhere together, in one
+    # cat-file --batch (features.progress.files_read_ahead), any other on its own.
     tasks = [*INDEPENDENT, DEPENDENT]
     project = make_feature(tmp_path, tasks)
     bare = make_bare(tmp_path, project.root)
     machines = [clone(bare.as_uri(), tmp_path / f"machine-{n}") for n in range(1, 4)]
     git_calls.unlink()
     _finish([worker(project, machine) for machine in machines])
-    reads = [line for line in git_calls.read_text().splitlines()
-             if re.search(r" show autobuild/TASK-FB-\d+:", line)]
-    assert 0 < len(reads) <= len(tasks), "\n".join(reads)
+    calls = git_calls.read_text().splitlines()
+    reads = [line for line in calls if re.search(r" show autobuild/TASK-FB-\d+:", line)]
+    batches = [line for line in calls if line.endswith(" cat-file --batch")]
+    assert 0 < len(reads) + len(batches) <= len(tasks), "\n".join(reads + batches)
 
 
 def test_a_waiting_worker_does_not_fetch_the_turns_of_a_task_running_elsewhere(
@@ -350,3 +353,43 @@ def test_a_merge_claim_a_lost_race_found_that_goes_without_a_merge_is_not_waited
     out = _ends(proc)
     assert "another worker is merging it" in out
     assert merged_order(bare) == ["TASK-FB-001", "TASK-FB-002"]
+
+
+def test_a_wave_merge_asks_git_once_a_task_beside_its_merge(tmp_path: Path, git_calls: Path) -> None:
+    # One worker runs and merges the feature (six tasks, then one). What the merge used to ask git
+    # for each task beside its `git merge` and the merge commit's sha: the branch's tip (the listing
+    # of task branches holds it) and whether it is in HEAD already (git merge answers that itself);
+    # and for the wave, the plan's `add` before its commit (one `commit --include` does both).
+    tasks = [*INDEPENDENT, DEPENDENT]
+    project = make_feature(tmp_path, tasks)
+    bare = make_bare(tmp_path, project.root)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    git_calls.unlink()
+    _finish([worker(project, machine)])
+    calls = git_calls.read_text().splitlines()
+    feature = f"{machine / '.guardkit' / 'worktrees' / FEATURE_ID} "
+    in_feature = [line.removeprefix(feature) for line in calls if line.startswith(feature)]
+    assert in_feature.count("merge --no-ff") == len(tasks)
+    assert [line for line in in_feature if line.startswith(("merge-base", "add"))] == []
+    assert [line for line in calls if re.search(r" rev-parse refs/heads/autobuild/TASK", line)] == []
+
+
+def test_the_merger_of_a_wave_reads_the_earlier_waves_tasks_from_their_ledgers(
+        tmp_path: Path, git_calls: Path) -> None:
+    # Wave 1 was run and merged on another machine; this worker runs wave 2 and merges it. Before
+    # merging, it reads the files of wave 2's tasks (a ledger may be forged); wave 1's are merged, as
+    # the feature branch's merges and their ledgers say, and their files are not read again.
+    first, second = "TASK-FB-001", "TASK-FB-002"
+    project = make_feature(tmp_path, [TaskSpec(first), TaskSpec(second, dependencies=[first])])
+    _, mine, theirs = _two_machines(tmp_path, project)
+    _run_elsewhere(project, theirs, first)
+    git(theirs, "checkout", "-q", "-B", FEATURE_BRANCH, f"origin/{FEATURE_BRANCH}")
+    git(theirs, "merge", "--no-ff", "-q", "-m", merge_message(FEATURE_ID, first, branch=f"autobuild/{first}",
+                                                              target=FEATURE_BRANCH, wave=1), f"autobuild/{first}")
+    git(theirs, "push", "-q", "origin", FEATURE_BRANCH)
+    git_calls.unlink()
+    _finish([worker(project, mine)])
+    calls = [line for line in git_calls.read_text().splitlines() if line.startswith(f"{mine} ")]
+    assert [line for line in calls if f" show autobuild/{first}:" in line] == []
+    assert [line for line in calls if line.endswith(" cat-file --batch")] == []  # wave 2's task ran here
+    assert second in git(mine, "log", "-1", "--format=%B", f"origin/{FEATURE_BRANCH}~1")

@@ -73,3 +73,20 @@ def test_only_a_listed_commit_on_the_branch_counts(git_repo: Path) -> None:
     assert turn_ledger.verified_turn_commit(repo, TASK, 1, rev="main") == head
     turn_ledger.start_run(repo, TASK, "2026-11-27T00:00:00Z")
     assert turn_ledger.verified_turn_commit(repo, TASK, 1, rev="main") is None  # an earlier run's
+
+
+def test_a_listed_commit_that_is_the_tip_the_caller_read_is_on_the_branch_without_asking_git(git_repo: Path) -> None:
+    repo = GitRepo.discover(git_repo)
+    assert repo is not None
+    head = run_git(git_repo, "rev-parse", "HEAD").strip()
+    turn_ledger.record(repo, TASK, ProvenTurnCommit(head, 1, "approve", "fresh_start"))
+    # Its ledger, seen from a folder that is no repository: any question asked of git there fails, so
+    # only the tip can answer.
+    (git_repo.parent / "plain").mkdir()
+    blind = GitRepo(git_repo.parent / "plain", repo.git_dir, repo.common_dir)
+    assert turn_ledger.verified_turn_commit(blind, TASK, 1, rev="main", tip=head) == head
+    # Another tip (a commit on top of it): asked, as without one.
+    run_git(git_repo, "commit", "-q", "--allow-empty", "-m", "on top")
+    top = run_git(git_repo, "rev-parse", "HEAD").strip()
+    assert turn_ledger.verified_turn_commit(repo, TASK, 1, rev="main", tip=top) == head
+    assert turn_ledger.verified_turn_commit(blind, TASK, 1, rev="main", tip=top) is None

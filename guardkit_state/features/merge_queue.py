@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from guardkit_state.errors import GitError
 from guardkit_state.features.gate_verdicts import GateVerdicts, candidate_key
 from guardkit_state.git.merge import MergeResult, merge_branch, merge_in_progress
-from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.repo import UNREAD, GitRepo, Unread
 from guardkit_state.plans.merge_queue_log import QueueStep
 from guardkit_state.plans.smoke_gates import SmokeGate, SmokeRun, run_smoke_gate
 from guardkit_state.process.command import stop_orphans
@@ -114,13 +114,14 @@ class MergeQueue:
         self.number = runs_before
         self._first = runs_before == 0
 
-    def land(self, tasks: Sequence[Approved]) -> Landing:
+    def land(self, tasks: Sequence[Approved], *, head: str | Unread | None = UNREAD) -> Landing:
         """Merge ``tasks`` (approved, plan order) as the module says; the feature branch moves only
-        to candidates that passed (or, without a gate for this wave, takes each merge as it comes)."""
+        to candidates that passed (or, without a gate for this wave, takes each merge as it comes).
+        ``head``: the worktree's HEAD as the caller just put it (so it is not asked again)."""
         if not tasks:
             return self.landing
         if self.gate is None or not self.gate.applies_after(self.wave):
-            return self._merge_directly(tasks)
+            return self._merge_directly(tasks, self.repo.head_sha() if isinstance(head, Unread) else head)
         restore_worktree(self.repo, self.branch)
         # A run SIGKILLed while its gate ran left the gate's processes, in a session of their own, running.
         for text in stop_orphans([self.verdicts.gate_pid_file], by="an interrupted run"):
@@ -134,13 +135,15 @@ class MergeQueue:
         return self.landing
 
     # -- without a gate ----------------------------------------------------------------------
-    def _merge_directly(self, tasks: Sequence[Approved]) -> Landing:
+    def _merge_directly(self, tasks: Sequence[Approved], head: str | None) -> Landing:
+        # HEAD known once: then it is each merge's commit, or (a merge blocked: aborted) where it was.
         for task in tasks:
             crash_point("feature.before_merge")
-            merged = merge_branch(self.repo, branch_for(task.task_id), self.message(task))
+            merged = merge_branch(self.repo, branch_for(task.task_id), self.message(task), head=head)
             crash_point("feature.after_merge")
-            self._took(task, merged)
-        self.landing.tip = self.repo.head_sha()
+            if self._took(task, merged):
+                head = merged.sha
+        self.landing.tip = head
         return self.landing
 
     def _took(self, task: Approved, merged: MergeResult) -> bool:
@@ -208,7 +211,7 @@ class MergeQueue:
         self._checkout(base)
         chain: list[Link] = []
         for task in pending:
-            merged = merge_branch(self.repo, branch_for(task.task_id), self.message(task))
+            merged = merge_branch(self.repo, branch_for(task.task_id), self.message(task), head=self._head)
             crash_point("queue.after_merge")  # a candidate half built, the worktree detached
             if merged.merged and merged.sha is not None:
                 chain.append((task, merged.sha))

@@ -11,14 +11,14 @@ turn.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.git.commits import find_turn_commit
-from guardkit_state.git.merge import find_task_merge, is_ancestor
+from guardkit_state.git.merge import find_task_merge, is_ancestor, unmerged_tip
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Outcome
 from guardkit_state.store.layout import artifacts_dir, branch_for
@@ -67,13 +67,18 @@ class TaskState:
 
 @dataclass(frozen=True)
 class FeatureGit:
-    """The git side of a feature run: the main checkout, the feature branch and the worktrees folder."""
+    """The git side of a feature run: the main checkout, the feature branch and the worktrees folder.
+
+    ``ahead``: task files read ahead (:func:`files_read_ahead`), by the commit and path they were read
+    at; a reading finds its task's copy there while the task's branch is at that commit.
+    """
 
     main: GitRepo
     root: Path
     feature_branch: str
     feature_worktree: Path
     worktrees: Path
+    ahead: dict[tuple[str, str], bytes] = field(default_factory=dict, compare=False, repr=False)
 
     def task_worktree(self, task_id: str) -> Path:
         return self.worktrees / task_id
@@ -99,7 +104,11 @@ def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = No
     own = worktree.is_dir() or has_branch
     # Once merged, the feature branch holds the task's file too (its own branch may be pruned since).
     source = branch if has_branch else git.feature_branch if merge is not None else None
-    copy = _task_copy(git, task_id, worktree if worktree.is_dir() else None, source)
+    # With files read ahead, the question an approved task's reading asks anyway (is its branch merged?)
+    # is asked first: its answer, the branch's tip, finds the task's copy among them.
+    early = bool(git.ahead) and has_branch and merge is None and not known_unmerged and not worktree.is_dir()
+    tip = unmerged_tip(git.main, branch, git.feature_branch) if early else None
+    copy = _task_copy(git, task_id, worktree if worktree.is_dir() else None, source, tip)
     turns, decisions, outcome = _history(copy)
     if merge is not None:
         return TaskState(task_id, "merged", turns, decisions, "approved", "merged into the feature branch", merge)
@@ -108,11 +117,16 @@ def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = No
     sent_back = pending_send_back(copy.state) if copy is not None else None
     approved = sent_back is None and (outcome == Outcome.APPROVED.value or decisions[-1:] == ("approve",))
     if approved:
-        if find_turn_commit(git.main, task_id, turns, rev=branch) is None:
+        # Usually its branch is not merged yet: one git call then says so and gives its tip, which is
+        # the approved turn's commit when its ledger says so (no merge-base asked for either). Else
+        # (merged by hand, a commit on top, a branch unknown) each is asked as it always was.
+        if not early and not known_unmerged:
+            tip = unmerged_tip(git.main, branch, git.feature_branch)
+        if find_turn_commit(git.main, task_id, turns, rev=branch, tip=tip) is None:
             # Approved in its files but killed before that turn's commit: the loop commits it.
             return TaskState(task_id, "resume", turns, decisions, "approved", "approval not committed yet", None, True)
         # (A branch just run holds its approved turn's commit, which no merge has taken yet.)
-        if not known_unmerged and is_ancestor(git.main, branch, git.feature_branch):
+        if tip is None and not known_unmerged and is_ancestor(git.main, branch, git.feature_branch):
             return TaskState(task_id, "merged", turns, decisions, "approved", "merged into the feature branch")
         return TaskState(task_id, "approved", turns, decisions, "approved", f"approved by the Coach in turn {turns}")
     more_turns = outcome == Outcome.MAX_TURNS_EXCEEDED.value and max_turns is not None and max_turns > turns
@@ -175,20 +189,48 @@ def _ended_reason(copy: TaskFile | None, outcome: str, turns: int) -> str:
     return "the loop stalled (the same feedback, no progress)"
 
 
-def _task_copy(git: FeatureGit, task_id: str, worktree: Path | None, branch: str | None) -> TaskFile | None:
-    """The task file that holds the task's live state: its worktree's copy, else its branch's, else
-    the main checkout's (or None when none can be read: the loop itself then says why)."""
+def _task_copy(git: FeatureGit, task_id: str, worktree: Path | None, branch: str | None,
+               tip: str | None = None) -> TaskFile | None:
+    """The task file that holds the task's live state: its worktree's copy, else its branch's (read
+    ahead at ``tip``, the branch's commit, when it was), else the main checkout's (or None when none
+    can be read: the loop itself then says why)."""
     with contextlib.suppress(GuardkitStateError):
         if worktree is not None:
             return TaskFile.load(resolve_task(worktree, task_id).path)
         main_copy = resolve_task(git.root, task_id).path
         if branch is not None:
             rel = main_copy.relative_to(git.root).as_posix()
-            status, raw, _ = git.main.run("show", f"{branch}:{rel}", check=False)
-            if status == 0:
+            raw = git.ahead.get((tip, rel)) if tip is not None else None
+            if raw is None:
+                status, shown, _ = git.main.run("show", f"{branch}:{rel}", check=False)
+                raw = shown if status == 0 else None
+            if raw is not None:
                 return TaskFile.from_bytes(raw, git.root / rel)
         return TaskFile.load(main_copy)
     return None
+
+
+@contextlib.contextmanager
+def files_read_ahead(git: FeatureGit, tips: Mapping[str, str]) -> Iterator[None]:
+    """The task files of ``tips`` (task id -> a commit of its branch) read in one git call (``cat-file
+    --batch``) for the readings made inside: :func:`read_task_state` of a task whose branch is still at
+    that commit finds its copy there instead of asking git for it (one whose branch moved since, or
+    whose file is not there, asks as always). Forgotten on leaving."""
+    specs: dict[tuple[str, str], str] = {}
+    for task_id, tip in tips.items():
+        with contextlib.suppress(GuardkitStateError, ValueError):
+            rel = resolve_task(git.root, task_id).path.relative_to(git.root).as_posix()
+            if "\n" not in rel:  # (one spec a line)
+                specs[(tip, rel)] = f"{tip}:{rel}"
+    found: list[tuple[str, str, bytes] | None] = []
+    with contextlib.suppress(GuardkitStateError):  # unread: each reading asks git, as without
+        found = git.main.objects(list(specs.values()))
+    git.ahead.update({key: obj[2] for key, obj in zip(specs, found, strict=False)
+                      if obj is not None and obj[1] == "blob"})
+    try:
+        yield
+    finally:
+        git.ahead.clear()
 
 
 def _turn_begun(copy: TaskFile | None, worktree: Path) -> bool:
@@ -202,4 +244,5 @@ def _turn_begun(copy: TaskFile | None, worktree: Path) -> bool:
     return False
 
 
-__all__ = ["ENDED_UNAPPROVED", "FeatureGit", "Phase", "TaskState", "read_task_state", "unstarted_state"]
+__all__ = ["ENDED_UNAPPROVED", "FeatureGit", "Phase", "TaskState", "files_read_ahead", "read_task_state",
+           "unstarted_state"]

@@ -88,10 +88,11 @@ def _with_recorded(repo: GitRepo, task_id: str, rev: str, found: list[TurnCommit
     return sorted([*found, *extra], key=lambda c: c.date, reverse=True)
 
 
-def find_turn_commit(repo: GitRepo, task_id: str, turn: int, *, rev: str = "HEAD") -> str | None:
-    """The turn commit of ``turn`` this run of the loop made, on ``rev``; see
-    :mod:`guardkit_state.git.turn_ledger`. A look-alike message is not one."""
-    return turn_ledger.verified_turn_commit(repo, task_id, turn, rev=rev)
+def find_turn_commit(repo: GitRepo, task_id: str, turn: int, *, rev: str = "HEAD",
+                     tip: str | None = None) -> str | None:
+    """The turn commit of ``turn`` this run of the loop made, on ``rev`` (``tip``: its commit, as the
+    caller has just read it); see :mod:`guardkit_state.git.turn_ledger`. A look-alike message is not one."""
+    return turn_ledger.verified_turn_commit(repo, task_id, turn, rev=rev, tip=tip)
 
 
 def commit_turn(

@@ -19,14 +19,11 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from guardkit_state.errors import GitError, InputError, first_few, one_line
+from guardkit_state.git.repo import UNREAD, GitRepo, Unread
 from guardkit_state.git.runner import git_error
 from guardkit_state.model import Fields
-
-if TYPE_CHECKING:
-    from guardkit_state.git.repo import GitRepo
 
 log = logging.getLogger("guardkit_state.git.merge")
 
@@ -87,6 +84,21 @@ def is_ancestor(repo: GitRepo, commit: str, of: str) -> bool:
     raise git_error(["git", "merge-base", "--is-ancestor", commit, of], status, stderr, repo.root)
 
 
+def unmerged_tip(repo: GitRepo, branch: str, into: str) -> str | None:
+    """The tip of the local ``branch`` when ``into`` does not reach it (what :func:`is_ancestor` of
+    the two answers False for), in one git call; None when it does, or either is unknown."""
+    ref = f"refs/heads/{branch}"
+    status, out, _ = repo.run("for-each-ref", "--format=%(refname)%00%(objectname)", f"--no-merged={into}", ref,
+                              check=False)
+    if status != 0:
+        return None
+    for line in out.decode("utf-8", "surrogateescape").splitlines():
+        name, _, sha = line.partition("\0")
+        if name == ref:  # (the pattern matches refs below it too)
+            return sha
+    return None
+
+
 def find_task_merge(repo: GitRepo, task_id: str, rev: str) -> str | None:
     """The newest merge commit on ``rev``'s first-parent line whose message has the line
     ``Guardkit-Task: task_id``.
@@ -134,29 +146,34 @@ def merge_in_progress(repo: GitRepo) -> bool:
     return repo.ok("rev-parse", "-q", "--verify", "MERGE_HEAD")
 
 
-def merge_branch(repo: GitRepo, branch: str, message: str) -> MergeResult:
+def merge_branch(repo: GitRepo, branch: str, message: str, *, head: str | Unread | None = UNREAD) -> MergeResult:
     """``git merge --no-ff`` of ``branch`` into the branch checked out in ``repo``; never left half-done.
 
     A conflict is aborted at once (the working tree is back at its HEAD) and returned with the
     conflicting paths; any other refusal (a hook, files in the way) is returned in ``error``. A
-    branch already reachable from HEAD is not merged again (``already``).
+    branch already reachable from HEAD is not merged again (``already``). ``head``: the commit HEAD
+    is at as the caller knows it (what it checked out, or the last merge it made; None: unborn), so
+    it is not asked again.
 
     Raises:
-        GitError: git itself cannot run, or the abort after a failed merge fails.
+        GitError: git itself cannot run, ``branch`` is unknown (HEAD being born), or the abort after a
+            failed merge fails.
     """
-    try:
-        if is_ancestor(repo, branch, "HEAD"):
-            return MergeResult(repo.head_sha(), already=True)
-    except GitError:
-        if repo.head_sha() is not None:
-            raise  # an unknown branch; on an unborn HEAD there is nothing it could already be part of
+    before = repo.head_sha() if isinstance(head, Unread) else head
+    # Whether the branch is in HEAD already is not asked first: git merge answers it itself ("Already
+    # up to date": exit 0, no commit even with --no-ff, no hook run, HEAD where it was). It is asked only
+    # where HEAD did not move or the merge failed: there it decides, as it did when asked first.
     # --no-log: git's shortlog would follow the trailers and hide them from trailer parsing.
     status, _, stderr = repo.run("merge", "--no-ff", "--no-log", "--no-edit", "-q", "-m", message, branch,
                                  check=False, pre=repo.identity_args())
     if status == 0:
         sha = repo.head_sha()
+        if sha is not None and sha == before and _already_in_head(repo, branch, before):
+            return MergeResult(sha, already=True)
         log.info("merged %s into %s: %s", branch, repo.root, sha)
         return MergeResult(sha)
+    if _already_in_head(repo, branch, before):  # (git refused before looking: a merge left unconcluded ...)
+        return MergeResult(before, already=True)
     conflicts = unmerged_paths(repo)
     if merge_in_progress(repo):
         repo.run("merge", "--abort")
@@ -165,6 +182,20 @@ def merge_branch(repo: GitRepo, branch: str, message: str) -> MergeResult:
         return MergeResult(None, tuple(conflicts))
     failure = git_error(["git", "merge", "--no-ff", branch], status, stderr, repo.root)
     return MergeResult(None, error=one_line(failure) + _merge_advice(repo, stderr))
+
+
+def _already_in_head(repo: GitRepo, branch: str, head: str | None) -> bool:
+    """True when ``branch`` is reachable from HEAD (``head``, None: unborn, where nothing is).
+
+    Raises:
+        GitError: ``branch`` is unknown (HEAD being born).
+    """
+    try:
+        return is_ancestor(repo, branch, "HEAD")
+    except GitError:
+        if head is not None:
+            raise  # an unknown branch; on an unborn HEAD there is nothing it could already be part of
+        return False
 
 
 def _merge_advice(repo: GitRepo, stderr: str) -> str:
@@ -251,4 +282,5 @@ __all__ = [
     "recover_interrupted_merge",
     "task_merges",
     "unmerged_paths",
+    "unmerged_tip",
 ]

@@ -76,10 +76,14 @@ def _write(repo: GitRepo, task_id: str, line: str) -> None:
     append_line(ledger_path(repo, task_id), line)
 
 
-def verified_turn_commit(repo: GitRepo, task_id: str, turn: int, *, rev: str = "HEAD") -> str | None:
-    """The newest commit this run of the loop made for ``turn`` of ``task_id`` that is on ``rev``."""
+def verified_turn_commit(repo: GitRepo, task_id: str, turn: int, *, rev: str = "HEAD",
+                         tip: str | None = None) -> str | None:
+    """The newest commit this run of the loop made for ``turn`` of ``task_id`` that is on ``rev``.
+
+    ``tip``: ``rev``'s commit as the caller has just read it: an entry that is that very commit is on
+    ``rev`` without asking git (the usual case: the approved turn's commit is its branch's tip)."""
     for entry in reversed(entries(repo, task_id)):
-        if entry.turn == turn and _reachable(repo, entry.sha, rev):
+        if entry.turn == turn and (entry.sha == tip or _reachable(repo, entry.sha, rev)):
             return entry.sha
     return None
 

@@ -27,7 +27,7 @@ from guardkit_state.features.progress import TaskState
 from guardkit_state.features.send_back import write_send_back
 from guardkit_state.git.merge import merge_message
 from guardkit_state.git.merge_driver_setup import unregistered_note
-from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.repo import UNREAD, GitRepo
 from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.git.worktrees import WorktreeManager
 from guardkit_state.plans.merge_queue_log import recorded_steps
@@ -86,7 +86,8 @@ class WaveMerger:
         if expected is not None:
             feature_repo.run("reset", "--hard", "--quiet", expected)
         approved = [task for task in turn.tasks if turn.states[task].phase == "approved"]
-        lost = self._push_unpushed(turn, approved)
+        tips = self._tips()
+        lost = self._push_unpushed(turn, approved, tips)
         if lost is not None:
             return lost
         gate = read_smoke_gate(self.plan)
@@ -107,8 +108,12 @@ class WaveMerger:
         queue = MergeQueue(feature_repo, self.feature_branch, turn.number, gate, verdicts, message=message,
                            send_back=send_back, on_step=lambda step: self.note(step.describe()),
                            runs_before=self._runs_before(feature_repo, turn.number), note=self.note)
-        landing = queue.land([Approved(task, self.repo.text("rev-parse", f"refs/heads/{branch_for(task)}"),
-                                       turn.states[task].turns) for task in approved])
+        # Each tip as the listing above read it (what a rev-parse here would say: the pushes above move
+        # the remote's branches and their tracking refs, never a branch here; an approved task runs nowhere).
+        landing = queue.land([Approved(task, tips.get(f"refs/heads/{branch_for(task)}")
+                                       or self.repo.text("rev-parse", f"refs/heads/{branch_for(task)}"),
+                                       turn.states[task].turns) for task in approved],
+                             head=UNREAD if expected is None else expected)  # (just reset there)
         pushed = self._push_send_backs(turn, sent)
         if pushed is not None:
             return pushed
@@ -127,11 +132,14 @@ class WaveMerger:
             return sum(step.step == "candidate" and step.wave == wave for step in recorded_steps(plan))
         return 0
 
-    def _push_unpushed(self, turn: WaveTurn, approved: list[str]) -> WaveMerged | None:
+    def _tips(self) -> dict[str, str]:
+        """Every task branch here and as last fetched (full ref name -> sha), in one git call."""
+        prefix = BRANCH_PREFIX.rstrip("/")
+        return {name: sha for name, sha, _ in list_refs(self.repo, self.branches.tracking(prefix),
+                                                        f"refs/heads/{prefix}")}
+
+    def _push_unpushed(self, turn: WaveTurn, approved: list[str], tips: dict[str, str]) -> WaveMerged | None:
         """Push the approvals a dead holder committed on this clone and never pushed."""
-        prefix = BRANCH_PREFIX.rstrip("/")  # every task branch here and as last fetched, in one git call
-        refs = list_refs(self.repo, self.branches.tracking(prefix), f"refs/heads/{prefix}")
-        tips = {name: sha for name, sha, _ in refs}
         for task in approved:
             branch = branch_for(task)
             tip, local = tips.get(self.branches.tracking(branch)), tips.get(f"refs/heads/{branch}")

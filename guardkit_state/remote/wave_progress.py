@@ -84,11 +84,17 @@ def write_wave_progress(feature_repo: GitRepo, repo_root: Path, plan: FeaturePla
     counts = progress_values.counters(outcomes)
     modify_plan(path, started, lambda _: PlanUpdate(execution={"current_wave": turn.number, "last_updated": now}),
                 tasks, lambda _: PlanUpdate(execution={**counts, "last_updated": now}), queue, wave_done, ended)
-    feature_repo.run("add", "--", str(path.relative_to(feature_repo.root)))
+    rel = str(path.relative_to(feature_repo.root))
+    message = f"guardkit: {plan.feature_id} progress after wave {turn.number} in its plan"
+    # The plan staged and committed in one git call (--include: what `add` then `commit` do). Where it
+    # commits nothing (or fails), the two steps are taken as ever, and end as ever.
+    if feature_repo.run("commit", "-q", "--no-verify", "-i", "-m", message, "--", rel, check=False,
+                        pre=feature_repo.identity_args())[0] == 0:
+        return complete
+    feature_repo.run("add", "--", rel)
     if feature_repo.ok("diff", "--cached", "--quiet"):
         return complete  # already written (a merge pushed before, then redone)
-    feature_repo.run("commit", "-q", "--no-verify", "-m", f"guardkit: {plan.feature_id} progress after wave "
-                     f"{turn.number} in its plan", pre=feature_repo.identity_args())
+    feature_repo.run("commit", "-q", "--no-verify", "-m", message, pre=feature_repo.identity_args())
     return complete
 
 

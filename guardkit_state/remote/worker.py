@@ -38,7 +38,7 @@ from guardkit_state.errors import (
     RemoteError,
     RemoteUnreachableError,
 )
-from guardkit_state.features.progress import FeatureGit, TaskState, read_task_state, unstarted_state
+from guardkit_state.features.progress import FeatureGit, TaskState, files_read_ahead, read_task_state, unstarted_state
 from guardkit_state.git.merge import task_merges
 from guardkit_state.git.merge_driver_setup import INSTALL_HINT, registration
 from guardkit_state.git.repo import GitRepo
@@ -531,9 +531,17 @@ class _Worker:
             self._last_remote = fetched
             self.looks.forget()
         remote = self._last_remote or {}
-        read = wave_turn(self.waves, lambda task: self.going_on.state(self._state(task, remote,
-                                                                                 self._claims.get(task))),
-                         written=self.written.at(remote.get(self.feature_branch)))
+        # The files of the wave's tasks that ran elsewhere, as the remote's branches hold them, read in one
+        # git call for the readings below (each still reads its own where its branch here is elsewhere).
+        tips = {task: remote[branch_for(task)] for task in turn.tasks
+                if branch_for(task) in remote and not self.fgit.task_worktree(task).is_dir()}
+        # The wave's tasks are read from their files; the earlier waves' as a look reads them (from their
+        # ledgers, merged as the feature branch's merges say: one of them not merged makes its own wave
+        # the one merged first, and this one is looked at again).
+        with files_read_ahead(self.fgit, tips):
+            read = wave_turn(self.waves, lambda task: self.going_on.state(self._state(
+                task, remote, self._claims.get(task), ledger=task not in turn.tasks)),
+                written=self.written.at(remote.get(self.feature_branch)))
         if read is None or read.number != turn.number or not read.mergeable:
             self.note(f"wave {turn.number}: not every task of it is approved in its files; looking again")
             return "worked"
