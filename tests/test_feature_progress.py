@@ -91,12 +91,19 @@ def test_read_task_state_finds_a_file_read_ahead_and_asks_git_once(approved: Fea
     unread = read_task_state(fgit, T1, merges={}, has_branch=True)
     calls = count_git_runs(monkeypatch)
     with files_read_ahead(fgit, {T1: tip}):
-        assert [call[0] for call in calls] == ["cat-file"]
+        assert [call[0] for call in calls] == ["cat-file", "for-each-ref"]  # the files; the unmerged branches
         calls.clear()
         state = read_task_state(fgit, T1, merges={}, has_branch=True)
+        assert [call[0] for call in calls] == ["for-each-ref"], calls  # its file not shown again
+        calls.clear()
+        # Its tip as the caller has just read it, listed unmerged at that very tip: nothing asked.
+        assert read_task_state(fgit, T1, merges={}, has_branch=True, tip_read=tip) == state
+        assert calls == []
+        # Another tip than the one listed (the branch moved since): asked again.
+        read_task_state(fgit, T1, merges={}, has_branch=True, tip_read="0" * 40)
+        assert [call[0] for call in calls] == ["for-each-ref"], calls
     assert state == unread and state.phase == "approved"
-    assert [call[0] for call in calls] == ["for-each-ref"], calls  # its file not shown again
-    assert fgit.ahead == {}  # forgotten on leaving
+    assert fgit.ahead == {} and fgit.unmerged == {}  # forgotten on leaving
 
 
 def test_read_task_state_of_a_branch_moved_since_it_was_read_ahead_reads_it_again(approved: FeatureProject) -> None:

@@ -18,10 +18,10 @@ from typing import Any, Literal
 
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.git.commits import find_turn_commit
-from guardkit_state.git.merge import find_task_merge, is_ancestor, unmerged_tip
+from guardkit_state.git.merge import find_task_merge, is_ancestor, unmerged_tip, unmerged_tips
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Outcome
-from guardkit_state.store.layout import artifacts_dir, branch_for
+from guardkit_state.store.layout import BRANCH_PREFIX, artifacts_dir, branch_for
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import resolve_task
@@ -79,6 +79,8 @@ class FeatureGit:
     feature_worktree: Path
     worktrees: Path
     ahead: dict[tuple[str, str], bytes] = field(default_factory=dict, compare=False, repr=False)
+    #: With files read ahead: the task branches the feature branch did not reach then (ref -> tip).
+    unmerged: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def task_worktree(self, task_id: str) -> Path:
         return self.worktrees / task_id
@@ -86,7 +88,7 @@ class FeatureGit:
 
 def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = None,
                     known_unmerged: bool = False, merges: Mapping[str, str] | None = None,
-                    has_branch: bool | None = None) -> TaskState:
+                    has_branch: bool | None = None, tip_read: str | None = None) -> TaskState:
     """Where ``task_id`` stands (see the module docstring); reads only, never writes.
 
     ``max_turns`` is the run's turn budget: a task that used up a smaller one may go on.
@@ -94,7 +96,9 @@ def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = No
     has just run, and only the caller merges), so the feature branch's history is not searched.
     ``merges``: the feature branch's merges as :func:`~guardkit_state.git.merge.task_merges` found
     them, when the caller reads several tasks (one search of its history for all).
-    ``has_branch``: whether the task's branch exists, when the caller has just read it (None: git is asked).
+    ``has_branch``: whether the task's branch exists, when the caller has just read it (None: git is asked);
+    ``tip_read``: its tip as the caller has just read it (with files read ahead: a branch listed
+    unmerged then at that very tip is not asked again).
     """
     branch = branch_for(task_id)
     merge = (None if known_unmerged else merges.get(task_id) if merges is not None
@@ -107,7 +111,9 @@ def read_task_state(git: FeatureGit, task_id: str, *, max_turns: int | None = No
     # With files read ahead, the question an approved task's reading asks anyway (is its branch merged?)
     # is asked first: its answer, the branch's tip, finds the task's copy among them.
     early = bool(git.ahead) and has_branch and merge is None and not known_unmerged and not worktree.is_dir()
-    tip = unmerged_tip(git.main, branch, git.feature_branch) if early else None
+    listed = git.unmerged.get(f"refs/heads/{branch}")
+    tip = (listed if listed is not None and listed == tip_read
+           else unmerged_tip(git.main, branch, git.feature_branch)) if early else None
     copy = _task_copy(git, task_id, worktree if worktree.is_dir() else None, source, tip)
     turns, decisions, outcome = _history(copy)
     if merge is not None:
@@ -227,10 +233,13 @@ def files_read_ahead(git: FeatureGit, tips: Mapping[str, str]) -> Iterator[None]
         found = git.main.objects(list(specs.values()))
     git.ahead.update({key: obj[2] for key, obj in zip(specs, found, strict=False)
                       if obj is not None and obj[1] == "blob"})
+    # Which of the branches the feature branch does not reach, asked once for all of them.
+    git.unmerged.update(unmerged_tips(git.main, f"refs/heads/{BRANCH_PREFIX}", git.feature_branch))
     try:
         yield
     finally:
         git.ahead.clear()
+        git.unmerged.clear()
 
 
 def _turn_begun(copy: TaskFile | None, worktree: Path) -> bool:

@@ -88,15 +88,17 @@ def unmerged_tip(repo: GitRepo, branch: str, into: str) -> str | None:
     """The tip of the local ``branch`` when ``into`` does not reach it (what :func:`is_ancestor` of
     the two answers False for), in one git call; None when it does, or either is unknown."""
     ref = f"refs/heads/{branch}"
-    status, out, _ = repo.run("for-each-ref", "--format=%(refname)%00%(objectname)", f"--no-merged={into}", ref,
+    return unmerged_tips(repo, ref, into).get(ref)  # (the pattern matches refs below it too)
+
+
+def unmerged_tips(repo: GitRepo, pattern: str, into: str) -> dict[str, str]:
+    """The refs ``pattern`` names (``refs/heads/autobuild/``: all below it) that ``into`` does not
+    reach, with their tips (ref -> sha), in one git call; none when either is unknown."""
+    status, out, _ = repo.run("for-each-ref", "--format=%(refname)%00%(objectname)", f"--no-merged={into}", pattern,
                               check=False)
     if status != 0:
-        return None
-    for line in out.decode("utf-8", "surrogateescape").splitlines():
-        name, _, sha = line.partition("\0")
-        if name == ref:  # (the pattern matches refs below it too)
-            return sha
-    return None
+        return {}
+    return dict(line.partition("\0")[::2] for line in out.decode("utf-8", "surrogateescape").splitlines())
 
 
 def find_task_merge(repo: GitRepo, task_id: str, rev: str) -> str | None:

@@ -360,9 +360,9 @@ class _Worker:
             # would tell a run the remote never saw (an ousted holder's own approval, merged instead).
             # The branch here read once: for its alignment and whether it exists (aligning never removes it).
             local = self.repo.resolve(f"refs/heads/{branch_for(task)}")
-            self.alignment.task(task, branch_for(task), key[0], taken_over=False, local=local)
+            moved = self.alignment.task(task, branch_for(task), key[0], taken_over=False, local=local)
             state = read_task_state(self.fgit, task, max_turns=self.options.max_turns, merges=self._merged(key[1]),
-                                    has_branch=local is not None)
+                                    has_branch=local is not None, tip_read=None if moved else local)
             if state.runs:  # a task whose runs keep killing their workers is claimed no more
                 state = held_back(state, read_quarantine(self.repo, task, key[0]), self.feature, self.options.remote)
         self._states[task] = (key, state)
