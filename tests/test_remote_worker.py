@@ -393,3 +393,27 @@ def test_the_merger_of_a_wave_reads_the_earlier_waves_tasks_from_their_ledgers(
     assert [line for line in calls if f" show autobuild/{first}:" in line] == []
     assert [line for line in calls if line.endswith(" cat-file --batch")] == []  # wave 2's task ran here
     assert second in git(mine, "log", "-1", "--format=%B", f"origin/{FEATURE_BRANCH}~1")
+
+
+def test_the_merger_reads_the_tasks_that_ran_elsewhere_with_one_listing_of_their_branches(
+        tmp_path: Path, git_calls: Path) -> None:
+    # Two tasks ran on other machines; this worker only merges. Its re-read of the wave asks git
+    # nothing per task for their branches (their tips, and whether the feature branch reaches
+    # them: one for-each-ref for all), and reads their files in one cat-file --batch.
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001"), TaskSpec("TASK-FB-002")])
+    bare, mine, theirs = _two_machines(tmp_path, project)
+    _run_elsewhere(project, theirs, "TASK-FB-001")
+    _run_elsewhere(project, clone(bare.as_uri(), tmp_path / "machine-3"), "TASK-FB-002")
+    wrapper = git_calls.parent / "bin" / "git"
+    real = shlex.quote(str(shutil.which("git", path=os.environ["PATH"].split(os.pathsep, 1)[1])))
+    log = shlex.quote(str(git_calls))
+    wrapper.write_text(f'#!/bin/sh\n[ "$PWD" = {shlex.quote(str(mine))} ] && echo "$*" >> {log}\nexec {real} "$@"\n')
+    git_calls.unlink()
+    _finish([worker(project, mine)])
+    calls = git_calls.read_text().splitlines()
+    assert "Guardkit-Task: TASK-FB-002" in git(bare, "log", "--format=%B", FEATURE_BRANCH)
+    asked = re.compile(r"(rev-parse -q --verify|--no-merged=\S+) refs/heads/autobuild/TASK")
+    per_task = [line for line in calls if asked.search(line)]
+    assert per_task == [], per_task
+    assert len([line for line in calls if "--no-merged=" in line]) == 1, calls
+    assert len([line for line in calls if line.startswith("cat-file --batch")]) == 1, calls

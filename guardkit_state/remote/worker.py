@@ -358,8 +358,10 @@ class _Worker:
         else:
             # Read as the remote holds it: a branch of this clone apart from (or behind) the remote's
             # would tell a run the remote never saw (an ousted holder's own approval, merged instead).
-            # The branch here read once: for its alignment and whether it exists (aligning never removes it).
-            local = self.repo.resolve(f"refs/heads/{branch_for(task)}")
+            # The branch here read once: for its alignment and whether it exists (aligning never removes it);
+            # in the merger's re-read, from the one listing of the unmerged branches made as it began.
+            ref = f"refs/heads/{branch_for(task)}"
+            local = self.fgit.unmerged.get(ref) or self.repo.resolve(ref)
             moved = self.alignment.task(task, branch_for(task), key[0], taken_over=False, local=local)
             state = read_task_state(self.fgit, task, max_turns=self.options.max_turns, merges=self._merged(key[1]),
                                     has_branch=local is not None, tip_read=None if moved else local)
