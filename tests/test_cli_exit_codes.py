@@ -170,3 +170,35 @@ def test_a_ctrl_c_wrapped_by_a_lazy_import_is_an_interruption_not_a_crash(
     assert stopped.value.code == 130
     assert capsys.readouterr().err == "error: interrupted\n"
     assert not (tmp_path / "cache").exists()  # no crash log
+
+
+PROGRAM = """
+import atexit, pathlib, sys, threading, time
+marker = pathlib.Path(sys.argv[1])
+atexit.register(lambda: marker.with_suffix(".atexit").write_text("ran"))
+if sys.argv[2] == "thread":  # a thread of the program still running when the command ends
+    threading.Thread(target=lambda: (time.sleep(0.3), marker.with_suffix(".thread").write_text("ran"))).start()
+sys.argv = ["guardkit-state", *sys.argv[3:]]
+from guardkit_state.cli import main  # what the console script runs
+main()
+"""
+
+
+@pytest.mark.parametrize(("command", "code"), [(["status"], 0), (["show", "TASK-NONE-001"], ExitCode.USAGE)])
+@pytest.mark.parametrize("thread", ["none", "thread"])
+def test_the_program_ends_with_its_code_after_its_exit_handlers_and_threads(
+        tmp_path: Path, command: list[str], code: int, thread: str) -> None:
+    # The program skips the interpreter's teardown (tens of ms a run); its exit code, its exit
+    # handlers and a thread still running (waited for, as Python's exit does) are as before.
+    import subprocess
+    import sys
+
+    from .e2e_support import clean_env
+
+    (tmp_path / "tasks").mkdir()
+    marker = tmp_path / "marker"
+    run_ = subprocess.run([sys.executable, "-c", PROGRAM, str(marker), thread, *command, "--repo", str(tmp_path)],
+                          cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=60, check=False)
+    assert run_.returncode == code, run_.stderr
+    assert marker.with_suffix(".atexit").read_text() == "ran"
+    assert marker.with_suffix(".thread").exists() is (thread == "thread")
