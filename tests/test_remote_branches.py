@@ -14,6 +14,7 @@ from guardkit_state.git.repo import GitRepo
 from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import ClaimBoard
 from tests.conftest import run_git
+from tests.feature_support import count_git_runs
 from tests.remote_support import clone, make_bare
 
 
@@ -62,20 +63,14 @@ def test_sync_moves_the_branches_behind_the_remote_in_one_git_call(
     moved = run_git(git_repo, "rev-parse", "HEAD").strip()
     refspecs = [f"{moved}:refs/heads/autobuild/TASK-X-{n:03d}" for n in range(1, 13)]
     run_git(git_repo, "push", "-q", str(bare), *refspecs)
-    real = shutil.which("git")
-    assert real is not None
-    log, wrapper = tmp_path / "git-calls.log", tmp_path / "bin" / "git"
-    wrapper.parent.mkdir()
-    wrapper.write_text(f'#!/bin/sh\necho "$1 $2" >> {shlex.quote(str(log))}\nexec {shlex.quote(real)} "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
     repo = GitRepo.discover(machine)
     assert repo is not None
+    calls = count_git_runs(monkeypatch)
     RemoteBranches(repo, "origin").sync()
     heads = {name: sha for sha, name in (line.split() for line in run_git(
         machine, "for-each-ref", "--format=%(objectname) %(refname:short)", "refs/heads/autobuild/").splitlines())}
     assert heads == {f"autobuild/TASK-X-{n:03d}": ahead if n == 2 else moved for n in range(1, 13)}
-    assert [line for line in log.read_text().splitlines() if line.startswith("update-ref")] == ["update-ref --stdin"]
+    assert [call[:2] for call in calls if call[0] == "update-ref"] == [("update-ref", "--stdin")]
 
 
 def test_a_branch_moved_here_between_the_listing_and_the_update_is_never_set_over(

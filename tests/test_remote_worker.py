@@ -71,28 +71,36 @@ def test_the_tasks_other_workers_approved_are_known_from_their_ledgers_not_read(
     assert 0 < len(reads) + len(batches) <= len(tasks), "\n".join(reads + batches)
 
 
+def _waiting_beside(tmp_path: Path, git_calls: Path, project: FeatureProject, *others: str
+                   ) -> tuple[Path, str, list[Path], subprocess.Popen[str], subprocess.Popen[str]]:
+    """The first worker running TASK-FB-001 of ``project``, then a second one started beside it, whose
+    every fetch is logged with whether that task's claim is held then; ``others``: more clones.
+    (The bare remote, the claim ref, the clones, the two workers.)"""
+    bare = make_bare(tmp_path, project.root)
+    claim = f"refs/guardkit/claims/{FEATURE_ID}/TASK-FB-001"
+    clones = [clone(bare.as_uri(), tmp_path / name) for name in ("first", "second", *others)]
+    # The wrapper notes, beside each fetch of the second worker, whether the task's claim is held.
+    wrapper = git_calls.parent / "bin" / "git"
+    real = shlex.quote(str(shutil.which("git", path=os.environ["PATH"].split(os.pathsep, 1)[1])))
+    wrapper.write_text(f'#!/bin/sh\nif [ "$1" = fetch ] && [ "$PWD" = {shlex.quote(str(clones[1]))} ]; then\n'
+                       f'  echo "fetch $({real} --git-dir={shlex.quote(str(bare))} for-each-ref {claim})" '
+                       f'>> {shlex.quote(str(git_calls))}\nfi\nexec {real} "$@"\n')
+    git_calls.unlink()
+    running = worker(project, clones[0])
+    deadline = time.monotonic() + 60
+    while not git(bare, "for-each-ref", claim):
+        assert time.monotonic() < deadline and running.poll() is None, "the first worker never claimed the task"
+        time.sleep(0.05)
+    return bare, claim, clones, running, worker(project, clones[1])
+
+
 def test_a_waiting_worker_does_not_fetch_the_turns_of_a_task_running_elsewhere(
         tmp_path: Path, git_calls: Path) -> None:
     # One task of three turns runs on the first worker; the second has nothing to claim and looks
     # at the remote every 0.1 s. It used to fetch after each turn the first one pushed; a task
     # under a live claim is not read, so it fetches once while the claim holds (its first look).
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", sleep=0.6, approve_at=3)])
-    bare = make_bare(tmp_path, project.root)
-    claim = f"refs/guardkit/claims/{FEATURE_ID}/TASK-FB-001"
-    first, second = (clone(bare.as_uri(), tmp_path / name) for name in ("first", "second"))
-    # The wrapper notes, beside each fetch of the second worker, whether the task's claim is held.
-    wrapper = git_calls.parent / "bin" / "git"
-    real = shlex.quote(str(shutil.which("git", path=os.environ["PATH"].split(os.pathsep, 1)[1])))
-    wrapper.write_text(f'#!/bin/sh\nif [ "$1" = fetch ] && [ "$PWD" = {shlex.quote(str(second))} ]; then\n'
-                       f'  echo "fetch $({real} --git-dir={shlex.quote(str(bare))} for-each-ref {claim})" '
-                       f'>> {shlex.quote(str(git_calls))}\nfi\nexec {real} "$@"\n')
-    git_calls.unlink()
-    running = worker(project, first)
-    deadline = time.monotonic() + 60
-    while not git(bare, "for-each-ref", claim):
-        assert time.monotonic() < deadline and running.poll() is None, "the first worker never claimed the task"
-        time.sleep(0.05)
-    waiting = worker(project, second)
+    bare, claim, _, running, waiting = _waiting_beside(tmp_path, git_calls, project)
     _finish([running, waiting])
     turns = git(bare, "rev-list", "--count", "--grep=^autobuild(TASK-FB-001): turn", "autobuild/TASK-FB-001")
     assert turns.strip() == "3"
@@ -160,21 +168,8 @@ def test_a_waiting_worker_does_not_fetch_for_a_claim_made_meanwhile(tmp_path: Pa
     # workers fetched for the merge claim, then for the next task's.)
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001", sleep=0.6, approve_at=3),
                                       TaskSpec("TASK-FB-002", dependencies=["TASK-FB-001"])])
-    bare = make_bare(tmp_path, project.root)
-    claim = f"refs/guardkit/claims/{FEATURE_ID}/TASK-FB-001"
-    first, second, third = (clone(bare.as_uri(), tmp_path / name) for name in ("first", "second", "third"))
-    wrapper = git_calls.parent / "bin" / "git"
-    real = shlex.quote(str(shutil.which("git", path=os.environ["PATH"].split(os.pathsep, 1)[1])))
-    wrapper.write_text(f'#!/bin/sh\nif [ "$1" = fetch ] && [ "$PWD" = {shlex.quote(str(second))} ]; then\n'
-                       f'  echo "fetch $({real} --git-dir={shlex.quote(str(bare))} for-each-ref {claim})" '
-                       f'>> {shlex.quote(str(git_calls))}\nfi\nexec {real} "$@"\n')
-    git_calls.unlink()
-    running = worker(project, first)
-    deadline = time.monotonic() + 60
-    while not git(bare, "for-each-ref", claim):
-        assert time.monotonic() < deadline and running.poll() is None, "the first worker never claimed the task"
-        time.sleep(0.05)
-    waiting = worker(project, second)
+    bare, claim, clones, running, waiting = _waiting_beside(tmp_path, git_calls, project, "third")
+    third, deadline = clones[2], time.monotonic() + 60
     while not git_calls.exists():
         assert time.monotonic() < deadline and waiting.poll() is None, "the second worker never fetched"
         time.sleep(0.05)
