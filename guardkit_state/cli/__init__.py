@@ -64,6 +64,10 @@ def _exit_now(code: int) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a reader gone (a closed pipe): what Python's own exit would say
+        except BrokenPipeError:
+            # The reader went away (`| head`): quiet, as a closed pipe met during the command is (cli.app.run).
+            # A short output is written only here (a pipe is block-buffered without PYTHONUNBUFFERED).
+            pass
+        except (OSError, ValueError):  # the stream could not be written (a full disk): Python's own exit status
             code = code or 120
     os._exit(code)
