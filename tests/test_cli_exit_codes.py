@@ -248,3 +248,17 @@ def test_a_ctrl_c_while_the_last_output_waits_for_its_reader_is_an_interruption(
         if proc.poll() is None:
             proc.kill()
     assert (proc.returncode, err) == (ExitCode.INTERRUPTED, b"error: interrupted\n")
+
+
+def test_the_program_ends_with_its_code_when_a_standard_stream_was_closed(tmp_path: Path) -> None:
+    # Python's own exit passes over a closed sys.stdout (an SDK closing the stream it wrapped, say);
+    # the program's exit did not (flushing it raised ValueError) and said 120.
+    import subprocess
+    import sys
+
+    from .e2e_support import clean_env
+
+    program = SLOW_READER_PROGRAM.replace('sys.stdout.write("x" * 6000 + "\\n")', "sys.stdout.close()")
+    run_ = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, env=clean_env(), capture_output=True,
+                          timeout=60, check=False)
+    assert (run_.returncode, run_.stderr) == (0, b"")

@@ -66,12 +66,13 @@ def _exit_now(code: int) -> None:
         atexit._run_exitfuncs()
         for stream in (sys.stdout, sys.stderr):
             try:
-                stream.flush()
+                if stream is not None and not stream.closed:  # (a closed one passed over, as Python's exit does)
+                    stream.flush()
             except BrokenPipeError:
                 # The reader went away (`| head`): quiet, as a closed pipe met during the command is (cli.app.run).
                 # A short output is written only here (a pipe is block-buffered without PYTHONUNBUFFERED).
                 pass
-            except (OSError, ValueError):  # the stream could not be written (a full disk): Python's own exit status
+            except (OSError, ValueError):  # not written (a full disk, a detached stream): Python's exit status
                 code = code or 120
     except KeyboardInterrupt:
         # A Ctrl-C as the program ends (while a slow reader, a pager, takes the last of the output):
