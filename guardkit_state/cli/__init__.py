@@ -59,11 +59,10 @@ def _exit_now(code: int) -> None:
     import threading
 
     main_thread = threading.main_thread()
+    if any(thread.is_alive() and not thread.daemon and thread is not main_thread for thread in threading.enumerate()):
+        return
+    atexit._run_exitfuncs()
     try:
-        if any(thread.is_alive() and not thread.daemon and thread is not main_thread
-               for thread in threading.enumerate()):
-            return
-        atexit._run_exitfuncs()
         for stream in (sys.stdout, sys.stderr):
             try:
                 if stream is not None and not stream.closed:  # (a closed one passed over, as Python's exit does)
@@ -75,8 +74,8 @@ def _exit_now(code: int) -> None:
             except (OSError, ValueError):  # not written (a full disk, a detached stream): Python's exit status
                 code = code or 120
     except KeyboardInterrupt:
-        # A Ctrl-C as the program ends (while a slow reader, a pager, takes the last of the output):
-        # an interruption as at any other moment, one line and 130 (what was not written goes nowhere).
+        # A Ctrl-C while a slow reader (a pager) takes the last of the output, which can wait long: an
+        # interruption as at any other moment, one line and 130 (what was not written goes nowhere).
         code = _EXIT_INTERRUPTED
         with contextlib.suppress(OSError):
             os.write(2, b"error: interrupted\n")  # (stderr's own buffer may be what was interrupted)
