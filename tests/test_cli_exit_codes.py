@@ -202,3 +202,63 @@ def test_the_program_ends_with_its_code_after_its_exit_handlers_and_threads(
     assert run_.returncode == code, run_.stderr
     assert marker.with_suffix(".atexit").read_text() == "ran"
     assert marker.with_suffix(".thread").exists() is (thread == "thread")
+
+
+SLOW_READER_PROGRAM = """
+import sys
+import guardkit_state.cli.app as app
+def run(argv=None):  # a command whose output is written as the program ends (stdout block-buffered)
+    sys.stdout.write("x" * 6000 + "\\n")  # more than the reader's pipe holds, less than stdout's buffer
+    return 0
+app.run = run
+from guardkit_state.cli import main
+main()
+"""
+
+
+def test_a_ctrl_c_while_the_last_output_waits_for_its_reader_is_an_interruption(tmp_path: Path) -> None:
+    # `guardkit-state status | less`, the pager not reading yet: the output's last part is written
+    # as the program ends, and waits. A Ctrl-C then was a KeyboardInterrupt traceback (Python's own
+    # exit said "Exception ignored" and 120): it is one line and 130, as at any other moment.
+    import fcntl
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from .e2e_support import clean_env
+
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, 1031, 4096)  # F_SETPIPE_SZ: a one-page pipe, never read
+    env = {k: v for k, v in clean_env().items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_READER_PROGRAM], stdout=write_end, stderr=subprocess.PIPE,
+                            cwd=tmp_path, env=env)
+    os.close(write_end)
+    try:
+        wchan = Path(f"/proc/{proc.pid}/wchan")
+        deadline = time.monotonic() + 60  # a hang guard, not a speed claim
+        while "pipe" not in wchan.read_text():  # blocked writing to the pipe
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        os.close(read_end)
+        if proc.poll() is None:
+            proc.kill()
+    assert (proc.returncode, err) == (ExitCode.INTERRUPTED, b"error: interrupted\n")
+
+
+def test_the_program_ends_with_its_code_when_a_standard_stream_was_closed(tmp_path: Path) -> None:
+    # Python's own exit passes over a closed sys.stdout (an SDK closing the stream it wrapped, say);
+    # the program's exit did not (flushing it raised ValueError) and said 120.
+    import subprocess
+    import sys
+
+    from .e2e_support import clean_env
+
+    program = SLOW_READER_PROGRAM.replace('sys.stdout.write("x" * 6000 + "\\n")', "sys.stdout.close()")
+    run_ = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, env=clean_env(), capture_output=True,
+                          timeout=60, check=False)
+    assert (run_.returncode, run_.stderr) == (0, b"")

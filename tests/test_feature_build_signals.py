@@ -132,7 +132,8 @@ def test_a_feature_run_whose_output_reader_went_away_finishes_its_work(tmp_path:
     # nothing built. What it says now goes nowhere; the feature is built, and the exit says so.
     project = make_feature(tmp_path, [TaskSpec(T1, sleep=0.3), TaskSpec(T2, sleep=0.3), TaskSpec(T3, [T1, T2])],
                            [[T1, T2], [T3]])
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUARDKIT_", "FEATURE_"))}
+    # (Without PYTHONUNBUFFERED, as in a user's shell: the last lines are written as the program ends.)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GUARDKIT_", "FEATURE_", "PYTHONUNBUFFERED"))}
     env.update(project.env(), NO_COLOR="1")
     proc = subprocess.Popen(cli_argv(project), cwd=project.root, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

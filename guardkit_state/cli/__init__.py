@@ -26,7 +26,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """The ``guardkit-state`` command (what the console script and ``python -m`` call)."""
     # The command's modules load inside the try: a Ctrl-C while they load (the first tens of
     # milliseconds of every run) is one line and exit 130 like one during the command, never a
-    # traceback. This is the only place a KeyboardInterrupt is caught.
+    # traceback. This is the only place a KeyboardInterrupt is caught (and, as the program ends, _exit_now).
     try:
         from guardkit_state.cli.app import run
 
@@ -54,6 +54,7 @@ def _exit_now(code: int) -> None:
     handlers run (log files flushed, temporary folders removed) and the standard streams are
     flushed. While a thread of the program still runs, the usual exit, which waits for it, is kept."""
     import atexit
+    import contextlib
     import os
     import threading
 
@@ -61,9 +62,21 @@ def _exit_now(code: int) -> None:
     if any(thread.is_alive() and not thread.daemon and thread is not main_thread for thread in threading.enumerate()):
         return
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a reader gone (a closed pipe): what Python's own exit would say
-            code = code or 120
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream is not None and not stream.closed:  # (a closed one passed over, as Python's exit does)
+                    stream.flush()
+            except BrokenPipeError:
+                # The reader went away (`| head`): quiet, as a closed pipe met during the command is (cli.app.run).
+                # A short output is written only here (a pipe is block-buffered without PYTHONUNBUFFERED).
+                pass
+            except (OSError, ValueError):  # not written (a full disk, a detached stream): Python's exit status
+                code = code or 120
+    except KeyboardInterrupt:
+        # A Ctrl-C while a slow reader (a pager) takes the last of the output, which can wait long: an
+        # interruption as at any other moment, one line and 130 (what was not written goes nowhere).
+        code = _EXIT_INTERRUPTED
+        with contextlib.suppress(OSError):
+            os.write(2, b"error: interrupted\n")  # (stderr's own buffer may be what was interrupted)
     os._exit(code)
