@@ -435,16 +435,14 @@ class TurnEntry(_Record):
     mode: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    _KNOWN = ("turn", "decision", "feedback", "timestamp", "player_summary", "player_success",
-              "coach_success", "mode")
     _VERSIONED = False
     _WHEN_SET = ("mode",)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TurnEntry:
         """An entry of a state block checked against its schema."""
-        return cls(data["turn"], data["decision"], extra=_pop_known(data, cls._KNOWN),
-                   **{name: data.get(name) for name in cls._KNOWN[2:]})
+        return cls(data["turn"], data["decision"], extra=cls._extra(data),
+                   **{name: data.get(name) for name in cls._keys()[0][2:]})  # the fields after these two
 
     def to_dict(self) -> dict[str, Any]:
         """Key order follows GuardKit's own entries (``mode``, when set, second), then ours, so files stay familiar."""
