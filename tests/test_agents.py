@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.agents.protocol import CommandAgent, TurnRequest, agent_pid_file, stop_orphaned_agents
+from guardkit_state.errors import AgentError
 from guardkit_state.process.command import RUN_MARK
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
@@ -70,6 +71,15 @@ def test_command_agent_removes_its_pid_file_after_the_run(tmp_path: Path) -> Non
     assert CommandAgent(command).run(request) == {}
     assert "player_report_1.agent.json" in seen.read_text()  # present while the agent ran
     assert not agent_pid_file(request.report_file).exists()
+
+
+def test_command_agent_ignores_a_report_left_by_an_interrupted_run(tmp_path: Path) -> None:
+    request = _request(tmp_path)
+    request.report_file.write_text('{"stale": true}')  # an earlier run of this turn, killed after writing it
+    with pytest.raises(AgentError) as info:
+        CommandAgent("true").run(request)  # exits 0 and writes no report
+    assert "stale" not in str(info.value)
+    assert not request.report_file.exists()
 
 
 def test_stop_orphaned_agents_kills_a_recorded_live_group(tmp_path: Path, sleeper: subprocess.Popen[bytes]) -> None:
