@@ -150,11 +150,14 @@ def test_the_interrupted_code_main_uses_is_the_table_s() -> None:
     assert cli._EXIT_INTERRUPTED == ExitCode.INTERRUPTED
 
 
+@pytest.mark.parametrize("wrapper", [RuntimeError, ValueError])
 def test_a_ctrl_c_wrapped_by_a_lazy_import_is_an_interruption_not_a_crash(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        wrapper: type[Exception]) -> None:
     # Python 3.11 wraps what a descriptor's __set_name__ raises in a RuntimeError: a Ctrl-C landing
     # in a class body of a module a command imports as it goes (the index, the live report) came out
-    # as exit 70, "a bug in guardkit-state", with a crash log.
+    # as exit 70, "a bug in guardkit-state", with a crash log. (Any error raised from a Ctrl-C: run()
+    # passes each on to main, which took only a RuntimeError, and a ValueError was a traceback.)
     from guardkit_state.cli import main
     from guardkit_state.inspect import status
 
@@ -162,7 +165,7 @@ def test_a_ctrl_c_wrapped_by_a_lazy_import_is_an_interruption_not_a_crash(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
     def interrupted(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("Error calling __set_name__") from KeyboardInterrupt()
+        raise wrapper("Error calling __set_name__") from KeyboardInterrupt()
 
     monkeypatch.setattr(status, "repo_status", interrupted)
     with pytest.raises(SystemExit) as stopped:
@@ -173,23 +176,29 @@ def test_a_ctrl_c_wrapped_by_a_lazy_import_is_an_interruption_not_a_crash(
 
 
 PROGRAM = """
-import atexit, pathlib, sys, threading, time
+import atexit, pathlib, sys, threading
 marker = pathlib.Path(sys.argv[1])
 atexit.register(lambda: marker.with_suffix(".atexit").write_text("ran"))
-if sys.argv[2] == "thread":  # a thread of the program still running when the command ends
-    threading.Thread(target=lambda: (time.sleep(0.3), marker.with_suffix(".thread").write_text("ran"))).start()
+if sys.argv[2] == "thread":  # a thread of the program still running when the command ends: it waits for
+    # the main thread's end (however slow the command is), which only Python's own exit lets it see
+    main = threading.main_thread()
+    threading.Thread(target=lambda: (main.join(), marker.with_suffix(".thread").write_text("ran"))).start()
 sys.argv = ["guardkit-state", *sys.argv[3:]]
 from guardkit_state.cli import main  # what the console script runs
 main()
 """
 
 
-@pytest.mark.parametrize(("command", "code"), [(["status"], 0), (["show", "TASK-NONE-001"], ExitCode.USAGE)])
+@pytest.mark.parametrize(("command", "code", "said"), [
+    (["status"], 0, ("no tasks with loop state under tasks/\n", "")),
+    (["show", "TASK-NONE-001"], ExitCode.USAGE, ("", "error: ")),
+])
 @pytest.mark.parametrize("thread", ["none", "thread"])
 def test_the_program_ends_with_its_code_after_its_exit_handlers_and_threads(
-        tmp_path: Path, command: list[str], code: int, thread: str) -> None:
-    # The program skips the interpreter's teardown (tens of ms a run); its exit code, its exit
-    # handlers and a thread still running (waited for, as Python's exit does) are as before.
+        tmp_path: Path, command: list[str], code: int, said: tuple[str, str], thread: str) -> None:
+    # The program skips the interpreter's teardown (tens of ms a run); its exit code, its output (block-
+    # buffered without PYTHONUNBUFFERED: written as it ends), its exit handlers and a thread still
+    # running (waited for, as Python's exit does) are as before.
     import subprocess
     import sys
 
@@ -197,9 +206,11 @@ def test_the_program_ends_with_its_code_after_its_exit_handlers_and_threads(
 
     (tmp_path / "tasks").mkdir()
     marker = tmp_path / "marker"
+    env = {k: v for k, v in clean_env().items() if k != "PYTHONUNBUFFERED"}
     run_ = subprocess.run([sys.executable, "-c", PROGRAM, str(marker), thread, *command, "--repo", str(tmp_path)],
-                          cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=60, check=False)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert run_.returncode == code, run_.stderr
+    assert run_.stdout == said[0] and run_.stderr.startswith(said[1]), (run_.stdout, run_.stderr)
     assert marker.with_suffix(".atexit").read_text() == "ran"
     assert marker.with_suffix(".thread").exists() is (thread == "thread")
 

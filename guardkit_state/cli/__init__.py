@@ -35,9 +35,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         # A loop's interruption says where it stopped and how to continue; a bare Ctrl-C says nothing.
         sys.stderr.write(f"error: {str(stop) or 'interrupted'}\n")
         code = _EXIT_INTERRUPTED
-    except RuntimeError as error:
+    except Exception as error:
         # Python wraps what a descriptor's __set_name__ raises in a RuntimeError: a Ctrl-C landing
-        # while a class body of the command's modules runs arrives as one, the interrupt its cause.
+        # while a class body of the command's modules runs arrives as one, the interrupt its cause
+        # (cli.app.run passes on any error whose cause is a Ctrl-C: each is one here).
         if not isinstance(error.__cause__, KeyboardInterrupt):
             raise
         sys.stderr.write("error: interrupted\n")

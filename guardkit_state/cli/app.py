@@ -13,7 +13,7 @@ from typing import Any
 from guardkit_state import __version__
 from guardkit_state.cli.exit_codes import ExitCode
 from guardkit_state.cli.options import VERBOSE_HANDLER, help_of, resolve_repo
-from guardkit_state.cli.output import Output, colour_enabled, safe
+from guardkit_state.cli.output import Output, colour_enabled, safe, to_nowhere
 from guardkit_state.errors import (
     AlreadyRecordedError,
     AmbiguousTaskError,
@@ -209,7 +209,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             return int(args.handler(args, out))
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        to_nowhere(sys.stdout)
         return ExitCode.OK
     except GuardkitStateError as exc:
         out.error_from(exc)

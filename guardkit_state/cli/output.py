@@ -34,6 +34,16 @@ STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "
 DECISION_STYLE = {"approve": "green", "feedback": "yellow", "reject": "red", "error": "red"}
 
 
+def to_nowhere(stream: TextIO) -> None:
+    """What is written to ``stream`` from now on (its buffer too) goes to the null device: its reader
+    has gone, and Python's exit must not complain that it cannot flush it."""
+    nowhere = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(nowhere, stream.fileno())
+    finally:
+        os.close(nowhere)
+
+
 def one_line(text: object, limit: int = ONE_LINE_CHARS) -> str:
     """Untrusted text made :func:`safe` on one line (line breaks become spaces), cut to ``limit``
     characters with ``…``: a 25,000-character feedback must not flood the terminal."""
@@ -111,7 +121,7 @@ class Output:
                 stream.flush()
         except BrokenPipeError:
             with contextlib.suppress(OSError, ValueError):
-                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+                to_nowhere(stream)
 
     def error_from(self, exc: GuardkitStateError) -> None:
         if self.json_mode:  # one compact line, escaped like json()
