@@ -57,6 +57,18 @@ def test_turn_log_lists_turns_with_sha_decision_mode_and_criteria_delta(looped: 
     assert all(e.date for e in entries)
 
 
+def test_turn_log_never_reads_a_committed_turn_state_over_the_size_cap(
+        looped: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As a turn state on disk: one over the cap (a blob of gigabytes an agent committed) is not read;
+    # its turn is listed from its commit, without criteria.
+    from guardkit_state.inspect import review
+
+    monkeypatch.setattr(review, "MAX_FILE_BYTES", 10)
+    entries = read_turn_log(looped, TASK_ID).entries
+    assert [e.decision for e in entries] == ["feedback", "feedback", "approve"]
+    assert [e.delta for e in entries] == [(), (), ()]
+
+
 def test_turn_diff_shows_only_that_turns_code_and_state(looped: Path) -> None:
     diff = turn_diff(looped, TASK_ID, 2)
     added = _added(diff)

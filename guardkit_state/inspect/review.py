@@ -23,7 +23,7 @@ from guardkit_state.git.parse import TurnCommit
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Fields
 from guardkit_state.store.layout import STATE_DIR, artifacts_dir, branch_for, worktree_path
-from guardkit_state.store.reads import read_bytes_capped
+from guardkit_state.store.reads import MAX_FILE_BYTES, read_bytes_capped
 from guardkit_state.store.safe_paths import validate_task_id
 from guardkit_state.taskfile.locate import autobuild_branches_at, feature_branch_of_task
 from guardkit_state.taskfile.read_scope import scoped
@@ -79,8 +79,11 @@ def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
                                     ["not a git repository (or no git): turns read from files only"]))
     rev, source = _log_rev(repo, task_id)
     commits = _oldest_first_unique(turn_commits(repo, task_id, rev=rev))
+    # Bounded as a turn state on disk is read: a blob of gigabytes on a task branch (an agent's commit,
+    # a person's push) is never read, and its turn is shown without its criteria.
     blobs = [found[2] if found is not None and found[1] == "blob" else None
-             for found in repo.objects([f"{c.sha}:{_state_path(task_id, c.turn)}" for c in commits])]
+             for found in repo.objects([f"{c.sha}:{_state_path(task_id, c.turn)}" for c in commits],
+                                       max_bytes=MAX_FILE_BYTES)]
     states: dict[int, dict[str, Any]] = {}
     for commit, blob in zip(commits, blobs, strict=True):
         if blob is not None:
