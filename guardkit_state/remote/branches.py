@@ -104,12 +104,18 @@ def listed_refs(look: str) -> dict[str, str]:
     return refs
 
 
-def remote_refs(repo: GitRepo, remote: str, pattern: str) -> dict[str, str]:
-    """The refs of ``remote`` that ``pattern`` names (``ls-remote --refs``): ref -> sha."""
-    status, out, err = repo.run("ls-remote", "--refs", remote, pattern, check=False, timeout=REFS_TIMEOUT)
+def ls_remote(repo: GitRepo, remote: str, *patterns: str) -> str:
+    """``git ls-remote --refs`` of the refs of ``remote`` that ``patterns`` name: its lines as text
+    (a worker's look keeps them as they are; :func:`listed_refs` reads them)."""
+    status, out, err = repo.run("ls-remote", "--refs", remote, *patterns, check=False, timeout=REFS_TIMEOUT)
     if status != 0:
-        raise RemoteUnreachableError(f"cannot reach remote {remote!r}: {first_line(err)}", path=repo.root)
-    return listed_refs(out.decode("utf-8", "replace"))
+        raise RemoteUnreachableError(f"cannot reach remote {remote!r}: {first_line(err)[:200]}", path=repo.root)
+    return out.decode("utf-8", "replace")
+
+
+def remote_refs(repo: GitRepo, remote: str, pattern: str) -> dict[str, str]:
+    """The refs of ``remote`` that ``pattern`` names: ref -> sha."""
+    return listed_refs(ls_remote(repo, remote, pattern))
 
 
 def list_refs(repo: GitRepo, *prefixes: str) -> list[RefRecord]:
@@ -290,4 +296,5 @@ def first_line(text: str) -> str:
 
 
 __all__ = ["REMOTE_LOCK_AGE", "RemoteBranches", "busy_lock", "clear_remote_lock", "fetch_refs", "first_line",
-           "listed_refs", "lock_contention", "remote_refs"]
+           "list_refs", "listed_refs", "lock_contention",
+           "ls_remote", "remote_refs"]
