@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state.errors import GitError
+from guardkit_state.errors import GitError, RemoteUnreachableError
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.remote.branches import RemoteBranches
+from guardkit_state.remote.branches import RemoteBranches, listed_refs
 from guardkit_state.remote.claims import ClaimBoard
 from tests.conftest import run_git
 from tests.feature_support import count_git_runs
@@ -105,3 +105,20 @@ def test_a_branch_moved_here_between_the_listing_and_the_update_is_never_set_ove
     assert marker.exists()
     assert run_git(machine, "rev-parse", "autobuild/TASK-X-002").strip() == here
     assert run_git(machine, "rev-parse", "autobuild/TASK-X-001").strip() == moved
+
+
+def test_listed_refs_reads_ls_remote_lines() -> None:
+    assert listed_refs("a\trefs/heads/x\nb\trefs/guardkit/claims/F/T-1\n") == {
+        "refs/heads/x": "a", "refs/guardkit/claims/F/T-1": "b"}
+
+
+def test_fetch_branch_from_a_remote_gone_says_it_cannot_reach_the_remote(git_repo: Path, tmp_path: Path) -> None:
+    # The one ls-remote reader (remote_refs) words an unreachable remote as the claims always did.
+    bare = make_bare(tmp_path, git_repo)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    shutil.rmtree(bare)
+    with pytest.raises(RemoteUnreachableError) as caught:
+        RemoteBranches(repo, "origin").fetch_branch("autobuild/TASK-X-001")
+    assert caught.value.message.startswith("cannot reach remote 'origin': ")

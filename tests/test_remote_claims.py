@@ -474,6 +474,7 @@ def test_a_remote_that_takes_the_connection_and_never_answers_is_unreachable_at_
     assert repo is not None
     board = ClaimBoard(repo, "origin", "holder")
     monkeypatch.setattr(claims_module, "REFS_TIMEOUT", 1.0)
+    monkeypatch.setattr(branches_module, "REFS_TIMEOUT", 1.0)  # (its ls-remote: remote_refs)
     monkeypatch.setattr(branches_module, "DATA_TIMEOUT", 1.0)
     with silent_host() as (url, held):
         run_git(machine, "remote", "set-url", "origin", url)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from guardkit_state.features.progress import TaskState
-from guardkit_state.remote.fresh_tasks import fresh_tasks, listed_refs
+from guardkit_state.remote.fresh_tasks import fresh_tasks
 from tests.feature_support import FEATURE_ID, TaskSpec, make_feature
 from tests.remote_support import clone, make_bare
 
@@ -39,11 +39,6 @@ def test_fresh_tasks_are_the_first_open_waves_tasks_nobody_started(
 def test_a_task_with_a_worktree_in_this_clone_is_not_fresh(tmp_path: Path) -> None:
     (tmp_path / "T-1").mkdir()
     assert fresh_tasks({}, WAVES, {}, CLAIMS, tmp_path, set(), never_run().__getitem__) == ["T-2", "T-3"]
-
-
-def test_listed_refs_reads_ls_remote_lines() -> None:
-    assert listed_refs("a\trefs/heads/x\nb\trefs/guardkit/claims/F/T-1\n") == {
-        "refs/heads/x": "a", "refs/guardkit/claims/F/T-1": "b"}
 
 
 def test_a_worker_starts_the_tasks_nobody_started_without_a_fetch_for_each(

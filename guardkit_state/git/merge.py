@@ -285,4 +285,5 @@ __all__ = [
     "task_merges",
     "unmerged_paths",
     "unmerged_tip",
+    "unmerged_tips",
 ]

@@ -94,6 +94,30 @@ def lock_contention(summary: str) -> bool:
     return "(failed to update ref)" in summary or "(failed to lock)" in summary
 
 
+def listed_refs(look: str) -> dict[str, str]:
+    """``ls-remote``'s lines as ref -> sha."""
+    refs: dict[str, str] = {}
+    for line in look.splitlines():
+        sha, _, ref = line.partition("\t")
+        if ref:
+            refs[ref] = sha
+    return refs
+
+
+def ls_remote(repo: GitRepo, remote: str, *patterns: str) -> str:
+    """``git ls-remote --refs`` of the refs of ``remote`` that ``patterns`` name: its lines as text
+    (a worker's look keeps them as they are; :func:`listed_refs` reads them)."""
+    status, out, err = repo.run("ls-remote", "--refs", remote, *patterns, check=False, timeout=REFS_TIMEOUT)
+    if status != 0:
+        raise RemoteUnreachableError(f"cannot reach remote {remote!r}: {first_line(err)[:200]}", path=repo.root)
+    return out.decode("utf-8", "replace")
+
+
+def remote_refs(repo: GitRepo, remote: str, pattern: str) -> dict[str, str]:
+    """The refs of ``remote`` that ``pattern`` names: ref -> sha."""
+    return listed_refs(ls_remote(repo, remote, pattern))
+
+
 def list_refs(repo: GitRepo, *prefixes: str) -> list[RefRecord]:
     """The refs under ``prefixes`` (folders, without the trailing slash), in one ``for-each-ref``."""
     _, out, _ = repo.run("for-each-ref", "--format=%(refname)%00%(objectname)%00%(contents)%01",
@@ -243,10 +267,7 @@ class RemoteBranches:
         return self.repo.resolve(self.tracking(branch))
 
     def _remote_sha(self, ref: str) -> str | None:
-        status, out, err = self.repo.run("ls-remote", "--refs", self.remote, ref, check=False, timeout=REFS_TIMEOUT)
-        if status != 0:
-            raise RemoteUnreachableError(f"cannot reach {self.remote!r}: {first_line(err)}", path=self.repo.root)
-        return next((line.split("\t")[0] for line in out.decode().splitlines() if line.endswith(f"\t{ref}")), None)
+        return remote_refs(self.repo, self.remote, ref).get(ref)
 
     def _is_worktree(self, path: Path) -> bool:
         if not path.is_dir():
@@ -275,4 +296,5 @@ def first_line(text: str) -> str:
 
 
 __all__ = ["REMOTE_LOCK_AGE", "RemoteBranches", "busy_lock", "clear_remote_lock", "fetch_refs", "first_line",
-           "lock_contention"]
+           "list_refs", "listed_refs", "lock_contention",
+           "ls_remote", "remote_refs"]

@@ -56,6 +56,7 @@ from guardkit_state.remote.branches import (
     first_line,
     list_refs,
     lock_contention,
+    remote_refs,
 )
 from guardkit_state.store.fsio import crash_point
 from guardkit_state.store.safe_paths import validate_task_id
@@ -385,26 +386,15 @@ class ClaimBoard:
 
     def remote_sha(self, ref: str) -> str | None:
         """The ref's sha on the remote now (``ls-remote``), None when absent."""
-        return self._listed(ref).get(ref)
+        return remote_refs(self.repo, self.remote, ref).get(ref)
 
     def _listed_claims(self, feature: str) -> dict[str, str]:
         """The feature's claim refs on the remote now (ref -> sha); the tasks they claim kept in
         :attr:`taken`: a worker that lost a race for a task tries next one nobody claimed meanwhile
         (workers that look at one moment lose races to each other in turn otherwise)."""
-        listed = self._listed(f"{CLAIMS_PREFIX}/{feature}/*")
+        listed = remote_refs(self.repo, self.remote, f"{CLAIMS_PREFIX}/{feature}/*")
         self.taken = {ref.rsplit("/", 1)[-1] for ref in listed}
         self.raced.update(listed)
-        return listed
-
-    def _listed(self, pattern: str) -> dict[str, str]:
-        status, out, err = self.repo.run("ls-remote", "--refs", self.remote, pattern, check=False, timeout=REFS_TIMEOUT)
-        if status != 0:
-            raise RemoteUnreachableError(f"cannot reach remote {self.remote!r}: {first_line(err)}",
-                                         path=self.repo.root)
-        listed: dict[str, str] = {}
-        for line in out.decode("utf-8", "replace").splitlines():
-            sha, _, name = line.partition("\t")
-            listed[name] = sha
         return listed
 
     def _own(self, feature: str, task: str, sha: str | None) -> Claim | None:

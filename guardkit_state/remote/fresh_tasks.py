@@ -17,18 +17,8 @@ from pathlib import Path
 
 from guardkit_state.features.progress import TaskState
 from guardkit_state.plans.waves import Waves
-from guardkit_state.remote.branches import RefRecord
+from guardkit_state.remote.branches import RefRecord, listed_refs
 from guardkit_state.store.layout import branch_for
-
-
-def listed_refs(look: str) -> dict[str, str]:
-    """``ls-remote``'s lines as ref -> sha."""
-    refs: dict[str, str] = {}
-    for line in look.splitlines():
-        sha, _, ref = line.partition("\t")
-        if ref:
-            refs[ref] = sha
-    return refs
 
 
 def fresh_tasks(refs: Mapping[str, str], waves: Waves, merged: Mapping[str, str], claims_prefix: str,
@@ -79,4 +69,4 @@ def fresh_in_look(look: str, *, feature_branch: str, fetched_tip: str | None,
     return fresh_tasks(refs, waves, merged(tip), claims_prefix, worktrees, branches_here(listing), unstarted)
 
 
-__all__ = ["branches_here", "fresh_in_look", "fresh_tasks", "listed_refs", "started_here"]
+__all__ = ["branches_here", "fresh_in_look", "fresh_tasks", "started_here"]

@@ -36,7 +36,6 @@ from guardkit_state.errors import (
     GuardkitStateError,
     InputError,
     RemoteError,
-    RemoteUnreachableError,
 )
 from guardkit_state.features.progress import FeatureGit, TaskState, files_read_ahead, read_task_state, unstarted_state
 from guardkit_state.git.merge import task_merges
@@ -48,7 +47,7 @@ from guardkit_state.loop.session import interrupts_as_exceptions
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import CloneAlignment
-from guardkit_state.remote.branches import REFS_TIMEOUT, RemoteBranches, first_line
+from guardkit_state.remote.branches import RemoteBranches, ls_remote
 from guardkit_state.remote.claims import CLAIMS_PREFIX, MERGE_CLAIM, Claim, ClaimBoard, claim_ref, retrying
 from guardkit_state.remote.fresh_tasks import branches_here, fresh_in_look, started_here
 from guardkit_state.remote.going_on import GoingOn
@@ -65,7 +64,7 @@ from guardkit_state.remote.turn_pushes import TurnPushes
 from guardkit_state.remote.wave_merge import WaveMerger
 from guardkit_state.remote.wave_progress import WrittenWaves
 from guardkit_state.remote.worker_records import WorkerInterrupted, WorkerOptions, WorkerResult
-from guardkit_state.store.layout import branch_for, worktrees_dir
+from guardkit_state.store.layout import BRANCH_PREFIX, branch_for, worktrees_dir
 
 log = logging.getLogger("guardkit_state.remote.worker")
 
@@ -320,13 +319,8 @@ class _Worker:
 
     def _snapshot(self) -> str:
         """The remote's loop branches and this feature's claims, as ``ls-remote`` lists them."""
-        status, out, err = self.repo.run("ls-remote", self.options.remote, "refs/heads/autobuild/*",
-                                         f"refs/guardkit/claims/{self.feature}/*", check=False,
-                                         timeout=REFS_TIMEOUT)
-        if status != 0:
-            raise RemoteUnreachableError(f"cannot reach remote {self.options.remote!r}: {first_line(err)[:200]}",
-                                         path=self.repo.root)
-        return out.decode("utf-8", "replace")
+        return ls_remote(self.repo, self.options.remote, f"refs/heads/{BRANCH_PREFIX}*",
+                         f"{CLAIMS_PREFIX}/{self.feature}/*")
 
     def _state(self, task: str, remote: dict[str, str], claim: Claim | None = None, *,
                ledger: bool = False) -> TaskState:
