@@ -363,6 +363,23 @@ def test_resume_removes_a_stale_git_lock_left_by_a_killed_commit(project: Projec
     assert_finished_like_uninterrupted(project, resume)
 
 
+def test_resume_removes_a_read_cache_temp_file_a_kill_left(project: Project) -> None:
+    # A kill while a command saved its read cache (``.guardkit/cache/listing.json``) leaves the temp
+    # file in the cache folder, of the main checkout or the worktree: a finished loop leaves none.
+    crashed = project.build(GUARDKIT_STATE_CRASH_AT="write.after_replace:9")
+    assert crashed.returncode == -signal.SIGKILL
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    left = [checkout / ".guardkit" / "cache" / f"{TEMP_PREFIX}listing.json.{dead.pid}.1000001"
+            for checkout in (project.root, project.worktree)]
+    for path in left:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('{"version": 3, "fil', encoding="utf-8")
+    resume = project.build("--resume")
+    assert_finished_like_uninterrupted(project, resume)
+    assert [path for path in left if path.exists()] == []
+
+
 # -- Ctrl-C and SIGTERM --------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("signum", "role"), [

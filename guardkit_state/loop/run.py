@@ -52,7 +52,7 @@ from guardkit_state.loop.worktree_watch import with_files_from_git, worktree_cha
 from guardkit_state.model import Outcome, TurnMode
 from guardkit_state.store.fsio import crash_point, remove_stale_temp_files
 from guardkit_state.store.home import check_state_home
-from guardkit_state.store.layout import artifacts_dir, log_file
+from guardkit_state.store.layout import artifacts_dir, log_file, status_cache_file
 from guardkit_state.store.locks import exclusive_lock
 from guardkit_state.store.safe_paths import resolve_inside, validate_task_id
 from guardkit_state.store.turn_files import TurnStore
@@ -291,10 +291,12 @@ class _Run:
         return worktree.path
 
     def _tidy(self, lifecycle: TurnLifecycle) -> None:
-        # Every directory the loop writes into atomically: the store, its scratch, the task's, the log's.
-        removed = [path for directory in (lifecycle.store.directory, lifecycle.store.work_dir,
-                                          lifecycle.task.path.parent, log_file(self.repo_root).parent)
-                   for path in remove_stale_temp_files(directory)]
+        # Every directory the loop writes into atomically: the store, its scratch, the task's, the log's,
+        # and the read caches' (a kill while one was saved leaves its temp file there).
+        directories = dict.fromkeys((lifecycle.store.directory, lifecycle.store.work_dir, lifecycle.task.path.parent,
+                                     log_file(self.repo_root).parent, status_cache_file(self.repo_root).parent,
+                                     status_cache_file(lifecycle.root).parent))
+        removed = [path for directory in directories for path in remove_stale_temp_files(directory)]
         if removed:
             self.note(f"removed {len(removed)} temp file(s) left by an interrupted write")
         for text in stop_orphaned_agents(lifecycle.store.work_dir):
