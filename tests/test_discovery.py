@@ -179,7 +179,9 @@ def _next_command_lists(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[li
     real = os.scandir
 
     def scandir(path: str) -> object:
-        listed.append(Path(path).relative_to(root).as_posix())
+        rel = Path(path).relative_to(root).as_posix()
+        if rel.split("/")[0] == "tasks":  # the cache's save lists its own folder for stale temp files
+            listed.append(rel)
         return real(path)
 
     monkeypatch.setattr(discovery.os, "scandir", scandir)
