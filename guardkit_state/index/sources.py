@@ -38,8 +38,8 @@ from guardkit_state.index.readings import (
 from guardkit_state.index.records import FEATURE, TASK, TURN_STATES, IndexRecord, project_group_id
 from guardkit_state.index.task_records import feature_record_from_data, task_record_from_data
 from guardkit_state.index.turn_records import turn_record
+from guardkit_state.store.turn_files import turn_state_number
 from guardkit_state.taskfile.resolve import Copy, choose, plan_paths
-from guardkit_state.turns.spend import turn_state_number
 
 
 @dataclass

@@ -26,7 +26,7 @@ from guardkit_state.index.records import (
 from guardkit_state.model import TurnState, turn_state_id
 from guardkit_state.store.jsonio import load_record
 from guardkit_state.store.layout import STATE_DIR, WORKTREES_DIR
-from guardkit_state.turns.spend import turn_state_number
+from guardkit_state.store.turn_files import turn_state_number
 
 _CRITERION_ID = re.compile(r"^\s*([A-Za-z]+-\d+)\b")
 

@@ -25,10 +25,10 @@ from guardkit_state.model import Fields
 from guardkit_state.store.layout import STATE_DIR, artifacts_dir, branch_for, worktree_path
 from guardkit_state.store.reads import MAX_FILE_BYTES, read_bytes_capped
 from guardkit_state.store.safe_paths import validate_task_id
+from guardkit_state.store.turn_files import turn_state_number
 from guardkit_state.taskfile.locate import autobuild_branches_at, feature_branch_of_task
 from guardkit_state.taskfile.read_scope import scoped
 from guardkit_state.taskfile.resolve import find_task, resolve_task
-from guardkit_state.turns.spend import turn_state_number
 
 log = logging.getLogger("guardkit_state.inspect.review")
 

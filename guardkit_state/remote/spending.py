@@ -20,7 +20,8 @@ from guardkit_state.git.parse import parse_tree
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.store.layout import STATE_DIR, branch_for
 from guardkit_state.store.reads import MAX_FILE_BYTES
-from guardkit_state.turns.spend import state_cost, turn_state_number
+from guardkit_state.store.turn_files import turn_state_number
+from guardkit_state.turns.spend import state_cost
 
 
 @dataclass

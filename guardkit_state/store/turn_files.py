@@ -209,3 +209,11 @@ class TurnStore:
     def read_turn_state(self, turn: int) -> TurnState | None:
         data = self.read("turn_state", turn)
         return None if data is None else TurnState.from_dict(data)
+
+
+def turn_state_number(name: str) -> int | None:
+    """The turn of a file named ``turn_state_turn_N.json``, else None."""
+    number = name.removeprefix("turn_state_turn_").removesuffix(".json")
+    # (ASCII digits only: str.isdigit() is true of a superscript three too, which int() refuses)
+    return int(number) if name.startswith("turn_state_turn_") and name.endswith(".json") and number.isascii() \
+        and number.isdigit() else None

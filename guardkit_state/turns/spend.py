@@ -10,6 +10,7 @@ from pathlib import Path
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.store.layout import artifacts_dir
 from guardkit_state.store.reads import read_bytes_capped
+from guardkit_state.store.turn_files import turn_state_number
 
 
 def turn_costs(checkout: Path, task_id: str) -> list[tuple[int, float | None]]:
@@ -29,14 +30,6 @@ def turn_costs(checkout: Path, task_id: str) -> list[tuple[int, float | None]]:
             text = b""
         costs.append((number, state_cost(text)))
     return sorted(costs)
-
-
-def turn_state_number(name: str) -> int | None:
-    """The turn of a file named ``turn_state_turn_N.json``, else None."""
-    number = name.removeprefix("turn_state_turn_").removesuffix(".json")
-    # (ASCII digits only: str.isdigit() is true of a superscript three too, which int() refuses)
-    return int(number) if name.startswith("turn_state_turn_") and name.endswith(".json") and number.isascii() \
-        and number.isdigit() else None
 
 
 def state_cost(text: str | bytes) -> float | None:
@@ -98,4 +91,4 @@ def feature_spend(worktrees: Path, task_ids: Iterable[str], merged_into: Path | 
 
 
 __all__ = ["feature_spend", "merged_task_spend", "over_limit", "state_cost", "task_spend",
-           "turn_costs", "turn_state_number"]
+           "turn_costs"]
