@@ -57,7 +57,7 @@ from guardkit_state.loop.events import EventSink, LoopEvent, Note, ignore
 from guardkit_state.loop.run import LoopOptions
 from guardkit_state.loop.session import interrupts_as_exceptions, logging_to
 from guardkit_state.plans import plan_progress as progress_values
-from guardkit_state.plans.failure_rules import skipped_by, stops_on_failure
+from guardkit_state.plans.failure_rules import skipped_by, skipped_reason, stops_on_failure
 from guardkit_state.plans.merge_queue_log import QueueStep
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.plan_checks import check_plan_identity, check_task_branches
@@ -458,7 +458,7 @@ class _FeatureRun:
             self.states[task_id] = replace(self.states[task_id], phase="closed")
             outcome = self.result.task(task_id)
             outcome.status, outcome.outcome = "skipped", "dependency_failed"
-            outcome.reason = f"skipped: it needs {needs[task_id]}, which ended without approval"
+            outcome.reason = skipped_reason(needs[task_id])
             self._write_task(task_id)
         return skipped
 

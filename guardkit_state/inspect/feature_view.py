@@ -29,7 +29,7 @@ from guardkit_state.features.standing import (
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Fields, Outcome
-from guardkit_state.plans.failure_rules import skipped_by, stops_on_failure
+from guardkit_state.plans.failure_rules import skipped_by, skipped_reason, stops_on_failure
 from guardkit_state.plans.guardkit_keys import AWAITING_MERGE, run_settings
 from guardkit_state.plans.merge_queue_log import QueueStep, recorded_steps
 from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
@@ -315,7 +315,7 @@ def next_step(plan: FeaturePlan, waves: list[list[str]], rows: list[FeatureTaskR
     if passed:  # as the run ends: not completed, their work is not on the feature branch
         without = [row.task_id for row in rows if row.task_id in passed or row.task_id in skipped]
         why = [f"{t} ended without approval ({by_id[t].outcome}): {by_id[t].reason}" if t in passed
-               else f"{t} skipped: it needs {skipped[t]}, which ended without approval" for t in without]
+               else f"{t} {skipped_reason(skipped[t])}" for t in without]
         return NextStep(None, (), (), (), f"nothing left to run: the feature ends completed without "
                         f"{', '.join(without)} ({'; '.join(why)})", None, tuple(skipped))
     return NextStep(None, (), (), (), f"nothing: every wave is merged into {branch_for(feature_id)}"

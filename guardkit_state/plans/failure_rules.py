@@ -52,10 +52,15 @@ def skipped_by(failed: Iterable[str], plan: FeaturePlan) -> dict[str, str]:
     return {task.id: blocked[task.id] for task in plan.tasks if task.id in blocked and blocked[task.id] != task.id}
 
 
+def skipped_reason(cause: str) -> str:
+    """Why a task :func:`skipped_by` names did not run, in the words ``show`` and the result print."""
+    return f"skipped: it needs {cause}, which ended without approval"
+
+
 def _wave_entries(plan: FeaturePlan) -> list[dict[str, Any]]:
     waves = plan.data.get("waves")
     values = waves.values() if isinstance(waves, dict) else waves if isinstance(waves, list) else ()
     return [entry for entry in values if isinstance(entry, dict)]
 
 
-__all__ = ["skipped_by", "stops_on_failure"]
+__all__ = ["skipped_by", "skipped_reason", "stops_on_failure"]

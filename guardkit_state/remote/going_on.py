@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from guardkit_state.features.progress import TaskState
-from guardkit_state.plans.failure_rules import skipped_by, stops_on_failure
+from guardkit_state.plans.failure_rules import skipped_by, skipped_reason, stops_on_failure
 from guardkit_state.plans.plan import FeaturePlan
 
 
@@ -41,14 +41,14 @@ class GoingOn:
             return state
         self.skipped[task] = cause
         return replace(state, phase="closed", outcome="dependency_failed",
-                       reason=f"skipped: it needs {cause}, which ended without approval")
+                       reason=skipped_reason(cause))
 
     def without(self, feature_branch: str) -> tuple[list[str], str]:
         """The tasks every wave done leaves out (in plan order; none when nothing was passed over),
         and why, in one line."""
         names = [task.id for task in self.plan.tasks if task.id in self.failed or task.id in self.skipped]
         parts = [f"{task}: {self.failed[task]}" if task in self.failed
-                 else f"{task} skipped: it needs {self.skipped[task]}, which ended without approval" for task in names]
+                 else f"{task} {skipped_reason(self.skipped[task])}" for task in names]
         merged = "every other" if len(names) < len(self.plan.tasks) else "no"  # (none left: no merge to claim)
         return names, "; ".join(parts) + f"; {merged} task merged into {feature_branch}"
 
