@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from guardkit_state.turns.history import TaskHistory
+from guardkit_state.turns.spend import reported_usd
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,7 @@ class TurnCost:
     @property
     def cost_usd(self) -> float | None:
         """The turn's cost, or None when no agent of it reported one."""
-        costs = [run["cost_usd"] for run in self.runs.values() if _is_number(run.get("cost_usd"))]
+        costs = [cost for run in self.runs.values() if (cost := reported_usd(run.get("cost_usd"))) is not None]
         return round(sum(costs), 6) if costs else None
 
     def tokens(self, key: str) -> int:
@@ -54,8 +55,8 @@ class TaskCost:
 def describe_run(run: dict[str, object]) -> str:
     """``claude (sonnet) $0.0123 · 1,200 in / 340 out · 12.3s``: what an agent's run cost."""
     parts = [str(run.get("agent") or "agent") + (f" ({run['model']})" if run.get("model") else "")]
-    cost = run.get("cost_usd")
-    if isinstance(cost, (int, float)):
+    cost = reported_usd(run.get("cost_usd"))
+    if cost is not None:
         parts.append(f"${cost:.4f}")
     tokens_in, tokens_out = run.get("tokens_in"), run.get("tokens_out")
     if isinstance(tokens_in, int) or isinstance(tokens_out, int):
@@ -68,10 +69,6 @@ def describe_run(run: dict[str, object]) -> str:
 
 def _count(value: object) -> str:
     return f"{value:,}" if isinstance(value, int) else "?"
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def task_cost(history: TaskHistory, recorded_turns: int) -> TaskCost:

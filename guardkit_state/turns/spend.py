@@ -43,12 +43,19 @@ def state_cost(text: str | bytes) -> float | None:
         runs = {}
     total: float | None = None
     for run in runs.values() if isinstance(runs, dict) else ():
-        cost = run.get("cost_usd") if isinstance(run, dict) else None
-        # Only what an agent can have spent: a negative, NaN or infinite figure (a hand-edited
-        # file) would lower the total or make it NaN, and --max-cost would never be reached.
-        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0:
+        cost = reported_usd(run.get("cost_usd") if isinstance(run, dict) else None)
+        if cost is not None:
             total = (total or 0.0) + cost
     return total
+
+
+def reported_usd(value: object) -> float | None:
+    """An agent run's ``cost_usd`` when it is what an agent can have spent, else None: a negative,
+    NaN or infinite figure (a hand-edited file) would lower a total or make it NaN, and --max-cost
+    would never be reached. ``status``, ``show`` and the limit all count through this."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+        return float(value)
+    return None
 
 
 def task_spend(checkout: Path, task_id: str) -> float | None:
@@ -90,5 +97,5 @@ def feature_spend(worktrees: Path, task_ids: Iterable[str], merged_into: Path | 
     return sum(merged_task_spend(worktrees, task_id, merged_into) for task_id in task_ids)
 
 
-__all__ = ["feature_spend", "merged_task_spend", "over_limit", "state_cost", "task_spend",
+__all__ = ["feature_spend", "merged_task_spend", "over_limit", "reported_usd", "state_cost", "task_spend",
            "turn_costs"]
