@@ -906,7 +906,7 @@ def test_a_merge_that_landed_is_seen_at_once_though_its_dead_merger_never_releas
     assert merged_order(bare) == ["TASK-FB-001"]
 
 
-@pytest.mark.parametrize("blocked", ["TASK-FB-001", "MERGE-WAVES"])
+@pytest.mark.parametrize("blocked", ["TASK-FB-001", "MERGE-WAVES", "TASK-FB-001/old"])
 def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blocked: str) -> None:
     from guardkit_state.remote.worker import WorkerOptions, run_worker
@@ -915,7 +915,8 @@ def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it(
     bare, mine, theirs = _two_machines(tmp_path, project)
     if blocked == "MERGE-WAVES":
         _run_elsewhere(project, theirs, "TASK-FB-001")
-    # Something that is no worker pushed a commit of its own where a claim would be.
+    # Something that is no worker pushed a commit of its own where a claim would be (or below it,
+    # where git keeps the claim ref from being created).
     ref = f"refs/guardkit/claims/{FEATURE_ID}/{blocked}"
     tree = git(theirs, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
     foreign = git(theirs, "commit-tree", tree, "-m", "a note of some other tool").strip()
@@ -944,6 +945,37 @@ def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it(
     assert not any("another worker is merging it" in n or "claimed by a live worker" in n for n in notes)
     assert result.ran == ([] if blocked == "MERGE-WAVES" else ["TASK-FB-001"])
     assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_a_claim_commit_pushed_at_another_depth_never_holds_its_task(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare, mine, theirs = _two_machines(tmp_path, project)
+    # A live claim of TASK-FB-001 moved by hand from its claim ref to one a level deeper.
+    repo = GitRepo.discover(theirs)
+    assert repo is not None
+    held = ClaimBoard(repo, "origin", "elsewhere").claim(FEATURE_ID, "TASK-FB-001", lease=600)
+    assert held is not None
+    nested = f"refs/guardkit/claims/{FEATURE_ID}/x/TASK-FB-001"
+    git(theirs, "push", "-q", "origin", f":{held.ref}")
+    git(theirs, "push", "-q", "origin", f"{held.sha}:{nested}")
+    notes: list[str] = []
+    player, coach = _agents_in_process(project, monkeypatch)
+    # Read as the task's claim it would hold the task for good: it goes after 30 s, and the test fails below.
+    fallback = threading.Timer(30, subprocess.run, (["git", "push", "-q", "origin", f":{nested}"],),
+                               {"cwd": theirs, "capture_output": True, "check": False})
+    fallback.start()
+    try:
+        result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1),
+                            on_note=notes.append)
+    finally:
+        fallback.cancel()
+    assert result.done and result.ran == ["TASK-FB-001"], result.reason
+    assert not any("claimed by a live worker" in n or "waiting" in n for n in notes), notes
+    assert merged_order(bare) == ["TASK-FB-001"]
+    assert git(bare, "for-each-ref", "--format=%(refname)", "refs/guardkit/claims/").split() == [nested]
 
 
 def test_looks_at_another_workers_merge_start_quick_and_slow_down_to_the_poll() -> None:

@@ -23,6 +23,7 @@ from guardkit_state.errors import BranchMovedError, ClaimLostError, RemoteReject
 from guardkit_state.git.stale_locks import remove_named_stale_lock
 from guardkit_state.store.fsio import crash_point
 from guardkit_state.store.layout import BRANCH_PREFIX
+from guardkit_state.store.safe_paths import is_task_id
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
@@ -129,6 +130,20 @@ def list_refs(repo: GitRepo, *prefixes: str) -> list[RefRecord]:
         if name:
             records.append((name, sha, message))
     return records
+
+
+def task_ref_place(name: str, prefix: str) -> tuple[str, bool] | None:
+    """Where a ref under a folder of refs named by task (``prefix``: a feature's claims or ledgers
+    on the remote, or the copy a clone fetched them to) stands, as every reader of them takes it:
+    ``(task, True)`` for ``<prefix>/<TASK>``, the task's ref; ``(task, False)`` for a ref below it
+    (``<prefix>/<TASK>/...``): not the task's, but in its way (git keeps no ref under another ref's
+    name: the task's ref cannot be created while it is there); None for any other ref (its first
+    name no task id): no task's, in the way of none. A ref pushed at ``<prefix>/x/<TASK>`` (by hand,
+    or by a broken build) is never read as ``<TASK>``'s."""
+    task, _, below = name.removeprefix(f"{prefix}/").partition("/")
+    if not name.startswith(f"{prefix}/") or not is_task_id(task):
+        return None
+    return task, not below
 
 
 @dataclass
@@ -297,4 +312,4 @@ def first_line(text: str) -> str:
 
 __all__ = ["REMOTE_LOCK_AGE", "RemoteBranches", "busy_lock", "clear_remote_lock", "fetch_refs", "first_line",
            "list_refs", "listed_refs", "lock_contention",
-           "ls_remote", "remote_refs"]
+           "ls_remote", "remote_refs", "task_ref_place"]
