@@ -4,7 +4,9 @@ The remote is the truth: before a worker decides anything it fetches the ``autob
 branches into ``refs/remotes/<remote>/autobuild/*`` and moves each local branch to the remote's
 when the local one is behind (a branch checked out in one of this clone's worktrees is moved
 there, by a fast-forward of that worktree). A local branch ahead of the remote (a turn committed
-but not pushed) is left alone; its push is the next thing its worker does.
+but not pushed) is left alone; its push is the next thing its worker does. So is one that another
+process of the clone moves or creates between the fetch and the move (each is moved only from
+where it was listed, a new one only where none is yet).
 
 Pushes carry a lease (``--force-with-lease=<ref>:<expected>``): a turn or a merge is pushed only
 onto the commit its worker last saw, so a worker whose claim was taken over cannot overwrite the
@@ -198,14 +200,18 @@ class RemoteBranches:
         return remote
 
     def _move_branches(self, moves: list[tuple[str, str, str | None]]) -> None:
-        """Each ``(ref, sha, old)`` set to ``sha`` where it is still ``old``: one ``update-ref --stdin``
-        for all (a fetch after a round of six workers brings a dozen new branches). Should one have
-        moved meanwhile, that transaction changes nothing and each is set alone, as it would be."""
-        lines = "".join(f"update {ref} {sha}{'' if old is None else ' ' + old}\n" for ref, sha, old in moves)
-        if len(moves) > 1 and self.repo.run("update-ref", "--stdin", stdin=lines.encode(), check=False)[0] == 0:
+        """Each ``(ref, sha, old)`` set to ``sha`` where it is still ``old`` (None: where it still does
+        not exist, the zero oid): one ``update-ref --stdin`` for all (a fetch after a round of six
+        workers brings a dozen new branches). Should one have moved or been made meanwhile by another
+        process of this clone (a loop's turn, the branch a loop creates for its task, a person), that
+        transaction changes nothing and each is set alone: that one is refused and left where it is,
+        for its worker to decide on, as a branch ahead of the remote's or apart from it is."""
+        updates = [(ref, sha, old or "0" * len(sha)) for ref, sha, old in moves]
+        lines = "".join(f"update {ref} {sha} {old}\n" for ref, sha, old in updates)
+        if len(updates) > 1 and self.repo.run("update-ref", "--stdin", stdin=lines.encode(), check=False)[0] == 0:
             return
-        for ref, sha, old in moves:
-            self.repo.run("update-ref", ref, sha, *([old] if old else []))
+        for ref, sha, old in updates:
+            self.repo.run("update-ref", ref, sha, old, check=False)
 
     def push(self, branch: str, expected: str | None, *, also: tuple[str, ...] = (), sha: str | None = None) -> str:
         """Push local ``branch`` (or the commit ``sha``, the branch left where it is) onto the remote's,
