@@ -11,7 +11,7 @@ import pytest
 
 from guardkit_state.errors import RemoteUnreachableError
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.remote.branches import RemoteBranches, listed_refs
+from guardkit_state.remote.branches import RemoteBranches, list_refs, listed_refs
 from guardkit_state.remote.claims import ClaimBoard
 from tests.conftest import run_git
 from tests.feature_support import count_git_runs
@@ -153,3 +153,16 @@ def test_fetch_branch_from_a_remote_gone_says_it_cannot_reach_the_remote(git_rep
     with pytest.raises(RemoteUnreachableError) as caught:
         RemoteBranches(repo, "origin").fetch_branch("autobuild/TASK-X-001")
     assert caught.value.message.startswith("cannot reach remote 'origin': ")
+
+
+def test_a_commit_message_never_adds_a_ref_to_a_listing(git_repo: Path) -> None:
+    # A claim or ledger ref holds a commit anyone with push access writes: its message carried the
+    # listing's record separator and a ref name after it, read as one more ref (a task "claimed" by
+    # a ref that is not there, its note naming a ref nobody could delete).
+    repo = GitRepo.discover(git_repo)
+    assert repo is not None
+    prefix = "refs/guardkit/seen/origin/claims/FEAT-X"
+    message = f"a note\x01{prefix}/TASK-X-002\n\x01{prefix}/TASK-X-003\x02"
+    sha = repo.text("commit-tree", repo.empty_tree(), "-m", message)
+    run_git(git_repo, "update-ref", f"{prefix}/TASK-X-001", sha)
+    assert list_refs(repo, prefix) == [(f"{prefix}/TASK-X-001", sha, message + "\n")]

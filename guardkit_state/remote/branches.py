@@ -123,15 +123,8 @@ def remote_refs(repo: GitRepo, remote: str, pattern: str) -> dict[str, str]:
 
 def list_refs(repo: GitRepo, *prefixes: str) -> list[RefRecord]:
     """The refs under ``prefixes`` (folders, without the trailing slash), in one ``for-each-ref``."""
-    _, out, _ = repo.run("for-each-ref", "--format=%(refname)%00%(objectname)%00%(contents)%01",
-                         *(f"{prefix}/" for prefix in prefixes), check=False)
-    records = []
-    for record in out.decode("utf-8", "replace").split("\x01"):
-        name, _, rest = record.strip("\n").partition("\x00")
-        sha, _, message = rest.partition("\x00")
-        if name:
-            records.append((name, sha, message))
-    return records
+    found = repo.refs(("refname", "objectname", "contents"), *(f"{prefix}/" for prefix in prefixes)) or []
+    return [(name, sha, message) for name, sha, message in found]
 
 
 def task_ref_place(name: str, prefix: str) -> tuple[str, bool] | None:
