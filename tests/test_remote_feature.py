@@ -939,7 +939,9 @@ def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it(
         fallback.cancel()
     assert result.done, result.reason
     said = [n for n in notes if ref in n]
-    assert said == [f"waiting: wave 1: {ref} on the remote holds {foreign[:10]}, which is no guardkit claim: "
+    held = (f"holds {foreign[:10]}, which is no guardkit claim" if "/" not in blocked else
+            f"({foreign[:10]}) keeps git from creating the claim ref refs/guardkit/claims/{FEATURE_ID}/TASK-FB-001")
+    assert said == [f"waiting: wave 1: {ref} on the remote {held}: "
                     + ("nothing merges it" if blocked == "MERGE-WAVES" else "TASK-FB-001 runs nowhere")
                     + f" until it is deleted (git push origin :{ref})"]
     assert not any("another worker is merging it" in n or "claimed by a live worker" in n for n in notes)
