@@ -372,6 +372,15 @@ class ClaimBoard:
                 self._seen[ref] = (sha, now)
         return claims
 
+    def foreign_note(self, feature: str, task: str, what: str) -> str:
+        """Which ref holds ``task`` in :attr:`foreign`, with ``what`` that stops, and the command that
+        clears it: such a ref is never taken over (something else pushed it)."""
+        ref, sha = self.foreign[task]
+        own = claim_ref(feature, task)
+        held = (f"holds {sha[:10]}, which is no guardkit claim" if ref == own
+                else f"({sha[:10]}) keeps git from creating the claim ref {own}")  # a ref below it
+        return f"{ref} on the remote {held}: {what} until it is deleted (git push {self.remote} :{ref})"
+
     def is_stale(self, claim: Claim, *, stale_after: float) -> bool:
         """This worker saw the same beat for the claim's whole lease and ``stale_after`` seconds, by
         its monotonic clock (no wall clocks compared); a claim without its lease's length (or with
