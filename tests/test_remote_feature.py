@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -906,6 +907,19 @@ def test_a_merge_that_landed_is_seen_at_once_though_its_dead_merger_never_releas
     assert merged_order(bare) == ["TASK-FB-001"]
 
 
+@contextlib.contextmanager
+def _deleted_after_30_seconds(machine: Path, ref: str) -> Iterator[None]:
+    """``ref`` deleted on the remote from ``machine`` 30 s from now, unless the block has ended: a
+    worker it would hold for good ends then, and the test's assertions say what went wrong."""
+    fallback = threading.Timer(30, subprocess.run, (["git", "push", "-q", "origin", f":{ref}"],),
+                               {"cwd": machine, "capture_output": True, "check": False})
+    fallback.start()
+    try:
+        yield
+    finally:
+        fallback.cancel()
+
+
 @pytest.mark.parametrize("blocked", ["TASK-FB-001", "MERGE-WAVES", "TASK-FB-001/old"])
 def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blocked: str) -> None:
@@ -929,14 +943,8 @@ def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it(
             git(theirs, "push", "-q", "origin", f":{ref}")  # the user does as the note says
 
     player, coach = _agents_in_process(project, monkeypatch)
-    # Without the note the ref would stand for good: it goes after 30 s anyway, and the test fails below.
-    fallback = threading.Timer(30, subprocess.run, (["git", "push", "-q", "origin", f":{ref}"],),
-                               {"cwd": theirs, "capture_output": True, "check": False})
-    fallback.start()
-    try:
+    with _deleted_after_30_seconds(theirs, ref):  # without the note the ref would stand for good
         result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1), on_note=note)
-    finally:
-        fallback.cancel()
     assert result.done, result.reason
     said = [n for n in notes if ref in n]
     held = (f"holds {foreign[:10]}, which is no guardkit claim" if "/" not in blocked else
@@ -965,15 +973,9 @@ def test_a_claim_commit_pushed_at_another_depth_never_holds_its_task(tmp_path: P
     git(theirs, "push", "-q", "origin", f"{held.sha}:{nested}")
     notes: list[str] = []
     player, coach = _agents_in_process(project, monkeypatch)
-    # Read as the task's claim it would hold the task for good: it goes after 30 s, and the test fails below.
-    fallback = threading.Timer(30, subprocess.run, (["git", "push", "-q", "origin", f":{nested}"],),
-                               {"cwd": theirs, "capture_output": True, "check": False})
-    fallback.start()
-    try:
+    with _deleted_after_30_seconds(theirs, nested):  # read as the task's claim, it would hold the task for good
         result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1),
                             on_note=notes.append)
-    finally:
-        fallback.cancel()
     assert result.done and result.ran == ["TASK-FB-001"], result.reason
     assert not any("claimed by a live worker" in n or "waiting" in n for n in notes), notes
     assert merged_order(bare) == ["TASK-FB-001"]
