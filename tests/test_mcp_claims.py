@@ -200,3 +200,19 @@ def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it_not_taken_fo
     assert second["reason"] == (f"wave 1: {ref} on the remote {held}: TASK-FB-001 runs nowhere until it is deleted "
                                 f"(git push origin :{ref})")
     assert claims_on(bare) == {ref: foreign, f"refs/guardkit/claims/{FEATURE_ID}/TASK-FB-002": first["claim_sha"]}
+
+
+def test_a_claim_made_through_mcp_is_never_adopted_by_a_worker_starting_in_the_clone(
+        machine: tuple[Path, Path]) -> None:
+    # The claim is the agent's (by its worker id), not the server process's: a worker of this clone
+    # that adopted it as a dead worker's would take it back at once, under the agent still at work.
+    from guardkit_state.git.repo import GitRepo
+    from guardkit_state.remote.own_claims import ClaimKeeper
+
+    repo, bare = machine
+    first, = with_server(repo, _one)
+    found = GitRepo.discover(repo)
+    assert found is not None
+    with ClaimKeeper(found, "origin", "a-worker-starting-here") as keeper:
+        assert keeper.adopt() == {}
+    assert claims_on(bare) == {first["claim_ref"]: first["claim_sha"]}
