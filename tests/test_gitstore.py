@@ -66,6 +66,21 @@ def test_parse_turn_log_skips_malformed_records() -> None:
 # -- questions ------------------------------------------------------------------------------
 
 
+def test_refs_lists_each_refs_values_whatever_its_message_holds(git_repo: Path) -> None:
+    repo = GitRepo.discover(git_repo)
+    assert repo is not None
+    base = repo.text("rev-parse", "HEAD")
+    note = repo.text("commit-tree", repo.empty_tree(), "-m", "subject\x01refs/heads/x\n\nbody \x1e\x1f")
+    run_git(git_repo, "update-ref", "refs/notes-x/one", note)
+    run_git(git_repo, "branch", "autobuild/T-1")
+    assert repo.refs(("refname", "objectname", "contents"), "refs/notes-x/") == [
+        ("refs/notes-x/one", note, "subject\x01refs/heads/x\n\nbody \x1e\x1f\n")]
+    assert repo.refs(("refname", "objectname"), "refs/heads/autobuild/") == [("refs/heads/autobuild/T-1", base)]
+    assert repo.refs(("refname",), "--no-merged=main", "refs/heads/") == []
+    assert repo.refs(("refname",), "--no-merged=no-such-rev", "refs/heads/") is None
+    assert repo.refs(("refname",), "refs/nothing-here/") == []
+
+
 def test_discover_root_from_subdirectory_and_none_outside(git_repo: Path, tmp_path: Path) -> None:
     (git_repo / "sub" / "deep").mkdir(parents=True)
     repo = _repo(git_repo / "sub" / "deep")

@@ -176,3 +176,43 @@ def test_a_worker_id_that_is_not_one_line_of_safe_characters_is_refused_before_a
         line = error_text(refused)
         assert "is not one line of letters, digits and . _ : @ + -" in line and "\n" not in line
     assert claims_on(bare) == {}
+
+
+@pytest.mark.parametrize("below", ["", "/old"])
+def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it_not_taken_for_a_lost_race(
+        machine: tuple[Path, Path], below: str) -> None:
+    # Something that is no worker pushed a commit where TASK-FB-001's claim would be, or below it
+    # (git then cannot create the claim ref): no claimant took the task, and asking again never helps.
+    repo, bare = machine
+    ref = f"refs/guardkit/claims/{FEATURE_ID}/TASK-FB-001{below}"
+    tree = git(repo, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
+    foreign = git(repo, "commit-tree", tree, "-m", "a note of some other tool").strip()
+    git(repo, "push", "-q", "origin", f"{foreign}:{ref}")
+
+    async def session(client: Client) -> list[Any]:
+        return [answer(await claim(client)), answer(await claim(client))]
+
+    first, second = with_server(repo, session)
+    assert first["status"] == "claimed" and first["task_id"] == "TASK-FB-002" and "lost_to_others" not in first
+    held = (f"holds {foreign[:10]}, which is no guardkit claim" if not below else
+            f"({foreign[:10]}) keeps git from creating the claim ref refs/guardkit/claims/{FEATURE_ID}/TASK-FB-001")
+    assert second["status"] == "nothing_ready"
+    assert second["reason"] == (f"wave 1: {ref} on the remote {held}: TASK-FB-001 runs nowhere until it is deleted "
+                                f"(git push origin :{ref})")
+    assert claims_on(bare) == {ref: foreign, f"refs/guardkit/claims/{FEATURE_ID}/TASK-FB-002": first["claim_sha"]}
+
+
+def test_a_claim_made_through_mcp_is_never_adopted_by_a_worker_starting_in_the_clone(
+        machine: tuple[Path, Path]) -> None:
+    # The claim is the agent's (by its worker id), not the server process's: a worker of this clone
+    # that adopted it as a dead worker's would take it back at once, under the agent still at work.
+    from guardkit_state.git.repo import GitRepo
+    from guardkit_state.remote.own_claims import ClaimKeeper
+
+    repo, bare = machine
+    first, = with_server(repo, _one)
+    found = GitRepo.discover(repo)
+    assert found is not None
+    with ClaimKeeper(found, "origin", "a-worker-starting-here") as keeper:
+        assert keeper.adopt() == {}
+    assert claims_on(bare) == {first["claim_ref"]: first["claim_sha"]}

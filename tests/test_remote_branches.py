@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state.errors import GitError, RemoteUnreachableError
+from guardkit_state.errors import RemoteUnreachableError
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.remote.branches import RemoteBranches, listed_refs
+from guardkit_state.remote.branches import RemoteBranches, list_refs, listed_refs
 from guardkit_state.remote.claims import ClaimBoard
 from tests.conftest import run_git
 from tests.feature_support import count_git_runs
@@ -73,38 +73,69 @@ def test_sync_moves_the_branches_behind_the_remote_in_one_git_call(
     assert [call[:2] for call in calls if call[0] == "update-ref"] == [("update-ref", "--stdin")]
 
 
-def test_a_branch_moved_here_between_the_listing_and_the_update_is_never_set_over(
-        git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Three branches behind the remote's are set in one update-ref transaction, each where it was
-    # listed; one moved meanwhile (a commit made in this clone by another process), so the
-    # transaction changes nothing and each is set alone: the moved one is refused, as it was before
-    # the transaction, and kept where it moved.
-    bare = make_bare(tmp_path, git_repo)
-    base = run_git(git_repo, "rev-parse", "main").strip()
-    machine = clone(bare.as_uri(), tmp_path / "machine")
-    for n in (1, 2, 3):
-        run_git(machine, "branch", f"autobuild/TASK-X-00{n}", base)
-    run_git(machine, "commit", "-q", "--allow-empty", "-m", "a turn made here meanwhile")
-    here = run_git(machine, "rev-parse", "HEAD").strip()
-    run_git(git_repo, "commit", "-q", "--allow-empty", "-m", "a turn pushed elsewhere")
-    moved = run_git(git_repo, "rev-parse", "HEAD").strip()
-    run_git(git_repo, "push", "-q", str(bare), *(f"{moved}:refs/heads/autobuild/TASK-X-00{n}" for n in (1, 2, 3)))
+def _another_process_at_first_update_ref(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, branch: str,
+                                        sha: str) -> Path:
+    """git on PATH made to set ``branch`` to ``sha`` just before the first ``update-ref`` a test runs (as
+    another process of the clone would, between the listing and the update); the marker it leaves."""
     real = shutil.which("git")
     assert real is not None
     wrapper, marker = tmp_path / "bin" / "git", tmp_path / "moved"
     wrapper.parent.mkdir()
-    wrapper.write_text(f'#!/bin/sh\nif [ "$1 $2" = "update-ref --stdin" ] && [ ! -e {marker} ]; then\n'
-                       f'  touch {marker}\n  {shlex.quote(real)} update-ref refs/heads/autobuild/TASK-X-002 {here}\n'
+    wrapper.write_text(f'#!/bin/sh\nif [ "$1" = "update-ref" ] && [ ! -e {marker} ]; then\n'
+                       f'  touch {marker}\n  {shlex.quote(real)} update-ref refs/heads/{branch} {sha}\n'
                        f'fi\nexec {shlex.quote(real)} "$@"\n')
     wrapper.chmod(0o755)
     monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    return marker
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_a_branch_moved_here_between_the_listing_and_the_update_is_left_for_its_worker(
+        git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int) -> None:
+    # Branches behind the remote's are set in one update-ref transaction, each where it was listed;
+    # one moved meanwhile (a commit made in this clone by another process), so the transaction
+    # changes nothing and each is set alone: the moved one is left where it moved, as a branch ahead
+    # or apart is (its worker decides), and the sync goes on (it used to stop the worker).
+    bare = make_bare(tmp_path, git_repo)
+    base = run_git(git_repo, "rev-parse", "main").strip()
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    names = [f"autobuild/TASK-X-00{n}" for n in range(1, count + 1)]
+    for name in names:
+        run_git(machine, "branch", name, base)
+    run_git(machine, "commit", "-q", "--allow-empty", "-m", "a turn made here meanwhile")
+    here = run_git(machine, "rev-parse", "HEAD").strip()
+    run_git(git_repo, "commit", "-q", "--allow-empty", "-m", "a turn pushed elsewhere")
+    moved = run_git(git_repo, "rev-parse", "HEAD").strip()
+    run_git(git_repo, "push", "-q", str(bare), *(f"{moved}:refs/heads/{name}" for name in names))
+    marker = _another_process_at_first_update_ref(tmp_path, monkeypatch, names[-1], here)
     repo = GitRepo.discover(machine)
     assert repo is not None
-    with pytest.raises(GitError, match="update-ref refs/heads/autobuild/TASK-X-002"):
-        RemoteBranches(repo, "origin").sync()
+    assert RemoteBranches(repo, "origin").sync() == dict.fromkeys(names, moved)
     assert marker.exists()
-    assert run_git(machine, "rev-parse", "autobuild/TASK-X-002").strip() == here
-    assert run_git(machine, "rev-parse", "autobuild/TASK-X-001").strip() == moved
+    assert {name: run_git(machine, "rev-parse", name).strip() for name in names} == {
+        **dict.fromkeys(names, moved), names[-1]: here}
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_a_branch_created_here_between_the_listing_and_the_update_is_never_set_over(
+        git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int) -> None:
+    # A branch new to this clone is set only where it still does not exist: a loop of this clone
+    # that created its task branch meanwhile (or a person) keeps it.
+    bare = make_bare(tmp_path, git_repo)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    run_git(machine, "commit", "-q", "--allow-empty", "-m", "a turn made here meanwhile")
+    here = run_git(machine, "rev-parse", "HEAD").strip()
+    run_git(git_repo, "commit", "-q", "--allow-empty", "-m", "a turn pushed elsewhere")
+    moved = run_git(git_repo, "rev-parse", "HEAD").strip()
+    names = [f"autobuild/TASK-X-00{n}" for n in range(1, count + 1)]
+    run_git(git_repo, "push", "-q", str(bare), *(f"{moved}:refs/heads/{name}" for name in names))
+    marker = _another_process_at_first_update_ref(tmp_path, monkeypatch, names[0], here)
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    assert RemoteBranches(repo, "origin").sync() == dict.fromkeys(names, moved)
+    assert marker.exists()
+    assert {name: run_git(machine, "rev-parse", name).strip() for name in names} == {
+        **dict.fromkeys(names, moved), names[0]: here}
 
 
 def test_listed_refs_reads_ls_remote_lines() -> None:
@@ -122,3 +153,16 @@ def test_fetch_branch_from_a_remote_gone_says_it_cannot_reach_the_remote(git_rep
     with pytest.raises(RemoteUnreachableError) as caught:
         RemoteBranches(repo, "origin").fetch_branch("autobuild/TASK-X-001")
     assert caught.value.message.startswith("cannot reach remote 'origin': ")
+
+
+def test_a_commit_message_never_adds_a_ref_to_a_listing(git_repo: Path) -> None:
+    # A claim or ledger ref holds a commit anyone with push access writes: its message carried the
+    # listing's record separator and a ref name after it, read as one more ref (a task "claimed" by
+    # a ref that is not there, its note naming a ref nobody could delete).
+    repo = GitRepo.discover(git_repo)
+    assert repo is not None
+    prefix = "refs/guardkit/seen/origin/claims/FEAT-X"
+    message = f"a note\x01{prefix}/TASK-X-002\n\x01{prefix}/TASK-X-003\x02"
+    sha = repo.text("commit-tree", repo.empty_tree(), "-m", message)
+    run_git(git_repo, "update-ref", f"{prefix}/TASK-X-001", sha)
+    assert list_refs(repo, prefix) == [(f"{prefix}/TASK-X-001", sha, message + "\n")]

@@ -751,3 +751,45 @@ def test_a_new_worker_id_is_one_line_of_safe_characters_whatever_the_host_name(
     monkeypatch.setattr(claims_module.socket, "gethostname", lambda: "box one\nGuardkit-Beat: 9")
     made = claims_module.new_worker_id()
     assert claims_module.check_worker_id(made) == made and made.startswith("box-one-Guardkit-Beat--9:")
+
+
+
+def _move_claim(board: ClaimBoard, held: Claim, ref: str) -> None:
+    """``held``'s claim commit moved from its claim ref to ``ref``, as a hostile or buggy actor
+    pushing claim commits by hand would."""
+    run_git(board.repo.root, "push", "-q", "origin", f":{held.ref}")
+    run_git(board.repo.root, "push", "-q", "origin", f"{held.sha}:{ref}")
+
+
+@pytest.mark.parametrize("nested", [f"x/{TASK}", f"old/x/{TASK}", "lower"])
+def test_a_claim_ref_at_another_depth_or_named_by_no_task_id_is_no_claim(remote: Remote, nested: str) -> None:
+    other, mine = remote.machine("other"), remote.machine("mine")
+    ref = f"refs/guardkit/claims/{FEAT}/{nested}"
+    held = other.claim(FEAT, TASK, lease=600)
+    assert held is not None
+    _move_claim(other, held, ref)
+    assert mine.read(FEAT) == {} and mine.foreign == {}  # not TASK's claim, and in the way of no claim ref
+    assert remote_ref(remote, ref) == held.sha  # (still there)
+    mine_held = mine.claim(FEAT, TASK, lease=30)
+    assert mine_held is not None and remote_ref(remote, claim_ref(FEAT, TASK)) == mine_held.sha
+    assert mine.read(FEAT) == {TASK: mine_held}
+    # A lost race lists only the tasks whose claim refs are there.
+    assert other.claim(FEAT, TASK, lease=30) is None and other.taken == {TASK}
+
+
+@pytest.mark.parametrize("below", ["x", "TASK-R-002/y"])
+def test_a_ref_below_a_tasks_claim_ref_is_in_its_way_and_named(remote: Remote, below: str) -> None:
+    # git keeps no ref under another ref's name: while refs/.../TASK/x is there, TASK's claim ref
+    # cannot be created, so that ref holds the task as a foreign commit at the claim ref does.
+    other, mine = remote.machine("other"), remote.machine("mine")
+    ref = f"{claim_ref(FEAT, TASK)}/{below}"
+    held = other.claim(FEAT, TASK, lease=600)
+    assert held is not None
+    assert mine.read(FEAT) == {TASK: held}  # (in this clone's copy of the claims: the next fetch prunes it)
+    _move_claim(other, held, ref)
+    assert mine.read(FEAT) == {}
+    assert mine.foreign == {TASK: (ref, held.sha)}
+    assert mine.claim(FEAT, TASK, lease=30) is None  # in the way: a lost race, not a remote to wait for
+    assert mine.taken == {TASK}
+    run_git(mine.repo.root, "push", "-q", "origin", f":{ref}")
+    assert mine.claim(FEAT, TASK, lease=30) is not None

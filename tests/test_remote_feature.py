@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -906,7 +907,20 @@ def test_a_merge_that_landed_is_seen_at_once_though_its_dead_merger_never_releas
     assert merged_order(bare) == ["TASK-FB-001"]
 
 
-@pytest.mark.parametrize("blocked", ["TASK-FB-001", "MERGE-WAVES"])
+@contextlib.contextmanager
+def _deleted_after_30_seconds(machine: Path, ref: str) -> Iterator[None]:
+    """``ref`` deleted on the remote from ``machine`` 30 s from now, unless the block has ended: a
+    worker it would hold for good ends then, and the test's assertions say what went wrong."""
+    fallback = threading.Timer(30, subprocess.run, (["git", "push", "-q", "origin", f":{ref}"],),
+                               {"cwd": machine, "capture_output": True, "check": False})
+    fallback.start()
+    try:
+        yield
+    finally:
+        fallback.cancel()
+
+
+@pytest.mark.parametrize("blocked", ["TASK-FB-001", "MERGE-WAVES", "TASK-FB-001/old"])
 def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blocked: str) -> None:
     from guardkit_state.remote.worker import WorkerOptions, run_worker
@@ -915,7 +929,8 @@ def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it(
     bare, mine, theirs = _two_machines(tmp_path, project)
     if blocked == "MERGE-WAVES":
         _run_elsewhere(project, theirs, "TASK-FB-001")
-    # Something that is no worker pushed a commit of its own where a claim would be.
+    # Something that is no worker pushed a commit of its own where a claim would be (or below it,
+    # where git keeps the claim ref from being created).
     ref = f"refs/guardkit/claims/{FEATURE_ID}/{blocked}"
     tree = git(theirs, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
     foreign = git(theirs, "commit-tree", tree, "-m", "a note of some other tool").strip()
@@ -928,22 +943,43 @@ def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it(
             git(theirs, "push", "-q", "origin", f":{ref}")  # the user does as the note says
 
     player, coach = _agents_in_process(project, monkeypatch)
-    # Without the note the ref would stand for good: it goes after 30 s anyway, and the test fails below.
-    fallback = threading.Timer(30, subprocess.run, (["git", "push", "-q", "origin", f":{ref}"],),
-                               {"cwd": theirs, "capture_output": True, "check": False})
-    fallback.start()
-    try:
+    with _deleted_after_30_seconds(theirs, ref):  # without the note the ref would stand for good
         result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1), on_note=note)
-    finally:
-        fallback.cancel()
     assert result.done, result.reason
     said = [n for n in notes if ref in n]
-    assert said == [f"waiting: wave 1: {ref} on the remote holds {foreign[:10]}, which is no guardkit claim: "
+    held = (f"holds {foreign[:10]}, which is no guardkit claim" if "/" not in blocked else
+            f"({foreign[:10]}) keeps git from creating the claim ref refs/guardkit/claims/{FEATURE_ID}/TASK-FB-001")
+    assert said == [f"waiting: wave 1: {ref} on the remote {held}: "
                     + ("nothing merges it" if blocked == "MERGE-WAVES" else "TASK-FB-001 runs nowhere")
                     + f" until it is deleted (git push origin :{ref})"]
     assert not any("another worker is merging it" in n or "claimed by a live worker" in n for n in notes)
     assert result.ran == ([] if blocked == "MERGE-WAVES" else ["TASK-FB-001"])
     assert merged_order(bare) == ["TASK-FB-001"]
+
+
+def test_a_claim_commit_pushed_at_another_depth_never_holds_its_task(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare, mine, theirs = _two_machines(tmp_path, project)
+    # A live claim of TASK-FB-001 moved by hand from its claim ref to one a level deeper.
+    repo = GitRepo.discover(theirs)
+    assert repo is not None
+    held = ClaimBoard(repo, "origin", "elsewhere").claim(FEATURE_ID, "TASK-FB-001", lease=600)
+    assert held is not None
+    nested = f"refs/guardkit/claims/{FEATURE_ID}/x/TASK-FB-001"
+    git(theirs, "push", "-q", "origin", f":{held.ref}")
+    git(theirs, "push", "-q", "origin", f"{held.sha}:{nested}")
+    notes: list[str] = []
+    player, coach = _agents_in_process(project, monkeypatch)
+    with _deleted_after_30_seconds(theirs, nested):  # read as the task's claim, it would hold the task for good
+        result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1),
+                            on_note=notes.append)
+    assert result.done and result.ran == ["TASK-FB-001"], result.reason
+    assert not any("claimed by a live worker" in n or "waiting" in n for n in notes), notes
+    assert merged_order(bare) == ["TASK-FB-001"]
+    assert git(bare, "for-each-ref", "--format=%(refname)", "refs/guardkit/claims/").split() == [nested]
 
 
 def test_looks_at_another_workers_merge_start_quick_and_slow_down_to_the_poll() -> None:

@@ -22,6 +22,8 @@ def never_run(closed: tuple[str, ...] = ()) -> dict[str, TaskState]:
 @pytest.mark.parametrize(("refs", "merged", "closed", "local", "expected"), [
     ({}, {}, (), set(), ["T-1", "T-2", "T-3"]),
     ({f"{CLAIMS}/T-1": "c"}, {}, (), set(), ["T-2", "T-3"]),  # claimed elsewhere
+    ({f"{CLAIMS}/T-1/x": "c"}, {}, (), set(), ["T-2", "T-3"]),  # a ref below its claim ref: in its way
+    ({f"{CLAIMS}/x/T-1": "c"}, {}, (), set(), ["T-1", "T-2", "T-3"]),  # a ref at another depth: no claim
     ({"refs/heads/autobuild/T-2": "b"}, {}, (), set(), ["T-1", "T-3"]),  # started elsewhere: a reading tells
     ({}, {}, (), {"autobuild/T-3"}, ["T-1", "T-2"]),  # started in this clone
     ({}, {}, ("T-2",), set(), ["T-1", "T-3"]),  # finished before the feature ran

@@ -63,6 +63,8 @@ def moved(before: dict[str, str], after: dict[str, str], running: bool = True,
     ({f"{CLAIMS}/TASK-2": B}, "claimed"),  # a task claimed since the fetch
     ({f"{CLAIMS}/TASK-2": B, TASK_2: C}, "claimed"),  # ... and its first turn pushed
     ({f"{CLAIMS}/MERGE-WAVES": B, TASK_1: B}, "claimed"),  # a merge claimed
+    ({f"{CLAIMS}/x/TASK-2": B, TASK_1: B}, "running"),  # a ref at another depth: the claim of no task
+    ({f"{CLAIMS}/TASK-2/x": B}, "claimed"),  # a ref below TASK-2's claim ref: in its way, as a claim is
 ])
 def test_what_moved(changes: dict[str, str], expected: str | None) -> None:
     assert moved(BEFORE, {**BEFORE, **changes}) == expected

@@ -94,11 +94,7 @@ def unmerged_tip(repo: GitRepo, branch: str, into: str) -> str | None:
 def unmerged_tips(repo: GitRepo, pattern: str, into: str) -> dict[str, str]:
     """The refs ``pattern`` names (``refs/heads/autobuild/``: all below it) that ``into`` does not
     reach, with their tips (ref -> sha), in one git call; none when either is unknown."""
-    status, out, _ = repo.run("for-each-ref", "--format=%(refname)%00%(objectname)", f"--no-merged={into}", pattern,
-                              check=False)
-    if status != 0:
-        return {}
-    return dict(line.partition("\0")[::2] for line in out.decode("utf-8", "surrogateescape").splitlines())
+    return {ref[0]: ref[1] for ref in repo.refs(("refname", "objectname"), f"--no-merged={into}", pattern) or ()}
 
 
 def find_task_merge(repo: GitRepo, task_id: str, rev: str) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 TRAILER_KEYS = ("Task", "Turn", "Decision", "Mode")
@@ -118,3 +119,22 @@ def parse_tree(raw: bytes, oid_bytes: int) -> dict[str, str]:
         entries[name.decode("utf-8", "surrogateescape")] = raw[nul + 1:nul + 1 + oid_bytes].hex()
         pos = nul + 1 + oid_bytes
     return entries
+
+
+def ref_format(atoms: Sequence[str]) -> str:
+    """A ``for-each-ref --format`` printing each ref's ``atoms`` (``refname``, ``objectname``,
+    ``contents``...), each value followed by a NUL (:func:`parse_refs` reads it)."""
+    return "".join(f"%({atom})%00" for atom in atoms)
+
+
+def parse_refs(out: bytes, count: int) -> list[tuple[str, ...]]:
+    """``for-each-ref`` output in a :func:`ref_format` of ``count`` atoms: one tuple of values per ref.
+
+    Every value ends at a NUL, which no ref name or object id holds and no message either (git
+    prints a message up to its first NUL): a message cannot add a ref to the listing, as one
+    carrying any other separator could (a claim commit is written by anyone with push access).
+    A ref name is decoded so that it goes back to git as it came (``surrogateescape``)."""
+    values = out.split(b"\0")
+    return [(values[i].lstrip(b"\n").decode("utf-8", "surrogateescape"),
+             *(value.decode("utf-8", "replace") for value in values[i + 1:i + count]))
+            for i in range(0, len(values) - 1, count)]

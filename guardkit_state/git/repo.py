@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Self
 
 from guardkit_state.errors import GitError, UnsafePathError
-from guardkit_state.git.parse import StatusEntry, parse_cat_file_batch, parse_status_z
+from guardkit_state.git.parse import StatusEntry, parse_cat_file_batch, parse_refs, parse_status_z, ref_format
 from guardkit_state.git.runner import execute, git_error, nothing_to_commit
 from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.store.fsio import TEMP_NAME, TEMP_PREFIX
@@ -186,6 +186,13 @@ class GitRepo:
             return []
         out = self.run("cat-file", "--batch", stdin=("\n".join(specs) + "\n").encode())[1]
         return parse_cat_file_batch(out, len(specs))
+
+    def refs(self, atoms: Sequence[str], *args: str) -> list[tuple[str, ...]] | None:
+        """``git for-each-ref`` of ``args`` (patterns; filters such as ``--no-merged=REV``): each ref
+        as the values of ``atoms`` (:func:`~guardkit_state.git.parse.parse_refs`), in one git call;
+        None when git fails (a filter's revision unknown)."""
+        status, out, _ = self.run("for-each-ref", f"--format={ref_format(atoms)}", *args, check=False)
+        return parse_refs(out, len(atoms)) if status == 0 else None
 
     def upstream_of(self, branch: str) -> str | None:
         """The local branch ``branch`` tracks (its recorded base), or None."""

@@ -4,7 +4,9 @@ The remote is the truth: before a worker decides anything it fetches the ``autob
 branches into ``refs/remotes/<remote>/autobuild/*`` and moves each local branch to the remote's
 when the local one is behind (a branch checked out in one of this clone's worktrees is moved
 there, by a fast-forward of that worktree). A local branch ahead of the remote (a turn committed
-but not pushed) is left alone; its push is the next thing its worker does.
+but not pushed) is left alone; its push is the next thing its worker does. So is one that another
+process of the clone moves or creates between the fetch and the move (each is moved only from
+where it was listed, a new one only where none is yet).
 
 Pushes carry a lease (``--force-with-lease=<ref>:<expected>``): a turn or a merge is pushed only
 onto the commit its worker last saw, so a worker whose claim was taken over cannot overwrite the
@@ -23,6 +25,7 @@ from guardkit_state.errors import BranchMovedError, ClaimLostError, RemoteReject
 from guardkit_state.git.stale_locks import remove_named_stale_lock
 from guardkit_state.store.fsio import crash_point
 from guardkit_state.store.layout import BRANCH_PREFIX
+from guardkit_state.store.safe_paths import is_task_id
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
@@ -120,15 +123,22 @@ def remote_refs(repo: GitRepo, remote: str, pattern: str) -> dict[str, str]:
 
 def list_refs(repo: GitRepo, *prefixes: str) -> list[RefRecord]:
     """The refs under ``prefixes`` (folders, without the trailing slash), in one ``for-each-ref``."""
-    _, out, _ = repo.run("for-each-ref", "--format=%(refname)%00%(objectname)%00%(contents)%01",
-                         *(f"{prefix}/" for prefix in prefixes), check=False)
-    records = []
-    for record in out.decode("utf-8", "replace").split("\x01"):
-        name, _, rest = record.strip("\n").partition("\x00")
-        sha, _, message = rest.partition("\x00")
-        if name:
-            records.append((name, sha, message))
-    return records
+    found = repo.refs(("refname", "objectname", "contents"), *(f"{prefix}/" for prefix in prefixes)) or []
+    return [(name, sha, message) for name, sha, message in found]
+
+
+def task_ref_place(name: str, prefix: str) -> tuple[str, bool] | None:
+    """Where a ref under a folder of refs named by task (``prefix``: a feature's claims or ledgers
+    on the remote, or the copy a clone fetched them to) stands, as every reader of them takes it:
+    ``(task, True)`` for ``<prefix>/<TASK>``, the task's ref; ``(task, False)`` for a ref below it
+    (``<prefix>/<TASK>/...``): not the task's, but in its way (git keeps no ref under another ref's
+    name: the task's ref cannot be created while it is there); None for any other ref (its first
+    name no task id): no task's, in the way of none. A ref pushed at ``<prefix>/x/<TASK>`` (by hand,
+    or by a broken build) is never read as ``<TASK>``'s."""
+    task, _, below = name.removeprefix(f"{prefix}/").partition("/")
+    if not name.startswith(f"{prefix}/") or not is_task_id(task):
+        return None
+    return task, not below
 
 
 @dataclass
@@ -183,14 +193,18 @@ class RemoteBranches:
         return remote
 
     def _move_branches(self, moves: list[tuple[str, str, str | None]]) -> None:
-        """Each ``(ref, sha, old)`` set to ``sha`` where it is still ``old``: one ``update-ref --stdin``
-        for all (a fetch after a round of six workers brings a dozen new branches). Should one have
-        moved meanwhile, that transaction changes nothing and each is set alone, as it would be."""
-        lines = "".join(f"update {ref} {sha}{'' if old is None else ' ' + old}\n" for ref, sha, old in moves)
-        if len(moves) > 1 and self.repo.run("update-ref", "--stdin", stdin=lines.encode(), check=False)[0] == 0:
+        """Each ``(ref, sha, old)`` set to ``sha`` where it is still ``old`` (None: where it still does
+        not exist, the zero oid): one ``update-ref --stdin`` for all (a fetch after a round of six
+        workers brings a dozen new branches). Should one have moved or been made meanwhile by another
+        process of this clone (a loop's turn, the branch a loop creates for its task, a person), that
+        transaction changes nothing and each is set alone: that one is refused and left where it is,
+        for its worker to decide on, as a branch ahead of the remote's or apart from it is."""
+        updates = [(ref, sha, old or "0" * len(sha)) for ref, sha, old in moves]
+        lines = "".join(f"update {ref} {sha} {old}\n" for ref, sha, old in updates)
+        if len(updates) > 1 and self.repo.run("update-ref", "--stdin", stdin=lines.encode(), check=False)[0] == 0:
             return
-        for ref, sha, old in moves:
-            self.repo.run("update-ref", ref, sha, *([old] if old else []))
+        for ref, sha, old in updates:
+            self.repo.run("update-ref", ref, sha, old, check=False)
 
     def push(self, branch: str, expected: str | None, *, also: tuple[str, ...] = (), sha: str | None = None) -> str:
         """Push local ``branch`` (or the commit ``sha``, the branch left where it is) onto the remote's,
@@ -297,4 +311,4 @@ def first_line(text: str) -> str:
 
 __all__ = ["REMOTE_LOCK_AGE", "RemoteBranches", "busy_lock", "clear_remote_lock", "fetch_refs", "first_line",
            "list_refs", "listed_refs", "lock_contention",
-           "ls_remote", "remote_refs"]
+           "ls_remote", "remote_refs", "task_ref_place"]

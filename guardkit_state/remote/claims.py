@@ -57,6 +57,7 @@ from guardkit_state.remote.branches import (
     list_refs,
     lock_contention,
     remote_refs,
+    task_ref_place,
 )
 from guardkit_state.store.fsio import crash_point
 from guardkit_state.store.safe_paths import validate_task_id
@@ -219,9 +220,11 @@ class ClaimBoard:
         self.clock = clock
         self.monotonic = monotonic
         self._seen: dict[str, tuple[str, float]] = {}  # ref -> (sha, when first seen at that sha)
-        #: Claim refs the last :meth:`read_fetched` found holding a commit that is no claim (task id ->
-        #: sha): pushed by something else, never taken over, and in the way of every claim push.
-        self.foreign: dict[str, str] = {}
+        #: Claim refs the last :meth:`read_fetched` found holding a commit that is no claim, and refs
+        #: below a claim ref (task id -> (the ref on the remote, its sha); see
+        #: :func:`~guardkit_state.remote.branches.task_ref_place`): pushed by something else, never
+        #: taken over, and in the way of every claim push.
+        self.foreign: dict[str, tuple[str, str]] = {}
         self._made: dict[str, Claim] = {}  # the claim commits this board made, by sha (see _own)
         #: Tasks the last failed claim found claimed on the remote (see :meth:`_listed_claims`).
         self.taken: set[str] = set()
@@ -265,9 +268,10 @@ class ClaimBoard:
         own = self._own(feature, task, there)
         if own is not None:  # an earlier try of this claim landed though its push was not told so
             return own
-        if there is not None or pushed.status == "rejected":
+        if task in self.taken or pushed.status == "rejected":
             # Another worker's claim is (or was, when git compared: since released) there: the race
-            # is lost, not an error. A refusal by the remote's ref lock is such a race too.
+            # is lost, not an error. A refusal by the remote's ref lock is such a race too, and so is
+            # a ref below the claim ref (the remote cannot create it: "failed to update ref").
             return None
         if pushed.status == "busy":  # a racing push that has come and gone (claimed, run, released): look again
             raise RemoteUnreachableError(pushed.detail, path=self.repo.root)
@@ -354,18 +358,28 @@ class ClaimBoard:
         self.foreign = {}
         now = self.monotonic()
         for name, sha, message in list_refs(self.repo, seen) if listing is None else listing:
-            if not name.startswith(f"{seen}/"):
-                continue
-            task = name.rsplit("/", 1)[-1]
-            claim = parse_claim(feature, task, sha, message)
-            if claim is None:
-                self.foreign[task] = sha  # not a claim commit of ours: never treated as one, never taken over
+            place = task_ref_place(name, seen)
+            if place is None:
+                continue  # (no claim ref, in the way of none: another depth, or no task id)
+            task, exact = place
+            claim = parse_claim(feature, task, sha, message) if exact else None
+            if claim is None:  # not a claim commit of ours, or a ref below the claim ref: never taken over
+                self.foreign[task] = (f"{CLAIMS_PREFIX}/{feature}{name.removeprefix(seen)}", sha)
                 continue
             claims[task] = claim
             ref = claim.ref
             if self._seen.get(ref, ("", 0.0))[0] != sha:
                 self._seen[ref] = (sha, now)
         return claims
+
+    def foreign_note(self, feature: str, task: str, what: str) -> str:
+        """Which ref holds ``task`` in :attr:`foreign`, with ``what`` that stops, and the command that
+        clears it: such a ref is never taken over (something else pushed it)."""
+        ref, sha = self.foreign[task]
+        own = claim_ref(feature, task)
+        held = (f"holds {sha[:10]}, which is no guardkit claim" if ref == own
+                else f"({sha[:10]}) keeps git from creating the claim ref {own}")  # a ref below it
+        return f"{ref} on the remote {held}: {what} until it is deleted (git push {self.remote} :{ref})"
 
     def is_stale(self, claim: Claim, *, stale_after: float) -> bool:
         """This worker saw the same beat for the claim's whole lease and ``stale_after`` seconds, by
@@ -392,8 +406,9 @@ class ClaimBoard:
         """The feature's claim refs on the remote now (ref -> sha); the tasks they claim kept in
         :attr:`taken`: a worker that lost a race for a task tries next one nobody claimed meanwhile
         (workers that look at one moment lose races to each other in turn otherwise)."""
-        listed = remote_refs(self.repo, self.remote, f"{CLAIMS_PREFIX}/{feature}/*")
-        self.taken = {ref.rsplit("/", 1)[-1] for ref in listed}
+        prefix = f"{CLAIMS_PREFIX}/{feature}"
+        listed = remote_refs(self.repo, self.remote, f"{prefix}/*")
+        self.taken = {place[0] for ref in listed if (place := task_ref_place(ref, prefix)) is not None}
         self.raced.update(listed)
         return listed
 
@@ -513,5 +528,5 @@ def utc_text(at: float) -> str:
 
 
 __all__ = ["CLAIMS_PREFIX", "CLOCK_SKEW_VARIABLE", "LEASE_PAST", "MAX_LEASE", "MERGE_CLAIM", "Claim", "ClaimBoard",
-           "ClaimKeeping", "check_lease", "check_worker_id", "claim_ref", "lease_readable", "new_worker_id",
-           "parse_claim", "retrying", "utc_text", "wall_clock"]
+           "ClaimKeeping", "check_lease", "check_worker_id", "claim_ref", "lease_readable",
+           "new_worker_id", "parse_claim", "retrying", "utc_text", "wall_clock"]

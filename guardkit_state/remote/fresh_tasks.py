@@ -17,7 +17,7 @@ from pathlib import Path
 
 from guardkit_state.features.progress import TaskState
 from guardkit_state.plans.waves import Waves
-from guardkit_state.remote.branches import RefRecord, listed_refs
+from guardkit_state.remote.branches import RefRecord, listed_refs, task_ref_place
 from guardkit_state.store.layout import branch_for
 
 
@@ -26,7 +26,9 @@ def fresh_tasks(refs: Mapping[str, str], waves: Waves, merged: Mapping[str, str]
                 unstarted: Callable[[str], TaskState]) -> list[str]:
     """The tasks of the first wave not wholly merged that nobody has started (remote and clone
     alike), in plan order: empty when there is none, or the wave's tasks cannot be told apart from
-    the look (a task of it with a branch but no merge: only a reading says whether it is done)."""
+    the look (a task of it with a branch but no merge: only a reading says whether it is done).
+    A task whose claim ref, or a ref below it, is in ``refs`` is claimed (or in the way of a claim)."""
+    claimed = {place[0] for ref in refs if (place := task_ref_place(ref, claims_prefix)) is not None}
     for wave in waves:
         fresh: list[str] = []
         open_wave = False
@@ -40,7 +42,7 @@ def fresh_tasks(refs: Mapping[str, str], waves: Waves, merged: Mapping[str, str]
             if state.phase == "closed":
                 continue
             open_wave = True
-            if f"{claims_prefix}/{task}" not in refs and state.runs:
+            if task not in claimed and state.runs:
                 fresh.append(task)
         if open_wave:
             return fresh

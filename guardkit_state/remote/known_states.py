@@ -25,7 +25,7 @@ from typing import Literal
 
 from guardkit_state.features.progress import TaskState
 from guardkit_state.git.turn_ledger import ProvenTurnCommit
-from guardkit_state.remote.branches import listed_refs
+from guardkit_state.remote.branches import listed_refs, task_ref_place
 from guardkit_state.remote.claims import Claim
 from guardkit_state.store.layout import BRANCH_PREFIX
 
@@ -60,6 +60,8 @@ def what_moved(fetched: str, before: str, look: str, claims: Mapping[str, Claim]
         if then.get(ref) == now.get(ref):
             continue
         if ref.startswith(f"{claims_prefix}/"):
+            if task_ref_place(ref, claims_prefix) is None:
+                continue  # the claim of no task, in the way of none: nothing a worker decides on
             if ref in then or ref not in now or ref in base:  # changed or gone: renewed, taken over, released
                 return None
             moved = "claimed"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from guardkit_state.git import turn_ledger
-from guardkit_state.remote.branches import RefRecord, list_refs
+from guardkit_state.remote.branches import RefRecord, list_refs, task_ref_place
 from guardkit_state.store.safe_paths import validate_task_id
 
 if TYPE_CHECKING:
@@ -64,9 +64,10 @@ class RemoteLedgers:
         (from ``listing`` when the refs were listed already: :func:`list_refs`)."""
         added = 0
         for name, _, message in list_refs(self.repo, self.seen) if listing is None else listing:
-            if not name.startswith(f"{self.seen}/"):
-                continue
-            task = name.rsplit("/", 1)[-1]
+            place = task_ref_place(name, self.seen)
+            if place is None or not place[1]:
+                continue  # no task's ledger ref: at another depth, or named by no task id
+            task = place[0]
             known = {(e.sha, e.turn) for e in turn_ledger.entries(self.repo, task)}
             for entry in _entries(message):
                 if (entry.sha, entry.turn) not in known:

@@ -141,7 +141,7 @@ def claim_next_task(repo_root: Path | str, feature: str, remote: str, *, worker:
                                        f"of 'feature-build --remote' to merge it")
     claimable = turn.claimable(board.read(plan.feature_id), stale=lambda claim: False)
     lost: list[str] = []
-    for task in claimable:
+    for task in (task for task in claimable if task not in board.foreign):  # (a ref in the way: no push goes)
         claim = board.claim(plan.feature_id, task, lease)
         if claim is not None:
             return answer("claimed", f"{task} is yours until its lease ends", claim=claim, lost=tuple(lost))
@@ -153,6 +153,10 @@ def claim_next_task(repo_root: Path | str, feature: str, remote: str, *, worker:
     if failed:
         return answer("nothing_ready", "; ".join(f"{s.task_id}: {s.reason}" for s in failed)
                       + f" (wave {turn.number + 1} cannot start)")
+    blocked = [task for task in claimable if task in board.foreign]
+    if blocked:  # as a worker says it: no claimant holds it, and asking again never helps
+        return answer("nothing_ready", f"wave {turn.number}: "
+                                       + board.foreign_note(plan.feature_id, blocked[0], f"{blocked[0]} runs nowhere"))
     return answer("nothing_ready", f"wave {turn.number}: every task that has to run is claimed or approved; "
                                    f"the next wave starts when this one is merged")
 

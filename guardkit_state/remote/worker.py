@@ -48,7 +48,7 @@ from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import CloneAlignment
 from guardkit_state.remote.branches import RemoteBranches, ls_remote
-from guardkit_state.remote.claims import CLAIMS_PREFIX, MERGE_CLAIM, Claim, ClaimBoard, claim_ref, retrying
+from guardkit_state.remote.claims import CLAIMS_PREFIX, MERGE_CLAIM, Claim, ClaimBoard, retrying
 from guardkit_state.remote.fresh_tasks import branches_here, fresh_in_look, started_here
 from guardkit_state.remote.going_on import GoingOn
 from guardkit_state.remote.holding import HeldClaims
@@ -288,12 +288,9 @@ class _Worker:
                    for claim in self._claims.values())
 
     def _foreign_claim(self, wave: int, task: str) -> str:
-        """Why ``task`` (or the merge) waits on a claim ref holding a commit that is no claim, and
-        how to clear it: such a ref is never taken over (something else pushed it)."""
-        ref, sha = claim_ref(self.feature, task), self.board.foreign[task]
+        """Why ``task`` (or the merge) waits on a ref in the way of its claim, and how to clear it."""
         what = "nothing merges it" if task == MERGE_CLAIM else f"{task} runs nowhere"
-        return (f"wave {wave}: {ref} on the remote holds {sha[:10]}, which is no guardkit claim: {what} until "
-                f"it is deleted (git push {self.options.remote} :{ref})")
+        return f"wave {wave}: {self.board.foreign_note(self.feature, task, what)}"
 
     def _merged(self, feature_sha: str | None) -> dict[str, str]:
         """The tasks the feature branch has merged (task -> merge commit), by one look at its

@@ -12,9 +12,14 @@ from guardkit_state.errors import InvalidTaskIdError, UnsafePathError
 _TASK_ID = re.compile(r"^[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9._]+)+$")
 
 
+def is_task_id(text: object) -> bool:
+    """Whether ``text`` is a plain id like ``TASK-AUTH-001`` (:func:`validate_task_id` takes it)."""
+    return isinstance(text, str) and _TASK_ID.match(text) is not None and ".." not in text
+
+
 def validate_task_id(task_id: str) -> str:
     """Return ``task_id`` if it is a plain id like ``TASK-AUTH-001``; raise otherwise."""
-    if not isinstance(task_id, str) or not _TASK_ID.match(task_id) or ".." in task_id:
+    if not is_task_id(task_id):
         shown = repr(task_id)[:80]
         raise InvalidTaskIdError(
             f"invalid task id {shown}",
