@@ -184,3 +184,20 @@ def test_cli_diff_runs_as_a_subprocess_from_the_main_checkout(looped: Path) -> N
                             cwd=looped, capture_output=True, text=True, env={**env, "NO_COLOR": "1"}, check=False)
     assert result.returncode == 0, result.stderr
     assert "src/module_1.py" in result.stdout and "module_2" not in result.stdout
+
+
+@pytest.mark.parametrize("tail", [b', "cost": NaN}', b', "deep": ' + b"[" * 5000 + b"]" * 5000 + b"}"],
+                         ids=["nan", "deep"])
+def test_turn_log_reads_a_committed_turn_state_as_strictly_as_one_on_disk(looped: Path, tail: bytes) -> None:
+    # A turn commit pushed with a turn state the strict JSON reader refuses (NaN; nesting deeper than
+    # its bound, deeper than Python's parser goes): its turn is listed without criteria, never a crash.
+    from .conftest import commit_on_branch
+
+    state = b'{"acceptance_criteria_status": {"AC-001": "verified", "AC-009": "verified"}' + tail
+    commit_on_branch(looped, f"autobuild/{TASK_ID}", f".guardkit/autobuild/{TASK_ID}/turn_state_turn_4.json", state,
+                     f"autobuild({TASK_ID}): turn 4 feedback\n\nTask: {TASK_ID}\nTurn: 4\nDecision: feedback\n"
+                     "Mode: continuing_work\n")
+    entries = read_turn_log(looped, TASK_ID).entries
+    assert [(e.turn, e.decision) for e in entries] == [(1, "feedback"), (2, "feedback"), (3, "approve"),
+                                                      (4, "feedback")]
+    assert (entries[-1].delta, entries[-1].verified_count) == ((), None)
