@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from guardkit_state.git.repo import GitRepo
@@ -168,3 +169,23 @@ def test_release_refuses_a_task_of_no_such_feature_and_changes_nothing(tmp_path:
     done = cli(machine, "feature-build", FEATURE_ID)
     assert done.returncode == 2 and "the following arguments are required: --player, --coach" in done.stderr
     assert git(bare, "for-each-ref", "refs/heads/autobuild/") == ""
+
+
+def test_task_copy_at_never_reads_a_task_file_over_the_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A hostile worker pushed a blob of gigabytes at the task's file (the cap monkeypatched small):
+    # the copy is unreadable, as one on disk over the cap is, and never read.
+    from guardkit_state.remote.quarantine import task_copy_at
+    from guardkit_state.store import reads
+    from tests.conftest import commit_on_branch, git_answer_sizes
+    from tests.feature_support import task_rel
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    repo = GitRepo.discover(project.root)
+    assert repo is not None
+    rel = task_rel("TASK-FB-001").as_posix()
+    assert task_copy_at(repo, "TASK-FB-001", "main")[1] is not None
+    monkeypatch.setattr(reads, "MAX_FILE_BYTES", 2000)
+    tip = commit_on_branch(project.root, "main", rel, b"x" * 2001)
+    answers = git_answer_sizes(monkeypatch)
+    assert task_copy_at(repo, "TASK-FB-001", tip) == (rel, None)
+    assert max(answers) < 2000, answers

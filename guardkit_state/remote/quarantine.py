@@ -194,9 +194,9 @@ def task_copy_at(repo: GitRepo, task: str, rev: str) -> tuple[str, TaskFile | No
     with contextlib.suppress(GuardkitStateError):
         path = resolve_task(repo.root, task).path
         rel = path.relative_to(repo.root).as_posix()
-        status, raw, _ = repo.run("show", f"{rev}:{rel}", check=False)
-        if status == 0:
-            with contextlib.suppress(GuardkitStateError):
+        with contextlib.suppress(GuardkitStateError):  # (over the cap too: unreadable, as on disk, and never read)
+            raw = repo.blob(rev, rel)
+            if raw is not None:
                 return rel, TaskFile.from_bytes(raw, path)
         return rel, None
     return "", None
