@@ -21,9 +21,10 @@ from guardkit_state.git.commits import turn_commits
 from guardkit_state.git.parse import TurnCommit
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Fields
+from guardkit_state.store import reads
 from guardkit_state.store.jsonio import parse_json
 from guardkit_state.store.layout import STATE_DIR, artifacts_dir, branch_for, worktree_path
-from guardkit_state.store.reads import MAX_FILE_BYTES, decode_utf8, read_bytes_capped
+from guardkit_state.store.reads import decode_utf8, read_bytes_capped
 from guardkit_state.store.safe_paths import validate_task_id
 from guardkit_state.taskfile.locate import autobuild_branches_at, feature_branch_of_task
 from guardkit_state.taskfile.read_scope import scoped
@@ -83,7 +84,7 @@ def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
     # a person's push) is never read, and its turn is shown without its criteria.
     blobs = [found[2] if found is not None and found[1] == "blob" else None
              for found in repo.objects([f"{c.sha}:{_state_path(task_id, c.turn)}" for c in commits],
-                                       max_bytes=MAX_FILE_BYTES)]
+                                       max_bytes=reads.MAX_FILE_BYTES)]
     states: dict[int, dict[str, Any]] = {}
     for commit, blob in zip(commits, blobs, strict=True):
         if blob is not None:
@@ -125,7 +126,10 @@ def turn_diff(repo_root: str | Path, task_id: str, turn: int, *, stat: bool = Fa
     args = ["show", "--no-color", "--no-ext-diff", "--format=medium", "--stat" if stat else "--patch", commit.sha, "--"]
     if state_only:
         args += state_pathspecs(task_id)
-    return repo.run(*args)[1].decode("utf-8", "replace")
+    # A file over the cap a file on disk is read under (a blob of gigabytes pushed in a turn commit)
+    # is diffed as git diffs a binary file: named, never read into the patch.
+    big = ("-c", f"core.bigFileThreshold={reads.MAX_FILE_BYTES}")
+    return repo.run(*args, pre=big)[1].decode("utf-8", "replace")
 
 
 def state_pathspecs(task_id: str) -> list[str]:
