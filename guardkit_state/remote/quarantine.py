@@ -212,8 +212,10 @@ def _copy_at(repo: GitRepo, task: str, rev: str) -> tuple[str, TaskFile | None, 
         try:  # (over the cap too: unreadable, as on disk, and never read)
             raw = repo.blob(rev, rel)
             return rel, TaskFile.from_bytes(raw, path) if raw is not None else None, None
-        except GuardkitStateError as exc:
+        except InputError as exc:  # over the cap, or broken: what every reading of it would say
             return rel, None, exc
+        except GuardkitStateError:  # (git failed: not known to be unreadable)
+            return rel, None, None
     return "", None, None
 
 
