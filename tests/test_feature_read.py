@@ -224,3 +224,10 @@ def test_a_task_file_over_the_cap_on_the_feature_branch_is_refused_unread(
                    f"{MAX_FILE_BYTES}-byte limit (expected at most {MAX_FILE_BYTES} bytes)\n")
     assert max(answers) < MAX_FILE_BYTES
     assert (git(pruned.root, "for-each-ref"), git(pruned.root, "status", "--porcelain")) == before
+    # The MCP server's reads of a task go through the same location: the same typed error.
+    from guardkit_state.errors import FileTooLargeError
+    from guardkit_state.mcp_server.answers import task_file
+
+    with pytest.raises(FileTooLargeError, match=f"{FEATURE_BRANCH}:{rel}: file is {MAX_FILE_BYTES + 1} bytes"):
+        task_file(pruned.root, T1)
+    assert max(answers) < MAX_FILE_BYTES
