@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,3 +95,42 @@ def writable_copy(src: Path, dst: Path) -> Path:
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dst)
     return dst
+
+
+def commit_on_branch(root: Path, branch: str, rel: str, data: bytes,
+                     message: str = "a file pushed from elsewhere") -> str:
+    """Commit ``data`` at ``rel`` on top of ``branch`` by git's plumbing (no checkout: as a push from
+    another machine lands; ``data`` of megabytes is one compressed blob), moving the branch there.
+    Returns the new commit."""
+    def plumb(*args: str, stdin: bytes | None = None, index: Path | None = None) -> str:
+        env = {**os.environ, **({"GIT_INDEX_FILE": str(index)} if index is not None else {})}
+        done = subprocess.run(["git", *args], cwd=root, input=stdin, capture_output=True, env=env, check=False)
+        assert done.returncode == 0, f"git {' '.join(args)} failed: {done.stderr!r}"
+        return done.stdout.decode().strip()
+
+    index = Path(plumb("rev-parse", "--absolute-git-dir")) / "commit-on-branch.index"
+    blob = plumb("hash-object", "-w", "--stdin", stdin=data)
+    plumb("read-tree", branch, index=index)
+    plumb("update-index", "--add", "--cacheinfo", f"100644,{blob},{rel}", index=index)
+    tree = plumb("write-tree", index=index)
+    index.unlink()
+    commit = plumb("commit-tree", tree, "-p", branch, "-m", message)
+    plumb("update-ref", f"refs/heads/{branch}", commit)
+    return commit
+
+
+def git_answer_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size (stdout bytes) of every answer git gives this process through ``GitRepo.run`` from
+    now on (the real git runs): what a reading took into memory from git."""
+    from guardkit_state.git.repo import GitRepo
+
+    sizes: list[int] = []
+    real = GitRepo.run
+
+    def measured(self: GitRepo, *args: str, **kwargs: Any) -> tuple[int, bytes, str]:
+        answer = real(self, *args, **kwargs)
+        sizes.append(len(answer[1]))
+        return answer
+
+    monkeypatch.setattr(GitRepo, "run", measured)
+    return sizes

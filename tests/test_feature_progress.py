@@ -13,6 +13,7 @@ from guardkit_state.features.standing import feature_git
 from guardkit_state.git import turn_ledger
 from guardkit_state.git.repo import GitRepo
 
+from .conftest import commit_on_branch, git_answer_sizes
 from .feature_support import FeatureProject, TaskSpec, count_git_runs, git, make_feature, start_cli, task_rel, task_text
 
 T1 = "TASK-FB-001"
@@ -91,7 +92,8 @@ def test_read_task_state_finds_a_file_read_ahead_and_asks_git_once(approved: Fea
     unread = read_task_state(fgit, T1, merges={}, has_branch=True)
     calls = count_git_runs(monkeypatch)
     with files_read_ahead(fgit, {T1: tip}):
-        assert [call[0] for call in calls] == ["cat-file", "for-each-ref"]  # the files; the unmerged branches
+        # The files' sizes (none over the cap is read), the files; the unmerged branches.
+        assert [call[0] for call in calls] == ["cat-file", "cat-file", "for-each-ref"]
         calls.clear()
         state = read_task_state(fgit, T1, merges={}, has_branch=True)
         assert [call[0] for call in calls] == ["for-each-ref"], calls  # its file not shown again
@@ -128,3 +130,38 @@ def test_read_task_state_with_a_forged_ledger_read_ahead_runs_the_task_again(app
     with files_read_ahead(fgit, {T1: tip}):
         state = read_task_state(fgit, T1, merges={}, has_branch=True)
     assert (state.phase, state.reason) == ("resume", "approval not committed yet")
+
+
+def _oversized_on_branch(project: FeatureProject, monkeypatch: pytest.MonkeyPatch) -> tuple[FeatureGit, str, int]:
+    """The task's file on its branch pushed again over the cap (monkeypatched small: a blob of
+    gigabytes a hostile worker pushed), the task's worktree gone (read as another clone reads it)."""
+    from guardkit_state.store import reads
+
+    fgit = _elsewhere(project)
+    cap = 4096
+    monkeypatch.setattr(reads, "MAX_FILE_BYTES", cap)
+    padded = (task_text(T1) + "\n" + "x" * 80 + "\n") * 60
+    assert len(padded) > cap
+    tip = commit_on_branch(project.root, BRANCH, task_rel(T1).as_posix(), padded.encode())
+    return fgit, tip, cap
+
+
+def test_files_read_ahead_never_reads_a_task_file_over_the_cap(approved: FeatureProject,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    fgit, tip, cap = _oversized_on_branch(approved, monkeypatch)
+    answers = git_answer_sizes(monkeypatch)
+    with files_read_ahead(fgit, {T1: tip}):
+        assert fgit.ahead == {}  # not read ahead: the reading asks for it, and refuses it as on disk
+        state = read_task_state(fgit, T1, merges={}, has_branch=True)
+    assert max(answers) < cap, answers
+    # As a copy over the cap in its worktree: no state read, its loop (reading its file) says why.
+    assert (state.phase, state.turns, state.decisions) == ("resume", 0, ())
+
+
+def test_read_task_state_never_reads_a_task_file_on_its_branch_over_the_cap(
+        approved: FeatureProject, monkeypatch: pytest.MonkeyPatch) -> None:
+    fgit, _, cap = _oversized_on_branch(approved, monkeypatch)
+    answers = git_answer_sizes(monkeypatch)
+    state = read_task_state(fgit, T1, merges={}, has_branch=True)
+    assert max(answers) < cap, answers
+    assert (state.phase, state.turns, state.decisions) == ("resume", 0, ())

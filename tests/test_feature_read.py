@@ -20,6 +20,7 @@ from guardkit_state.inspect.feature_view import feature_view
 from guardkit_state.inspect.status import feature_status
 from guardkit_state.taskfile.locate import locate_task
 
+from .conftest import commit_on_branch, git_answer_sizes
 from .feature_support import FEATURE_BRANCH, FEATURE_ID, FeatureProject, TaskSpec, git, make_feature
 
 T1, T2, T3 = "TASK-FB-001", "TASK-FB-002", "TASK-FB-003"
@@ -204,3 +205,29 @@ def test_max_parallel_on_a_task_is_noted_and_ignored(tmp_path: Path, capsys: pyt
     help_text = subprocess.run([sys.executable, "-m", "guardkit_state", "feature-build", "--help"], capture_output=True,
                                text=True, check=False, cwd=project.root).stdout
     assert "TASK-ID|FEAT-ID" in help_text and "feature-build FEAT-AUTH" in help_text
+
+
+def test_a_task_file_over_the_cap_on_the_feature_branch_is_refused_unread(
+        pruned: FeatureProject, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # A blob one byte over the cap pushed at the task's file (an agent's, a person's, a hostile
+    # worker's): 'show' reads that copy as it reads one on disk: refused before a byte is read.
+    from guardkit_state.store.reads import MAX_FILE_BYTES
+
+    git(pruned.root, "worktree", "remove", str(pruned.feature_worktree))
+    rel = "tasks/backlog/TASK-FB-001-part.md"
+    commit_on_branch(pruned.root, FEATURE_BRANCH, rel, b"#" * (MAX_FILE_BYTES + 1))
+    before = git(pruned.root, "for-each-ref"), git(pruned.root, "status", "--porcelain")
+    answers = git_answer_sizes(monkeypatch)
+    code, out, err = cli(capsys, "show", T1, "--repo", str(pruned.root))
+    assert (code, out) == (2, "")
+    assert err == (f"error: {FEATURE_BRANCH}:{rel}: file is {MAX_FILE_BYTES + 1} bytes, over the "
+                   f"{MAX_FILE_BYTES}-byte limit (expected at most {MAX_FILE_BYTES} bytes)\n")
+    assert max(answers) < MAX_FILE_BYTES
+    assert (git(pruned.root, "for-each-ref"), git(pruned.root, "status", "--porcelain")) == before
+    # The MCP server's reads of a task go through the same location: the same typed error.
+    from guardkit_state.errors import FileTooLargeError
+    from guardkit_state.mcp_server.answers import task_file
+
+    with pytest.raises(FileTooLargeError, match=f"{FEATURE_BRANCH}:{rel}: file is {MAX_FILE_BYTES + 1} bytes"):
+        task_file(pruned.root, T1)
+    assert max(answers) < MAX_FILE_BYTES

@@ -300,3 +300,24 @@ def test_paths_are_literal_and_must_stay_inside_the_repo(git_repo: Path, tmp_pat
     with pytest.raises(UnsafePathError):
         commit_turn(_repo(git_repo), task_id=TASK_ID, turn=2, decision="approve", mode="fresh_start",
                     paths=[tmp_path / "elsewhere.txt"], managed_worktree=False)
+
+
+def test_blob_over_the_cap_is_refused_unread_naming_rev_path_and_cap(git_repo: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from guardkit_state.errors import FileTooLargeError
+
+    from .conftest import commit_on_branch, git_answer_sizes
+
+    commit_on_branch(git_repo, "main", "dir/big file.md", b"y" * 500)
+    repo = GitRepo.discover(git_repo)
+    assert repo is not None
+    answers = git_answer_sizes(monkeypatch)
+    with pytest.raises(FileTooLargeError) as raised:
+        repo.blob("main", "dir/big file.md", limit=499)
+    assert str(raised.value) == ("main:dir/big file.md: file is 500 bytes, over the 499-byte limit "
+                                 "(expected at most 499 bytes)")
+    assert max(answers) < 499, answers  # only its size was asked
+    assert repo.blob("main", "dir/big file.md", limit=500) == b"y" * 500
+    assert repo.blob("main", "dir/none.md") is None  # absent
+    assert repo.blob("main", "dir") is None  # a tree, not a file
+    assert repo.objects(["main:dir/big file.md", "main:README.md", "main:x"], max_bytes=499)[:1] == [None]

@@ -298,3 +298,24 @@ def test_a_later_turn_that_rejects_a_verified_criterion_merges(two_turns: Path) 
     state = frontmatter((two_turns / TASK).read_text())["autobuild_state"]
     assert isinstance(state, dict) and state["criteria"]["AC-1"] == "rejected"
     assert [t["turn"] for t in state["turns"]] == [1, 2, 3]
+
+
+def test_driver_refuses_a_side_over_the_cap_unread_and_leaves_ours_as_it_was(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # A task file of gigabytes on a task branch (the cap monkeypatched small): git's merge hands it to
+    # the driver, which reads it as a file on disk is read: refused before it is read, and git
+    # takes the driver's failure as a conflict (nothing merged).
+    from guardkit_state.cli.app import run as cli_run
+    from guardkit_state.store import reads
+
+    files = {name: tmp_path / name for name in ("base", "ours", "theirs")}
+    for name, file in files.items():
+        file.write_text(TASK_TEXT + ("x" * 200 if name == "theirs" else ""))
+    limit = len(TASK_TEXT) + 100
+    monkeypatch.setitem(reads.read_bytes_capped.__kwdefaults__, "limit", limit)
+    code = cli_run(["merge-driver", *(str(files[name]) for name in ("base", "ours", "theirs")), TASK])
+    captured = capsys.readouterr()
+    assert (code, captured.out) == (2, "")
+    assert captured.err == (f"error: {files['theirs']}: file is {len(TASK_TEXT) + 200} bytes, over the {limit}-byte "
+                            f"limit (expected at most {limit} bytes)\n")
+    assert files["ours"].read_text() == TASK_TEXT

@@ -118,3 +118,35 @@ def test_a_turn_the_moved_branch_does_not_merge_with_is_kept_on_its_ref_and_run_
     assert shown.returncode == 0, shown.stderr
     [task] = json.loads(shown.stdout)["tasks"]
     assert task["kept"] == [{"ref": kept, "commit": f"autobuild({TASK}): turn 2 feedback"}]
+
+
+def test_a_task_file_pushed_over_the_cap_is_never_read_nor_merged_under_a_turn(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A push on top of the turn, the task file's criteria as they were but the file over the cap (a
+    # blob of gigabytes; the cap monkeypatched small): unreadable, as on disk, so the turn is kept.
+    from guardkit_state.features.standing import feature_git
+    from guardkit_state.git.repo import GitRepo
+    from guardkit_state.remote.alignment import CloneAlignment
+    from guardkit_state.remote.branches import RemoteBranches
+    from guardkit_state.remote.ledgers import RemoteLedgers
+    from guardkit_state.remote.turn_pushes import TurnPushes
+    from guardkit_state.store import reads
+    from tests.conftest import commit_on_branch, git_answer_sizes
+    from tests.feature_support import task_text
+
+    project = make_feature(tmp_path, [TaskSpec(TASK)])
+    repo = GitRepo.discover(project.root)
+    assert repo is not None
+    fgit = feature_git(project.root, repo, FEATURE_ID)
+    assert fgit is not None
+    branches = RemoteBranches(repo, "origin")
+    pushes = TurnPushes(repo, branches, RemoteLedgers(repo, "origin", FEATURE_ID),
+                        CloneAlignment(repo, branches, fgit, FEATURE_ID, FEATURE_BRANCH, print), TASK,
+                        lambda step, what: step(), lambda: True, print)
+    turn = git(project.root, "rev-parse", "main").strip()
+    tip = commit_on_branch(project.root, "main", TASK_FILE, (task_text(TASK) + "x" * 3000 + "\n").encode())
+    assert pushes._why_not_merged(turn, tip) is None  # under the cap: the same criteria, merged
+    monkeypatch.setattr(reads, "MAX_FILE_BYTES", 3000)
+    answers = git_answer_sizes(monkeypatch)
+    assert pushes._why_not_merged(turn, tip) == "the task file's acceptance criteria changed"
+    assert max(answers) < 3000, answers

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from guardkit_state.git.repo import GitRepo
@@ -168,3 +169,55 @@ def test_release_refuses_a_task_of_no_such_feature_and_changes_nothing(tmp_path:
     done = cli(machine, "feature-build", FEATURE_ID)
     assert done.returncode == 2 and "the following arguments are required: --player, --coach" in done.stderr
     assert git(bare, "for-each-ref", "refs/heads/autobuild/") == ""
+
+
+def test_task_copy_at_never_reads_a_task_file_over_the_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A hostile worker pushed a blob of gigabytes at the task's file (the cap monkeypatched small):
+    # the copy is unreadable, as one on disk over the cap is, and never read.
+    from guardkit_state.remote.quarantine import task_copy_at
+    from guardkit_state.store import reads
+    from tests.conftest import commit_on_branch, git_answer_sizes
+    from tests.feature_support import task_rel
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    repo = GitRepo.discover(project.root)
+    assert repo is not None
+    rel = task_rel("TASK-FB-001").as_posix()
+    assert task_copy_at(repo, "TASK-FB-001", "main")[1] is not None
+    monkeypatch.setattr(reads, "MAX_FILE_BYTES", 2000)
+    tip = commit_on_branch(project.root, "main", rel, b"x" * 2001)
+    answers = git_answer_sizes(monkeypatch)
+    assert task_copy_at(repo, "TASK-FB-001", tip) == (rel, None)
+    assert max(answers) < 2000, answers
+
+
+def test_a_task_whose_file_on_the_remote_is_over_the_cap_is_held_back_not_run_for_ever(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A hostile worker pushed a task file of gigabytes on the task's branch (the caps monkeypatched
+    # small): every worker's loop would stop on it and no crash could be written in it, so a worker
+    # claimed and stopped it for ever. It is held back at once: the workers end, naming it.
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+    from guardkit_state.store import reads
+    from tests.conftest import commit_on_branch
+    from tests.feature_support import task_rel, task_text
+
+    project = make_feature(tmp_path, [TaskSpec(TASK)])
+    bare = make_bare(tmp_path, project.root)
+    git(project.root, "branch", f"autobuild/{TASK}", "main")
+    rel = task_rel(TASK).as_posix()
+    commit_on_branch(project.root, f"autobuild/{TASK}", rel, (task_text(TASK) + "x" * 5000 + "\n").encode())
+    git(project.root, "push", "-q", str(bare), f"autobuild/{TASK}")
+    mine = clone(bare.as_uri(), tmp_path / "machine-1")
+    monkeypatch.setattr(reads, "MAX_FILE_BYTES", 4096)  # read out of git
+    monkeypatch.setitem(reads.read_bytes_capped.__kwdefaults__, "limit", 4096)  # read on disk
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    notes: list[str] = []
+    result = run_worker(mine, FEATURE_ID, *project.agents(), WorkerOptions(remote="origin", poll=0.1),
+                        on_note=notes.append)
+    assert not result.done and project.invocations() == []  # never claimed, no agent ran
+    assert f"{TASK}: its task file on the remote's branch cannot be read (" in result.reason
+    assert f":{rel}: file is {len(task_text(TASK)) + 5001} bytes, over the 4096-byte limit" in result.reason
+    assert "no worker claims it until a readable one is pushed" in result.reason
+    assert git(bare, "for-each-ref", f"refs/heads/autobuild/{TASK}").split()[0] == \
+        git(project.root, "rev-parse", f"autobuild/{TASK}").strip()  # its branch untouched

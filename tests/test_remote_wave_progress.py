@@ -62,3 +62,24 @@ def test_write_wave_progress_of_a_plan_the_branch_does_not_track_adds_it_as_befo
     assert git(worktree, "log", "-1", "--format=%s").strip() == MESSAGE
     assert git(worktree, "status", "--porcelain", "--untracked-files=all") == ""
     assert "status: completed" in git(worktree, "show", f"HEAD:{PLAN_REL.as_posix()}")
+
+
+def test_plan_on_branch_never_reads_a_plan_over_the_cap(project: FeatureProject,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A plan of gigabytes pushed on the feature branch (the cap monkeypatched small): it holds no
+    # plan that can be read, as one on disk over the cap, and is never read.
+    from guardkit_state.remote.wave_progress import plan_on_branch
+    from guardkit_state.store import reads
+
+    from .conftest import commit_on_branch, git_answer_sizes
+
+    repo = GitRepo.discover(project.root)
+    assert repo is not None
+    plan = load_plan(project.root / PLAN_REL)
+    assert plan_on_branch(repo, plan, FEATURE_BRANCH) is not None
+    padded = (project.root / PLAN_REL).read_bytes() + b"# " + b"x" * 3000 + b"\n"
+    commit_on_branch(project.root, FEATURE_BRANCH, PLAN_REL.as_posix(), padded)
+    monkeypatch.setattr(reads, "MAX_FILE_BYTES", 3000)
+    answers = git_answer_sizes(monkeypatch)
+    assert plan_on_branch(repo, plan, FEATURE_BRANCH) is None
+    assert max(answers) < 3000, answers

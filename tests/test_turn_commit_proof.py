@@ -311,3 +311,20 @@ def test_without_a_worktree_a_player_switching_the_users_branch_gets_no_approval
     assert result.exit_code == 1
     assert "not on main" in result.reason and "an agent switched it" in result.reason, result.reason
     assert git(project.root, "log", "--format=%s", "elsewhere").splitlines() == ["initial"]
+
+
+def test_earlier_turns_files_over_the_cap_in_git_are_not_restored_nor_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As above, with every recorded file over the cap (monkeypatched small: the ledger, in the git
+    # folder an agent's worktree shares, can name a commit holding gigabytes there): none is read.
+    from guardkit_state.store import reads
+
+    reset = 'test "$GUARDKIT_TURN" = 2 && git reset -q --hard HEAD~1'
+    project = make_feature(tmp_path, [TaskSpec(T1, approve_at=2, shell=reset)])
+    monkeypatch.setattr(reads, "MAX_FILE_BYTES", 60)
+    result = _task(project, monkeypatch)
+    assert result.exit_code == 0, result.reason
+    assert any("recorded files of earlier turns (player_turn_1.json, coach_turn_1.json, turn_state_turn_1.json); "
+               "not restored" in n for n in result.notes), result.notes
+    files = _tree(project.root, f"autobuild/{T1}")
+    assert f".guardkit/autobuild/{T1}/player_turn_1.json" not in files

@@ -61,9 +61,9 @@ def test_turn_log_never_reads_a_committed_turn_state_over_the_size_cap(
         looped: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # As a turn state on disk: one over the cap (a blob of gigabytes an agent committed) is not read;
     # its turn is listed from its commit, without criteria.
-    from guardkit_state.inspect import review
+    from guardkit_state.store import reads
 
-    monkeypatch.setattr(review, "MAX_FILE_BYTES", 10)
+    monkeypatch.setattr(reads, "MAX_FILE_BYTES", 10)
     entries = read_turn_log(looped, TASK_ID).entries
     assert [e.decision for e in entries] == ["feedback", "feedback", "approve"]
     assert [e.delta for e in entries] == [(), (), ()]
@@ -184,3 +184,38 @@ def test_cli_diff_runs_as_a_subprocess_from_the_main_checkout(looped: Path) -> N
                             cwd=looped, capture_output=True, text=True, env={**env, "NO_COLOR": "1"}, check=False)
     assert result.returncode == 0, result.stderr
     assert "src/module_1.py" in result.stdout and "module_2" not in result.stdout
+
+
+@pytest.mark.parametrize("tail", [b', "cost": NaN}', b', "deep": ' + b"[" * 5000 + b"]" * 5000 + b"}"],
+                         ids=["nan", "deep"])
+def test_turn_log_reads_a_committed_turn_state_as_strictly_as_one_on_disk(looped: Path, tail: bytes) -> None:
+    # A turn commit pushed with a turn state the strict JSON reader refuses (NaN; nesting deeper than
+    # its bound, deeper than Python's parser goes): its turn is listed without criteria, never a crash.
+    from .conftest import commit_on_branch
+
+    state = b'{"acceptance_criteria_status": {"AC-001": "verified", "AC-009": "verified"}' + tail
+    commit_on_branch(looped, f"autobuild/{TASK_ID}", f".guardkit/autobuild/{TASK_ID}/turn_state_turn_4.json", state,
+                     f"autobuild({TASK_ID}): turn 4 feedback\n\nTask: {TASK_ID}\nTurn: 4\nDecision: feedback\n"
+                     "Mode: continuing_work\n")
+    entries = read_turn_log(looped, TASK_ID).entries
+    assert [(e.turn, e.decision) for e in entries] == [(1, "feedback"), (2, "feedback"), (3, "approve"),
+                                                      (4, "feedback")]
+    assert (entries[-1].delta, entries[-1].verified_count) == ((), None)
+
+
+def test_turn_diff_shows_a_committed_file_over_the_cap_as_binary_never_reading_it(
+        looped: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A turn commit pushed with a task file of gigabytes (the cap monkeypatched small): the diff names
+    # it as git names a binary file, and no git answer holds it.
+    from guardkit_state.store import reads
+
+    from .conftest import commit_on_branch, git_answer_sizes
+
+    commit_on_branch(looped, f"autobuild/{TASK_ID}", TASK_FILE, b"a line of the task file\n" * 400,
+                     f"autobuild({TASK_ID}): turn 4 feedback\n\nTask: {TASK_ID}\nTurn: 4\nDecision: feedback\n"
+                     "Mode: continuing_work\n")
+    monkeypatch.setattr(reads, "MAX_FILE_BYTES", 5000)
+    answers = git_answer_sizes(monkeypatch)
+    diff = turn_diff(looped, TASK_ID, 4)
+    assert f"Binary files a/{TASK_FILE} and b/{TASK_FILE} differ" in diff
+    assert max(answers) < 5000, answers

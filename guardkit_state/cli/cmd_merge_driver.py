@@ -21,7 +21,8 @@ merging the frontmatter key by key (turns by number, criteria by id, plan tasks 
 statuses forward), the body with git merge-file. A value changed differently on both sides
 is a conflict: written between markers, named on stderr, exit 1.
 
-Exit status: 0 merged (or registered), 1 conflicts (or not registered), 2 bad arguments.
+Exit status: 0 merged (or registered), 1 conflicts (or not registered), 2 bad arguments, or a
+side over the 8 MiB size cap a task file is read under (refused unread; git counts it a conflict).
 """
 
 
@@ -51,10 +52,13 @@ def run_merge_driver(args: argparse.Namespace, out: Output) -> int:
         out.error("merge-driver: expected BASE OURS THEIRS PATH (run 'guardkit-state merge-driver --help')")
         return ExitCode.USAGE
     from guardkit_state.remote.merge_driver import merge_texts
+    from guardkit_state.store.reads import read_bytes_capped
 
     base, ours, theirs = (Path(name) for name in args.files[:3])
     path = args.files[3]
-    texts = [file.read_bytes().decode("utf-8", "surrogateescape") for file in (base, ours, theirs)]
+    # Each side as git wrote it from its blob, read as a task file on disk is: one over the cap (pushed
+    # by a hostile worker) is refused unread, and git takes the failure as a conflict.
+    texts = [read_bytes_capped(file).decode("utf-8", "surrogateescape") for file in (base, ours, theirs)]
     result = merge_texts(texts[0], texts[1], texts[2], path, marker=args.marker_size)
     with open(ours, "wb") as handle:  # git's own temporary file, read back by git when we exit
         handle.write(result.text.encode("utf-8", "surrogateescape"))

@@ -21,6 +21,7 @@ from guardkit_state.git.commits import find_turn_commit
 from guardkit_state.git.merge import find_task_merge, is_ancestor, unmerged_tip, unmerged_tips
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Outcome
+from guardkit_state.store import reads
 from guardkit_state.store.layout import BRANCH_PREFIX, artifacts_dir, branch_for
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.document import TaskFile
@@ -207,9 +208,8 @@ def _task_copy(git: FeatureGit, task_id: str, worktree: Path | None, branch: str
         if branch is not None:
             rel = main_copy.relative_to(git.root).as_posix()
             raw = git.ahead.get((tip, rel)) if tip is not None else None
-            if raw is None:
-                status, shown, _ = git.main.run("show", f"{branch}:{rel}", check=False)
-                raw = shown if status == 0 else None
+            if raw is None:  # (one over the cap is refused unread, as a copy on disk: no state read)
+                raw = git.main.blob(branch, rel)
             if raw is not None:
                 return TaskFile.from_bytes(raw, git.root / rel)
         return TaskFile.load(main_copy)
@@ -230,7 +230,8 @@ def files_read_ahead(git: FeatureGit, tips: Mapping[str, str]) -> Iterator[None]
                 specs[(tip, rel)] = f"{tip}:{rel}"
     found: list[tuple[str, str, bytes] | None] = []
     with contextlib.suppress(GuardkitStateError):  # unread: each reading asks git, as without
-        found = git.main.objects(list(specs.values()))
+        # (A file over the cap is not read ahead: its reading asks git for it, which refuses it unread.)
+        found = git.main.objects(list(specs.values()), max_bytes=reads.MAX_FILE_BYTES)
     git.ahead.update({key: obj[2] for key, obj in zip(specs, found, strict=False)
                       if obj is not None and obj[1] == "blob"})
     # Which of the branches the feature branch does not reach, asked once for all of them.

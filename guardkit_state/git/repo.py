@@ -21,6 +21,7 @@ from guardkit_state.errors import GitError, UnsafePathError
 from guardkit_state.git.parse import StatusEntry, parse_cat_file_batch, parse_refs, parse_status_z, ref_format
 from guardkit_state.git.runner import execute, git_error, nothing_to_commit
 from guardkit_state.git.stale_locks import remove_stale_locks
+from guardkit_state.store import reads
 from guardkit_state.store.fsio import TEMP_NAME, TEMP_PREFIX
 from guardkit_state.store.layout import RUNTIME_DIRS, RUNTIME_GLOBS
 
@@ -174,14 +175,14 @@ class GitRepo:
     def objects(self, specs: Sequence[str], *, max_bytes: int | None = None) -> list[tuple[str, str, bytes] | None]:
         """The objects ``specs`` name (``rev:path``, shas) by one ``git cat-file --batch``: (object id,
         type, content) each, None where missing, or (with ``max_bytes``) larger than that: their sizes
-        are asked first (``--batch-check``), so a blob of gigabytes an agent committed is never read."""
-        if max_bytes is not None and specs:
-            out = self.run("cat-file", "--batch-check", stdin=("\n".join(specs) + "\n").encode())[1]
-            sizes = [line.split() for line in out.decode("utf-8", "replace").splitlines()]
-            small = [spec for spec, size in zip(specs, sizes, strict=True)
-                     if len(size) == 3 and size[2].isdigit() and int(size[2]) <= max_bytes]
-            found = dict(zip(small, self.objects(small), strict=True))
-            return [found.get(spec) for spec in specs]
+        are asked first (:meth:`sizes`), so a blob of gigabytes an agent committed is never read; the
+        small ones are then read by the ids that answer gave (a ref moved meanwhile to a big one is
+        not read either)."""
+        if max_bytes is not None:
+            sized = self.sizes(specs)
+            small = list(dict.fromkeys(found[0] for found in sized if found is not None and found[2] <= max_bytes))
+            by_id = dict(zip(small, self.objects(small), strict=True))
+            return [by_id.get(found[0]) if found is not None else None for found in sized]
         if not specs:
             return []
         out = self.run("cat-file", "--batch", stdin=("\n".join(specs) + "\n").encode())[1]
@@ -193,6 +194,38 @@ class GitRepo:
         None when git fails (a filter's revision unknown)."""
         status, out, _ = self.run("for-each-ref", f"--format={ref_format(atoms)}", *args, check=False)
         return parse_refs(out, len(atoms)) if status == 0 else None
+
+    def sizes(self, specs: Sequence[str]) -> list[tuple[str, str, int] | None]:
+        """(object id, type, size in bytes) of each object ``specs`` name, by one ``git cat-file
+        --batch-check``; None where missing, and for a spec with a line break (one spec a line)."""
+        asked = [spec for spec in specs if "\n" not in spec]
+        answers: dict[str, tuple[str, str, int] | None] = {}
+        if asked:
+            out = self.run("cat-file", "--batch-check", stdin=("\n".join(asked) + "\n").encode())[1]
+            for spec, line in zip(asked, out.decode("utf-8", "replace").splitlines(), strict=True):
+                parts = line.split()  # "<id> <type> <size>", or "<spec> missing" (a spec may hold spaces)
+                answers[spec] = (parts[0], parts[1], int(parts[2])) \
+                    if len(parts) == 3 and parts[2].isascii() and parts[2].isdigit() else None
+        return [answers.get(spec) for spec in specs]
+
+    def blob(self, rev: str, path: str, *, limit: int | None = None) -> bytes | None:
+        """The file ``path`` as ``rev`` holds it (None where it holds none), read under the cap a file on
+        disk is read under (``limit``, by default :data:`~guardkit_state.store.reads.MAX_FILE_BYTES`):
+        its size is asked first, so a blob of gigabytes committed there (an agent's, a person's, a
+        hostile worker's push) is never read.
+
+        Raises:
+            FileTooLargeError: the blob is over the cap; names ``rev:path``, its size and the cap.
+        """
+        limit = reads.MAX_FILE_BYTES if limit is None else limit
+        spec = f"{rev}:{path}"
+        found = self.sizes([spec])[0]
+        if found is None or found[1] != "blob":
+            return None
+        if found[2] > limit:
+            raise reads.too_large(spec, f"file is {found[2]} bytes", limit)
+        read = self.objects([found[0]])[0]  # by its id: the blob just measured, wherever the ref moved since
+        return read[2] if read is not None else None
 
     def upstream_of(self, branch: str) -> str | None:
         """The local branch ``branch`` tracks (its recorded base), or None."""

@@ -8,7 +8,6 @@ falls back to the ``turn_state_turn_N.json`` files on disk.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from dataclasses import dataclass, field
@@ -22,8 +21,10 @@ from guardkit_state.git.commits import turn_commits
 from guardkit_state.git.parse import TurnCommit
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.model import Fields
+from guardkit_state.store import reads
+from guardkit_state.store.jsonio import parse_json
 from guardkit_state.store.layout import STATE_DIR, artifacts_dir, branch_for, worktree_path
-from guardkit_state.store.reads import MAX_FILE_BYTES, read_bytes_capped
+from guardkit_state.store.reads import decode_utf8, read_bytes_capped
 from guardkit_state.store.safe_paths import validate_task_id
 from guardkit_state.store.turn_files import turn_state_number
 from guardkit_state.taskfile.locate import autobuild_branches_at, feature_branch_of_task
@@ -83,7 +84,7 @@ def read_turn_log(repo_root: str | Path, task_id: str) -> TurnLog:
     # a person's push) is never read, and its turn is shown without its criteria.
     blobs = [found[2] if found is not None and found[1] == "blob" else None
              for found in repo.objects([f"{c.sha}:{_state_path(task_id, c.turn)}" for c in commits],
-                                       max_bytes=MAX_FILE_BYTES)]
+                                       max_bytes=reads.MAX_FILE_BYTES)]
     states: dict[int, dict[str, Any]] = {}
     for commit, blob in zip(commits, blobs, strict=True):
         if blob is not None:
@@ -125,7 +126,10 @@ def turn_diff(repo_root: str | Path, task_id: str, turn: int, *, stat: bool = Fa
     args = ["show", "--no-color", "--no-ext-diff", "--format=medium", "--stat" if stat else "--patch", commit.sha, "--"]
     if state_only:
         args += state_pathspecs(task_id)
-    return repo.run(*args)[1].decode("utf-8", "replace")
+    # A file over the cap a file on disk is read under (a blob of gigabytes pushed in a turn commit)
+    # is diffed as git diffs a binary file: named, never read into the patch.
+    big = ("-c", f"core.bigFileThreshold={reads.MAX_FILE_BYTES}")
+    return repo.run(*args, pre=big)[1].decode("utf-8", "replace")
 
 
 def state_pathspecs(task_id: str) -> list[str]:
@@ -204,6 +208,7 @@ def _entries(commits: list[TurnCommit], states: dict[int, dict[str, Any]]) -> li
         verified = state.get("verified_count")
         if not isinstance(verified, int):
             verified = sum(1 for v in status.values() if v == "verified") if status else None
+        # (A turn without criteria read, its state unreadable or over the cap, loses none it had.)
         entries.append(TurnLogEntry(
             turn=turn,
             sha=commit.sha if commit else None,
@@ -211,7 +216,7 @@ def _entries(commits: list[TurnCommit], states: dict[int, dict[str, Any]]) -> li
             mode=(commit.mode if commit else None) or _str(state.get("mode")),
             date=commit.date if commit else _str(state.get("completed_at")),
             verified_count=verified,
-            delta=criteria_delta(previous, status),
+            delta=criteria_delta(previous, status) if status else (),
             subject=commit.subject if commit else None,
         ))
         if status:
@@ -244,10 +249,13 @@ def _states_from_files(directory: Path) -> dict[int, dict[str, Any]]:
 
 
 def _parse_state(blob: bytes, turn: int) -> dict[str, Any]:
+    """A turn state's text (committed, or on disk) read as strictly as the store reads one: bounded
+    nesting, no NaN or infinite numbers, no duplicate keys; one refused is shown without criteria."""
+    name = f"turn_state_turn_{turn}.json"
     try:
-        data = json.loads(blob)
-    except ValueError:
-        log.warning("turn_state_turn_%d.json is not valid JSON; shown without criteria", turn)
+        data = parse_json(decode_utf8(blob, Path(name)), path=name)
+    except GuardkitStateError as exc:
+        log.warning("%s is not valid JSON (%s); shown without criteria", name, exc)
         return {}
     return data if isinstance(data, dict) else {}
 

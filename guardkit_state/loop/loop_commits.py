@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
-from guardkit_state.errors import GitError, GuardkitStateError, one_line
+from guardkit_state.errors import FileTooLargeError, GitError, GuardkitStateError, one_line
 from guardkit_state.git import turn_ledger
 from guardkit_state.git.checkouts import repair_worktree_link
 from guardkit_state.git.commits import CommitResult, commit_turn, find_turn_commit
@@ -148,20 +148,27 @@ class TurnCommits:
         newest = {entry.turn: entry.sha for entry in turn_ledger.entries(self.git, self.task_id)
                   if entry.turn < number}
         restored: list[str] = []
+        refused: list[str] = []
         for turn, sha in sorted(newest.items()):
             for kind in ("player_turn", "coach_turn", "turn_state"):
                 path = lifecycle.store.path(kind, turn)
                 if os.path.lexists(path):
                     continue
-                rel = path.relative_to(self.git.root).as_posix()
-                status, data, _ = self.git.run("show", f"{sha}:{rel}", check=False)
-                if status == 0:
+                try:  # (the ledger sits in the git folder an agent's worktree shares: it can name any commit)
+                    data = self.git.blob(sha, path.relative_to(self.git.root).as_posix())
+                except FileTooLargeError:
+                    refused.append(path.name)  # never read: a reading of it on disk would refuse it too
+                    continue
+                if data is not None:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     atomic_write_bytes(path, data)
                     restored.append(path.name)
         if restored:
             self.note(f"turn {number}: an agent removed the recorded files of earlier turns ({', '.join(restored)}); "
                       "restored them from the loop's own commits")
+        if refused:
+            self.note(f"turn {number}: an agent removed the recorded files of earlier turns ({', '.join(refused)}); "
+                      "not restored: the commits the loop's ledger names hold them over the size cap")
 
     @staticmethod
     def _turn_files(lifecycle: TurnLifecycle, number: int) -> list[str]:

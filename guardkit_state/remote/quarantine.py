@@ -61,12 +61,16 @@ class Quarantine:
     runs: tuple[FailedRun, ...] = ()
     limit: int = DEFAULT_LIMIT
     released: int = 0  # releases so far
+    unreadable: str = ""  # why its task file on the remote's branch cannot be read: no worker can run it
 
     @property
     def quarantined(self) -> bool:
-        return len(self.runs) >= self.limit
+        return bool(self.unreadable) or len(self.runs) >= self.limit
 
     def reason(self, feature: str, remote: str) -> str:
+        if self.unreadable:
+            return (f"{self.unreadable}; no worker claims it until a readable one is pushed to {branch_for(self.task)} "
+                    f"on {remote}")
         why = "; ".join(f"{run.reason} ({run.at})" for run in self.runs)
         return (f"quarantined after {len(self.runs)} runs that ended in a dead worker or a crash: {why}; no worker "
                 f"claims it until it is released: guardkit-state feature-build {feature} --release {self.task} "
@@ -89,10 +93,15 @@ def quarantine_in(copy: TaskFile | None, task: str) -> Quarantine:
 
 
 def read_quarantine(repo: GitRepo, task: str, rev: str | None) -> Quarantine:
-    """The quarantine of ``task`` as the commit ``rev`` (its branch on the remote) holds it."""
+    """The quarantine of ``task`` as the commit ``rev`` (its branch on the remote) holds it; one whose
+    task file there cannot be read (over the size cap, broken) is held back at once: every worker's
+    loop would stop on it, and no crash could be written in it to count toward a quarantine."""
     if rev is None:
         return Quarantine(task)
-    return quarantine_in(task_copy_at(repo, task, rev)[1], task)
+    _, copy, refused = _copy_at(repo, task, rev)
+    if refused is not None:
+        return Quarantine(task, unreadable=f"its task file on the remote's branch cannot be read ({refused})")
+    return quarantine_in(copy, task)
 
 
 def held_back(state: TaskState, quarantine: Quarantine, feature: str, remote: str) -> TaskState:
@@ -191,15 +200,23 @@ def release_task(repo_root: Path | str, feature: str, task: str, remote: str, *,
 
 def task_copy_at(repo: GitRepo, task: str, rev: str) -> tuple[str, TaskFile | None]:
     """The task file's path (as the checkout has it) and its copy on ``rev`` (None: unreadable)."""
+    rel, copy, _ = _copy_at(repo, task, rev)
+    return rel, copy
+
+
+def _copy_at(repo: GitRepo, task: str, rev: str) -> tuple[str, TaskFile | None, GuardkitStateError | None]:
+    """:func:`task_copy_at`, and why the copy ``rev`` holds cannot be read (None: it can, or holds none)."""
     with contextlib.suppress(GuardkitStateError):
         path = resolve_task(repo.root, task).path
         rel = path.relative_to(repo.root).as_posix()
-        status, raw, _ = repo.run("show", f"{rev}:{rel}", check=False)
-        if status == 0:
-            with contextlib.suppress(GuardkitStateError):
-                return rel, TaskFile.from_bytes(raw, path)
-        return rel, None
-    return "", None
+        try:  # (over the cap too: unreadable, as on disk, and never read)
+            raw = repo.blob(rev, rel)
+            return rel, TaskFile.from_bytes(raw, path) if raw is not None else None, None
+        except InputError as exc:  # over the cap, or broken: what every reading of it would say
+            return rel, None, exc
+        except GuardkitStateError:  # (git failed: not known to be unreadable)
+            return rel, None, None
+    return "", None, None
 
 
 def _commit_entry(repo: GitRepo, copy: TaskFile, rel: str, parent: str, key: str, entry: dict[str, object],

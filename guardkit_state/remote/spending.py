@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from guardkit_state.git.parse import parse_tree
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.store import reads
 from guardkit_state.store.layout import STATE_DIR, branch_for
-from guardkit_state.store.reads import MAX_FILE_BYTES
 from guardkit_state.store.turn_files import turn_state_number
 from guardkit_state.turns.spend import state_cost
 
@@ -70,13 +70,13 @@ class RemoteSpending:
     def _read(self, wanted: list[tuple[str, str]]) -> None:
         # (Capped as a local reading is: an agent's commit can put gigabytes in the task's state folder.)
         folders = self.repo.objects([f"{tip}:{STATE_DIR.as_posix()}/{task}" for task, tip in wanted],
-                                    max_bytes=MAX_FILE_BYTES)
+                                    max_bytes=reads.MAX_FILE_BYTES)
         states: dict[tuple[str, str], list[str]] = {}
         for (task, tip), found in zip(wanted, folders, strict=True):
             entries = parse_tree(found[2], len(found[0]) // 2) if found is not None and found[1] == "tree" else {}
             states[(task, tip)] = [oid for name, oid in entries.items() if turn_state_number(name) is not None]
         unread = sorted({oid for oids in states.values() for oid in oids} - self._blobs.keys())
-        for oid, found in zip(unread, self.repo.objects(unread, max_bytes=MAX_FILE_BYTES), strict=True):
+        for oid, found in zip(unread, self.repo.objects(unread, max_bytes=reads.MAX_FILE_BYTES), strict=True):
             self._blobs[oid] = state_cost(found[2]) if found is not None and found[1] == "blob" else None
         for key, oids in states.items():
             self._at[key] = sum(self._blobs[oid] or 0.0 for oid in oids)

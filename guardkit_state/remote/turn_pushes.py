@@ -133,12 +133,12 @@ class TurnPushes:
         return (out.decode().strip() or None) if status == 0 else None
 
     def _criteria(self, rev: str) -> list[tuple[str, str]] | None:
-        """The task's acceptance criteria (ids and texts) as ``rev`` holds its file (None: unreadable)."""
+        """The task's acceptance criteria (ids and texts) as ``rev`` holds its file (None: unreadable, or
+        over the cap a file on disk is read under: never read, and never merged under a turn)."""
         try:
             path = resolve_task(self.repo.root, self.task).path
-            rel = path.relative_to(self.repo.root).as_posix()
-            status, raw, _ = self.repo.run("show", f"{rev}:{rel}", check=False)
-            if status != 0:
+            raw = self.repo.blob(rev, path.relative_to(self.repo.root).as_posix())
+            if raw is None:
                 return None
             return [(c.id, c.text_hash) for c in TaskFile.from_bytes(raw, path, warn=False).criteria]
         except (GuardkitStateError, ValueError):

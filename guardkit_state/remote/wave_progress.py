@@ -125,8 +125,9 @@ def plan_on_branch(repo: GitRepo, plan: FeaturePlan, rev: str) -> FeaturePlan | 
     if plan.path is None:
         return None
     with contextlib.suppress(GuardkitStateError, ValueError):
-        status, raw, _ = repo.run("show", f"{rev}:{plan.path.relative_to(repo.root).as_posix()}", check=False)
-        if status == 0:
+        # (Read under the cap a plan on disk is read under: one over it is never read, and holds none.)
+        raw = repo.blob(rev, plan.path.relative_to(repo.root).as_posix())
+        if raw is not None:
             return parse_plan(raw.decode("utf-8", "replace"), path=plan.path)
     return None
 

@@ -48,12 +48,12 @@ def read_bytes_capped(path: Path, *, limit: int = MAX_FILE_BYTES) -> bytes:
     fd, size = _open_regular(path)
     try:
         if size > limit:
-            raise _too_large(path, f"file is {size} bytes", limit)
+            raise too_large(path, f"file is {size} bytes", limit)
         data = _read_upto(fd, limit + 1, path)
     finally:
         os.close(fd)
     if len(data) > limit:  # it grew after the fstat
-        raise _too_large(path, "file grew while it was read", limit)
+        raise too_large(path, "file grew while it was read", limit)
     return data
 
 
@@ -83,7 +83,8 @@ def holds(path: Path, expected: bytes) -> bool:
         os.close(fd)
 
 
-def _too_large(path: Path, what: str, limit: int, why: str = "") -> FileTooLargeError:
+def too_large(path: Path | str, what: str, limit: int, why: str = "") -> FileTooLargeError:
+    """The error of a file (or ``rev:path`` of one in git) over the ``limit``-byte cap, read or not."""
     return FileTooLargeError(f"{what}, over the {limit}-byte limit{why}", path=path, expected=f"at most {limit} bytes")
 
 

@@ -22,10 +22,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from guardkit_state.errors import GuardkitStateError, TaskNotFoundError
+from guardkit_state.errors import FileTooLargeError, GuardkitStateError, TaskNotFoundError
 from guardkit_state.git.checkouts import worktrees_home
 from guardkit_state.git.repo import GitRepo, branches_named
-from guardkit_state.store import reads
 from guardkit_state.store.layout import BRANCH_PREFIX, artifacts_dir, branch_for, worktree_path
 from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.discovery import STATE_MARKERS, scoped
@@ -180,12 +179,12 @@ def _feature_copy(root: Path, home: Path, found: Resolution) -> TaskLocation | N
     task_branch = branch_for(task_id)
     with contextlib.suppress(GuardkitStateError):
         if (repo.branch_exists(task_branch) and not is_ancestor(repo, task_branch, feature_branch)
-                and _git_copy(repo, task_branch, rel, state_only=True) is not None):
+                and _holds_state_at(repo, task_branch, rel)):
             return TaskLocation(task_id, root, found.path, False, found, "task branch", task_branch, feature_id)
     tree = worktree_path(home, feature_id)
     if (tree / rel).is_file() and holds_state(tree / rel):
         return TaskLocation(task_id, tree, tree / rel, False, found, "feature worktree", None, feature_id)
-    if _git_copy(repo, feature_branch, rel, state_only=True) is not None:
+    if _holds_state_at(repo, feature_branch, rel):
         return TaskLocation(task_id, root, found.path, False, found, "feature branch", feature_branch, feature_id)
     return None
 
@@ -202,16 +201,25 @@ def autobuild_branches_at(root: Path) -> frozenset[str]:
     return scoped(("autobuild branches", os.fspath(root)), partial(branches_named, root, BRANCH_PREFIX))
 
 
-def _git_copy(repo: GitRepo | None, rev: str, rel: str, *, state_only: bool = False) -> bytes | None:
-    """The bytes of ``rev:rel`` (None when absent, or without a state block when ``state_only``)."""
-    if repo is None:
-        return None
-    status, raw, _ = repo.run("show", f"{rev}:{rel}", check=False)
-    if status != 0 or len(raw) > reads.MAX_FILE_BYTES:
-        return None
-    if state_only and not any(marker in raw for marker in STATE_MARKERS):
-        return None
-    return raw
+def _git_copy(repo: GitRepo | None, rev: str, rel: str) -> bytes | None:
+    """The bytes of ``rev:rel`` (None when absent), read under the cap a file on disk is.
+
+    Raises:
+        FileTooLargeError: the copy is over the cap (never read).
+    """
+    return repo.blob(rev, rel) if repo is not None else None
+
+
+def _holds_state_at(repo: GitRepo | None, rev: str, rel: str) -> bool:
+    """True when ``rev:rel`` has a state block, or is over the cap (as :func:`holds_state` answers of
+    a copy on disk: ``show`` then reports on that copy, naming ``rev:rel``, rather than another)."""
+    try:
+        raw = _git_copy(repo, rev, rel)
+    except FileTooLargeError:
+        return True
+    except GuardkitStateError:
+        return False
+    return raw is not None and any(marker in raw for marker in STATE_MARKERS)
 
 
 __all__ = ["Source", "TaskLocation", "autobuild_branches_at", "feature_branch_of_task", "features_of_task",
