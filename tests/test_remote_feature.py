@@ -957,6 +957,27 @@ def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it(
     assert merged_order(bare) == ["TASK-FB-001"]
 
 
+@pytest.mark.parametrize("blocked", ["TASK-FB-001", "TASK-FB-001/old"])
+def test_show_remote_names_a_ref_in_the_way_of_a_tasks_claim_and_how_to_clear_it(tmp_path: Path,
+                                                                               blocked: str) -> None:
+    # No worker claims the task while the ref stands: 'show --remote' says why, not a bare 'waiting'.
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    _, mine, theirs = _two_machines(tmp_path, project)
+    ref = f"refs/guardkit/claims/{FEATURE_ID}/{blocked}"
+    tree = git(theirs, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
+    foreign = git(theirs, "commit-tree", tree, "-m", "a note of some other tool").strip()
+    git(theirs, "push", "-q", "origin", f"{foreign}:{ref}")
+    held = (f"holds {foreign[:10]}, which is no guardkit claim" if "/" not in blocked else
+            f"({foreign[:10]}) keeps git from creating the claim ref refs/guardkit/claims/{FEATURE_ID}/TASK-FB-001")
+    why = f"{ref} on the remote {held}: no worker claims it until it is deleted (git push origin :{ref})"
+    shown = json.loads(cli(mine, "show", FEATURE_ID, "--remote", "origin", "--json"))
+    assert [(t["task_id"], t["state"], t["held"]) for t in shown["tasks"]] == [("TASK-FB-001", "waiting", why)]
+    assert f"      held: {why}" in cli(mine, "status", "--remote", "origin").splitlines()
+    git(theirs, "push", "-q", "origin", f":{ref}")  # cleared as it says: nothing holds the task
+    shown = json.loads(cli(mine, "show", FEATURE_ID, "--remote", "origin", "--json"))
+    assert [(t["state"], t["held"]) for t in shown["tasks"]] == [("waiting", None)]
+
+
 def test_a_claim_commit_pushed_at_another_depth_never_holds_its_task(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     from guardkit_state.remote.worker import WorkerOptions, run_worker

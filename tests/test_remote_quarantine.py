@@ -221,3 +221,10 @@ def test_a_task_whose_file_on_the_remote_is_over_the_cap_is_held_back_not_run_fo
     assert "no worker claims it until a readable one is pushed" in result.reason
     assert git(bare, "for-each-ref", f"refs/heads/autobuild/{TASK}").split()[0] == \
         git(project.root, "rev-parse", f"autobuild/{TASK}").strip()  # its branch untouched
+    from guardkit_state.remote.overview import remote_progress
+
+    shown = remote_progress(mine, FEATURE_ID, "origin").tasks[0]  # why no worker claims it, as the worker said
+    assert shown.state == "quarantined" and shown.held is not None
+    assert shown.held.startswith(f"its task file on the remote's branch cannot be read (refs/remotes/origin/"
+                                 f"autobuild/{TASK}:{rel}: file is {len(task_text(TASK)) + 5001} bytes, over the 4096")
+    assert shown.held.endswith(f"; no worker claims it until a readable one is pushed to autobuild/{TASK} on origin")

@@ -26,9 +26,10 @@ from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import KEPT_PREFIX
 from guardkit_state.remote.branches import RemoteBranches
 from guardkit_state.remote.claims import MERGE_CLAIM, SEEN_PREFIX, Claim, ClaimBoard
-from guardkit_state.remote.quarantine import FailedRun, quarantine_in, task_copy_at
+from guardkit_state.remote.quarantine import FailedRun, Quarantine, copy_and_quarantine
 from guardkit_state.remote.wave_progress import plan_on_branch
 from guardkit_state.store.layout import branch_for
+from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.turns.sent_back import pending_send_back
 
 
@@ -48,13 +49,16 @@ class RemoteTask:
     failed_runs: tuple[FailedRun, ...] = ()
     #: Turns kept on refs of their own on the remote (the ref and its commit's subject), oldest first.
     kept: tuple[tuple[str, str], ...] = ()
+    #: Why no worker takes it, and what a person does about it: a ref in the way of its claim, its
+    #: task file on the remote's branch unreadable (None: nothing holds it but its turn).
+    held: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {"task_id": self.task_id, "wave": self.wave, "state": self.state, "turns": self.turns,
                 "outcome": self.outcome, "holder": self.holder, "claimed_at": self.claimed_at,
                 "heartbeat_at": self.heartbeat_at, "lease_until": self.lease_until,
                 "failed_runs": [run.to_dict() for run in self.failed_runs],
-                "kept": [{"ref": ref, "commit": subject} for ref, subject in self.kept]}
+                "kept": [{"ref": ref, "commit": subject} for ref, subject in self.kept], "held": self.held}
 
 
 @dataclass
@@ -98,25 +102,29 @@ def remote_progress(repo_root: Path | str, feature: str, remote: str) -> RemoteF
     skipped = {t.id for t in merged_plan.tasks if t.status == "skipped"} if merged_plan is not None else set()
     for number, wave in enumerate(plan_waves(plan), start=1):
         for task in wave:
-            found = _task(repo, task, number, on_remote, claims.get(task), feature_ref, branches)
+            branch = branch_for(task)
+            copy, ended = copy_and_quarantine(repo, task, branches.tracking(branch) if branch in on_remote else None)
+            found = _task(repo, task, number, copy, ended, claims.get(task), feature_ref)
             if found.state == "waiting" and task in skipped:
                 found = replace(found, state="skipped", outcome="dependency_failed")
-            result.tasks.append(replace(found, kept=tuple(kept.get(task, ()))))
+            held = ended.reason(plan.feature_id, remote) if ended.unreadable and found.state == "quarantined" \
+                else board.foreign_note(plan.feature_id, task, "no worker claims it") if task in board.foreign \
+                and found.state in ("waiting", "quarantined") else None
+            result.tasks.append(replace(found, kept=tuple(kept.get(task, ())), held=held))
     result.queue = recorded_steps(merged_plan) if merged_plan is not None else []
     return result
 
 
-def _task(repo: GitRepo, task: str, wave: int, on_remote: dict[str, str], claim: Claim | None,
-          feature_ref: str, branches: RemoteBranches) -> RemoteTask:
-    branch = branch_for(task)
-    copy = task_copy_at(repo, task, branches.tracking(branch))[1] if branch in on_remote else None
+def _task(repo: GitRepo, task: str, wave: int, copy: TaskFile | None, ended: Quarantine, claim: Claim | None,
+          feature_ref: str) -> RemoteTask:
+    """The task as the remote tells it: its file on its branch there (``copy``), the quarantine that
+    file tells (``ended``), its claim."""
     state = copy.state if copy is not None else None
     turns = len(state.turns) if state is not None else 0
     outcome = state.extra.get("outcome") if state is not None else None
     outcome = outcome if isinstance(outcome, str) else None
     if find_task_merge(repo, task, feature_ref) is not None:
         return RemoteTask(task, wave, "merged", turns, outcome or "approved")
-    ended = quarantine_in(copy, task)
     if claim is not None:
         claimed, beat = _claim_times(repo, claim)
         lease = claim.lease_until if math.isfinite(claim.lease_until) else None  # JSON has no nan or inf

@@ -96,12 +96,18 @@ def read_quarantine(repo: GitRepo, task: str, rev: str | None) -> Quarantine:
     """The quarantine of ``task`` as the commit ``rev`` (its branch on the remote) holds it; one whose
     task file there cannot be read (over the size cap, broken) is held back at once: every worker's
     loop would stop on it, and no crash could be written in it to count toward a quarantine."""
+    return copy_and_quarantine(repo, task, rev)[1]
+
+
+def copy_and_quarantine(repo: GitRepo, task: str, rev: str | None) -> tuple[TaskFile | None, Quarantine]:
+    """The task file ``rev`` holds (None: none, or unreadable) and the quarantine it tells
+    (:func:`read_quarantine`), from one reading of it."""
     if rev is None:
-        return Quarantine(task)
+        return None, Quarantine(task)
     _, copy, refused = _copy_at(repo, task, rev)
     if refused is not None:
-        return Quarantine(task, unreadable=f"its task file on the remote's branch cannot be read ({refused})")
-    return quarantine_in(copy, task)
+        return None, Quarantine(task, unreadable=f"its task file on the remote's branch cannot be read ({refused})")
+    return copy, quarantine_in(copy, task)
 
 
 def held_back(state: TaskState, quarantine: Quarantine, feature: str, remote: str) -> TaskState:
@@ -254,5 +260,5 @@ def _person() -> str:
     return socket.gethostname()
 
 
-__all__ = ["DEFAULT_LIMIT", "QUARANTINED", "FailedRun", "Quarantine", "Release", "crash_entry", "held_back",
-           "quarantine_in", "read_quarantine", "release_task", "task_copy_at", "write_crash"]
+__all__ = ["DEFAULT_LIMIT", "QUARANTINED", "FailedRun", "Quarantine", "Release", "copy_and_quarantine", "crash_entry",
+           "held_back", "quarantine_in", "read_quarantine", "release_task", "task_copy_at", "write_crash"]
