@@ -77,12 +77,9 @@ def _with_recorded(repo: GitRepo, task_id: str, rev: str, found: list[TurnCommit
     on_rev = [e for e in missing if repo.run("merge-base", "--is-ancestor", e.sha, rev, check=False)[0] == 0]
     if not on_rev:
         return found
-    out = repo.run("log", "--no-walk=sorted", "--format=%H%x1f%cI%x1f%s%x1e", *(e.sha for e in on_rev))[1]
-    heads = {}
-    for record in out.decode("utf-8", "replace").split("\x1e"):
-        fields = record.strip("\n").split("\x1f")
-        if len(fields) == 3:
-            heads[fields[0]] = (fields[1], fields[2])
+    out = repo.run("log", "--no-walk=sorted", "--format=%H%x00%cI%x00%s%x00", *(e.sha for e in on_rev))[1]
+    values = out.decode("utf-8", "replace").split("\0")  # (NUL-ended values: a subject is anyone's text)
+    heads = {values[i].strip(): (values[i + 1], values[i + 2]) for i in range(0, len(values) - 3, 3)}
     extra = [TurnCommit(e.sha, heads[e.sha][0], heads[e.sha][1], task_id, e.turn, e.decision, e.mode)
              for e in on_rev if e.sha in heads]
     return sorted([*found, *extra], key=lambda c: c.date, reverse=True)

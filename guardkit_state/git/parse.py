@@ -30,21 +30,24 @@ class TurnCommit:
     mode: str | None
 
 
-_FIELD, _RECORD = "\x1f", "\x1e"
-LOG_FORMAT = _FIELD.join(
-    ["%H", "%cI", "%s", *(f"%(trailers:key={k},valueonly,separator=%x2C)" for k in TRAILER_KEYS)]
-).replace("\x1f", "%x1f") + "%x1e"
+#: Each value followed by a NUL, which git never prints inside a subject or a trailer: a subject is
+#: anyone's text (an agent commits in its worktree), and a separator in it must neither end its
+#: record nor start a made-up one (as ``parse_refs`` reads ``for-each-ref``).
+_LOG_FIELDS = ("%H", "%cI", "%s", *(f"%(trailers:key={k},valueonly,separator=%x2C)" for k in TRAILER_KEYS))
+LOG_FORMAT = "".join(f"{field}%x00" for field in _LOG_FIELDS)
 
 
 def parse_turn_log(text: str) -> list[TurnCommit]:
     """Parse ``git log --format=LOG_FORMAT`` output into turn commits (bad records skipped)."""
     commits: list[TurnCommit] = []
-    for record in text.split(_RECORD):
-        fields = record.strip("\n").split(_FIELD)
-        if len(fields) != 3 + len(TRAILER_KEYS):
+    values = text.split("\0")
+    count = len(_LOG_FIELDS)
+    for i in range(0, len(values) - 1, count):
+        fields = values[i:i + count]
+        if len(fields) != count:
             continue
         sha, date, subject, task, turn, decision, mode = (f.strip() for f in fields)
-        if not turn.isdigit():
+        if not (turn.isascii() and turn.isdigit()):
             continue
         commits.append(TurnCommit(sha, date, subject, task, int(turn), decision or None, mode or None))
     return commits
