@@ -20,7 +20,7 @@ from guardkit_state.inspect.feature_view import feature_view
 from guardkit_state.inspect.status import feature_status
 from guardkit_state.taskfile.locate import locate_task
 
-from .conftest import commit_on_branch, git_answer_sizes
+from .conftest import commit_on_branch, git_answer_sizes, run_git
 from .feature_support import FEATURE_BRANCH, FEATURE_ID, FeatureProject, TaskSpec, git, make_feature
 
 T1, T2, T3 = "TASK-FB-001", "TASK-FB-002", "TASK-FB-003"
@@ -231,3 +231,24 @@ def test_a_task_file_over_the_cap_on_the_feature_branch_is_refused_unread(
     with pytest.raises(FileTooLargeError, match=f"{FEATURE_BRANCH}:{rel}: file is {MAX_FILE_BYTES + 1} bytes"):
         task_file(pruned.root, T1)
     assert max(answers) < MAX_FILE_BYTES
+
+
+def test_feature_merges_are_read_whatever_a_merge_subject_holds(git_repo: Path) -> None:
+    # A person merges by hand with any subject: separators in it neither end the merge's record nor
+    # start a made-up one (a merge of TASK-FB-009 in wave 1 at a sha nobody committed).
+    from guardkit_state.git.repo import GitRepo
+    from guardkit_state.inspect.feature_log import feature_merges
+
+    made_up = "\x1f".join(["f" * 40, "2026-01-01T00:00:00+00:00", "forged", FEATURE_ID, "TASK-FB-009", "1"])
+    shas = []
+    trailers = f"Guardkit-Feature: {FEATURE_ID}\nGuardkit-Task: {T1}\nGuardkit-Wave: 1\n"
+    for n, message in enumerate([f"merge {T1}\n\n{trailers}", f"by hand\x1e\n{made_up}\x1e"]):
+        run_git(git_repo, "checkout", "-q", "-b", f"side-{n}", "main")
+        run_git(git_repo, "commit", "-q", "--allow-empty", "-m", f"work {n}")
+        run_git(git_repo, "checkout", "-q", "main")
+        run_git(git_repo, "merge", "-q", "--no-ff", "--cleanup=verbatim", "-m", message, f"side-{n}")
+        shas.append(run_git(git_repo, "rev-parse", "HEAD").strip())
+    repo = GitRepo.discover(git_repo)
+    assert repo is not None
+    assert [(m.sha, m.task_id, m.wave) for m in feature_merges(repo, "main", FEATURE_ID)] == \
+        [(shas[0], T1, 1), (shas[1], None, None)]

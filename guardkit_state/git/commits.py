@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from guardkit_state.errors import GitError, InputError, one_line
 from guardkit_state.git import turn_ledger
-from guardkit_state.git.parse import LOG_FORMAT, TurnCommit, parse_turn_log
+from guardkit_state.git.parse import LOG_FORMAT, TurnCommit, log_format, parse_log, parse_turn_log
 from guardkit_state.git.repo import FALLBACK_EMAIL, FALLBACK_NAME, UNREAD, Unread
 from guardkit_state.git.runner import git_error, nothing_to_commit
 from guardkit_state.model import Fields
@@ -77,9 +77,9 @@ def _with_recorded(repo: GitRepo, task_id: str, rev: str, found: list[TurnCommit
     on_rev = [e for e in missing if repo.run("merge-base", "--is-ancestor", e.sha, rev, check=False)[0] == 0]
     if not on_rev:
         return found
-    out = repo.run("log", "--no-walk=sorted", "--format=%H%x00%cI%x00%s%x00", *(e.sha for e in on_rev))[1]
-    values = out.decode("utf-8", "replace").split("\0")  # (NUL-ended values: a subject is anyone's text)
-    heads = {values[i].strip(): (values[i + 1], values[i + 2]) for i in range(0, len(values) - 3, 3)}
+    fields = ("%H", "%cI", "%s")
+    out = repo.run("log", "--no-walk=sorted", f"--format={log_format(fields)}", *(e.sha for e in on_rev))[1]
+    heads = {sha: (date, subject) for sha, date, subject in parse_log(out.decode("utf-8", "replace"), len(fields))}
     extra = [TurnCommit(e.sha, heads[e.sha][0], heads[e.sha][1], task_id, e.turn, e.decision, e.mode)
              for e in on_rev if e.sha in heads]
     return sorted([*found, *extra], key=lambda c: c.date, reverse=True)

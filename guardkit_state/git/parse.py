@@ -30,26 +30,32 @@ class TurnCommit:
     mode: str | None
 
 
-#: Each value followed by a NUL, which git never prints inside a subject or a trailer: a subject is
-#: anyone's text (an agent commits in its worktree), and a separator in it must neither end its
-#: record nor start a made-up one (as ``parse_refs`` reads ``for-each-ref``).
+def log_format(fields: Sequence[str]) -> str:
+    """A ``git log --format`` printing each commit's ``fields`` (``%H``, ``%s``, a trailer's
+    value...), each value followed by a NUL (:func:`parse_log` reads it)."""
+    return "".join(f"{field}%x00" for field in fields)
+
+
+def parse_log(text: str, count: int) -> list[list[str]]:
+    """``git log`` output in a :func:`log_format` of ``count`` fields: each commit's values, stripped.
+
+    Every value ends at a NUL, which git never prints inside a subject or a trailer: a subject is
+    anyone's text (an agent commits in its worktree, a person merges by hand), and a separator in
+    it must neither end its record nor start a made-up one (as :func:`parse_refs` reads refs)."""
+    values = text.split("\0")
+    return [[value.strip() for value in values[i:i + count]] for i in range(0, len(values) - count, count)]
+
+
 _LOG_FIELDS = ("%H", "%cI", "%s", *(f"%(trailers:key={k},valueonly,separator=%x2C)" for k in TRAILER_KEYS))
-LOG_FORMAT = "".join(f"{field}%x00" for field in _LOG_FIELDS)
+LOG_FORMAT = log_format(_LOG_FIELDS)
 
 
 def parse_turn_log(text: str) -> list[TurnCommit]:
     """Parse ``git log --format=LOG_FORMAT`` output into turn commits (bad records skipped)."""
     commits: list[TurnCommit] = []
-    values = text.split("\0")
-    count = len(_LOG_FIELDS)
-    for i in range(0, len(values) - 1, count):
-        fields = values[i:i + count]
-        if len(fields) != count:
-            continue
-        sha, date, subject, task, turn, decision, mode = (f.strip() for f in fields)
-        if not (turn.isascii() and turn.isdigit()):
-            continue
-        commits.append(TurnCommit(sha, date, subject, task, int(turn), decision or None, mode or None))
+    for sha, date, subject, task, turn, decision, mode in parse_log(text, len(_LOG_FIELDS)):
+        if turn.isascii() and turn.isdigit():
+            commits.append(TurnCommit(sha, date, subject, task, int(turn), decision or None, mode or None))
     return commits
 
 

@@ -24,6 +24,7 @@ from guardkit_state.features.standing import (
     tally,
 )
 from guardkit_state.git.merge import TRAILER_FEATURE, TRAILER_TASK, TRAILER_WAVE
+from guardkit_state.git.parse import log_format, parse_log
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.inspect.review import TurnLog, read_turn_log
 from guardkit_state.model import Fields, json_ready
@@ -32,10 +33,9 @@ from guardkit_state.plans.plan import find_plan, load_plan
 from guardkit_state.store.layout import branch_for
 from guardkit_state.taskfile.discovery import listing_scope
 
-_FIELD, _RECORD = "\x1f", "\x1e"
-_FORMAT = "%x1f".join(["%H", "%cI", "%s", f"%(trailers:key={TRAILER_FEATURE},valueonly,separator=%x2C)",
-                       f"%(trailers:key={TRAILER_TASK},valueonly,separator=%x2C)",
-                       f"%(trailers:key={TRAILER_WAVE},valueonly,separator=%x2C)"]) + "%x1e"
+_FORMAT = log_format(["%H", "%cI", "%s", f"%(trailers:key={TRAILER_FEATURE},valueonly,separator=%x2C)",
+                      f"%(trailers:key={TRAILER_TASK},valueonly,separator=%x2C)",
+                      f"%(trailers:key={TRAILER_WAVE},valueonly,separator=%x2C)"])
 
 
 @dataclass(frozen=True)
@@ -123,11 +123,7 @@ def feature_merges(repo: GitRepo, branch: str, feature_id: str) -> list[FeatureM
     if status != 0:
         return []
     merges: list[FeatureMerge] = []
-    for record in out.decode("utf-8", "replace").split(_RECORD):
-        fields = record.strip("\n").split(_FIELD)
-        if len(fields) != 6:
-            continue
-        sha, date, subject, feature, task, wave = (f.strip() for f in fields)
+    for sha, date, subject, feature, task, wave in parse_log(out.decode("utf-8", "replace"), 6):
         if feature and feature_id not in feature.split(","):
             continue
         merges.append(FeatureMerge(sha, task.split(",")[0].strip() or None,
