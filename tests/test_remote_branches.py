@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,21 @@ def test_a_commit_message_never_adds_a_ref_to_a_listing(git_repo: Path) -> None:
     sha = repo.text("commit-tree", repo.empty_tree(), "-m", message)
     run_git(git_repo, "update-ref", f"{prefix}/TASK-X-001", sha)
     assert list_refs(repo, prefix) == [(f"{prefix}/TASK-X-001", sha, message + "\n")]
+
+
+def test_sync_sets_a_branch_whose_name_is_no_utf8_as_the_remote_names_it(git_repo: Path, tmp_path: Path) -> None:
+    # git takes any bytes but a few in a ref name; the listing keeps them (surrogateescape) so that
+    # the name goes back to git as it came. The update-ref transaction's input was encoded as strict
+    # UTF-8: one such branch on the remote stopped every worker's sync with a traceback.
+    bare = make_bare(tmp_path, git_repo)
+    base = run_git(git_repo, "rev-parse", "main").strip()
+    odd = "autobuild/TASK-X-\udcff\udce9"  # the bytes 0xff 0xe9, as os.fsencode passes them to git
+    run_git(git_repo, "push", "-q", str(bare), f"{base}:refs/heads/autobuild/TASK-X-001", f"{base}:refs/heads/{odd}")
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    assert RemoteBranches(repo, "origin").sync() == {"autobuild/TASK-X-001": base, odd: base}
+    listed = subprocess.run(["git", "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/autobuild/"],
+                            cwd=machine, capture_output=True, check=True).stdout
+    assert listed.splitlines() == [f"refs/heads/autobuild/TASK-X-001 {base}".encode(),
+                                   b"refs/heads/autobuild/TASK-X-\xff\xe9 " + base.encode()]
