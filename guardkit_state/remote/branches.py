@@ -201,7 +201,9 @@ class RemoteBranches:
         for its worker to decide on, as a branch ahead of the remote's or apart from it is."""
         updates = [(ref, sha, old or "0" * len(sha)) for ref, sha, old in moves]
         lines = "".join(f"update {ref} {sha} {old}\n" for ref, sha, old in updates)
-        if len(updates) > 1 and self.repo.run("update-ref", "--stdin", stdin=lines.encode(), check=False)[0] == 0:
+        # (A name as the listing kept it, bytes no UTF-8 included: it goes back to git as it came.)
+        stdin = lines.encode("utf-8", "surrogateescape")
+        if len(updates) > 1 and self.repo.run("update-ref", "--stdin", stdin=stdin, check=False)[0] == 0:
             return
         for ref, sha, old in updates:
             self.repo.run("update-ref", ref, sha, old, check=False)
