@@ -46,7 +46,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError
+from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError, safe
 from guardkit_state.remote.branches import (
     REFS_TIMEOUT,
     RefRecord,
@@ -379,7 +379,8 @@ class ClaimBoard:
         own = claim_ref(feature, task)
         held = (f"holds {sha[:10]}, which is no guardkit claim" if ref == own
                 else f"({sha[:10]}) keeps git from creating the claim ref {own}")  # a ref below it
-        return f"{ref} on the remote {held}: {what} until it is deleted (git push {self.remote} :{ref})"
+        shown = safe(ref)  # (a name git takes may hold bytes no UTF-8, or a bidi control)
+        return f"{shown} on the remote {held}: {what} until it is deleted (git push {self.remote} :{shown})"
 
     def is_stale(self, claim: Claim, *, stale_after: float) -> bool:
         """This worker saw the same beat for the claim's whole lease and ``stale_after`` seconds, by
