@@ -12,7 +12,7 @@ import pytest
 
 from guardkit_state.errors import RemoteUnreachableError
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.remote.branches import RemoteBranches, list_refs, listed_refs
+from guardkit_state.remote.branches import RemoteBranches, list_refs, listed_refs, remote_refs
 from guardkit_state.remote.claims import ClaimBoard
 from tests.conftest import run_git
 from tests.feature_support import count_git_runs
@@ -185,3 +185,19 @@ def test_sync_sets_a_branch_whose_name_is_no_utf8_as_the_remote_names_it(git_rep
                             cwd=machine, capture_output=True, check=True).stdout
     assert listed.splitlines() == [f"refs/heads/autobuild/TASK-X-001 {base}".encode(),
                                    b"refs/heads/autobuild/TASK-X-\xff\xe9 " + base.encode()]
+
+
+def test_a_ref_named_with_bytes_no_utf8_reads_alike_from_ls_remote_and_from_the_fetched_listing(
+        git_repo: Path, tmp_path: Path) -> None:
+    # A worker compares its look (ls-remote) with the claim refs its fetch listed: read apart (one
+    # with U+FFFD, one with the bytes kept), such a ref "moved" at every look, and each look fetched.
+    bare = make_bare(tmp_path, git_repo)
+    base = run_git(git_repo, "rev-parse", "main").strip()
+    claims, seen = "refs/guardkit/claims/FEAT-X", "refs/guardkit/seen/origin/claims/FEAT-X"
+    run_git(git_repo, "push", "-q", str(bare), f"{base}:{claims}/TASK-X-001/\udcff", f"{base}:{claims}/TASK-X-002")
+    repo = GitRepo.discover(clone(bare.as_uri(), tmp_path / "machine"))
+    assert repo is not None
+    RemoteBranches(repo, "origin").fetch(f"+{claims}/*:{seen}/*")
+    fetched = {claims + name.removeprefix(seen): sha for name, sha, _ in list_refs(repo, seen)}
+    assert remote_refs(repo, "origin", f"{claims}/*") == fetched == {
+        f"{claims}/TASK-X-001/\udcff": base, f"{claims}/TASK-X-002": base}
