@@ -109,11 +109,13 @@ def listed_refs(look: str) -> dict[str, str]:
 
 def ls_remote(repo: GitRepo, remote: str, *patterns: str) -> str:
     """``git ls-remote --refs`` of the refs of ``remote`` that ``patterns`` name: its lines as text
-    (a worker's look keeps them as they are; :func:`listed_refs` reads them)."""
+    (a worker's look keeps them as they are; :func:`listed_refs` reads them). A name is decoded as
+    :func:`~guardkit_state.git.parse.parse_refs` decodes the fetched copies (bytes no UTF-8 kept):
+    a look compares the two."""
     status, out, err = repo.run("ls-remote", "--refs", remote, *patterns, check=False, timeout=REFS_TIMEOUT)
     if status != 0:
         raise RemoteUnreachableError(f"cannot reach remote {remote!r}: {first_line(err)[:200]}", path=repo.root)
-    return out.decode("utf-8", "replace")
+    return out.decode("utf-8", "surrogateescape")
 
 
 def remote_refs(repo: GitRepo, remote: str, pattern: str) -> dict[str, str]:
