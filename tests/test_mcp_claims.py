@@ -219,3 +219,20 @@ def test_a_claim_made_through_mcp_is_never_adopted_by_a_worker_starting_in_the_c
     with ClaimKeeper(found, "origin", "a-worker-starting-here") as keeper:
         assert keeper.adopt() == {}
     assert claims_on(bare) == {first["claim_ref"]: first["claim_sha"]}
+
+
+@pytest.mark.parametrize("above", [f"refs/guardkit/claims/{FEATURE_ID}", "refs/guardkit/claims"])
+def test_a_ref_above_the_claim_refs_is_named_with_how_to_clear_it_not_taken_for_an_unreachable_remote(
+        machine: tuple[Path, Path], above: str) -> None:
+    # git cannot create any claim ref of the feature under that ref: nothing is claimed, nobody holds
+    # a task, and asking again never helps (it answered "could not lock" as if a push held the lock).
+    repo, bare = machine
+    tree = git(repo, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
+    foreign = git(repo, "commit-tree", tree, "-m", "a note of some other tool").strip()
+    git(repo, "push", "-q", "origin", f"{foreign}:{above}")
+    first, = with_server(repo, _one)
+    assert first["status"] == "nothing_ready", first
+    assert first["reason"] == (f"wave 1: {above} on the remote ({foreign[:10]}) keeps git from creating the claim "
+                               f"ref refs/guardkit/claims/{FEATURE_ID}/TASK-FB-001: TASK-FB-001 runs nowhere until it "
+                               f"is deleted (git push origin :{above})")
+    assert git(bare, "for-each-ref", "--format=%(refname) %(objectname)", "refs/guardkit/") == f"{above} {foreign}\n"

@@ -806,3 +806,22 @@ def test_a_ref_below_a_claim_ref_named_with_bytes_no_utf8_is_named_as_their_esca
     ref = f"{claim_ref(FEAT, TASK)}/\\xff"
     assert note == (f"{ref} on the remote ({sha[:10]}) keeps git from creating the claim ref {claim_ref(FEAT, TASK)}: "
                     f"{TASK} runs nowhere until it is deleted (git push origin :{ref})")
+
+
+# (refs/guardkit itself: git refuses to create such a "funny ref" remotely)
+@pytest.mark.parametrize("above", [f"refs/guardkit/claims/{FEAT}", "refs/guardkit/claims"])
+def test_a_ref_above_the_claim_refs_is_named_as_in_the_way_of_every_claim(remote: Remote, above: str) -> None:
+    # git keeps no ref under another ref's name: with a ref at refs/guardkit/claims/<FEAT> (or above)
+    # no claim ref of the feature can be created. The push failing so read as a held ref lock, the
+    # worker waited on "could not lock" for good, and claim_next_task answered that error.
+    other, mine = remote.machine("other"), remote.machine("mine")
+    sha = other.repo.text("commit-tree", other.repo.empty_tree(), "-m", "a note of some other tool")
+    run_git(other.repo.root, "push", "-q", "origin", f"{sha}:{above}")
+    assert mine.read(FEAT) == {} and mine.foreign == {}
+    assert mine.claim(FEAT, TASK, lease=30) is None  # no claimant holds it, and no remote to wait for
+    assert mine.foreign == {TASK: (above, sha)}
+    assert mine.foreign_note(FEAT, TASK, f"{TASK} runs nowhere") == (
+        f"{above} on the remote ({sha[:10]}) keeps git from creating the claim ref {claim_ref(FEAT, TASK)}: "
+        f"{TASK} runs nowhere until it is deleted (git push origin :{above})")
+    run_git(other.repo.root, "push", "-q", "origin", f":{above}")
+    assert mine.claim(FEAT, TASK, lease=30) is not None
