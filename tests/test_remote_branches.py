@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from guardkit_state.errors import RemoteUnreachableError
+from guardkit_state.errors import RemoteRejectedError, RemoteUnreachableError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.remote.branches import RemoteBranches, list_refs, listed_refs, remote_refs
 from guardkit_state.remote.claims import ClaimBoard
+from guardkit_state.remote.ledgers import LEDGERS_PREFIX, RemoteLedgers
 from tests.conftest import run_git
 from tests.feature_support import count_git_runs
 from tests.remote_support import clone, make_bare
@@ -201,3 +202,27 @@ def test_a_ref_named_with_bytes_no_utf8_reads_alike_from_ls_remote_and_from_the_
     fetched = {claims + name.removeprefix(seen): sha for name, sha, _ in list_refs(repo, seen)}
     assert remote_refs(repo, "origin", f"{claims}/*") == fetched == {
         f"{claims}/TASK-X-001/\udcff": base, f"{claims}/TASK-X-002": base}
+
+
+@pytest.mark.parametrize("blocker", ["TASK-X-001/x", ""])
+def test_a_turn_push_refused_for_a_ref_in_its_ledgers_way_names_that_ref(
+        git_repo: Path, tmp_path: Path, blocker: str) -> None:
+    # A ref below a task's ledger ref (or at the feature's folder of ledgers) keeps git from creating
+    # the ledger, and the turn's atomic push fails whole: every line of git's report says only
+    # "atomic transaction failed", and the worker stopped naming its branch, not what is in the way.
+    bare = make_bare(tmp_path, git_repo)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    ledgers = RemoteLedgers(repo, "origin", "FEAT-X")
+    in_way = f"{LEDGERS_PREFIX}/FEAT-X" + (f"/{blocker}" if blocker else "")
+    run_git(machine, "push", "-q", "origin", f"{repo.text('rev-parse', 'HEAD')}:{in_way}")
+    run_git(machine, "commit", "-q", "--allow-empty", "-m", "a turn")
+    run_git(machine, "branch", "autobuild/TASK-X-001")
+    tip = repo.text("rev-parse", "HEAD")
+    with pytest.raises(RemoteRejectedError) as refused:
+        RemoteBranches(repo, "origin").push("autobuild/TASK-X-001", None, also=(ledgers.refspec("TASK-X-001", tip),))
+    ledger = ledgers.ref("TASK-X-001")
+    assert refused.value.message == (
+        f"remote 'origin' refused autobuild/TASK-X-001: [remote rejected] (atomic transaction failed): "
+        f"cannot lock ref '{ledger}': '{in_way}' exists; cannot create '{ledger}'")
