@@ -247,7 +247,9 @@ class RemoteBranches:
             if lock_contention(summary):  # its lock was held: try again (a stale one on this machine removed)
                 clear_remote_lock(self.repo, self.remote, err)
                 raise RemoteUnreachableError(busy_lock(self.remote, ref, summary, err), path=self.repo.root)
-            raise RemoteRejectedError(f"remote {self.remote!r} refused {branch}: {summary}", path=self.repo.root)
+            said = remote_error(err)  # (why an atomic push failed: only the remote's own line says)
+            raise RemoteRejectedError(f"remote {self.remote!r} refused {branch}: {summary}"
+                                      + (f": {said}" if said else ""), path=self.repo.root)
         raise BranchMovedError(f"{branch} moved on {self.remote!r} ({summary}): another worker pushed to it",
                                path=self.repo.root)
 
@@ -306,6 +308,17 @@ class RemoteBranches:
         return found
 
 
+def remote_error(stderr: str) -> str:
+    """The first error the remote's git itself reported in a push's ``stderr`` (``remote: error:
+    cannot lock ref ...``), without its prefixes; empty when there is none (a hook's own lines are
+    its own, and the push's report says it declined)."""
+    for line in stderr.splitlines():
+        said = line.strip().removeprefix("remote:").strip()
+        if line.startswith("remote:") and said.startswith(("error:", "fatal:")):
+            return said.partition(":")[2].strip()
+    return ""
+
+
 def first_line(text: str) -> str:
     """The line of git's stderr that says what failed (its first ``fatal:``/``error:``, else its first):
     a note or an error is one line."""
@@ -315,4 +328,4 @@ def first_line(text: str) -> str:
 
 __all__ = ["REMOTE_LOCK_AGE", "RemoteBranches", "busy_lock", "clear_remote_lock", "fetch_refs", "first_line",
            "list_refs", "listed_refs", "lock_contention",
-           "ls_remote", "remote_refs", "task_ref_place"]
+           "ls_remote", "remote_error", "remote_refs", "task_ref_place"]
