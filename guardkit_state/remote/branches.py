@@ -328,4 +328,4 @@ def first_line(text: str) -> str:
 
 __all__ = ["REMOTE_LOCK_AGE", "RemoteBranches", "busy_lock", "clear_remote_lock", "fetch_refs", "first_line",
            "list_refs", "listed_refs", "lock_contention",
-           "ls_remote", "remote_error", "remote_refs", "task_ref_place"]
+           "ls_remote", "remote_refs", "task_ref_place"]
