@@ -6,6 +6,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,31 @@ def test_a_turn_push_refused_for_a_ref_in_its_ledgers_way_names_that_ref(
     assert refused.value.message == (
         f"remote 'origin' refused autobuild/TASK-X-001: [remote rejected] (atomic transaction failed): "
         f"cannot lock ref '{ledger}': '{in_way}' exists; cannot create '{ledger}'")
+
+
+@pytest.mark.parametrize("locked", ["refs/heads/autobuild/TASK-X-001", f"{LEDGERS_PREFIX}/FEAT-X/TASK-X-001"])
+def test_a_turn_push_refused_only_because_a_ref_lock_was_held_is_tried_again(
+        git_repo: Path, tmp_path: Path, locked: str) -> None:
+    # A turn goes with its ledger in one atomic push, and git's report of a held ref lock then says
+    # only "atomic transaction failed": taken for a refusal, it stopped the worker, and the lock a
+    # push killed on the remote left (on this machine) was never removed, as it is for other pushes.
+    bare = make_bare(tmp_path, git_repo)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    run_git(machine, "commit", "-q", "--allow-empty", "-m", "a turn")
+    run_git(machine, "branch", "autobuild/TASK-X-001")
+    tip = repo.text("rev-parse", "HEAD")
+    ledgers, branches = RemoteLedgers(repo, "origin", "FEAT-X"), RemoteBranches(repo, "origin")
+    lock = bare / f"{locked}.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")  # fresh: a push from another machine may hold it now
+    with pytest.raises(RemoteUnreachableError, match="could not lock refs/heads/autobuild/TASK-X-001"):
+        branches.push("autobuild/TASK-X-001", None, also=(ledgers.refspec("TASK-X-001", tip),))
+    assert lock.exists()
+    os.utime(lock, (time.time() - 60, time.time() - 60))  # a minute old: no live push holds a ref lock that long
+    with pytest.raises(RemoteUnreachableError, match="a push that died on the remote left"):
+        branches.push("autobuild/TASK-X-001", None, also=(ledgers.refspec("TASK-X-001", tip),))
+    assert not lock.exists()
+    assert branches.push("autobuild/TASK-X-001", None, also=(ledgers.refspec("TASK-X-001", tip),)) == tip
+    assert run_git(bare, "rev-parse", "refs/heads/autobuild/TASK-X-001", ledgers.ref("TASK-X-001")).split()[0] == tip
