@@ -47,10 +47,14 @@ RefRecord = tuple[str, str, str]
 REMOTE_LOCK_AGE = 30.0
 
 
+#: How git names a lock file it found held (in its stderr; a remote's lines prefixed ``remote:``).
+_HELD_LOCK = re.compile(r"Unable to create '([^']+\.lock)'")
+
+
 def busy_lock(remote: str, ref: str, summary: str, stderr: str) -> str:
     """What a push the remote rejected for a held ref lock says: the lock file when git named it,
     and what to do if it lasts (a push that died there left it)."""
-    named = re.search(r"Unable to create '([^']+\.lock)'", stderr)
+    named = _HELD_LOCK.search(stderr)
     held = f"; if this lasts, a push that died on the remote left {named.group(1)}: remove it there" if named else ""
     return f"remote {remote!r} could not lock {ref}: {summary}{held}"
 
@@ -244,7 +248,9 @@ class RemoteBranches:
         # A push racing another one to the same ref can be refused by the remote's ref lock
         # ("failed to update ref"): whether the ref moved tells a lost race from a refusal.
         if "remote rejected" in summary and self._remote_sha(ref) == expected:
-            if lock_contention(summary):  # its lock was held: try again (a stale one on this machine removed)
+            # (An atomic push, a turn with its ledger, reports a held lock only as its transaction failed.)
+            atomic_lock = "(atomic transaction failed)" in summary and _HELD_LOCK.search(err) is not None
+            if lock_contention(summary) or atomic_lock:  # its lock was held: try again (a stale one here removed)
                 clear_remote_lock(self.repo, self.remote, err)
                 raise RemoteUnreachableError(busy_lock(self.remote, ref, summary, err), path=self.repo.root)
             said = remote_error(err)  # (why an atomic push failed: only the remote's own line says)
