@@ -78,8 +78,9 @@ def shorten(value: object, limit: int = SHOWN_CHARS) -> str:
 #: isolates (U+2066-U+2069) and the invisible direction marks (U+200E, U+200F, U+061C), which display a
 #: text in another order than it has (the "trojan source" trick); the line and paragraph separators
 #: (U+2028, U+2029: a line break to many viewers) and the byte-order mark (U+FEFF: invisible, it splits a
-#: word or hides a prefix).
-UNSEEN = "\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u2028\u2029\ufeff"
+#: word or hides a prefix); and lone surrogates (U+D800-U+DFFF: the bytes no UTF-8 of a name git or a file
+#: system gave, kept by ``surrogateescape``), which no UTF-8 writer takes (a traceback, an MCP answer lost).
+UNSEEN = "\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u2028\u2029\ufeff\ud800-\udfff"
 #: What :func:`safe` escapes: the C0 controls but tab and line feed, and :data:`UNSEEN`.
 _CONTROL = re.compile(f"[\\x00-\\x08\\x0b-\\x1f{UNSEEN}]")
 
@@ -93,6 +94,8 @@ def safe(text: object) -> str:
 def escape_char(match: re.Match[str]) -> str:
     """One character :func:`safe` escapes, as its escape."""
     code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte no UTF-8, as surrogateescape kept it: shown as that byte
+        code -= 0xDC00
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 

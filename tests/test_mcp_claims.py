@@ -5,6 +5,7 @@ file://, claiming through the same claim refs ``feature-build --remote`` workers
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
 from datetime import datetime
 from pathlib import Path
@@ -32,7 +33,8 @@ def machine(tmp_path: Path) -> tuple[Path, Path]:
 
 def claims_on(bare: Path) -> dict[str, str]:
     """The claim refs on the remote, as ``git ls-remote`` lists them: ref -> sha."""
-    out = git(bare.parent, "ls-remote", str(bare), "refs/guardkit/claims/*")
+    out = subprocess.run(["git", "ls-remote", str(bare), "refs/guardkit/claims/*"], cwd=bare.parent,
+                         capture_output=True, check=True).stdout.decode("utf-8", "surrogateescape")
     return {name: sha for sha, name in (line.split("\t") for line in out.splitlines())}
 
 
@@ -178,7 +180,7 @@ def test_a_worker_id_that_is_not_one_line_of_safe_characters_is_refused_before_a
     assert claims_on(bare) == {}
 
 
-@pytest.mark.parametrize("below", ["", "/old"])
+@pytest.mark.parametrize("below", ["", "/old", "/\udcff"])  # (the byte 0xff: the MCP server failed to answer)
 def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it_not_taken_for_a_lost_race(
         machine: tuple[Path, Path], below: str) -> None:
     # Something that is no worker pushed a commit where TASK-FB-001's claim would be, or below it
@@ -196,9 +198,10 @@ def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it_not_taken_fo
     assert first["status"] == "claimed" and first["task_id"] == "TASK-FB-002" and "lost_to_others" not in first
     held = (f"holds {foreign[:10]}, which is no guardkit claim" if not below else
             f"({foreign[:10]}) keeps git from creating the claim ref refs/guardkit/claims/{FEATURE_ID}/TASK-FB-001")
+    shown = ref.replace("\udcff", "\\xff")
     assert second["status"] == "nothing_ready"
-    assert second["reason"] == (f"wave 1: {ref} on the remote {held}: TASK-FB-001 runs nowhere until it is deleted "
-                                f"(git push origin :{ref})")
+    assert second["reason"] == (f"wave 1: {shown} on the remote {held}: TASK-FB-001 runs nowhere until it is deleted "
+                                f"(git push origin :{shown})")
     assert claims_on(bare) == {ref: foreign, f"refs/guardkit/claims/{FEATURE_ID}/TASK-FB-002": first["claim_sha"]}
 
 
@@ -216,3 +219,20 @@ def test_a_claim_made_through_mcp_is_never_adopted_by_a_worker_starting_in_the_c
     with ClaimKeeper(found, "origin", "a-worker-starting-here") as keeper:
         assert keeper.adopt() == {}
     assert claims_on(bare) == {first["claim_ref"]: first["claim_sha"]}
+
+
+@pytest.mark.parametrize("above", [f"refs/guardkit/claims/{FEATURE_ID}", "refs/guardkit/claims"])
+def test_a_ref_above_the_claim_refs_is_named_with_how_to_clear_it_not_taken_for_an_unreachable_remote(
+        machine: tuple[Path, Path], above: str) -> None:
+    # git cannot create any claim ref of the feature under that ref: nothing is claimed, nobody holds
+    # a task, and asking again never helps (it answered "could not lock" as if a push held the lock).
+    repo, bare = machine
+    tree = git(repo, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
+    foreign = git(repo, "commit-tree", tree, "-m", "a note of some other tool").strip()
+    git(repo, "push", "-q", "origin", f"{foreign}:{above}")
+    first, = with_server(repo, _one)
+    assert first["status"] == "nothing_ready", first
+    assert first["reason"] == (f"wave 1: {above} on the remote ({foreign[:10]}) keeps git from creating the claim "
+                               f"ref refs/guardkit/claims/{FEATURE_ID}/TASK-FB-001: TASK-FB-001 runs nowhere until it "
+                               f"is deleted (git push origin :{above})")
+    assert git(bare, "for-each-ref", "--format=%(refname) %(objectname)", "refs/guardkit/") == f"{above} {foreign}\n"

@@ -117,6 +117,14 @@ def test_safe_escapes_every_bidi_control() -> None:
     assert safe("tab\tand newline\n stay; émoji ✓ stays") == "tab\tand newline\n stay; émoji ✓ stays"
 
 
+def test_safe_shows_the_bytes_of_a_name_no_utf8_as_their_escapes() -> None:
+    # A ref or file name git gave as bytes no UTF-8 is kept as lone surrogates (surrogateescape) so
+    # it goes back to git as it came; shown raw, no UTF-8 writer takes it (stdout, an MCP answer).
+    shown = safe("refs/guardkit/claims/F/T/\udcff\udce9 and \ud800")
+    assert shown == "refs/guardkit/claims/F/T/\\xff\\xe9 and \\ud800"
+    assert shown.encode("utf-8")
+
+
 def test_bidi_controls_never_reach_the_terminal_from_show_and_context(tmp_path: Path) -> None:
     root = _project(tmp_path)
     evil = f"fine{BIDI}txt.exe"

@@ -5,14 +5,17 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from guardkit_state.errors import RemoteUnreachableError
+from guardkit_state.errors import RemoteRejectedError, RemoteUnreachableError
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.remote.branches import RemoteBranches, list_refs, listed_refs
+from guardkit_state.remote.branches import RemoteBranches, list_refs, listed_refs, remote_refs
 from guardkit_state.remote.claims import ClaimBoard
+from guardkit_state.remote.ledgers import LEDGERS_PREFIX, RemoteLedgers
 from tests.conftest import run_git
 from tests.feature_support import count_git_runs
 from tests.remote_support import clone, make_bare
@@ -166,3 +169,89 @@ def test_a_commit_message_never_adds_a_ref_to_a_listing(git_repo: Path) -> None:
     sha = repo.text("commit-tree", repo.empty_tree(), "-m", message)
     run_git(git_repo, "update-ref", f"{prefix}/TASK-X-001", sha)
     assert list_refs(repo, prefix) == [(f"{prefix}/TASK-X-001", sha, message + "\n")]
+
+
+def test_sync_sets_a_branch_whose_name_is_no_utf8_as_the_remote_names_it(git_repo: Path, tmp_path: Path) -> None:
+    # git takes any bytes but a few in a ref name; the listing keeps them (surrogateescape) so that
+    # the name goes back to git as it came. The update-ref transaction's input was encoded as strict
+    # UTF-8: one such branch on the remote stopped every worker's sync with a traceback.
+    bare = make_bare(tmp_path, git_repo)
+    base = run_git(git_repo, "rev-parse", "main").strip()
+    odd = "autobuild/TASK-X-\udcff\udce9"  # the bytes 0xff 0xe9, as os.fsencode passes them to git
+    run_git(git_repo, "push", "-q", str(bare), f"{base}:refs/heads/autobuild/TASK-X-001", f"{base}:refs/heads/{odd}")
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    assert RemoteBranches(repo, "origin").sync() == {"autobuild/TASK-X-001": base, odd: base}
+    listed = subprocess.run(["git", "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/autobuild/"],
+                            cwd=machine, capture_output=True, check=True).stdout
+    assert listed.splitlines() == [f"refs/heads/autobuild/TASK-X-001 {base}".encode(),
+                                   b"refs/heads/autobuild/TASK-X-\xff\xe9 " + base.encode()]
+
+
+def test_a_ref_named_with_bytes_no_utf8_reads_alike_from_ls_remote_and_from_the_fetched_listing(
+        git_repo: Path, tmp_path: Path) -> None:
+    # A worker compares its look (ls-remote) with the claim refs its fetch listed: read apart (one
+    # with U+FFFD, one with the bytes kept), such a ref "moved" at every look, and each look fetched.
+    bare = make_bare(tmp_path, git_repo)
+    base = run_git(git_repo, "rev-parse", "main").strip()
+    claims, seen = "refs/guardkit/claims/FEAT-X", "refs/guardkit/seen/origin/claims/FEAT-X"
+    run_git(git_repo, "push", "-q", str(bare), f"{base}:{claims}/TASK-X-001/\udcff", f"{base}:{claims}/TASK-X-002")
+    repo = GitRepo.discover(clone(bare.as_uri(), tmp_path / "machine"))
+    assert repo is not None
+    RemoteBranches(repo, "origin").fetch(f"+{claims}/*:{seen}/*")
+    fetched = {claims + name.removeprefix(seen): sha for name, sha, _ in list_refs(repo, seen)}
+    assert remote_refs(repo, "origin", f"{claims}/*") == fetched == {
+        f"{claims}/TASK-X-001/\udcff": base, f"{claims}/TASK-X-002": base}
+
+
+@pytest.mark.parametrize("blocker", ["TASK-X-001/x", ""])
+def test_a_turn_push_refused_for_a_ref_in_its_ledgers_way_names_that_ref(
+        git_repo: Path, tmp_path: Path, blocker: str) -> None:
+    # A ref below a task's ledger ref (or at the feature's folder of ledgers) keeps git from creating
+    # the ledger, and the turn's atomic push fails whole: every line of git's report says only
+    # "atomic transaction failed", and the worker stopped naming its branch, not what is in the way.
+    bare = make_bare(tmp_path, git_repo)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    ledgers = RemoteLedgers(repo, "origin", "FEAT-X")
+    in_way = f"{LEDGERS_PREFIX}/FEAT-X" + (f"/{blocker}" if blocker else "")
+    run_git(machine, "push", "-q", "origin", f"{repo.text('rev-parse', 'HEAD')}:{in_way}")
+    run_git(machine, "commit", "-q", "--allow-empty", "-m", "a turn")
+    run_git(machine, "branch", "autobuild/TASK-X-001")
+    tip = repo.text("rev-parse", "HEAD")
+    with pytest.raises(RemoteRejectedError) as refused:
+        RemoteBranches(repo, "origin").push("autobuild/TASK-X-001", None, also=(ledgers.refspec("TASK-X-001", tip),))
+    ledger = ledgers.ref("TASK-X-001")
+    assert refused.value.message == (
+        f"remote 'origin' refused autobuild/TASK-X-001: [remote rejected] (atomic transaction failed): "
+        f"cannot lock ref '{ledger}': '{in_way}' exists; cannot create '{ledger}'")
+
+
+@pytest.mark.parametrize("locked", ["refs/heads/autobuild/TASK-X-001", f"{LEDGERS_PREFIX}/FEAT-X/TASK-X-001"])
+def test_a_turn_push_refused_only_because_a_ref_lock_was_held_is_tried_again(
+        git_repo: Path, tmp_path: Path, locked: str) -> None:
+    # A turn goes with its ledger in one atomic push, and git's report of a held ref lock then says
+    # only "atomic transaction failed": taken for a refusal, it stopped the worker, and the lock a
+    # push killed on the remote left (on this machine) was never removed, as it is for other pushes.
+    bare = make_bare(tmp_path, git_repo)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    run_git(machine, "commit", "-q", "--allow-empty", "-m", "a turn")
+    run_git(machine, "branch", "autobuild/TASK-X-001")
+    tip = repo.text("rev-parse", "HEAD")
+    ledgers, branches = RemoteLedgers(repo, "origin", "FEAT-X"), RemoteBranches(repo, "origin")
+    lock = bare / f"{locked}.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")  # fresh: a push from another machine may hold it now
+    with pytest.raises(RemoteUnreachableError, match="could not lock refs/heads/autobuild/TASK-X-001"):
+        branches.push("autobuild/TASK-X-001", None, also=(ledgers.refspec("TASK-X-001", tip),))
+    assert lock.exists()
+    os.utime(lock, (time.time() - 60, time.time() - 60))  # a minute old: no live push holds a ref lock that long
+    with pytest.raises(RemoteUnreachableError, match="a push that died on the remote left"):
+        branches.push("autobuild/TASK-X-001", None, also=(ledgers.refspec("TASK-X-001", tip),))
+    assert not lock.exists()
+    assert branches.push("autobuild/TASK-X-001", None, also=(ledgers.refspec("TASK-X-001", tip),)) == tip
+    assert run_git(bare, "rev-parse", "refs/heads/autobuild/TASK-X-001", ledgers.ref("TASK-X-001")).split()[0] == tip

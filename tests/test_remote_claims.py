@@ -793,3 +793,35 @@ def test_a_ref_below_a_tasks_claim_ref_is_in_its_way_and_named(remote: Remote, b
     assert mine.taken == {TASK}
     run_git(mine.repo.root, "push", "-q", "origin", f":{ref}")
     assert mine.claim(FEAT, TASK, lease=30) is not None
+
+
+def test_a_ref_below_a_claim_ref_named_with_bytes_no_utf8_is_named_as_their_escapes(remote: Remote) -> None:
+    # The note names the ref in the way and the command that deletes it: each a line any terminal or
+    # MCP answer carries (the name's bytes shown as \\xNN, as bash's $'...' takes them).
+    other, mine = remote.machine("other"), remote.machine("mine")
+    sha = other.repo.text("commit-tree", other.repo.empty_tree(), "-m", "a note of some other tool")
+    run_git(other.repo.root, "push", "-q", "origin", f"{sha}:{claim_ref(FEAT, TASK)}/\udcff")
+    assert mine.read(FEAT) == {}
+    note = mine.foreign_note(FEAT, TASK, f"{TASK} runs nowhere")
+    ref = f"{claim_ref(FEAT, TASK)}/\\xff"
+    assert note == (f"{ref} on the remote ({sha[:10]}) keeps git from creating the claim ref {claim_ref(FEAT, TASK)}: "
+                    f"{TASK} runs nowhere until it is deleted (git push origin :{ref})")
+
+
+# (refs/guardkit itself: git refuses to create such a "funny ref" remotely)
+@pytest.mark.parametrize("above", [f"refs/guardkit/claims/{FEAT}", "refs/guardkit/claims"])
+def test_a_ref_above_the_claim_refs_is_named_as_in_the_way_of_every_claim(remote: Remote, above: str) -> None:
+    # git keeps no ref under another ref's name: with a ref at refs/guardkit/claims/<FEAT> (or above)
+    # no claim ref of the feature can be created. The push failing so read as a held ref lock, the
+    # worker waited on "could not lock" for good, and claim_next_task answered that error.
+    other, mine = remote.machine("other"), remote.machine("mine")
+    sha = other.repo.text("commit-tree", other.repo.empty_tree(), "-m", "a note of some other tool")
+    run_git(other.repo.root, "push", "-q", "origin", f"{sha}:{above}")
+    assert mine.read(FEAT) == {} and mine.foreign == {}
+    assert mine.claim(FEAT, TASK, lease=30) is None  # no claimant holds it, and no remote to wait for
+    assert mine.foreign == {TASK: (above, sha)}
+    assert mine.foreign_note(FEAT, TASK, f"{TASK} runs nowhere") == (
+        f"{above} on the remote ({sha[:10]}) keeps git from creating the claim ref {claim_ref(FEAT, TASK)}: "
+        f"{TASK} runs nowhere until it is deleted (git push origin :{above})")
+    run_git(other.repo.root, "push", "-q", "origin", f":{above}")
+    assert mine.claim(FEAT, TASK, lease=30) is not None

@@ -978,6 +978,35 @@ def test_show_remote_names_a_ref_in_the_way_of_a_tasks_claim_and_how_to_clear_it
     assert [(t["state"], t["held"]) for t in shown["tasks"]] == [("waiting", None)]
 
 
+def test_a_ref_above_the_claim_refs_is_named_with_how_to_clear_it(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # A ref at refs/guardkit/claims/<FEAT> keeps git from creating every claim ref of the feature: the
+    # worker waited on "could not lock" for good (a push holding the lock, as it read the refusal).
+    from guardkit_state.remote.worker import WorkerOptions, run_worker
+
+    project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
+    bare, mine, theirs = _two_machines(tmp_path, project)
+    ref = f"refs/guardkit/claims/{FEATURE_ID}"
+    tree = git(theirs, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
+    foreign = git(theirs, "commit-tree", tree, "-m", "a note of some other tool").strip()
+    git(theirs, "push", "-q", "origin", f"{foreign}:{ref}")
+    notes: list[str] = []
+
+    def note(text: str) -> None:
+        notes.append(text)
+        if f"{ref} on the remote" in text and len([n for n in notes if f"{ref} on the remote" in n]) == 1:
+            git(theirs, "push", "-q", "origin", f":{ref}")  # the user does as the note says
+
+    player, coach = _agents_in_process(project, monkeypatch)
+    with _deleted_after_30_seconds(theirs, ref):  # without the note the ref would stand for good
+        result = run_worker(mine, FEATURE_ID, player, coach, WorkerOptions(remote="origin", poll=0.1), on_note=note)
+    assert result.done and result.ran == ["TASK-FB-001"], result.reason
+    assert [n for n in notes if "waiting" in n] == [
+        f"waiting: wave 1: {ref} on the remote ({foreign[:10]}) keeps git from creating the claim ref "
+        f"{ref}/TASK-FB-001: TASK-FB-001 runs nowhere until it is deleted (git push origin :{ref})"]
+    assert merged_order(bare) == ["TASK-FB-001"]
+
+
 def test_a_claim_commit_pushed_at_another_depth_never_holds_its_task(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     from guardkit_state.remote.worker import WorkerOptions, run_worker

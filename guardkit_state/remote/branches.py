@@ -47,10 +47,14 @@ RefRecord = tuple[str, str, str]
 REMOTE_LOCK_AGE = 30.0
 
 
+#: How git names a lock file it found held (in its stderr; a remote's lines prefixed ``remote:``).
+_HELD_LOCK = re.compile(r"Unable to create '([^']+\.lock)'")
+
+
 def busy_lock(remote: str, ref: str, summary: str, stderr: str) -> str:
     """What a push the remote rejected for a held ref lock says: the lock file when git named it,
     and what to do if it lasts (a push that died there left it)."""
-    named = re.search(r"Unable to create '([^']+\.lock)'", stderr)
+    named = _HELD_LOCK.search(stderr)
     held = f"; if this lasts, a push that died on the remote left {named.group(1)}: remove it there" if named else ""
     return f"remote {remote!r} could not lock {ref}: {summary}{held}"
 
@@ -109,11 +113,13 @@ def listed_refs(look: str) -> dict[str, str]:
 
 def ls_remote(repo: GitRepo, remote: str, *patterns: str) -> str:
     """``git ls-remote --refs`` of the refs of ``remote`` that ``patterns`` name: its lines as text
-    (a worker's look keeps them as they are; :func:`listed_refs` reads them)."""
+    (a worker's look keeps them as they are; :func:`listed_refs` reads them). A name is decoded as
+    :func:`~guardkit_state.git.parse.parse_refs` decodes the fetched copies (bytes no UTF-8 kept):
+    a look compares the two."""
     status, out, err = repo.run("ls-remote", "--refs", remote, *patterns, check=False, timeout=REFS_TIMEOUT)
     if status != 0:
         raise RemoteUnreachableError(f"cannot reach remote {remote!r}: {first_line(err)[:200]}", path=repo.root)
-    return out.decode("utf-8", "replace")
+    return out.decode("utf-8", "surrogateescape")
 
 
 def remote_refs(repo: GitRepo, remote: str, pattern: str) -> dict[str, str]:
@@ -201,7 +207,9 @@ class RemoteBranches:
         for its worker to decide on, as a branch ahead of the remote's or apart from it is."""
         updates = [(ref, sha, old or "0" * len(sha)) for ref, sha, old in moves]
         lines = "".join(f"update {ref} {sha} {old}\n" for ref, sha, old in updates)
-        if len(updates) > 1 and self.repo.run("update-ref", "--stdin", stdin=lines.encode(), check=False)[0] == 0:
+        # (A name as the listing kept it, bytes no UTF-8 included: it goes back to git as it came.)
+        stdin = lines.encode("utf-8", "surrogateescape")
+        if len(updates) > 1 and self.repo.run("update-ref", "--stdin", stdin=stdin, check=False)[0] == 0:
             return
         for ref, sha, old in updates:
             self.repo.run("update-ref", ref, sha, old, check=False)
@@ -240,10 +248,14 @@ class RemoteBranches:
         # A push racing another one to the same ref can be refused by the remote's ref lock
         # ("failed to update ref"): whether the ref moved tells a lost race from a refusal.
         if "remote rejected" in summary and self._remote_sha(ref) == expected:
-            if lock_contention(summary):  # its lock was held: try again (a stale one on this machine removed)
+            # (An atomic push, a turn with its ledger, reports a held lock only as its transaction failed.)
+            atomic_lock = "(atomic transaction failed)" in summary and _HELD_LOCK.search(err) is not None
+            if lock_contention(summary) or atomic_lock:  # its lock was held: try again (a stale one here removed)
                 clear_remote_lock(self.repo, self.remote, err)
                 raise RemoteUnreachableError(busy_lock(self.remote, ref, summary, err), path=self.repo.root)
-            raise RemoteRejectedError(f"remote {self.remote!r} refused {branch}: {summary}", path=self.repo.root)
+            said = remote_error(err)  # (why an atomic push failed: only the remote's own line says)
+            raise RemoteRejectedError(f"remote {self.remote!r} refused {branch}: {summary}"
+                                      + (f": {said}" if said else ""), path=self.repo.root)
         raise BranchMovedError(f"{branch} moved on {self.remote!r} ({summary}): another worker pushed to it",
                                path=self.repo.root)
 
@@ -300,6 +312,17 @@ class RemoteBranches:
             elif line.startswith("branch refs/heads/"):
                 found[line[len("branch refs/heads/"):]] = path
         return found
+
+
+def remote_error(stderr: str) -> str:
+    """The first error the remote's git itself reported in a push's ``stderr`` (``remote: error:
+    cannot lock ref ...``), without its prefixes; empty when there is none (a hook's own lines are
+    its own, and the push's report says it declined)."""
+    for line in stderr.splitlines():
+        said = line.strip().removeprefix("remote:").strip()
+        if line.startswith("remote:") and said.startswith(("error:", "fatal:")):
+            return said.partition(":")[2].strip()
+    return ""
 
 
 def first_line(text: str) -> str:

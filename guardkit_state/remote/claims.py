@@ -46,7 +46,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError
+from guardkit_state.errors import ClaimLostError, InputError, RemoteRejectedError, RemoteUnreachableError, safe
 from guardkit_state.remote.branches import (
     REFS_TIMEOUT,
     RefRecord,
@@ -55,7 +55,9 @@ from guardkit_state.remote.branches import (
     fetch_refs,
     first_line,
     list_refs,
+    listed_refs,
     lock_contention,
+    ls_remote,
     remote_refs,
     task_ref_place,
 )
@@ -262,7 +264,8 @@ class ClaimBoard:
             # update would have failed it, so no ls-remote is needed to know it is ours.
             return replace(mine, sha=sha)
         # What tells a lost race from a refusal; the feature's other claims listed by the same call.
-        there = self._listed_claims(feature).get(ref)
+        listed, above = self._listed_claims(feature)
+        there = listed.get(ref)
         if there == sha:
             return replace(mine, sha=sha)
         own = self._own(feature, task, there)
@@ -272,6 +275,9 @@ class ClaimBoard:
             # Another worker's claim is (or was, when git compared: since released) there: the race
             # is lost, not an error. A refusal by the remote's ref lock is such a race too, and so is
             # a ref below the claim ref (the remote cannot create it: "failed to update ref").
+            return None
+        if above:  # a ref the claim refs would be below: no claim ref of the feature can be created
+            self.foreign[task] = next(iter(above.items()))
             return None
         if pushed.status == "busy":  # a racing push that has come and gone (claimed, run, released): look again
             raise RemoteUnreachableError(pushed.detail, path=self.repo.root)
@@ -379,7 +385,8 @@ class ClaimBoard:
         own = claim_ref(feature, task)
         held = (f"holds {sha[:10]}, which is no guardkit claim" if ref == own
                 else f"({sha[:10]}) keeps git from creating the claim ref {own}")  # a ref below it
-        return f"{ref} on the remote {held}: {what} until it is deleted (git push {self.remote} :{ref})"
+        shown = safe(ref)  # (a name git takes may hold bytes no UTF-8, or a bidi control)
+        return f"{shown} on the remote {held}: {what} until it is deleted (git push {self.remote} :{shown})"
 
     def is_stale(self, claim: Claim, *, stale_after: float) -> bool:
         """This worker saw the same beat for the claim's whole lease and ``stale_after`` seconds, by
@@ -402,15 +409,19 @@ class ClaimBoard:
         """The ref's sha on the remote now (``ls-remote``), None when absent."""
         return remote_refs(self.repo, self.remote, ref).get(ref)
 
-    def _listed_claims(self, feature: str) -> dict[str, str]:
-        """The feature's claim refs on the remote now (ref -> sha); the tasks they claim kept in
-        :attr:`taken`: a worker that lost a race for a task tries next one nobody claimed meanwhile
-        (workers that look at one moment lose races to each other in turn otherwise)."""
+    def _listed_claims(self, feature: str) -> tuple[dict[str, str], dict[str, str]]:
+        """The feature's claim refs on the remote now (ref -> sha), the tasks they claim kept in
+        :attr:`taken` (a worker that lost a race for a task tries next one nobody claimed meanwhile:
+        workers that look at one moment lose races to each other in turn otherwise); and, by the same
+        call, the refs the claim refs would be below (``refs/guardkit/claims/<FEAT>``,
+        ``refs/guardkit/claims``: git keeps no ref under another ref's name), none but by hand."""
         prefix = f"{CLAIMS_PREFIX}/{feature}"
-        listed = remote_refs(self.repo, self.remote, f"{prefix}/*")
+        names_above = (prefix, CLAIMS_PREFIX)
+        found = listed_refs(ls_remote(self.repo, self.remote, f"{prefix}/*", *names_above))
+        listed = {ref: sha for ref, sha in found.items() if ref.startswith(f"{prefix}/")}
         self.taken = {place[0] for ref in listed if (place := task_ref_place(ref, prefix)) is not None}
         self.raced.update(listed)
-        return listed
+        return listed, {ref: sha for ref, sha in found.items() if ref in names_above}
 
     def _own(self, feature: str, task: str, sha: str | None) -> Claim | None:
         """The claim commit ``sha`` when this board made it (pushed, its answer lost); None for any

@@ -145,7 +145,8 @@ def claim_next_task(repo_root: Path | str, feature: str, remote: str, *, worker:
         claim = board.claim(plan.feature_id, task, lease)
         if claim is not None:
             return answer("claimed", f"{task} is yours until its lease ends", claim=claim, lost=tuple(lost))
-        lost.append(task)
+        if task not in board.foreign:  # (one the push found in the way, above the claim refs, is no race)
+            lost.append(task)
     if lost:
         return answer("lost_race", f"wave {turn.number}: other claimants took {', '.join(lost)} first; "
                                    f"ask again", lost=tuple(lost))
