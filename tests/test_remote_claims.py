@@ -16,9 +16,11 @@ import pytest
 from guardkit_state.errors import ClaimLostError, GitError, InputError, RemoteRejectedError, RemoteUnreachableError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.remote import branches as branches_module
+from guardkit_state.remote import claim_record
 from guardkit_state.remote import claims as claims_module
 from guardkit_state.remote.branches import RemoteBranches
-from guardkit_state.remote.claims import Claim, ClaimBoard, claim_ref, retrying
+from guardkit_state.remote.claim_record import Claim, claim_ref
+from guardkit_state.remote.claims import ClaimBoard, retrying
 from guardkit_state.remote.heartbeat import Heartbeat
 from tests.conftest import run_git
 from tests.remote_support import Daemon, clone, git_daemon, make_bare
@@ -534,7 +536,7 @@ def test_a_taker_whose_clock_is_minutes_ahead_never_ousts_a_holder_that_beats_wi
 
 def test_a_claim_without_its_lease_length_is_judged_by_its_end_on_the_takers_clock() -> None:
     # A claim an older worker made (no Guardkit-Lease-Seconds): its lease's end, as before.
-    from guardkit_state.remote.claims import parse_claim
+    from guardkit_state.remote.claim_record import parse_claim
 
     message = ("guardkit claim T of F\n\nGuardkit-Claim: claim\nGuardkit-Worker: old\nGuardkit-Nonce: n\n"
                "Guardkit-Lease-Until: 1000100.000\nGuardkit-Beat: 0\n")
@@ -672,7 +674,7 @@ def test_a_lease_end_no_worker_could_have_written_counts_as_ended(remote: Remote
     clock.now += 10
     taken = taker.take_over(FEAT, TASK, 30, stale_after=10)
     assert taken is not None and taken.previous == "dead:1:abcdef"
-    assert claims_module.utc_text(seen.lease_until)  # a text, whatever the value (no ValueError, OverflowError)
+    assert claim_record.utc_text(seen.lease_until)  # a text, whatever the value (no ValueError, OverflowError)
 
 
 @pytest.mark.parametrize("lease", ["1e300", "86401", "nan", "inf", "x"])
@@ -748,9 +750,9 @@ def test_a_worker_takes_over_a_dead_workers_claim_whose_lease_is_no_time(tmp_pat
 
 def test_a_new_worker_id_is_one_line_of_safe_characters_whatever_the_host_name(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(claims_module.socket, "gethostname", lambda: "box one\nGuardkit-Beat: 9")
-    made = claims_module.new_worker_id()
-    assert claims_module.check_worker_id(made) == made and made.startswith("box-one-Guardkit-Beat--9:")
+    monkeypatch.setattr(claim_record.socket, "gethostname", lambda: "box one\nGuardkit-Beat: 9")
+    made = claim_record.new_worker_id()
+    assert claim_record.check_worker_id(made) == made and made.startswith("box-one-Guardkit-Beat--9:")
 
 
 

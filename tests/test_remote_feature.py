@@ -22,7 +22,8 @@ import yaml
 
 from guardkit_state.agents.protocol import Agent
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.remote.claims import Claim, ClaimBoard
+from guardkit_state.remote.claim_record import Claim
+from guardkit_state.remote.claims import ClaimBoard
 from guardkit_state.remote.ledgers import RemoteLedgers
 from tests.feature_support import FEATURE_BRANCH, FEATURE_ID, FeatureProject, TaskSpec, agent_command, git, make_feature
 from tests.remote_support import clone, git_daemon, make_bare

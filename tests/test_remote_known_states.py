@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from guardkit_state.git.turn_ledger import ProvenTurnCommit
-from guardkit_state.remote.claims import Claim
+from guardkit_state.remote.claim_record import Claim
 from guardkit_state.remote.known_states import approved_in_ledger, what_moved
 
 A, B, C = "a" * 40, "b" * 40, "c" * 40

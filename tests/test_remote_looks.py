@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guardkit_state.remote.claims import Claim
+from guardkit_state.remote.claim_record import Claim
 from guardkit_state.remote.looks import Looks
 
 A, B, C = "a" * 40, "b" * 40, "c" * 40

@@ -4,7 +4,7 @@ wave's turn has come and which of its tasks can be claimed."""
 from __future__ import annotations
 
 from guardkit_state.features.progress import TaskState
-from guardkit_state.remote.claims import Claim
+from guardkit_state.remote.claim_record import Claim
 from guardkit_state.remote.ready import wave_turn
 
 WAVES = [("T-1", "T-2", "T-3"), ("T-4",)]

@@ -20,7 +20,8 @@ import pytest
 
 from guardkit_state.git.merge import merge_message
 from guardkit_state.git.repo import GitRepo
-from guardkit_state.remote.claims import ClaimBoard, claim_ref
+from guardkit_state.remote.claim_record import claim_ref
+from guardkit_state.remote.claims import ClaimBoard
 from tests.feature_support import FEATURE_BRANCH, FEATURE_ID, FeatureProject, TaskSpec, git, make_feature
 from tests.remote_support import clone, make_bare
 from tests.test_remote_feature import (

@@ -15,7 +15,8 @@ import threading
 from collections.abc import Callable
 
 from guardkit_state.errors import ClaimLostError, GitError
-from guardkit_state.remote.claims import Claim, ClaimBoard
+from guardkit_state.remote.claim_record import Claim
+from guardkit_state.remote.claims import ClaimBoard
 
 log = logging.getLogger("guardkit_state.remote.heartbeat")
 

@@ -6,7 +6,8 @@ import contextlib
 from collections.abc import Callable, Iterator
 
 from guardkit_state.errors import RemoteError
-from guardkit_state.remote.claims import Claim, ClaimBoard
+from guardkit_state.remote.claim_record import Claim
+from guardkit_state.remote.claims import ClaimBoard
 from guardkit_state.remote.heartbeat import Heartbeat
 
 

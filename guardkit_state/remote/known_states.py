@@ -26,7 +26,7 @@ from typing import Literal
 from guardkit_state.features.progress import TaskState
 from guardkit_state.git.turn_ledger import ProvenTurnCommit
 from guardkit_state.remote.branches import listed_refs, task_ref_place
-from guardkit_state.remote.claims import Claim
+from guardkit_state.remote.claim_record import Claim
 from guardkit_state.store.layout import BRANCH_PREFIX
 
 #: See :func:`what_moved`.

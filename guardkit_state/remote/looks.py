@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from guardkit_state.remote.branches import listed_refs
-from guardkit_state.remote.claims import CLAIMS_PREFIX, MERGE_CLAIM, Claim, claim_ref
+from guardkit_state.remote.claim_record import CLAIMS_PREFIX, MERGE_CLAIM, Claim, claim_ref
 from guardkit_state.remote.known_states import what_moved
 
 #: What a look decides: ``fetch`` (read the remote), ``read`` (what the last fetch read holds: decide

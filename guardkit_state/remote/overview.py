@@ -25,7 +25,8 @@ from guardkit_state.plans.plan import find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import KEPT_PREFIX
 from guardkit_state.remote.branches import RemoteBranches
-from guardkit_state.remote.claims import MERGE_CLAIM, SEEN_PREFIX, Claim, ClaimBoard
+from guardkit_state.remote.claim_record import MERGE_CLAIM, Claim
+from guardkit_state.remote.claims import SEEN_PREFIX, ClaimBoard
 from guardkit_state.remote.quarantine import FailedRun, Quarantine, copy_and_quarantine
 from guardkit_state.remote.wave_progress import plan_on_branch
 from guardkit_state.store.layout import branch_for

@@ -29,7 +29,7 @@ from guardkit_state.store.locks import exclusive_lock
 
 if TYPE_CHECKING:
     from guardkit_state.git.repo import GitRepo
-    from guardkit_state.remote.claims import Claim
+    from guardkit_state.remote.claim_record import Claim
 
 #: A lock file with no record beside it is removed only once this old (seconds): a worker that has
 #: just created its lock file, and not yet locked it, is not taken for a dead one for long.

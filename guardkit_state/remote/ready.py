@@ -21,7 +21,8 @@ from guardkit_state.git.repo import GitRepo
 from guardkit_state.plans.plan import find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.branches import RemoteBranches
-from guardkit_state.remote.claims import Claim, ClaimBoard, check_lease, utc_text
+from guardkit_state.remote.claim_record import Claim, check_lease, utc_text
+from guardkit_state.remote.claims import ClaimBoard
 from guardkit_state.remote.going_on import GoingOn
 from guardkit_state.remote.ledgers import RemoteLedgers
 from guardkit_state.remote.quarantine import held_back, read_quarantine

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from guardkit_state.errors import GuardkitStateError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.remote.branches import RemoteBranches
-from guardkit_state.remote.claims import Claim
+from guardkit_state.remote.claim_record import Claim
 from guardkit_state.remote.quarantine import crash_entry, write_crash
 from guardkit_state.remote.takeover_record import write_takeover
 from guardkit_state.store.fsio import crash_point

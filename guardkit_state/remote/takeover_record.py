@@ -12,7 +12,7 @@ from guardkit_state.errors import GuardkitStateError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.git.worktrees import WorktreeManager
-from guardkit_state.remote.claims import Claim, utc_text
+from guardkit_state.remote.claim_record import Claim, utc_text
 from guardkit_state.store.layout import branch_for
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.taskfile.resolve import resolve_task

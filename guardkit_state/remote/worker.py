@@ -48,7 +48,8 @@ from guardkit_state.plans.plan import FeaturePlan, find_plan, load_plan
 from guardkit_state.plans.waves import plan_waves
 from guardkit_state.remote.alignment import CloneAlignment
 from guardkit_state.remote.branches import RemoteBranches, ls_remote
-from guardkit_state.remote.claims import CLAIMS_PREFIX, MERGE_CLAIM, Claim, ClaimBoard, retrying
+from guardkit_state.remote.claim_record import CLAIMS_PREFIX, MERGE_CLAIM, Claim
+from guardkit_state.remote.claims import ClaimBoard, retrying
 from guardkit_state.remote.fresh_tasks import branches_here, fresh_in_look, started_here
 from guardkit_state.remote.going_on import GoingOn
 from guardkit_state.remote.holding import HeldClaims

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from guardkit_state.errors import InputError
-from guardkit_state.remote.claims import check_lease
+from guardkit_state.remote.claim_record import check_lease
 
 
 @dataclass(frozen=True)
