@@ -24,7 +24,7 @@ from guardkit_state.git.commits import turn_commits
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.store import layout
-from guardkit_state.store.fsio import TEMP_PREFIX, atomic_write_text
+from guardkit_state.store.fsio import TEMP_PREFIX, atomic_write_text, remove_stale_temp_files
 from guardkit_state.store.layout import branch_for
 from guardkit_state.store.safe_paths import validate_task_id
 
@@ -451,6 +451,9 @@ class WorktreeManager:
         """``.guardkit/worktrees/.gitignore`` = ``*``: worktrees never show in the main ``git status``."""
         directory = layout.worktrees_dir(self.root)
         directory.mkdir(parents=True, exist_ok=True)
+        # A kill inside this write leaves its temp file here, where no loop's tidy-up looks (and the
+        # ``*`` hides it from git status): every create sweeps what a dead writer left.
+        remove_stale_temp_files(directory)
         ignore = directory / ".gitignore"
         if not ignore.exists():
             atomic_write_text(ignore, "# managed by guardkit-state: loop worktrees are not part of this checkout\n*\n")
