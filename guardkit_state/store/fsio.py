@@ -413,9 +413,12 @@ def ensure_private_dir(directory: Path) -> Path:
     """Create ``directory`` with a ``.gitignore`` of ``*`` so git never sees what we keep there.
 
     Used for scratch, logs and caches inside a user's checkout: ``git status`` must not change
-    because guardkit-state ran.
+    because guardkit-state ran. The folder is ours alone, so the temp files killed writers left in
+    it (of the marker itself, or of a cache) are removed here: some such folders (a plan's locks)
+    are looked at by no run's tidy-up, and the ``*`` hides what stays from git status.
     """
     directory.mkdir(parents=True, exist_ok=True)
+    remove_stale_temp_files(directory)
     marker = directory / ".gitignore"
     if not marker.exists():
         atomic_write_text(marker, "*\n")

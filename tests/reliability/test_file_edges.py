@@ -252,3 +252,20 @@ def test_stale_temp_cleaning_never_removes_a_live_writers_file(tmp_path: Path) -
         live.wait()
     assert removed == {names["dead"], names["old-live"]}
     assert {p.name for p in tmp_path.iterdir()} == {names["own"], names["live"], names["unparsed-new"]}
+
+
+def test_a_private_folder_made_sure_of_loses_the_temp_files_killed_writers_left(tmp_path: Path) -> None:
+    # A kill inside the write of a private folder's ``.gitignore`` (a feature run's first plan write makes
+    # ``.guardkit/features/.locks/``) leaves its temp file where no run's tidy-up looks, for good: making
+    # sure of the folder removes what a dead writer left there, never a live writer's.
+    folder = tmp_path / ".guardkit" / "features" / ".locks"
+    folder.mkdir(parents=True)
+    dead = folder / f"{fsio.TEMP_PREFIX}.gitignore.{_dead_pid()}.1000001"
+    own = folder / f"{fsio.TEMP_PREFIX}.gitignore.{os.getpid()}.1000002"
+    for leftover in (dead, own):
+        leftover.write_text("")
+    fsio.ensure_private_dir(folder)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([".gitignore", own.name])
+    dead.write_text("")  # also when the marker is there already (another process wrote it meanwhile)
+    fsio.ensure_private_dir(folder)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([".gitignore", own.name])
