@@ -409,8 +409,9 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def ensure_private_dir(directory: Path) -> Path:
-    """Create ``directory`` with a ``.gitignore`` of ``*`` so git never sees what we keep there.
+def ensure_private_dir(directory: Path, *, marker: str = "*\n") -> Path:
+    """Create ``directory`` with a ``.gitignore`` of ``*`` (``marker``, which may say why above it)
+    so git never sees what we keep there.
 
     Used for scratch, logs and caches inside a user's checkout: ``git status`` must not change
     because guardkit-state ran. The folder is ours alone, so the temp files killed writers left in
@@ -419,7 +420,7 @@ def ensure_private_dir(directory: Path) -> Path:
     """
     directory.mkdir(parents=True, exist_ok=True)
     remove_stale_temp_files(directory)
-    marker = directory / ".gitignore"
-    if not marker.exists():
-        atomic_write_text(marker, "*\n")
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        atomic_write_text(ignore, marker)
     return directory
