@@ -406,7 +406,19 @@ def _pid_alive(pid: int) -> bool:
         return True
     except (OverflowError, OSError):  # ProcessLookupError: gone
         return False
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """True when ``pid`` has exited and waits to be reaped (Linux /proc): it never writes again. A
+    killed feature run's orphaned task loop stays so until init reaps it (seconds on some hosts, for
+    ever under a container's PID 1 that never reaps), and ``kill(pid, 0)`` still finds it."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()  # after the command name, which may hold ")"
+    except (OSError, IndexError):
+        return False
+    return bool(fields) and fields[0] in (b"Z", b"X")
 
 
 def ensure_private_dir(directory: Path, *, marker: str = "*\n") -> Path:

@@ -269,3 +269,23 @@ def test_a_private_folder_made_sure_of_loses_the_temp_files_killed_writers_left(
     dead.write_text("")  # also when the marker is there already (another process wrote it meanwhile)
     fsio.ensure_private_dir(folder)
     assert sorted(p.name for p in folder.iterdir()) == sorted([".gitignore", own.name])
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="a zombie is told by /proc (Linux)")
+def test_stale_temp_cleaning_removes_the_file_of_a_writer_killed_but_not_yet_reaped(tmp_path: Path) -> None:
+    # A killed writer is a zombie until its parent reaps it: a feature run's task loop, orphaned by the
+    # run's kill, waits for init (~2 s on some hosts, for ever under a PID 1 that never reaps). It will
+    # never write again; its temp file is debris (the feature campaign found one after a resumed run).
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        while _state(zombie.pid) != "Z":  # exited, not waited for
+            time.sleep(0.01)
+        left = tmp_path / f"{fsio.TEMP_PREFIX}player_schema_turn_1.json.{zombie.pid}.1000001"
+        left.write_text("partial")
+        assert fsio.remove_stale_temp_files(tmp_path) == [left]
+    finally:
+        zombie.wait()
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
