@@ -290,3 +290,21 @@ def test_a_base_relative_to_a_branch_starts_the_worktree_there(git_repo: Path) -
     run_git(project, "commit", "-q", "--allow-empty", "-m", "second")
     wt = _manager(project).create(TASK_ID, "main~1")
     assert run_git(wt.path, "rev-parse", "HEAD").strip() == run_git(project, "rev-parse", "main~1").strip()
+
+
+def test_a_worktree_add_killed_before_it_wrote_commondir_is_discarded_and_made_again(project: Path) -> None:
+    # A `git worktree add` killed between creating its admin folder's ``commondir`` and writing it
+    # leaves the file empty (the folder still "locked: initializing"): git then fails every listing
+    # ("failed to read .../commondir: Success"), and prune does not mend it. With no git process
+    # working there, the resume discards the half-made worktree and makes it again from its branch
+    # (the feature campaign met it after a kill of the run while its task loops added their worktrees).
+    manager = _manager(project)
+    made = manager.create(TASK_ID)
+    admin = project / ".git" / "worktrees" / TASK_ID
+    (admin / "commondir").write_bytes(b"")
+    (admin / "locked").write_text("initializing\n")
+    found, note = _manager(project).find(TASK_ID)
+    assert found is not None and found.path == made.path
+    assert "half-created" in note
+    assert run_git(found.path, "symbolic-ref", "--short", "HEAD").strip() == BRANCH
+    assert "initializing" not in run_git(project, "worktree", "list", "--porcelain")
