@@ -52,6 +52,10 @@ CRASH_POINTS: dict[str, int] = {
     "loop.after_player": 2,
     "loop.before_commit": 2,
     "turn.before_frontmatter": 2,
+    # Inside any atomic write of the run (its folders' markers, the plan) or of a task loop: the
+    # feature campaign's named kills found the temp files no sweep reached only through these.
+    "write.temp_open": 20,
+    "write.before_replace": 20,
 }
 #: A run taking longer than this is hung (fails the campaign; never expected).
 RUN_TIMEOUT = 120.0
