@@ -14,6 +14,7 @@ from pathlib import Path
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.remote.claims import ClaimBoard
 from guardkit_state.remote.own_claims import ClaimKeeper
+from guardkit_state.store.fsio import TEMP_PREFIX
 from tests.conftest import run_git
 from tests.feature_support import FEATURE_ID, TaskSpec, agent_command, git, make_feature
 from tests.remote_support import clone, make_bare
@@ -125,3 +126,22 @@ def test_a_claim_taken_over_since_is_not_taken_back_by_the_dead_workers_successo
         seen = board.read(FEATURE_ID)[TASK]
         assert seen.nonce == taken.nonce and not board.is_stale(seen, stale_after=0)
         assert board.take_over(FEATURE_ID, TASK, 600, stale_after=0) is None  # not its own: the lease rules
+
+
+def test_a_worker_taking_its_dead_predecessors_claims_removes_the_record_write_a_kill_cut_short(
+        git_repo: Path, tmp_path: Path) -> None:
+    # A worker killed while it wrote its record (each claim made or released) leaves the temp file in
+    # the clone's git folder, where nothing else looks: the next worker's adopt removes it, and never
+    # the temp file of a live worker's write (this process's).
+    bare = make_bare(tmp_path, git_repo)
+    repo = GitRepo.discover(clone(bare.as_uri(), tmp_path / "machine"))
+    assert repo is not None
+    with ClaimKeeper(repo, "origin", "heir") as heir:
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        killed = heir.folder / f"{TEMP_PREFIX}{dead.pid}-0a1b2c3d.json.{dead.pid}.1000001"
+        live = heir.folder / f"{TEMP_PREFIX}{os.getpid()}-0a1b2c3d.json.{os.getpid()}.1000002"
+        for leftover in (killed, live):
+            leftover.write_text('{"worker": "w", "cla', encoding="utf-8")
+        assert heir.adopt() == {}
+        assert not killed.exists() and live.exists()

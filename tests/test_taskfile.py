@@ -18,9 +18,10 @@ from guardkit_state.errors import (
     TaskNotFoundError,
 )
 from guardkit_state.model import Criterion
+from guardkit_state.store.turn_files import TurnStore
 from guardkit_state.taskfile.criteria_text import extract_criteria
 from guardkit_state.taskfile.discovery import iter_task_files, task_id_from_filename
-from guardkit_state.taskfile.document import TaskFile
+from guardkit_state.taskfile.document import TaskFile, read_task_settled
 from guardkit_state.taskfile.frontmatter import parse_frontmatter
 from guardkit_state.taskfile.resolve import find_task
 from guardkit_state.taskfile.splice import StateUpdate
@@ -402,3 +403,26 @@ def test_iter_task_files_skips_readmes_and_reports(repo: Path) -> None:
     # sorted walk: directories in name order, files in name order inside each
     assert names == ["TASK-ABC-1-2-y.md", "TASK-ABC-10-x.md", "TASK-DEF-2.md", "TASK-ABC-1-login.md"]
     assert list(iter_task_files(repo / "nowhere")) == []
+
+
+def test_a_settled_read_left_behind_its_store_is_confirmed_without_waiting_its_pauses_again(tmp_path: Path) -> None:
+    # A kill between a turn's state and its frontmatter append leaves the file a turn behind the store.
+    # The settled read waits out its pauses once (an editor saving in place would be done by then);
+    # confirming the file, unchanged since, must not wait them out again: a resume slept through both
+    # (~1.5 s) before it rolled the turn forward, and a campaign killing every resume within a run's
+    # time never saw one finish.
+    path = tmp_path / "TASK-X.md"
+    path.write_text("---\nid: TASK-X\nstatus: in_progress\n---\n# Task\n", encoding="utf-8")
+    store = TurnStore(tmp_path / "store", "TASK-X")
+    store.path("turn_state", 1).parent.mkdir(parents=True)
+    store.path("turn_state", 1).write_text("{}", encoding="utf-8")
+    task = read_task_settled(path, store, confirm=False)
+    assert task.looks_half_saved(store)
+    assert task.confirmed(store) is task
+    other = TurnStore(tmp_path / "other", "TASK-X")  # waited out for that store, not for another
+    other.path("turn_state", 1).parent.mkdir(parents=True)
+    other.path("turn_state", 1).write_text("{}", encoding="utf-8")
+    assert task.confirmed(other) is not task
+    path.write_text("---\nid: TASK-X\nstatus: in_review\n---\n# Task\n", encoding="utf-8")  # changed since: read again
+    again = task.confirmed(store)
+    assert again is not task and again.status == "in_review"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ from guardkit_state.errors import GitError, InputError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager
 from guardkit_state.inspect.review import read_turn_log
+from guardkit_state.store.fsio import TEMP_PREFIX
 
 from .conftest import run_git
 from .gitloop import TASK_ID, make_project, run_loop, run_turn, trailer_turns
@@ -45,6 +49,22 @@ def test_create_makes_branch_worktree_and_tracks_base(project: Path) -> None:
         == run_git(project, "rev-parse", "main").strip()
     )
     assert (project / ".guardkit" / "worktrees" / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_create_removes_the_temp_file_a_killed_write_of_the_folders_gitignore_left(project: Path) -> None:
+    # A kill while the first create wrote ``.guardkit/worktrees/.gitignore`` leaves its temp file in a
+    # folder no loop's tidy-up looks at (and the ``*`` written later hides it from git status): the
+    # next create removes it. A live writer's (this process's) is kept.
+    folder = project / ".guardkit" / "worktrees"
+    folder.mkdir(parents=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    killed = folder / f"{TEMP_PREFIX}.gitignore.{dead.pid}.1000001"
+    live = folder / f"{TEMP_PREFIX}.gitignore.{os.getpid()}.1000002"
+    for leftover in (killed, live):
+        leftover.write_text("# managed by guardkit-state", encoding="utf-8")
+    _manager(project).create(TASK_ID)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([".gitignore", live.name, TASK_ID])
 
 
 def test_a_branch_made_first_is_checked_out_later_where_create_would_put_it(project: Path) -> None:
@@ -270,3 +290,21 @@ def test_a_base_relative_to_a_branch_starts_the_worktree_there(git_repo: Path) -
     run_git(project, "commit", "-q", "--allow-empty", "-m", "second")
     wt = _manager(project).create(TASK_ID, "main~1")
     assert run_git(wt.path, "rev-parse", "HEAD").strip() == run_git(project, "rev-parse", "main~1").strip()
+
+
+def test_a_worktree_add_killed_before_it_wrote_commondir_is_discarded_and_made_again(project: Path) -> None:
+    # A `git worktree add` killed between creating its admin folder's ``commondir`` and writing it
+    # leaves the file empty (the folder still "locked: initializing"): git then fails every listing
+    # ("failed to read .../commondir: Success"), and prune does not mend it. With no git process
+    # working there, the resume discards the half-made worktree and makes it again from its branch
+    # (the feature campaign met it after a kill of the run while its task loops added their worktrees).
+    manager = _manager(project)
+    made = manager.create(TASK_ID)
+    admin = project / ".git" / "worktrees" / TASK_ID
+    (admin / "commondir").write_bytes(b"")
+    (admin / "locked").write_text("initializing\n")
+    found, note = _manager(project).find(TASK_ID)
+    assert found is not None and found.path == made.path
+    assert "half-created" in note
+    assert run_git(found.path, "symbolic-ref", "--short", "HEAD").strip() == BRANCH
+    assert "initializing" not in run_git(project, "worktree", "list", "--porcelain")

@@ -11,6 +11,7 @@ turn from paying for a subprocess.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 from guardkit_state.errors import GitError
 from guardkit_state.git.parse import parse_worktree_list_z
 from guardkit_state.git.repo import GitRepo
+from guardkit_state.git.stale_locks import live_git_process_in
 from guardkit_state.store.layout import task_lock_file
 
 #: ``git worktree list`` reads every worktree's admin folder, and one that a concurrent
@@ -72,7 +74,8 @@ def main_checkout_root(repo: GitRepo) -> Path:
 
 
 def worktree_records(repo: GitRepo) -> list[dict[str, str]]:
-    """``git worktree list`` as one dict per worktree, retried while another worktree is half made."""
+    """``git worktree list`` as one dict per worktree, retried while another worktree is half made
+    (and listed once more after a killed ``git worktree add``'s admin folder is completed)."""
     for pause in _LIST_RETRY_PAUSES:
         status, out, err = repo.run("worktree", "list", "--porcelain", "-z", check=False)
         if status == 0:
@@ -80,7 +83,24 @@ def worktree_records(repo: GitRepo) -> list[dict[str, str]]:
         if "/worktrees/" not in err:
             break
         time.sleep(pause)
+    else:
+        _complete_killed_adds(repo)
     return parse_worktree_list_z(repo.run("worktree", "list", "--porcelain", "-z")[1])
+
+
+def _complete_killed_adds(repo: GitRepo) -> None:
+    """A ``git worktree add`` killed between creating its admin folder's ``commondir`` and writing it
+    leaves the file empty, and git fails every listing (prune and remove too) for good. When no git
+    process works in the repository, such a folder (still "locked: initializing": its add never
+    finished) gets the line git writes there, so the worktree lists as half created and is discarded
+    and made again as any killed add is (:meth:`WorktreeManager.find`)."""
+    if live_git_process_in(repo.root, repo.common_dir):
+        return
+    for admin in sorted((repo.common_dir / "worktrees").glob("*/")):
+        commondir, locked = admin / "commondir", admin / "locked"
+        with contextlib.suppress(OSError):
+            if commondir.stat().st_size == 0 and "initializing" in locked.read_text("utf-8", "replace"):
+                commondir.write_text("../..\n", encoding="utf-8")
 
 
 def worktrees_home(checkout: Path) -> Path:

@@ -24,7 +24,7 @@ from guardkit_state.git.commits import turn_commits
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.stale_locks import remove_stale_locks
 from guardkit_state.store import layout
-from guardkit_state.store.fsio import TEMP_PREFIX, atomic_write_text
+from guardkit_state.store.fsio import TEMP_PREFIX, ensure_private_dir
 from guardkit_state.store.layout import branch_for
 from guardkit_state.store.safe_paths import validate_task_id
 
@@ -448,12 +448,10 @@ class WorktreeManager:
         return worktree_records(self.repo)
 
     def _ensure_ignored(self) -> None:
-        """``.guardkit/worktrees/.gitignore`` = ``*``: worktrees never show in the main ``git status``."""
-        directory = layout.worktrees_dir(self.root)
-        directory.mkdir(parents=True, exist_ok=True)
-        ignore = directory / ".gitignore"
-        if not ignore.exists():
-            atomic_write_text(ignore, "# managed by guardkit-state: loop worktrees are not part of this checkout\n*\n")
+        """``.guardkit/worktrees/.gitignore`` = ``*``: worktrees never show in the main ``git status``
+        (made as every private folder is, so the temp file a kill inside its write left goes too)."""
+        ensure_private_dir(layout.worktrees_dir(self.root),
+                           marker="# managed by guardkit-state: loop worktrees are not part of this checkout\n*\n")
 
 
 def check_base_branch(repo: GitRepo, base: str) -> str:

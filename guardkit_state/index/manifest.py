@@ -21,7 +21,7 @@ from pathlib import Path
 from guardkit_state.index.graph_server import redact
 from guardkit_state.index.records import FEATURE, TASK, IndexRecord
 from guardkit_state.index.turn_records import turn_state_files
-from guardkit_state.store.fsio import atomic_write_text
+from guardkit_state.store.fsio import atomic_write_text, remove_stale_temp_files
 from guardkit_state.store.layout import index_dir
 from guardkit_state.store.stat_cache import signature_of
 
@@ -121,6 +121,9 @@ def load_manifest(repo_root: Path, location: str) -> Manifest | None:
 def save_manifest(repo_root: Path, manifest: Manifest) -> None:
     path = manifest_path(repo_root, manifest.location)
     path.parent.mkdir(parents=True, exist_ok=True)
+    # A killed indexer's write (this manifest's, the identity file's) left its temp file here, where no
+    # run's tidy-up looks: swept at each save (only what a dead writer left).
+    remove_stale_temp_files(path.parent)
     atomic_write_text(path, manifest.to_json(), limit=None)
 
 

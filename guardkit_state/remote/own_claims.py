@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from guardkit_state.errors import GuardkitStateError, LockedError
-from guardkit_state.store.fsio import atomic_write_bytes
+from guardkit_state.store.fsio import atomic_write_bytes, remove_stale_temp_files
 from guardkit_state.store.jsonio import dump_json, load_json
 from guardkit_state.store.layout import WORKERS_IN_GIT_DIR
 from guardkit_state.store.locks import exclusive_lock
@@ -87,6 +87,7 @@ class ClaimKeeper:
         """The claims of this clone's dead workers (ref -> nonce), now kept as this worker's own
         (so a successor of this one finds them too), their records removed."""
         adopted: dict[str, str] = {}
+        remove_stale_temp_files(self.folder)  # a record write its worker's death cut short: nothing else looks here
         for lock in sorted(self.folder.glob("*.lock")) if self.folder.is_dir() else []:
             if lock.stem == self.key:
                 continue

@@ -406,17 +406,33 @@ def _pid_alive(pid: int) -> bool:
         return True
     except (OverflowError, OSError):  # ProcessLookupError: gone
         return False
-    return True
+    return not _zombie(pid)
 
 
-def ensure_private_dir(directory: Path) -> Path:
-    """Create ``directory`` with a ``.gitignore`` of ``*`` so git never sees what we keep there.
+def _zombie(pid: int) -> bool:
+    """True when ``pid`` has exited and waits to be reaped (Linux /proc): it never writes again. A
+    killed feature run's orphaned task loop stays so until init reaps it (seconds on some hosts, for
+    ever under a container's PID 1 that never reaps), and ``kill(pid, 0)`` still finds it."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()  # after the command name, which may hold ")"
+    except (OSError, IndexError):
+        return False
+    return bool(fields) and fields[0] in (b"Z", b"X")
+
+
+def ensure_private_dir(directory: Path, *, marker: str = "*\n") -> Path:
+    """Create ``directory`` with a ``.gitignore`` of ``*`` (``marker``, which may say why above it)
+    so git never sees what we keep there.
 
     Used for scratch, logs and caches inside a user's checkout: ``git status`` must not change
-    because guardkit-state ran.
+    because guardkit-state ran. The folder is ours alone, so the temp files killed writers left in
+    it (of the marker itself, or of a cache) are removed here: some such folders (a plan's locks)
+    are looked at by no run's tidy-up, and the ``*`` hides what stays from git status.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    marker = directory / ".gitignore"
-    if not marker.exists():
-        atomic_write_text(marker, "*\n")
+    remove_stale_temp_files(directory)
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        atomic_write_text(ignore, marker)
     return directory

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from guardkit_state.errors import GuardkitStateError
-from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir, remove_stale_temp_files
+from guardkit_state.store.fsio import atomic_write_text, ensure_private_dir
 from guardkit_state.store.layout import cache_file
 from guardkit_state.store.reads import read_bytes_capped
 
@@ -161,8 +161,7 @@ class StatCache:
             text = json.dumps({"version": self.version, "files": self.entries})
             self.dirty = False
         with contextlib.suppress(GuardkitStateError, OSError):
-            ensure_private_dir(self.path.parent)
-            remove_stale_temp_files(self.path.parent)  # a save a kill cut short left its temp file
+            ensure_private_dir(self.path.parent)  # also removes the temp file a save a kill cut short left
             # Not capped: a rebuildable cache of a huge repository may pass the task-file cap.
             atomic_write_text(self.path, text, limit=None)
 

@@ -68,6 +68,9 @@ class TaskFile:
     #: The file's identity when ``text`` was read from it (None: not known), and when (monotonic).
     _identity: reads.Identity | None = field(repr=False, default=None, compare=False)
     _read_at: float = field(repr=False, default=0.0, compare=False)
+    #: The store whose turn states this text stayed behind through a settled read's pauses (a kill
+    #: between a turn's state and its append; a stale save): confirming it unchanged waits no more.
+    _behind: Path | None = field(repr=False, default=None, compare=False)
 
     # ------------------------------------------------------------------ reading
 
@@ -156,7 +159,8 @@ class TaskFile:
 
         A file seen changed is remembered as contended: see :meth:`apply`.
         """
-        if unchanged(self.path, self._identity, self._read_at) and not self.looks_half_saved(store):
+        if unchanged(self.path, self._identity, self._read_at) and (
+                self._behind == store.directory or not self.looks_half_saved(store)):
             return self
         task = read_task_settled(self.path, store)
         if task._raw != self._raw:
@@ -303,7 +307,7 @@ class TaskFile:
 
     def _adopt(self, other: TaskFile) -> None:
         for name in ("text", "data", "body", "task_id", "state", "state_key", "criteria", "split", "_raw", "_parsed",
-                     "_identity", "_read_at"):
+                     "_identity", "_read_at", "_behind"):
             setattr(self, name, getattr(other, name))
 
     def _after_write(self, result: SpliceResult, update: StateUpdate) -> None:
@@ -315,6 +319,7 @@ class TaskFile:
         self._raw = result.text.encode("utf-8")
         self._parsed = parsed
         self._identity = None  # known once the write is seen to stand (:meth:`_landed`)
+        self._behind = None
         remember(self.path, self._raw, parsed)
         self.split = parsed.split
         self.body = parsed.split.body
@@ -354,6 +359,8 @@ def read_task_settled(path: Path, store: TurnStore | None = None, *, confirm: bo
     snapshot = read_settled(path, partial(_whole_task, path=path), whole=whole, confirm=confirm)
     task = snapshot.value
     task._identity, task._read_at = snapshot.identity, snapshot.at
+    if store is not None and task.text.strip() and task.looks_half_saved(store):
+        task._behind = store.directory  # its pauses waited out: it stays behind (see :meth:`TaskFile.confirmed`)
     return task
 
 

@@ -5,7 +5,8 @@ in a session of its own, kills it — every process of the session at once (the 
 loops) at a random instant, or the one process reaching a named step (``GUARDKIT_STATE_CRASH_AT``:
 the run's merge and plan steps, or a task loop's write steps) — checks what the kill left, resumes
 with ``--resume``, and so on until the run completes. The end must equal an uninterrupted run: the
-same tasks approved with the same turns and decisions, the same merged files, one merge per task.
+same tasks approved with the same turns and decisions, the same merged files, one merge per task;
+and no temp file of a killed write may be left anywhere in the project.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ..feature_support import (
     start_cli,
     task_rel,
 )
+from .harness import leftover_temp_files
 
 T1, T2, T3 = "TASK-FB-001", "TASK-FB-002", "TASK-FB-003"
 PLAN_ORDER = [T1, T2, T3]
@@ -50,6 +52,10 @@ CRASH_POINTS: dict[str, int] = {
     "loop.after_player": 2,
     "loop.before_commit": 2,
     "turn.before_frontmatter": 2,
+    # Inside any atomic write of the run (its folders' markers, the plan) or of a task loop: the
+    # feature campaign's named kills found the temp files no sweep reached only through these.
+    "write.temp_open": 20,
+    "write.before_replace": 20,
 }
 #: A run taking longer than this is hung (fails the campaign; never expected).
 RUN_TIMEOUT = 120.0
@@ -153,6 +159,9 @@ def run_campaign(workdir: Path, *, kills_wanted: int, seed: int, reference: dict
         finally:
             kill_agents(project.invocations())
         stats.checks += 1
+        leftovers = leftover_temp_files(project.root)
+        if leftovers:
+            raise InvariantViolation(f"project {number}: temp files left after the run completed: {leftovers}")
         if final != reference:
             raise InvariantViolation(f"project {number}: result differs from the reference:\n"
                                      f"  got      {json.dumps(final)}\n  expected {json.dumps(reference)}")

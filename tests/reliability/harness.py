@@ -252,7 +252,7 @@ def check_on_disk(root: Path, setup: Setup, *, final: bool) -> History:
     if setup.worktree and setup.git and (root / TASK_REL).read_text(encoding="utf-8") != TASK_TEXT:
         problems.append("the main checkout's task file was changed by a worktree loop")
     if final:
-        leftovers = [str(p) for p in checkout.rglob(f"{TEMP_PREFIX}*") if ".git" not in p.parts]
+        leftovers = leftover_temp_files(root)
         if leftovers:
             problems.append(f"temp files left after a successful run: {leftovers}")
         if setup.git and git(checkout, "status", "--porcelain", "--untracked-files=all", "--", "tasks", "src",
@@ -261,6 +261,14 @@ def check_on_disk(root: Path, setup: Setup, *, final: bool) -> History:
     if problems:
         raise InvariantViolation("; ".join(problems))
     return history
+
+
+def leftover_temp_files(root: Path) -> list[str]:
+    """Temp files of the store's writes anywhere a run writes: the main checkout and every worktree
+    under it (not the loop's checkout alone: ``.guardkit/worktrees/``, the main checkout's logs and
+    caches are written too), and the guardkit-state folder in git's directory."""
+    found = [p for p in root.rglob(f"{TEMP_PREFIX}*") if ".git" not in p.parts]
+    return [str(p) for p in [*found, *(root / ".git" / "guardkit-state").rglob(f"{TEMP_PREFIX}*")]]
 
 
 def reference_history(workdir: Path, setup: Setup) -> History:

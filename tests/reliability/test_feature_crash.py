@@ -1,8 +1,9 @@
 """SIGKILL real ``feature-build FEAT-X`` runs at random instants and inside named steps; resume.
 
 After every kill: the plan parses and keeps its comment, no task is merged twice or out of plan
-order, every task's turns are 1..n. After the last resume: the same tasks approved with the same
-turns and decisions, the same merged files and plan progress as an uninterrupted run.
+order, every task's turns are 1..n. After the last resume: no temp file left anywhere, the same tasks
+approved with the same turns and decisions, the same merged files and plan progress as an
+uninterrupted run.
 """
 
 from __future__ import annotations

@@ -252,3 +252,40 @@ def test_stale_temp_cleaning_never_removes_a_live_writers_file(tmp_path: Path) -
         live.wait()
     assert removed == {names["dead"], names["old-live"]}
     assert {p.name for p in tmp_path.iterdir()} == {names["own"], names["live"], names["unparsed-new"]}
+
+
+def test_a_private_folder_made_sure_of_loses_the_temp_files_killed_writers_left(tmp_path: Path) -> None:
+    # A kill inside the write of a private folder's ``.gitignore`` (a feature run's first plan write makes
+    # ``.guardkit/features/.locks/``) leaves its temp file where no run's tidy-up looks, for good: making
+    # sure of the folder removes what a dead writer left there, never a live writer's.
+    folder = tmp_path / ".guardkit" / "features" / ".locks"
+    folder.mkdir(parents=True)
+    dead = folder / f"{fsio.TEMP_PREFIX}.gitignore.{_dead_pid()}.1000001"
+    own = folder / f"{fsio.TEMP_PREFIX}.gitignore.{os.getpid()}.1000002"
+    for leftover in (dead, own):
+        leftover.write_text("")
+    fsio.ensure_private_dir(folder)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([".gitignore", own.name])
+    dead.write_text("")  # also when the marker is there already (another process wrote it meanwhile)
+    fsio.ensure_private_dir(folder)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([".gitignore", own.name])
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="a zombie is told by /proc (Linux)")
+def test_stale_temp_cleaning_removes_the_file_of_a_writer_killed_but_not_yet_reaped(tmp_path: Path) -> None:
+    # A killed writer is a zombie until its parent reaps it: a feature run's task loop, orphaned by the
+    # run's kill, waits for init (~2 s on some hosts, for ever under a PID 1 that never reaps). It will
+    # never write again; its temp file is debris (the feature campaign found one after a resumed run).
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        while _state(zombie.pid) != "Z":  # exited, not waited for
+            time.sleep(0.01)
+        left = tmp_path / f"{fsio.TEMP_PREFIX}player_schema_turn_1.json.{zombie.pid}.1000001"
+        left.write_text("partial")
+        assert fsio.remove_stale_temp_files(tmp_path) == [left]
+    finally:
+        zombie.wait()
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
