@@ -921,6 +921,14 @@ def _deleted_after_30_seconds(machine: Path, ref: str) -> Iterator[None]:
         fallback.cancel()
 
 
+def _push_foreign(machine: Path, ref: str) -> str:
+    """A commit of some other tool (no claim) pushed from ``machine`` at ``ref`` on the remote; its sha."""
+    tree = git(machine, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
+    foreign = git(machine, "commit-tree", tree, "-m", "a note of some other tool").strip()
+    git(machine, "push", "-q", "origin", f"{foreign}:{ref}")
+    return foreign
+
+
 @pytest.mark.parametrize("blocked", ["TASK-FB-001", "MERGE-WAVES", "TASK-FB-001/old"])
 def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blocked: str) -> None:
@@ -933,9 +941,7 @@ def test_a_claim_ref_holding_no_claim_is_named_with_how_to_clear_it(
     # Something that is no worker pushed a commit of its own where a claim would be (or below it,
     # where git keeps the claim ref from being created).
     ref = f"refs/guardkit/claims/{FEATURE_ID}/{blocked}"
-    tree = git(theirs, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
-    foreign = git(theirs, "commit-tree", tree, "-m", "a note of some other tool").strip()
-    git(theirs, "push", "-q", "origin", f"{foreign}:{ref}")
+    foreign = _push_foreign(theirs, ref)
     notes: list[str] = []
 
     def note(text: str) -> None:
@@ -965,9 +971,7 @@ def test_show_remote_names_a_ref_in_the_way_of_a_tasks_claim_and_how_to_clear_it
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
     _, mine, theirs = _two_machines(tmp_path, project)
     ref = f"refs/guardkit/claims/{FEATURE_ID}/{blocked}"
-    tree = git(theirs, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
-    foreign = git(theirs, "commit-tree", tree, "-m", "a note of some other tool").strip()
-    git(theirs, "push", "-q", "origin", f"{foreign}:{ref}")
+    foreign = _push_foreign(theirs, ref)
     held = (f"holds {foreign[:10]}, which is no guardkit claim" if "/" not in blocked else
             f"({foreign[:10]}) keeps git from creating the claim ref refs/guardkit/claims/{FEATURE_ID}/TASK-FB-001")
     why = f"{ref} on the remote {held}: no worker claims it until it is deleted (git push origin :{ref})"
@@ -988,9 +992,7 @@ def test_a_ref_above_the_claim_refs_is_named_with_how_to_clear_it(tmp_path: Path
     project = make_feature(tmp_path, [TaskSpec("TASK-FB-001")])
     bare, mine, theirs = _two_machines(tmp_path, project)
     ref = f"refs/guardkit/claims/{FEATURE_ID}"
-    tree = git(theirs, "hash-object", "-t", "tree", "-w", "/dev/null").strip()
-    foreign = git(theirs, "commit-tree", tree, "-m", "a note of some other tool").strip()
-    git(theirs, "push", "-q", "origin", f"{foreign}:{ref}")
+    foreign = _push_foreign(theirs, ref)
     notes: list[str] = []
 
     def note(text: str) -> None:
