@@ -336,3 +336,15 @@ def test_blob_over_the_cap_is_refused_unread_naming_rev_path_and_cap(git_repo: P
     assert repo.blob("main", "dir/none.md") is None  # absent
     assert repo.blob("main", "dir") is None  # a tree, not a file
     assert repo.objects(["main:dir/big file.md", "main:README.md", "main:x"], max_bytes=499)[:1] == [None]
+
+
+def test_sizes_answer_each_spec_whatever_breaks_a_line_for_python_in_its_path(git_repo: Path) -> None:
+    # git answers one line per spec, ended by "\n" alone, and a missing spec's line repeats it: read
+    # with str.splitlines(), a path holding "\r", "\x1c" or U+2028 made two lines of it, and the
+    # reading crashed (ValueError) where it should say "none there".
+    repo = GitRepo.discover(git_repo)
+    assert repo is not None
+    found = repo.sizes(["main:a\rb.md", "main:c\x1cd.md", "main:e\u2028f.md", "main:README.md"])
+    assert found[:3] == [None, None, None]
+    assert found[3] is not None and found[3][1] == "blob"
+    assert repo.blob("main", "tasks/TASK-A-1-x\u2028y.md") is None

@@ -202,7 +202,10 @@ class GitRepo:
         answers: dict[str, tuple[str, str, int] | None] = {}
         if asked:
             out = self.run("cat-file", "--batch-check", stdin=("\n".join(asked) + "\n").encode())[1]
-            for spec, line in zip(asked, out.decode("utf-8", "replace").splitlines(), strict=True):
+            # One line per spec, each ended by "\n" alone: a missing spec's line repeats it, and
+            # str.splitlines() would break it again at a "\r", "\x1c" or U+2028 its path may hold.
+            lines = out.decode("utf-8", "replace").removesuffix("\n").split("\n")
+            for spec, line in zip(asked, lines, strict=True):
                 parts = line.split()  # "<id> <type> <size>", or "<spec> missing" (a spec may hold spaces)
                 answers[spec] = (parts[0], parts[1], int(parts[2])) \
                     if len(parts) == 3 and parts[2].isascii() and parts[2].isdigit() else None
