@@ -348,3 +348,19 @@ def test_sizes_answer_each_spec_whatever_breaks_a_line_for_python_in_its_path(gi
     assert found[:3] == [None, None, None]
     assert found[3] is not None and found[3][1] == "blob"
     assert repo.blob("main", "tasks/TASK-A-1-x\u2028y.md") is None
+
+
+def test_a_file_named_with_bytes_no_utf8_is_read_out_of_git(git_repo: Path) -> None:
+    # A name the file system gave with bytes no UTF-8 (kept by surrogateescape, as os.listdir keeps
+    # it) goes to git as it came: the capped read sent it as strict UTF-8 (a UnicodeEncodeError
+    # traceback where 'git show rev:path', an argument, read it).
+    from .conftest import commit_on_branch
+
+    name = "tasks/TASK-A-1-caf\udce9.md"  # the byte 0xe9 (latin-1 é)
+    commit_on_branch(git_repo, "main", name, b"---\nid: TASK-A-1\n---\n")
+    repo = GitRepo.discover(git_repo)
+    assert repo is not None
+    assert repo.blob("main", name) == b"---\nid: TASK-A-1\n---\n"
+    assert repo.blob("main", "tasks/TASK-A-2-caf\udce9.md") is None
+    [found] = repo.objects([f"main:{name}"])
+    assert found is not None and found[2] == b"---\nid: TASK-A-1\n---\n"
