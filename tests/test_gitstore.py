@@ -364,3 +364,13 @@ def test_a_file_named_with_bytes_no_utf8_is_read_out_of_git(git_repo: Path) -> N
     assert repo.blob("main", "tasks/TASK-A-2-caf\udce9.md") is None
     [found] = repo.objects([f"main:{name}"])
     assert found is not None and found[2] == b"---\nid: TASK-A-1\n---\n"
+
+
+def test_branches_named_lists_each_branch_whatever_breaks_a_line_for_python_in_its_name(git_repo: Path) -> None:
+    # git takes U+2028 (or U+0085) in a branch name; read with str.splitlines(), the listing made two
+    # names of it, the first a task branch that does not exist.
+    from guardkit_state.git.repo import branches_named
+
+    run_git(git_repo, "branch", "autobuild/TASK-A-1\u2028x")
+    run_git(git_repo, "branch", "autobuild/TASK-A-2")
+    assert branches_named(git_repo, "autobuild/") == {"autobuild/TASK-A-1\u2028x", "autobuild/TASK-A-2"}

@@ -59,14 +59,14 @@ def branches_named(cwd: Path, prefix: str) -> frozenset[str]:
     """The local branches whose name starts with ``prefix`` (``autobuild/``) in the repository
     holding ``cwd``: one git call, no discovery first; none outside a repository or without git."""
     try:
-        status, out, _ = execute(cwd, ["git", "for-each-ref", "--format=%(refname)", f"refs/heads/{prefix}"])
+        status, out, _ = execute(cwd, ["git", "for-each-ref", f"--format={ref_format(('refname',))}",
+                                       f"refs/heads/{prefix}"])
     except GitError:
         return frozenset()
     if status != 0:
         return frozenset()
     heads = "refs/heads/"
-    return frozenset(line[len(heads):] for line in out.decode("utf-8", "replace").splitlines()
-                     if line.startswith(heads + prefix))
+    return frozenset(name[len(heads):] for (name,) in parse_refs(out, 1) if name.startswith(heads + prefix))
 
 
 def _spec_lines(specs: Sequence[str]) -> bytes:
