@@ -336,3 +336,41 @@ def test_blob_over_the_cap_is_refused_unread_naming_rev_path_and_cap(git_repo: P
     assert repo.blob("main", "dir/none.md") is None  # absent
     assert repo.blob("main", "dir") is None  # a tree, not a file
     assert repo.objects(["main:dir/big file.md", "main:README.md", "main:x"], max_bytes=499)[:1] == [None]
+
+
+def test_sizes_answer_each_spec_whatever_breaks_a_line_for_python_in_its_path(git_repo: Path) -> None:
+    # git answers one line per spec, ended by "\n" alone, and a missing spec's line repeats it: read
+    # with str.splitlines(), a path holding "\r", "\x1c" or U+2028 made two lines of it, and the
+    # reading crashed (ValueError) where it should say "none there".
+    repo = GitRepo.discover(git_repo)
+    assert repo is not None
+    found = repo.sizes(["main:a\rb.md", "main:c\x1cd.md", "main:e\u2028f.md", "main:README.md"])
+    assert found[:3] == [None, None, None]
+    assert found[3] is not None and found[3][1] == "blob"
+    assert repo.blob("main", "tasks/TASK-A-1-x\u2028y.md") is None
+
+
+def test_a_file_named_with_bytes_no_utf8_is_read_out_of_git(git_repo: Path) -> None:
+    # A name the file system gave with bytes no UTF-8 (kept by surrogateescape, as os.listdir keeps
+    # it) goes to git as it came: the capped read sent it as strict UTF-8 (a UnicodeEncodeError
+    # traceback where 'git show rev:path', an argument, read it).
+    from .conftest import commit_on_branch
+
+    name = "tasks/TASK-A-1-caf\udce9.md"  # the byte 0xe9 (latin-1 é)
+    commit_on_branch(git_repo, "main", name, b"---\nid: TASK-A-1\n---\n")
+    repo = GitRepo.discover(git_repo)
+    assert repo is not None
+    assert repo.blob("main", name) == b"---\nid: TASK-A-1\n---\n"
+    assert repo.blob("main", "tasks/TASK-A-2-caf\udce9.md") is None
+    [found] = repo.objects([f"main:{name}"])
+    assert found is not None and found[2] == b"---\nid: TASK-A-1\n---\n"
+
+
+def test_branches_named_lists_each_branch_whatever_breaks_a_line_for_python_in_its_name(git_repo: Path) -> None:
+    # git takes U+2028 (or U+0085) in a branch name; read with str.splitlines(), the listing made two
+    # names of it, the first a task branch that does not exist.
+    from guardkit_state.git.repo import branches_named
+
+    run_git(git_repo, "branch", "autobuild/TASK-A-1\u2028x")
+    run_git(git_repo, "branch", "autobuild/TASK-A-2")
+    assert branches_named(git_repo, "autobuild/") == {"autobuild/TASK-A-1\u2028x", "autobuild/TASK-A-2"}

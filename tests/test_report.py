@@ -443,3 +443,20 @@ def test_reads_and_reports_leave_git_status_clean(tmp_path: Path) -> None:
     untracked = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root,
                                capture_output=True, text=True, check=True).stdout
     assert untracked == ""
+
+
+def test_a_reports_cost_counts_only_what_an_agent_can_have_spent_as_show_and_status_do() -> None:
+    # A third copy of the cost predicate (show's and status's are turns/spend.reported_usd) took a
+    # negative, NaN or infinite figure: the page and --json said "$nan" or a total lowered by -5.
+    from guardkit_state.inspect.agent_costs import TurnCost
+    from guardkit_state.report.task_report import TaskReport, TurnColumn
+    from guardkit_state.turns.ledger import CriteriaCounts
+
+    hostile = {"player": {"cost_usd": 0.5}, "coach": {"cost_usd": -5}, "a": {"cost_usd": float("nan")},
+               "b": {"cost_usd": float("inf")}, "c": {"cost_usd": "1"}, "d": {"cost_usd": True}}
+    turns = [TurnColumn(1, "fresh_start", "feedback", "implemented", agent_runs=hostile),
+             TurnColumn(2, "fresh_start", "approve", "implemented", agent_runs={"player": {"cost_usd": 0.25}})]
+    report = TaskReport(TASK_ID, "t", "in_review", "tasks/t.md", None, None, turns, [], CriteriaCounts())
+    assert TurnCost(1, hostile).cost_usd == 0.5  # what show counts of turn 1
+    assert report.cost_usd == 0.75
+    assert report.summary()["cost_usd"] == 0.75

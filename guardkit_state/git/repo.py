@@ -59,14 +59,22 @@ def branches_named(cwd: Path, prefix: str) -> frozenset[str]:
     """The local branches whose name starts with ``prefix`` (``autobuild/``) in the repository
     holding ``cwd``: one git call, no discovery first; none outside a repository or without git."""
     try:
-        status, out, _ = execute(cwd, ["git", "for-each-ref", "--format=%(refname)", f"refs/heads/{prefix}"])
+        status, out, _ = execute(cwd, ["git", "for-each-ref", f"--format={ref_format(('refname',))}",
+                                       f"refs/heads/{prefix}"])
     except GitError:
         return frozenset()
     if status != 0:
         return frozenset()
     heads = "refs/heads/"
-    return frozenset(line[len(heads):] for line in out.decode("utf-8", "replace").splitlines()
-                     if line.startswith(heads + prefix))
+    return frozenset(name[len(heads):] for (name,) in parse_refs(out, 1) if name.startswith(heads + prefix))
+
+
+def _spec_lines(specs: Sequence[str]) -> bytes:
+    """``specs`` (``rev:path``, ids) as ``git cat-file --batch`` reads them, one a line; a path as the
+    file system gave it (``surrogateescape``: a name's bytes no UTF-8 go back to git as they came, as
+    an argument to git does)."""
+    return ("\n".join(specs) + "\n").encode("utf-8", "surrogateescape")
+
 
 class GitRepo:
     """A git working tree (the main checkout or a linked worktree), queried through the git CLI.
@@ -185,7 +193,7 @@ class GitRepo:
             return [by_id.get(found[0]) if found is not None else None for found in sized]
         if not specs:
             return []
-        out = self.run("cat-file", "--batch", stdin=("\n".join(specs) + "\n").encode())[1]
+        out = self.run("cat-file", "--batch", stdin=_spec_lines(specs))[1]
         return parse_cat_file_batch(out, len(specs))
 
     def refs(self, atoms: Sequence[str], *args: str) -> list[tuple[str, ...]] | None:
@@ -201,8 +209,11 @@ class GitRepo:
         asked = [spec for spec in specs if "\n" not in spec]
         answers: dict[str, tuple[str, str, int] | None] = {}
         if asked:
-            out = self.run("cat-file", "--batch-check", stdin=("\n".join(asked) + "\n").encode())[1]
-            for spec, line in zip(asked, out.decode("utf-8", "replace").splitlines(), strict=True):
+            out = self.run("cat-file", "--batch-check", stdin=_spec_lines(asked))[1]
+            # One line per spec, each ended by "\n" alone: a missing spec's line repeats it, and
+            # str.splitlines() would break it again at a "\r", "\x1c" or U+2028 its path may hold.
+            lines = out.decode("utf-8", "replace").removesuffix("\n").split("\n")
+            for spec, line in zip(asked, lines, strict=True):
                 parts = line.split()  # "<id> <type> <size>", or "<spec> missing" (a spec may hold spaces)
                 answers[spec] = (parts[0], parts[1], int(parts[2])) \
                     if len(parts) == 3 and parts[2].isascii() and parts[2].isdigit() else None

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from guardkit_state.turns.ledger import CriteriaCounts
+from guardkit_state.turns.spend import reported_usd
 
 #: A criteria-matrix cell: verified by an itemised Coach verdict, rejected, nothing known yet, or
 #: verified only because the Coach approved the task without itemising it.
@@ -109,8 +110,9 @@ class TaskReport:
     @property
     def cost_usd(self) -> float | None:
         """What the agents reported the task's turns cost, or None when none reported a cost."""
-        costs = [run["cost_usd"] for t in self.turns for run in t.agent_runs.values()
-                 if isinstance(run.get("cost_usd"), (int, float)) and not isinstance(run.get("cost_usd"), bool)]
+        # (Counted as ``show``, ``status`` and --max-cost count them: never a negative, NaN or infinite figure.)
+        costs = [cost for t in self.turns for run in t.agent_runs.values()
+                 if (cost := reported_usd(run.get("cost_usd"))) is not None]
         return round(sum(costs), 6) if costs else None
 
     def summary(self) -> dict[str, Any]:
