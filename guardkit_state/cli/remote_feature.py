@@ -116,7 +116,7 @@ def show_remote(args: argparse.Namespace, out: Output, features: list[str]) -> i
                 out.line(f"      failed run: {safe(run.reason)} ({safe(run.at)})")
             if task.held is not None:  # a ref in its claim's way, its file unreadable: a person clears it
                 out.line(f"      held: {safe(task.held)}")
-            elif task.state == "quarantined":
+            if task.state == "quarantined" and task.failed_runs:  # (an unreadable file is no run to release)
                 out.line(f"      release it: guardkit-state feature-build {feature.feature} --release {task.task_id} "
                          f"--remote {safe(feature.remote)}")
             for ref, subject in task.kept:  # a turn its branch moved under on the remote (docs/features.md)

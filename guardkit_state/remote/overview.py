@@ -108,12 +108,20 @@ def remote_progress(repo_root: Path | str, feature: str, remote: str) -> RemoteF
             found = _task(repo, task, number, copy, ended, claims.get(task), feature_ref)
             if found.state == "waiting" and task in skipped:
                 found = replace(found, state="skipped", outcome="dependency_failed")
-            held = ended.reason(plan.feature_id, remote) if ended.unreadable and found.state == "quarantined" \
-                else board.foreign_note(plan.feature_id, task, "no worker claims it") if task in board.foreign \
-                and found.state in ("waiting", "quarantined") else None
+            held = _held(found, ended, board, plan.feature_id)
             result.tasks.append(replace(found, kept=tuple(kept.get(task, ())), held=held))
     result.queue = recorded_steps(merged_plan) if merged_plan is not None else []
     return result
+
+
+def _held(task: RemoteTask, ended: Quarantine, board: ClaimBoard, feature: str) -> str | None:
+    """Why no worker takes ``task`` although it is not done, and what clears it: its file on the
+    remote unreadable, or a ref in its claim's way (None: nothing holds it but its turn)."""
+    if task.state not in ("waiting", "quarantined"):
+        return None
+    if ended.unreadable:
+        return ended.reason(feature, board.remote)
+    return board.foreign_note(feature, task.task_id, "no worker claims it") if task.task_id in board.foreign else None
 
 
 def _task(repo: GitRepo, task: str, wave: int, copy: TaskFile | None, ended: Quarantine, claim: Claim | None,
