@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +91,22 @@ def coach_decision(turn: int, decision: str, *, task_id: str = "TASK-AUTH-001", 
         data["feedback"] = feedback
     data.update(extra)
     return data
+
+
+def dead_pid() -> int:
+    """The pid of a process that has run and been reaped: a writer that is gone."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def killed_and_live_temp_files(folder: Path, name: str, text: str) -> tuple[Path, Path]:
+    """Two temp files of ``name`` as atomic writes leave them in ``folder`` (``.gks-tmp-NAME.PID.NS``,
+    holding ``text``): one a killed writer's (its pid gone), one a live writer's (this process's)."""
+    from guardkit_state.store.fsio import TEMP_PREFIX
+
+    killed = folder / f"{TEMP_PREFIX}{name}.{dead_pid()}.1000001"
+    live = folder / f"{TEMP_PREFIX}{name}.{os.getpid()}.1000002"
+    for leftover in (killed, live):
+        leftover.write_text(text, encoding="utf-8")
+    return killed, live

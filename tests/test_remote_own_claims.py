@@ -19,6 +19,8 @@ from tests.conftest import run_git
 from tests.feature_support import FEATURE_ID, TaskSpec, agent_command, git, make_feature
 from tests.remote_support import clone, make_bare
 
+from .helpers import dead_pid
+
 TASK = "TASK-FB-001"
 
 
@@ -137,9 +139,8 @@ def test_a_worker_taking_its_dead_predecessors_claims_removes_the_record_write_a
     repo = GitRepo.discover(clone(bare.as_uri(), tmp_path / "machine"))
     assert repo is not None
     with ClaimKeeper(repo, "origin", "heir") as heir:
-        dead = subprocess.Popen([sys.executable, "-c", "pass"])
-        dead.wait()
-        killed = heir.folder / f"{TEMP_PREFIX}{dead.pid}-0a1b2c3d.json.{dead.pid}.1000001"
+        dead = dead_pid()
+        killed = heir.folder / f"{TEMP_PREFIX}{dead}-0a1b2c3d.json.{dead}.1000001"
         live = heir.folder / f"{TEMP_PREFIX}{os.getpid()}-0a1b2c3d.json.{os.getpid()}.1000002"
         for leftover in (killed, live):
             leftover.write_text('{"worker": "w", "cla', encoding="utf-8")

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from guardkit_state.store import stat_cache
-from guardkit_state.store.fsio import TEMP_PREFIX
 from guardkit_state.store.stat_cache import StatCache, batch, signature_of
+
+from .helpers import killed_and_live_temp_files
 
 
 @pytest.fixture(autouse=True)
@@ -106,12 +105,7 @@ def test_a_save_removes_the_temp_file_a_killed_save_left(tmp_path: Path, monkeyp
     monkeypatch.setattr(stat_cache, "RACY_NS", 0)
     folder = tmp_path / ".guardkit" / "cache"
     folder.mkdir(parents=True)
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    killed = folder / f"{TEMP_PREFIX}t.json.{dead.pid}.1000001"
-    live = folder / f"{TEMP_PREFIX}t.json.{os.getpid()}.1000002"
-    for leftover in (killed, live):
-        leftover.write_text('{"version": 1, "fi', encoding="utf-8")
+    _, live = killed_and_live_temp_files(folder, "t.json", '{"version": 1, "fi')
     path = tmp_path / "a.md"
     with batch():
         StatCache.of(tmp_path, "t", 1).put("a.md", _settled(path, "one"), "fact", 1)

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,10 +13,10 @@ from guardkit_state.errors import GitError, InputError
 from guardkit_state.git.repo import GitRepo
 from guardkit_state.git.worktrees import WorktreeManager
 from guardkit_state.inspect.review import read_turn_log
-from guardkit_state.store.fsio import TEMP_PREFIX
 
 from .conftest import run_git
 from .gitloop import TASK_ID, make_project, run_loop, run_turn, trailer_turns
+from .helpers import killed_and_live_temp_files
 
 BRANCH = f"autobuild/{TASK_ID}"
 
@@ -57,12 +54,7 @@ def test_create_removes_the_temp_file_a_killed_write_of_the_folders_gitignore_le
     # next create removes it. A live writer's (this process's) is kept.
     folder = project / ".guardkit" / "worktrees"
     folder.mkdir(parents=True)
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    killed = folder / f"{TEMP_PREFIX}.gitignore.{dead.pid}.1000001"
-    live = folder / f"{TEMP_PREFIX}.gitignore.{os.getpid()}.1000002"
-    for leftover in (killed, live):
-        leftover.write_text("# managed by guardkit-state", encoding="utf-8")
+    _, live = killed_and_live_temp_files(folder, ".gitignore", "# managed by guardkit-state")
     _manager(project).create(TASK_ID)
     assert sorted(p.name for p in folder.iterdir()) == sorted([".gitignore", live.name, TASK_ID])
 

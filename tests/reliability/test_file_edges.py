@@ -24,6 +24,8 @@ from guardkit_state.taskfile.discovery import iter_task_files
 from guardkit_state.taskfile.document import TaskFile
 from guardkit_state.turns.lifecycle import record_turn
 
+from ..helpers import dead_pid
+
 TASK_ID = "TASK-EDGE-001"
 TASK_REL = Path("tasks/backlog/TASK-EDGE-001-edges.md")
 GOOD = f"---\nid: {TASK_ID}\ntitle: Edges\nstatus: backlog\n---\n\n## Acceptance Criteria\n\n- [ ] One\n"
@@ -226,19 +228,13 @@ def test_write_onto_a_fifo_is_refused(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- stale temp files
 
 
-def _dead_pid() -> int:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
-
-
 def test_stale_temp_cleaning_never_removes_a_live_writers_file(tmp_path: Path) -> None:
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         names = {
             "own": f"{fsio.TEMP_PREFIX}task.md.{os.getpid()}.1000001",
             "live": f"{fsio.TEMP_PREFIX}task.md.{live.pid}.1000002",
-            "dead": f"{fsio.TEMP_PREFIX}coach_turn_1.json.{_dead_pid()}.1000003",
+            "dead": f"{fsio.TEMP_PREFIX}coach_turn_1.json.{dead_pid()}.1000003",
             "old-live": f"{fsio.TEMP_PREFIX}task.md.{live.pid}.1000004",
             "unparsed-new": f"{fsio.TEMP_PREFIX}weird",
         }
@@ -260,7 +256,7 @@ def test_a_private_folder_made_sure_of_loses_the_temp_files_killed_writers_left(
     # sure of the folder removes what a dead writer left there, never a live writer's.
     folder = tmp_path / ".guardkit" / "features" / ".locks"
     folder.mkdir(parents=True)
-    dead = folder / f"{fsio.TEMP_PREFIX}.gitignore.{_dead_pid()}.1000001"
+    dead = folder / f"{fsio.TEMP_PREFIX}.gitignore.{dead_pid()}.1000001"
     own = folder / f"{fsio.TEMP_PREFIX}.gitignore.{os.getpid()}.1000002"
     for leftover in (dead, own):
         leftover.write_text("")

@@ -25,6 +25,7 @@ from guardkit_state.store import fsio, reads
 from guardkit_state.turns.checks import checked_max_turns
 
 from ..e2e_support import GUARDKIT_STATE, clean_env, git
+from ..helpers import dead_pid
 from .harness import TASK_ID, TASK_REL, TASK_TEXT, Setup, agent_command, make_project
 
 STORE = Path(".guardkit/autobuild") / TASK_ID
@@ -65,12 +66,6 @@ def _record(root: Path, tmp_path: Path, *extra: str, player: dict[str, object] |
 
 def _error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("error:")]
-
-
-def _dead_pid() -> int:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
 
 
 def _age(*paths: Path, seconds: float = 3600) -> None:
@@ -229,8 +224,8 @@ def test_record_removes_stale_temp_files_beside_a_linked_task_files_target(tmp_p
     real.write_bytes(task.read_bytes())
     task.unlink()
     task.symlink_to(os.path.relpath(real, task.parent))
-    beside_link = task.parent / f"{fsio.TEMP_PREFIX}{task.name}.{_dead_pid()}.123456789012"
-    beside_target = real.parent / f"{fsio.TEMP_PREFIX}{real.name}.{_dead_pid()}.123456789013"
+    beside_link = task.parent / f"{fsio.TEMP_PREFIX}{task.name}.{dead_pid()}.123456789012"
+    beside_target = real.parent / f"{fsio.TEMP_PREFIX}{real.name}.{dead_pid()}.123456789013"
     users = real.parent / ".gks-tmp-release.2024.11"
     for path in (beside_link, beside_target, users):
         path.write_text("partial")
@@ -243,7 +238,7 @@ def test_record_removes_stale_temp_files_beside_a_linked_task_files_target(tmp_p
 
 
 def test_only_the_exact_temp_name_fsio_writes_counts_as_stale_debris(tmp_path: Path) -> None:
-    dead = _dead_pid()
+    dead = dead_pid()
     ours = f"{fsio.TEMP_PREFIX}task.md.{dead}.{time.monotonic_ns()}"
     theirs = [".gks-tmp-release.2024.11", f".gks-tmp-task.md.{dead}.12345", f".gks-tmp-task.md.{dead}.",
               f".gks-tmp-.{dead}.1234567", ".gks-tmp-task.md.0.1234567", f".gks-tmp-task.md.{dead}.12345678x",
@@ -258,8 +253,8 @@ def test_only_the_exact_temp_name_fsio_writes_counts_as_stale_debris(tmp_path: P
 
 def test_a_turn_commit_keeps_an_agents_prefixed_files_under_guardkit(git_repo: Path) -> None:
     agent_files = [".guardkit/notes/.gks-tmp-plan.md", ".guardkit/notes/.gks-tmp-release.2024.11"]
-    ours = [f".guardkit/autobuild/{TASK_ID}/.gks-tmp-coach_turn_1.json.{_dead_pid()}.{time.monotonic_ns()}",
-            f".guardkit/autobuild/{TASK_ID}/.work/.gks-tmp-player_turn_1.agent.json.{_dead_pid()}"]
+    ours = [f".guardkit/autobuild/{TASK_ID}/.gks-tmp-coach_turn_1.json.{dead_pid()}.{time.monotonic_ns()}",
+            f".guardkit/autobuild/{TASK_ID}/.work/.gks-tmp-player_turn_1.agent.json.{dead_pid()}"]
     for name in [*agent_files, *ours]:
         (git_repo / name).parent.mkdir(parents=True, exist_ok=True)
         (git_repo / name).write_text("x\n")
