@@ -205,22 +205,28 @@ def test_a_ref_named_with_bytes_no_utf8_reads_alike_from_ls_remote_and_from_the_
         f"{claims}/TASK-X-001/\udcff": base, f"{claims}/TASK-X-002": base}
 
 
+def _a_turn_to_push(git_repo: Path, tmp_path: Path) -> tuple[Path, Path, GitRepo, str]:
+    """A bare remote of ``git_repo``, a clone of it (``machine``) holding a turn on a new branch
+    autobuild/TASK-X-001 not pushed yet: (bare, machine, its repo, the turn's sha)."""
+    bare = make_bare(tmp_path, git_repo)
+    machine = clone(bare.as_uri(), tmp_path / "machine")
+    repo = GitRepo.discover(machine)
+    assert repo is not None
+    run_git(machine, "commit", "-q", "--allow-empty", "-m", "a turn")
+    run_git(machine, "branch", "autobuild/TASK-X-001")
+    return bare, machine, repo, repo.text("rev-parse", "HEAD")
+
+
 @pytest.mark.parametrize("blocker", ["TASK-X-001/x", ""])
 def test_a_turn_push_refused_for_a_ref_in_its_ledgers_way_names_that_ref(
         git_repo: Path, tmp_path: Path, blocker: str) -> None:
     # A ref below a task's ledger ref (or at the feature's folder of ledgers) keeps git from creating
     # the ledger, and the turn's atomic push fails whole: every line of git's report says only
     # "atomic transaction failed", and the worker stopped naming its branch, not what is in the way.
-    bare = make_bare(tmp_path, git_repo)
-    machine = clone(bare.as_uri(), tmp_path / "machine")
-    repo = GitRepo.discover(machine)
-    assert repo is not None
+    _, machine, repo, tip = _a_turn_to_push(git_repo, tmp_path)
     ledgers = RemoteLedgers(repo, "origin", "FEAT-X")
     in_way = f"{LEDGERS_PREFIX}/FEAT-X" + (f"/{blocker}" if blocker else "")
-    run_git(machine, "push", "-q", "origin", f"{repo.text('rev-parse', 'HEAD')}:{in_way}")
-    run_git(machine, "commit", "-q", "--allow-empty", "-m", "a turn")
-    run_git(machine, "branch", "autobuild/TASK-X-001")
-    tip = repo.text("rev-parse", "HEAD")
+    run_git(machine, "push", "-q", "origin", f"{repo.text('rev-parse', 'HEAD~1')}:{in_way}")
     with pytest.raises(RemoteRejectedError) as refused:
         RemoteBranches(repo, "origin").push("autobuild/TASK-X-001", None, also=(ledgers.refspec("TASK-X-001", tip),))
     ledger = ledgers.ref("TASK-X-001")
@@ -235,13 +241,7 @@ def test_a_turn_push_refused_only_because_a_ref_lock_was_held_is_tried_again(
     # A turn goes with its ledger in one atomic push, and git's report of a held ref lock then says
     # only "atomic transaction failed": taken for a refusal, it stopped the worker, and the lock a
     # push killed on the remote left (on this machine) was never removed, as it is for other pushes.
-    bare = make_bare(tmp_path, git_repo)
-    machine = clone(bare.as_uri(), tmp_path / "machine")
-    repo = GitRepo.discover(machine)
-    assert repo is not None
-    run_git(machine, "commit", "-q", "--allow-empty", "-m", "a turn")
-    run_git(machine, "branch", "autobuild/TASK-X-001")
-    tip = repo.text("rev-parse", "HEAD")
+    bare, _, repo, tip = _a_turn_to_push(git_repo, tmp_path)
     ledgers, branches = RemoteLedgers(repo, "origin", "FEAT-X"), RemoteBranches(repo, "origin")
     lock = bare / f"{locked}.lock"
     lock.parent.mkdir(parents=True)
