@@ -21,7 +21,7 @@ from guardkit_state.inspect.status import feature_status
 from guardkit_state.taskfile.locate import locate_task
 
 from .conftest import commit_on_branch, git_answer_sizes, run_git
-from .feature_support import FEATURE_BRANCH, FEATURE_ID, FeatureProject, TaskSpec, git, make_feature
+from .feature_support import FEATURE_BRANCH, FEATURE_ID, FeatureProject, TaskSpec, count_git_runs, git, make_feature
 
 T1, T2, T3 = "TASK-FB-001", "TASK-FB-002", "TASK-FB-003"
 WAVES = [[T1, T2], [T3]]
@@ -189,6 +189,18 @@ def test_a_failed_task_and_a_feature_not_started(tmp_path: Path, capsys: pytest.
     assert (view.next.wave, view.next.stopped_by) == (1, (T1,))
     # The failed task's own worktree is still there: show reads it, as for any loop.
     assert locate_task(project.root, T1).source == "worktree"
+
+
+def test_a_task_branch_the_feature_branch_does_not_reach_is_read_through_git(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = make_feature(tmp_path, _specs(TASK_FB_001={"approve_at": 0}), WAVES)
+    assert _build(project, FeatureOptions(max_turns=2)).exit_code == 1
+    git(project.root, "worktree", "remove", str(project.task_worktree(T1)))
+    calls = count_git_runs(monkeypatch)
+    location = locate_task(project.root, T1)
+    assert (location.source, location.rev, location.in_worktree) == ("task branch", f"autobuild/{T1}", False)
+    # Whether the task's branch exists is read from the autobuild/ branches listed once, not asked again.
+    assert not [call for call in calls if call[:1] == ("show-ref",)], calls
 
 
 def test_max_parallel_on_a_task_is_noted_and_ignored(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

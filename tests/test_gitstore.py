@@ -106,6 +106,17 @@ def test_discover_root_from_subdirectory_and_none_outside(git_repo: Path, tmp_pa
     assert GitRepo.discover(tmp_path / "missing") is None
 
 
+def test_discover_a_repository_whose_path_holds_a_line_separator_other_than_newline(tmp_path: Path) -> None:
+    # git prints the three paths one a line, each ended by "\n" alone: a folder name holding "\r",
+    # "\x1c" or U+2028 (which str.splitlines() also breaks at) is still one path, not "no repository".
+    for name in ("a\u2028b", "a\rb", "a\x1cb"):
+        root = tmp_path / name
+        root.mkdir()
+        run_git(root, "init", "-q", "-b", "main")
+        repo = GitRepo.discover(root)
+        assert repo is not None and repo.root == root and repo.common_dir == root / ".git", name
+
+
 def test_head_branch_and_dirty_questions(git_repo: Path) -> None:
     repo = _repo(git_repo)
     assert repo.head_sha() == run_git(git_repo, "rev-parse", "HEAD").strip()

@@ -150,6 +150,17 @@ def test_a_path_outside_tasks_or_missing_is_a_typed_error(repo: Path) -> None:
         resolve_task(repo, "../etc/passwd")
 
 
+def test_a_task_id_ended_by_a_line_feed_is_no_task_id(repo: Path) -> None:
+    # A regex's $ matches before a final "\n": the id went on into store paths and branch names.
+    from guardkit_state.store.safe_paths import is_task_id, validate_task_id
+
+    assert not is_task_id("TASK-DUR-001\n") and is_task_id("TASK-DUR-001")
+    with pytest.raises(InvalidTaskIdError):
+        validate_task_id("TASK-DUR-001\n")
+    with pytest.raises(InvalidTaskIdError):
+        resolve_task(repo, "TASK-DUR-001\n")
+
+
 # ----------------------------------------------------------------------- the CLI and status
 
 

@@ -113,7 +113,7 @@ class GitRepo:
             log.info("git is not available: %s", exc.message)
             return None
         out = raw.decode("utf-8", "surrogateescape")
-        lines = out.splitlines()
+        lines = out.removesuffix("\n").split("\n")  # one path a line: a path may hold "\r", U+2028
         if status != 0 or len(lines) != 3:
             return None  # not inside a working tree (or inside a bare repo / .git itself)
         return cls(Path(lines[0]), Path(lines[1]), Path(lines[2]))

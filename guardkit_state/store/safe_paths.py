@@ -9,12 +9,12 @@ from pathlib import Path
 
 from guardkit_state.errors import InvalidTaskIdError, UnsafePathError
 
-_TASK_ID = re.compile(r"^[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9._]+)+$")
+_TASK_ID = re.compile(r"[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9._]+)+")
 
 
 def is_task_id(text: object) -> bool:
     """Whether ``text`` is a plain id like ``TASK-AUTH-001`` (:func:`validate_task_id` takes it)."""
-    return isinstance(text, str) and _TASK_ID.match(text) is not None and ".." not in text
+    return isinstance(text, str) and _TASK_ID.fullmatch(text) is not None and ".." not in text
 
 
 def validate_task_id(task_id: str) -> str:

@@ -163,7 +163,8 @@ def _feature_copy(root: Path, home: Path, found: Resolution) -> TaskLocation | N
     features = features_of_task(root, found.task_id)
     if not features:
         return None  # the common case: no git call at all
-    if not autobuild_branches_at(root) & {branch_for(feature) for feature in features}:
+    branches = autobuild_branches_at(root)
+    if not branches & {branch_for(feature) for feature in features}:
         return None  # no feature branch here (GuardKit's own runs leave none): one git call
     repo = repository_at(root)
     if repo is None:
@@ -178,7 +179,8 @@ def _feature_copy(root: Path, home: Path, found: Resolution) -> TaskLocation | N
     task_id = found.task_id
     task_branch = branch_for(task_id)
     with contextlib.suppress(GuardkitStateError):
-        if (repo.branch_exists(task_branch) and not is_ancestor(repo, task_branch, feature_branch)
+        # Whether the task's branch exists, from the autobuild/ branches just listed (no git call of its own).
+        if (task_branch in branches and not is_ancestor(repo, task_branch, feature_branch)
                 and _holds_state_at(repo, task_branch, rel)):
             return TaskLocation(task_id, root, found.path, False, found, "task branch", task_branch, feature_id)
     tree = worktree_path(home, feature_id)
